@@ -1,0 +1,85 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Homeport",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .library(name: "HomeportWire", targets: ["HomeportWire"]),
+        .library(name: "HomeportServer", targets: ["HomeportServer"]),
+        .executable(name: "homeport-server", targets: ["homeport-server"]),
+    ],
+    targets: [
+        // C libraries, each behind a thin system-library target.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
+        ),
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]
+        ),
+
+        // Wire types shared by server and client: Foundation only.
+        .target(name: "HomeportWire"),
+
+        // Server-side building blocks, one concern each.
+        .target(name: "HomeportLogging"),
+        .target(name: "HomeportCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "HomeportCommandLine"),
+        .target(
+            name: "HomeportHTTP",
+            dependencies: ["CMicroHTTPD", "HomeportWire", "HomeportLogging"]
+        ),
+        .target(
+            name: "HomeportStorage",
+            dependencies: ["CSQLite", "CLibPQ", "HomeportLogging"]
+        ),
+        .target(
+            name: "HomeportServer",
+            dependencies: [
+                "HomeportWire", "HomeportHTTP", "HomeportStorage", "HomeportCrypto",
+                "HomeportLogging",
+            ]
+        ),
+        .executableTarget(
+            name: "homeport-server",
+            dependencies: ["HomeportServer", "HomeportCommandLine"]
+        ),
+
+        // Tests.
+        .target(
+            name: "HomeportTestSupport",
+            dependencies: ["HomeportStorage"],
+            path: "Tests/HomeportTestSupport"
+        ),
+        .testTarget(name: "HomeportWireTests", dependencies: ["HomeportWire"]),
+        .testTarget(
+            name: "HomeportHTTPTests",
+            dependencies: ["HomeportHTTP", "HomeportLogging", "HomeportTestSupport"]
+        ),
+        .testTarget(
+            name: "HomeportStorageTests",
+            dependencies: ["HomeportStorage", "HomeportTestSupport"]
+        ),
+        .testTarget(
+            name: "HomeportServerTests",
+            dependencies: [
+                "HomeportServer", "HomeportCommandLine", "HomeportTestSupport",
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

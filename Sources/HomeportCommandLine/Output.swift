@@ -1,0 +1,46 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Writing to the terminal without the (non-`Sendable`) C `stdout` globals.
+public enum Output {
+    /// Writes `text` and a newline to standard output.
+    public static func line(_ text: String) {
+        write(text + "\n", to: 1)
+    }
+
+    /// Writes `text` and a newline to standard error.
+    public static func error(_ text: String) {
+        write(text + "\n", to: 2)
+    }
+
+    private static func write(_ text: String, to descriptor: Int32) {
+        var text = text
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                #if canImport(Glibc)
+                    let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                #else
+                    let written = Darwin.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                #endif
+                if written <= 0 { return }
+                offset += written
+            }
+        }
+    }
+}
+
+/// Exit codes shared by Homeport's command-line tools.
+public enum ExitCode: Int32, Sendable {
+    /// Success.
+    case success = 0
+    /// The command ran and failed (database unreachable, port in use, …).
+    case failure = 1
+    /// The command line was wrong.
+    case usage = 2
+    /// The command refused to act without a confirmation.
+    case refused = 3
+}

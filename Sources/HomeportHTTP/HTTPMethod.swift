@@ -1,0 +1,28 @@
+/// An HTTP request method, compared exactly as sent (methods are case-sensitive).
+public struct HTTPMethod: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The method token, such as `GET`.
+    public let rawValue: String
+
+    /// Wraps a method token.
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// The method token.
+    public var description: String { rawValue }
+
+    /// `GET`
+    public static let get = HTTPMethod(rawValue: "GET")
+    /// `HEAD`
+    public static let head = HTTPMethod(rawValue: "HEAD")
+    /// `POST`
+    public static let post = HTTPMethod(rawValue: "POST")
+    /// `PUT`
+    public static let put = HTTPMethod(rawValue: "PUT")
+    /// `PATCH`
+    public static let patch = HTTPMethod(rawValue: "PATCH")
+    /// `DELETE`
+    public static let delete = HTTPMethod(rawValue: "DELETE")
+    /// `OPTIONS`
+    public static let options = HTTPMethod(rawValue: "OPTIONS")
+}

@@ -1,0 +1,48 @@
+import Foundation
+import HomeportWire
+
+/// A complete response: status, header fields and body.
+public struct HTTPResponse: Sendable {
+    /// The status code.
+    public var status: Int
+    /// The header fields (`Content-Length` is added by the server).
+    public var headers: HTTPHeaders
+    /// The body bytes.
+    public var body: Data
+
+    /// Creates a response.
+    public init(status: Int, headers: HTTPHeaders = [:], body: Data = Data()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON response from bytes that are already encoded.
+    public static func json(bytes: Data, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(
+            status: status,
+            headers: ["Content-Type": "application/json", "X-Content-Type-Options": "nosniff"],
+            body: bytes)
+    }
+
+    /// A JSON response encoding `value`.
+    public static func json<T: Encodable>(_ value: T, status: Int = 200) throws -> HTTPResponse {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return .json(bytes: try encoder.encode(value), status: status)
+    }
+
+    /// The Homeport JSON error shape `{"error": {"code", "message"}}`.
+    public static func error(status: Int, code: String, message: String) -> HTTPResponse {
+        let envelope = ErrorEnvelope(code: code, message: message)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding two strings cannot fail; fall back to a fixed body rather than crash.
+        let body =
+            (try? encoder.encode(envelope))
+            ?? Data(#"{"error":{"code":"internal_error","message":"error"}}"#.utf8)
+        var response = HTTPResponse.json(bytes: body, status: status)
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+
+/// Where the server listens and the limits it enforces on every connection.
+public struct HTTPServerConfiguration: Sendable, Equatable {
+    /// The address to bind: an IPv4 or IPv6 literal, or a name such as `localhost`.
+    public var host: String
+    /// The TCP port; 0 picks a free one (read it back from ``HTTPServer/port``).
+    public var port: Int
+    /// Worker threads, each running an epoll loop and handlers; defaults to the core count.
+    public var workerThreads: Int
+    /// Largest accepted request body; larger ones are answered 413 without being read.
+    public var maxBodyBytes: Int
+    /// Memory for one connection's request line and headers; a larger header block is refused
+    /// (libmicrohttpd answers 431) and the connection closed.
+    public var maxHeaderBytes: Int
+    /// Seconds a connection may stay silent before the server closes it.
+    public var idleTimeoutSeconds: Int
+    /// Connections open at once; further ones are accepted and closed at once.
+    public var maxConnections: Int
+    /// How long a graceful shutdown waits for requests in flight.
+    public var drainTimeout: Duration
+
+    /// Creates a configuration; every limit has a default fit for a small server.
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        workerThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
+        maxBodyBytes: Int = 1 << 20,
+        maxHeaderBytes: Int = 32 << 10,
+        idleTimeoutSeconds: Int = 30,
+        maxConnections: Int = 1000,
+        drainTimeout: Duration = .seconds(10)
+    ) {
+        self.host = host
+        self.port = port
+        self.workerThreads = workerThreads
+        self.maxBodyBytes = maxBodyBytes
+        self.maxHeaderBytes = maxHeaderBytes
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.maxConnections = maxConnections
+        self.drainTimeout = drainTimeout
+    }
+}
+
+/// A `HOST:PORT` listen address (`127.0.0.1:8080`, `[::1]:8080`, `localhost:0`).
+public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
+    /// The host without brackets.
+    public var host: String
+    /// The port, 0–65535.
+    public var port: Int
+
+    /// Creates an address.
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `HOST:PORT`; IPv6 literals go in brackets. Throws a message fit for a user.
+    public init(parsing text: String) throws {
+        let invalid = ListenAddressError(text: text)
+        var hostPart: Substring
+        var portPart: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { throw invalid }
+            hostPart = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { throw invalid }
+            portPart = rest.dropFirst()
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { throw invalid }
+            hostPart = text[..<colon]
+            portPart = text[text.index(after: colon)...]
+            guard !hostPart.contains(":") else { throw invalid }
+        }
+        guard !hostPart.isEmpty, let port = Int(portPart), (0...65535).contains(port) else { throw invalid }
+        self.host = String(hostPart)
+        self.port = port
+    }
+
+    /// `host:port`, with brackets around an IPv6 literal.
+    public var description: String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+}
+
+/// A listen address that is not `HOST:PORT`.
+public struct ListenAddressError: Error, CustomStringConvertible, Equatable {
+    /// What the user typed.
+    public var text: String
+
+    /// A sentence for the user.
+    public var description: String {
+        "'\(text)' is not a listen address; use HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080"
+    }
+}

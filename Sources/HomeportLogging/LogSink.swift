@@ -1,0 +1,55 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+import Synchronization
+
+/// Where a ``Logger`` writes its lines.
+public protocol LogSink: Sendable {
+    /// Writes one complete line, newline included.
+    func write(_ line: String)
+}
+
+/// Writes each line to standard error with one `write(2)`, so lines from threads never interleave.
+public struct StandardErrorSink: LogSink {
+    /// Creates the sink.
+    public init() {}
+
+    /// Writes the line to file descriptor 2.
+    public func write(_ line: String) {
+        var line = line
+        line.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = systemWrite(2, bytes.baseAddress! + offset, bytes.count - offset)
+                if written <= 0 { return }
+                offset += written
+            }
+        }
+    }
+}
+
+/// Keeps every line in memory; for tests that check what was (and was not) logged.
+public final class MemoryLogSink: LogSink {
+    private let storage = Mutex<[String]>([])
+
+    /// Creates an empty sink.
+    public init() {}
+
+    /// Appends the line.
+    public func write(_ line: String) {
+        storage.withLock { $0.append(line) }
+    }
+
+    /// Every line written so far.
+    public var lines: [String] { storage.withLock { $0 } }
+}
+
+private func systemWrite(_ fd: Int32, _ buffer: UnsafePointer<UInt8>, _ count: Int) -> Int {
+    #if canImport(Glibc)
+        return Glibc.write(fd, buffer, count)
+    #else
+        return Darwin.write(fd, buffer, count)
+    #endif
+}

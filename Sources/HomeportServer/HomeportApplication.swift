@@ -1,0 +1,52 @@
+import HomeportHTTP
+import HomeportLogging
+import HomeportStorage
+
+/// A running Homeport server: the database (migrated), the routes, and the HTTP listener.
+public final class HomeportApplication: Sendable {
+    /// The configuration it runs with.
+    public let configuration: ServerConfiguration
+    /// The database, shared by every route.
+    public let database: any Database
+    /// The installation identity.
+    public let identity: IdentityStore
+    private let server: HTTPServer
+    private let logger: Logger
+
+    /// Opens the database, applies pending migrations and prepares the routes; nothing listens yet.
+    public init(configuration: ServerConfiguration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        let database = try configuration.database.open(options: configuration.databaseOptions)
+        let applied = try HomeportSchema.migrator.migrate(database)
+        if !applied.isEmpty {
+            logger.withLabel("homeport.storage").notice(
+                "applied migrations", metadata: ["versions": applied.map(String.init).joined(separator: ",")])
+        }
+        self.database = database
+        self.identity = IdentityStore(database: database)
+        var router = Router()
+        router.addHealthRoute()
+        router.addIdentityRoute(store: identity, product: configuration.product, logger: logger)
+        self.server = HTTPServer(configuration: configuration.effectiveHTTP, router: router, logger: logger)
+    }
+
+    /// Starts listening; returns the bound port.
+    @discardableResult
+    public func start() throws -> Int {
+        try server.start()
+        return server.port
+    }
+
+    /// The bound port (0 before ``start()``).
+    public var port: Int { server.port }
+
+    /// Stops gracefully: no new connections, requests in flight finish, then the database closes.
+    public func shutdown() {
+        let left = server.shutdown()
+        if left > 0 {
+            logger.warning("drain timeout passed with requests in flight", metadata: ["requests": String(left)])
+        }
+        database.close()
+    }
+}

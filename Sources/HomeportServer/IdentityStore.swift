@@ -1,0 +1,92 @@
+import Foundation
+import HomeportCrypto
+import HomeportStorage
+import HomeportWire
+import Synchronization
+
+/// The installation's identity: one UUID in the singleton `server_identity` row.
+///
+/// Created on first use, race-free across replicas (`INSERT … ON CONFLICT DO NOTHING`, then read
+/// back whatever won), cached in this process after the first successful read. It never answers
+/// an identifier it has not read from the database.
+public final class IdentityStore: Sendable {
+    private let database: any Database
+    private let random: any RandomSource
+    private let now: @Sendable () -> Date
+    private let cached = Mutex<InstanceID?>(nil)
+
+    /// Creates a store over `database`; `random` and `now` are injectable for tests.
+    public init(
+        database: any Database, random: any RandomSource = SystemRandom(),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.database = database
+        self.random = random
+        self.now = now
+    }
+
+    /// The installation's identifier, creating it on first use. Throws when it cannot be read or stored.
+    public func instanceID() throws -> InstanceID {
+        if let known = cached.withLock({ $0 }) { return known }
+        let id = try readOrCreate()
+        cached.withLock { $0 = id }
+        return id
+    }
+
+    /// The stored identifier without creating one: `nil` when the row does not exist yet.
+    public func storedInstanceID() throws -> StoredIdentity? {
+        let rows = try database.execute("SELECT instance_id, created_at FROM server_identity WHERE id = 1")
+        guard let row = rows.first else { return nil }
+        guard let text = row.string("instance_id"), let id = InstanceID(text) else {
+            throw IdentityError.corrupt
+        }
+        let created = row.int("created_at").map { Date(timeIntervalSince1970: TimeInterval($0)) }
+        return StoredIdentity(instanceID: id, createdAt: created)
+    }
+
+    /// Deletes the singleton row so that the next request creates a new identifier.
+    ///
+    /// Only for an independent clone of an installation, with every replica stopped: a live
+    /// replica would keep answering the old identifier from its cache. Returns the removed value.
+    @discardableResult
+    public func reset() throws -> InstanceID? {
+        let removed = try storedInstanceID()?.instanceID
+        try database.execute("DELETE FROM server_identity WHERE id = 1")
+        cached.withLock { $0 = nil }
+        return removed
+    }
+
+    private func readOrCreate() throws -> InstanceID {
+        if let stored = try storedInstanceID() { return stored.instanceID }
+        let candidate = InstanceID(try random.uuid())
+        try database.execute(
+            "INSERT INTO server_identity (id, instance_id, created_at) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING",
+            [.text(candidate.description), .integer(Int64(now().timeIntervalSince1970))])
+        guard let stored = try storedInstanceID() else { throw IdentityError.notStored }
+        return stored.instanceID
+    }
+}
+
+/// The identity row as stored.
+public struct StoredIdentity: Sendable, Equatable {
+    /// The installation's identifier.
+    public var instanceID: InstanceID
+    /// When the row was created, if recorded.
+    public var createdAt: Date?
+}
+
+/// Why the identity could not be answered.
+public enum IdentityError: Error, Equatable, CustomStringConvertible {
+    /// The row holds something that is not a UUID.
+    case corrupt
+    /// The insert succeeded but no row could be read back.
+    case notStored
+
+    /// A sentence for logs.
+    public var description: String {
+        switch self {
+        case .corrupt: "the server_identity row does not hold a UUID"
+        case .notStored: "the server_identity row could not be read back after creating it"
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import HomeportHTTP
+import HomeportLogging
+import HomeportStorage
+import HomeportWire
+
+/// Everything `homeport-server serve` needs, resolved from flags, the environment and defaults.
+public struct ServerConfiguration: Sendable {
+    /// Where to listen.
+    public var listen: ListenAddress
+    /// Where the data lives.
+    public var database: DatabaseURL
+    /// The product name announced by the identity route.
+    public var product: String
+    /// HTTP limits (host and port come from ``listen``).
+    public var http: HTTPServerConfiguration
+    /// Database pool and lock settings.
+    public var databaseOptions: DatabaseOptions
+    /// The lowest log level written.
+    public var logLevel: Logger.Level
+
+    /// Creates a configuration.
+    public init(
+        listen: ListenAddress = ServerDefaults.listen,
+        database: DatabaseURL,
+        product: String = HomeportProtocol.defaultProduct,
+        http: HTTPServerConfiguration = HTTPServerConfiguration(),
+        databaseOptions: DatabaseOptions = DatabaseOptions(),
+        logLevel: Logger.Level = .info
+    ) {
+        self.listen = listen
+        self.database = database
+        self.product = product
+        self.http = http
+        self.databaseOptions = databaseOptions
+        self.logLevel = logLevel
+    }
+
+    /// The HTTP configuration with the listen address applied.
+    public var effectiveHTTP: HTTPServerConfiguration {
+        var http = http
+        http.host = listen.host
+        http.port = listen.port
+        return http
+    }
+
+    /// Checks a product name: 1–64 characters of letters, digits, `.`, `_` and `-`.
+    public static func validateProduct(_ name: String) throws -> String {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+        guard (1...64).contains(name.count), name.allSatisfy(allowed.contains) else {
+            throw ConfigurationError(
+                "'\(name.prefix(80))' is not a product name; use 1–64 letters, digits, '.', '_' or '-'")
+        }
+        return name
+    }
+}
+
+/// Defaults of the server, in one place so `--help` and the docs say the same.
+public enum ServerDefaults {
+    /// `127.0.0.1:8080`
+    public static let listen = ListenAddress(host: "127.0.0.1", port: 8080)
+
+    /// The data directory: `$HOMEPORT_DATA_DIR`, else `$XDG_DATA_HOME/homeport`,
+    /// else `~/.local/share/homeport`.
+    public static func dataDirectory(environment: [String: String]) -> String {
+        if let explicit = environment["HOMEPORT_DATA_DIR"], !explicit.isEmpty { return explicit }
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg + "/homeport" }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return home + "/.local/share/homeport"
+    }
+
+    /// `sqlite:<data directory>/homeport.sqlite`
+    public static func database(environment: [String: String]) -> DatabaseURL {
+        .sqlite(path: dataDirectory(environment: environment) + "/homeport.sqlite")
+    }
+}
+
+/// A configuration value that cannot be used; the message says what to do instead.
+public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
+    /// A sentence for the operator.
+    public let description: String
+
+    /// Creates an error with a message.
+    public init(_ description: String) {
+        self.description = description
+    }
+}

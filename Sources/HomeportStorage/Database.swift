@@ -1,0 +1,55 @@
+/// The SQL dialect of a backend, for the few statements that differ.
+public enum SQLDialect: String, Sendable {
+    /// SQLite 3.
+    case sqlite
+    /// PostgreSQL.
+    case postgres
+}
+
+/// One open connection. Used by one thread at a time; a ``Database`` lends them out.
+///
+/// Statements use `$1`, `$2`, … placeholders on every backend.
+public protocol DatabaseConnection: AnyObject {
+    /// Runs one statement with bound parameters and returns its rows (none for writes).
+    func execute(_ sql: String, _ parameters: [SQLValue]) throws -> [Row]
+    /// Whether the connection is unusable and must be discarded rather than reused.
+    var isBroken: Bool { get }
+}
+
+/// A database: a pool of connections to one SQLite file or PostgreSQL database.
+///
+/// Implementations are safe to share between threads.
+public protocol Database: Sendable {
+    /// The backend's dialect.
+    var dialect: SQLDialect { get }
+    /// Lends a connection for the duration of `body`.
+    func withConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T
+    /// Closes every idle connection; the database stays usable and reopens on demand.
+    func close()
+}
+
+extension Database {
+    /// Runs one statement on a pooled connection and returns its rows.
+    @discardableResult
+    public func execute(_ sql: String, _ parameters: [SQLValue] = []) throws -> [Row] {
+        try withConnection { try $0.execute(sql, parameters) }
+    }
+
+    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
+    ///
+    /// On SQLite the transaction takes the write lock at once (`BEGIN IMMEDIATE`), so two writers
+    /// wait for each other instead of failing mid-way.
+    public func transaction<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
+        try withConnection { connection in
+            _ = try connection.execute(dialect == .sqlite ? "BEGIN IMMEDIATE" : "BEGIN", [])
+            do {
+                let result = try body(connection)
+                _ = try connection.execute("COMMIT", [])
+                return result
+            } catch {
+                if !connection.isBroken { _ = try? connection.execute("ROLLBACK", []) }
+                throw error
+            }
+        }
+    }
+}

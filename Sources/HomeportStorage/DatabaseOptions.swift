@@ -1,0 +1,23 @@
+/// Pool and locking settings shared by both backends.
+public struct DatabaseOptions: Sendable, Equatable {
+    /// Connections open at most; requests beyond wait for one.
+    public var maximumConnections: Int
+    /// How long a statement waits for a lock before failing (SQLite busy timeout,
+    /// PostgreSQL `lock_timeout`).
+    public var lockTimeout: Duration
+    /// How long a caller waits for a free pooled connection.
+    public var poolWaitTimeout: Duration
+    /// How long opening a PostgreSQL connection may take.
+    public var connectTimeoutSeconds: Int
+
+    /// Creates options with defaults fit for a small server.
+    public init(
+        maximumConnections: Int = 8, lockTimeout: Duration = .seconds(5), poolWaitTimeout: Duration = .seconds(10),
+        connectTimeoutSeconds: Int = 5
+    ) {
+        self.maximumConnections = maximumConnections
+        self.lockTimeout = lockTimeout
+        self.poolWaitTimeout = poolWaitTimeout
+        self.connectTimeoutSeconds = connectTimeoutSeconds
+    }
+}

@@ -1,0 +1,143 @@
+import CLibPQ
+import Foundation
+
+/// One libpq connection. Parameters travel in text format; results are typed by column OID.
+final class PostgresConnection: DatabaseConnection {
+    private var handle: OpaquePointer?
+    private(set) var isBroken = false
+
+    init(url: String, options: DatabaseOptions) throws {
+        let keywords = ["connect_timeout", "application_name", "dbname"]
+        let values = [String(options.connectTimeoutSeconds), "homeport-server", url]
+        let connection = Self.withCStrings(keywords) { keywordPointers in
+            Self.withCStrings(values) { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+        guard let connection, PQstatus(connection) == CONNECTION_OK else {
+            let message = connection.map { Self.trimmed(PQerrorMessage($0)) } ?? "out of memory"
+            PQfinish(connection)
+            throw StorageError.connectionFailed(message)
+        }
+        handle = connection
+        let lockMillis =
+            options.lockTimeout.components.seconds * 1000 + options.lockTimeout.components.attoseconds
+            / 1_000_000_000_000_000
+        do {
+            _ = try execute("SET client_min_messages = warning", [])
+            _ = try execute("SET lock_timeout = \(max(1, lockMillis))", [])
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit {
+        close()
+    }
+
+    func close() {
+        if let handle { PQfinish(handle) }
+        handle = nil
+        isBroken = true
+    }
+
+    func execute(_ sql: String, _ parameters: [SQLValue]) throws -> [Row] {
+        guard let handle else { throw StorageError.connectionFailed("connection closed") }
+        let texts: [String?] = parameters.map(Self.text)
+        let result = Self.withOptionalCStrings(texts) { pointers in
+            PQexecParams(handle, sql, Int32(texts.count), nil, pointers, nil, nil, 0)
+        }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+            if PQstatus(handle) != CONNECTION_OK {
+                isBroken = true
+                throw StorageError.connectionFailed(Self.trimmed(PQerrorMessage(handle)))
+            }
+            let state = homeport_pq_sqlstate(result).map { String(cString: $0) } ?? "?????"
+            let message = Self.trimmed(PQresultErrorMessage(result))
+            if state == "55P03" || state == "40P01" { throw StorageError.busy(message) }
+            throw StorageError.statementFailed(code: state, message: message)
+        }
+        let rowCount = PQntuples(result)
+        let columnCount = PQnfields(result)
+        guard rowCount > 0 else { return [] }
+        let columns = (0..<columnCount).map { String(cString: PQfname(result, $0)) }
+        let types = (0..<columnCount).map { PQftype(result, $0) }
+        return (0..<rowCount).map { row in
+            Row(
+                columns: columns,
+                values: (0..<columnCount).map { column in
+                    Self.value(result, row, column, type: types[Int(column)])
+                })
+        }
+    }
+
+    private static func value(_ result: OpaquePointer?, _ row: Int32, _ column: Int32, type: Oid) -> SQLValue {
+        guard PQgetisnull(result, row, column) == 0, let raw = PQgetvalue(result, row, column) else { return .null }
+        let text = String(cString: raw)
+        switch type {
+        case 16: return .integer(text == "t" ? 1 : 0)
+        case 20, 21, 23: return Int64(text).map(SQLValue.integer) ?? .text(text)
+        case 700, 701: return Double(text).map(SQLValue.real) ?? .text(text)
+        case 17:
+            var length = 0
+            guard let bytes = PQunescapeBytea(raw, &length) else { return .null }
+            defer { PQfreemem(bytes) }
+            return .blob(Array(UnsafeBufferPointer(start: bytes, count: length)))
+        default: return .text(text)
+        }
+    }
+
+    private static func text(_ value: SQLValue) -> String? {
+        switch value {
+        case .null: nil
+        case .integer(let number): String(number)
+        case .real(let number): String(number)
+        case .text(let text): text
+        case .blob(let bytes): "\\x" + bytes.map { String(format: "%02x", $0) }.joined()
+        }
+    }
+
+    private static func trimmed(_ message: UnsafePointer<CChar>?) -> String {
+        guard let message else { return "unknown error" }
+        return String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private static func withCStrings<T>(_ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {
+        withOptionalCStrings(strings) { pointers in body(pointers + [nil]) }
+    }
+
+    private static func withOptionalCStrings<T>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> T) -> T {
+        let copies = strings.map { $0.flatMap { strdup($0) } }
+        defer { copies.forEach { free($0) } }
+        return body(copies.map { $0.map { UnsafePointer($0) } })
+    }
+}
+
+/// A PostgreSQL database reached through libpq, shared by a pool of connections.
+public final class PostgresDatabase: Database {
+    /// `.postgres`.
+    public let dialect = SQLDialect.postgres
+    private let pool: ConnectionPool<PostgresConnection>
+
+    /// Connects to `url` (`postgres://user@host:port/db?…`); fails now if it cannot.
+    public init(url: String, options: DatabaseOptions = DatabaseOptions()) throws {
+        pool = ConnectionPool(
+            maximum: options.maximumConnections, waitTimeout: options.poolWaitTimeout,
+            open: { try PostgresConnection(url: url, options: options) },
+            close: { $0.close() })
+        try pool.withConnection { _ in }
+    }
+
+    /// Lends a pooled connection; a connection that broke is replaced on the next call.
+    public func withConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
+        try pool.withConnection { try body($0) }
+    }
+
+    /// Closes idle connections.
+    public func close() {
+        pool.drain()
+    }
+}

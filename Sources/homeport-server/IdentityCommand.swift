@@ -1,0 +1,94 @@
+import Foundation
+import HomeportCommandLine
+import HomeportServer
+import HomeportStorage
+
+/// `homeport-server identity show|reset`
+enum IdentityCommand {
+    static let showSpec = CommandSpec(
+        name: "homeport-server identity show",
+        summary: "Print this installation's instanceId (the value GET /api/v1/server-identity answers).",
+        options: [ServerCLI.databaseOption, .flag("json", help: "Print JSON: {\"instanceId\", \"createdAt\"}.")],
+        discussion: "Prints 'none yet' when no request has created it; exit code 0 either way.")
+
+    static let resetSpec = CommandSpec(
+        name: "homeport-server identity reset",
+        summary: "Forget this installation's instanceId so the next request creates a new one.",
+        options: [
+            ServerCLI.databaseOption,
+            .flag("replicas-stopped", help: "Confirm that every replica using this database is stopped."),
+        ],
+        discussion: """
+            Only for an independent clone of an installation (a copied database that now serves other people).
+            A restored backup of the same installation must keep its id: do not reset it.
+            Every replica must be stopped first: a running one keeps answering the old id from its cache.
+            Without --replicas-stopped the command refuses and changes nothing (exit code 3).
+            """)
+
+    static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let action = arguments.first, !action.hasPrefix("-") else {
+            if arguments.contains("--help") || arguments.contains("-h") {
+                Output.line("Usage: homeport-server identity show|reset [options]\n\n\(showSpec.summary)\n\(resetSpec.summary)")
+                return .success
+            }
+            throw UsageError("identity needs an action: 'identity show' or 'identity reset'")
+        }
+        let rest = Array(arguments.dropFirst())
+        switch action {
+        case "show": return try show(rest, environment: environment)
+        case "reset": return try reset(rest, environment: environment)
+        default: throw UsageError("unknown identity action '\(action)'; use 'show' or 'reset'")
+        }
+    }
+
+    private static func open(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String]) throws
+        -> (any Database, IdentityStore)
+    {
+        let database = try ServerCLI.database(parsed, spec, environment).open()
+        try HomeportSchema.migrator.migrate(database)
+        return (database, IdentityStore(database: database))
+    }
+
+    static func show(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let parsed = try ServerCLI.parse(showSpec, arguments) else { return .success }
+        let (database, store) = try open(parsed, showSpec, environment)
+        defer { database.close() }
+        let stored = try store.storedInstanceID()
+        if parsed.flag("json") {
+            var object: [String: Any] = ["instanceId": stored.map { $0.instanceID.description } ?? NSNull()]
+            if let created = stored?.createdAt {
+                object["createdAt"] = ISO8601DateFormatter().string(from: created)
+            }
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            Output.line(String(decoding: data, as: UTF8.self))
+        } else if let stored {
+            Output.line(stored.instanceID.description)
+        } else {
+            Output.line("none yet: the first request to /api/v1/server-identity creates it")
+        }
+        return .success
+    }
+
+    static func reset(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let parsed = try ServerCLI.parse(resetSpec, arguments) else { return .success }
+        guard parsed.flag("replicas-stopped") else {
+            Output.error(
+                """
+                homeport-server: refusing to reset the installation identity.
+                Stop every homeport-server replica that uses this database, then run again with --replicas-stopped.
+                A running replica would keep answering the old instanceId from its cache. Nothing was changed.
+                """)
+            return .refused
+        }
+        let (database, store) = try open(parsed, resetSpec, environment)
+        defer { database.close() }
+        let removed = try store.reset()
+        Output.line(
+            """
+            Removed instanceId \(removed?.description ?? "(none was stored)").
+            The next request to the server creates a new one. Signed-in apps keep using the address they signed in \
+            with, adopt the new id from /api/v1/app-info, and ask their users to verify every alternative address again.
+            """)
+        return .success
+    }
+}

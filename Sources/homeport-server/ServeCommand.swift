@@ -1,0 +1,122 @@
+import Dispatch
+import Foundation
+import HomeportCommandLine
+import HomeportHTTP
+import HomeportLogging
+import HomeportServer
+import HomeportWire
+
+/// `homeport-server serve`
+enum ServeCommand {
+    static let spec = CommandSpec(
+        name: "homeport-server serve",
+        summary: "Run the Homeport HTTP server. Pending migrations are applied first.",
+        options: [
+            .value(
+                "listen", "HOST:PORT", help: "Address to listen on; port 0 picks a free port.",
+                environment: "HOMEPORT_LISTEN", default: ServerDefaults.listen.description),
+            ServerCLI.databaseOption,
+            .value(
+                "product", "NAME", help: "Product name the identity route announces.",
+                environment: "HOMEPORT_PRODUCT", default: HomeportProtocol.defaultProduct),
+            .value(
+                "workers", "N", help: "Worker threads.", environment: "HOMEPORT_WORKERS",
+                default: "the number of cores"),
+            .value(
+                "max-body-bytes", "N", help: "Largest request body; larger ones get 413.",
+                environment: "HOMEPORT_MAX_BODY_BYTES", default: "1048576"),
+            .value(
+                "max-header-bytes", "N", help: "Memory for a request's line and headers; more gets 431.",
+                environment: "HOMEPORT_MAX_HEADER_BYTES", default: "32768"),
+            .value(
+                "idle-timeout", "SECONDS", help: "Close a connection silent this long.",
+                environment: "HOMEPORT_IDLE_TIMEOUT", default: "30"),
+            .value(
+                "max-connections", "N", help: "Connections open at once.",
+                environment: "HOMEPORT_MAX_CONNECTIONS", default: "1000"),
+            .value(
+                "log-level", "LEVEL", help: "debug, info, notice, warning or error (info logs every request).",
+                environment: "HOMEPORT_LOG_LEVEL", default: "info"),
+        ],
+        discussion: """
+            The data directory is $HOMEPORT_DATA_DIR, else $XDG_DATA_HOME/homeport, else ~/.local/share/homeport.
+            On start the server prints one line to standard output:
+              homeport-server listening on http://HOST:PORT
+            Logs (one line per request, never a credential) go to standard error.
+            SIGINT or SIGTERM stops it gracefully: no new connections, requests in flight finish.
+
+            Example:
+              homeport-server serve --listen 0.0.0.0:8080 --database postgres://homeport@db/homeport
+            """)
+
+    static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let parsed = try ServerCLI.parse(spec, arguments) else { return .success }
+        let configuration = try configuration(parsed, environment: environment)
+        let logger = Logger(label: "homeport.server", minimumLevel: configuration.logLevel)
+
+        // Handle the signals on a queue rather than in a C handler, and before anything listens.
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let stop = DispatchSemaphore(value: 0)
+        let sources = [SIGINT, SIGTERM].map { number in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            return source
+        }
+
+        let application = try HomeportApplication(configuration: configuration, logger: logger)
+        let port = try application.start()
+        let shown = ListenAddress(host: configuration.listen.host, port: port)
+        Output.line(
+            "homeport-server listening on http://\(shown) (product \(configuration.product), database \(configuration.database))"
+        )
+        stop.wait()
+        logger.notice("shutting down: no new connections, finishing requests in flight")
+        application.shutdown()
+        logger.notice("stopped")
+        withExtendedLifetime(sources) {}
+        return .success
+    }
+
+    static func configuration(_ parsed: ParsedArguments, environment: [String: String]) throws -> ServerConfiguration {
+        var configuration = ServerConfiguration(database: try ServerCLI.database(parsed, spec, environment))
+        if let listen = parsed.value("listen", spec: spec, environment: environment) {
+            do {
+                configuration.listen = try ListenAddress(parsing: listen)
+            } catch {
+                throw UsageError(String(describing: error))
+            }
+        }
+        if let product = parsed.value("product", spec: spec, environment: environment) {
+            do {
+                configuration.product = try ServerConfiguration.validateProduct(product)
+            } catch {
+                throw UsageError(String(describing: error))
+            }
+        }
+        if let level = parsed.value("log-level", spec: spec, environment: environment) {
+            guard let parsedLevel = Logger.Level(name: level) else {
+                throw UsageError("--log-level must be debug, info, notice, warning or error, not '\(level)'")
+            }
+            configuration.logLevel = parsedLevel
+        }
+        let limit = 1...Int(Int32.max)
+        if let workers = try ServerCLI.integer("workers", parsed, spec, environment, range: 1...256) {
+            configuration.http.workerThreads = workers
+        }
+        if let bytes = try ServerCLI.integer("max-body-bytes", parsed, spec, environment, range: limit) {
+            configuration.http.maxBodyBytes = bytes
+        }
+        if let bytes = try ServerCLI.integer("max-header-bytes", parsed, spec, environment, range: 4096...(16 << 20)) {
+            configuration.http.maxHeaderBytes = bytes
+        }
+        if let seconds = try ServerCLI.integer("idle-timeout", parsed, spec, environment, range: 1...86400) {
+            configuration.http.idleTimeoutSeconds = seconds
+        }
+        if let count = try ServerCLI.integer("max-connections", parsed, spec, environment, range: 1...1_000_000) {
+            configuration.http.maxConnections = count
+        }
+        return configuration
+    }
+}
