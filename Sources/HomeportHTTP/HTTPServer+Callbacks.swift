@@ -6,7 +6,12 @@ import HomeportLogging
 final class RequestContext {
     let started = ContinuousClock.now
     var body = Data()
+    /// The body is over the limit: it is dropped as it arrives and the answer is 413.
     var rejected = false
+    /// Bytes of an oversized body read and dropped so far.
+    var discarded = 0
+    /// A response was queued early; later calls only let libmicrohttpd finish.
+    var answered = false
 }
 
 /// Called by libmicrohttpd: once when the headers are in, once per body chunk, once at the end.
@@ -35,7 +40,9 @@ extension HTTPServer {
         requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         guard let raw = requestContext.pointee else {
-            // First call: the headers are in. Refuse an announced oversized body before reading it.
+            // First call: the headers are in. An oversized body is refused; a modest excess is read
+            // and dropped first, so the client (which may still be sending) reliably gets the 413
+            // instead of a connection reset. A huge announced body is refused before reading.
             let request = RequestContext()
             requestContext.pointee = Unmanaged.passRetained(request).toOpaque()
             inFlight.add(1, ordering: .relaxed)
@@ -43,7 +50,7 @@ extension HTTPServer {
                 let announced = Int(String(cString: length)), announced > configuration.maxBodyBytes
             {
                 request.rejected = true
-                return reject(connection, request, url: url, method: method)
+                if announced > drainLimit { return reject(connection, request, url: url, method: method) }
             }
             return .YES
         }
@@ -51,11 +58,16 @@ extension HTTPServer {
         if uploadDataSize.pointee > 0 {
             let size = uploadDataSize.pointee
             uploadDataSize.pointee = 0
-            if request.rejected { return .YES }
-            if request.body.count + size > configuration.maxBodyBytes {
+            if request.answered { return .YES }
+            if !request.rejected && request.body.count + size > configuration.maxBodyBytes {
                 request.rejected = true
+                request.discarded = request.body.count
                 request.body = Data()
-                return reject(connection, request, url: url, method: method)
+            }
+            if request.rejected {
+                request.discarded += size
+                if request.discarded > drainLimit { return reject(connection, request, url: url, method: method) }
+                return .YES
             }
             if let uploadData {
                 uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
@@ -64,7 +76,8 @@ extension HTTPServer {
             }
             return .YES
         }
-        if request.rejected { return .YES }
+        if request.answered { return .YES }
+        if request.rejected { return reject(connection, request, url: url, method: method) }
         let httpRequest = HTTPRequest(
             method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? ""),
             path: url.map { String(cString: $0) } ?? "/",
@@ -82,10 +95,14 @@ extension HTTPServer {
         return send(response, on: connection, request, method: httpRequest.method.rawValue, path: httpRequest.path)
     }
 
+    /// How much of an oversized body is read and dropped before answering mid-upload.
+    private var drainLimit: Int { configuration.maxBodyBytes + max(configuration.maxBodyBytes, 1 << 20) }
+
     private func reject(
         _ connection: OpaquePointer, _ request: RequestContext, url: UnsafePointer<CChar>?,
         method: UnsafePointer<CChar>?
     ) -> MHD_Result {
+        request.answered = true
         var response = HTTPError.payloadTooLarge(limit: configuration.maxBodyBytes).response
         response.headers.set("Connection", "close")
         return send(

@@ -1,0 +1,122 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A real `homeport-server` process started by a test.
+public final class ServerProcess: @unchecked Sendable {
+    /// The built `homeport-server` executable, next to the test bundle.
+    public static var binary: String {
+        if let explicit = ProcessInfo.processInfo.environment["HOMEPORT_SERVER_BINARY"] { return explicit }
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        var directory = bundle.deletingLastPathComponent()
+        // Inside an .xctest bundle directory (Darwin), go up to the build directory.
+        while directory.path.contains(".xctest") { directory = directory.deletingLastPathComponent() }
+        return directory.appendingPathComponent("homeport-server").path
+    }
+
+    private let process = Process()
+    private let errorLog: String
+    /// The port printed on the `listening on` line.
+    public let port: Int
+    /// The whole `listening on` line.
+    public let banner: String
+
+    /// Starts `homeport-server serve` with `arguments` and waits until it prints its listen line.
+    ///
+    /// `--listen 127.0.0.1:0` is added unless `arguments` has `--listen`.
+    public init(serve arguments: [String], environment: [String: String] = [:], startTimeout: Double = 30) throws {
+        var arguments = arguments
+        if !arguments.contains("--listen") { arguments += ["--listen", "127.0.0.1:0"] }
+        errorLog = NSTemporaryDirectory() + "homeport-server-\(UUID().uuidString).log"
+        _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["serve"] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle(forWritingAtPath: errorLog)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+
+        let line = Self.firstLine(of: output.fileHandleForReading, timeout: startTimeout)
+        guard let line, let range = line.range(of: #"http://\S+:(\d+)"#, options: .regularExpression),
+            let port = Int(line[range].split(separator: ":").last ?? "")
+        else {
+            process.terminate()
+            process.waitUntilExit()
+            let log = (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""
+            throw RawHTTPError("homeport-server did not start (got \(line ?? "nothing")); stderr:\n\(log)")
+        }
+        self.port = port
+        self.banner = line
+    }
+
+    deinit {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: errorLog)
+    }
+
+    /// Sends `signal` and waits for the process to exit; returns its exit status.
+    @discardableResult
+    public func stop(signal: Int32 = SIGTERM) -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// Whether the process still runs.
+    public var isRunning: Bool { process.isRunning }
+
+    /// Everything the process wrote to standard error so far.
+    public var standardError: String {
+        (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""
+    }
+
+    /// Runs `homeport-server` with `arguments` to completion.
+    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (
+        status: Int32, output: String, error: String
+    ) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let outData = output.fileHandleForReading.readDataToEndOfFile()
+        let errData = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (
+            process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self)
+        )
+    }
+
+    private static func firstLine(of handle: FileHandle, timeout: Double) -> String? {
+        final class Box: @unchecked Sendable { var line: String? }
+        let box = Box()
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            var data = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                data.append(chunk)
+                if let newline = data.firstIndex(of: 10) {
+                    box.line = String(decoding: data[..<newline], as: UTF8.self)
+                    break
+                }
+            }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + timeout) == .success else { return nil }
+        return box.line
+    }
+}

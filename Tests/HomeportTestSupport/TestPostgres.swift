@@ -1,0 +1,62 @@
+import Foundation
+import HomeportStorage
+
+/// The PostgreSQL cluster that `scripts/test` starts, reached through `HOMEPORT_TEST_POSTGRES_URL`.
+///
+/// PostgreSQL tests never skip: without the variable they fail and say how to run them.
+public enum TestPostgres {
+    /// The admin URL, or an error telling how to get one.
+    public static func adminURL() throws -> String {
+        guard let url = ProcessInfo.processInfo.environment["HOMEPORT_TEST_POSTGRES_URL"], !url.isEmpty else {
+            throw RawHTTPError(
+                "HOMEPORT_TEST_POSTGRES_URL is not set: run the suite with scripts/test, which starts a throwaway cluster")
+        }
+        return url
+    }
+
+    /// Creates a new, empty database and returns its URL.
+    public static func createDatabase() throws -> (name: String, url: String) {
+        let admin = try adminURL()
+        let name = "homeport_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+        let database = try PostgresDatabase(url: admin, options: DatabaseOptions(maximumConnections: 1))
+        defer { database.close() }
+        try database.execute("CREATE DATABASE \(name)")
+        return (String(name), databaseURL(admin, name: String(name)))
+    }
+
+    /// Drops a database, disconnecting anyone still connected.
+    public static func dropDatabase(_ name: String) throws {
+        let database = try PostgresDatabase(url: try adminURL(), options: DatabaseOptions(maximumConnections: 1))
+        defer { database.close() }
+        try database.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+    }
+
+    private static func databaseURL(_ admin: String, name: String) -> String {
+        var components = URLComponents(string: admin)!
+        components.path = "/" + name
+        return components.string!
+    }
+}
+
+/// The two storage backends, for tests that must pass on both.
+public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
+    /// An SQLite file in a temporary directory.
+    case sqlite
+    /// A fresh PostgreSQL database in the test cluster.
+    case postgres
+
+    /// The name shown in test output.
+    public var description: String { rawValue }
+
+    /// A fresh, empty database of this backend and a function that removes it.
+    public func makeDatabaseURL() throws -> (url: DatabaseURL, cleanUp: @Sendable () -> Void) {
+        switch self {
+        case .sqlite:
+            let directory = try TemporaryDirectory()
+            return (.sqlite(path: directory.file("homeport.sqlite")), { directory.remove() })
+        case .postgres:
+            let created = try TestPostgres.createDatabase()
+            return (.postgres(url: created.url), { try? TestPostgres.dropDatabase(created.name) })
+        }
+    }
+}

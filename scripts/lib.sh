@@ -1,0 +1,72 @@
+# Shared shell helpers for Homeport's scripts. Source it; do not run it.
+
+HOMEPORT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"
+    elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+    else die "need root (or sudo) to run: $*"
+    fi
+}
+
+# ensure_packages PKG… — installs the Debian packages that are not installed yet.
+ensure_packages() {
+    local missing=()
+    for package in "$@"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    command -v apt-get >/dev/null 2>&1 || die "missing packages ${missing[*]} and no apt-get to install them"
+    say "installing ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# The C libraries the package links against, and pkg-config to find them.
+BUILD_PACKAGES=(pkg-config libsqlite3-dev libpq-dev libssl-dev libmicrohttpd-dev libcurl4-openssl-dev)
+
+ensure_swift() {
+    command -v swift >/dev/null 2>&1 && return 0
+    [ -x /opt/swift/usr/bin/swift ] && export PATH="/opt/swift/usr/bin:$PATH" && return 0
+    die "Swift 6 is not installed: install a Swift 6 toolchain from swift.org and put it on PATH"
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# start_postgres — starts a throwaway PostgreSQL cluster on loopback and exports
+# HOMEPORT_TEST_POSTGRES_URL (an admin URL). The cluster is removed when the shell exits.
+start_postgres() {
+    ensure_packages postgresql
+    local bin
+    bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    [ -n "$bin" ] || die "PostgreSQL server binaries not found under /usr/lib/postgresql"
+    PG_DIR=$(mktemp -d /tmp/homeport-pg.XXXXXX)
+    PG_PORT=$(free_port)
+    local run=()
+    if [ "$(id -u)" = 0 ]; then
+        chown postgres: "$PG_DIR"
+        run=(runuser -u postgres --)
+    fi
+    "${run[@]}" "$bin/initdb" -D "$PG_DIR/data" -A trust -U postgres --no-sync >"$PG_DIR/initdb.log" 2>&1 \
+        || { cat "$PG_DIR/initdb.log" >&2; die "initdb failed"; }
+    "${run[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -o \
+        "-p $PG_PORT -k $PG_DIR -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" start >/dev/null \
+        || { cat "$PG_DIR/server.log" >&2; die "PostgreSQL did not start"; }
+    export HOMEPORT_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres"
+    PG_BIN=$bin
+    PG_RUN=("${run[@]}")
+    trap stop_postgres EXIT
+    say "PostgreSQL test cluster on 127.0.0.1:$PG_PORT"
+}
+
+stop_postgres() {
+    [ -n "${PG_DIR:-}" ] || return 0
+    "${PG_RUN[@]}" "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate stop >/dev/null 2>&1 || true
+    rm -rf "$PG_DIR"
+    PG_DIR=
+}
