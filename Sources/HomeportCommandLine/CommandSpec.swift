@@ -53,7 +53,8 @@ public struct CommandSpec: Sendable {
         public static func value(
             _ name: String, _ valueName: String, help: String, environment: String? = nil, default: String? = nil
         ) -> Option {
-            Option(name: name, valueName: valueName, help: help, environment: environment, defaultDescription: `default`)
+            Option(
+                name: name, valueName: valueName, help: help, environment: environment, defaultDescription: `default`)
         }
 
         /// Creates a flag.
@@ -86,7 +87,9 @@ public struct CommandSpec: Sendable {
     }
 
     private static func row(_ label: String, _ help: String) -> String {
-        let padded = label.count < 26 ? label + String(repeating: " ", count: 26 - label.count) : label + "\n" + String(repeating: " ", count: 28)
+        let padded =
+            label.count < 26
+            ? label + String(repeating: " ", count: 26 - label.count) : label + "\n" + String(repeating: " ", count: 28)
         return "  \(padded)\(help)\n"
     }
 }

@@ -39,7 +39,8 @@ public struct HTTPRequest: Sendable {
         do {
             return try JSONDecoder().decode(type, from: body)
         } catch {
-            throw HTTPError.badRequest(code: "invalid_json", message: "The request body is not valid JSON for this route.")
+            throw HTTPError.badRequest(
+                code: "invalid_json", message: "The request body is not valid JSON for this route.")
         }
     }
 }

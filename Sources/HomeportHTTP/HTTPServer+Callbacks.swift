@@ -141,7 +141,8 @@ extension HTTPServer {
         // Method and path are sanitised: a peer cannot forge extra log lines.
         let client = addressText(homeport_mhd_client_address(connection))
         accessLogger.info(
-            "\(client) \(Self.printable(method, limit: 16)) \(Self.printable(path, limit: 512)) \(status) \(bytes)B \(millis)ms")
+            "\(client) \(Self.printable(method, limit: 16)) \(Self.printable(path, limit: 512)) \(status) \(bytes)B \(millis)ms"
+        )
     }
 
     /// Control characters become `?` and overlong values are cut, so a line stays one line.

@@ -13,12 +13,14 @@ public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
             var path = String(text.dropFirst("sqlite:".count))
             if path.hasPrefix("//") { path = String(path.dropFirst(2)) }
             guard !path.isEmpty else {
-                throw StorageError.invalidURL("'\(text)' names no file; use sqlite:PATH, such as sqlite:data/homeport.sqlite")
+                throw StorageError.invalidURL(
+                    "'\(text)' names no file; use sqlite:PATH, such as sqlite:data/homeport.sqlite")
             }
             self = .sqlite(path: path)
         } else {
             throw StorageError.invalidURL(
-                "'\(Self.redacted(text))' is not a database URL Homeport supports; use sqlite:PATH or postgres://USER@HOST/DB")
+                "'\(Self.redacted(text))' is not a database URL Homeport supports; use sqlite:PATH or postgres://USER@HOST/DB"
+            )
         }
     }
 

@@ -78,10 +78,12 @@ public struct Migrator: Sendable {
         let exists: Bool
         switch database.dialect {
         case .sqlite:
-            exists = !(try database.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")).isEmpty
+            exists =
+                !(try database.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")).isEmpty
         case .postgres:
-            exists = try database.execute("SELECT to_regclass('schema_migrations') IS NOT NULL AS present")
+            exists =
+                try database.execute("SELECT to_regclass('schema_migrations') IS NOT NULL AS present")
                 .first?.int("present") == 1
         }
         guard exists else { return [] }

@@ -28,7 +28,8 @@ enum IdentityCommand {
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
         guard let action = arguments.first, !action.hasPrefix("-") else {
             if arguments.contains("--help") || arguments.contains("-h") {
-                Output.line("Usage: homeport-server identity show|reset [options]\n\n\(showSpec.summary)\n\(resetSpec.summary)")
+                Output.line(
+                    "Usage: homeport-server identity show|reset [options]\n\n\(showSpec.summary)\n\(resetSpec.summary)")
                 return .success
             }
             throw UsageError("identity needs an action: 'identity show' or 'identity reset'")

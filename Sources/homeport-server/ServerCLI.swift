@@ -86,7 +86,8 @@ enum ServerCLI {
     ) throws -> Int? {
         guard let text = parsed.value(name, spec: spec, environment: environment) else { return nil }
         guard let value = Int(text), range.contains(value) else {
-            throw UsageError("--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+            throw UsageError(
+                "--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
         }
         return value
     }

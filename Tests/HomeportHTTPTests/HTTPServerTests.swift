@@ -54,7 +54,8 @@ struct HTTPServerTests {
             #expect(atLimit.status == 200)
             #expect(atLimit.jsonObject?["bytes"] as? Int == 1000)
 
-            let announced = try RawHTTP.request(port: server.port, method: "POST", path: "/echo", body: Data(count: 1001))
+            let announced = try RawHTTP.request(
+                port: server.port, method: "POST", path: "/echo", body: Data(count: 1001))
             #expect(announced.status == 413)
             #expect((announced.jsonObject?["error"] as? [String: Any])?["code"] as? String == "payload_too_large")
 

@@ -43,7 +43,8 @@ struct RouterTests {
         #expect(!String(decoding: failed.body, as: UTF8.self).contains("internal detail"))
         let (teapot, _) = router.respond(to: HTTPRequest(method: .get, path: "/teapot"))
         #expect(teapot.status == 418)
-        #expect(String(decoding: teapot.body, as: UTF8.self) == #"{"error":{"code":"teapot","message":"I am a teapot."}}"#)
+        #expect(
+            String(decoding: teapot.body, as: UTF8.self) == #"{"error":{"code":"teapot","message":"I am a teapot."}}"#)
     }
 
     @Test("listen addresses parse HOST:PORT and bracketed IPv6, and refuse the rest")

@@ -42,12 +42,13 @@ struct MigratorTests {
     @Test("a failing migration is rolled back, not recorded, and stops the run", arguments: Backend.allCases)
     func failureRollsBack(backend: Backend) throws {
         try withDatabase(backend) { database, _ in
-            let broken = Self.migrations + [
-                Migration(
-                    version: 3, name: "broken",
-                    statements: ["CREATE TABLE IF NOT EXISTS half (v INTEGER)", "THIS IS NOT SQL"]),
-                Migration(version: 4, name: "after", statements: ["CREATE TABLE IF NOT EXISTS after (v INTEGER)"]),
-            ]
+            let broken =
+                Self.migrations + [
+                    Migration(
+                        version: 3, name: "broken",
+                        statements: ["CREATE TABLE IF NOT EXISTS half (v INTEGER)", "THIS IS NOT SQL"]),
+                    Migration(version: 4, name: "after", statements: ["CREATE TABLE IF NOT EXISTS after (v INTEGER)"]),
+                ]
             #expect {
                 try Migrator(migrations: broken).migrate(database)
             } throws: { error in

@@ -68,8 +68,10 @@ struct StorageTests {
                 for _ in 0..<25 {
                     do {
                         try database.transaction { connection in
-                            let n = try connection.execute("SELECT n FROM counter WHERE id = 1\(lock)", []).first?.int("n")
-                            _ = try connection.execute("UPDATE counter SET n = $1 WHERE id = 1", [.integer((n ?? -1) + 1)])
+                            let n = try connection.execute("SELECT n FROM counter WHERE id = 1\(lock)", []).first?.int(
+                                "n")
+                            _ = try connection.execute(
+                                "UPDATE counter SET n = $1 WHERE id = 1", [.integer((n ?? -1) + 1)])
                         }
                     } catch {
                         failures.add(error)

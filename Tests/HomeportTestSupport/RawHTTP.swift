@@ -33,7 +33,8 @@ public struct RawResponse: Sendable {
 public struct RawHTTPError: Error, CustomStringConvertible {
     /// What went wrong.
     public var description: String
-    init(_ description: String) { self.description = description }
+    /// Creates an error with a message.
+    public init(_ description: String) { self.description = description }
 }
 
 /// A deliberately small HTTP/1.1 client on POSIX sockets: it sends exactly the bytes a test
@@ -74,7 +75,9 @@ public enum RawHTTP {
     public static func send(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes.withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if sent <= 0 { return false }
             offset += sent
         }
@@ -124,7 +127,8 @@ public enum RawHTTP {
         host: String = "127.0.0.1", port: Int, method: String = "GET", path: String,
         headers: [(String, String)] = [], body: Data? = nil, timeout: Double = 10
     ) throws -> RawResponse {
-        var text = "\(method) \(path) HTTP/1.1\r\nHost: \(host.contains(":") ? "[\(host)]" : host):\(port)\r\nConnection: close\r\n"
+        var text =
+            "\(method) \(path) HTTP/1.1\r\nHost: \(host.contains(":") ? "[\(host)]" : host):\(port)\r\nConnection: close\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
         if let body { text += "Content-Length: \(body.count)\r\n" }
         text += "\r\n"

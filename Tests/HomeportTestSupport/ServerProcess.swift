@@ -95,7 +95,8 @@ public final class ServerProcess: @unchecked Sendable {
         let errData = error.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (
-            process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self)
+            process.terminationStatus, String(decoding: outData, as: UTF8.self),
+            String(decoding: errData, as: UTF8.self)
         )
     }
 

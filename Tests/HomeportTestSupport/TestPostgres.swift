@@ -9,7 +9,8 @@ public enum TestPostgres {
     public static func adminURL() throws -> String {
         guard let url = ProcessInfo.processInfo.environment["HOMEPORT_TEST_POSTGRES_URL"], !url.isEmpty else {
             throw RawHTTPError(
-                "HOMEPORT_TEST_POSTGRES_URL is not set: run the suite with scripts/test, which starts a throwaway cluster")
+                "HOMEPORT_TEST_POSTGRES_URL is not set: run the suite with scripts/test, which starts a throwaway cluster"
+            )
         }
         return url
     }

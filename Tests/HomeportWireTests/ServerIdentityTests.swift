@@ -34,7 +34,8 @@ struct ServerIdentityTests {
 
     @Test("decoding ignores fields it does not know")
     func ignoresUnknownFields() throws {
-        let json = #"{"product":"homeport","protocolVersion":1,"instanceId":"6f1c2b7e-0a4d-4c3b-9e5f-1a2b3c4d5e6f","x":1}"#
+        let json =
+            #"{"product":"homeport","protocolVersion":1,"instanceId":"6f1c2b7e-0a4d-4c3b-9e5f-1a2b3c4d5e6f","x":1}"#
         let identity = try JSONDecoder().decode(ServerIdentity.self, from: Data(json.utf8))
         #expect(identity.instanceId.description == "6f1c2b7e-0a4d-4c3b-9e5f-1a2b3c4d5e6f")
     }

@@ -1,0 +1,132 @@
+import Foundation
+import HomeportStorage
+import HomeportTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Tests that run the real `homeport-server` executable.
+@Suite("homeport-server processes")
+struct ServerProcessTests {
+    static func identity(_ port: Int) throws -> String {
+        let response = try RawHTTP.request(port: port, path: "/api/v1/server-identity")
+        guard response.status == 200, let id = response.jsonObject?["instanceId"] as? String else {
+            throw RawHTTPError("identity answered \(response.status): \(response.text)")
+        }
+        return id
+    }
+
+    @Test("the instanceId survives a restart; SIGTERM stops the server cleanly", arguments: Backend.allCases)
+    func survivesRestart(backend: Backend) throws {
+        let (url, cleanUp) = try backend.makeDatabaseURL()
+        defer { cleanUp() }
+        let first = try ServerProcess(serve: ["--database", url.rawText])
+        let before = try Self.identity(first.port)
+        #expect(first.stop(signal: SIGTERM) == 0)
+        #expect(first.standardError.contains("stopped"))
+
+        let second = try ServerProcess(serve: ["--database", url.rawText])
+        #expect(try Self.identity(second.port) == before)
+        #expect(second.stop(signal: SIGINT) == 0)
+    }
+
+    @Test("eight servers on one fresh PostgreSQL database, hit at the same moment, agree on one id")
+    func replicasAgree() throws {
+        let (url, cleanUp) = try Backend.postgres.makeDatabaseURL()
+        defer { cleanUp() }
+        // Start all eight first (they migrate concurrently), then fire the first requests together.
+        let started = LockedList<ServerProcess>()
+        let startFailures = Seen()
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            do {
+                started.append(try ServerProcess(serve: ["--database", url.rawText, "--workers", "1"]))
+            } catch {
+                startFailures.add(String(describing: error))
+            }
+        }
+        let servers = started.all
+        #expect(startFailures.all.isEmpty, "\(startFailures.all)")
+        #expect(servers.count == 8)
+
+        let database = try url.open()
+        defer { database.close() }
+        #expect(try database.execute("SELECT COUNT(*) AS n FROM server_identity").first?.int("n") == 0)
+
+        // Connect to every server first, then send every request at once.
+        let sockets = try servers.map { try RawHTTP.connect(port: $0.port) }
+        defer { sockets.forEach { close($0) } }
+        let request = "GET /api/v1/server-identity HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        let seen = Seen()
+        let gate = DispatchSemaphore(value: 0)
+        let group = DispatchGroup()
+        for fd in sockets {
+            group.enter()
+            Thread.detachNewThread {
+                gate.wait()
+                RawHTTP.send(fd, request)
+                if let response = try? RawHTTP.readResponse(fd), response.status == 200 {
+                    seen.add(response.jsonObject?["instanceId"] as? String ?? "missing")
+                } else {
+                    seen.add("failed")
+                }
+                group.leave()
+            }
+        }
+        for _ in sockets { gate.signal() }
+        #expect(group.wait(timeout: .now() + 30) == .success)
+        #expect(seen.all.count == 8)
+        #expect(Set(seen.all).count == 1, "\(seen.all)")
+        #expect(!seen.all.contains("failed"))
+        let rows = try database.execute("SELECT instance_id FROM server_identity")
+        #expect(rows.count == 1)
+        #expect(rows.first?.string("instance_id") == seen.all.first)
+        for server in servers { #expect(server.stop() == 0) }
+    }
+
+    @Test("a database that disappears answers 503 on identity; the server keeps answering other routes")
+    func databaseGone() throws {
+        let created = try TestPostgres.createDatabase()
+        let server = try ServerProcess(serve: ["--database", created.url])
+        try TestPostgres.dropDatabase(created.name)
+        let response = try RawHTTP.request(port: server.port, path: "/api/v1/server-identity")
+        #expect(response.status == 503)
+        #expect((response.jsonObject?["error"] as? [String: Any])?["code"] as? String == "identity_unavailable")
+        #expect(try RawHTTP.request(port: server.port, path: "/healthz").status == 200)
+        #expect(try RawHTTP.request(port: server.port, path: "/nowhere").status == 404)
+        #expect(server.isRunning)
+        #expect(server.stop() == 0)
+    }
+
+    @Test("the process's access log never holds the credentials a client sent")
+    func processLogHasNoCredentials() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try ServerProcess(serve: ["--database", "sqlite:" + directory.file("h.sqlite")])
+        _ = try RawHTTP.request(
+            port: server.port, path: "/api/v1/server-identity?session=QUERY-SECRET",
+            headers: [("X-Session-Token", "TOKEN-SECRET"), ("Cookie", "sessionid=COOKIE-SECRET")])
+        #expect(server.stop() == 0)
+        let log = server.standardError
+        #expect(log.contains("GET /api/v1/server-identity 200"))
+        #expect(!log.contains("SECRET"))
+    }
+}
+
+extension DatabaseURL {
+    /// The URL as the command line takes it (with any password).
+    var rawText: String {
+        switch self {
+        case .sqlite(let path): "sqlite:" + path
+        case .postgres(let url): url
+        }
+    }
+}
+
+final class LockedList<Element>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var elements: [Element] = []
+    func append(_ element: Element) { lock.withLock { elements.append(element) } }
+    var all: [Element] { lock.withLock { elements } }
+}
