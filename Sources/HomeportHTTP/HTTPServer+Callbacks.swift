@@ -12,6 +12,15 @@ final class RequestContext {
     var discarded = 0
     /// A response was queued early; later calls only let libmicrohttpd finish.
     var answered = false
+    private var clientAddress: String?
+
+    /// The peer's address as text, looked up once.
+    func client(_ connection: OpaquePointer) -> String {
+        if let clientAddress { return clientAddress }
+        let text = addressText(homeport_mhd_client_address(connection))
+        clientAddress = text
+        return text
+    }
 }
 
 /// Called by libmicrohttpd: once when the headers are in, once per body chunk, once at the end.
@@ -86,7 +95,7 @@ extension HTTPServer {
             },
             headers: HTTPHeaders(Self.values(connection, kind: .HEADER_KIND)),
             body: request.body,
-            remoteAddress: addressText(homeport_mhd_client_address(connection)))
+            remoteAddress: request.client(connection))
         let (response, failure) = router.respond(to: httpRequest)
         if let failure {
             logger.error(
@@ -127,31 +136,10 @@ extension HTTPServer {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
         }
         let result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
-        logAccess(method: method, path: path, status: response.status, bytes: response.body.count, request, connection)
+        logAccess(
+            method: method, path: path, status: response.status, bytes: response.body.count,
+            elapsed: ContinuousClock.now - request.started, client: request.client(connection))
         return result
-    }
-
-    private func logAccess(
-        method: String, path: String, status: Int, bytes: Int, _ request: RequestContext, _ connection: OpaquePointer
-    ) {
-        guard accessLogger.minimumLevel <= .info else { return }
-        let elapsed = ContinuousClock.now - request.started
-        let micros = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
-        let millis = "\(micros / 1000).\(String(micros % 1000 + 1000).dropFirst())"
-        // Method and path are sanitised: a peer cannot forge extra log lines.
-        let client = addressText(homeport_mhd_client_address(connection))
-        accessLogger.info(
-            "\(client) \(Self.printable(method, limit: 16)) \(Self.printable(path, limit: 512)) \(status) \(bytes)B \(millis)ms"
-        )
-    }
-
-    /// Control characters become `?` and overlong values are cut, so a line stays one line.
-    static func printable(_ text: String, limit: Int) -> String {
-        var result = ""
-        for scalar in text.unicodeScalars.prefix(limit) {
-            result.unicodeScalars.append(scalar.value < 0x20 || scalar.value == 0x7F ? "?" : scalar)
-        }
-        return text.unicodeScalars.count > limit ? result + "…" : result
     }
 
     private final class ValueCollector {

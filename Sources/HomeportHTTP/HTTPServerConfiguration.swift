@@ -26,7 +26,7 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
         port: Int = 8080,
         workerThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
         maxBodyBytes: Int = 1 << 20,
-        maxHeaderBytes: Int = 32 << 10,
+        maxHeaderBytes: Int = 16 << 10,
         idleTimeoutSeconds: Int = 30,
         maxConnections: Int = 1000,
         drainTimeout: Duration = .seconds(10)

@@ -10,6 +10,15 @@ import Synchronization
 public protocol LogSink: Sendable {
     /// Writes one complete line, newline included.
     func write(_ line: String)
+    /// Writes one complete line of UTF-8 bytes, newline included (the access log's fast path).
+    func write(bytes line: [UInt8])
+}
+
+extension LogSink {
+    /// Decodes the bytes and writes them as a string.
+    public func write(bytes line: [UInt8]) {
+        write(String(decoding: line, as: UTF8.self))
+    }
 }
 
 /// Writes each line to standard error with one `write(2)`, so lines from threads never interleave.
@@ -20,13 +29,21 @@ public struct StandardErrorSink: LogSink {
     /// Writes the line to file descriptor 2.
     public func write(_ line: String) {
         var line = line
-        line.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = systemWrite(2, bytes.baseAddress! + offset, bytes.count - offset)
-                if written <= 0 { return }
-                offset += written
-            }
+        line.withUTF8 { Self.writeAll($0) }
+    }
+
+    /// Writes the bytes to file descriptor 2.
+    public func write(bytes line: [UInt8]) {
+        line.withUnsafeBufferPointer { Self.writeAll($0) }
+    }
+
+    private static func writeAll(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let written = systemWrite(2, base + offset, bytes.count - offset)
+            if written <= 0 { return }
+            offset += written
         }
     }
 }

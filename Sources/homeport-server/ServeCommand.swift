@@ -27,7 +27,7 @@ enum ServeCommand {
                 environment: "HOMEPORT_MAX_BODY_BYTES", default: "1048576"),
             .value(
                 "max-header-bytes", "N", help: "Memory for a request's line and headers; more gets 431.",
-                environment: "HOMEPORT_MAX_HEADER_BYTES", default: "32768"),
+                environment: "HOMEPORT_MAX_HEADER_BYTES", default: "16384"),
             .value(
                 "idle-timeout", "SECONDS", help: "Close a connection silent this long.",
                 environment: "HOMEPORT_IDLE_TIMEOUT", default: "30"),

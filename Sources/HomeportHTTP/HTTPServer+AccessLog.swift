@@ -1,0 +1,71 @@
+import HomeportLogging
+
+extension HTTPServer {
+    private static let accessPrefix = Array(" info homeport.access: ".utf8)
+
+    /// Writes one access-log line: `<time> info homeport.access: <client> <method> <path> <status> <bytes>B <ms>ms`.
+    ///
+    /// Only the method and the path (without the query string) of the request appear: never a
+    /// header, a cookie or a query value. Control characters become `?` so that a client cannot
+    /// forge a line, and an overlong path is cut. Built as bytes: this runs once per request.
+    func logAccess(method: String, path: String, status: Int, bytes: Int, elapsed: Duration, client: String) {
+        guard accessLogger.minimumLevel <= .info else { return }
+        var line: [UInt8] = []
+        line.reserveCapacity(96 + min(path.utf8.count, 512))
+        Timestamp.appendNow(to: &line)
+        line.append(contentsOf: Self.accessPrefix)
+        line.append(contentsOf: client.utf8)
+        line.append(UInt8(ascii: " "))
+        Self.appendPrintable(method, limit: 16, to: &line)
+        line.append(UInt8(ascii: " "))
+        Self.appendPrintable(path, limit: 512, to: &line)
+        line.append(UInt8(ascii: " "))
+        Self.appendDecimal(status, to: &line)
+        line.append(UInt8(ascii: " "))
+        Self.appendDecimal(bytes, to: &line)
+        line.append(UInt8(ascii: "B"))
+        line.append(UInt8(ascii: " "))
+        let micros =
+            Int(elapsed.components.seconds) * 1_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000_000)
+        Self.appendDecimal(micros / 1000, to: &line)
+        line.append(UInt8(ascii: "."))
+        let fraction = micros % 1000
+        line.append(UInt8(48 + fraction / 100))
+        line.append(UInt8(48 + fraction / 10 % 10))
+        line.append(UInt8(48 + fraction % 10))
+        line.append(contentsOf: [UInt8(ascii: "m"), UInt8(ascii: "s"), 10])
+        accessLogger.sink.write(bytes: line)
+    }
+
+    /// Appends at most `limit` bytes of `text`, with control bytes as `?` and `…` when cut.
+    static func appendPrintable(_ text: String, limit: Int, to line: inout [UInt8]) {
+        var count = 0
+        for byte in text.utf8 {
+            if count == limit {
+                line.append(contentsOf: [0xE2, 0x80, 0xA6])
+                return
+            }
+            line.append(byte < 0x20 || byte == 0x7F ? UInt8(ascii: "?") : byte)
+            count += 1
+        }
+    }
+
+    private static func appendDecimal(_ value: Int, to line: inout [UInt8]) {
+        guard value > 0 else {
+            line.append(UInt8(ascii: "0"))
+            return
+        }
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        var rest = value
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            while rest > 0 && count < buffer.count {
+                buffer[count] = UInt8(48 + rest % 10)
+                rest /= 10
+                count += 1
+            }
+            for index in stride(from: count - 1, through: 0, by: -1) { line.append(buffer[index]) }
+        }
+    }
+}
