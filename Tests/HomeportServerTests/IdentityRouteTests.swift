@@ -96,28 +96,11 @@ struct IdentityRouteTests {
     func lockedTable(backend: Backend) throws {
         let options = DatabaseOptions(lockTimeout: .milliseconds(300))
         try withApplication(backend, options: options) { application, url in
-            let holder = try url.open(options: options)
-            defer { holder.close() }
-            let locked = DispatchSemaphore(value: 0)
-            let release = DispatchSemaphore(value: 0)
-            Thread.detachNewThread {
-                try? holder.withConnection { connection in
-                    if backend == .sqlite {
-                        _ = try connection.execute("BEGIN EXCLUSIVE", [])
-                    } else {
-                        _ = try connection.execute("BEGIN", [])
-                        _ = try connection.execute("LOCK TABLE server_identity IN ACCESS EXCLUSIVE MODE", [])
-                    }
-                    locked.signal()
-                    release.wait()
-                    _ = try connection.execute("ROLLBACK", [])
-                }
-            }
-            #expect(locked.wait(timeout: .now() + 10) == .success)
+            let lock = try TableLock(url, table: "server_identity")
+            defer { lock.release() }
             let response = try RawHTTP.request(port: application.port, path: "/api/v1/server-identity")
             #expect(response.status == 503)
             #expect(try RawHTTP.request(port: application.port, path: "/healthz").status == 200)
-            release.signal()
         }
     }
 }

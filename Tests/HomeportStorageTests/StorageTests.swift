@@ -118,34 +118,14 @@ struct StorageTests {
         let options = DatabaseOptions(maximumConnections: 4, lockTimeout: .milliseconds(300))
         try withDatabase(backend, options: options) { database, url in
             try database.execute("CREATE TABLE t (v INTEGER)")
-            let holder = try url.open(options: options)
-            defer { holder.close() }
-            let locked = DispatchSemaphore(value: 0)
-            let release = DispatchSemaphore(value: 0)
-            let done = DispatchSemaphore(value: 0)
-            Thread.detachNewThread {
-                try? holder.withConnection { connection in
-                    if backend == .sqlite {
-                        _ = try connection.execute("BEGIN EXCLUSIVE", [])
-                    } else {
-                        _ = try connection.execute("BEGIN", [])
-                        _ = try connection.execute("LOCK TABLE t IN ACCESS EXCLUSIVE MODE", [])
-                    }
-                    locked.signal()
-                    release.wait()
-                    _ = try connection.execute("ROLLBACK", [])
-                }
-                done.signal()
-            }
-            #expect(locked.wait(timeout: .now() + 10) == .success)
+            let lock = try TableLock(url, table: "t")
             #expect {
                 try database.execute("INSERT INTO t (v) VALUES (1)")
             } throws: { error in
                 if case StorageError.busy = error { return true }
                 return false
             }
-            release.signal()
-            #expect(done.wait(timeout: .now() + 10) == .success)
+            lock.release()
             try database.execute("INSERT INTO t (v) VALUES (1)")
         }
     }
