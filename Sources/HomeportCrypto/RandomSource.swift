@@ -26,11 +26,14 @@ public struct SystemRandom: RandomSource {
 public enum CryptoError: Error, Equatable, CustomStringConvertible {
     /// The random generator could not produce bytes.
     case randomUnavailable
+    /// The key-derivation function failed.
+    case kdfFailed
 
     /// A sentence for logs.
     public var description: String {
         switch self {
         case .randomUnavailable: "the system random generator failed"
+        case .kdfFailed: "the password key-derivation function failed"
         }
     }
 }

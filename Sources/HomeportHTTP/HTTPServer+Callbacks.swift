@@ -96,12 +96,13 @@ extension HTTPServer {
             headers: HTTPHeaders(Self.values(connection, kind: .HEADER_KIND)),
             body: request.body,
             remoteAddress: request.client(connection))
-        let (response, failure) = router.respond(to: httpRequest)
-        if let failure {
+        let answer = router.respond(to: httpRequest)
+        if let failure = answer.failure {
             logger.error(
-                "handler failed", metadata: ["path": httpRequest.path, "error": String(describing: failure)])
+                "handler failed", metadata: ["path": answer.loggedPath, "error": String(describing: failure)])
         }
-        return send(response, on: connection, request, method: httpRequest.method.rawValue, path: httpRequest.path)
+        return send(
+            answer.response, on: connection, request, method: httpRequest.method.rawValue, path: answer.loggedPath)
     }
 
     /// How much of an oversized body is read and dropped before answering mid-upload.

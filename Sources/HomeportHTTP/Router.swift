@@ -11,7 +11,7 @@ public typealias HTTPHandler = @Sendable (HTTPRequest) throws -> HTTPResponse
 /// with `Allow`. `HEAD` is answered by the `GET` handler (the server drops the body).
 public struct Router: Sendable {
     private var exact: [String: [HTTPMethod: HTTPHandler]] = [:]
-    private var parameterized: [(segments: [Segment], method: HTTPMethod, handler: HTTPHandler)] = []
+    private var parameterized: [(segments: [Segment], method: HTTPMethod, handler: HTTPHandler, pattern: String?)] = []
 
     private enum Segment: Sendable, Equatable {
         case literal(Substring)
@@ -20,8 +20,9 @@ public struct Router: Sendable {
 
     /// What a method and path resolve to.
     public enum Resolution: Sendable {
-        /// A handler, with the values of the pattern's parameters.
-        case handler(HTTPHandler, parameters: [String: String])
+        /// A handler, with the values of the pattern's parameters, and the pattern to log instead
+        /// of the path when the route's parameters are secret.
+        case handler(HTTPHandler, parameters: [String: String], loggedAs: String? = nil)
         /// The path exists but not for this method.
         case methodNotAllowed(allowed: [HTTPMethod])
         /// No pattern matches the path.
@@ -32,7 +33,12 @@ public struct Router: Sendable {
     public init() {}
 
     /// Adds a route. A later route for the same method and pattern replaces the earlier one.
-    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler) {
+    ///
+    /// With `secretParameters`, the access log shows the pattern (`/reset/key/:key`) instead of
+    /// the path, so a key carried in the path never reaches a log.
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, secretParameters: Bool = false, _ handler: @escaping HTTPHandler
+    ) {
         let segments = Self.split(pattern).map { part -> Segment in
             part.hasPrefix(":") ? .parameter(String(part.dropFirst())) : .literal(part)
         }
@@ -40,18 +46,18 @@ public struct Router: Sendable {
             exact[Self.normalized(pattern), default: [:]][method] = handler
         } else {
             parameterized.removeAll { $0.method == method && $0.segments == segments }
-            parameterized.append((segments, method, handler))
+            parameterized.append((segments, method, handler, secretParameters ? pattern : nil))
         }
     }
 
     /// Adds a `GET` route.
-    public mutating func get(_ pattern: String, _ handler: @escaping HTTPHandler) {
-        add(.get, pattern, handler)
+    public mutating func get(_ pattern: String, secretParameters: Bool = false, _ handler: @escaping HTTPHandler) {
+        add(.get, pattern, secretParameters: secretParameters, handler)
     }
 
     /// Adds a `POST` route.
-    public mutating func post(_ pattern: String, _ handler: @escaping HTTPHandler) {
-        add(.post, pattern, handler)
+    public mutating func post(_ pattern: String, secretParameters: Bool = false, _ handler: @escaping HTTPHandler) {
+        add(.post, pattern, secretParameters: secretParameters, handler)
     }
 
     /// Adds a `DELETE` route.
@@ -70,28 +76,43 @@ public struct Router: Sendable {
         var allowed: [HTTPMethod] = []
         for route in parameterized {
             guard let parameters = Self.match(route.segments, parts) else { continue }
-            if route.method == lookup { return .handler(route.handler, parameters: parameters) }
+            if route.method == lookup {
+                return .handler(route.handler, parameters: parameters, loggedAs: route.pattern)
+            }
             allowed.append(route.method)
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: Self.allowList(allowed))
     }
 
+    /// What answering a request came to.
+    public struct Answer: Sendable {
+        /// The response to send.
+        public var response: HTTPResponse
+        /// An error a handler threw that was not an ``HTTPError`` (answered 500), for the log.
+        public var failure: (any Error)?
+        /// The path to write in the access log (the pattern, for routes with secret parameters).
+        public var loggedPath: String
+    }
+
     /// Answers a request: runs the matching handler and turns every failure into the JSON error shape.
-    public func respond(to request: HTTPRequest) -> (response: HTTPResponse, failure: (any Error)?) {
+    public func respond(to request: HTTPRequest) -> Answer {
         switch resolve(request.method, request.path) {
         case .notFound:
-            return (HTTPError.notFound(path: request.path).response, nil)
+            return Answer(response: HTTPError.notFound(path: request.path).response, loggedPath: request.path)
         case .methodNotAllowed(let allowed):
-            return (HTTPError.methodNotAllowed(request.method, allowed: allowed).response, nil)
-        case .handler(let handler, let parameters):
+            return Answer(
+                response: HTTPError.methodNotAllowed(request.method, allowed: allowed).response,
+                loggedPath: request.path)
+        case .handler(let handler, let parameters, let pattern):
             var request = request
             request.pathParameters = parameters
+            let logged = pattern ?? request.path
             do {
-                return (try handler(request), nil)
+                return Answer(response: try handler(request), loggedPath: logged)
             } catch let error as HTTPError {
-                return (error.response, nil)
+                return Answer(response: error.response, loggedPath: logged)
             } catch {
-                return (HTTPError.internalError.response, error)
+                return Answer(response: HTTPError.internalError.response, failure: error, loggedPath: logged)
             }
         }
     }

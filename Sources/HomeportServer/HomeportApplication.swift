@@ -10,11 +10,16 @@ public final class HomeportApplication: Sendable {
     public let database: any Database
     /// The installation identity.
     public let identity: IdentityStore
+    /// Accounts and sessions.
+    public let accounts: AccountService
     private let server: HTTPServer
     private let logger: Logger
 
     /// Opens the database, applies pending migrations and prepares the routes; nothing listens yet.
-    public init(configuration: ServerConfiguration, logger: Logger) throws {
+    public init(
+        configuration: ServerConfiguration, logger: Logger, mailer: (any Mailer)? = nil,
+        clock: any WallClock = SystemWallClock()
+    ) throws {
         self.configuration = configuration
         self.logger = logger
         let database = try configuration.database.open(options: configuration.databaseOptions)
@@ -25,9 +30,19 @@ public final class HomeportApplication: Sendable {
         }
         self.database = database
         self.identity = IdentityStore(database: database)
+        var accountSettings = configuration.accounts
+        if accountSettings.publicURL == nil { accountSettings.publicURL = "http://\(configuration.listen)" }
+        self.accounts = AccountService(
+            database: database, settings: accountSettings,
+            mailer: mailer ?? OutboxMailer(directory: configuration.outboxDirectory), clock: clock, logger: logger)
         var router = Router()
         router.addHealthRoute()
         router.addIdentityRoute(store: identity, product: configuration.product, logger: logger)
+        router.addAPI(
+            accounts, identity: identity, product: configuration.product, version: ServerDefaults.version,
+            logger: logger)
+        router.addAppDoor(accounts)
+        router.addWebDoor(accounts, product: configuration.product)
         self.server = HTTPServer(configuration: configuration.effectiveHTTP, router: router, logger: logger)
     }
 

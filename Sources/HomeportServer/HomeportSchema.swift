@@ -14,7 +14,58 @@ public enum HomeportSchema {
                     created_at BIGINT NOT NULL
                 )
                 """
-            ])
+            ]),
+        Migration(version: 2, name: "accounts_sessions_rate_limits") { dialect in
+            let id = dialect == .postgres ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
+            return [
+                """
+                CREATE TABLE IF NOT EXISTS users (
+                    id \(id),
+                    email TEXT NOT NULL UNIQUE,
+                    password_hash TEXT NOT NULL,
+                    approval TEXT NOT NULL CHECK (approval IN ('approved', 'waiting', 'rejected', 'held')),
+                    created_at BIGINT NOT NULL,
+                    password_changed_at BIGINT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS sessions (
+                    key_hash TEXT PRIMARY KEY,
+                    user_id BIGINT REFERENCES users (id) ON DELETE CASCADE,
+                    kind TEXT NOT NULL CHECK (kind IN ('app', 'web')),
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    authenticated_at DOUBLE PRECISION,
+                    standing TEXT CHECK (standing IN ('waiting', 'held', 'mail_failed'))
+                )
+                """,
+                "CREATE INDEX IF NOT EXISTS sessions_user ON sessions (user_id)",
+                "CREATE INDEX IF NOT EXISTS sessions_expiry ON sessions (expires_at)",
+                """
+                CREATE TABLE IF NOT EXISTS password_resets (
+                    key_hash TEXT PRIMARY KEY,
+                    user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS rate_limits (
+                    bucket TEXT PRIMARY KEY,
+                    window_start BIGINT NOT NULL,
+                    hits INTEGER NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS mail_failures (
+                    id \(id),
+                    kind TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    created_at BIGINT NOT NULL
+                )
+                """,
+            ]
+        },
     ]
 
     /// A migrator over ``migrations``.

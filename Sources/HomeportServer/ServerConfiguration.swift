@@ -18,6 +18,10 @@ public struct ServerConfiguration: Sendable {
     public var databaseOptions: DatabaseOptions
     /// The lowest log level written.
     public var logLevel: Logger.Level
+    /// Accounts, sessions and rate limits.
+    public var accounts: AccountSettings
+    /// Where the default mailer writes outgoing mail (`.eml` files).
+    public var outboxDirectory: String
 
     /// Creates a configuration.
     public init(
@@ -26,7 +30,9 @@ public struct ServerConfiguration: Sendable {
         product: String = HomeportProtocol.defaultProduct,
         http: HTTPServerConfiguration = HTTPServerConfiguration(),
         databaseOptions: DatabaseOptions = DatabaseOptions(),
-        logLevel: Logger.Level = .info
+        logLevel: Logger.Level = .info,
+        accounts: AccountSettings = AccountSettings(),
+        outboxDirectory: String = ServerDefaults.outboxDirectory(environment: ProcessInfo.processInfo.environment)
     ) {
         self.listen = listen
         self.database = database
@@ -34,6 +40,8 @@ public struct ServerConfiguration: Sendable {
         self.http = http
         self.databaseOptions = databaseOptions
         self.logLevel = logLevel
+        self.accounts = accounts
+        self.outboxDirectory = outboxDirectory
     }
 
     /// The HTTP configuration with the listen address applied.
@@ -57,6 +65,9 @@ public struct ServerConfiguration: Sendable {
 
 /// Defaults of the server, in one place so `--help` and the docs say the same.
 public enum ServerDefaults {
+    /// The server's software version.
+    public static let version = "0.1.0"
+
     /// `127.0.0.1:8080`
     public static let listen = ListenAddress(host: "127.0.0.1", port: 8080)
 
@@ -67,6 +78,11 @@ public enum ServerDefaults {
         if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg + "/homeport" }
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         return home + "/.local/share/homeport"
+    }
+
+    /// `<data directory>/outbox`
+    public static func outboxDirectory(environment: [String: String]) -> String {
+        dataDirectory(environment: environment) + "/outbox"
     }
 
     /// `sqlite:<data directory>/homeport.sqlite`

@@ -35,6 +35,25 @@ enum ServeCommand {
                 "max-connections", "N", help: "Connections open at once.",
                 environment: "HOMEPORT_MAX_CONNECTIONS", default: "1000"),
             .value(
+                "signup", "POLICY", help: "open (sign in at once), approval (wait for 'users approve') or closed.",
+                environment: "HOMEPORT_SIGNUP", default: "approval"),
+            .value(
+                "session-lifetime", "DURATION", help: "Fixed session lifetime: 365d, 12h, 30m or seconds.",
+                environment: "HOMEPORT_SESSION_LIFETIME", default: "365d"),
+            .value(
+                "password-iterations", "N", help: "PBKDF2-SHA256 iterations for new password hashes.",
+                environment: "HOMEPORT_PASSWORD_ITERATIONS", default: "600000"),
+            .value(
+                "rate-limits", "LIST", help: "Overrides, NAME=N/SECONDS,… (names in the operator guide).",
+                environment: "HOMEPORT_RATE_LIMITS"),
+            .value(
+                "public-url", "URL",
+                help: "Address people reach the server at (mail links; https makes cookies Secure).",
+                environment: "HOMEPORT_PUBLIC_URL", default: "http://LISTEN"),
+            .value(
+                "outbox", "DIR", help: "Directory the mailer writes outgoing mail to (.eml files).",
+                environment: "HOMEPORT_OUTBOX", default: "$HOMEPORT_DATA_DIR/outbox"),
+            .value(
                 "log-level", "LEVEL", help: "debug, info, notice, warning or error (info logs every request).",
                 environment: "HOMEPORT_LOG_LEVEL", default: "info"),
         ],
@@ -101,6 +120,7 @@ enum ServeCommand {
             }
             configuration.logLevel = parsedLevel
         }
+        try applyAccountOptions(parsed, environment: environment, to: &configuration)
         let limit = 1...Int(Int32.max)
         if let workers = try ServerCLI.integer("workers", parsed, spec, environment, range: 1...256) {
             configuration.http.workerThreads = workers
@@ -118,5 +138,58 @@ enum ServeCommand {
             configuration.http.maxConnections = count
         }
         return configuration
+    }
+
+    static func applyAccountOptions(
+        _ parsed: ParsedArguments, environment: [String: String], to configuration: inout ServerConfiguration
+    ) throws {
+        if let text = parsed.value("signup", spec: spec, environment: environment) {
+            guard let policy = SignupPolicy(rawValue: text) else {
+                throw UsageError("--signup must be open, approval or closed, not '\(text)'")
+            }
+            configuration.accounts.signup = policy
+        }
+        if let text = parsed.value("session-lifetime", spec: spec, environment: environment) {
+            guard let seconds = parseDuration(text), seconds >= 60 else {
+                throw UsageError(
+                    "--session-lifetime must be a duration of at least a minute, such as 365d or 12h, not '\(text)'")
+            }
+            configuration.accounts.sessionLifetime = seconds
+        }
+        if let iterations = try ServerCLI.integer(
+            "password-iterations", parsed, spec, environment, range: 1000...100_000_000)
+        {
+            configuration.accounts.passwordIterations = iterations
+        }
+        if let text = parsed.value("rate-limits", spec: spec, environment: environment) {
+            for item in text.split(separator: ",") {
+                let parts = item.split(separator: "=", maxSplits: 1)
+                guard parts.count == 2, let limit = RateLimit(parsing: parts[1]),
+                    configuration.accounts.rateLimits.set(String(parts[0]), to: limit)
+                else {
+                    throw UsageError(
+                        "--rate-limits takes NAME=N/SECONDS items; '\(item)' is not one. Names: "
+                            + RateLimitPolicy.names.joined(separator: ", "))
+                }
+            }
+        }
+        if let url = parsed.value("public-url", spec: spec, environment: environment) {
+            guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+                throw UsageError("--public-url must start with http:// or https://, not '\(url)'")
+            }
+            configuration.accounts.publicURL = url
+        }
+        configuration.outboxDirectory =
+            parsed.value("outbox", spec: spec, environment: environment)
+            ?? ServerDefaults.outboxDirectory(environment: environment)
+    }
+
+    /// `365d`, `12h`, `30m`, `45s` or plain seconds.
+    static func parseDuration(_ text: String) -> Int64? {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
+        if let unit = text.last, let factor = units[unit], let value = Int64(text.dropLast()), value >= 0 {
+            return value.multipliedReportingOverflow(by: factor).overflow ? nil : value * factor
+        }
+        return Int64(text).flatMap { $0 >= 0 ? $0 : nil }
     }
 }

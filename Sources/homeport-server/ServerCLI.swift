@@ -4,10 +4,10 @@ import HomeportStorage
 
 /// `homeport-server`: argument parsing and wiring; the behaviour lives in HomeportServer.
 enum ServerCLI {
-    static let version = "0.1.0"
+    static let version = ServerDefaults.version
 
     static let overview = """
-        homeport-server \(version): a Homeport server — proves which installation it is, on SQLite or PostgreSQL.
+        homeport-server \(version): a Homeport server: installation identity, accounts and session tokens for native apps.
 
         Usage: homeport-server COMMAND [options]
 
@@ -16,6 +16,7 @@ enum ServerCLI {
           migrate           Apply pending database migrations and exit.
           identity show     Print this installation's instanceId.
           identity reset    Forget the instanceId, for an independent clone (all replicas stopped).
+          users             List accounts; approve, reject or hold one.
 
         Run 'homeport-server COMMAND --help' for a command's options.
         Exit codes: 0 success, 1 failure, 2 bad command line, 3 refused without confirmation.
@@ -41,6 +42,8 @@ enum ServerCLI {
                 return try MigrateCommand.run(rest, environment: environment)
             case "identity":
                 return try IdentityCommand.run(rest, environment: environment)
+            case "users":
+                return try UsersCommand.run(rest, environment: environment)
             default:
                 throw UsageError("unknown command '\(command)'; run 'homeport-server --help'")
             }

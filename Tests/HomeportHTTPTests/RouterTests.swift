@@ -6,7 +6,7 @@ struct RouterTests {
     @Test("exact paths, parameters, 404 and 405 with the allowed methods")
     func resolution() throws {
         let router = sampleRouter()
-        guard case .handler(_, let parameters) = router.resolve(.get, "/users/42") else {
+        guard case .handler(_, let parameters, _) = router.resolve(.get, "/users/42") else {
             Issue.record("/users/42 did not resolve")
             return
         }
@@ -37,14 +37,25 @@ struct RouterTests {
     @Test("a failing handler answers 500 without its detail; HTTPError keeps its status")
     func errorsBecomeJSON() throws {
         let router = sampleRouter()
-        let (failed, failure) = router.respond(to: HTTPRequest(method: .get, path: "/fail"))
+        let answer = router.respond(to: HTTPRequest(method: .get, path: "/fail"))
+        let failed = answer.response
         #expect(failed.status == 500)
-        #expect(failure != nil)
+        #expect(answer.failure != nil)
         #expect(!String(decoding: failed.body, as: UTF8.self).contains("internal detail"))
-        let (teapot, _) = router.respond(to: HTTPRequest(method: .get, path: "/teapot"))
+        let teapot = router.respond(to: HTTPRequest(method: .get, path: "/teapot")).response
         #expect(teapot.status == 418)
         #expect(
             String(decoding: teapot.body, as: UTF8.self) == #"{"error":{"code":"teapot","message":"I am a teapot."}}"#)
+    }
+
+    @Test("a route with secret parameters is logged by its pattern, others by their path")
+    func secretParametersAreNotLogged() {
+        var router = Router()
+        router.get("/reset/:key", secretParameters: true) { _ in HTTPResponse(status: 200) }
+        router.get("/users/:id") { _ in HTTPResponse(status: 200) }
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/reset/s3cr3t")).loggedPath == "/reset/:key")
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/users/7")).loggedPath == "/users/7")
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/nowhere")).loggedPath == "/nowhere")
     }
 
     @Test("listen addresses parse HOST:PORT and bracketed IPv6, and refuse the rest")

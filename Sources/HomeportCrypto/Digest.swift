@@ -1,0 +1,41 @@
+import COpenSSL
+
+/// SHA-256 and constant-time comparison from OpenSSL.
+public enum Digest {
+    /// The SHA-256 of `bytes`.
+    public static func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let input = Array(bytes)
+        input.withUnsafeBytes { raw in
+            _ = EVP_Digest(raw.baseAddress, raw.count, &output, &length, EVP_sha256(), nil)
+        }
+        return output
+    }
+
+    /// The SHA-256 of a string's UTF-8 bytes, as lowercase hex.
+    public static func sha256Hex(_ text: String) -> String {
+        hex(sha256(Array(text.utf8)))
+    }
+
+    /// Whether two byte strings are equal, in time that depends only on their length.
+    public static func constantTimeEquals(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        guard !lhs.isEmpty else { return true }
+        return lhs.withUnsafeBytes { a in
+            rhs.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 }
+        }
+    }
+
+    /// Lowercase hex.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import HomeportCrypto
+
+/// One outgoing mail.
+public struct Mail: Sendable, Hashable {
+    /// The recipient.
+    public var to: String
+    /// The subject line.
+    public var subject: String
+    /// The plain-text body.
+    public var body: String
+    /// What the mail is for (`password_reset`, `unknown_account`, `signup_waiting`), for logs.
+    public var kind: String
+
+    /// Creates a mail.
+    public init(to: String, subject: String, body: String, kind: String) {
+        self.to = to
+        self.subject = subject
+        self.body = body
+        self.kind = kind
+    }
+}
+
+/// Sends mail. A failed send throws; callers record the failure so `standing` can report it.
+public protocol Mailer: Sendable {
+    /// Sends one mail.
+    func send(_ mail: Mail) throws
+}
+
+/// Writes each mail as an RFC 5322 `.eml` file into a directory (the default: an operator or
+/// a mail relay picks them up from there).
+public struct OutboxMailer: Mailer {
+    /// The outbox directory.
+    public let directory: String
+    /// The sender address.
+    public let from: String
+
+    /// Creates a mailer writing to `directory` (created on first use, mode 0700).
+    public init(directory: String, from: String = "homeport@localhost") {
+        self.directory = directory
+        self.from = from
+    }
+
+    /// Writes the mail atomically (a temporary file, then a rename).
+    public func send(_ mail: Mail) throws {
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let name = "\(Int(Date().timeIntervalSince1970 * 1000))-\(Digest.hex(try SystemRandom().bytes(6)))"
+        let text = """
+            From: \(from)\r
+            To: \(mail.to)\r
+            Subject: \(mail.subject)\r
+            X-Homeport-Kind: \(mail.kind)\r
+            Content-Type: text/plain; charset=utf-8\r
+            \r
+            \(mail.body.replacingOccurrences(of: "\n", with: "\r\n"))\r
+
+            """
+        let temporary = directory + "/." + name + ".tmp"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: temporary))
+        try FileManager.default.moveItem(atPath: temporary, toPath: directory + "/" + name + ".eml")
+    }
+}

@@ -1,0 +1,151 @@
+import HomeportCrypto
+import HomeportStorage
+
+/// One limit: at most `limit` hits per `windowSeconds`.
+public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
+    /// Hits allowed per window.
+    public var limit: Int
+    /// The window, in seconds.
+    public var windowSeconds: Int64
+
+    /// Creates a limit.
+    public init(_ limit: Int, per windowSeconds: Int64) {
+        self.limit = limit
+        self.windowSeconds = windowSeconds
+    }
+
+    /// Parses `N/SECONDS`, such as `10/60`.
+    public init?(parsing text: some StringProtocol) {
+        let parts = text.split(separator: "/")
+        guard parts.count == 2, let limit = Int(parts[0]), limit >= 1, let window = Int64(parts[1]), window >= 1
+        else { return nil }
+        self.init(limit, per: window)
+    }
+
+    /// `N/SECONDS`.
+    public var description: String { "\(limit)/\(windowSeconds)" }
+}
+
+/// The limits of every rate-limited action, shared by both doors.
+public struct RateLimitPolicy: Sendable, Hashable {
+    /// Signups per client address.
+    public var signupPerAddress = RateLimit(20, per: 3600)
+    /// Failed logins per client address.
+    public var failedLoginPerAddress = RateLimit(20, per: 600)
+    /// Failed logins per account (address tried).
+    public var failedLoginPerAccount = RateLimit(5, per: 300)
+    /// Password-reset requests per client address.
+    public var resetPerAddress = RateLimit(20, per: 3600)
+    /// Password-reset requests per address asked for.
+    public var resetPerEmail = RateLimit(3, per: 900)
+
+    /// The defaults.
+    public init() {}
+
+    /// The names accepted by ``set(_:to:)`` (and `--rate-limit NAME=N/SECONDS`).
+    public static let names = [
+        "signup-per-address", "failed-login-per-address", "failed-login-per-account", "reset-per-address",
+        "reset-per-email",
+    ]
+
+    /// Sets one limit by name; false for an unknown name.
+    public mutating func set(_ name: String, to limit: RateLimit) -> Bool {
+        switch name {
+        case "signup-per-address": signupPerAddress = limit
+        case "failed-login-per-address": failedLoginPerAddress = limit
+        case "failed-login-per-account": failedLoginPerAccount = limit
+        case "reset-per-address": resetPerAddress = limit
+        case "reset-per-email": resetPerEmail = limit
+        default: return false
+        }
+        return true
+    }
+}
+
+/// Fixed-window counters in the database, so a budget holds across both doors and every replica.
+///
+/// Each action has one function here, and every door calls it: there is no second place where
+/// a limit could be forgotten.
+public struct RateLimiter: Sendable {
+    let database: any Database
+    /// The limits.
+    public let policy: RateLimitPolicy
+
+    /// Creates a limiter.
+    public init(database: any Database, policy: RateLimitPolicy) {
+        self.database = database
+        self.policy = policy
+    }
+
+    /// A refusal: try again after this many seconds.
+    public struct Refusal: Error, Sendable, Equatable {
+        /// Seconds until the window that refused ends.
+        public var retryAfter: Int64
+    }
+
+    /// Charges one signup attempt to the client address; throws ``Refusal`` past the limit.
+    public func chargeSignup(address: String, now: Int64) throws {
+        try charge([("signup:ip:" + address, policy.signupPerAddress)], now: now)
+    }
+
+    /// Refuses a login attempt when its address or account has used up its failure budget.
+    public func checkLoginFailures(address: String, email: String, now: Int64) throws {
+        try check(loginBuckets(address: address, email: email), now: now)
+    }
+
+    /// Charges one failed login to the address and to the account tried.
+    public func chargeLoginFailure(address: String, email: String, now: Int64) throws {
+        try charge(loginBuckets(address: address, email: email), now: now, refuse: false)
+    }
+
+    /// Charges one password-reset request to the client address and to the address asked for.
+    public func chargeResetRequest(address: String, email: String, now: Int64) throws {
+        try charge(
+            [
+                ("reset:ip:" + address, policy.resetPerAddress),
+                ("reset:email:" + Digest.sha256Hex(email), policy.resetPerEmail),
+            ], now: now)
+    }
+
+    private func loginBuckets(address: String, email: String) -> [(String, RateLimit)] {
+        [
+            ("login_failed:ip:" + address, policy.failedLoginPerAddress),
+            ("login_failed:account:" + Digest.sha256Hex(email), policy.failedLoginPerAccount),
+        ]
+    }
+
+    /// Throws when any bucket is already at its limit in the current window.
+    private func check(_ buckets: [(String, RateLimit)], now: Int64) throws {
+        for (bucket, limit) in buckets {
+            guard
+                let row = try database.execute(
+                    "SELECT hits, window_start FROM rate_limits WHERE bucket = $1", [.text(bucket)]
+                ).first, let hits = row.int("hits"), let start = row.int("window_start")
+            else { continue }
+            if start > now - limit.windowSeconds && hits >= Int64(limit.limit) {
+                throw Refusal(retryAfter: max(1, start + limit.windowSeconds - now))
+            }
+        }
+    }
+
+    /// Adds one hit to every bucket (atomically per bucket); throws when any went past its limit.
+    private func charge(_ buckets: [(String, RateLimit)], now: Int64, refuse: Bool = true) throws {
+        var refusal: Refusal?
+        for (bucket, limit) in buckets {
+            let row = try database.execute(
+                """
+                INSERT INTO rate_limits (bucket, window_start, hits) VALUES ($1, $2, 1)
+                ON CONFLICT (bucket) DO UPDATE SET
+                    hits = CASE WHEN rate_limits.window_start <= $3 THEN 1 ELSE rate_limits.hits + 1 END,
+                    window_start = CASE WHEN rate_limits.window_start <= $3 THEN $2 ELSE rate_limits.window_start END
+                RETURNING hits, window_start
+                """, [.text(bucket), .integer(now), .integer(now - limit.windowSeconds)]
+            ).first
+            if let hits = row?.int("hits"), let start = row?.int("window_start"), hits > Int64(limit.limit) {
+                let retry = max(1, start + limit.windowSeconds - now)
+                refusal = Refusal(retryAfter: max(refusal?.retryAfter ?? 0, retry))
+            }
+        }
+        if refuse, let refusal { throw refusal }
+    }
+}

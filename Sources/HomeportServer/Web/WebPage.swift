@@ -1,0 +1,121 @@
+import HomeportHTTP
+
+/// The web door's HTML: plain pages, no script, one small inline style sheet.
+enum WebPage {
+    static func render(title: String, product: String, body: String) -> String {
+        """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>\(htmlEscaped(title)) · \(htmlEscaped(product))</title>
+        <style>
+        body { font: 16px/1.5 system-ui, sans-serif; background: #f4f5f7; color: #1d2330; margin: 0; }
+        main { max-width: 24rem; margin: 4rem auto; background: #fff; padding: 2rem; border-radius: 12px;
+               box-shadow: 0 1px 3px rgba(0,0,0,.12); }
+        h1 { font-size: 1.4rem; margin: 0 0 1.2rem; }
+        label { display: block; margin: .8rem 0 .2rem; font-weight: 600; font-size: .9rem; }
+        input[type=email], input[type=password] { width: 100%; box-sizing: border-box; padding: .55rem .7rem;
+               border: 1px solid #c5cad3; border-radius: 8px; font-size: 1rem; }
+        button { margin-top: 1.2rem; width: 100%; padding: .65rem; border: 0; border-radius: 8px;
+                 background: #2456d3; color: #fff; font-size: 1rem; font-weight: 600; cursor: pointer; }
+        .error { background: #fdecec; color: #8a1c1c; padding: .6rem .8rem; border-radius: 8px; }
+        .note { color: #566074; font-size: .9rem; }
+        .trap { display: none; }
+        nav { margin-top: 1.2rem; font-size: .9rem; display: flex; justify-content: space-between; }
+        a { color: #2456d3; }
+        </style>
+        </head>
+        <body><main>
+        <h1>\(htmlEscaped(title))</h1>
+        \(body)
+        </main></body>
+        </html>
+        """
+    }
+
+    static func errors(_ messages: [String]) -> String {
+        messages.isEmpty ? "" : messages.map { "<p class=\"error\">\(htmlEscaped($0))</p>" }.joined()
+    }
+
+    /// The hidden CSRF field and the honeypot a person never sees (nor fills in).
+    static func guardFields(csrf: String) -> String {
+        """
+        <input type="hidden" name="csrf_token" value="\(htmlEscaped(csrf))">
+        <div class="trap" aria-hidden="true"><label>Website <input name="website" tabindex="-1" autocomplete="off"></label></div>
+        """
+    }
+
+    static func loginForm(csrf: String, email: String = "", errors: [String] = []) -> String {
+        """
+        \(Self.errors(errors))
+        <form method="post" action="/account/login">
+        \(guardFields(csrf: csrf))
+        <label for="email">Email</label>
+        <input id="email" type="email" name="email" value="\(htmlEscaped(email))" autocomplete="username" required>
+        <label for="password">Password</label>
+        <input id="password" type="password" name="password" autocomplete="current-password" required>
+        <button type="submit">Sign in</button>
+        </form>
+        <nav><a href="/account/signup">Create an account</a><a href="/account/password/reset">Forgot password?</a></nav>
+        """
+    }
+
+    static func signupForm(csrf: String, email: String = "", errors: [String] = []) -> String {
+        """
+        \(Self.errors(errors))
+        <form method="post" action="/account/signup">
+        \(guardFields(csrf: csrf))
+        <label for="email">Email</label>
+        <input id="email" type="email" name="email" value="\(htmlEscaped(email))" autocomplete="username" required>
+        <label for="password">Password</label>
+        <input id="password" type="password" name="password" autocomplete="new-password" minlength="8" required>
+        <button type="submit">Create account</button>
+        </form>
+        <nav><a href="/account/login">I have an account</a></nav>
+        """
+    }
+
+    static func resetRequestForm(csrf: String, errors: [String] = []) -> String {
+        """
+        \(Self.errors(errors))
+        <p class="note">We will send a link to set a new password.</p>
+        <form method="post" action="/account/password/reset">
+        \(guardFields(csrf: csrf))
+        <label for="email">Email</label>
+        <input id="email" type="email" name="email" autocomplete="username" required>
+        <button type="submit">Send link</button>
+        </form>
+        <nav><a href="/account/login">Back to sign in</a></nav>
+        """
+    }
+
+    static func resetForm(csrf: String, key: String, errors: [String] = []) -> String {
+        """
+        \(Self.errors(errors))
+        <form method="post" action="/account/password/reset/key/\(htmlEscaped(key))">
+        \(guardFields(csrf: csrf))
+        <label for="password">New password</label>
+        <input id="password" type="password" name="password" autocomplete="new-password" minlength="8" required>
+        <button type="submit">Set password</button>
+        </form>
+        """
+    }
+
+    static func message(_ text: String, link: (href: String, label: String)? = nil) -> String {
+        var html = "<p>\(htmlEscaped(text))</p>"
+        if let link { html += "<nav><a href=\"\(htmlEscaped(link.href))\">\(htmlEscaped(link.label))</a></nav>" }
+        return html
+    }
+
+    static func signedIn(email: String, csrf: String) -> String {
+        """
+        <p>Signed in as <strong>\(htmlEscaped(email))</strong>.</p>
+        <form method="post" action="/account/logout">
+        \(guardFields(csrf: csrf))
+        <button type="submit">Sign out</button>
+        </form>
+        """
+    }
+}

@@ -1,0 +1,198 @@
+/// The envelope of the app authentication API (`/_allauth/app/v1/…`), in django-allauth
+/// headless's app-client shape, so one client works against Homeport and against allauth.
+///
+/// Success: `{"status": 200, "data": {"user", "methods"}, "meta": {"is_authenticated", "session_token"?}}`.
+/// Errors: `{"status": 400, "errors": [{"code", "param", "message"}]}`. Not signed in: 401 with
+/// `data.flows`. An invalid session token: 410 (drop it and start clean).
+public struct AuthEnvelope: Codable, Hashable, Sendable {
+    /// The HTTP status, repeated in the body.
+    public var status: Int
+    /// The payload, when there is one.
+    public var data: AuthData?
+    /// Authentication state and a new session token when one is issued or rotated.
+    public var meta: AuthMeta?
+    /// Field errors (400) or other refusals.
+    public var errors: [AuthFieldError]?
+
+    /// Creates an envelope.
+    public init(status: Int, data: AuthData? = nil, meta: AuthMeta? = nil, errors: [AuthFieldError]? = nil) {
+        self.status = status
+        self.data = data
+        self.meta = meta
+        self.errors = errors
+    }
+}
+
+/// The `data` member of an ``AuthEnvelope``.
+public struct AuthData: Codable, Hashable, Sendable {
+    /// The signed-in user.
+    public var user: AuthUser?
+    /// How the session authenticated.
+    public var methods: [AuthMethod]?
+    /// What the client can do next when not signed in.
+    public var flows: [AuthFlow]?
+
+    /// Creates a payload.
+    public init(user: AuthUser? = nil, methods: [AuthMethod]? = nil, flows: [AuthFlow]? = nil) {
+        self.user = user
+        self.methods = methods
+        self.flows = flows
+    }
+}
+
+/// A user as the auth API shows it.
+public struct AuthUser: Codable, Hashable, Sendable {
+    /// The account's numeric id on this installation.
+    public var id: Int
+    /// A name to show.
+    public var display: String
+    /// The sign-in address.
+    public var email: String
+    /// Whether the account has a password.
+    public var hasUsablePassword: Bool
+
+    /// Creates a user.
+    public init(id: Int, display: String, email: String, hasUsablePassword: Bool = true) {
+        self.id = id
+        self.display = display
+        self.email = email
+        self.hasUsablePassword = hasUsablePassword
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, display, email
+        case hasUsablePassword = "has_usable_password"
+    }
+}
+
+/// One way the session authenticated.
+public struct AuthMethod: Codable, Hashable, Sendable {
+    /// `password`.
+    public var method: String
+    /// When, in Unix seconds.
+    public var at: Double
+    /// The address used.
+    public var email: String?
+
+    /// Creates a method entry.
+    public init(method: String, at: Double, email: String?) {
+        self.method = method
+        self.at = at
+        self.email = email
+    }
+}
+
+/// A flow the client may start (`login`, `signup`).
+public struct AuthFlow: Codable, Hashable, Sendable {
+    /// The flow's id.
+    public var id: String
+
+    /// Creates a flow.
+    public init(id: String) {
+        self.id = id
+    }
+}
+
+/// The `meta` member of an ``AuthEnvelope``.
+public struct AuthMeta: Codable, Hashable, Sendable {
+    /// Whether the session is signed in; `null` when the token was invalid (410).
+    public var isAuthenticated: Bool?
+    /// A new session token: store it, replacing the old one.
+    public var sessionToken: String?
+
+    /// Creates a meta member.
+    public init(isAuthenticated: Bool?, sessionToken: String? = nil) {
+        self.isAuthenticated = isAuthenticated
+        self.sessionToken = sessionToken
+    }
+
+    /// Always writes `is_authenticated` (as `null` when unknown); `session_token` only when present.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(isAuthenticated, forKey: .isAuthenticated)
+        try container.encodeIfPresent(sessionToken, forKey: .sessionToken)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case isAuthenticated = "is_authenticated"
+        case sessionToken = "session_token"
+    }
+}
+
+/// One error of a 400 answer.
+public struct AuthFieldError: Codable, Hashable, Sendable {
+    /// A stable code, such as `email_taken` or `email_password_mismatch`.
+    public var code: String
+    /// The request field it concerns, if any.
+    public var param: String?
+    /// A sentence for people.
+    public var message: String
+
+    /// Creates an error.
+    public init(code: String, param: String?, message: String) {
+        self.code = code
+        self.param = param
+        self.message = message
+    }
+}
+
+/// Request bodies of the app authentication API.
+public enum AuthRequest {
+    /// `POST auth/login` and `POST auth/signup`.
+    public struct Credentials: Codable, Hashable, Sendable {
+        /// The sign-in address.
+        public var email: String
+        /// The password.
+        public var password: String
+
+        /// Creates credentials.
+        public init(email: String, password: String) {
+            self.email = email
+            self.password = password
+        }
+    }
+
+    /// `POST account/password/change`.
+    public struct PasswordChange: Codable, Hashable, Sendable {
+        /// The password now.
+        public var currentPassword: String
+        /// The password to set.
+        public var newPassword: String
+
+        /// Creates a change request.
+        public init(currentPassword: String, newPassword: String) {
+            self.currentPassword = currentPassword
+            self.newPassword = newPassword
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case currentPassword = "current_password"
+            case newPassword = "new_password"
+        }
+    }
+
+    /// `POST auth/password/request`.
+    public struct PasswordResetRequest: Codable, Hashable, Sendable {
+        /// The address to send the reset key to.
+        public var email: String
+
+        /// Creates a reset request.
+        public init(email: String) {
+            self.email = email
+        }
+    }
+
+    /// `POST auth/password/reset`.
+    public struct PasswordReset: Codable, Hashable, Sendable {
+        /// The key from the reset mail.
+        public var key: String
+        /// The password to set.
+        public var password: String
+
+        /// Creates a reset.
+        public init(key: String, password: String) {
+            self.key = key
+            self.password = password
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import HomeportCommandLine
+import HomeportLogging
+import HomeportServer
+
+/// `homeport-server users list|approve|reject|hold`
+enum UsersCommand {
+    static let listSpec = CommandSpec(
+        name: "homeport-server users list",
+        summary: "List accounts with their approval stage, oldest first.",
+        options: [
+            ServerCLI.databaseOption, .flag("json", help: "Print a JSON array of {id, email, approval, createdAt}."),
+        ])
+
+    static func stageSpec(_ action: String) -> CommandSpec {
+        CommandSpec(
+            name: "homeport-server users \(action)",
+            summary: action == "approve"
+                ? "Approve an account so it can sign in."
+                : "\(action == "reject" ? "Reject" : "Hold") an account; its sessions end at once.",
+            arguments: [.init("EMAIL", help: "The account's sign-in address.")],
+            options: [ServerCLI.databaseOption],
+            discussion: "A rejected person is told 'waiting', so a refusal is never announced.")
+    }
+
+    static let overview = """
+        Usage: homeport-server users list|approve|reject|hold [EMAIL] [options]
+
+        Manage accounts: list them, or move one between approval stages (approved, waiting, rejected, held).
+        """
+
+    static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let action = arguments.first, !action.hasPrefix("-") else {
+            if arguments.contains("--help") || arguments.contains("-h") {
+                Output.line(overview)
+                return .success
+            }
+            throw UsageError("users needs an action: list, approve, reject or hold")
+        }
+        let rest = Array(arguments.dropFirst())
+        switch action {
+        case "list": return try list(rest, environment: environment)
+        case "approve": return try setStage(.approved, action, rest, environment: environment)
+        case "reject": return try setStage(.rejected, action, rest, environment: environment)
+        case "hold": return try setStage(.held, action, rest, environment: environment)
+        default: throw UsageError("unknown users action '\(action)'; use list, approve, reject or hold")
+        }
+    }
+
+    private static func service(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String])
+        throws -> AccountService
+    {
+        let database = try ServerCLI.database(parsed, spec, environment).open()
+        try HomeportSchema.migrator.migrate(database)
+        return AccountService(
+            database: database, settings: AccountSettings(), mailer: OutboxMailer(directory: "/nonexistent"),
+            logger: Logger(label: "homeport.cli", minimumLevel: .warning))
+    }
+
+    static func list(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let parsed = try ServerCLI.parse(listSpec, arguments) else { return .success }
+        let accounts = try service(parsed, listSpec, environment).accounts.all()
+        let formatter = ISO8601DateFormatter()
+        if parsed.flag("json") {
+            let objects = accounts.map {
+                [
+                    "id": Int($0.id), "email": $0.email, "approval": $0.approval.rawValue,
+                    "createdAt": formatter.string(from: $0.createdAt),
+                ] as [String: Any]
+            }
+            let data = try JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys])
+            Output.line(String(decoding: data, as: UTF8.self))
+        } else if accounts.isEmpty {
+            Output.line("no accounts yet")
+        } else {
+            for account in accounts {
+                Output.line(
+                    "\(account.approval.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(account.email)")
+            }
+        }
+        return .success
+    }
+
+    static func setStage(_ approval: Approval, _ action: String, _ arguments: [String], environment: [String: String])
+        throws -> ExitCode
+    {
+        let spec = stageSpec(action)
+        guard let parsed = try ServerCLI.parse(spec, arguments) else { return .success }
+        let email = parsed.positionals[0]
+        guard try service(parsed, spec, environment).setApproval(approval, email: email) else {
+            Output.error("homeport-server: no account uses '\(email)'")
+            return .failure
+        }
+        Output.line("\(email): \(approval.rawValue)")
+        return .success
+    }
+}
