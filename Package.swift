@@ -77,7 +77,8 @@ let package = Package(
         .testTarget(
             name: "HomeportServerTests",
             dependencies: [
-                "HomeportServer", "HomeportCommandLine", "HomeportTestSupport",
+                "HomeportServer", "HomeportCommandLine", "HomeportTestSupport", "HomeportCrypto",
+                "HomeportLogging", "HomeportStorage", "HomeportWire",
             ]
         ),
     ],

@@ -1,0 +1,116 @@
+import Foundation
+import HomeportLogging
+import HomeportServer
+import HomeportStorage
+import HomeportTestSupport
+import Testing
+
+/// A mailer that keeps mail in memory, or fails every send.
+final class MemoryMailer: Mailer, @unchecked Sendable {
+    private let lock = NSLock()
+    private var sent: [Mail] = []
+    let fails: Bool
+
+    init(fails: Bool = false) { self.fails = fails }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String { "the mail relay refused the message" }
+    }
+
+    func send(_ mail: Mail) throws {
+        if fails { throw Failure() }
+        lock.withLock { sent.append(mail) }
+    }
+
+    var mails: [Mail] { lock.withLock { sent } }
+
+    /// The reset key in the last reset mail to `email`.
+    func resetKey(for email: String) -> String? {
+        guard let mail = mails.last(where: { $0.to == email && $0.kind == "password_reset" }) else { return nil }
+        return mail.body.components(separatedBy: "key: ").last?.prefix(43).description
+    }
+}
+
+/// A running in-process server with accounts, a manual clock and a memory mailer.
+struct AccountsHarness {
+    let application: HomeportApplication
+    let clock: ManualWallClock
+    let mailer: MemoryMailer
+    let log: MemoryLogSink
+    let url: DatabaseURL
+    var port: Int { application.port }
+
+    /// Sends a JSON request to the app door (`path` relative to `/_allauth/app/v1/`) or any path.
+    func app(
+        _ method: String, _ path: String, token: String? = nil, json: [String: Any]? = nil,
+        headers: [(String, String)] = []
+    ) throws -> RawResponse {
+        var all = headers
+        if let token { all.append(("X-Session-Token", token)) }
+        var body: Data?
+        if let json {
+            all.append(("Content-Type", "application/json"))
+            body = try JSONSerialization.data(withJSONObject: json)
+        }
+        let full = path.hasPrefix("/") ? path : "/_allauth/app/v1/" + path
+        return try RawHTTP.request(port: port, method: method, path: full, headers: all, body: body)
+    }
+
+    /// Signs up (open signup) or logs in, and returns the session token.
+    func signIn(_ email: String, _ password: String = "correct horse battery") throws -> String {
+        var response = try app("POST", "auth/signup", json: ["email": email, "password": password])
+        if response.errorCodes == ["email_taken"] {
+            response = try app("POST", "auth/login", json: ["email": email, "password": password])
+        }
+        guard response.status == 200, let token = response.sessionToken else {
+            throw RawHTTPError("could not sign in \(email): \(response.status) \(response.text)")
+        }
+        return token
+    }
+
+    /// `GET /api/v1/app-info` with the token.
+    func appInfo(_ token: String?) throws -> RawResponse {
+        try RawHTTP.request(
+            port: port, path: "/api/v1/app-info", headers: token.map { [("X-Session-Token", $0)] } ?? [])
+    }
+
+    /// `GET /api/v1/auth/standing` with the token.
+    func standing(_ token: String?) throws -> RawResponse {
+        try RawHTTP.request(
+            port: port, path: "/api/v1/auth/standing", headers: token.map { [("X-Session-Token", $0)] } ?? [])
+    }
+}
+
+extension RawResponse {
+    /// `meta.session_token` of an allauth envelope.
+    var sessionToken: String? {
+        (jsonObject?["meta"] as? [String: Any])?["session_token"] as? String
+    }
+
+    /// The `code`s of an allauth 400 envelope.
+    var errorCodes: [String] {
+        ((jsonObject?["errors"] as? [[String: Any]]) ?? []).compactMap { $0["code"] as? String }
+    }
+}
+
+/// Runs `body` against a fresh in-process server with accounts.
+func withAccounts<T>(
+    _ backend: Backend, signup: SignupPolicy = .open, rateLimits: RateLimitPolicy = RateLimitPolicy(),
+    publicURL: String? = nil, failingMailer: Bool = false, _ body: (AccountsHarness) throws -> T
+) throws -> T {
+    let (url, cleanUp) = try backend.makeDatabaseURL()
+    defer { cleanUp() }
+    var configuration = ServerConfiguration(listen: .init(host: "127.0.0.1", port: 0), database: url)
+    configuration.http.workerThreads = 2
+    configuration.accounts = AccountSettings(
+        signup: signup, passwordIterations: 1000, rateLimits: rateLimits, publicURL: publicURL)
+    let clock = ManualWallClock()
+    let mailer = MemoryMailer(fails: failingMailer)
+    let log = MemoryLogSink()
+    let application = try HomeportApplication(
+        configuration: configuration, logger: Logger(label: "test", minimumLevel: .debug, sink: log), mailer: mailer,
+        clock: clock)
+    try application.start()
+    defer { application.shutdown() }
+    return try body(AccountsHarness(application: application, clock: clock, mailer: mailer, log: log, url: url))
+}

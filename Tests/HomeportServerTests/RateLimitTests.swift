@@ -1,0 +1,126 @@
+import Foundation
+import HomeportServer
+import HomeportStorage
+import HomeportTestSupport
+import Testing
+
+@Suite("Rate limits: two doors, one budget")
+struct RateLimitTests {
+    static var tightLogin: RateLimitPolicy {
+        var policy = RateLimitPolicy()
+        policy.failedLoginPerAccount = RateLimit(3, per: 300)
+        return policy
+    }
+
+    @Test("failed logins on the web door use up the app door's budget too", arguments: Backend.allCases)
+    func webFailuresRefuseApp(backend: Backend) throws {
+        try withAccounts(backend, rateLimits: Self.tightLogin) { server in
+            _ = try server.signIn("ada@example.com")
+            let browser = Browser(port: server.port)
+            _ = try browser.get("/account/login")
+            for _ in 0..<3 {
+                let failed = try browser.post(
+                    "/account/login", ["email": "ada@example.com", "password": "wrong guess!"])
+                #expect(failed.status == 400)
+            }
+            let webRefused = try browser.post(
+                "/account/login", ["email": "ada@example.com", "password": "wrong guess!"])
+            #expect(webRefused.status == 429)
+            #expect(webRefused.text.contains("Too many attempts"))
+
+            let app = try server.app(
+                "POST", "auth/login", json: ["email": "ada@example.com", "password": "correct horse battery"])
+            #expect(app.status == 429, "even the right password waits")
+            #expect(app.text == #"{"status":429}"#)
+            let retry = Int(app.header("Retry-After") ?? "") ?? 0
+            #expect(retry > 0 && retry <= 300)
+
+            server.clock.advance(by: 301)
+            #expect(
+                try server.app(
+                    "POST", "auth/login", json: ["email": "ada@example.com", "password": "correct horse battery"]
+                )
+                .status == 200)
+        }
+    }
+
+    @Test("failed logins on the app door refuse the web door")
+    func appFailuresRefuseWeb() throws {
+        try withAccounts(.sqlite, rateLimits: Self.tightLogin) { server in
+            _ = try server.signIn("ada@example.com")
+            for _ in 0..<3 {
+                _ = try server.app(
+                    "POST", "auth/login", json: ["email": "ada@example.com", "password": "wrong guess!"])
+            }
+            let browser = Browser(port: server.port)
+            _ = try browser.get("/account/login")
+            let refused = try browser.post(
+                "/account/login", ["email": "ada@example.com", "password": "correct horse battery"])
+            #expect(refused.status == 429)
+            #expect(refused.header("Retry-After") != nil)
+        }
+    }
+
+    @Test("signups and reset requests are limited per address across both doors")
+    func signupAndReset() throws {
+        var policy = RateLimitPolicy()
+        policy.signupPerAddress = RateLimit(2, per: 3600)
+        policy.resetPerEmail = RateLimit(1, per: 900)
+        try withAccounts(.sqlite, rateLimits: policy) { server in
+            #expect(
+                try server.app("POST", "auth/signup", json: ["email": "a@example.com", "password": "long enough pw"])
+                    .status == 200)
+            let browser = Browser(port: server.port)
+            _ = try browser.get("/account/signup")
+            #expect(
+                try browser.post("/account/signup", ["email": "b@example.com", "password": "long enough pw"]).status
+                    == 303)
+            let third = try server.app(
+                "POST", "auth/signup", json: ["email": "c@example.com", "password": "long enough pw"])
+            #expect(third.status == 429)
+            let count = try server.application.database.execute("SELECT COUNT(*) AS n FROM users").first?.int("n")
+            #expect(count == 2)
+
+            #expect(try server.app("POST", "auth/password/request", json: ["email": "a@example.com"]).status == 200)
+            let second = try server.app("POST", "auth/password/request", json: ["email": "a@example.com"])
+            #expect(second.status == 429)
+            // An unknown address is limited the same way: the refusal reveals nothing.
+            #expect(try server.app("POST", "auth/password/request", json: ["email": "zz@example.com"]).status == 200)
+            #expect(try server.app("POST", "auth/password/request", json: ["email": "zz@example.com"]).status == 429)
+            #expect(server.mailer.mails.filter { $0.to == "a@example.com" }.count == 1)
+        }
+    }
+
+    @Test("the budget holds across two server processes on one PostgreSQL database")
+    func acrossReplicas() throws {
+        let (url, cleanUp) = try Backend.postgres.makeDatabaseURL()
+        defer { cleanUp() }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let arguments = [
+            "--database", url.rawText, "--signup", "open", "--password-iterations", "1000",
+            "--rate-limits", "failed-login-per-account=3/300", "--outbox", directory.file("outbox"),
+        ]
+        let web = try ServerProcess(serve: arguments)
+        let app = try ServerProcess(serve: arguments)
+        let signup = try RawHTTP.request(
+            port: app.port, method: "POST", path: "/_allauth/app/v1/auth/signup",
+            headers: [("Content-Type", "application/json")],
+            body: Data(#"{"email":"ada@example.com","password":"correct horse battery"}"#.utf8))
+        #expect(signup.status == 200)
+
+        let browser = Browser(port: web.port)
+        _ = try browser.get("/account/login")
+        for _ in 0..<3 {
+            #expect(
+                try browser.post("/account/login", ["email": "ada@example.com", "password": "wrong guess!"]).status
+                    == 400)
+        }
+        let refused = try RawHTTP.request(
+            port: app.port, method: "POST", path: "/_allauth/app/v1/auth/login",
+            headers: [("Content-Type", "application/json")],
+            body: Data(#"{"email":"ada@example.com","password":"correct horse battery"}"#.utf8))
+        #expect(refused.status == 429)
+        #expect(web.stop() == 0 && app.stop() == 0)
+    }
+}
