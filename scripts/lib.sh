@@ -70,3 +70,24 @@ stop_postgres() {
     rm -rf "$PG_DIR"
     PG_DIR=
 }
+
+# ensure_allauth_peer — a virtualenv with django-allauth (headless) and gunicorn from PyPI,
+# for the interop tests and benchmarks. Exports HOMEPORT_TEST_ALLAUTH_DIR and _PYTHON.
+ensure_allauth_peer() {
+    local venv="$HOMEPORT_ROOT/.build/allauth-venv"
+    local requirements="$HOMEPORT_ROOT/interop/allauth/requirements.txt"
+    local stamp="$venv/.requirements"
+    if ! cmp -s "$requirements" "$stamp" 2>/dev/null; then
+        say "installing django-allauth (headless) into $venv"
+        rm -rf "$venv"
+        if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+            ensure_packages python3-venv
+            rm -rf "$venv"
+            /usr/bin/python3 -m venv "$venv"
+        fi
+        "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+        cp "$requirements" "$stamp"
+    fi
+    export HOMEPORT_TEST_ALLAUTH_DIR="$HOMEPORT_ROOT/interop/allauth"
+    export HOMEPORT_TEST_ALLAUTH_PYTHON="$venv/bin/python"
+}

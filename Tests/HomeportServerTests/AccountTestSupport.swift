@@ -114,3 +114,10 @@ func withAccounts<T>(
     defer { application.shutdown() }
     return try body(AccountsHarness(application: application, clock: clock, mailer: mailer, log: log, url: url))
 }
+
+extension String {
+    /// The same token with its first character replaced: well-formed, but never issued.
+    var withFirstCharacterChanged: String {
+        (first == "x" ? "y" : "x") + dropFirst()
+    }
+}

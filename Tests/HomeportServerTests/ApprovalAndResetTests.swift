@@ -43,7 +43,7 @@ struct ApprovalAndResetTests {
             let nothing = try server.standing(nil)
             #expect(nothing.status == 200)
             #expect(nothing.text == #"{"standing":null}"#)
-            #expect(try server.standing("A" + String(preLogin.dropFirst())).body == nothing.body)
+            #expect(try server.standing(preLogin.withFirstCharacterChanged).body == nothing.body)
             #expect(try server.standing("garbage").body == nothing.body)
 
             // Approved: a real session, and standing has nothing to say to it.

@@ -8,7 +8,8 @@ struct CommandLineTests {
         "--help explains every command and exits 0",
         arguments: [
             ["--help"], ["serve", "--help"], ["migrate", "--help"], ["identity", "show", "--help"],
-            ["identity", "reset", "--help"], ["identity", "--help"],
+            ["identity", "reset", "--help"], ["identity", "--help"], ["users", "--help"], ["users", "list", "--help"],
+            ["users", "approve", "--help"],
         ])
     func help(arguments: [String]) throws {
         let result = try ServerProcess.run(arguments)
@@ -39,6 +40,11 @@ struct CommandLineTests {
             (["identity"], "identity needs an action"),
             (["identity", "explode"], "unknown identity action"),
             (["migrate", "extra"], "takes no arguments"),
+            (["serve", "--signup", "maybe"], "--signup must be open, approval or closed"),
+            (["serve", "--session-lifetime", "forever"], "--session-lifetime must be a duration"),
+            (["serve", "--rate-limits", "bogus=1/1"], "--rate-limits takes NAME=N/SECONDS"),
+            (["serve", "--public-url", "ftp://x"], "--public-url must start with http"),
+            (["users", "promote", "a@example.com"], "unknown users action"),
         ])
     func usageErrors(arguments: [String], message: String) throws {
         let result = try ServerProcess.run(arguments)
@@ -133,5 +139,58 @@ struct CommandLineTests {
         let fresh = try ServerProcessTests.identity(restarted.port)
         #expect(fresh != id)
         #expect(restarted.stop() == 0)
+    }
+}
+
+@Suite("homeport-server users")
+struct UsersCommandTests {
+    @Test("operators list accounts and move them between approval stages", arguments: Backend.allCases)
+    func approvalCommands(backend: Backend) throws {
+        let (url, cleanUp) = try backend.makeDatabaseURL()
+        defer { cleanUp() }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        #expect(try ServerProcess.run(["users", "list", "--database", url.rawText]).output.contains("no accounts yet"))
+
+        let server = try ServerProcess(serve: [
+            "--database", url.rawText, "--password-iterations", "1000", "--outbox", directory.file("outbox"),
+        ])
+        func login() throws -> RawResponse {
+            try RawHTTP.request(
+                port: server.port, method: "POST", path: "/_allauth/app/v1/auth/login",
+                headers: [("Content-Type", "application/json")],
+                body: Data(#"{"email":"ada@example.com","password":"correct horse battery"}"#.utf8))
+        }
+        let signup = try RawHTTP.request(
+            port: server.port, method: "POST", path: "/_allauth/app/v1/auth/signup",
+            headers: [("Content-Type", "application/json")],
+            body: Data(#"{"email":"ada@example.com","password":"correct horse battery"}"#.utf8))
+        #expect(signup.status == 401, "approval is the default: the account waits")
+        #expect(
+            try ServerProcess.run(["users", "list", "--database", url.rawText]).output.contains(
+                "waiting   ada@example.com"))
+
+        let approve = try ServerProcess.run(["users", "approve", "ADA@example.com", "--database", url.rawText])
+        #expect(approve.status == 0)
+        let loggedIn = try login()
+        #expect(loggedIn.status == 200)
+        let token = try #require(loggedIn.sessionToken)
+
+        #expect(try ServerProcess.run(["users", "hold", "ada@example.com", "--database", url.rawText]).status == 0)
+        let info = try RawHTTP.request(
+            port: server.port, path: "/api/v1/app-info", headers: [("X-Session-Token", token)])
+        #expect(info.status == 401, "holding ends the sessions at once")
+        #expect(try login().status == 401)
+
+        let json = try ServerProcess.run(["users", "list", "--json", "--database", url.rawText])
+        let accounts = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]]
+        #expect(accounts?.first?["approval"] as? String == "held")
+        #expect(accounts?.first?["email"] as? String == "ada@example.com")
+
+        let missing = try ServerProcess.run(["users", "reject", "nobody@example.com", "--database", url.rawText])
+        #expect(missing.status == 1)
+        #expect(missing.error.contains("no account uses"))
+        #expect(try ServerProcess.run(["users", "approve", "--database", url.rawText]).status == 2)
+        #expect(server.stop() == 0)
     }
 }

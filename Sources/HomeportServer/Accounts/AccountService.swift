@@ -88,7 +88,8 @@ public final class AccountService: Sendable {
         }
         logger.notice("account created", metadata: ["account": String(account.id), "approval": approval.rawValue])
         if approval == .approved {
-            return try signIn(account, kind: kind, now: now)
+            // Like allauth, a sign-up records no authentication method (no password login happened).
+            return try signIn(account, kind: kind, now: now, byPassword: false)
         }
         let mailed = deliver(
             Mail(
@@ -145,9 +146,12 @@ public final class AccountService: Sendable {
         }
     }
 
-    private func signIn(_ account: Account, kind: SessionKind, now: Int64) throws -> SignInOutcome {
+    private func signIn(_ account: Account, kind: SessionKind, now: Int64, byPassword: Bool = true) throws
+        -> SignInOutcome
+    {
         let created = try sessions.create(
-            kind: kind, userID: account.id, authenticatedAt: clock.now().timeIntervalSince1970, now: now)
+            kind: kind, userID: account.id, authenticatedAt: byPassword ? clock.now().timeIntervalSince1970 : nil,
+            now: now)
         return .signedIn(token: created.token, account: account, session: created.session)
     }
 

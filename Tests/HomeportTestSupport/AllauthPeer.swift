@@ -1,0 +1,103 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A real django-allauth headless server (app client) under gunicorn on loopback: the
+/// reference Homeport's app door is compared with. `scripts/test` installs it into a
+/// virtualenv and exports `HOMEPORT_TEST_ALLAUTH_DIR` and `HOMEPORT_TEST_ALLAUTH_PYTHON`.
+public final class AllauthPeer: @unchecked Sendable {
+    private let process = Process()
+    private let directory: TemporaryDirectory
+    /// Its port.
+    public let port: Int
+
+    /// Migrates a fresh SQLite database and starts gunicorn with `workers` workers.
+    public init(workers: Int = 1, fastHasher: Bool = true) throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let source = environment["HOMEPORT_TEST_ALLAUTH_DIR"],
+            let python = environment["HOMEPORT_TEST_ALLAUTH_PYTHON"]
+        else {
+            throw RawHTTPError(
+                "HOMEPORT_TEST_ALLAUTH_DIR/_PYTHON are not set: run the suite with scripts/test, which installs django-allauth"
+            )
+        }
+        directory = try TemporaryDirectory()
+        var peerEnvironment = environment
+        peerEnvironment["ALLAUTH_DB"] = directory.file("allauth.sqlite3")
+        peerEnvironment["ALLAUTH_MAIL"] = directory.file("mail")
+        if fastHasher { peerEnvironment["ALLAUTH_FAST_HASHER"] = "1" }
+
+        let migrate = Process()
+        migrate.executableURL = URL(fileURLWithPath: python)
+        migrate.arguments = ["manage.py", "migrate", "-v0"]
+        migrate.currentDirectoryURL = URL(fileURLWithPath: source)
+        migrate.environment = peerEnvironment
+        try migrate.run()
+        migrate.waitUntilExit()
+        guard migrate.terminationStatus == 0 else { throw RawHTTPError("allauth migrate failed") }
+
+        port = try RawHTTP.freePort()
+        process.executableURL = URL(fileURLWithPath: python)
+        // The test runner blocks some signals and children inherit the mask: unblock them so that
+        // gunicorn's own handlers (and so a quick SIGINT shutdown) work.
+        let arguments = [
+            "gunicorn", "--workers", String(workers), "--bind", "127.0.0.1:\(port)", "--log-level", "warning",
+            "wsgi_app:application",
+        ]
+        process.arguments =
+            [
+                "-c",
+                "import signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); sys.argv = sys.argv[1:]; "
+                    + "from gunicorn.app.wsgiapp import run; run()",
+            ] + arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: source)
+        process.environment = peerEnvironment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        for _ in 0..<200 {
+            if (try? RawHTTP.request(port: port, path: "/_allauth/app/v1/config", timeout: 2))?.status == 200 { return }
+            usleep(50_000)
+        }
+        process.terminate()
+        throw RawHTTPError("gunicorn with django-allauth did not start on port \(port)")
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGINT)  // gunicorn's quick shutdown
+            process.waitUntilExit()
+        }
+        directory.remove()
+    }
+
+    /// The mails allauth wrote (file backend), concatenated.
+    public var mail: String {
+        let folder = directory.file("mail")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return names.sorted().compactMap { try? String(contentsOfFile: folder + "/" + $0, encoding: .utf8) }.joined()
+    }
+}
+
+extension RawHTTP {
+    /// A TCP port that was free a moment ago on 127.0.0.1.
+    public static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw RawHTTPError("socket failed") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { throw RawHTTPError("bind failed") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

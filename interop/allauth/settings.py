@@ -1,0 +1,47 @@
+"""A minimal django-allauth headless server (app client only): the reference peer that
+Homeport's app door is compared with. Test and benchmark use only; never deployed."""
+import os
+
+SECRET_KEY = "homeport-interop-peer-not-a-secret"
+DEBUG = False
+ALLOWED_HOSTS = ["*"]
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "allauth",
+    "allauth.account",
+    "allauth.headless",
+]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+]
+ROOT_URLCONF = "urls"
+TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True, "OPTIONS": {}}]
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": os.environ.get("ALLAUTH_DB", "/tmp/homeport-allauth.sqlite3"),
+    }
+}
+AUTHENTICATION_BACKENDS = ["allauth.account.auth_backends.AuthenticationBackend"]
+HEADLESS_ONLY = True
+HEADLESS_CLIENTS = ("app",)
+HEADLESS_FRONTEND_URLS = {
+    "account_reset_password_from_key": "http://app.invalid/reset/{key}",
+    "account_confirm_email": "http://app.invalid/verify/{key}",
+    "account_signup": "http://app.invalid/signup",
+}
+ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*"]
+ACCOUNT_EMAIL_VERIFICATION = "none"
+EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+EMAIL_FILE_PATH = os.environ.get("ALLAUTH_MAIL", "/tmp/homeport-allauth-mail")
+# Django's default PBKDF2 hasher (1,000,000 iterations in Django 5.2), unless a run lowers it.
+if os.environ.get("ALLAUTH_FAST_HASHER"):
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+USE_TZ = True
+DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
