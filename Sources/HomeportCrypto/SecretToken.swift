@@ -17,7 +17,15 @@ public enum SecretToken {
 
     /// Whether `text` has the shape of a token (43 base64url characters); a cheap filter before any lookup.
     public static func isWellFormed(_ text: String) -> Bool {
-        text.utf8.count == 43 && text.utf8.allSatisfy { alphabet.contains($0) }
+        text.utf8.count == 43
+            && text.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                    true
+                default: false
+                }
+            }
     }
 
     /// base64url without padding.

@@ -4,10 +4,16 @@ import Foundation
 /// One SQLite connection in WAL mode, with a per-connection cache of prepared statements.
 final class SQLiteConnection: DatabaseConnection {
     private var handle: OpaquePointer?
-    private var statements: [String: OpaquePointer] = [:]
+    private var statements: [String: (statement: OpaquePointer, columns: [String])] = [:]
+
+    /// Configures SQLite once per process, before the first connection.
+    private static let configured: Void = {
+        _ = homeport_sqlite_disable_memstatus()
+    }()
     private(set) var isBroken = false
 
     init(path: String, lockTimeout: Duration) throws {
+        Self.configured
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &db, flags, nil)
@@ -34,7 +40,7 @@ final class SQLiteConnection: DatabaseConnection {
     }
 
     func close() {
-        for statement in statements.values { sqlite3_finalize(statement) }
+        for prepared in statements.values { sqlite3_finalize(prepared.statement) }
         statements.removeAll()
         if let handle { sqlite3_close_v2(handle) }
         handle = nil
@@ -43,7 +49,7 @@ final class SQLiteConnection: DatabaseConnection {
 
     func execute(_ sql: String, _ parameters: [SQLValue]) throws -> [Row] {
         guard let handle else { throw StorageError.connectionFailed("connection closed") }
-        let statement = try prepared(sql, handle)
+        let (statement, columns) = try prepared(sql, handle)
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
@@ -52,8 +58,7 @@ final class SQLiteConnection: DatabaseConnection {
             try bind(value, at: Int32(offset + 1), statement, handle)
         }
         var rows: [Row] = []
-        let columnCount = sqlite3_column_count(statement)
-        let columns = (0..<columnCount).map { String(cString: sqlite3_column_name(statement, $0)) }
+        let columnCount = Int32(columns.count)
         while true {
             let status = sqlite3_step(statement)
             if status == SQLITE_DONE { break }
@@ -63,13 +68,14 @@ final class SQLiteConnection: DatabaseConnection {
         return rows
     }
 
-    private func prepared(_ sql: String, _ handle: OpaquePointer) throws -> OpaquePointer {
-        if let statement = statements[sql] { return statement }
+    private func prepared(_ sql: String, _ handle: OpaquePointer) throws -> (OpaquePointer, [String]) {
+        if let cached = statements[sql] { return cached }
         var statement: OpaquePointer?
         let status = sqlite3_prepare_v2(handle, Self.sqlitePlaceholders(sql), -1, &statement, nil)
         guard status == SQLITE_OK, let statement else { throw error(status, handle) }
-        statements[sql] = statement
-        return statement
+        let columns = (0..<sqlite3_column_count(statement)).map { String(cString: sqlite3_column_name(statement, $0)) }
+        statements[sql] = (statement, columns)
+        return (statement, columns)
     }
 
     private func bind(_ value: SQLValue, at index: Int32, _ statement: OpaquePointer, _ handle: OpaquePointer) throws {

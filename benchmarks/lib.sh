@@ -1,0 +1,103 @@
+# Shared helpers of the benchmark scripts. Source it after scripts/lib.sh.
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10s}
+CONNECTIONS=${CONNECTIONS:-50}
+THREADS=${THREADS:-2}
+
+bench_pids=()
+bench_cleanup() {
+    for pid in "${bench_pids[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null
+    rm -rf "$work"
+}
+
+# bench_setup PACKAGES… — installs packages, builds homeport-server (release), makes $work.
+bench_setup() {
+    ensure_packages "${BUILD_PACKAGES[@]}" wrk nginx curl "$@"
+    ensure_swift
+    say "building homeport-server (release)"
+    swift build -c release --product homeport-server >/dev/null
+    work=$(mktemp -d /tmp/homeport-bench.XXXXXX)
+    chmod 755 "$work"
+    trap bench_cleanup EXIT
+}
+
+# wait_for URL — polls until the URL answers (any status).
+wait_for() {
+    for _ in $(seq 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done
+    die "nothing answered at $1"
+}
+
+# start_homeport ARGS… — starts the release server on a free port; sets hp_port.
+start_homeport() {
+    hp_port=$(free_port)
+    "$HOMEPORT_ROOT/.build/release/homeport-server" serve --listen "127.0.0.1:$hp_port" \
+        --database "sqlite:$work/homeport.sqlite" --outbox "$work/outbox" "$@" \
+        >"$work/homeport.out" 2>"$work/homeport.log" &
+    bench_pids+=($!)
+    wait_for "http://127.0.0.1:$hp_port/healthz"
+}
+
+# start_nginx FILE URLPATH — nginx serving FILE's bytes at URLPATH as JSON, no-store, access log on;
+# sets ng_port.
+start_nginx() {
+    mkdir -p "$work/www$(dirname "$2")" "$work/nginx"
+    cp "$1" "$work/www$2"
+    chmod -R a+rX "$work/www"
+    ng_port=$(free_port)
+    cat >"$work/nginx/nginx.conf" <<CONF
+worker_processes auto;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log;
+events { worker_connections 1024; }
+http {
+    access_log $work/nginx/access.log;
+    client_body_temp_path $work/nginx;
+    proxy_temp_path $work/nginx;
+    fastcgi_temp_path $work/nginx;
+    uwsgi_temp_path $work/nginx;
+    scgi_temp_path $work/nginx;
+    server {
+        listen 127.0.0.1:$ng_port;
+        root $work/www;
+        location = $2 {
+            default_type application/json;
+            add_header Cache-Control no-store;
+        }
+    }
+}
+CONF
+    nginx -c "$work/nginx/nginx.conf" -g 'daemon off;' &
+    bench_pids+=($!)
+    wait_for "http://127.0.0.1:$ng_port$2"
+    cmp -s <(curl -fsS "http://127.0.0.1:$ng_port$2") "$1" || die "nginx does not serve the same bytes"
+}
+
+# wrk_round NAME URL [HEADER] — one wrk run; appends "rps p99ms" to $work/NAME.results.
+wrk_round() {
+    local args=(-t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency)
+    [ -n "${3:-}" ] && args+=(-H "$3")
+    local out
+    out=$(wrk "${args[@]}" "$2")
+    local errors
+    errors=$(grep -E 'Non-2xx|Socket errors' <<<"$out" || true)
+    [ -z "$errors" ] || say "$1: $errors"
+    echo "$(awk '/^Requests\/sec:/ {print $2}' <<<"$out") $(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")" \
+        >>"$work/$1.results"
+}
+
+to_ms() {
+    case "$1" in
+        *us) awk -v v="${1%us}" 'BEGIN {printf "%.3f", v / 1000}' ;;
+        *ms) awk -v v="${1%ms}" 'BEGIN {printf "%.3f", v}' ;;
+        *s) awk -v v="${1%s}" 'BEGIN {printf "%.3f", v * 1000}' ;;
+    esac
+}
+
+# rps NAME / p99 NAME — medians of the rounds.
+median() { sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+rps() { cut -d' ' -f1 "$work/$1.results" | median; }
+p99() { cut -d' ' -f2 "$work/$1.results" | median; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+nginx_version() { nginx -v 2>&1 | grep -o '[0-9.]*$'; }
