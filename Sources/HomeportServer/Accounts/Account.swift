@@ -1,4 +1,5 @@
 import Foundation
+import HomeportWire
 
 /// One person's account on this installation.
 public struct Account: Sendable, Hashable {
@@ -70,19 +71,5 @@ public enum Credentials {
     }
 }
 
-/// A problem with one field of a request.
-public struct FieldProblem: Sendable, Hashable {
-    /// A stable code.
-    public var code: String
-    /// The field.
-    public var param: String?
-    /// A sentence for people.
-    public var message: String
-
-    /// Creates a problem.
-    public init(code: String, param: String?, message: String) {
-        self.code = code
-        self.param = param
-        self.message = message
-    }
-}
+/// A problem with one field of a request: the same shape the app door sends in `errors[]`.
+public typealias FieldProblem = AuthFieldError

@@ -241,7 +241,7 @@ struct AppDoor: Sendable {
         answer(
             AuthEnvelope(
                 status: 400,
-                errors: problems.map { AuthFieldError(code: $0.code, param: $0.param, message: $0.message) }))
+                errors: problems))
     }
 
     private func invalidResetKey() -> HTTPResponse {
