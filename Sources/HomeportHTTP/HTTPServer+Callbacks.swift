@@ -117,7 +117,7 @@ extension HTTPServer {
         response.headers.set("Connection", "close")
         return send(
             response, on: connection, request, method: method.map { String(cString: $0) } ?? "",
-            path: url.map { String(cString: $0) } ?? "/")
+            path: router.loggedPath(url.map { String(cString: $0) } ?? "/"))
     }
 
     private func send(

@@ -102,7 +102,7 @@ public struct Router: Sendable {
         case .methodNotAllowed(let allowed):
             return Answer(
                 response: HTTPError.methodNotAllowed(request.method, allowed: allowed).response,
-                loggedPath: request.path)
+                loggedPath: loggedPath(request.path))
         case .handler(let handler, let parameters, let pattern):
             var request = request
             request.pathParameters = parameters
@@ -115,6 +115,16 @@ public struct Router: Sendable {
                 return Answer(response: HTTPError.internalError.response, failure: error, loggedPath: logged)
             }
         }
+    }
+
+    /// The path as the access log may show it: the pattern when a route with secret parameters
+    /// matches it (whatever the method), else the path itself.
+    public func loggedPath(_ path: String) -> String {
+        let parts = Self.split(path)
+        for route in parameterized {
+            if let pattern = route.pattern, Self.match(route.segments, parts) != nil { return pattern }
+        }
+        return path
     }
 
     private static func allowList(_ methods: some Sequence<HTTPMethod>) -> [HTTPMethod] {

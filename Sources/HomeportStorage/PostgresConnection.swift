@@ -45,6 +45,10 @@ final class PostgresConnection: DatabaseConnection {
     func execute(_ sql: String, _ parameters: [SQLValue]) throws -> [Row] {
         guard let handle else { throw StorageError.connectionFailed("connection closed") }
         let texts: [String?] = parameters.map(Self.text)
+        // libpq takes C strings: a NUL would silently cut the value, so refuse it.
+        guard !texts.contains(where: { $0?.utf8.contains(0) ?? false }) else {
+            throw StorageError.invalidValue("text with a NUL character")
+        }
         let result = Self.withOptionalCStrings(texts) { pointers in
             PQexecParams(handle, sql, Int32(texts.count), nil, pointers, nil, nil, 0)
         }

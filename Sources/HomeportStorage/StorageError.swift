@@ -12,6 +12,8 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
     case poolExhausted
     /// A migration failed; nothing after it was applied.
     case migrationFailed(version: Int, message: String)
+    /// A bound value the database cannot store faithfully (such as text with a NUL).
+    case invalidValue(String)
 
     /// A sentence for logs and operators.
     public var description: String {
@@ -22,6 +24,7 @@ public enum StorageError: Error, Sendable, Equatable, CustomStringConvertible {
         case .busy(let message): "the database is locked: \(message)"
         case .poolExhausted: "no database connection became free in time"
         case .migrationFailed(let version, let message): "migration \(version) failed: \(message)"
+        case .invalidValue(let what): "the database cannot store \(what)"
         }
     }
 }

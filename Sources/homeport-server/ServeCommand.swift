@@ -150,9 +150,10 @@ enum ServeCommand {
             configuration.accounts.signup = policy
         }
         if let text = parsed.value("session-lifetime", spec: spec, environment: environment) {
-            guard let seconds = parseDuration(text), seconds >= 60 else {
+            guard let seconds = parseDuration(text), (60...(100 * 366 * 86400)).contains(seconds) else {
                 throw UsageError(
-                    "--session-lifetime must be a duration of at least a minute, such as 365d or 12h, not '\(text)'")
+                    "--session-lifetime must be a duration from a minute to 100 years, such as 365d or 12h, not '\(text)'"
+                )
             }
             configuration.accounts.sessionLifetime = seconds
         }
@@ -168,7 +169,7 @@ enum ServeCommand {
                     configuration.accounts.rateLimits.set(String(parts[0]), to: limit)
                 else {
                     throw UsageError(
-                        "--rate-limits takes NAME=N/SECONDS items; '\(item)' is not one. Names: "
+                        "--rate-limits takes NAME=N/SECONDS items (N up to 1000000, SECONDS up to a year); '\(item)' is not one. Names: "
                             + RateLimitPolicy.names.joined(separator: ", "))
                 }
             }

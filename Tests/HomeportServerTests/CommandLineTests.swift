@@ -43,11 +43,18 @@ struct CommandLineTests {
             (["serve", "--signup", "maybe"], "--signup must be open, approval or closed"),
             (["serve", "--session-lifetime", "forever"], "--session-lifetime must be a duration"),
             (["serve", "--rate-limits", "bogus=1/1"], "--rate-limits takes NAME=N/SECONDS"),
+            (["serve", "--rate-limits", "reset-per-email=1/999999999999"], "--rate-limits takes NAME=N/SECONDS"),
+            (["serve", "--session-lifetime", "9223372036854775807"], "--session-lifetime must be a duration"),
             (["serve", "--public-url", "ftp://x"], "--public-url must start with http"),
             (["users", "promote", "a@example.com"], "unknown users action"),
         ])
     func usageErrors(arguments: [String], message: String) throws {
-        let result = try ServerProcess.run(arguments)
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // Should a check break, the server would start: on a free port, in a scratch directory, and killed.
+        let result = try ServerProcess.run(
+            arguments, environment: ["HOMEPORT_DATA_DIR": directory.path, "HOMEPORT_LISTEN": "127.0.0.1:0"], timeout: 20
+        )
         #expect(result.status == 2)
         #expect(result.error.contains(message), "\(result.error)")
         #expect(!result.error.contains("pw@"), "a password never appears in a message")

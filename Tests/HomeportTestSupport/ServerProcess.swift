@@ -77,10 +77,11 @@ public final class ServerProcess: @unchecked Sendable {
         (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""
     }
 
-    /// Runs `homeport-server` with `arguments` to completion.
-    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (
-        status: Int32, output: String, error: String
-    ) {
+    /// Runs `homeport-server` with `arguments` to completion; a run still going after `timeout`
+    /// seconds is killed (and then reports the signal's status), so a broken check cannot hang a test.
+    public static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 60) throws
+        -> (status: Int32, output: String, error: String)
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
@@ -91,6 +92,10 @@ public final class ServerProcess: @unchecked Sendable {
         process.standardError = error
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        let pid = process.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
+        defer { watchdog.cancel() }
         let outData = output.fileHandleForReading.readDataToEndOfFile()
         let errData = error.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

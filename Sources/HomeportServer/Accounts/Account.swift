@@ -47,7 +47,13 @@ public enum Credentials {
     /// The address lowercased and trimmed, or `nil` when it is not an address.
     public static func normalizedEmail(_ text: String) -> String? {
         let email = text.trimmingCharacters(in: .whitespaces).lowercased()
-        guard email.utf8.count <= 254, !email.contains(where: { $0.isWhitespace || $0.isNewline }) else { return nil }
+        // No whitespace and no control character (NUL would be cut by the database, ESC would
+        // reach an operator's terminal).
+        guard email.utf8.count <= 254,
+            !email.unicodeScalars.contains(where: {
+                $0.properties.isWhitespace || $0.value < 0x20 || (0x7F...0x9F).contains($0.value)
+            })
+        else { return nil }
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[0].utf8.count <= 64 else { return nil }
         let labels = parts[1].split(separator: ".", omittingEmptySubsequences: false)
@@ -57,6 +63,9 @@ public enum Credentials {
 
     /// The problem with a new password, or `nil` when it is acceptable.
     public static func passwordProblem(_ password: String, param: String) -> FieldProblem? {
+        if password.unicodeScalars.contains(where: { $0.value == 0 }) {
+            return FieldProblem(code: "invalid", param: param, message: "A password cannot contain a NUL character.")
+        }
         if password.count < minimumPasswordLength {
             return FieldProblem(
                 code: "password_too_short", param: param,

@@ -96,9 +96,8 @@ public final class AccountService: Sendable {
                 to: email, subject: "Your account is waiting for approval",
                 body: "Thank you for signing up. An administrator will approve your account; you can sign in then.",
                 kind: "signup_waiting"))
-        let created = try sessions.create(
-            kind: kind, userID: nil, standing: mailed ? .waiting : .mailFailed, now: now)
-        return .pending(token: created.token, standing: created.session.standing ?? .waiting)
+        let standing: Standing = mailed ? .waiting : .mailFailed
+        return .pending(token: try preLoginToken(kind: kind, standing: standing, now: now), standing: standing)
     }
 
     /// Signs in with an address and password. Wrong credentials and unknown addresses answer
@@ -111,7 +110,7 @@ public final class AccountService: Sendable {
             return .invalid([FieldProblem(code: "invalid", param: "email", message: "Enter a valid email address.")])
         }
         do {
-            try limiter.checkLoginFailures(address: address, email: email, now: now)
+            try limiter.chargeLoginAttempt(address: address, email: email, now: now)
         } catch let refusal as RateLimiter.Refusal {
             return .rateLimited(retryAfter: refusal.retryAfter)
         }
@@ -120,7 +119,8 @@ public final class AccountService: Sendable {
         if let account {
             matches = hasher.verify(password, against: account.passwordHash)
         } else {
-            hasher.verifyAgainstNothing(password)
+            // Spend what a real check costs, at the cost stored hashes really have.
+            try equalizeTiming(password)
             matches = false
         }
         guard let account, matches else {
@@ -134,6 +134,7 @@ public final class AccountService: Sendable {
         switch account.approval {
         case .approved:
             try? sessions.pruneExpired(now: now)
+            try? limiter.pruneExpired(now: now)
             return try signIn(account, kind: kind, now: now)
         case .waiting, .rejected, .held:
             let standing: Standing = account.approval == .held ? .held : .waiting
@@ -141,18 +142,44 @@ public final class AccountService: Sendable {
                 try sessions.setStanding(standing, keyHash: preLogin.keyHash)
                 return .pending(token: "", standing: standing)
             }
-            let created = try sessions.create(kind: kind, userID: nil, standing: standing, now: now)
-            return .pending(token: created.token, standing: standing)
+            return .pending(token: try preLoginToken(kind: kind, standing: standing, now: now), standing: standing)
         }
     }
 
+    /// A pre-login session carrying `standing`, for the app door (which hands its token to the
+    /// app for `auth/standing`); the web door shows the standing at once and keeps no row.
+    private func preLoginToken(kind: SessionKind, standing: Standing, now: Int64) throws -> String {
+        guard kind == .app else { return "" }
+        return try sessions.create(kind: kind, userID: nil, standing: standing, now: now)?.token ?? ""
+    }
+
+    /// Signs in; after a password check, only if the password is still the one checked.
     private func signIn(_ account: Account, kind: SessionKind, now: Int64, byPassword: Bool = true) throws
         -> SignInOutcome
     {
-        let created = try sessions.create(
-            kind: kind, userID: account.id, authenticatedAt: byPassword ? clock.now().timeIntervalSince1970 : nil,
-            now: now)
+        guard
+            let created = try sessions.create(
+                kind: kind, userID: account.id, authenticatedAt: byPassword ? clock.now().timeIntervalSince1970 : nil,
+                now: now, passwordHash: account.passwordHash)
+        else {
+            // The password changed while it was being checked: this login does not count.
+            return .invalid([
+                FieldProblem(
+                    code: "email_password_mismatch", param: "password",
+                    message: "The email address and/or password you specified are not correct.")
+            ])
+        }
         return .signedIn(token: created.token, account: account, session: created.session)
+    }
+
+    /// Runs one password check against a stored hash (any account's), or at the configured cost
+    /// when there is none, so that an unknown address costs what a known one does.
+    private func equalizeTiming(_ password: String) throws {
+        if let stored = try database.execute("SELECT password_hash FROM users LIMIT 1").first?.string("password_hash") {
+            _ = hasher.verify(password, against: stored)
+        } else {
+            hasher.verifyAgainstNothing(password)
+        }
     }
 
     // MARK: Sessions
@@ -199,6 +226,8 @@ public final class AccountService: Sendable {
         case changed(token: String, session: Session)
         /// Nothing changed.
         case invalid([FieldProblem])
+        /// Too many wrong current passwords; nothing changed.
+        case rateLimited(retryAfter: Int64)
     }
 
     /// Changes the password after checking the current one; ends every session of the account
@@ -206,7 +235,14 @@ public final class AccountService: Sendable {
     public func changePassword(
         session: Session, account: Account, current: String, new: String
     ) throws -> PasswordChangeOutcome {
+        let now = clock.unixSeconds
+        do {
+            try limiter.checkPasswordChangeFailures(account: account.id, now: now)
+        } catch let refusal as RateLimiter.Refusal {
+            return .rateLimited(retryAfter: refusal.retryAfter)
+        }
         guard hasher.verify(current, against: account.passwordHash) else {
+            try limiter.chargePasswordChangeFailure(account: account.id, now: now)
             return .invalid([
                 FieldProblem(
                     code: "enter_current_password", param: "current_password",
@@ -214,11 +250,13 @@ public final class AccountService: Sendable {
             ])
         }
         if let problem = Credentials.passwordProblem(new, param: "new_password") { return .invalid([problem]) }
-        let now = clock.unixSeconds
         try setPassword(account.id, new, now: now)
         try sessions.deleteAll(userID: account.id)
-        let created = try sessions.create(
-            kind: session.kind, userID: account.id, authenticatedAt: session.authenticatedAt, now: now)
+        try database.execute("DELETE FROM password_resets WHERE user_id = $1", [.integer(account.id)])
+        guard
+            let created = try sessions.create(
+                kind: session.kind, userID: account.id, authenticatedAt: session.authenticatedAt, now: now)
+        else { throw StorageError.statementFailed(code: "session", message: "the new session was not created") }
         logger.notice("password changed; other sessions ended", metadata: ["account": String(account.id)])
         return .changed(token: created.token, session: created.session)
     }

@@ -1,5 +1,12 @@
+import Foundation
 import HomeportCrypto
 import HomeportStorage
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// One limit: at most `limit` hits per `windowSeconds`.
 public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
@@ -14,10 +21,14 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
         self.windowSeconds = windowSeconds
     }
 
-    /// Parses `N/SECONDS`, such as `10/60`.
+    /// The longest window accepted: a year.
+    public static let longestWindow: Int64 = 366 * 86400
+
+    /// Parses `N/SECONDS`, such as `10/60` (N from 1 to 1,000,000; a window of at most a year).
     public init?(parsing text: some StringProtocol) {
         let parts = text.split(separator: "/")
-        guard parts.count == 2, let limit = Int(parts[0]), limit >= 1, let window = Int64(parts[1]), window >= 1
+        guard parts.count == 2, let limit = Int(parts[0]), (1...1_000_000).contains(limit),
+            let window = Int64(parts[1]), (1...Self.longestWindow).contains(window)
         else { return nil }
         self.init(limit, per: window)
     }
@@ -34,6 +45,10 @@ public struct RateLimitPolicy: Sendable, Hashable {
     public var failedLoginPerAddress = RateLimit(20, per: 600)
     /// Failed logins per account (address tried).
     public var failedLoginPerAccount = RateLimit(5, per: 300)
+    /// Login attempts of any outcome per client address.
+    public var loginPerAddress = RateLimit(30, per: 60)
+    /// Wrong current passwords per account at password change.
+    public var failedPasswordChangePerAccount = RateLimit(5, per: 300)
     /// Password-reset requests per client address.
     public var resetPerAddress = RateLimit(20, per: 3600)
     /// Password-reset requests per address asked for.
@@ -44,8 +59,8 @@ public struct RateLimitPolicy: Sendable, Hashable {
 
     /// The names accepted by ``set(_:to:)`` (and `--rate-limit NAME=N/SECONDS`).
     public static let names = [
-        "signup-per-address", "failed-login-per-address", "failed-login-per-account", "reset-per-address",
-        "reset-per-email",
+        "signup-per-address", "login-per-address", "failed-login-per-address", "failed-login-per-account",
+        "failed-password-change-per-account", "reset-per-address", "reset-per-email",
     ]
 
     /// Sets one limit by name; false for an unknown name.
@@ -54,6 +69,8 @@ public struct RateLimitPolicy: Sendable, Hashable {
         case "signup-per-address": signupPerAddress = limit
         case "failed-login-per-address": failedLoginPerAddress = limit
         case "failed-login-per-account": failedLoginPerAccount = limit
+        case "login-per-address": loginPerAddress = limit
+        case "failed-password-change-per-account": failedPasswordChangePerAccount = limit
         case "reset-per-address": resetPerAddress = limit
         case "reset-per-email": resetPerEmail = limit
         default: return false
@@ -85,11 +102,13 @@ public struct RateLimiter: Sendable {
 
     /// Charges one signup attempt to the client address; throws ``Refusal`` past the limit.
     public func chargeSignup(address: String, now: Int64) throws {
-        try charge([("signup:ip:" + address, policy.signupPerAddress)], now: now)
+        try charge([("signup:ip:" + Self.clientKey(address), policy.signupPerAddress)], now: now)
     }
 
-    /// Refuses a login attempt when its address or account has used up its failure budget.
-    public func checkLoginFailures(address: String, email: String, now: Int64) throws {
+    /// Charges one login attempt (of any outcome) to the client address, then refuses it when the
+    /// address or the account has used up its failure budget.
+    public func chargeLoginAttempt(address: String, email: String, now: Int64) throws {
+        try charge([("login:ip:" + Self.clientKey(address), policy.loginPerAddress)], now: now)
         try check(loginBuckets(address: address, email: email), now: now)
     }
 
@@ -102,16 +121,45 @@ public struct RateLimiter: Sendable {
     public func chargeResetRequest(address: String, email: String, now: Int64) throws {
         try charge(
             [
-                ("reset:ip:" + address, policy.resetPerAddress),
+                ("reset:ip:" + Self.clientKey(address), policy.resetPerAddress),
                 ("reset:email:" + Digest.sha256Hex(email), policy.resetPerEmail),
             ], now: now)
     }
 
+    /// Refuses a password change when the account has used up its wrong-current-password budget.
+    public func checkPasswordChangeFailures(account: Int64, now: Int64) throws {
+        try check([("change_failed:account:\(account)", policy.failedPasswordChangePerAccount)], now: now)
+    }
+
+    /// Charges one wrong current password to the account.
+    public func chargePasswordChangeFailure(account: Int64, now: Int64) throws {
+        try charge(
+            [("change_failed:account:\(account)", policy.failedPasswordChangePerAccount)], now: now, refuse: false)
+    }
+
+    /// Deletes counters whose window ended long ago.
+    public func pruneExpired(now: Int64) throws {
+        try database.execute(
+            "DELETE FROM rate_limits WHERE window_start < $1", [.integer(now - RateLimit.longestWindow)])
+    }
+
     private func loginBuckets(address: String, email: String) -> [(String, RateLimit)] {
         [
-            ("login_failed:ip:" + address, policy.failedLoginPerAddress),
+            ("login_failed:ip:" + Self.clientKey(address), policy.failedLoginPerAddress),
             ("login_failed:account:" + Digest.sha256Hex(email), policy.failedLoginPerAccount),
         ]
+    }
+
+    /// The key a client address is counted under: an IPv4 address as it is, an IPv6 address by
+    /// its /64 (one household or one host gets a whole /64, so counting single addresses would
+    /// let it rotate through them).
+    public static func clientKey(_ address: String) -> String {
+        guard address.contains(":") else { return address }
+        var raw = in6_addr()
+        guard inet_pton(AF_INET6, address, &raw) == 1 else { return address }
+        let bytes = withUnsafeBytes(of: raw) { Array($0) }
+        return stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+            .joined(separator: ":") + "::/64"
     }
 
     /// Throws when any bucket is already at its limit in the current window.
@@ -123,7 +171,7 @@ public struct RateLimiter: Sendable {
                 ).first, let hits = row.int("hits"), let start = row.int("window_start")
             else { continue }
             if start > now - limit.windowSeconds && hits >= Int64(limit.limit) {
-                throw Refusal(retryAfter: max(1, start + limit.windowSeconds - now))
+                throw Refusal(retryAfter: max(1, min(start - now, 0) + limit.windowSeconds))
             }
         }
     }
@@ -142,7 +190,7 @@ public struct RateLimiter: Sendable {
                 """, [.text(bucket), .integer(now), .integer(now - limit.windowSeconds)]
             ).first
             if let hits = row?.int("hits"), let start = row?.int("window_start"), hits > Int64(limit.limit) {
-                let retry = max(1, start + limit.windowSeconds - now)
+                let retry = max(1, min(start - now, 0) + limit.windowSeconds)
                 refusal = Refusal(retryAfter: max(refusal?.retryAfter ?? 0, retry))
             }
         }

@@ -42,24 +42,43 @@ public struct SessionStore: Sendable {
         self.lifetime = lifetime
     }
 
+    /// How long a pre-login session (one with nobody in it, kept only for its standing) lives.
+    public static let preLoginLifetime: Int64 = 86400
+
     /// Creates a session and returns its token (shown once, never stored) and its row.
+    ///
+    /// With `passwordHash`, the session is created only if the account's password hash is still
+    /// that one: a login whose password check raced a password change or reset gets `nil`
+    /// instead of a session the change would have ended.
     public func create(
-        kind: SessionKind, userID: Int64?, standing: Standing? = nil, authenticatedAt: Double? = nil, now: Int64
-    ) throws -> (token: String, session: Session) {
+        kind: SessionKind, userID: Int64?, standing: Standing? = nil, authenticatedAt: Double? = nil, now: Int64,
+        passwordHash: String? = nil
+    ) throws -> (token: String, session: Session)? {
         let token = try SecretToken.generate(random)
+        let life = userID == nil ? min(lifetime, Self.preLoginLifetime) : lifetime
+        let expires = now.addingReportingOverflow(life).overflow ? Int64.max : now + life
         let session = Session(
-            keyHash: SecretToken.storedForm(of: token), userID: userID, kind: kind, expiresAt: now + lifetime,
+            keyHash: SecretToken.storedForm(of: token), userID: userID, kind: kind, expiresAt: expires,
             authenticatedAt: authenticatedAt, standing: standing)
+        let values: [SQLValue] = [
+            .text(session.keyHash), userID.map(SQLValue.integer) ?? .null, .text(kind.rawValue), .integer(now),
+            .integer(session.expiresAt), authenticatedAt.map(SQLValue.real) ?? .null,
+            standing.map { .text($0.rawValue) } ?? .null,
+        ]
+        if let passwordHash, let userID {
+            let inserted = try database.execute(
+                """
+                INSERT INTO sessions (key_hash, user_id, kind, created_at, expires_at, authenticated_at, standing)
+                SELECT $1, $2, $3, $4, $5, $6, $7 FROM users WHERE id = $8 AND password_hash = $9
+                RETURNING key_hash
+                """, values + [.integer(userID), .text(passwordHash)])
+            return inserted.isEmpty ? nil : (token, session)
+        }
         try database.execute(
             """
             INSERT INTO sessions (key_hash, user_id, kind, created_at, expires_at, authenticated_at, standing)
             VALUES ($1, $2, $3, $4, $5, $6, $7)
-            """,
-            [
-                .text(session.keyHash), userID.map(SQLValue.integer) ?? .null, .text(kind.rawValue), .integer(now),
-                .integer(session.expiresAt), authenticatedAt.map(SQLValue.real) ?? .null,
-                standing.map { .text($0.rawValue) } ?? .null,
-            ])
+            """, values)
         return (token, session)
     }
 
@@ -104,9 +123,10 @@ public struct SessionStore: Sendable {
             [standing.map { .text($0.rawValue) } ?? .null, .text(keyHash)])
     }
 
-    /// Deletes expired sessions and reset keys.
+    /// Deletes expired sessions and reset keys, and mail-failure records older than 30 days.
     public func pruneExpired(now: Int64) throws {
         try database.execute("DELETE FROM sessions WHERE expires_at <= $1", [.integer(now)])
         try database.execute("DELETE FROM password_resets WHERE expires_at <= $1", [.integer(now)])
+        try database.execute("DELETE FROM mail_failures WHERE created_at < $1", [.integer(now - 30 * 86400)])
     }
 }

@@ -12,7 +12,7 @@ extension Router {
     public mutating func addAppDoor(_ service: AccountService) {
         let door = AppDoor(service: service)
         let base = Self.appDoorBase
-        get(base + "/config") { _ in door.config() }
+        get(base + "/config") { try door.config($0) }
         post(base + "/auth/signup") { try door.signup($0) }
         post(base + "/auth/login") { try door.login($0) }
         get(base + "/auth/session") { try door.session($0) }
@@ -51,7 +51,8 @@ struct AppDoor: Sendable {
 
     // MARK: Routes
 
-    func config() -> HTTPResponse {
+    func config(_ request: HTTPRequest) throws -> HTTPResponse {
+        if case .invalid = try token(request) { return gone() }
         let object: [String: Any] = [
             "status": 200,
             "data": [
@@ -143,6 +144,7 @@ struct AppDoor: Sendable {
             session: session, account: account, current: change.currentPassword, new: change.newPassword)
         {
         case .invalid(let problems): return invalid(problems)
+        case .rateLimited(let retryAfter): return tooMany(retryAfter)
         case .changed(let token, let newSession):
             return answer(
                 AuthEnvelope(
@@ -171,6 +173,7 @@ struct AppDoor: Sendable {
     }
 
     func checkResetKey(_ request: HTTPRequest) throws -> HTTPResponse {
+        if case .invalid = try token(request) { return gone() }
         guard let key = request.headers["X-Password-Reset-Key"], !key.isEmpty else {
             return invalid([FieldProblem(code: "required", param: "key", message: "This field is required.")])
         }
@@ -179,6 +182,7 @@ struct AppDoor: Sendable {
     }
 
     func reset(_ request: HTTPRequest) throws -> HTTPResponse {
+        if case .invalid = try token(request) { return gone() }
         let body: AuthRequest.PasswordReset
         switch decode(AuthRequest.PasswordReset.self, request) {
         case .success(let value): body = value
