@@ -7,7 +7,9 @@ let package = Package(
     products: [
         .library(name: "HomeportWire", targets: ["HomeportWire"]),
         .library(name: "HomeportServer", targets: ["HomeportServer"]),
+        .library(name: "HomeportClient", targets: ["HomeportClient"]),
         .executable(name: "homeport-server", targets: ["homeport-server"]),
+        .executable(name: "homeport", targets: ["homeport"]),
     ],
     targets: [
         // C libraries, each behind a thin system-library target.
@@ -59,6 +61,19 @@ let package = Package(
             dependencies: ["HomeportServer", "HomeportCommandLine"]
         ),
 
+        // The client library an app embeds, and its command-line face.
+        .target(
+            name: "HomeportClient",
+            dependencies: [
+                "HomeportWire",
+                .target(name: "HomeportCrypto", condition: .when(platforms: [.linux])),
+            ]
+        ),
+        .executableTarget(
+            name: "homeport",
+            dependencies: ["HomeportClient", "HomeportCommandLine"]
+        ),
+
         // Tests.
         .target(
             name: "HomeportTestSupport",
@@ -66,6 +81,10 @@ let package = Package(
             path: "Tests/HomeportTestSupport"
         ),
         .testTarget(name: "HomeportWireTests", dependencies: ["HomeportWire"]),
+        .testTarget(
+            name: "HomeportClientTests",
+            dependencies: ["HomeportClient", "HomeportCrypto", "HomeportTestSupport", "HomeportWire"]
+        ),
         .testTarget(
             name: "HomeportHTTPTests",
             dependencies: ["HomeportHTTP", "HomeportLogging", "HomeportTestSupport"]

@@ -1,0 +1,62 @@
+import HomeportWire
+
+/// Why a client operation failed. Every case says whether anything was sent.
+public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The text is not an address the client accepts.
+    case invalidAddress(String)
+    /// Plain HTTP was not explicitly allowed for this address.
+    case plainHTTPNotAllowed(String)
+    /// The address answered as another installation; no credential was sent.
+    case identityMismatch(address: String, seen: InstanceID)
+    /// The address did not answer as a Homeport server.
+    case notHomeport(address: String, detail: String)
+    /// The address answered with an HTML page (a sign-in proxy?), not the API.
+    case notAnAPI(address: String)
+    /// The address redirected to another origin; nothing was sent there.
+    case offHostRedirect(address: String, target: String)
+    /// No address answered in time, or the connection failed.
+    case unreachable(address: String, reason: String)
+    /// The answer was larger than the limit.
+    case tooLarge(address: String, limit: Int)
+    /// No address of the server could be verified on the current network path; nothing was sent.
+    case noVerifiedAddress(server: String, detail: String)
+    /// The server refused the credential (401/410): the account is signed out.
+    case signedOut(server: String)
+    /// The server answered the auth API with an error envelope.
+    case rejected(status: Int, errors: [AuthFieldError])
+    /// The server answered something the client cannot read.
+    case badAnswer(address: String, detail: String)
+    /// No enrolled server matches.
+    case unknownServer(String)
+    /// Several servers match a prefix.
+    case ambiguousServer(String, candidates: [String])
+    /// The vault could not store or read a credential.
+    case vault(String)
+
+    /// A sentence for people.
+    public var description: String {
+        switch self {
+        case .invalidAddress(let text): "'\(text)' is not an address; use https://HOST[:PORT] (or http:// with --allow-http)"
+        case .plainHTTPNotAllowed(let text): "\(text) is plain HTTP; add --allow-http to use it for this address"
+        case .identityMismatch(let address, let seen):
+            "\(address) answered as a different installation (id \(seen)); nothing was sent"
+        case .notHomeport(let address, let detail): "\(address) is not a Homeport server (\(detail)); nothing was sent"
+        case .notAnAPI(let address):
+            "\(address) answered with an HTML page (a sign-in proxy?), not the Homeport API; nothing was sent"
+        case .offHostRedirect(let address, let target):
+            "\(address) redirected to another address (\(target)); nothing was sent there"
+        case .unreachable(let address, let reason): "\(address) did not answer: \(reason)"
+        case .tooLarge(let address, let limit): "\(address) answered more than \(limit) bytes"
+        case .noVerifiedAddress(let server, let detail):
+            "no address of \(server) answered as that installation on this network (\(detail)); nothing was sent"
+        case .signedOut(let server): "\(server) signed this account out; sign in again"
+        case .rejected(let status, let errors):
+            errors.isEmpty ? "the server refused (\(status))" : errors.map(\.message).joined(separator: " ")
+        case .badAnswer(let address, let detail): "\(address) answered something unreadable: \(detail)"
+        case .unknownServer(let text): "no server matches '\(text)'; see 'homeport servers'"
+        case .ambiguousServer(let text, let candidates):
+            "'\(text)' matches several servers: \(candidates.joined(separator: ", "))"
+        case .vault(let detail): "the credential vault failed: \(detail)"
+        }
+    }
+}

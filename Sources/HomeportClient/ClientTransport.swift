@@ -1,0 +1,218 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One request as the client sends it: no cookie, cache or stored credential is ever added.
+public struct ClientRequest: Sendable {
+    /// The method.
+    public var method: String
+    /// The full URL.
+    public var url: URL
+    /// Header fields (the session token is added here, and only here, by the API client).
+    public var headers: [String: String]
+    /// The body.
+    public var body: Data?
+    /// Largest answer read; a larger one fails.
+    public var byteLimit: Int
+    /// Total time for the whole exchange (not an idle timeout).
+    public var deadline: Duration
+
+    /// Creates a request.
+    public init(
+        method: String = "GET", url: URL, headers: [String: String] = [:], body: Data? = nil, byteLimit: Int,
+        deadline: Duration
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.byteLimit = byteLimit
+        self.deadline = deadline
+    }
+}
+
+/// An answer; redirects are returned as they are (3xx with `Location`), never followed.
+public struct ClientResponse: Sendable {
+    /// The status.
+    public var status: Int
+    /// Header fields, names lowercased.
+    public var headers: [String: String]
+    /// The body.
+    public var body: Data
+
+    /// Creates a response.
+    public init(status: Int, headers: [String: String], body: Data) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// Whether the body is an HTML page (an authentication proxy's sign-in page, say).
+    public var isHTML: Bool {
+        if let type = headers["content-type"]?.lowercased(), type.contains("text/html") { return true }
+        let start = body.prefix(64).drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+        return start.starts(with: Array("<!doctype html".utf8)) || start.starts(with: Array("<html".utf8))
+            || start.starts(with: Array("<!DOCTYPE html".utf8)) || start.starts(with: Array("<HTML".utf8))
+    }
+}
+
+/// Sends requests. The URLSession transport is the real one; tests may count or refuse.
+public protocol ClientTransport: Sendable {
+    /// Sends one request; throws ``ClientError/unreachable(address:reason:)`` or ``ClientError/tooLarge(address:limit:)``.
+    func send(_ request: ClientRequest) async throws -> ClientResponse
+}
+
+/// A URLSession with no cookie store, no cache and no credential store, that never follows a
+/// redirect by itself, caps what it reads, and enforces a total deadline per request.
+public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDataDelegate, @unchecked Sendable {
+    private var session: URLSession!
+    private let lock = NSLock()
+    private var tasks: [Int: TaskState] = [:]
+
+    private final class TaskState {
+        let limit: Int
+        var response: HTTPURLResponse?
+        var data = Data()
+        var tooLarge = false
+        var timedOut = false
+        var continuation: CheckedContinuation<ClientResponse, any Error>?
+        init(limit: Int) { self.limit = limit }
+    }
+
+    /// Creates the transport.
+    public override init() {
+        super.init()
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        configuration.urlCache = nil
+        configuration.urlCredentialStorage = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
+    }
+
+    deinit {
+        session.invalidateAndCancel()
+    }
+
+    /// Sends one request.
+    public func send(_ request: ClientRequest) async throws -> ClientResponse {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method
+        urlRequest.httpBody = request.body
+        urlRequest.httpShouldHandleCookies = false
+        let seconds = Double(request.deadline.components.seconds) + Double(request.deadline.components.attoseconds) / 1e18
+        urlRequest.timeoutInterval = max(1, seconds)
+        for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        let task = session.dataTask(with: urlRequest)
+        let state = TaskState(limit: request.byteLimit)
+        let address = ServerAddress.origin(of: request.url) ?? request.url.absoluteString
+        let timer = DispatchWorkItem { [lock] in
+            lock.withLock { state.timedOut = true }
+            task.cancel()
+        }
+        defer { timer.cancel() }
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    lock.withLock {
+                        state.continuation = continuation
+                        tasks[task.taskIdentifier] = state
+                    }
+                    DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: timer)
+                    task.resume()
+                }
+            } onCancel: {
+                task.cancel()
+            }
+        } catch let failure as TransportFailure {
+            if failure.tooLarge { throw ClientError.tooLarge(address: address, limit: request.byteLimit) }
+            if failure.timedOut {
+                throw ClientError.unreachable(address: address, reason: "no answer within \(Int(seconds.rounded(.up))) s")
+            }
+            try Task.checkCancellation()
+            let reason = (failure.error as? URLError).map { Self.describe($0) } ?? "the connection failed"
+            throw ClientError.unreachable(address: address, reason: reason)
+        }
+    }
+
+    private static func describe(_ error: URLError) -> String {
+        switch error.code {
+        case .cannotConnectToHost: "connection refused"
+        case .timedOut: "timed out"
+        case .cannotFindHost, .dnsLookupFailed: "the name does not resolve"
+        case .networkConnectionLost: "the connection was lost"
+        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
+            .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot:
+            "TLS failed (certificate not trusted)"
+        default: error.localizedDescription
+        }
+    }
+
+    // MARK: URLSessionDataDelegate
+
+    /// Refuses every redirect: the 3xx goes back to the caller, who decides.
+    public func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+
+    /// Keeps the response head.
+    public func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
+        lock.withLock { tasks[dataTask.taskIdentifier]?.response = response as? HTTPURLResponse }
+        completionHandler(.allow)
+    }
+
+    /// Accumulates the body up to the limit; past it, cancels.
+    public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let cancel: Bool = lock.withLock {
+            guard let state = tasks[dataTask.taskIdentifier], !state.tooLarge else { return false }
+            if state.data.count + data.count > state.limit {
+                state.tooLarge = true
+                return true
+            }
+            state.data.append(data)
+            return false
+        }
+        if cancel { dataTask.cancel() }
+    }
+
+    /// Finishes the exchange.
+    public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let state = lock.withLock({ tasks.removeValue(forKey: task.taskIdentifier) }) else { return }
+        let (continuation, timedOut) = lock.withLock { () -> (CheckedContinuation<ClientResponse, any Error>?, Bool) in
+            defer { state.continuation = nil }
+            return (state.continuation, state.timedOut)
+        }
+        if let response = state.response, error == nil || isRedirectRefusal(error, response) {
+            var headers: [String: String] = [:]
+            for (key, value) in response.allHeaderFields {
+                if let name = key as? String, let text = value as? String { headers[name.lowercased()] = text }
+            }
+            continuation?.resume(returning: ClientResponse(status: response.statusCode, headers: headers, body: state.data))
+        } else {
+            continuation?.resume(throwing: TransportFailure(error: error, tooLarge: state.tooLarge, timedOut: timedOut))
+        }
+    }
+
+    private func isRedirectRefusal(_ error: (any Error)?, _ response: HTTPURLResponse) -> Bool {
+        (300..<400).contains(response.statusCode) && (error as? URLError)?.code != .cancelled
+    }
+}
+
+/// A failure inside the transport, mapped to a ``ClientError`` by ``URLSessionTransport/send(_:)``.
+struct TransportFailure: Error {
+    var error: (any Error)?
+    var tooLarge: Bool
+    var timedOut: Bool
+}

@@ -1,0 +1,28 @@
+import Foundation
+
+/// Where session tokens live, each bound to the server it belongs to. Only session credentials
+/// are ever stored: never a password, a TOTP secret or a recovery code.
+public protocol CredentialVault: Sendable {
+    /// Stores (replacing) the session token of `server`.
+    func store(token: String, for server: String) throws
+    /// The session token of `server`, if any.
+    func token(for server: String) throws -> String?
+    /// Erases the session token of `server`.
+    func remove(server: String) throws
+}
+
+/// A vault in memory, for tests.
+public final class MemoryVault: CredentialVault, @unchecked Sendable {
+    private let lock = NSLock()
+    private var tokens: [String: String] = [:]
+
+    /// Creates an empty vault.
+    public init() {}
+
+    /// Stores the token.
+    public func store(token: String, for server: String) throws { lock.withLock { tokens[server] = token } }
+    /// The token.
+    public func token(for server: String) throws -> String? { lock.withLock { tokens[server] } }
+    /// Erases the token.
+    public func remove(server: String) throws { _ = lock.withLock { tokens.removeValue(forKey: server) } }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import HomeportWire
+
+extension HomeportClient {
+    /// Adds an alternative address after probing it (no credential is sent): it is saved, verified
+    /// on the current path, only if it answers with the enrolled id; otherwise the error says what it answered.
+    @discardableResult
+    public func addAddress(_ address: ServerAddress, to server: String) async throws -> ServerRecord {
+        var record = try directory.find(server)
+        guard let expected = record.instanceID else {
+            throw ClientError.notHomeport(
+                address: record.primary.url, detail: "the server has no identity route, so it keeps one address")
+        }
+        guard address.url != record.primary.url, !record.alternatives.contains(where: { $0.address.url == address.url })
+        else { return record }
+        switch await probe.probe(address, expected: expected) {
+        case .match:
+            record.alternatives.append(.init(address: address, verifiedPaths: [networkPath: Date()]))
+            try directory.save(record)
+            return record
+        case let outcome:
+            throw Self.error(for: outcome, at: address)
+        }
+    }
+
+    /// Removes an alternative address.
+    public func removeAddress(_ address: ServerAddress, from server: String) throws {
+        var record = try directory.find(server)
+        let before = record.alternatives.count
+        record.alternatives.removeAll { $0.address.url == address.url }
+        guard record.alternatives.count < before else {
+            throw ClientError.invalidAddress("\(address.url) is not an alternative address of \(record.key)")
+        }
+        try directory.save(record)
+        forgetWinner(record.key)
+    }
+
+    /// Probes every address of a server on the current path (no credential is sent) and records
+    /// which alternatives answer with the enrolled id.
+    public func verifyAddresses(of server: String) async throws -> [(address: ServerAddress, outcome: ProbeOutcome)] {
+        var record = try directory.find(server)
+        let expected = record.instanceID
+        let addresses = [record.primary] + record.alternatives.map(\.address)
+        let probe = self.probe
+        let outcomes = await withTaskGroup(of: (Int, ProbeOutcome).self) { group in
+            for (index, address) in addresses.enumerated() {
+                group.addTask { (index, await probe.probe(address, expected: expected)) }
+            }
+            var results: [Int: ProbeOutcome] = [:]
+            for await (index, outcome) in group { results[index] = outcome }
+            return results
+        }
+        let path = networkPath
+        for index in record.alternatives.indices {
+            if outcomes[index + 1]?.isMatch == true {
+                record.alternatives[index].verifiedPaths[path] = Date()
+            } else {
+                record.alternatives[index].verifiedPaths[path] = nil
+            }
+        }
+        try directory.save(record)
+        forgetWinner(record.key)
+        return addresses.indices.map { (addresses[$0], outcomes[$0] ?? .unreachable("no answer")) }
+    }
+
+    static func error(for outcome: ProbeOutcome, at address: ServerAddress) -> ClientError {
+        switch outcome {
+        case .match: .badAnswer(address: address.url, detail: "unexpected match")
+        case .mismatch(let seen): .identityMismatch(address: address.url, seen: seen)
+        case .notHomeport(let detail): .notHomeport(address: address.url, detail: detail)
+        case .olderServer: .notHomeport(address: address.url, detail: "no identity route")
+        case .notAnAPI: .notAnAPI(address: address.url)
+        case .offHostRedirect(let target): .offHostRedirect(address: address.url, target: target)
+        case .unreachable(let reason): .unreachable(address: address.url, reason: reason)
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import HomeportWire
+
+extension HomeportClient {
+    static let authBase = "/_allauth/app/v1/"
+
+    /// What a sign-in attempt came to.
+    public enum SignInResult: Sendable, Equatable {
+        /// Signed in; the server is enrolled (or updated) in the directory.
+        case signedIn(ServerRecord)
+        /// Not signed in yet: the server says why (`waiting`, `held`, `mail_failed`, or nothing).
+        case pending(Standing?)
+    }
+
+    /// Signs in at `address` (which becomes the server's primary) with the allauth app-client
+    /// flow, stores the session token in the vault, and learns the installation id from app-info.
+    /// The password is sent once and never stored.
+    public func login(at address: ServerAddress, email: String, password: String) async throws -> SignInResult {
+        try await signIn("auth/login", at: address, email: email, password: password)
+    }
+
+    /// Creates an account at `address`, then behaves like ``login(at:email:password:)``.
+    public func signup(at address: ServerAddress, email: String, password: String) async throws -> SignInResult {
+        try await signIn("auth/signup", at: address, email: email, password: password)
+    }
+
+    private func signIn(_ flow: String, at address: ServerAddress, email: String, password: String) async throws
+        -> SignInResult
+    {
+        let body = try JSONEncoder().encode(AuthRequest.Credentials(email: email, password: password))
+        let response = try await authRequest("POST", flow, at: address, token: nil, body: body)
+        let envelope = try decodeEnvelope(response, address)
+        if response.status == 401 {
+            let standing = try await standing(at: address, token: envelope.meta?.sessionToken)
+            return .pending(standing)
+        }
+        guard response.status == 200, let token = envelope.meta?.sessionToken else {
+            throw ClientError.rejected(status: response.status, errors: envelope.errors ?? [])
+        }
+        return .signedIn(try await enroll(address, email: envelope.data?.user?.email ?? email, token: token))
+    }
+
+    /// Enrolls (or re-enrolls) the server reached at `address` with a fresh token.
+    private func enroll(_ address: ServerAddress, email: String, token: String) async throws -> ServerRecord {
+        let infoResponse = try await transport.send(
+            ClientRequest(
+                url: address.url("/api/v1/app-info")!, headers: ["X-Session-Token": token, "Accept": "application/json"],
+                byteLimit: configuration.byteLimit, deadline: configuration.requestDeadline))
+        if infoResponse.isHTML { throw ClientError.notAnAPI(address: address.url) }
+        let info = try? JSONDecoder().decode(AppInfo.self, from: infoResponse.body)
+        let existing = directory.all.first {
+            ($0.instanceID != nil && $0.instanceID == info?.instanceId) || $0.primary.url == address.url
+        }
+        var record =
+            existing
+            ?? ServerRecord(
+                instanceID: nil, product: nil, email: email, primary: address, alternatives: [], lastWinner: nil,
+                signedOut: false, signedInPath: networkPath)
+        let previousKey = existing?.key
+        if let old = record.instanceID, let new = info?.instanceId, old != new {
+            for index in record.alternatives.indices { record.alternatives[index].verifiedPaths = [:] }
+            onEvent(
+                .identityChanged(
+                    server: new.description, old: old, new: new,
+                    unverifiedAlternatives: record.alternatives.map(\.address.url)))
+        }
+        record.instanceID = info?.instanceId ?? record.instanceID
+        record.product = info?.product ?? record.product
+        record.email = email
+        record.primary = address
+        record.signedOut = false
+        record.signedInPath = networkPath
+        record.lastWinner = address.url
+        if let previousKey, previousKey != record.key { try vault.remove(server: previousKey) }
+        try vault.store(token: token, for: record.key)
+        try directory.save(record, replacing: previousKey)
+        forgetWinner(record.key)
+        return record
+    }
+
+    /// What the pre-login token earned (`GET /api/v1/auth/standing`); `nil` when the server has no such route.
+    private func standing(at address: ServerAddress, token: String?) async throws -> Standing? {
+        guard let token, let url = address.url("/api/v1/auth/standing") else { return nil }
+        let response = try await transport.send(
+            ClientRequest(
+                url: url, headers: ["X-Session-Token": token, "Accept": "application/json"], byteLimit: 16 * 1024,
+                deadline: configuration.requestDeadline))
+        return (try? JSONDecoder().decode(StandingAnswer.self, from: response.body))?.standing
+    }
+
+    /// Signs out: asks the server to end the session (best effort), and erases the local session
+    /// whether or not the server could be reached. Returns whether the server confirmed.
+    @discardableResult
+    public func logout(_ server: String) async throws -> Bool {
+        let record = try directory.find(server)
+        var revoked = false
+        if !record.signedOut, let token = try vault.token(for: record.key),
+            let address = try? await chooseAddress(for: record)
+        {
+            let response = try? await authRequest("DELETE", "auth/session", at: address, token: token, body: nil)
+            revoked = response.map { $0.status == 401 || $0.status == 410 } ?? false
+        }
+        try vault.remove(server: record.key)
+        var updated = record
+        updated.signedOut = true
+        try directory.save(updated)
+        forgetWinner(record.key)
+        return revoked
+    }
+
+    /// Changes the password; the server rotates the token and the vault keeps the new one.
+    public func changePassword(_ server: String, current: String, new: String) async throws {
+        let body = try JSONEncoder().encode(AuthRequest.PasswordChange(currentPassword: current, newPassword: new))
+        let answer = try await send("POST", Self.authBase + "account/password/change", to: server, json: body)
+        guard answer.response.status == 200 else {
+            let envelope = try decodeEnvelope(answer.response, answer.via)
+            throw ClientError.rejected(status: answer.response.status, errors: envelope.errors ?? [])
+        }
+    }
+
+    /// Asks `address` to mail a password-reset key (no credential is involved).
+    public func requestPasswordReset(at address: ServerAddress, email: String) async throws {
+        let body = try JSONEncoder().encode(AuthRequest.PasswordResetRequest(email: email))
+        let response = try await authRequest("POST", "auth/password/request", at: address, token: nil, body: body)
+        guard response.status == 200 else {
+            throw ClientError.rejected(status: response.status, errors: try decodeEnvelope(response, address).errors ?? [])
+        }
+    }
+
+    /// Removes a server locally: its credential and its record. Not a remote revocation.
+    public func remove(_ server: String) throws {
+        let record = try directory.find(server)
+        try vault.remove(server: record.key)
+        try directory.remove(record.key)
+        forgetWinner(record.key)
+    }
+
+    /// One request to the auth API at a given address; redirects are not followed.
+    func authRequest(_ method: String, _ path: String, at address: ServerAddress, token: String?, body: Data?) async throws
+        -> ClientResponse
+    {
+        guard let url = address.url(Self.authBase + path) else { throw ClientError.invalidAddress(address.url) }
+        var headers = ["Accept": "application/json"]
+        if let token { headers["X-Session-Token"] = token }
+        if body != nil { headers["Content-Type"] = "application/json" }
+        let response = try await transport.send(
+            ClientRequest(
+                method: method, url: url, headers: headers, body: body, byteLimit: configuration.byteLimit,
+                deadline: configuration.requestDeadline))
+        if response.isHTML { throw ClientError.notAnAPI(address: address.url) }
+        if (300..<400).contains(response.status) {
+            throw ClientError.offHostRedirect(address: address.url, target: response.headers["location"] ?? "?")
+        }
+        return response
+    }
+
+    func decodeEnvelope(_ response: ClientResponse, _ address: ServerAddress) throws -> AuthEnvelope {
+        do {
+            return try JSONDecoder().decode(AuthEnvelope.self, from: response.body)
+        } catch {
+            throw ClientError.badAnswer(address: address.url, detail: "not an auth envelope (\(response.status))")
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import HomeportWire
+
+/// What an address answered to `GET /api/v1/server-identity`.
+public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
+    /// The enrolled installation (or, when none is enrolled yet, a Homeport server): this id.
+    case match(ServerIdentity)
+    /// Another installation.
+    case mismatch(seen: InstanceID)
+    /// A server that answered, but not with a Homeport identity.
+    case notHomeport(String)
+    /// No identity route (404): an older server; single-address behaviour.
+    case olderServer
+    /// An HTML page: an authentication proxy's sign-in page, not the API.
+    case notAnAPI
+    /// A redirect to another origin (not followed).
+    case offHostRedirect(String)
+    /// No answer (refused, timed out, TLS failure, too large).
+    case unreachable(String)
+
+    /// A short description.
+    public var description: String {
+        switch self {
+        case .match(let identity): "match (\(identity.instanceId))"
+        case .mismatch(let seen): "another installation (\(seen))"
+        case .notHomeport(let detail): "not a Homeport server (\(detail))"
+        case .olderServer: "older server without the identity route"
+        case .notAnAPI: "an HTML page, not the API"
+        case .offHostRedirect(let target): "redirect to another address (\(target))"
+        case .unreachable(let reason): "unreachable (\(reason))"
+        }
+    }
+
+    /// Whether this is a match.
+    public var isMatch: Bool {
+        if case .match = self { return true }
+        return false
+    }
+}
+
+/// Asks an address who it is: no credential, no cookie, no stored state; redirects followed only
+/// within the same origin; a byte limit and a total deadline.
+public struct IdentityProbe: Sendable {
+    let transport: any ClientTransport
+    /// Total time one probe may take.
+    public var deadline: Duration
+    /// Largest identity answer read.
+    public var byteLimit = 16 * 1024
+    /// Same-origin redirects followed at most.
+    public var maximumRedirects = 3
+
+    /// Creates a probe.
+    public init(transport: any ClientTransport, deadline: Duration = .seconds(3)) {
+        self.transport = transport
+        self.deadline = deadline
+    }
+
+    /// Probes `address`; with `expected`, a different id is a mismatch.
+    public func probe(_ address: ServerAddress, expected: InstanceID?) async -> ProbeOutcome {
+        guard var url = address.url(HomeportProtocol.serverIdentityPath) else { return .notHomeport("bad URL") }
+        let origin = address.origin
+        for _ in 0...maximumRedirects {
+            let response: ClientResponse
+            do {
+                response = try await transport.send(
+                    ClientRequest(url: url, headers: ["Accept": "application/json"], byteLimit: byteLimit, deadline: deadline))
+            } catch let error as ClientError {
+                return .unreachable(Self.reason(error))
+            } catch {
+                return .unreachable(String(describing: error))
+            }
+            if (300..<400).contains(response.status) {
+                guard let location = response.headers["location"], let next = URL(string: location, relativeTo: url)?.absoluteURL
+                else { return .notHomeport("redirect without a location") }
+                guard ServerAddress.origin(of: next) == origin else {
+                    return .offHostRedirect(ServerAddress.origin(of: next) ?? location)
+                }
+                url = next
+                continue
+            }
+            return Self.classify(response, expected: expected)
+        }
+        return .notHomeport("too many redirects")
+    }
+
+    static func classify(_ response: ClientResponse, expected: InstanceID?) -> ProbeOutcome {
+        if response.isHTML { return .notAnAPI }
+        if response.status == 404 { return .olderServer }
+        guard response.status == 200 else { return .unreachable("answered \(response.status)") }
+        guard let identity = try? JSONDecoder().decode(ServerIdentity.self, from: response.body),
+            identity.protocolVersion >= 1
+        else { return .notHomeport("no identity in the answer") }
+        if let expected, identity.instanceId != expected { return .mismatch(seen: identity.instanceId) }
+        return .match(identity)
+    }
+
+    private static func reason(_ error: ClientError) -> String {
+        switch error {
+        case .unreachable(_, let reason): reason
+        case .tooLarge(_, let limit): "answer over \(limit) bytes"
+        default: error.description
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+
+/// One base URL of a server (`https://books.example.net`, `http://192.168.1.20:8080`), with the
+/// transport the user chose for it.
+public struct ServerAddress: Codable, Hashable, Sendable, CustomStringConvertible {
+    /// The base URL, normalised: scheme and host lowercase, no trailing slash, no query.
+    public let url: String
+    /// Whether plain HTTP was explicitly allowed for this address.
+    public let allowsHTTP: Bool
+
+    /// Parses and checks an address; plain HTTP only with `allowHTTP`.
+    public init(parsing text: String, allowHTTP: Bool = false) throws {
+        guard var components = URLComponents(string: text.trimmingCharacters(in: .whitespaces)),
+            let scheme = components.scheme?.lowercased(), scheme == "https" || scheme == "http",
+            let host = components.host, !host.isEmpty, components.user == nil, components.password == nil,
+            components.query == nil, components.fragment == nil
+        else { throw ClientError.invalidAddress(text) }
+        if scheme == "http" && !allowHTTP { throw ClientError.plainHTTPNotAllowed(text) }
+        components.scheme = scheme
+        components.host = host.lowercased()
+        while components.path.hasSuffix("/") { components.path.removeLast() }
+        guard let normalized = components.string else { throw ClientError.invalidAddress(text) }
+        self.url = normalized
+        self.allowsHTTP = scheme == "http"
+    }
+
+    /// The URL of `path` (which starts with `/`) under this address.
+    public func url(_ path: String) -> URL? { URL(string: url + path) }
+
+    /// `scheme://host:port`, for comparing where a redirect goes.
+    public var origin: String { Self.origin(of: URL(string: url)) ?? url }
+
+    /// The origin of a URL, with the default port made explicit.
+    static func origin(of url: URL?) -> String? {
+        guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(host):\(port)"
+    }
+
+    /// The URL.
+    public var description: String { url }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import HomeportWire
+
+/// One enrolled server: its identity, its account, and every address that reaches it.
+public struct ServerRecord: Codable, Hashable, Sendable {
+    /// The installation's id once known (the key the server is stored under).
+    public var instanceID: InstanceID?
+    /// The product name it announced.
+    public var product: String?
+    /// The account signed in there.
+    public var email: String
+    /// The address the user signed in with.
+    public var primary: ServerAddress
+    /// Further addresses, in the user's order of preference.
+    public var alternatives: [Alternative]
+    /// The address the last successful choice took.
+    public var lastWinner: String?
+    /// Whether the account is signed out (the server refused the token, or the user signed out).
+    public var signedOut: Bool
+    /// The network path the user signed in on: a plain-HTTP primary keeps its trust only there.
+    public var signedInPath: String
+
+    /// The key the server is stored and addressed under: its instance id, or its primary URL
+    /// for an older server without the identity route.
+    public var key: String { instanceID?.description ?? primary.url }
+
+    /// An alternative address and the network paths it was verified on.
+    public struct Alternative: Codable, Hashable, Sendable {
+        /// The address.
+        public var address: ServerAddress
+        /// Network paths on which it answered with the enrolled id (path id → when).
+        public var verifiedPaths: [String: Date]
+
+        /// Whether it was ever verified (and so takes part in choosing an address).
+        public var isVerified: Bool { !verifiedPaths.isEmpty }
+    }
+}
+
+/// The enrolled servers, persisted as JSON with write-then-rename under a directory the app supplies.
+public final class ServerDirectory: @unchecked Sendable {
+    /// The file.
+    public let path: String
+    private let lock = NSLock()
+    private var servers: [ServerRecord]
+
+    /// Loads the directory from `directory/servers.json` (empty when the file does not exist).
+    public init(directory: String) throws {
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        path = directory + "/servers.json"
+        if let data = FileManager.default.contents(atPath: path) {
+            do {
+                let decoder = JSONDecoder()
+                decoder.dateDecodingStrategy = .iso8601
+                servers = try decoder.decode([ServerRecord].self, from: data)
+            } catch {
+                throw ClientError.badAnswer(address: path, detail: "the server directory is damaged: \(error)")
+            }
+        } else {
+            servers = []
+        }
+    }
+
+    /// Every server.
+    public var all: [ServerRecord] { lock.withLock { servers } }
+
+    /// The server with this key.
+    public func server(_ key: String) -> ServerRecord? { lock.withLock { servers.first { $0.key == key } } }
+
+    /// Finds a server by instance id, unique id prefix, or primary URL.
+    public func find(_ text: String) throws -> ServerRecord {
+        let all = self.all
+        if let exact = all.first(where: { $0.key == text || $0.primary.url == text }) { return exact }
+        if let normalized = try? ServerAddress(parsing: text, allowHTTP: true),
+            let byURL = all.first(where: { $0.primary.url == normalized.url })
+        {
+            return byURL
+        }
+        let prefixed = all.filter { $0.instanceID?.description.hasPrefix(text.lowercased()) ?? false }
+        if prefixed.count == 1 { return prefixed[0] }
+        if prefixed.count > 1 { throw ClientError.ambiguousServer(text, candidates: prefixed.map(\.key)) }
+        throw ClientError.unknownServer(text)
+    }
+
+    /// Inserts or replaces the record stored under `previousKey` (or under its own key), then saves.
+    public func save(_ record: ServerRecord, replacing previousKey: String? = nil) throws {
+        try lock.withLock {
+            let key = previousKey ?? record.key
+            servers.removeAll { $0.key == key || $0.key == record.key }
+            servers.append(record)
+            try persist()
+        }
+    }
+
+    /// Removes a server's record, then saves.
+    public func remove(_ key: String) throws {
+        try lock.withLock {
+            servers.removeAll { $0.key == key }
+            try persist()
+        }
+    }
+
+    private func persist() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        let data = try encoder.encode(servers)
+        let temporary = path + ".tmp-\(UUID().uuidString)"
+        guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600])
+        else { throw ClientError.vault("cannot write \(temporary)") }
+        if rename(temporary, path) != 0 {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw ClientError.vault("cannot replace \(path)")
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import HomeportClient
+import HomeportCommandLine
+import HomeportWire
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `homeport`: the client on the command line. Parsing and wiring only.
+@main
+enum HomeportCLI {
+    static let overview = """
+        homeport: reach your self-hosted servers through every address they have, safely.
+
+        Usage: homeport COMMAND [options]
+
+        Commands:
+          login URL --email EMAIL --password-stdin [--allow-http] [--signup]
+                                     Sign in (or sign up) at URL, which becomes the server's primary address.
+          servers [--json]           List enrolled servers and their addresses.
+          address add SERVER URL [--allow-http]
+                                     Add an alternative address (probed first; kept only if it is the same installation).
+          address remove SERVER URL  Remove an alternative address.
+          address verify SERVER      Probe every address of SERVER on this network.
+          whoami SERVER [--json]     Call app-info through the address chosen on this network, and say which.
+          logout SERVER              Sign out (the local session is erased even if the server cannot be reached).
+          remove SERVER              Forget SERVER locally: its credential and its record.
+
+        SERVER is an instance id, a unique prefix of one, or the primary URL.
+        State lives in $HOMEPORT_HOME (default $XDG_CONFIG_HOME/homeport, else ~/.config/homeport).
+        $HOMEPORT_NETWORK_PATH names the current network (default 'default'): addresses verified on
+        another network are probed again before any credential is sent.
+        Exit codes: 0 success, 1 failure, 2 bad command line, 3 refused for safety (nothing was sent), 4 signed out.
+        """
+
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        let environment = ProcessInfo.processInfo.environment
+        let code: Int32
+        do {
+            code = try await run(arguments, environment: environment)
+        } catch let error as UsageError {
+            Output.error("homeport: \(error.description)")
+            code = 2
+        } catch let error as ClientError {
+            Output.error("homeport: \(error.description)")
+            code = Self.exitCode(for: error)
+        } catch {
+            Output.error("homeport: error: \(error)")
+            code = 1
+        }
+        exit(code)
+    }
+
+    static func exitCode(for error: ClientError) -> Int32 {
+        switch error {
+        case .identityMismatch, .notAnAPI, .offHostRedirect, .noVerifiedAddress, .plainHTTPNotAllowed: 3
+        case .signedOut: 4
+        case .invalidAddress, .unknownServer, .ambiguousServer: 2
+        default: 1
+        }
+    }
+
+    static func run(_ arguments: [String], environment: [String: String]) async throws -> Int32 {
+        guard let command = arguments.first, !["-h", "--help", "help"].contains(command) else {
+            Output.line(overview)
+            return 0
+        }
+        let rest = Array(arguments.dropFirst())
+        if command == "address" {
+            guard let action = rest.first, !action.hasPrefix("-") else {
+                if rest.contains("--help") || rest.contains("-h") {
+                    Output.line(overview)
+                    return 0
+                }
+                throw UsageError("address needs an action: add, remove or verify")
+            }
+            return try await Commands.address(action, Array(rest.dropFirst()), environment)
+        }
+        switch command {
+        case "login": return try await Commands.login(rest, environment)
+        case "servers": return try Commands.servers(rest, environment)
+        case "whoami": return try await Commands.whoami(rest, environment)
+        case "logout": return try await Commands.logout(rest, environment)
+        case "remove": return try Commands.remove(rest, environment)
+        default: throw UsageError("unknown command '\(command)'; run 'homeport --help'")
+        }
+    }
+}
