@@ -36,7 +36,8 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A sentence for people.
     public var description: String {
         switch self {
-        case .invalidAddress(let text): "'\(text)' is not an address; use https://HOST[:PORT] (or http:// with --allow-http)"
+        case .invalidAddress(let text):
+            "'\(text)' is not an address; use https://HOST[:PORT] (or http:// with --allow-http)"
         case .plainHTTPNotAllowed(let text): "\(text) is plain HTTP; add --allow-http to use it for this address"
         case .identityMismatch(let address, let seen):
             "\(address) answered as a different installation (id \(seen)); nothing was sent"

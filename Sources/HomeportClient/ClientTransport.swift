@@ -67,7 +67,7 @@ public protocol ClientTransport: Sendable {
 /// A URLSession with no cookie store, no cache and no credential store, that never follows a
 /// redirect by itself, caps what it reads, and enforces a total deadline per request.
 public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDataDelegate, @unchecked Sendable {
-    private var session: URLSession!
+    private var session: URLSession?
     private let lock = NSLock()
     private var tasks: [Int: TaskState] = [:]
 
@@ -97,7 +97,7 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
     }
 
     deinit {
-        session.invalidateAndCancel()
+        session?.invalidateAndCancel()
     }
 
     /// Sends one request.
@@ -106,9 +106,13 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
         urlRequest.httpMethod = request.method
         urlRequest.httpBody = request.body
         urlRequest.httpShouldHandleCookies = false
-        let seconds = Double(request.deadline.components.seconds) + Double(request.deadline.components.attoseconds) / 1e18
+        let seconds =
+            Double(request.deadline.components.seconds) + Double(request.deadline.components.attoseconds) / 1e18
         urlRequest.timeoutInterval = max(1, seconds)
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        guard let session else {
+            throw ClientError.unreachable(address: request.url.absoluteString, reason: "no session")
+        }
         let task = session.dataTask(with: urlRequest)
         let state = TaskState(limit: request.byteLimit)
         let address = ServerAddress.origin(of: request.url) ?? request.url.absoluteString
@@ -133,7 +137,8 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
         } catch let failure as TransportFailure {
             if failure.tooLarge { throw ClientError.tooLarge(address: address, limit: request.byteLimit) }
             if failure.timedOut {
-                throw ClientError.unreachable(address: address, reason: "no answer within \(Int(seconds.rounded(.up))) s")
+                throw ClientError.unreachable(
+                    address: address, reason: "no answer within \(Int(seconds.rounded(.up))) s")
             }
             try Task.checkCancellation()
             let reason = (failure.error as? URLError).map { Self.describe($0) } ?? "the connection failed"
@@ -199,7 +204,8 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
             for (key, value) in response.allHeaderFields {
                 if let name = key as? String, let text = value as? String { headers[name.lowercased()] = text }
             }
-            continuation?.resume(returning: ClientResponse(status: response.statusCode, headers: headers, body: state.data))
+            continuation?.resume(
+                returning: ClientResponse(status: response.statusCode, headers: headers, body: state.data))
         } else {
             continuation?.resume(throwing: TransportFailure(error: error, tooLarge: state.tooLarge, timedOut: timedOut))
         }

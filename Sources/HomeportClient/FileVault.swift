@@ -65,7 +65,8 @@
 
         private func write(_ data: Data, to path: String, mode: Int) throws {
             let temporary = path + ".tmp-\(UUID().uuidString)"
-            guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: mode])
+            guard
+                FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: mode])
             else { throw ClientError.vault("cannot write \(temporary)") }
             if rename(temporary, path) != 0 {
                 try? FileManager.default.removeItem(atPath: temporary)

@@ -26,7 +26,9 @@ extension HomeportClient {
             let address = try await chooseAddress(for: record, excluding: failed)
             do {
                 let answer = try await exchange(method, path, json: json, token: token, at: address, record: record)
-                if answer.response.status == 403, !csrfRetried, Self.errorCodes(answer.response).contains("csrf_invalid") {
+                if answer.response.status == 403, !csrfRetried,
+                    Self.errorCodes(answer.response).contains("csrf_invalid")
+                {
                     // The one refusal that allows a retry: a server-declared CSRF failure.
                     csrfRetried = true
                     forgetWinner(record.key)
@@ -60,7 +62,8 @@ extension HomeportClient {
                     let next = URL(string: location, relativeTo: url)?.absoluteURL
                 else { throw ClientError.badAnswer(address: address.url, detail: "a redirect without a location") }
                 guard ServerAddress.origin(of: next) == address.origin else {
-                    throw ClientError.offHostRedirect(address: address.url, target: ServerAddress.origin(of: next) ?? location)
+                    throw ClientError.offHostRedirect(
+                        address: address.url, target: ServerAddress.origin(of: next) ?? location)
                 }
                 url = next
                 continue
@@ -82,7 +85,9 @@ extension HomeportClient {
         let answer = try await send("GET", "/api/v1/app-info", to: server)
         guard answer.response.status == 200,
             let info = try? JSONDecoder().decode(AppInfo.self, from: answer.response.body)
-        else { throw ClientError.badAnswer(address: answer.via.url, detail: "app-info answered \(answer.response.status)") }
+        else {
+            throw ClientError.badAnswer(address: answer.via.url, detail: "app-info answered \(answer.response.status)")
+        }
         let record = try directory.find(server)
         if let new = info.instanceId, let old = record.instanceID, new != old {
             try adoptIdentity(new, replacing: old, in: record)
@@ -105,7 +110,8 @@ extension HomeportClient {
         forgetWinner(record.key)
         onEvent(
             .identityChanged(
-                server: updated.key, old: old, new: new, unverifiedAlternatives: updated.alternatives.map(\.address.url)))
+                server: updated.key, old: old, new: new, unverifiedAlternatives: updated.alternatives.map(\.address.url)
+            ))
     }
 
     /// Stores `meta.session_token` when an answer carries one (it replaces the old token).

@@ -44,10 +44,13 @@ extension HomeportClient {
     private func enroll(_ address: ServerAddress, email: String, token: String) async throws -> ServerRecord {
         let infoResponse = try await transport.send(
             ClientRequest(
-                url: address.url("/api/v1/app-info")!, headers: ["X-Session-Token": token, "Accept": "application/json"],
+                url: address.url("/api/v1/app-info")!,
+                headers: ["X-Session-Token": token, "Accept": "application/json"],
                 byteLimit: configuration.byteLimit, deadline: configuration.requestDeadline))
-        if infoResponse.isHTML { throw ClientError.notAnAPI(address: address.url) }
-        let info = try? JSONDecoder().decode(AppInfo.self, from: infoResponse.body)
+        // A server without app-info (404, whatever the page) is an older or a plain allauth server:
+        // it stays single-address. A 200 HTML page is a proxy's, not the API.
+        if infoResponse.status == 200 && infoResponse.isHTML { throw ClientError.notAnAPI(address: address.url) }
+        let info = infoResponse.status == 200 ? try? JSONDecoder().decode(AppInfo.self, from: infoResponse.body) : nil
         let existing = directory.all.first {
             ($0.instanceID != nil && $0.instanceID == info?.instanceId) || $0.primary.url == address.url
         }
@@ -123,7 +126,8 @@ extension HomeportClient {
         let body = try JSONEncoder().encode(AuthRequest.PasswordResetRequest(email: email))
         let response = try await authRequest("POST", "auth/password/request", at: address, token: nil, body: body)
         guard response.status == 200 else {
-            throw ClientError.rejected(status: response.status, errors: try decodeEnvelope(response, address).errors ?? [])
+            throw ClientError.rejected(
+                status: response.status, errors: try decodeEnvelope(response, address).errors ?? [])
         }
     }
 
@@ -136,7 +140,8 @@ extension HomeportClient {
     }
 
     /// One request to the auth API at a given address; redirects are not followed.
-    func authRequest(_ method: String, _ path: String, at address: ServerAddress, token: String?, body: Data?) async throws
+    func authRequest(_ method: String, _ path: String, at address: ServerAddress, token: String?, body: Data?)
+        async throws
         -> ClientResponse
     {
         guard let url = address.url(Self.authBase + path) else { throw ClientError.invalidAddress(address.url) }

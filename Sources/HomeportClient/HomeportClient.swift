@@ -26,7 +26,7 @@ public final class HomeportClient: Sendable {
 
     /// Creates a client on network path `networkPath` (an id the app derives from its path monitor).
     public init(
-        directory: ServerDirectory, vault: any CredentialVault, transport: any ClientTransport = URLSessionTransport(),
+        directory: ServerDirectory, vault: any CredentialVault, transport: any ClientTransport = defaultTransport(),
         configuration: ClientConfiguration = ClientConfiguration(), networkPath: String = "default",
         onEvent: @escaping @Sendable (ClientEvent) -> Void = { _ in }
     ) {
@@ -36,6 +36,15 @@ public final class HomeportClient: Sendable {
         self.configuration = configuration
         self.onEvent = onEvent
         self.state = Mutex(PathState(path: networkPath))
+    }
+
+    /// The platform's transport: libcurl on Linux, URLSession elsewhere.
+    public static func defaultTransport() -> any ClientTransport {
+        #if canImport(CCurl)
+            CurlTransport()
+        #else
+            URLSessionTransport()
+        #endif
     }
 
     /// The current network path id.
@@ -84,7 +93,8 @@ public final class HomeportClient: Sendable {
             throw ClientError.noVerifiedAddress(server: record.key, detail: "no address left to try")
         }
         let primaryTrusted = record.primary.url.hasPrefix("https://") || record.signedInPath == path
-        let outcomes = await race(candidates, expected: expected, primary: record.primary, primaryTrusted: primaryTrusted)
+        let outcomes = await race(
+            candidates, expected: expected, primary: record.primary, primaryTrusted: primaryTrusted)
         guard let winner = outcomes.winner else {
             let detail = candidates.map { "\($0.url): \(outcomes.results[$0.url]?.description ?? "no answer")" }
             throw ClientError.noVerifiedAddress(server: record.key, detail: detail.joined(separator: "; "))
@@ -143,7 +153,8 @@ public final class HomeportClient: Sendable {
                 case .windowEnded:
                     if best() != nil {
                         group.cancelAll()
-                        return RaceOutcome(winner: best().map { candidates[$0] }, results: Self.keyed(results, candidates))
+                        return RaceOutcome(
+                            winner: best().map { candidates[$0] }, results: Self.keyed(results, candidates))
                     }
                 }
                 if decided() || results.count == candidates.count {
@@ -159,12 +170,15 @@ public final class HomeportClient: Sendable {
         Dictionary(uniqueKeysWithValues: results.map { (candidates[$0.key].url, $0.value) })
     }
 
-    private func remember(_ winner: ServerAddress, matched: [String: ProbeOutcome], in record: ServerRecord, path: String)
+    private func remember(
+        _ winner: ServerAddress, matched: [String: ProbeOutcome], in record: ServerRecord, path: String
+    )
         throws
     {
         var updated = record
         updated.lastWinner = winner.url
-        for index in updated.alternatives.indices where matched[updated.alternatives[index].address.url]?.isMatch == true {
+        for index in updated.alternatives.indices
+        where matched[updated.alternatives[index].address.url]?.isMatch == true {
             updated.alternatives[index].verifiedPaths[path] = Date()
         }
         try directory.save(updated)

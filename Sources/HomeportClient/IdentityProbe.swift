@@ -63,14 +63,16 @@ public struct IdentityProbe: Sendable {
             let response: ClientResponse
             do {
                 response = try await transport.send(
-                    ClientRequest(url: url, headers: ["Accept": "application/json"], byteLimit: byteLimit, deadline: deadline))
+                    ClientRequest(
+                        url: url, headers: ["Accept": "application/json"], byteLimit: byteLimit, deadline: deadline))
             } catch let error as ClientError {
                 return .unreachable(Self.reason(error))
             } catch {
                 return .unreachable(String(describing: error))
             }
             if (300..<400).contains(response.status) {
-                guard let location = response.headers["location"], let next = URL(string: location, relativeTo: url)?.absoluteURL
+                guard let location = response.headers["location"],
+                    let next = URL(string: location, relativeTo: url)?.absoluteURL
                 else { return .notHomeport("redirect without a location") }
                 guard ServerAddress.origin(of: next) == origin else {
                     return .offHostRedirect(ServerAddress.origin(of: next) ?? location)

@@ -10,16 +10,19 @@ public struct ServerAddress: Codable, Hashable, Sendable, CustomStringConvertibl
 
     /// Parses and checks an address; plain HTTP only with `allowHTTP`.
     public init(parsing text: String, allowHTTP: Bool = false) throws {
-        guard var components = URLComponents(string: text.trimmingCharacters(in: .whitespaces)),
+        guard let components = URLComponents(string: text.trimmingCharacters(in: .whitespaces)),
             let scheme = components.scheme?.lowercased(), scheme == "https" || scheme == "http",
             let host = components.host, !host.isEmpty, components.user == nil, components.password == nil,
             components.query == nil, components.fragment == nil
         else { throw ClientError.invalidAddress(text) }
         if scheme == "http" && !allowHTTP { throw ClientError.plainHTTPNotAllowed(text) }
-        components.scheme = scheme
-        components.host = host.lowercased()
-        while components.path.hasSuffix("/") { components.path.removeLast() }
-        guard let normalized = components.string else { throw ClientError.invalidAddress(text) }
+        var path = components.percentEncodedPath
+        while path.hasSuffix("/") { path.removeLast() }
+        // Built by hand: URLComponents drops the brackets of an IPv6 literal when its host is set.
+        let bare = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        let shownHost = bare.contains(":") ? "[\(bare)]" : bare
+        let normalized = "\(scheme)://\(shownHost)\(components.port.map { ":\($0)" } ?? "")\(path)"
+        guard URL(string: normalized) != nil else { throw ClientError.invalidAddress(text) }
         self.url = normalized
         self.allowsHTTP = scheme == "http"
     }
@@ -34,7 +37,8 @@ public struct ServerAddress: Codable, Hashable, Sendable, CustomStringConvertibl
     static func origin(of url: URL?) -> String? {
         guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
         let port = url.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(host):\(port)"
+        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        return "\(scheme)://\(bare):\(port)"
     }
 
     /// The URL.

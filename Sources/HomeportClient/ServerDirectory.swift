@@ -20,6 +20,21 @@ public struct ServerRecord: Codable, Hashable, Sendable {
     /// The network path the user signed in on: a plain-HTTP primary keeps its trust only there.
     public var signedInPath: String
 
+    /// Creates a record.
+    public init(
+        instanceID: InstanceID?, product: String?, email: String, primary: ServerAddress, alternatives: [Alternative],
+        lastWinner: String?, signedOut: Bool, signedInPath: String
+    ) {
+        self.instanceID = instanceID
+        self.product = product
+        self.email = email
+        self.primary = primary
+        self.alternatives = alternatives
+        self.lastWinner = lastWinner
+        self.signedOut = signedOut
+        self.signedInPath = signedInPath
+    }
+
     /// The key the server is stored and addressed under: its instance id, or its primary URL
     /// for an older server without the identity route.
     public var key: String { instanceID?.description ?? primary.url }
@@ -33,6 +48,12 @@ public struct ServerRecord: Codable, Hashable, Sendable {
 
         /// Whether it was ever verified (and so takes part in choosing an address).
         public var isVerified: Bool { !verifiedPaths.isEmpty }
+
+        /// Creates an alternative.
+        public init(address: ServerAddress, verifiedPaths: [String: Date]) {
+            self.address = address
+            self.verifiedPaths = verifiedPaths
+        }
     }
 }
 

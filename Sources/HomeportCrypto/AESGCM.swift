@@ -36,7 +36,8 @@ public enum AESGCM {
         guard EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), nil, key, nonce) == 1,
             associatedData.isEmpty
                 || EVP_EncryptUpdate(context, nil, &length, associatedData, Int32(associatedData.count)) == 1,
-            plaintext.isEmpty || EVP_EncryptUpdate(context, &ciphertext, &length, plaintext, Int32(plaintext.count)) == 1
+            plaintext.isEmpty
+                || EVP_EncryptUpdate(context, &ciphertext, &length, plaintext, Int32(plaintext.count)) == 1
         else { throw Failure.cryptoFailed }
         var total = plaintext.isEmpty ? 0 : length
         let finished = ciphertext.withUnsafeMutableBufferPointer { buffer in

@@ -74,7 +74,8 @@ enum Commands {
             : try await client.login(at: address, email: email, password: password)
         switch result {
         case .signedIn(let record):
-            Output.line("signed in to \(record.product ?? "server") \(record.key) as \(record.email) via \(address.url)")
+            Output.line(
+                "signed in to \(record.product ?? "server") \(record.key) as \(record.email) via \(address.url)")
             return 0
         case .pending(let standing):
             let why =
@@ -108,8 +109,10 @@ enum Commands {
                         "product": record.product ?? NSNull(), "email": record.email, "primary": record.primary.url,
                         "signedIn": !record.signedOut,
                         "alternatives": record.alternatives.map {
-                            ["address": $0.address.url, "verifiedHere": $0.verifiedPaths[path] != nil,
-                             "verified": $0.isVerified] as [String: Any]
+                            [
+                                "address": $0.address.url, "verifiedHere": $0.verifiedPaths[path] != nil,
+                                "verified": $0.isVerified,
+                            ] as [String: Any]
                         },
                     ]
                 })
@@ -117,7 +120,8 @@ enum Commands {
         }
         if records.isEmpty { Output.line("no servers yet: homeport login URL --email EMAIL --password-stdin") }
         for record in records {
-            Output.line("\(record.key)  \(record.product ?? "")  \(record.email)\(record.signedOut ? "  (signed out)" : "")")
+            Output.line(
+                "\(record.key)  \(record.product ?? "")  \(record.email)\(record.signedOut ? "  (signed out)" : "")")
             Output.line("  primary      \(record.primary.url)")
             for alternative in record.alternatives {
                 let state =
@@ -136,14 +140,19 @@ enum Commands {
             name: "homeport address \(action)",
             summary: action == "add"
                 ? "Add an alternative address after checking it is the same installation (nothing secret is sent)."
-                : action == "remove" ? "Remove an alternative address." : "Probe every address of SERVER on this network.",
+                : action == "remove"
+                    ? "Remove an alternative address." : "Probe every address of SERVER on this network.",
             arguments: action == "verify"
                 ? [.init("SERVER", help: "Instance id, unique prefix, or primary URL.")]
-                : [.init("SERVER", help: "Instance id, unique prefix, or primary URL."), .init("URL", help: "The address.")],
+                : [
+                    .init("SERVER", help: "Instance id, unique prefix, or primary URL."),
+                    .init("URL", help: "The address."),
+                ],
             options: action == "add" ? [.flag("allow-http", help: "Allow plain HTTP for this address.")] : [])
     }
 
-    static func address(_ action: String, _ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
+    static func address(_ action: String, _ arguments: [String], _ environment: [String: String]) async throws -> Int32
+    {
         guard ["add", "remove", "verify"].contains(action) else {
             throw UsageError("unknown address action '\(action)'; use add, remove or verify")
         }
@@ -204,7 +213,9 @@ enum Commands {
     }
 
     static func logout(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
-        guard let parsed = try parse(serverOnly("logout", "Sign out; the local session is erased even offline."), arguments)
+        guard
+            let parsed = try parse(
+                serverOnly("logout", "Sign out; the local session is erased even offline."), arguments)
         else { return 0 }
         let revoked = try await client(environment).logout(parsed.positionals[0])
         Output.line(

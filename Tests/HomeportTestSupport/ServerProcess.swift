@@ -82,16 +82,34 @@ public final class ServerProcess: @unchecked Sendable {
     public static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 60) throws
         -> (status: Int32, output: String, error: String)
     {
+        try runTool(binary, arguments, environment: environment, timeout: timeout)
+    }
+
+    /// Runs the `homeport` client CLI built beside the server, with `input` on standard input.
+    public static func runClient(
+        _ arguments: [String], environment: [String: String] = [:], input: String = "", timeout: Double = 60
+    ) throws -> (status: Int32, output: String, error: String) {
+        let path = (binary as NSString).deletingLastPathComponent + "/homeport"
+        return try runTool(path, arguments, environment: environment, input: input, timeout: timeout)
+    }
+
+    private static func runTool(
+        _ executable: String, _ arguments: [String], environment: [String: String], input: String = "",
+        timeout: Double
+    ) throws -> (status: Int32, output: String, error: String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let output = Pipe()
         let error = Pipe()
         process.standardOutput = output
         process.standardError = error
-        process.standardInput = FileHandle.nullDevice
+        let stdin = Pipe()
+        process.standardInput = stdin
         try process.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try? stdin.fileHandleForWriting.close()
         let pid = process.processIdentifier
         let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)

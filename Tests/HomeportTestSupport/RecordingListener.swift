@@ -1,0 +1,145 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A loopback listener that keeps every request head it receives and answers in a fixed way:
+/// a canned response, or never (a blackhole that accepts and stays silent).
+public final class RecordingListener: @unchecked Sendable {
+    /// How the listener answers.
+    public enum Behaviour: Sendable {
+        /// Answers every request with this status, headers and body.
+        case respond(status: Int, headers: [String: String], body: String)
+        /// Accepts connections and never answers.
+        case blackhole
+    }
+
+    private let fd: Int32
+    private let lock = NSLock()
+    private var heads: [String] = []
+    private var open: [Int32] = []
+    private var running = true
+    /// The port.
+    public let port: Int
+    /// The host it listens on.
+    public let host: String
+
+    /// Starts listening on `host` (an IPv4 or IPv6 loopback literal) with `behaviour`.
+    public init(host: String = "127.0.0.1", behaviour: Behaviour) throws {
+        self.host = host
+        let v6 = host.contains(":")
+        let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        guard fd >= 0 else { throw RawHTTPError("socket failed") }
+        var on: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+        var bound = false
+        if v6 {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            inet_pton(AF_INET6, host, &address.sin6_addr)
+            bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0
+                }
+            }
+        } else {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr(host)
+            bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+        }
+        guard bound, listen(fd, 64) == 0 else {
+            close(fd)
+            throw RawHTTPError("cannot listen on \(host)")
+        }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.port = withUnsafePointer(to: &storage) { pointer in
+            v6
+                ? pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    Int(UInt16(bigEndian: $0.pointee.sin6_port))
+                }
+                : pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                    Int(UInt16(bigEndian: $0.pointee.sin_port))
+                }
+        }
+        let listener = fd
+        Thread.detachNewThread { [self] in
+            while true {
+                let client = accept(listener, nil, nil)
+                if client < 0 { return }
+                lock.withLock { open.append(client) }
+                Thread.detachNewThread { self.serve(client, behaviour) }
+            }
+        }
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Stops listening and closes every connection.
+    public func stop() {
+        let connections: [Int32] = lock.withLock {
+            guard running else { return [] }
+            running = false
+            defer { open.removeAll() }
+            return open
+        }
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+        connections.forEach {
+            shutdown($0, Int32(SHUT_RDWR))
+            close($0)
+        }
+    }
+
+    /// The base URL, such as `http://127.0.0.1:40123`.
+    public var url: String { host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)" }
+
+    /// Every request head received so far (request line and headers).
+    public var requests: [String] { lock.withLock { heads } }
+
+    /// Whether any request carried a credential: a session token, a cookie or an Authorization header.
+    public var sawCredential: Bool {
+        requests.contains { head in
+            head.lowercased().split(separator: "\r\n").contains {
+                $0.hasPrefix("x-session-token:") || $0.hasPrefix("cookie:") || $0.hasPrefix("authorization:")
+            }
+        }
+    }
+
+    private func serve(_ client: Int32, _ behaviour: Behaviour) {
+        var buffer = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(client, &chunk, chunk.count, 0)
+            if count <= 0 { break }
+            buffer += chunk[0..<count]
+            guard let end = buffer.firstRange(of: [13, 10, 13, 10]) else { continue }
+            let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
+            lock.withLock { heads.append(head) }
+            buffer.removeSubrange(..<end.upperBound)
+            guard case .respond(let status, let headers, let body) = behaviour else { continue }
+            var text = "HTTP/1.1 \(status) Canned\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n"
+            for (name, value) in headers { text += "\(name): \(value)\r\n" }
+            text += "\r\n" + body
+            RawHTTP.send(client, text)
+            break
+        }
+        if case .blackhole = behaviour {
+            // Hold the connection open and silent until stopped.
+            while lock.withLock({ running }) { usleep(50_000) }
+        }
+        close(client)
+    }
+}
