@@ -79,6 +79,10 @@ let package = Package(
             name: "homeport",
             dependencies: ["HomeportClient", "HomeportCommandLine"]
         ),
+        .executableTarget(
+            name: "homeport-failover-benchmark",
+            dependencies: ["HomeportClient", "HomeportWire"]
+        ),
 
         // Tests.
         .target(

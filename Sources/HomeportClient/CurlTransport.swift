@@ -26,17 +26,23 @@
             }
         }
 
-        /// Sends one request on a worker thread; cancelling the calling task aborts the transfer.
+        /// Sends one request on a worker thread. Cancelling the calling task returns at once (a
+        /// race need not wait for its losers) and aborts the transfer in the background.
         public func send(_ request: ClientRequest) async throws -> ClientResponse {
             let cancelled = ManagedAtomicFlag()
+            let outcome = ResumeOnce<ClientResponse>()
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
-                    DispatchQueue.global().async {
-                        continuation.resume(with: Result { try Self.perform(request, cancelled: cancelled) })
+                    outcome.attach(continuation)
+                    // A thread of its own: a blocking transfer (a blackholed address) must not hold
+                    // one of Dispatch's few pool threads and starve the rest of the race.
+                    Thread.detachNewThread {
+                        outcome.resume(with: Result { try Self.perform(request, cancelled: cancelled) })
                     }
                 }
             } onCancel: {
                 cancelled.set()
+                outcome.resume(with: .failure(CancellationError()))
             }
         }
 
@@ -136,6 +142,41 @@
         private static let progressCallback: curl_xferinfo_callback = { context, _, _, _, _ in
             guard let context else { return 0 }
             return Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().cancelled.isSet ? 1 : 0
+        }
+    }
+
+    /// Resumes a continuation exactly once, with whichever result comes first (even one that
+    /// arrives before the continuation is attached).
+    final class ResumeOnce<Value: Sendable>: @unchecked Sendable {
+        private let lock = NSLock()
+        private var continuation: CheckedContinuation<Value, any Error>?
+        private var early: Result<Value, any Error>?
+        private var done = false
+
+        func attach(_ continuation: CheckedContinuation<Value, any Error>) {
+            let result: Result<Value, any Error>? = lock.withLock {
+                if let early {
+                    done = true
+                    return early
+                }
+                self.continuation = continuation
+                return nil
+            }
+            if let result { continuation.resume(with: result) }
+        }
+
+        func resume(with result: Result<Value, any Error>) {
+            let continuation: CheckedContinuation<Value, any Error>? = lock.withLock {
+                guard !done else { return nil }
+                guard let continuation = self.continuation else {
+                    if early == nil { early = result }
+                    return nil
+                }
+                done = true
+                self.continuation = nil
+                return continuation
+            }
+            continuation?.resume(with: result)
         }
     }
 

@@ -1,0 +1,134 @@
+import Foundation
+import HomeportClient
+import HomeportWire
+
+// Benchmark (not a test): time to the first successful authenticated request when the preferred
+// address is live, blackholed or refusing, for Homeport's racing strategy and two references:
+// sequential tries with an 8 s timeout (what today's apps do) and a 250 ms Happy-Eyeballs stagger.
+// Run by benchmarks/failover, which starts the servers and the blackhole.
+//
+// Usage: homeport-failover-benchmark LIVE_URL SECOND_LIVE_URL BLACKHOLE_URL REFUSED_URL ROUNDS
+
+let arguments = CommandLine.arguments
+guard arguments.count == 6, let rounds = Int(arguments[5]) else {
+    FileHandle.standardError.write(
+        Data("usage: homeport-failover-benchmark LIVE SECOND BLACKHOLE REFUSED ROUNDS\n".utf8))
+    exit(2)
+}
+let live = try ServerAddress(parsing: arguments[1], allowHTTP: true)
+let secondLive = try ServerAddress(parsing: arguments[2], allowHTTP: true)
+let blackhole = try ServerAddress(parsing: arguments[3], allowHTTP: true)
+let refused = try ServerAddress(parsing: arguments[4], allowHTTP: true)
+
+let home = NSTemporaryDirectory() + "homeport-failover-\(UUID().uuidString)"
+defer { try? FileManager.default.removeItem(atPath: home) }
+let vault = MemoryVault()
+let setup = HomeportClient(directory: try ServerDirectory(directory: home), vault: vault)
+guard
+    case .signedIn(let enrolled) = try await setup.signup(
+        at: live, email: "bench-\(UUID().uuidString.prefix(8))@example.com", password: "a long benchmark password")
+else { fatalError("signup failed: is the server running with --signup open?") }
+let token = try vault.token(for: enrolled.key)!
+let transport = HomeportClient.defaultTransport()
+
+/// Homeport: a fresh client (nothing cached) whose last winner is `preferred`.
+func homeportRace(preferred: ServerAddress) async throws -> Duration {
+    var record = enrolled
+    record.primary = preferred
+    record.alternatives = [.init(address: live, verifiedPaths: ["bench": Date()])]
+    record.lastWinner = preferred.url
+    record.signedInPath = "bench"
+    let directory = try ServerDirectory(directory: home + "/\(UUID().uuidString)")
+    try directory.save(record)
+    let client = HomeportClient(directory: directory, vault: vault, networkPath: "bench")
+    let start = ContinuousClock.now
+    _ = try await client.appInfo(record.key)
+    return ContinuousClock.now - start
+}
+
+func authenticated(_ address: ServerAddress, timeout: Duration) async throws {
+    let response = try await transport.send(
+        ClientRequest(
+            url: address.url("/api/v1/app-info")!, headers: ["X-Session-Token": token], byteLimit: 1 << 20,
+            deadline: timeout))
+    guard response.status == 200 else {
+        throw ClientError.badAnswer(address: address.url, detail: "\(response.status)")
+    }
+}
+
+/// Sequential: the preferred address first, then the next, each with an 8 s timeout.
+func sequential(preferred: ServerAddress) async throws -> Duration {
+    let start = ContinuousClock.now
+    for address in [preferred, live] {
+        do {
+            try await authenticated(address, timeout: .seconds(8))
+            return ContinuousClock.now - start
+        } catch {}
+    }
+    throw ClientError.unreachable(address: "all", reason: "no address answered")
+}
+
+/// Happy-Eyeballs stagger: start the preferred at once, the next 250 ms later (or as soon as the
+/// preferred fails), first success wins.
+func staggered(preferred: ServerAddress) async throws -> Duration {
+    let start = ContinuousClock.now
+    return try await withThrowingTaskGroup(of: Duration?.self) { group in
+        let failed = AsyncStream<Void>.makeStream()
+        group.addTask {
+            do {
+                try await authenticated(preferred, timeout: .seconds(8))
+                return ContinuousClock.now - start
+            } catch {
+                failed.continuation.yield()
+                return nil
+            }
+        }
+        group.addTask {
+            await withTaskGroup(of: Void.self) { wait in
+                wait.addTask { try? await Task.sleep(for: .milliseconds(250)) }
+                wait.addTask { for await _ in failed.stream { return } }
+                await wait.next()
+                wait.cancelAll()
+            }
+            try await authenticated(live, timeout: .seconds(8))
+            return ContinuousClock.now - start
+        }
+        while let result = try await group.next() {
+            if let elapsed = result {
+                group.cancelAll()
+                return elapsed
+            }
+        }
+        throw ClientError.unreachable(address: "all", reason: "no address answered")
+    }
+}
+
+func median(_ values: [Duration]) -> Duration { values.sorted()[values.count / 2] }
+func ms(_ duration: Duration) -> String {
+    let value = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+    return String(format: "%.1f ms", value)
+}
+
+let scenarios: [(String, ServerAddress)] = [
+    ("(a) every address live", secondLive), ("(b) preferred address blackholed", blackhole),
+    ("(c) preferred address refusing connections", refused),
+]
+print("Time to the first successful authenticated request — median of \(rounds) rounds, loopback")
+print("")
+print("| scenario | Homeport race (50 ms preference window) | sequential, 8 s timeout | 250 ms stagger |")
+print("| --- | ---: | ---: | ---: |")
+var blackholeRace = Duration.zero
+for (name, preferred) in scenarios {
+    var race: [Duration] = []
+    var sequence: [Duration] = []
+    var stagger: [Duration] = []
+    for _ in 0..<rounds {
+        race.append(try await homeportRace(preferred: preferred))
+        sequence.append(try await sequential(preferred: preferred))
+        stagger.append(try await staggered(preferred: preferred))
+    }
+    if preferred == blackhole { blackholeRace = median(race) }
+    print("| \(name) | \(ms(median(race))) | \(ms(median(sequence))) | \(ms(median(stagger))) |")
+}
+print("")
+print(blackholeRace <= .milliseconds(100) ? "target ((b) ≤ 0.1 s): met" : "target ((b) ≤ 0.1 s): NOT met")
