@@ -7,10 +7,33 @@ import Foundation
 /// A loopback listener that keeps every request head it receives and answers in a fixed way:
 /// a canned response, or never (a blackhole that accepts and stays silent).
 public final class RecordingListener: @unchecked Sendable {
+    /// One canned answer.
+    public struct Canned: Sendable {
+        /// The status.
+        public var status: Int
+        /// Header fields.
+        public var headers: [String: String]
+        /// The body.
+        public var body: String
+
+        /// Creates an answer.
+        public init(_ status: Int, _ headers: [String: String] = [:], _ body: String = "") {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
+    }
+
     /// How the listener answers.
     public enum Behaviour: Sendable {
         /// Answers every request with this status, headers and body.
         case respond(status: Int, headers: [String: String], body: String)
+        /// Answers by request path (404 for any other path).
+        case routes([String: Canned])
+        /// Answers requests in turn with these answers (the last one repeats).
+        case sequence([Canned])
+        /// Answers the listed paths by route, and every other request in turn from the sequence.
+        case routesThenSequence([String: Canned], [Canned])
         /// Accepts connections and never answers.
         case blackhole
     }
@@ -20,6 +43,7 @@ public final class RecordingListener: @unchecked Sendable {
     private var heads: [String] = []
     private var open: [Int32] = []
     private var running = true
+    private var sequenceTurn = 0
     /// The port.
     public let port: Int
     /// The host it listens on.
@@ -127,12 +151,32 @@ public final class RecordingListener: @unchecked Sendable {
             buffer += chunk[0..<count]
             guard let end = buffer.firstRange(of: [13, 10, 13, 10]) else { continue }
             let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
-            lock.withLock { heads.append(head) }
+            let index = lock.withLock {
+                heads.append(head)
+                return heads.count - 1
+            }
             buffer.removeSubrange(..<end.upperBound)
-            guard case .respond(let status, let headers, let body) = behaviour else { continue }
-            var text = "HTTP/1.1 \(status) Canned\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n"
-            for (name, value) in headers { text += "\(name): \(value)\r\n" }
-            text += "\r\n" + body
+            let path = head.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            let answer: Canned
+            switch behaviour {
+            case .respond(let status, let headers, let body): answer = Canned(status, headers, body)
+            case .routes(let routes): answer = routes[path] ?? Canned(404, [:], "{}")
+            case .sequence(let answers): answer = answers[min(index, answers.count - 1)]
+            case .routesThenSequence(let routes, let answers):
+                if let routed = routes[path] {
+                    answer = routed
+                } else {
+                    let turn = lock.withLock {
+                        sequenceTurn += 1; return sequenceTurn - 1
+                    }
+                    answer = answers[min(turn, answers.count - 1)]
+                }
+            case .blackhole: continue
+            }
+            var text =
+                "HTTP/1.1 \(answer.status) Canned\r\nContent-Length: \(answer.body.utf8.count)\r\nConnection: close\r\n"
+            for (name, value) in answer.headers { text += "\(name): \(value)\r\n" }
+            text += "\r\n" + answer.body
             RawHTTP.send(client, text)
             break
         }

@@ -1,0 +1,104 @@
+import Foundation
+import HomeportClient
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+@Suite("Identity probe and request rules, against scripted listeners")
+struct ProbeAndRetryTests {
+    static let id = InstanceID(UUID())
+    static var identityBody: String { #"{"product":"homeport","protocolVersion":1,"instanceId":"\#(id)"}"# }
+    static let json = ["Content-Type": "application/json"]
+
+    @Test("a probe follows a same-origin redirect, refuses an off-host one, and sends no credential")
+    func redirects() async throws {
+        let target = try RecordingListener(
+            behaviour: .respond(status: 200, headers: Self.json, body: Self.identityBody))
+        let sameOrigin = try RecordingListener(
+            behaviour: .routes([
+                "/api/v1/server-identity": .init(302, ["Location": "/identity/current"]),
+                "/identity/current": .init(200, Self.json, Self.identityBody),
+            ]))
+        let offHost = try RecordingListener(
+            host: "127.0.0.2",
+            behaviour: .respond(status: 301, headers: ["Location": target.url + "/api/v1/server-identity"], body: ""))
+        let probe = IdentityProbe(transport: HomeportClient.defaultTransport())
+        let followed = await probe.probe(try ServerAddress(parsing: sameOrigin.url, allowHTTP: true), expected: Self.id)
+        #expect(followed.isMatch)
+        #expect(sameOrigin.requests.count == 2)
+        let refused = await probe.probe(try ServerAddress(parsing: offHost.url, allowHTTP: true), expected: Self.id)
+        #expect(refused == .offHostRedirect("http://127.0.0.1:\(target.port)"))
+        #expect(target.requests.isEmpty, "the off-host target got nothing")
+        for listener in [sameOrigin, offHost] { #expect(!listener.sawCredential) }
+    }
+
+    @Test(
+        "probe outcomes: older server, HTML page, not Homeport, mismatch, oversized",
+        arguments: [
+            (RecordingListener.Canned(404, [:], "Not Found"), "olderServer"),
+            (
+                RecordingListener.Canned(200, ["Content-Type": "text/html"], "<html><form>login</form></html>"),
+                "notAnAPI"
+            ),
+            (RecordingListener.Canned(200, ["Content-Type": "application/json"], #"{"hello":"world"}"#), "notHomeport"),
+            (
+                RecordingListener.Canned(
+                    200, ["Content-Type": "application/json"],
+                    #"{"product":"x","protocolVersion":1,"instanceId":"0b5e5a3e-6f2a-4a7e-9a61-2f0c3d1b2a10"}"#),
+                "mismatch"
+            ),
+            (
+                RecordingListener.Canned(
+                    200, ["Content-Type": "application/json"], String(repeating: " ", count: 40000)), "unreachable"
+            ),
+        ])
+    func outcomes(answer: RecordingListener.Canned, expected: String) async throws {
+        let listener = try RecordingListener(behaviour: .routes(["/api/v1/server-identity": answer]))
+        let outcome = await IdentityProbe(transport: HomeportClient.defaultTransport())
+            .probe(try ServerAddress(parsing: listener.url, allowHTTP: true), expected: Self.id)
+        #expect(outcome.description.lowercased().contains(Self.word[expected]!), "\(outcome)")
+    }
+
+    static let word = [
+        "olderServer": "older", "notAnAPI": "html", "notHomeport": "not a homeport", "mismatch": "another installation",
+        "unreachable": "unreachable",
+    ]
+
+    @Test("only a server-declared csrf_invalid earns one retry; other refusals are not retried")
+    func csrfRetry() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let csrf = #"{"status":403,"errors":[{"code":"csrf_invalid","param":null,"message":"CSRF failed"}]}"#
+        let forbidden = #"{"status":403,"errors":[{"code":"forbidden","param":null,"message":"no"}]}"#
+        let identity = RecordingListener.Canned(200, Self.json, Self.identityBody)
+        for (answers, expectedStatus, expectedCalls) in [
+            ([RecordingListener.Canned(403, Self.json, csrf), .init(200, Self.json, #"{"ok":true}"#)], 200, 2),
+            ([RecordingListener.Canned(403, Self.json, forbidden), .init(200, Self.json, #"{"ok":true}"#)], 403, 1),
+            ([RecordingListener.Canned(403, Self.json, csrf)], 403, 2),
+        ] {
+            let combined = try ScriptedServer(identity: identity, api: answers)
+            let vault = MemoryVault()
+            let directory = try ServerDirectory(directory: home.file(UUID().uuidString))
+            let address = try ServerAddress(parsing: combined.listener.url, allowHTTP: true)
+            let record = ServerRecord(
+                instanceID: Self.id, product: "homeport", email: "ada@example.com", primary: address, alternatives: [],
+                lastWinner: nil, signedOut: false, signedInPath: "default")
+            try directory.save(record)
+            try vault.store(token: "t0ken", for: record.key)
+            let client = HomeportClient(directory: directory, vault: vault)
+            let answer = try await client.send("POST", "/api/v1/things", to: record.key, json: Data("{}".utf8))
+            #expect(answer.response.status == expectedStatus)
+            #expect(combined.apiCalls == expectedCalls)
+        }
+    }
+}
+
+/// One listener answering the identity route itself and the API from a script.
+final class ScriptedServer {
+    let listener: RecordingListener
+    init(identity: RecordingListener.Canned, api: [RecordingListener.Canned]) throws {
+        // Requests alternate identity probes and API calls; route identity by path, script the rest.
+        listener = try RecordingListener(behaviour: .routesThenSequence(["/api/v1/server-identity": identity], api))
+    }
+    var apiCalls: Int { listener.requests.filter { !$0.contains("/api/v1/server-identity") }.count }
+}
