@@ -86,3 +86,15 @@ extension CommandSpec {
         return parsed
     }
 }
+
+extension CommandSpec {
+    /// Parses `arguments`; when they ask for `--help`, prints the help and returns `nil`.
+    public func parseOrShowHelp(_ arguments: [String]) throws -> ParsedArguments? {
+        let parsed = try parse(arguments)
+        if parsed.wantsHelp {
+            Output.line(help)
+            return nil
+        }
+        return parsed
+    }
+}

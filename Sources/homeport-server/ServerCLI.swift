@@ -58,12 +58,7 @@ enum ServerCLI {
 
     /// Parses and answers `--help`; `nil` means the caller should go on.
     static func parse(_ spec: CommandSpec, _ arguments: [String]) throws -> ParsedArguments? {
-        let parsed = try spec.parse(arguments)
-        if parsed.wantsHelp {
-            Output.line(spec.help)
-            return nil
-        }
-        return parsed
+        try spec.parseOrShowHelp(arguments)
     }
 
     static let databaseOption = CommandSpec.Option.value(

@@ -80,10 +80,7 @@ struct ClientEndToEndTests {
         let spy = SpyTransport()
         let events = EventLog()
         let client = try makeClient(home, spy, events: events)
-        guard
-            case .signedIn(let record) = try await client.signup(
-                at: try mine.address("127.0.0.1"), email: "ada@example.com", password: password)
-        else { throw RawHTTPError("signup failed") }
+        let record = try await signUp(client, at: mine)
         try await client.addAddress(try mine.address("127.0.0.2"), to: record.key)
         _ = try await client.appInfo(record.key)
         _ = try await client.appInfo(record.key)  // reuses the winner on the same path
@@ -113,10 +110,7 @@ struct ClientEndToEndTests {
         let hole = try RecordingListener(host: "127.0.0.1", behaviour: .blackhole)
         let spy = SpyTransport()
         let client = try makeClient(home, spy)
-        guard
-            case .signedIn(let record) = try await client.signup(
-                at: try mine.address("127.0.0.1"), email: "ada@example.com", password: password)
-        else { throw RawHTTPError("signup failed") }
+        let record = try await signUp(client, at: mine)
         // Make the blackhole the most preferred address (the last winner) of the same record.
         var rigged = record
         rigged.alternatives = [
@@ -139,10 +133,7 @@ struct ClientEndToEndTests {
         let mine = try Installation(hosts: ["127.0.0.1", "127.0.0.2"])
         let events = EventLog()
         let client = try makeClient(home, SpyTransport(), events: events)
-        guard
-            case .signedIn(let record) = try await client.signup(
-                at: try mine.address("127.0.0.1"), email: "ada@example.com", password: password)
-        else { throw RawHTTPError("signup failed") }
+        let record = try await signUp(client, at: mine)
         try await client.addAddress(try mine.address("127.0.0.2"), to: record.key)
         let old = try #require(record.instanceID)
 
@@ -174,10 +165,7 @@ struct ClientEndToEndTests {
         let mine = try Installation(hosts: ["127.0.0.1"])
         let events = EventLog()
         let client = try makeClient(home, SpyTransport(), events: events)
-        guard
-            case .signedIn(let record) = try await client.signup(
-                at: try mine.address("127.0.0.1"), email: "ada@example.com", password: password)
-        else { throw RawHTTPError("signup failed") }
+        let record = try await signUp(client, at: mine)
         let vault = try FileVault(directory: home.file("vault"))
         let token = try #require(try vault.token(for: record.key))
 
@@ -209,4 +197,13 @@ extension Installation {
         let response = try RawHTTP.request(host: host, port: ports[host]!, path: "/api/v1/server-identity")
         return (response.jsonObject?["instanceId"] as? String).flatMap(InstanceID.init)
     }
+}
+
+/// Signs `client` up at the installation's first host and returns the enrolled record.
+func signUp(_ client: HomeportClient, at installation: Installation) async throws -> ServerRecord {
+    guard
+        case .signedIn(let record) = try await client.signup(
+            at: try installation.address(installation.hosts[0]), email: "ada@example.com", password: password)
+    else { throw RawHTTPError("signup did not sign in") }
+    return record
 }
