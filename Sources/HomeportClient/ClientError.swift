@@ -43,7 +43,7 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
             "\(address) answered as a different installation (id \(seen)); nothing was sent"
         case .notHomeport(let address, let detail): "\(address) is not a Homeport server (\(detail)); nothing was sent"
         case .notAnAPI(let address):
-            "\(address) answered with an HTML page (a sign-in proxy?), not the Homeport API; nothing was sent"
+            "\(address) answered with an HTML page (a sign-in proxy?), not the Homeport API"
         case .offHostRedirect(let address, let target):
             "\(address) redirected to another address (\(target)); nothing was sent there"
         case .unreachable(let address, let reason): "\(address) did not answer: \(reason)"

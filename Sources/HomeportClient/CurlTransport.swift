@@ -34,6 +34,8 @@
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
                     outcome.attach(continuation)
+                    // Already cancelled: send nothing.
+                    if cancelled.isSet { return }
                     // A thread of its own: a blocking transfer (a blackholed address) must not hold
                     // one of Dispatch's few pool threads and starve the rest of the race.
                     Thread.detachNewThread {
@@ -87,6 +89,7 @@
             _ = homeport_curl_set_write_function(curl, writeCallback)
             _ = homeport_curl_set_header_function(curl, headerCallback)
             _ = homeport_curl_set_progress_function(curl, progressCallback)
+            if cancelled.isSet { throw CancellationError() }
             let result = bodyBytes.withUnsafeBufferPointer { pointer -> CURLcode in
                 if request.body != nil {
                     _ = homeport_curl_set_pointer(

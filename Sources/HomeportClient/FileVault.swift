@@ -14,10 +14,9 @@
         public init(directory: String) throws {
             self.directory = directory
             do {
-                try FileManager.default.createDirectory(
-                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try AtomicFile.ownerOnlyDirectory(directory)
             } catch {
-                throw ClientError.vault("cannot create \(directory): \(error.localizedDescription)")
+                throw ClientError.vault("cannot create \(directory): \(error)")
             }
         }
 
@@ -25,7 +24,7 @@
         public func store(token: String, for server: String) throws {
             try lock.withLock {
                 let box = try AESGCM.seal(Array(token.utf8), key: try key(), associatedData: Array(server.utf8))
-                try write(Data(box), to: path(server), mode: 0o600)
+                try AtomicFile.write(Data(box), to: path(server))
             }
         }
 
@@ -42,9 +41,14 @@
             }
         }
 
-        /// Deletes the file.
+        /// Deletes the file; a file that cannot be deleted is an error, a missing one is not.
         public func remove(server: String) throws {
-            lock.withLock { try? FileManager.default.removeItem(atPath: path(server)) }
+            try lock.withLock {
+                if unlink(path(server)) != 0 && errno != ENOENT {
+                    throw ClientError.vault(
+                        "cannot erase the credential of \(server): \(String(cString: strerror(errno)))")
+                }
+            }
         }
 
         /// The file of `server` (named by a hash, so names leak nothing and need no escaping).
@@ -52,26 +56,17 @@
             directory + "/" + Digest.sha256Hex(server).prefix(32) + ".token"
         }
 
+        /// The vault key: read, or created exactly once (two first runs cannot each write one).
         private func key() throws -> [UInt8] {
             let keyPath = directory + "/vault.key"
-            if let data = FileManager.default.contents(atPath: keyPath) {
-                guard data.count == 32 else { throw ClientError.vault("\(keyPath) is not a 256-bit key") }
-                return Array(data)
+            if FileManager.default.fileExists(atPath: keyPath) == false {
+                _ = try AtomicFile.createExclusively(keyPath, Data(try SystemRandom().bytes(32)))
             }
-            let key = try SystemRandom().bytes(32)
-            try write(Data(key), to: keyPath, mode: 0o600)
-            return key
-        }
-
-        private func write(_ data: Data, to path: String, mode: Int) throws {
-            let temporary = path + ".tmp-\(UUID().uuidString)"
-            guard
-                FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: mode])
-            else { throw ClientError.vault("cannot write \(temporary)") }
-            if rename(temporary, path) != 0 {
-                try? FileManager.default.removeItem(atPath: temporary)
-                throw ClientError.vault("cannot replace \(path)")
+            guard let data = FileManager.default.contents(atPath: keyPath), data.count == 32 else {
+                throw ClientError.vault(
+                    "\(keyPath) is unreadable or not a 256-bit key; stored credentials cannot be opened")
             }
+            return Array(data)
         }
     }
 #endif

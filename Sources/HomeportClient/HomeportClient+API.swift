@@ -58,6 +58,11 @@ extension HomeportClient {
                     method: method, url: url, headers: headers, body: json, byteLimit: configuration.byteLimit,
                     deadline: configuration.requestDeadline))
             if (300..<400).contains(response.status) {
+                // A write is never sent twice: only a read follows a redirect.
+                guard method == "GET" || method == "HEAD" else {
+                    throw ClientError.badAnswer(
+                        address: address.url, detail: "the server redirected a \(method); it was not sent again")
+                }
                 guard let location = response.headers["location"],
                     let next = URL(string: location, relativeTo: url)?.absoluteURL
                 else { throw ClientError.badAnswer(address: address.url, detail: "a redirect without a location") }
@@ -89,8 +94,12 @@ extension HomeportClient {
             throw ClientError.badAnswer(address: answer.via.url, detail: "app-info answered \(answer.response.status)")
         }
         let record = try directory.find(server)
-        if let new = info.instanceId, let old = record.instanceID, new != old {
-            try adoptIdentity(new, replacing: old, in: record)
+        if let new = info.instanceId, new != record.instanceID {
+            if let old = record.instanceID {
+                try adoptIdentity(new, replacing: old, in: record)
+            } else {
+                try learnIdentity(new, for: record)
+            }
         }
         return (info, answer.via)
     }
@@ -98,6 +107,7 @@ extension HomeportClient {
     /// Adopts a new installation id: the record moves to the new key, alternatives lose their
     /// verifications, the credential follows, and the app is told.
     func adoptIdentity(_ new: InstanceID, replacing old: InstanceID, in record: ServerRecord) throws {
+        try refuseCollision(new, for: record)
         var updated = record
         updated.instanceID = new
         updated.lastWinner = record.primary.url
@@ -114,6 +124,29 @@ extension HomeportClient {
             ))
     }
 
+    /// A server enrolled without an id (app-info could not say) now says it: key it by that id.
+    func learnIdentity(_ id: InstanceID, for record: ServerRecord) throws {
+        try refuseCollision(id, for: record)
+        var updated = record
+        updated.instanceID = id
+        if let token = try vault.token(for: record.key) {
+            try vault.store(token: token, for: updated.key)
+            try vault.remove(server: record.key)
+        }
+        try directory.save(updated, replacing: record.key)
+        forgetWinner(record.key)
+    }
+
+    /// Refuses to move a server onto an id another enrolled server already has.
+    private func refuseCollision(_ id: InstanceID, for record: ServerRecord) throws {
+        if let other = directory.server(id.description), other.primary.url != record.primary.url {
+            throw ClientError.badAnswer(
+                address: record.primary.url,
+                detail: "it now answers as \(id), which is the id of another enrolled server (\(other.primary.url)); "
+                    + "remove one of the two")
+        }
+    }
+
     /// Stores `meta.session_token` when an answer carries one (it replaces the old token).
     func adoptRotatedToken(_ response: ClientResponse, server: String) throws {
         guard let envelope = try? JSONDecoder().decode(AuthEnvelope.self, from: response.body),
@@ -124,10 +157,7 @@ extension HomeportClient {
 
     func markSignedOut(_ key: String) throws {
         try vault.remove(server: key)
-        if var record = directory.server(key) {
-            record.signedOut = true
-            try directory.save(record)
-        }
+        try directory.update(key) { $0.signedOut = true }
         forgetWinner(key)
         onEvent(.signedOut(server: key))
     }

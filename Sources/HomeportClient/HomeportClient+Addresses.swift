@@ -38,7 +38,7 @@ extension HomeportClient {
     /// Probes every address of a server on the current path (no credential is sent) and records
     /// which alternatives answer with the enrolled id.
     public func verifyAddresses(of server: String) async throws -> [(address: ServerAddress, outcome: ProbeOutcome)] {
-        var record = try directory.find(server)
+        let record = try directory.find(server)
         let expected = record.instanceID
         let addresses = [record.primary] + record.alternatives.map(\.address)
         let probe = self.probe
@@ -51,14 +51,14 @@ extension HomeportClient {
             return results
         }
         let path = networkPath
-        for index in record.alternatives.indices {
-            if outcomes[index + 1]?.isMatch == true {
-                record.alternatives[index].verifiedPaths[path] = Date()
-            } else {
-                record.alternatives[index].verifiedPaths[path] = nil
+        let matched = Set(addresses.indices.filter { outcomes[$0]?.isMatch == true }.map { addresses[$0].url })
+        try directory.update(record.key) { stored in
+            guard stored.instanceID == expected else { return }
+            for index in stored.alternatives.indices {
+                stored.alternatives[index].verifiedPaths[path] =
+                    matched.contains(stored.alternatives[index].address.url) ? Date() : nil
             }
         }
-        try directory.save(record)
         forgetWinner(record.key)
         return addresses.indices.map { (addresses[$0], outcomes[$0] ?? .unreachable("no answer")) }
     }

@@ -70,6 +70,13 @@ extension HomeportClient {
         record.instanceID = info?.instanceId ?? record.instanceID
         record.product = info?.product ?? record.product
         record.email = email
+        // The sign-in address becomes the primary; a former primary stays, unverified, as an alternative.
+        if record.primary.url != address.url,
+            !record.alternatives.contains(where: { $0.address.url == record.primary.url })
+        {
+            record.alternatives.append(.init(address: record.primary, verifiedPaths: [:]))
+        }
+        record.alternatives.removeAll { $0.address.url == address.url }
         record.primary = address
         record.signedOut = false
         record.signedInPath = networkPath
@@ -97,16 +104,15 @@ extension HomeportClient {
     public func logout(_ server: String) async throws -> Bool {
         let record = try directory.find(server)
         var revoked = false
-        if !record.signedOut, let token = try vault.token(for: record.key),
+        // A token that cannot be read is erased all the same.
+        if !record.signedOut, let token = try? vault.token(for: record.key),
             let address = try? await chooseAddress(for: record)
         {
             let response = try? await authRequest("DELETE", "auth/session", at: address, token: token, body: nil)
             revoked = response.map { $0.status == 401 || $0.status == 410 } ?? false
         }
         try vault.remove(server: record.key)
-        var updated = record
-        updated.signedOut = true
-        try directory.save(updated)
+        try directory.update(record.key) { $0.signedOut = true }
         forgetWinner(record.key)
         return revoked
     }

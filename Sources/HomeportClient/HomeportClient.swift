@@ -21,7 +21,7 @@ public final class HomeportClient: Sendable {
 
     struct PathState {
         var path: String
-        var winners: [String: (address: ServerAddress, at: ContinuousClock.Instant)] = [:]
+        var winners: [String: (address: ServerAddress, path: String, at: ContinuousClock.Instant)] = [:]
     }
 
     /// Creates a client on network path `networkPath` (an id the app derives from its path monitor).
@@ -52,11 +52,14 @@ public final class HomeportClient: Sendable {
 
     /// Tells the client the network path changed: no address chosen on another path is reused, and
     /// nothing is sent before a fresh probe on the new one.
+    ///
+    /// Every call drops the addresses chosen so far, even when the id is the same (two networks can
+    /// look alike to a path monitor).
     public func networkPathChanged(to path: String) {
         let changed = state.withLock { state -> Bool in
+            state.winners.removeAll()
             guard state.path != path else { return false }
             state.path = path
-            state.winners.removeAll()
             return true
         }
         if changed { onEvent(.pathChanged(path)) }
@@ -77,22 +80,34 @@ public final class HomeportClient: Sendable {
     public func chooseAddress(for record: ServerRecord, excluding failed: Set<String> = []) async throws
         -> ServerAddress
     {
-        guard let expected = record.instanceID else { return record.primary }  // older server: single address
         let path = networkPath
-        if failed.isEmpty, let cached = state.withLock({ $0.winners[record.key] }),
+        let primaryTrusted = record.primary.url.hasPrefix("https://") || record.signedInPath == path
+        guard let expected = record.instanceID else {
+            // No identity to check (an older server): the primary alone, and only where it is trusted.
+            guard primaryTrusted else {
+                throw ClientError.noVerifiedAddress(
+                    server: record.key,
+                    detail: "\(record.primary.url) is plain HTTP without an identity route, and this is another network"
+                )
+            }
+            return record.primary
+        }
+        if failed.isEmpty, let cached = state.withLock({ $0.winners[record.key] }), cached.path == path,
             ContinuousClock.now - cached.at < configuration.winnerLifetime
         {
             return cached.address
         }
-        var candidates = [record.primary] + record.alternatives.filter(\.isVerified).map(\.address)
-        candidates.removeAll { failed.contains($0.url) }
+        var candidates: [ServerAddress] = []
+        for address in [record.primary] + record.alternatives.filter(\.isVerified).map(\.address)
+        where !failed.contains(address.url) && !candidates.contains(where: { $0.url == address.url }) {
+            candidates.append(address)
+        }
         if let last = record.lastWinner, let index = candidates.firstIndex(where: { $0.url == last }) {
             candidates.insert(candidates.remove(at: index), at: 0)
         }
         guard !candidates.isEmpty else {
             throw ClientError.noVerifiedAddress(server: record.key, detail: "no address left to try")
         }
-        let primaryTrusted = record.primary.url.hasPrefix("https://") || record.signedInPath == path
         let outcomes = await race(
             candidates, expected: expected, primary: record.primary, primaryTrusted: primaryTrusted)
         guard let winner = outcomes.winner else {
@@ -140,7 +155,7 @@ public final class HomeportClient: Sendable {
                     results[index] = outcome
                     if outcome.isMatch {
                         qualified[index] = .match
-                    } else if case .mismatch = outcome, candidates[index] == primary, primaryTrusted {
+                    } else if candidates[index].url == primary.url, primaryTrusted, outcome.keepsPrimaryTrust {
                         qualified[index] = .trustedPrimary
                     }
                     if !qualified.isEmpty && !windowStarted {
@@ -167,22 +182,26 @@ public final class HomeportClient: Sendable {
     }
 
     private static func keyed(_ results: [Int: ProbeOutcome], _ candidates: [ServerAddress]) -> [String: ProbeOutcome] {
-        Dictionary(uniqueKeysWithValues: results.map { (candidates[$0.key].url, $0.value) })
+        Dictionary(results.map { (candidates[$0.key].url, $0.value) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// Records the choice on the stored record as it is now (not on the copy the race started
+    /// from), and caches it only if the network path is still the one it was made on.
     private func remember(
         _ winner: ServerAddress, matched: [String: ProbeOutcome], in record: ServerRecord, path: String
-    )
-        throws
-    {
-        var updated = record
-        updated.lastWinner = winner.url
-        for index in updated.alternatives.indices
-        where matched[updated.alternatives[index].address.url]?.isMatch == true {
-            updated.alternatives[index].verifiedPaths[path] = Date()
+    ) throws {
+        let saved = try directory.update(record.key) { stored in
+            guard stored.instanceID == record.instanceID else { return }
+            stored.lastWinner = winner.url
+            for index in stored.alternatives.indices
+            where matched[stored.alternatives[index].address.url]?.isMatch == true {
+                stored.alternatives[index].verifiedPaths[path] = Date()
+            }
         }
-        try directory.save(updated)
-        state.withLock { $0.winners[record.key] = (winner, ContinuousClock.now) }
+        guard saved != nil else { throw ClientError.unknownServer(record.key) }
+        state.withLock { state in
+            if state.path == path { state.winners[record.key] = (winner, path, ContinuousClock.now) }
+        }
     }
 
     func forgetWinner(_ key: String) {

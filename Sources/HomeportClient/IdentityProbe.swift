@@ -31,6 +31,16 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// Whether the primary may keep the trust the user gave it after this answer: the address
+    /// answered, from where it is (another id, no identity yet, a proxy page), rather than not at
+    /// all or from somewhere else.
+    var keepsPrimaryTrust: Bool {
+        switch self {
+        case .match, .mismatch, .notHomeport, .olderServer, .notAnAPI: true
+        case .unreachable, .offHostRedirect: false
+        }
+    }
+
     /// Whether this is a match.
     public var isMatch: Bool {
         if case .match = self { return true }

@@ -18,6 +18,8 @@
             var query: [String: Any] = [
                 kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
                 kSecAttrAccount as String: server, kSecAttrSynchronizable as String: false,
+                // The data-protection keychain on macOS too, where "this device only" then holds.
+                kSecUseDataProtectionKeychain as String: true,
             ]
             if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
             return query

@@ -23,10 +23,13 @@
             monitor.cancel()
         }
 
-        /// A stable id for a path: its status, its interfaces and whether it is expensive.
+        /// A stable id for a path: its status, its interfaces, its gateways and whether it is expensive.
+        /// Two Wi-Fi networks on the same interface differ by their gateways (and the client drops its
+        /// choices on every update anyway).
         public static func identifier(of path: NWPath) -> String {
             let interfaces = path.availableInterfaces.map { "\($0.type):\($0.name)" }.joined(separator: ",")
-            return "\(path.status):\(interfaces):\(path.isExpensive ? "expensive" : "free")"
+            let gateways = path.gateways.map { "\($0)" }.joined(separator: ",")
+            return "\(path.status):\(interfaces):\(gateways):\(path.isExpensive ? "expensive" : "free")"
         }
     }
 #endif

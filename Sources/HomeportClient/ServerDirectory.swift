@@ -66,8 +66,7 @@ public final class ServerDirectory: @unchecked Sendable {
 
     /// Loads the directory from `directory/servers.json` (empty when the file does not exist).
     public init(directory: String) throws {
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try AtomicFile.ownerOnlyDirectory(directory)
         path = directory + "/servers.json"
         if let data = FileManager.default.contents(atPath: path) {
             do {
@@ -113,6 +112,19 @@ public final class ServerDirectory: @unchecked Sendable {
         }
     }
 
+    /// Reads, changes and saves the record stored under `key` in one step, so that a change made
+    /// meanwhile (an address removed, the server removed) is never undone by a stale copy.
+    /// Returns the saved record, or `nil` when there is no such record any more.
+    @discardableResult
+    public func update(_ key: String, _ change: (inout ServerRecord) -> Void) throws -> ServerRecord? {
+        try lock.withLock {
+            guard let index = servers.firstIndex(where: { $0.key == key }) else { return nil }
+            change(&servers[index])
+            try persist()
+            return servers[index]
+        }
+    }
+
     /// Removes a server's record, then saves.
     public func remove(_ key: String) throws {
         try lock.withLock {
@@ -125,13 +137,6 @@ public final class ServerDirectory: @unchecked Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         encoder.dateEncodingStrategy = .iso8601
-        let data = try encoder.encode(servers)
-        let temporary = path + ".tmp-\(UUID().uuidString)"
-        guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600])
-        else { throw ClientError.vault("cannot write \(temporary)") }
-        if rename(temporary, path) != 0 {
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw ClientError.vault("cannot replace \(path)")
-        }
+        try AtomicFile.write(try encoder.encode(servers), to: path)
     }
 }

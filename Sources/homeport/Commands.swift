@@ -186,8 +186,10 @@ enum Commands {
     static func whoami(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(whoamiSpec, arguments) else { return 0 }
         let client = try client(environment)
-        let (info, via) = try await client.appInfo(parsed.positionals[0])
-        let record = try client.directory.find(parsed.positionals[0])
+        let before = try client.directory.find(parsed.positionals[0])
+        let (info, via) = try await client.appInfo(before.key)
+        // After an identity change the server is stored under its new id.
+        let record = info.instanceId.flatMap { client.directory.server($0.description) } ?? before
         if parsed.flag("json") {
             try printJSON([
                 "server": record.key, "email": record.email, "via": via.url,

@@ -102,3 +102,91 @@ final class ScriptedServer {
     }
     var apiCalls: Int { listener.requests.filter { !$0.contains("/api/v1/server-identity") }.count }
 }
+
+@Suite("Client safety rules found in review")
+struct ClientSafetyTests {
+    static let json = ["Content-Type": "application/json"]
+
+    func client(_ home: TemporaryDirectory, record: ServerRecord, path: String = "default") throws -> (
+        HomeportClient, MemoryVault
+    ) {
+        let vault = MemoryVault()
+        let directory = try ServerDirectory(directory: home.file(UUID().uuidString))
+        try directory.save(record)
+        try vault.store(token: "t0ken", for: record.key)
+        return (HomeportClient(directory: directory, vault: vault, networkPath: path), vault)
+    }
+
+    @Test("a plain-HTTP primary without an identity route gets no token on another network")
+    func httpPrimaryWithoutIdentity() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let listener = try RecordingListener(behaviour: .respond(status: 200, headers: Self.json, body: "{}"))
+        let record = ServerRecord(
+            instanceID: nil, product: nil, email: "ada@example.com",
+            primary: try ServerAddress(parsing: listener.url, allowHTTP: true), alternatives: [], lastWinner: nil,
+            signedOut: false, signedInPath: "home")
+        let (client, _) = try client(home, record: record, path: "cafe")
+        await #expect(throws: ClientError.self) { try await client.send("GET", "/api/v1/things", to: record.key) }
+        #expect(!listener.sawCredential)
+        // On the network it was signed in on, the primary keeps its trust.
+        client.networkPathChanged(to: "home")
+        _ = try await client.send("GET", "/api/v1/things", to: record.key)
+        #expect(listener.sawCredential)
+    }
+
+    @Test("the same address as primary and alternative, both down, is a clear refusal, not a crash")
+    func duplicateCandidates() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let dead = try ServerAddress(parsing: "http://127.0.0.1:\(try RawHTTP.freePort())", allowHTTP: true)
+        let record = ServerRecord(
+            instanceID: InstanceID(UUID()), product: nil, email: "ada@example.com", primary: dead,
+            alternatives: [.init(address: dead, verifiedPaths: ["default": Date()])], lastWinner: dead.url,
+            signedOut: false, signedInPath: "default")
+        let (client, _) = try client(home, record: record)
+        await #expect(throws: ClientError.self) { try await client.send("GET", "/api/v1/things", to: record.key) }
+    }
+
+    @Test("a write that is redirected is not sent again")
+    func writesDoNotFollowRedirects() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let id = InstanceID(UUID())
+        let listener = try RecordingListener(
+            behaviour: .routes([
+                "/api/v1/server-identity": .init(
+                    200, Self.json, #"{"product":"homeport","protocolVersion":1,"instanceId":"\#(id)"}"#),
+                "/api/v1/things": .init(302, ["Location": "/api/v1/elsewhere"]),
+            ]))
+        let record = ServerRecord(
+            instanceID: id, product: nil, email: "ada@example.com",
+            primary: try ServerAddress(parsing: listener.url, allowHTTP: true), alternatives: [], lastWinner: nil,
+            signedOut: false, signedInPath: "default")
+        let (client, _) = try client(home, record: record)
+        await #expect(throws: ClientError.self) {
+            try await client.send("POST", "/api/v1/things", to: record.key, json: Data("{}".utf8))
+        }
+        #expect(!listener.requests.contains { $0.contains("/api/v1/elsewhere") })
+        #expect(listener.requests.filter { $0.hasPrefix("POST") }.count == 1)
+    }
+
+    @Test("logout erases the local session even when the stored token cannot be read")
+    func logoutWithDamagedVault() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let vault = try FileVault(directory: home.file("vault"))
+        let directory = try ServerDirectory(directory: home.path)
+        let record = ServerRecord(
+            instanceID: InstanceID(UUID()), product: nil, email: "ada@example.com",
+            primary: try ServerAddress(parsing: "http://127.0.0.1:\(try RawHTTP.freePort())", allowHTTP: true),
+            alternatives: [], lastWinner: nil, signedOut: false, signedInPath: "default")
+        try directory.save(record)
+        try vault.store(token: "t0ken", for: record.key)
+        try Data("damaged".utf8).write(to: URL(fileURLWithPath: vault.path(record.key)))
+        let client = HomeportClient(directory: directory, vault: vault)
+        #expect(try await client.logout(record.key) == false)
+        #expect(!FileManager.default.fileExists(atPath: vault.path(record.key)))
+        #expect(try directory.find(record.key).signedOut)
+    }
+}
