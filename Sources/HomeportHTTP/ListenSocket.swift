@@ -85,13 +85,13 @@ func addressText(_ address: UnsafePointer<sockaddr>?) -> String {
         return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { v4 in
             var raw = v4.pointee.sin_addr
             guard inet_ntop(AF_INET, &raw, &buffer, socklen_t(buffer.count)) != nil else { return "unknown" }
-            return String(cString: buffer)
+            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
     case AF_INET6:
         return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
             var raw = v6.pointee.sin6_addr
             guard inet_ntop(AF_INET6, &raw, &buffer, socklen_t(buffer.count)) != nil else { return "unknown" }
-            return String(cString: buffer)
+            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
     default:
         return "unknown"

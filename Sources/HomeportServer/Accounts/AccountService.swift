@@ -390,7 +390,7 @@ public final class AccountService: Sendable {
             return true
         } catch {
             logger.warning("mail not sent", metadata: ["kind": mail.kind, "error": String(describing: error)])
-            try? database.execute(
+            _ = try? database.execute(
                 "INSERT INTO mail_failures (kind, reason, created_at) VALUES ($1, $2, $3)",
                 [
                     .text(mail.kind), .text(String(describing: error).prefix(500).description),
