@@ -190,3 +190,32 @@ struct ClientSafetyTests {
         #expect(try directory.find(record.key).signedOut)
     }
 }
+
+@Suite("TLS trust")
+struct TLSTrustTests {
+    @Test("an HTTPS address with an untrusted certificate is refused, and no request gets through")
+    func untrustedCertificate() async throws {
+        let id = InstanceID(UUID())
+        let listener = try TLSListener(body: #"{"product":"homeport","protocolVersion":1,"instanceId":"\#(id)"}"#)
+        let outcome = await IdentityProbe(transport: HomeportClient.defaultTransport())
+            .probe(try ServerAddress(parsing: listener.url), expected: id)
+        guard case .unreachable(let reason) = outcome else {
+            Issue.record("an untrusted certificate was accepted: \(outcome)")
+            return
+        }
+        #expect(reason.contains("TLS"))
+        #expect(listener.requests.isEmpty, "nothing got past the handshake")
+
+        // The same server is trusted when the request is made without verification — proving the
+        // listener works and that it is the trust check, not the listener, that refused.
+        let insecure = Process()
+        insecure.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        insecure.arguments = ["curl", "-sk", listener.url + "/api/v1/server-identity"]
+        let output = Pipe()
+        insecure.standardOutput = output
+        try insecure.run()
+        insecure.waitUntilExit()
+        #expect(
+            String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains(id.description))
+    }
+}

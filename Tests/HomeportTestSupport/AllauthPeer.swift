@@ -61,7 +61,7 @@ public final class AllauthPeer: @unchecked Sendable {
             if (try? RawHTTP.request(port: port, path: "/_allauth/app/v1/config", timeout: 2))?.status == 200 { return }
             usleep(50_000)
         }
-        process.terminate()
+        kill(process.processIdentifier, SIGKILL)
         throw RawHTTPError("gunicorn with django-allauth did not start on port \(port)")
     }
 

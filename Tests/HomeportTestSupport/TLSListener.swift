@@ -1,0 +1,87 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An HTTPS listener on 127.0.0.1 with a fresh self-signed certificate (which no system trusts),
+/// answering every GET with a fixed JSON body and writing every request's headers to a file.
+/// It shows that the client never bypasses TLS trust.
+public final class TLSListener: @unchecked Sendable {
+    private let process = Process()
+    private let directory: TemporaryDirectory
+    /// The port.
+    public let port: Int
+
+    /// Starts the listener; `body` is what it answers.
+    public init(body: String) throws {
+        directory = try TemporaryDirectory()
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        openssl.arguments = [
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", directory.file("key.pem"), "-out",
+            directory.file("cert.pem"),
+        ]
+        openssl.standardOutput = FileHandle.nullDevice
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        guard openssl.terminationStatus == 0 else { throw RawHTTPError("openssl could not make a certificate") }
+        try body.write(toFile: directory.file("body.json"), atomically: true, encoding: .utf8)
+        port = try RawHTTP.freePort()
+        let server = """
+            import http.server, ssl, sys
+            port, cert, key, body, log = int(sys.argv[1]), sys.argv[2], sys.argv[3], open(sys.argv[4], 'rb').read(), sys.argv[5]
+            class Handler(http.server.BaseHTTPRequestHandler):
+                def do_GET(self):
+                    with open(log, 'a') as f: f.write(repr(dict(self.headers)) + '\\n')
+                    self.send_response(200)
+                    self.send_header('Content-Type', 'application/json')
+                    self.send_header('Content-Length', str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                def log_message(self, *args): pass
+            server = http.server.HTTPServer(('127.0.0.1', port), Handler)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert, key)
+            server.socket = context.wrap_socket(server.socket, server_side=True)
+            server.serve_forever()
+            """
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-c", server, String(port), directory.file("cert.pem"), directory.file("key.pem"),
+            directory.file("body.json"), directory.file("requests.log"),
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<200 {
+            if let fd = try? RawHTTP.connect(port: port, timeout: 1) {
+                close(fd)
+                return
+            }
+            usleep(25_000)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        throw RawHTTPError("the TLS listener did not start")
+    }
+
+    deinit {
+        if process.isRunning {
+            // The test runner's blocked signals are inherited, so SIGTERM would wait forever.
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        directory.remove()
+    }
+
+    /// The base URL.
+    public var url: String { "https://127.0.0.1:\(port)" }
+
+    /// The headers of every request that got past the TLS handshake.
+    public var requests: [String] {
+        ((try? String(contentsOfFile: directory.file("requests.log"), encoding: .utf8)) ?? "")
+            .split(separator: "\n").map(String.init)
+    }
+}
