@@ -4,6 +4,8 @@ import HomeportStorage
 import HomeportTestSupport
 import Testing
 
+private let password = "correct horse battery"
+
 /// Attacks and races found in review, each pinned by a test.
 @Suite("Hardening of the account doors")
 struct HardeningTests {
@@ -26,7 +28,7 @@ struct HardeningTests {
 
     @Test("the database refuses text with a NUL rather than cutting it", arguments: Backend.allCases)
     func nulInText(backend: Backend) throws {
-        try withMigratedDatabase(backend) { database, _ in
+        _ = try withMigratedDatabase(backend) { database, _ in
             #expect(throws: StorageError.invalidValue("text with a NUL character")) {
                 try database.execute("SELECT $1 AS v", [.text("a\u{0}b")])
             }
@@ -72,6 +74,41 @@ struct HardeningTests {
             let refused = try server.app(
                 "POST", "auth/login", json: ["email": "ada@example.com", "password": "correct horse battery"])
             #expect(refused.status == 429)
+        }
+    }
+
+    @Test("concurrent wrong guesses cannot overshoot the failed-login budget", arguments: Backend.allCases)
+    func concurrentGuesses(backend: Backend) throws {
+        var policy = RateLimitPolicy()
+        policy.failedLoginPerAccount = RateLimit(3, per: 300)
+        try withAccounts(backend, rateLimits: policy) { server in
+            _ = try server.signIn("ada@example.com")
+            let statuses = Seen()
+            DispatchQueue.concurrentPerform(iterations: 12) { _ in
+                let status =
+                    (try? server.app(
+                        "POST", "auth/login", json: ["email": "ada@example.com", "password": "a wrong guess"]))?.status
+                statuses.add(String(status ?? 0))
+            }
+            #expect(statuses.all.filter { $0 == "400" }.count == 3, "\(statuses.all.sorted())")
+            #expect(statuses.all.filter { $0 == "429" }.count == 9)
+        }
+    }
+
+    @Test("a right password gives back the failure charged for its attempt")
+    func rightPasswordIsNotAFailure() throws {
+        var policy = RateLimitPolicy()
+        policy.failedLoginPerAccount = RateLimit(2, per: 300)
+        try withAccounts(.sqlite, rateLimits: policy) { server in
+            _ = try server.signIn("ada@example.com")
+            for _ in 0..<5 {
+                let login = try server.app(
+                    "POST", "auth/login", json: ["email": "ada@example.com", "password": password])
+                #expect(login.status == 200)
+            }
+            #expect(
+                try server.app("POST", "auth/login", json: ["email": "ada@example.com", "password": "wrong"]).status
+                    == 400)
         }
     }
 

@@ -124,13 +124,14 @@ public final class AccountService: Sendable {
             matches = false
         }
         guard let account, matches else {
-            try limiter.chargeLoginFailure(address: address, email: email, now: now)
+            // The failure was charged before the check.
             return .invalid([
                 FieldProblem(
                     code: "email_password_mismatch", param: "password",
                     message: "The email address and/or password you specified are not correct.")
             ])
         }
+        try limiter.refundLoginFailure(address: address, email: email, now: now)
         switch account.approval {
         case .approved:
             try? sessions.pruneExpired(now: now)

@@ -105,16 +105,22 @@ public struct RateLimiter: Sendable {
         try charge([("signup:ip:" + Self.clientKey(address), policy.signupPerAddress)], now: now)
     }
 
-    /// Charges one login attempt (of any outcome) to the client address, then refuses it when the
-    /// address or the account has used up its failure budget.
+    /// Charges one login attempt to the client address, and — before the password is checked — one
+    /// failure to the address and to the account tried, refusing when any budget is used up. Charging
+    /// first (atomically) means concurrent attempts on several workers or replicas cannot overshoot
+    /// a budget; an attempt whose password was right gets its failure back with ``refundLoginFailure``.
     public func chargeLoginAttempt(address: String, email: String, now: Int64) throws {
         try charge([("login:ip:" + Self.clientKey(address), policy.loginPerAddress)], now: now)
-        try check(loginBuckets(address: address, email: email), now: now)
+        try charge(loginBuckets(address: address, email: email), now: now)
     }
 
-    /// Charges one failed login to the address and to the account tried.
-    public func chargeLoginFailure(address: String, email: String, now: Int64) throws {
-        try charge(loginBuckets(address: address, email: email), now: now, refuse: false)
+    /// Gives back the failure ``chargeLoginAttempt`` charged, for an attempt whose password was right.
+    public func refundLoginFailure(address: String, email: String, now: Int64) throws {
+        for (bucket, limit) in loginBuckets(address: address, email: email) {
+            try database.execute(
+                "UPDATE rate_limits SET hits = hits - 1 WHERE bucket = $1 AND hits > 0 AND window_start > $2",
+                [.text(bucket), .integer(now - limit.windowSeconds)])
+        }
     }
 
     /// Charges one password-reset request to the client address and to the address asked for.
