@@ -238,18 +238,18 @@ public final class AccountService: Sendable {
     ) throws -> PasswordChangeOutcome {
         let now = clock.unixSeconds
         do {
-            try limiter.checkPasswordChangeFailures(account: account.id, now: now)
+            try limiter.chargePasswordChangeAttempt(account: account.id, now: now)
         } catch let refusal as RateLimiter.Refusal {
             return .rateLimited(retryAfter: refusal.retryAfter)
         }
         guard hasher.verify(current, against: account.passwordHash) else {
-            try limiter.chargePasswordChangeFailure(account: account.id, now: now)
             return .invalid([
                 FieldProblem(
                     code: "enter_current_password", param: "current_password",
                     message: "Please type your current password.")
             ])
         }
+        try limiter.refundPasswordChangeFailure(account: account.id, now: now)
         if let problem = Credentials.passwordProblem(new, param: "new_password") { return .invalid([problem]) }
         try setPassword(account.id, new, now: now)
         try sessions.deleteAll(userID: account.id)

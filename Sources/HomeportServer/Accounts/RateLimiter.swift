@@ -116,7 +116,12 @@ public struct RateLimiter: Sendable {
 
     /// Gives back the failure ``chargeLoginAttempt`` charged, for an attempt whose password was right.
     public func refundLoginFailure(address: String, email: String, now: Int64) throws {
-        for (bucket, limit) in loginBuckets(address: address, email: email) {
+        try refund(loginBuckets(address: address, email: email), now: now)
+    }
+
+    /// Takes one hit back from each bucket, within its current window.
+    private func refund(_ buckets: [(String, RateLimit)], now: Int64) throws {
+        for (bucket, limit) in buckets {
             try database.execute(
                 "UPDATE rate_limits SET hits = hits - 1 WHERE bucket = $1 AND hits > 0 AND window_start > $2",
                 [.text(bucket), .integer(now - limit.windowSeconds)])
@@ -132,15 +137,19 @@ public struct RateLimiter: Sendable {
             ], now: now)
     }
 
-    /// Refuses a password change when the account has used up its wrong-current-password budget.
-    public func checkPasswordChangeFailures(account: Int64, now: Int64) throws {
-        try check([("change_failed:account:\(account)", policy.failedPasswordChangePerAccount)], now: now)
+    /// Charges one wrong current password to the account before the check (atomically, like
+    /// ``chargeLoginAttempt``), refusing when the budget is used up.
+    public func chargePasswordChangeAttempt(account: Int64, now: Int64) throws {
+        try charge(passwordChangeBuckets(account), now: now)
     }
 
-    /// Charges one wrong current password to the account.
-    public func chargePasswordChangeFailure(account: Int64, now: Int64) throws {
-        try charge(
-            [("change_failed:account:\(account)", policy.failedPasswordChangePerAccount)], now: now, refuse: false)
+    /// Gives the charge back when the current password was right.
+    public func refundPasswordChangeFailure(account: Int64, now: Int64) throws {
+        try refund(passwordChangeBuckets(account), now: now)
+    }
+
+    private func passwordChangeBuckets(_ account: Int64) -> [(String, RateLimit)] {
+        [("change_failed:account:\(account)", policy.failedPasswordChangePerAccount)]
     }
 
     /// Deletes counters whose window ended long ago.
@@ -166,20 +175,6 @@ public struct RateLimiter: Sendable {
         let bytes = withUnsafeBytes(of: raw) { Array($0) }
         return stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
             .joined(separator: ":") + "::/64"
-    }
-
-    /// Throws when any bucket is already at its limit in the current window.
-    private func check(_ buckets: [(String, RateLimit)], now: Int64) throws {
-        for (bucket, limit) in buckets {
-            guard
-                let row = try database.execute(
-                    "SELECT hits, window_start FROM rate_limits WHERE bucket = $1", [.text(bucket)]
-                ).first, let hits = row.int("hits"), let start = row.int("window_start")
-            else { continue }
-            if start > now - limit.windowSeconds && hits >= Int64(limit.limit) {
-                throw Refusal(retryAfter: max(1, min(start - now, 0) + limit.windowSeconds))
-            }
-        }
     }
 
     /// Adds one hit to every bucket (atomically per bucket); throws when any went past its limit.
