@@ -48,11 +48,3 @@ static inline const struct sockaddr *homeport_mhd_client_address(struct MHD_Conn
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info == NULL ? NULL : info->client_addr;
 }
-
-/// How many connections the daemon holds open right now.
-static inline unsigned int homeport_mhd_current_connections(struct MHD_Daemon *daemon)
-{
-    const union MHD_DaemonInfo *info =
-        MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-    return info == NULL ? 0 : info->num_connections;
-}

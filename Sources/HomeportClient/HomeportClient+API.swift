@@ -95,56 +95,44 @@ extension HomeportClient {
         }
         let record = try directory.find(server)
         if let new = info.instanceId, new != record.instanceID {
-            if let old = record.instanceID {
-                try adoptIdentity(new, replacing: old, in: record)
-            } else {
-                try learnIdentity(new, for: record)
-            }
+            try adoptIdentity(new, in: record)
         }
         return (info, answer.via)
     }
 
-    /// Adopts a new installation id: the record moves to the new key, alternatives lose their
-    /// verifications, the credential follows, and the app is told.
-    func adoptIdentity(_ new: InstanceID, replacing old: InstanceID, in record: ServerRecord) throws {
-        try refuseCollision(new, for: record)
+    /// Adopts the id app-info reports: the record moves to the new key and the credential follows.
+    /// When it replaces another id, alternatives lose their verifications and the app is told;
+    /// when the server had none yet (app-info could not say before), it is simply learned.
+    func adoptIdentity(_ new: InstanceID, in record: ServerRecord) throws {
         var updated = record
-        updated.instanceID = new
-        updated.lastWinner = record.primary.url
-        for index in updated.alternatives.indices { updated.alternatives[index].verifiedPaths = [:] }
+        let event = try reidentify(&updated, as: new, previousKey: record.key)
         if let token = try vault.token(for: record.key) {
             try vault.store(token: token, for: updated.key)
             try vault.remove(server: record.key)
         }
         try directory.save(updated, replacing: record.key)
         forgetWinner(record.key)
-        onEvent(
-            .identityChanged(
-                server: updated.key, old: old, new: new, unverifiedAlternatives: updated.alternatives.map(\.address.url)
-            ))
+        if let event { onEvent(event) }
     }
 
-    /// A server enrolled without an id (app-info could not say) now says it: key it by that id.
-    func learnIdentity(_ id: InstanceID, for record: ServerRecord) throws {
-        try refuseCollision(id, for: record)
-        var updated = record
-        updated.instanceID = id
-        if let token = try vault.token(for: record.key) {
-            try vault.store(token: token, for: updated.key)
-            try vault.remove(server: record.key)
-        }
-        try directory.save(updated, replacing: record.key)
-        forgetWinner(record.key)
-    }
-
-    /// Refuses to move a server onto an id another enrolled server already has.
-    private func refuseCollision(_ id: InstanceID, for record: ServerRecord) throws {
-        if let other = directory.server(id.description), other.primary.url != record.primary.url {
+    /// Gives `record` the id `new`, refusing an id another enrolled server already has. A changed id
+    /// (not a first one) unverifies every alternative and yields the event to emit once saved.
+    func reidentify(_ record: inout ServerRecord, as new: InstanceID, previousKey: String?) throws -> ClientEvent? {
+        if let other = directory.server(new.description), other.key != previousKey {
             throw ClientError.badAnswer(
                 address: record.primary.url,
-                detail: "it now answers as \(id), which is the id of another enrolled server (\(other.primary.url)); "
+                detail: "it answers as \(new), which is the id of another enrolled server (\(other.primary.url)); "
                     + "remove one of the two")
         }
+        guard let old = record.instanceID, old != new else {
+            record.instanceID = new
+            return nil
+        }
+        record.instanceID = new
+        record.lastWinner = record.primary.url
+        for index in record.alternatives.indices { record.alternatives[index].verifiedPaths = [:] }
+        return .identityChanged(
+            server: new.description, old: old, new: new, unverifiedAlternatives: record.alternatives.map(\.address.url))
     }
 
     /// Stores `meta.session_token` when an answer carries one (it replaces the old token).

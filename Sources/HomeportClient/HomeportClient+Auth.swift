@@ -51,23 +51,17 @@ extension HomeportClient {
         // it stays single-address. A 200 HTML page is a proxy's, not the API.
         if infoResponse.status == 200 && infoResponse.isHTML { throw ClientError.notAnAPI(address: address.url) }
         let info = infoResponse.status == 200 ? try? JSONDecoder().decode(AppInfo.self, from: infoResponse.body) : nil
-        let existing = directory.all.first {
-            ($0.instanceID != nil && $0.instanceID == info?.instanceId) || $0.primary.url == address.url
-        }
+        // The server signed into before at this address, else the one with the id app-info reports.
+        let existing =
+            directory.all.first { $0.primary.url == address.url }
+            ?? directory.all.first { $0.instanceID != nil && $0.instanceID == info?.instanceId }
         var record =
             existing
             ?? ServerRecord(
                 instanceID: nil, product: nil, email: email, primary: address, alternatives: [], lastWinner: nil,
                 signedOut: false, signedInPath: networkPath)
         let previousKey = existing?.key
-        if let old = record.instanceID, let new = info?.instanceId, old != new {
-            for index in record.alternatives.indices { record.alternatives[index].verifiedPaths = [:] }
-            onEvent(
-                .identityChanged(
-                    server: new.description, old: old, new: new,
-                    unverifiedAlternatives: record.alternatives.map(\.address.url)))
-        }
-        record.instanceID = info?.instanceId ?? record.instanceID
+        let event = try info?.instanceId.flatMap { try reidentify(&record, as: $0, previousKey: previousKey) }
         record.product = info?.product ?? record.product
         record.email = email
         // The sign-in address becomes the primary; a former primary stays, unverified, as an alternative.
@@ -85,6 +79,7 @@ extension HomeportClient {
         try vault.store(token: token, for: record.key)
         try directory.save(record, replacing: previousKey)
         forgetWinner(record.key)
+        if let event { onEvent(event) }
         return record
     }
 

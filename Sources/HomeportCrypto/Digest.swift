@@ -9,11 +9,10 @@ public enum Digest {
     private static let sha256Algorithm = Algorithm(md: EVP_MD_fetch(nil, "SHA2-256", nil))
 
     /// The SHA-256 of `bytes`.
-    public static func sha256(_ bytes: some Collection<UInt8>) -> [UInt8] {
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
-        let input = Array(bytes)
-        input.withUnsafeBytes { raw in
+        bytes.withUnsafeBytes { raw in
             _ = EVP_Digest(raw.baseAddress, raw.count, &output, &length, sha256Algorithm.md ?? EVP_sha256(), nil)
         }
         return output

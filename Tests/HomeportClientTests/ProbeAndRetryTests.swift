@@ -219,3 +219,43 @@ struct TLSTrustTests {
             String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains(id.description))
     }
 }
+
+@Suite("Identity collisions")
+struct IdentityCollisionTests {
+    @Test("a server that starts answering as another enrolled server's id is refused, and neither record is lost")
+    func collision() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let mine = InstanceID(UUID())
+        let theirs = InstanceID(UUID())
+        let json = ["Content-Type": "application/json"]
+        let listener = try RecordingListener(
+            behaviour: .routes([
+                "/api/v1/server-identity": .init(
+                    200, json, #"{"product":"homeport","protocolVersion":1,"instanceId":"\#(mine)"}"#),
+                "/api/v1/app-info": .init(
+                    200, json,
+                    #"{"product":"homeport","version":"1","protocolVersion":1,"features":[],"instanceId":"\#(theirs)"}"#
+                ),
+            ]))
+        let directory = try ServerDirectory(directory: home.path)
+        let vault = MemoryVault()
+        let a = ServerRecord(
+            instanceID: mine, product: nil, email: "ada@example.com",
+            primary: try ServerAddress(parsing: listener.url, allowHTTP: true), alternatives: [], lastWinner: nil,
+            signedOut: false, signedInPath: "default")
+        let b = ServerRecord(
+            instanceID: theirs, product: nil, email: "bob@example.com",
+            primary: try ServerAddress(parsing: "https://other.example.net"), alternatives: [], lastWinner: nil,
+            signedOut: false, signedInPath: "default")
+        try directory.save(a)
+        try directory.save(b)
+        try vault.store(token: "token-a", for: a.key)
+        try vault.store(token: "token-b", for: b.key)
+        let client = HomeportClient(directory: directory, vault: vault)
+        await #expect(throws: ClientError.self) { try await client.appInfo(a.key) }
+        #expect(directory.all.count == 2)
+        #expect(try vault.token(for: b.key) == "token-b")
+        #expect(try vault.token(for: a.key) == "token-a")
+    }
+}

@@ -30,8 +30,6 @@ public final class RecordingListener: @unchecked Sendable {
         case respond(status: Int, headers: [String: String], body: String)
         /// Answers by request path (404 for any other path).
         case routes([String: Canned])
-        /// Answers requests in turn with these answers (the last one repeats).
-        case sequence([Canned])
         /// Answers the listed paths by route, and every other request in turn from the sequence.
         case routesThenSequence([String: Canned], [Canned])
         /// Accepts connections and never answers.
@@ -151,17 +149,13 @@ public final class RecordingListener: @unchecked Sendable {
             buffer += chunk[0..<count]
             guard let end = buffer.firstRange(of: [13, 10, 13, 10]) else { continue }
             let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
-            let index = lock.withLock {
-                heads.append(head)
-                return heads.count - 1
-            }
+            lock.withLock { heads.append(head) }
             buffer.removeSubrange(..<end.upperBound)
             let path = head.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
             let answer: Canned
             switch behaviour {
             case .respond(let status, let headers, let body): answer = Canned(status, headers, body)
             case .routes(let routes): answer = routes[path] ?? Canned(404, [:], "{}")
-            case .sequence(let answers): answer = answers[min(index, answers.count - 1)]
             case .routesThenSequence(let routes, let answers):
                 if let routed = routes[path] {
                     answer = routed
