@@ -87,7 +87,7 @@ let package = Package(
         // Tests.
         .target(
             name: "HomeportTestSupport",
-            dependencies: ["HomeportStorage"],
+            dependencies: ["HomeportStorage", "HomeportLogging", "HomeportServer", "HomeportClient"],
             path: "Tests/HomeportTestSupport"
         ),
         .testTarget(name: "HomeportWireTests", dependencies: ["HomeportWire"]),

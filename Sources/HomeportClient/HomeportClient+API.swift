@@ -27,7 +27,7 @@ extension HomeportClient {
             do {
                 let answer = try await exchange(method, path, json: json, token: token, at: address, record: record)
                 if answer.response.status == 403, !csrfRetried,
-                    Self.errorCodes(answer.response).contains("csrf_invalid")
+                    Self.errorCodes(answer.response).contains(AuthErrorCode.csrfInvalid)
                 {
                     // The one refusal that allows a retry: a server-declared CSRF failure.
                     csrfRetried = true
@@ -51,7 +51,7 @@ extension HomeportClient {
     ) async throws -> Answer {
         guard var url = address.url(path) else { throw ClientError.invalidAddress(address.url + path) }
         for _ in 0...3 {
-            var headers = ["X-Session-Token": token, "Accept": "application/json"]
+            var headers = [HomeportHeader.sessionToken: token, "Accept": "application/json"]
             if json != nil { headers["Content-Type"] = "application/json" }
             let response = try await transport.send(
                 ClientRequest(
@@ -87,7 +87,7 @@ extension HomeportClient {
     /// `GET /api/v1/app-info`. When it reports another `instanceId` than the enrolled one, the
     /// client adopts it, marks every alternative unverified and emits ``ClientEvent/identityChanged(server:old:new:unverifiedAlternatives:)``.
     public func appInfo(_ server: String) async throws -> (info: AppInfo, via: ServerAddress) {
-        let answer = try await send("GET", "/api/v1/app-info", to: server)
+        let answer = try await send("GET", HomeportPath.appInfo, to: server)
         guard answer.response.status == 200,
             let info = try? JSONDecoder().decode(AppInfo.self, from: answer.response.body)
         else {

@@ -2,8 +2,6 @@ import Foundation
 import HomeportWire
 
 extension HomeportClient {
-    static let authBase = "/_allauth/app/v1/"
-
     /// What a sign-in attempt came to.
     public enum SignInResult: Sendable, Equatable {
         /// Signed in; the server is enrolled (or updated) in the directory.
@@ -16,12 +14,12 @@ extension HomeportClient {
     /// flow, stores the session token in the vault, and learns the installation id from app-info.
     /// The password is sent once and never stored.
     public func login(at address: ServerAddress, email: String, password: String) async throws -> SignInResult {
-        try await signIn("auth/login", at: address, email: email, password: password)
+        try await signIn(AllauthAppPath.login, at: address, email: email, password: password)
     }
 
     /// Creates an account at `address`, then behaves like ``login(at:email:password:)``.
     public func signup(at address: ServerAddress, email: String, password: String) async throws -> SignInResult {
-        try await signIn("auth/signup", at: address, email: email, password: password)
+        try await signIn(AllauthAppPath.signup, at: address, email: email, password: password)
     }
 
     private func signIn(_ flow: String, at address: ServerAddress, email: String, password: String) async throws
@@ -44,8 +42,8 @@ extension HomeportClient {
     private func enroll(_ address: ServerAddress, email: String, token: String) async throws -> ServerRecord {
         let infoResponse = try await transport.send(
             ClientRequest(
-                url: address.url("/api/v1/app-info")!,
-                headers: ["X-Session-Token": token, "Accept": "application/json"],
+                url: address.url(HomeportPath.appInfo)!,
+                headers: [HomeportHeader.sessionToken: token, "Accept": "application/json"],
                 byteLimit: configuration.byteLimit, deadline: configuration.requestDeadline))
         // A server without app-info (404, whatever the page) is an older or a plain allauth server:
         // it stays single-address. A 200 HTML page is a proxy's, not the API.
@@ -85,10 +83,11 @@ extension HomeportClient {
 
     /// What the pre-login token earned (`GET /api/v1/auth/standing`); `nil` when the server has no such route.
     private func standing(at address: ServerAddress, token: String?) async throws -> Standing? {
-        guard let token, let url = address.url("/api/v1/auth/standing") else { return nil }
+        guard let token, let url = address.url(HomeportPath.authStanding) else { return nil }
         let response = try await transport.send(
             ClientRequest(
-                url: url, headers: ["X-Session-Token": token, "Accept": "application/json"], byteLimit: 16 * 1024,
+                url: url, headers: [HomeportHeader.sessionToken: token, "Accept": "application/json"],
+                byteLimit: 16 * 1024,
                 deadline: configuration.requestDeadline))
         return (try? JSONDecoder().decode(StandingAnswer.self, from: response.body))?.standing
     }
@@ -103,7 +102,8 @@ extension HomeportClient {
         if !record.signedOut, let token = try? vault.token(for: record.key),
             let address = try? await chooseAddress(for: record)
         {
-            let response = try? await authRequest("DELETE", "auth/session", at: address, token: token, body: nil)
+            let response = try? await authRequest(
+                "DELETE", AllauthAppPath.session, at: address, token: token, body: nil)
             revoked = response.map { $0.status == 401 || $0.status == 410 } ?? false
         }
         try vault.remove(server: record.key)
@@ -115,7 +115,7 @@ extension HomeportClient {
     /// Changes the password; the server rotates the token and the vault keeps the new one.
     public func changePassword(_ server: String, current: String, new: String) async throws {
         let body = try JSONEncoder().encode(AuthRequest.PasswordChange(currentPassword: current, newPassword: new))
-        let answer = try await send("POST", Self.authBase + "account/password/change", to: server, json: body)
+        let answer = try await send("POST", AllauthAppPath.path(AllauthAppPath.passwordChange), to: server, json: body)
         guard answer.response.status == 200 else {
             let envelope = try decodeEnvelope(answer.response, answer.via)
             throw ClientError.rejected(status: answer.response.status, errors: envelope.errors ?? [])
@@ -125,7 +125,8 @@ extension HomeportClient {
     /// Asks `address` to mail a password-reset key (no credential is involved).
     public func requestPasswordReset(at address: ServerAddress, email: String) async throws {
         let body = try JSONEncoder().encode(AuthRequest.PasswordResetRequest(email: email))
-        let response = try await authRequest("POST", "auth/password/request", at: address, token: nil, body: body)
+        let response = try await authRequest(
+            "POST", AllauthAppPath.passwordResetRequest, at: address, token: nil, body: body)
         guard response.status == 200 else {
             throw ClientError.rejected(
                 status: response.status, errors: try decodeEnvelope(response, address).errors ?? [])
@@ -145,9 +146,9 @@ extension HomeportClient {
         async throws
         -> ClientResponse
     {
-        guard let url = address.url(Self.authBase + path) else { throw ClientError.invalidAddress(address.url) }
+        guard let url = address.url(AllauthAppPath.path(path)) else { throw ClientError.invalidAddress(address.url) }
         var headers = ["Accept": "application/json"]
-        if let token { headers["X-Session-Token"] = token }
+        if let token { headers[HomeportHeader.sessionToken] = token }
         if body != nil { headers["Content-Type"] = "application/json" }
         let response = try await transport.send(
             ClientRequest(

@@ -67,7 +67,7 @@ public struct IdentityProbe: Sendable {
 
     /// Probes `address`; with `expected`, a different id is a mismatch.
     public func probe(_ address: ServerAddress, expected: InstanceID?) async -> ProbeOutcome {
-        guard var url = address.url(HomeportProtocol.serverIdentityPath) else { return .notHomeport("bad URL") }
+        guard var url = address.url(HomeportPath.serverIdentity) else { return .notHomeport("bad URL") }
         let origin = address.origin
         for _ in 0...maximumRedirects {
             let response: ClientResponse

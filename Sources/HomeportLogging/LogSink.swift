@@ -1,5 +1,3 @@
-import Synchronization
-
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -46,22 +44,6 @@ public struct StandardErrorSink: LogSink {
             offset += written
         }
     }
-}
-
-/// Keeps every line in memory; for tests that check what was (and was not) logged.
-public final class MemoryLogSink: LogSink {
-    private let storage = Mutex<[String]>([])
-
-    /// Creates an empty sink.
-    public init() {}
-
-    /// Appends the line.
-    public func write(_ line: String) {
-        storage.withLock { $0.append(line) }
-    }
-
-    /// Every line written so far.
-    public var lines: [String] { storage.withLock { $0 } }
 }
 
 private func systemWrite(_ fd: Int32, _ buffer: UnsafePointer<UInt8>, _ count: Int) -> Int {

@@ -26,6 +26,4 @@ public enum HomeportProtocol {
     public static let version = 1
     /// The default product name.
     public static let defaultProduct = "homeport"
-    /// The path of the public identity route.
-    public static let serverIdentityPath = "/api/v1/server-identity"
 }

@@ -22,7 +22,7 @@ let refused = try ServerAddress(parsing: arguments[4], allowHTTP: true)
 
 let home = NSTemporaryDirectory() + "homeport-failover-\(UUID().uuidString)"
 defer { try? FileManager.default.removeItem(atPath: home) }
-let vault = MemoryVault()
+let vault = try FileVault(directory: home + "/vault")
 let setup = HomeportClient(directory: try ServerDirectory(directory: home), vault: vault)
 guard
     case .signedIn(let enrolled) = try await setup.signup(
@@ -49,7 +49,7 @@ func homeportRace(preferred: ServerAddress) async throws -> Duration {
 func authenticated(_ address: ServerAddress, timeout: Duration) async throws {
     let response = try await transport.send(
         ClientRequest(
-            url: address.url("/api/v1/app-info")!, headers: ["X-Session-Token": token], byteLimit: 1 << 20,
+            url: address.url(HomeportPath.appInfo)!, headers: [HomeportHeader.sessionToken: token], byteLimit: 1 << 20,
             deadline: timeout))
     guard response.status == 200 else {
         throw ClientError.badAnswer(address: address.url, detail: "\(response.status)")

@@ -1,6 +1,7 @@
 import Foundation
 import HomeportHTTP
 import HomeportLogging
+import HomeportTestSupport
 
 /// Runs an in-process HTTPServer on a free loopback port for the duration of `body`.
 func withServer<T>(

@@ -13,7 +13,7 @@ extension Router {
     public mutating func addIdentityRoute(store: IdentityStore, product: String, logger: Logger) {
         let body = Mutex<Data?>(nil)
         let logger = logger.withLabel("homeport.identity")
-        get(HomeportProtocol.serverIdentityPath) { _ in
+        get(HomeportPath.serverIdentity) { _ in
             let bytes: Data
             if let cached = body.withLock({ $0 }) {
                 bytes = cached

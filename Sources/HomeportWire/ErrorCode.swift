@@ -1,0 +1,43 @@
+/// The stable `code`s of Homeport's own JSON error shape (``ErrorEnvelope``).
+public enum APIErrorCode {
+    /// No live, signed-in session token came with a request that needs one.
+    public static let notAuthenticated = "not_authenticated"
+    /// No route serves the path.
+    public static let notFound = "not_found"
+    /// The path exists with other methods.
+    public static let methodNotAllowed = "method_not_allowed"
+    /// The body is over the limit.
+    public static let payloadTooLarge = "payload_too_large"
+    /// The server cannot take this request now (too many bodies in memory, a dependency down).
+    public static let unavailable = "unavailable"
+    /// The installation identity cannot be read.
+    public static let identityUnavailable = "identity_unavailable"
+    /// The request's framing is ambiguous or unsupported (RFC 9112 §6).
+    public static let badFraming = "bad_framing"
+    /// A handler failed; the detail is in the server's log.
+    public static let internalError = "internal_error"
+}
+
+/// The `code`s of the app door's 400 errors, shared with django-allauth.
+public enum AuthErrorCode {
+    /// A required field is missing.
+    public static let required = "required"
+    /// A value is not valid (or the body is not JSON).
+    public static let invalid = "invalid"
+    /// Sign-up with an address that has an account.
+    public static let emailTaken = "email_taken"
+    /// The address and password do not match an account.
+    public static let emailPasswordMismatch = "email_password_mismatch"
+    /// A new password is too short.
+    public static let passwordTooShort = "password_too_short"
+    /// A new password is too long (Homeport's bound on work per attempt).
+    public static let passwordTooLong = "password_too_long"
+    /// Password change with a wrong current password.
+    public static let enterCurrentPassword = "enter_current_password"
+    /// A reset key that is unknown, used or expired.
+    public static let invalidPasswordReset = "invalid_password_reset"
+    /// The body is not of the JSON media type.
+    public static let unsupportedMediaType = "unsupported_media_type"
+    /// A server-declared CSRF failure: the one refusal a client may retry once.
+    public static let csrfInvalid = "csrf_invalid"
+}

@@ -1,0 +1,45 @@
+/// The paths of the Homeport API, defined once for server and client.
+public enum HomeportPath {
+    /// The prefix of the app's own API: every route under it takes the session token from the
+    /// header only, and needs a signed-in session unless the protocol says otherwise.
+    public static let apiPrefix = "/api/v1"
+    /// `GET`: the public, credential-free identity of the installation.
+    public static let serverIdentity = apiPrefix + "/server-identity"
+    /// `GET`: what the server is and can do; needs a signed-in session.
+    public static let appInfo = apiPrefix + "/app-info"
+    /// `GET`: what a pre-login session earned on its last attempt to get in.
+    public static let authStanding = apiPrefix + "/auth/standing"
+}
+
+/// The header fields of the Homeport protocol.
+public enum HomeportHeader {
+    /// The session token of a native app, on every request (PROTOCOL §2).
+    public static let sessionToken = "X-Session-Token"
+    /// The password-reset key of `GET auth/password/reset` on the app door.
+    public static let passwordResetKey = "X-Password-Reset-Key"
+}
+
+/// The app door: django-allauth headless's app-client API, whose paths Homeport shares.
+public enum AllauthAppPath {
+    /// The base path; every endpoint below is relative to it.
+    public static let base = "/_allauth/app/v1"
+    /// `GET`: what the server offers (login methods, whether sign-up is open).
+    public static let config = "config"
+    /// `POST`: create an account.
+    public static let signup = "auth/signup"
+    /// `POST`: sign in with an address and a password.
+    public static let login = "auth/login"
+    /// `GET`: the session's state; `DELETE`: sign out.
+    public static let session = "auth/session"
+    /// `POST`: change the password (the token rotates).
+    public static let passwordChange = "account/password/change"
+    /// `POST`: mail a password-reset key.
+    public static let passwordResetRequest = "auth/password/request"
+    /// `GET`: check a reset key; `POST`: set a new password with it.
+    public static let passwordReset = "auth/password/reset"
+
+    /// The absolute path of an endpoint: `/_allauth/app/v1/<endpoint>`.
+    public static func path(_ endpoint: String) -> String {
+        base + "/" + endpoint
+    }
+}
