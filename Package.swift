@@ -63,7 +63,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "homeport-server",
-            dependencies: ["HomeportServer", "HomeportCommandLine"]
+            dependencies: ["HomeportServer", "HomeportCommandLine", "HomeportWire"]
         ),
 
         // The client library an app embeds, and its command-line face.
@@ -87,7 +87,7 @@ let package = Package(
         // Tests.
         .target(
             name: "HomeportTestSupport",
-            dependencies: ["HomeportStorage", "HomeportLogging", "HomeportServer", "HomeportClient"],
+            dependencies: ["HomeportStorage", "HomeportLogging", "HomeportServer", "HomeportClient", "HomeportCrypto"],
             path: "Tests/HomeportTestSupport"
         ),
         .testTarget(name: "HomeportWireTests", dependencies: ["HomeportWire"]),

@@ -8,6 +8,10 @@
 // `...` are wrapped here with fixed arguments.
 
 /// Starts a daemon on an already listening socket with the limits Homeport sets.
+///
+/// `accept_policy` may refuse a connection before any byte is read (a per-address cap);
+/// `notify_connection` hears of every connection's start and end (deadlines); strict mode refuses
+/// HTTP/1.1 requests without `Host` and request lines with spaces in the target.
 static inline struct MHD_Daemon *homeport_mhd_start(
     unsigned int flags,
     int listen_socket,
@@ -15,30 +19,43 @@ static inline struct MHD_Daemon *homeport_mhd_start(
     unsigned int connection_timeout_seconds,
     size_t connection_memory_limit,
     unsigned int connection_limit,
+    MHD_AcceptPolicyCallback accept_policy,
     MHD_AccessHandlerCallback handler,
-    void *handler_context,
     MHD_RequestCompletedCallback completed,
-    void *completed_context)
+    MHD_NotifyConnectionCallback notify_connection,
+    void *context)
 {
-    if (thread_pool_size > 1) {
-        return MHD_start_daemon(
-            flags, 0, NULL, NULL, handler, handler_context,
-            MHD_OPTION_LISTEN_SOCKET, (MHD_socket) listen_socket,
-            MHD_OPTION_THREAD_POOL_SIZE, thread_pool_size,
-            MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
-            MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
-            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
-            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
-            MHD_OPTION_END);
-    }
+    struct MHD_OptionItem options[] = {
+        { MHD_OPTION_LISTEN_SOCKET, (intptr_t) listen_socket, NULL },
+        { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t) connection_timeout_seconds, NULL },
+        { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t) connection_memory_limit, NULL },
+        { MHD_OPTION_CONNECTION_LIMIT, (intptr_t) connection_limit, NULL },
+        { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) completed, context },
+        { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t) notify_connection, context },
+        { MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL },
+        { thread_pool_size > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, (intptr_t) thread_pool_size, NULL },
+        { MHD_OPTION_END, 0, NULL },
+    };
     return MHD_start_daemon(
-        flags, 0, NULL, NULL, handler, handler_context,
-        MHD_OPTION_LISTEN_SOCKET, (MHD_socket) listen_socket,
-        MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,
-        MHD_OPTION_CONNECTION_LIMIT, connection_limit,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+        flags, 0, accept_policy, context, handler, context,
+        MHD_OPTION_ARRAY, options,
         MHD_OPTION_END);
+}
+
+/// The socket of a connection, or -1.
+static inline int homeport_mhd_connection_fd(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : (int) info->connect_fd;
+}
+
+/// What the notify-connection callback stored for a connection, or NULL.
+static inline void *homeport_mhd_socket_context(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
 }
 
 /// The peer address of a connection, or NULL.

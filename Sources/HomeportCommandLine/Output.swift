@@ -16,6 +16,16 @@ public enum Output {
         write(text + "\n", to: 2)
     }
 
+    /// `text` with every C0 and C1 control character (ESC, CR, BEL, …) but the newline shown as `?`,
+    /// so that text from elsewhere (a database row, a server's answer) cannot drive the terminal.
+    public static func printable(_ text: String) -> String {
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.map { scalar in
+                    scalar != "\n" && (scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)) ? "?" : scalar
+                }))
+    }
+
     private static func write(_ text: String, to descriptor: Int32) {
         var text = text
         text.withUTF8 { bytes in

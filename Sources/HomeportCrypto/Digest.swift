@@ -1,6 +1,6 @@
 import COpenSSL
 
-/// SHA-256 and constant-time comparison from OpenSSL.
+/// SHA-256, HMAC-SHA-256 and constant-time comparison from OpenSSL.
 public enum Digest {
     /// OpenSSL 3 looks an algorithm up in its providers on every implicit use; fetch it once.
     private struct Algorithm: @unchecked Sendable {
@@ -21,6 +21,20 @@ public enum Digest {
     /// The SHA-256 of a string's UTF-8 bytes, as lowercase hex.
     public static func sha256Hex(_ text: String) -> String {
         hex(sha256(Array(text.utf8)))
+    }
+
+    /// The HMAC-SHA-256 of `message` under `key`.
+    public static func hmacSHA256(key: [UInt8], _ message: [UInt8]) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        key.withUnsafeBytes { k in
+            message.withUnsafeBytes { m in
+                _ = HMAC(
+                    sha256Algorithm.md ?? EVP_sha256(), k.baseAddress, Int32(k.count),
+                    m.baseAddress?.assumingMemoryBound(to: UInt8.self), m.count, &output, &length)
+            }
+        }
+        return output
     }
 
     /// Whether two byte strings are equal, in time that depends only on their length.

@@ -1,12 +1,56 @@
 import COpenSSL
 import Foundation
 
+/// What checking a password against a stored hash came to.
+public struct PasswordCheck: Sendable, Equatable {
+    /// Whether the password matches.
+    public var matches: Bool
+    /// The PBKDF2 iterations the check spent (the stored hash's cost; 0 for a malformed hash).
+    public var iterations: Int
+
+    /// Creates a result.
+    public init(matches: Bool, iterations: Int) {
+        self.matches = matches
+        self.iterations = iterations
+    }
+}
+
+/// Hashes and checks passwords. ``PasswordHasher`` is the implementation; tests wrap it to
+/// interleave requests on purpose (a check that waits at a barrier) or to count the work spent.
+public protocol PasswordHashing: Sendable {
+    /// The iteration count of new hashes: the configured cost.
+    var iterations: Int { get }
+    /// A new salted hash of `password` at the configured cost.
+    func hash(_ password: String) throws -> String
+    /// Checks `password` against `encoded`, at the cost stored in `encoded`.
+    func verify(_ password: String, against encoded: String) -> PasswordCheck
+    /// Spends what `iterations` PBKDF2 iterations cost, and nothing else.
+    func spend(iterations: Int)
+}
+
+extension PasswordHashing {
+    /// Checks `password` against `stored` so that the time spent never tells whether an account
+    /// exists or what its hash costs: with no hash, or a cheaper one than configured, the
+    /// difference is spent too. (A hash dearer than configured is upgraded at its next
+    /// successful login; see ``needsUpgrade(_:)``.)
+    public func checkEqualized(_ password: String, against stored: String?) -> Bool {
+        let check = stored.map { verify(password, against: $0) } ?? PasswordCheck(matches: false, iterations: 0)
+        if check.iterations < iterations { spend(iterations: iterations - check.iterations) }
+        return check.matches
+    }
+
+    /// Whether `encoded` was made at another cost than the configured one.
+    public func needsUpgrade(_ encoded: String) -> Bool {
+        PasswordHasher.iterations(of: encoded) != iterations
+    }
+}
+
 /// PBKDF2-HMAC-SHA256 password hashes from OpenSSL, in Django's encoding:
 /// `pbkdf2_sha256$<iterations>$<salt>$<base64 hash>`.
 ///
 /// Verification is constant-time and accepts any iteration count stored in the hash, so the
 /// cost can be raised without invalidating existing passwords.
-public struct PasswordHasher: Sendable {
+public struct PasswordHasher: PasswordHashing {
     /// The default cost: OWASP's 2023 recommendation for PBKDF2-HMAC-SHA256.
     public static let defaultIterations = 600_000
 
@@ -28,18 +72,28 @@ public struct PasswordHasher: Sendable {
     }
 
     /// Whether `password` matches `encoded`; false for any malformed hash.
-    public func verify(_ password: String, against encoded: String) -> Bool {
+    public func verify(_ password: String, against encoded: String) -> PasswordCheck {
         let parts = encoded.split(separator: "$", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts[0] == "pbkdf2_sha256", let rounds = Int(parts[1]), rounds >= 1,
-            rounds <= 100_000_000, let expected = Data(base64Encoded: String(parts[3])),
+        guard parts.count == 4, parts[0] == "pbkdf2_sha256", let rounds = Self.iterations(of: encoded),
+            let expected = Data(base64Encoded: String(parts[3])),
             let derived = try? Self.derive(password, salt: String(parts[2]), iterations: rounds)
-        else { return false }
-        return Digest.constantTimeEquals(derived, Array(expected))
+        else { return PasswordCheck(matches: false, iterations: 0) }
+        return PasswordCheck(matches: Digest.constantTimeEquals(derived, Array(expected)), iterations: rounds)
     }
 
-    /// Spends the same time as a verification, for answers that must not reveal whether an account exists.
-    public func verifyAgainstNothing(_ password: String) {
-        _ = try? Self.derive(password, salt: "0000000000000000", iterations: iterations)
+    /// Runs PBKDF2 for `iterations` rounds and throws the result away.
+    public func spend(iterations: Int) {
+        guard iterations > 0 else { return }
+        _ = try? Self.derive("", salt: "0000000000000000", iterations: iterations)
+    }
+
+    /// The iteration count stored in a hash, or `nil` when it is not one of ours.
+    public static func iterations(of encoded: String) -> Int? {
+        let parts = encoded.split(separator: "$", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0] == "pbkdf2_sha256", let rounds = Int(parts[1]), rounds >= 1,
+            rounds <= 100_000_000
+        else { return nil }
+        return rounds
     }
 
     private static func derive(_ password: String, salt: String, iterations: Int) throws -> [UInt8] {

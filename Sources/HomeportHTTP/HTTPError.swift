@@ -1,3 +1,5 @@
+import HomeportWire
+
 /// An error a handler throws to answer with a specific status and the JSON error shape.
 public struct HTTPError: Error, Sendable, Equatable {
     /// The status code (4xx or 5xx).
@@ -33,14 +35,14 @@ public struct HTTPError: Error, Sendable, Equatable {
 
     /// 404 for a path no route serves.
     public static func notFound(path: String) -> HTTPError {
-        HTTPError(status: 404, code: "not_found", message: "No route serves this path.")
+        HTTPError(status: 404, code: APIErrorCode.notFound, message: "No route serves this path.")
     }
 
     /// 405 listing the methods the path accepts.
     public static func methodNotAllowed(_ method: HTTPMethod, allowed: [HTTPMethod]) -> HTTPError {
         let list = allowed.map(\.rawValue).joined(separator: ", ")
         return HTTPError(
-            status: 405, code: "method_not_allowed",
+            status: 405, code: APIErrorCode.methodNotAllowed,
             message: "\(method.rawValue.prefix(16)) is not allowed here; use \(list).",
             headers: ["Allow": list])
     }
@@ -48,7 +50,7 @@ public struct HTTPError: Error, Sendable, Equatable {
     /// 413 for a body over the limit.
     public static func payloadTooLarge(limit: Int) -> HTTPError {
         HTTPError(
-            status: 413, code: "payload_too_large",
+            status: 413, code: APIErrorCode.payloadTooLarge,
             message: "The request body is larger than the \(limit)-byte limit.")
     }
 
@@ -59,5 +61,5 @@ public struct HTTPError: Error, Sendable, Equatable {
 
     /// 500 without detail; the detail goes to the log, never to the client.
     public static let internalError = HTTPError(
-        status: 500, code: "internal_error", message: "The server failed to answer this request.")
+        status: 500, code: APIErrorCode.internalError, message: "The server failed to answer this request.")
 }

@@ -25,18 +25,21 @@ public struct HTTPResponse: Sendable {
             body: bytes)
     }
 
-    /// A JSON response encoding `value`.
-    public static func json<T: Encodable>(_ value: T, status: Int = 200) throws -> HTTPResponse {
+    /// The one JSON encoder of every answer: sorted keys, slashes as they are.
+    public static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return .json(bytes: try encoder.encode(value), status: status)
+        return encoder
+    }()
+
+    /// A JSON response encoding `value` with ``encoder``.
+    public static func json<T: Encodable>(_ value: T, status: Int = 200) throws -> HTTPResponse {
+        .json(bytes: try encoder.encode(value), status: status)
     }
 
     /// The Homeport JSON error shape `{"error": {"code", "message"}}`.
     public static func error(status: Int, code: String, message: String) -> HTTPResponse {
         let envelope = ErrorEnvelope(code: code, message: message)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Encoding two strings cannot fail; fall back to a fixed body rather than crash.
         let body =
             (try? encoder.encode(envelope))

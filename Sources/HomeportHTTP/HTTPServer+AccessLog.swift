@@ -18,7 +18,7 @@ extension HTTPServer {
         line.append(UInt8(ascii: " "))
         Self.appendPrintable(method, limit: 16, to: &line)
         line.append(UInt8(ascii: " "))
-        Self.appendPrintable(path, limit: 512, to: &line)
+        Self.appendPath(path, to: &line)
         line.append(UInt8(ascii: " "))
         Self.appendDecimal(status, to: &line)
         line.append(UInt8(ascii: " "))
@@ -35,6 +35,40 @@ extension HTTPServer {
         line.append(UInt8(48 + fraction % 10))
         line.append(contentsOf: [UInt8(ascii: "m"), UInt8(ascii: "s"), 10])
         accessLogger.sink.write(bytes: line)
+    }
+
+    /// Runs of this many base64url characters in a path look like a secret (a session token or a
+    /// reset key is 43), whatever route the path was meant for.
+    static let secretRunLength = 32
+
+    /// Appends the path like ``appendPrintable(_:limit:to:)`` (512 bytes at most), with every run of
+    /// ``secretRunLength`` or more base64url characters written as `***`: a key pasted into a
+    /// mistyped link stays out of the log even where no route masks it.
+    static func appendPath(_ path: String, to line: inout [UInt8]) {
+        let bytes = path.utf8.prefix(512)
+        let cut = path.utf8.count > 512
+        var run = 0
+        func endRun(force: Bool = false) {
+            if run >= secretRunLength || (force && run > 0) {
+                line.removeLast(run)
+                line.append(contentsOf: [UInt8(ascii: "*"), UInt8(ascii: "*"), UInt8(ascii: "*")])
+            }
+            run = 0
+        }
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                run += 1
+                line.append(byte)
+            default:
+                endRun()
+                line.append(byte < 0x20 || byte == 0x7F ? UInt8(ascii: "?") : byte)
+            }
+        }
+        // A run the cut ends may be the start of a secret: it is masked whatever its length.
+        endRun(force: cut)
+        if cut { line.append(contentsOf: [0xE2, 0x80, 0xA6]) }
     }
 
     /// Appends at most `limit` bytes of `text`, with control bytes as `?` and `…` when cut.

@@ -1,18 +1,30 @@
 import CMicroHTTPD
 import Foundation
 import HomeportLogging
+import HomeportWire
 
 /// What one request accumulates across libmicrohttpd's several calls to the access handler.
-final class RequestContext {
+final class RequestState {
     let started = ContinuousClock.now
+    let connection: ConnectionRegistry.Connection?
+    /// The header fields, read once when the headers are in.
+    var headers: [(name: String, value: String)] = []
     var body = Data()
-    /// The body is over the limit: it is dropped as it arrives and the answer is 413.
-    var rejected = false
-    /// Bytes of an oversized body read and dropped so far.
+    /// Body memory reserved in the registry's budget for this request.
+    var reserved = 0
+    /// The answer decided before the body is in (413 over the limit, 503 over the memory budget):
+    /// the body is then dropped as it arrives, so the client, which may still be sending, gets the
+    /// answer instead of a reset.
+    var refusal: HTTPError?
+    /// Bytes of a refused body read and dropped so far.
     var discarded = 0
     /// A response was queued early; later calls only let libmicrohttpd finish.
     var answered = false
     private var clientAddress: String?
+
+    init(connection: ConnectionRegistry.Connection?) {
+        self.connection = connection
+    }
 
     /// The peer's address as text, looked up once.
     func client(_ connection: OpaquePointer) -> String {
@@ -20,6 +32,35 @@ final class RequestContext {
         let text = addressText(homeport_mhd_client_address(connection))
         clientAddress = text
         return text
+    }
+}
+
+/// Called by libmicrohttpd for each new connection, before any byte is read.
+let acceptPolicyCallback: MHD_AcceptPolicyCallback = { context, address, _ in
+    guard let context else { return .YES }
+    let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+    guard let key = ConnectionRegistry.key(address) else { return .YES }
+    return server.connections.admits(key) ? .YES : .NO
+}
+
+/// Called by libmicrohttpd when a connection starts and when it ends (before its socket closes).
+let notifyConnectionCallback: MHD_NotifyConnectionCallback = { context, connection, socketContext, code in
+    guard let context, let connection, let socketContext else { return }
+    let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+    switch code {
+    case .CONNECTION_NOTIFY_STARTED:
+        let key =
+            ConnectionRegistry.key(homeport_mhd_client_address(connection))
+            ?? ConnectionRegistry.AddressKey(family: 0, bits: 0)
+        let entry = server.connections.opened(descriptor: homeport_mhd_connection_fd(connection), address: key)
+        socketContext.pointee = Unmanaged.passRetained(entry).toOpaque()
+    case .CONNECTION_NOTIFY_CLOSED:
+        guard let raw = socketContext.pointee else { return }
+        let entry = Unmanaged<ConnectionRegistry.Connection>.fromOpaque(raw).takeRetainedValue()
+        socketContext.pointee = nil
+        server.connections.closed(entry)
+    default:
+        return
     }
 }
 
@@ -36,9 +77,12 @@ let accessHandlerCallback: MHD_AccessHandlerCallback = {
 /// Called by libmicrohttpd when a request is finished (answered, or the connection failed).
 let requestCompletedCallback: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
     guard let context, let requestContext, let raw = requestContext.pointee else { return }
-    Unmanaged<RequestContext>.fromOpaque(raw).release()
+    let request = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
     requestContext.pointee = nil
     let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+    server.connections.releaseBody(request.reserved)
+    // The connection may carry another request: its header deadline starts now.
+    if let connection = request.connection { server.connections.enter(.awaitingHead, connection) }
     server.inFlight.subtract(1, ordering: .relaxed)
 }
 
@@ -49,33 +93,35 @@ extension HTTPServer {
         requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         guard let raw = requestContext.pointee else {
-            // First call: the headers are in. An oversized body is refused; a modest excess is read
-            // and dropped first, so the client (which may still be sending) reliably gets the 413
-            // instead of a connection reset. A huge announced body is refused before reading.
-            let request = RequestContext()
-            requestContext.pointee = Unmanaged.passRetained(request).toOpaque()
-            inFlight.add(1, ordering: .relaxed)
-            if let length = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
-                let announced = Int(String(cString: length)), announced > configuration.maxBodyBytes
-            {
-                request.rejected = true
-                if announced > drainLimit { return reject(connection, request, url: url, method: method) }
-            }
-            return .YES
+            return headersArrived(connection, url: url, method: method, requestContext: requestContext)
         }
-        let request = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+        let request = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
         if uploadDataSize.pointee > 0 {
             let size = uploadDataSize.pointee
             uploadDataSize.pointee = 0
             if request.answered { return .YES }
-            if !request.rejected && request.body.count + size > configuration.maxBodyBytes {
-                request.rejected = true
-                request.discarded = request.body.count
-                request.body = Data()
+            if request.refusal == nil {
+                if request.body.count + size > configuration.maxBodyBytes {
+                    request.refusal = .payloadTooLarge(limit: configuration.maxBodyBytes)
+                } else if request.body.count + size > request.reserved {
+                    // A body of unannounced length (chunked) reserves its memory as it arrives.
+                    let needed = request.body.count + size - request.reserved
+                    if connections.reserveBody(needed) {
+                        request.reserved += needed
+                    } else {
+                        request.refusal = Self.bodyBudgetSpent
+                    }
+                }
+                if request.refusal != nil {
+                    request.discarded = request.body.count
+                    request.body = Data()
+                }
             }
-            if request.rejected {
+            if let refusal = request.refusal {
                 request.discarded += size
-                if request.discarded > drainLimit { return reject(connection, request, url: url, method: method) }
+                if request.discarded > drainLimit {
+                    return refuse(connection, request, refusal, url: url, method: method)
+                }
                 return .YES
             }
             if let uploadData {
@@ -86,17 +132,18 @@ extension HTTPServer {
             return .YES
         }
         if request.answered { return .YES }
-        if request.rejected { return reject(connection, request, url: url, method: method) }
+        if let refusal = request.refusal { return refuse(connection, request, refusal, url: url, method: method) }
+        if let entry = request.connection { connections.enter(.answering, entry) }
         let httpRequest = HTTPRequest(
             method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? ""),
             path: url.map { String(cString: $0) } ?? "/",
             query: Self.values(connection, kind: .GET_ARGUMENT_KIND).reduce(into: [:]) {
                 $0[$1.name] = $1.value
             },
-            headers: HTTPHeaders(Self.values(connection, kind: .HEADER_KIND)),
+            headers: HTTPHeaders(request.headers),
             body: request.body,
             remoteAddress: request.client(connection))
-        let answer = router.respond(to: httpRequest)
+        let answer = responder.respond(to: httpRequest)
         if let failure = answer.failure {
             logger.error(
                 "handler failed", metadata: ["path": answer.loggedPath, "error": String(describing: failure)])
@@ -105,23 +152,70 @@ extension HTTPServer {
             answer.response, on: connection, request, method: httpRequest.method.rawValue, path: answer.loggedPath)
     }
 
-    /// How much of an oversized body is read and dropped before answering mid-upload.
+    /// The first call: the request line and headers are in, no byte of the body has been read.
+    ///
+    /// Framing that is ambiguous or unsupported is refused here (RFC 9112 §6.3), with the
+    /// connection closed. An announced body reserves its memory in the budget. A body over the
+    /// limit (413) or the budget (503) is refused: a modest one is read and dropped first, so the
+    /// client, which may still be sending, reliably gets the answer instead of a reset; a huge
+    /// one is refused before a byte of it is read.
+    private func headersArrived(
+        _ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+        requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        let entry = homeport_mhd_socket_context(connection).map {
+            Unmanaged<ConnectionRegistry.Connection>.fromOpaque($0).takeUnretainedValue()
+        }
+        let request = RequestState(connection: entry)
+        requestContext.pointee = Unmanaged.passRetained(request).toOpaque()
+        inFlight.add(1, ordering: .relaxed)
+        if let entry { connections.enter(.readingBody, entry) }
+        request.headers = Self.values(connection, kind: .HEADER_KIND)
+        let framing: Framing
+        switch Framing.of(request.headers) {
+        case .success(let value): framing = value
+        case .failure(let error): return refuse(connection, request, error, url: url, method: method)
+        }
+        if case .length(let announced) = framing {
+            if announced > configuration.maxBodyBytes {
+                request.refusal = .payloadTooLarge(limit: configuration.maxBodyBytes)
+            } else if announced > 0 && connections.reserveBody(announced) {
+                request.reserved = announced
+                request.body.reserveCapacity(announced)
+            } else if announced > 0 {
+                request.refusal = Self.bodyBudgetSpent
+            }
+            // A body too large to be worth reading is refused before a byte of it is read.
+            if let refusal = request.refusal, announced > drainLimit {
+                return refuse(connection, request, refusal, url: url, method: method)
+            }
+        }
+        return .YES
+    }
+
+    static let bodyBudgetSpent = HTTPError.unavailable(
+        code: APIErrorCode.unavailable,
+        message: "The server is holding too many request bodies right now. Try again shortly.")
+
+    /// How much of a refused body is read and dropped before answering mid-upload.
     private var drainLimit: Int { configuration.maxBodyBytes + max(configuration.maxBodyBytes, 1 << 20) }
 
-    private func reject(
-        _ connection: OpaquePointer, _ request: RequestContext, url: UnsafePointer<CChar>?,
+    /// Answers `error` before the request is complete, and closes the connection after it.
+    private func refuse(
+        _ connection: OpaquePointer, _ request: RequestState, _ error: HTTPError, url: UnsafePointer<CChar>?,
         method: UnsafePointer<CChar>?
     ) -> MHD_Result {
         request.answered = true
-        var response = HTTPError.payloadTooLarge(limit: configuration.maxBodyBytes).response
+        if let entry = request.connection { connections.enter(.answering, entry) }
+        var response = error.response
         response.headers.set("Connection", "close")
         return send(
             response, on: connection, request, method: method.map { String(cString: $0) } ?? "",
-            path: router.loggedPath(url.map { String(cString: $0) } ?? "/"))
+            path: responder.loggedPath(url.map { String(cString: $0) } ?? "/"))
     }
 
     private func send(
-        _ response: HTTPResponse, on connection: OpaquePointer, _ request: RequestContext, method: String,
+        _ response: HTTPResponse, on connection: OpaquePointer, _ request: RequestState, method: String,
         path: String
     ) -> MHD_Result {
         let mhdResponse = response.body.withUnsafeBytes { bytes in

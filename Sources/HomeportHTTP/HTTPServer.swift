@@ -18,7 +18,8 @@ import Synchronization
 public final class HTTPServer: @unchecked Sendable {
     /// The configuration the server was created with.
     public let configuration: HTTPServerConfiguration
-    let router: Router
+    let responder: any HTTPResponder
+    let connections: ConnectionRegistry
     let logger: Logger
     let accessLogger: Logger
 
@@ -29,14 +30,15 @@ public final class HTTPServer: @unchecked Sendable {
 
     private enum LifecycleState {
         case created
-        case running(daemon: OpaquePointer, listen: ListenSocket)
+        case running(daemon: OpaquePointer, listen: ListenSocket, sweeper: any DispatchSourceTimer)
         case stopped
     }
 
-    /// Creates a server; nothing is bound until ``start()``.
-    public init(configuration: HTTPServerConfiguration, router: Router, logger: Logger) {
+    /// Creates a server answering with `responder` (a ``Router``); nothing is bound until ``start()``.
+    public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger) {
         self.configuration = configuration
-        self.router = router
+        self.responder = responder
+        self.connections = ConnectionRegistry(configuration: configuration)
         self.logger = logger.withLabel("homeport.http")
         self.accessLogger = logger.withLabel("homeport.access")
     }
@@ -47,6 +49,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Binds the listen address and starts the worker threads.
     public func start() throws {
+        raiseDescriptorLimit()
         let socket = try ListenSocket.open(host: configuration.host, port: configuration.port)
         // No MHD_USE_TURBO: libmicrohttpd calls it "slightly more experimental", and a worker crashed
         // once under the full test suite with it on.
@@ -57,19 +60,40 @@ public final class HTTPServer: @unchecked Sendable {
             let daemon = homeport_mhd_start(
                 UInt32(flags), socket.descriptor, UInt32(max(1, configuration.workerThreads)),
                 UInt32(max(1, configuration.idleTimeoutSeconds)), max(4096, configuration.maxHeaderBytes),
-                UInt32(max(1, configuration.maxConnections)),
-                accessHandlerCallback, context, requestCompletedCallback, context)
+                UInt32(max(1, configuration.maxConnections)), acceptPolicyCallback, accessHandlerCallback,
+                requestCompletedCallback, notifyConnectionCallback, context)
         else {
             close(socket.descriptor)
             throw HTTPServerError.daemonFailed
         }
-        lock.withLock { lifecycle = .running(daemon: daemon, listen: socket) }
+        // The deadlines are checked four times a second: a connection is cut at most that late.
+        let sweeper = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "homeport.http.deadlines"))
+        sweeper.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
+        sweeper.setEventHandler { [connections] in connections.sweep() }
+        sweeper.resume()
+        lock.withLock { lifecycle = .running(daemon: daemon, listen: socket, sweeper: sweeper) }
+    }
+
+    /// Raises this process's open-file limit to what the connection cap needs, as far as the
+    /// hard limit allows; says so in the log when it cannot.
+    private func raiseDescriptorLimit() {
+        var limit = rlimit()
+        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 else { return }
+        let wanted = rlim_t(configuration.maxConnections + 256)
+        guard limit.rlim_cur < wanted else { return }
+        limit.rlim_cur = min(wanted, limit.rlim_max)
+        _ = setrlimit(RLIMIT_NOFILE_VALUE, &limit)
+        if limit.rlim_cur < wanted {
+            logger.warning(
+                "the open-file limit is lower than --max-connections needs",
+                metadata: ["limit": String(limit.rlim_cur), "needed": String(wanted)])
+        }
     }
 
     /// The port the server listens on (useful after binding port 0); 0 before ``start()``.
     public var port: Int {
         lock.withLock {
-            if case .running(_, let listen) = lifecycle { return listen.port }
+            if case .running(_, let listen, _) = lifecycle { return listen.port }
             return 0
         }
     }
@@ -84,7 +108,7 @@ public final class HTTPServer: @unchecked Sendable {
     @discardableResult
     public func shutdown() -> Int {
         let daemon: OpaquePointer? = lock.withLock {
-            if case .running(let daemon, _) = lifecycle { return daemon }
+            if case .running(let daemon, _, _) = lifecycle { return daemon }
             return nil
         }
         guard let daemon else { return 0 }
@@ -102,12 +126,19 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Stops at once, closing every connection.
     private func stopNow() {
-        let daemon: OpaquePointer? = lock.withLock {
+        let running: (OpaquePointer, any DispatchSourceTimer)? = lock.withLock {
             defer { lifecycle = .stopped }
-            if case .running(let daemon, _) = lifecycle { return daemon }
+            if case .running(let daemon, _, let sweeper) = lifecycle { return (daemon, sweeper) }
             return nil
         }
-        guard let daemon else { return }
+        guard let (daemon, sweeper) = running else { return }
+        sweeper.cancel()
         MHD_stop_daemon(daemon)
     }
 }
+
+#if canImport(Glibc)
+    private let RLIMIT_NOFILE_VALUE = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+#else
+    private let RLIMIT_NOFILE_VALUE = RLIMIT_NOFILE
+#endif

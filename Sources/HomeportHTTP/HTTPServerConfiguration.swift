@@ -17,6 +17,18 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     public var idleTimeoutSeconds: Int
     /// Connections open at once; further ones are accepted and closed at once.
     public var maxConnections: Int
+    /// Connections open at once from one client address (an IPv6 client counts by its /64);
+    /// further ones are closed at once. 0 means no cap.
+    public var maxConnectionsPerAddress: Int
+    /// Seconds a connection has, from its opening or from its previous answer, to deliver a whole
+    /// request line and header block, however slowly it trickles them; then it is closed.
+    public var headerTimeoutSeconds: Int
+    /// Seconds a request has, once its headers are in, to deliver its whole body; then the
+    /// connection is closed.
+    public var bodyTimeoutSeconds: Int
+    /// Request bodies held in memory at once, over every connection; a request whose body does
+    /// not fit is answered 503 and its connection closed.
+    public var maxBufferedBodyBytes: Int
     /// How long a graceful shutdown waits for requests in flight.
     public var drainTimeout: Duration
 
@@ -29,6 +41,10 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
         maxHeaderBytes: Int = 16 << 10,
         idleTimeoutSeconds: Int = 30,
         maxConnections: Int = 1000,
+        maxConnectionsPerAddress: Int = 100,
+        headerTimeoutSeconds: Int = 20,
+        bodyTimeoutSeconds: Int = 30,
+        maxBufferedBodyBytes: Int = 64 << 20,
         drainTimeout: Duration = .seconds(10)
     ) {
         self.host = host
@@ -38,6 +54,10 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
         self.maxHeaderBytes = maxHeaderBytes
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.maxConnections = maxConnections
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress
+        self.headerTimeoutSeconds = headerTimeoutSeconds
+        self.bodyTimeoutSeconds = bodyTimeoutSeconds
+        self.maxBufferedBodyBytes = maxBufferedBodyBytes
         self.drainTimeout = drainTimeout
     }
 }

@@ -1,28 +1,36 @@
-/// A request handler: synchronous, run on one of the server's worker threads.
-///
-/// Throw ``HTTPError`` to answer with a specific status; any other error answers 500
-/// and is logged without the request's credentials.
-public typealias HTTPHandler = @Sendable (HTTPRequest) throws -> HTTPResponse
-
-/// Maps a method and a path to a handler.
+/// Maps a method and a path to a handler, through the middleware of the route's group.
 ///
 /// Patterns are literal segments and `:name` parameters (`/api/v1/users/:id`).
 /// A path no pattern matches is 404; a path that matches with another method is 405
 /// with `Allow`. `HEAD` is answered by the `GET` handler (the server drops the body).
-public struct Router: Sendable {
-    private var exact: [String: [HTTPMethod: HTTPHandler]] = [:]
-    private var parameterized: [(segments: [Segment], method: HTTPMethod, handler: HTTPHandler, pattern: String?)] = []
+///
+/// A **group** claims a path prefix and the middleware every route under it passes through
+/// (see ``group(_:middleware:routes:)``). The claim covers each route whose path falls under
+/// the prefix, however the route is added, so a new route cannot skip its group's checks by
+/// forgetting a call; the longest claiming prefix wins.
+public struct Router<Context: HTTPRequestContext>: HTTPResponder {
+    private var exact: [String: [HTTPMethod: HTTPHandler<Context>]] = [:]
+    private var parameterized: [(segments: [Segment], method: HTTPMethod, handler: HTTPHandler<Context>)] = []
+    private var groups: [(prefix: [Substring], middleware: [any HTTPMiddleware<Context>])] = []
+    private var secretPrefixes: [[Substring]] = []
 
     private enum Segment: Sendable, Equatable {
         case literal(Substring)
         case parameter(String)
+
+        /// The segment as written in the pattern.
+        var text: Substring {
+            switch self {
+            case .literal(let literal): literal
+            case .parameter(let name): Substring(":" + name)
+            }
+        }
     }
 
     /// What a method and path resolve to.
     public enum Resolution: Sendable {
-        /// A handler, with the values of the pattern's parameters, and the pattern to log instead
-        /// of the path when the route's parameters are secret.
-        case handler(HTTPHandler, parameters: [String: String], loggedAs: String? = nil)
+        /// A handler (wrapped in its group's middleware), with the values of the pattern's parameters.
+        case handler(HTTPHandler<Context>, parameters: [String: String])
         /// The path exists but not for this method.
         case methodNotAllowed(allowed: [HTTPMethod])
         /// No pattern matches the path.
@@ -32,36 +40,69 @@ public struct Router: Sendable {
     /// Creates an empty router.
     public init() {}
 
-    /// Adds a route. A later route for the same method and pattern replaces the earlier one.
+    /// Claims `prefix` for a group: every route whose path is `prefix` or lies under it passes
+    /// through `middleware` (the first outermost), then adds the group's routes, whose patterns
+    /// are relative to the prefix.
     ///
-    /// With `secretParameters`, the access log shows the pattern (`/reset/key/:key`) instead of
-    /// the path, so a key carried in the path never reaches a log.
-    public mutating func add(
-        _ method: HTTPMethod, _ pattern: String, secretParameters: Bool = false, _ handler: @escaping HTTPHandler
+    /// Declare a group before any route under its prefix. A more specific group (a longer
+    /// prefix) takes its routes from a broader one, with only its own middleware.
+    public mutating func group(
+        _ prefix: String, middleware: [any HTTPMiddleware<Context>],
+        routes: (inout RouterGroup<Context>) -> Void = { _ in }
     ) {
+        let segments = Self.split(prefix)
+        precondition(!groups.contains { $0.prefix == segments }, "the group \(prefix) is declared twice")
+        // A route already added under the prefix got its middleware from a broader group (or none):
+        // declaring this group now would leave that route outside it.
+        let existing = exact.keys.map { Self.split($0) } + parameterized.map { $0.segments.map(\.text) }
+        precondition(
+            !existing.contains { Self.isUnder($0, segments) && claimLength($0) < segments.count },
+            "declare the group \(prefix) before the routes under it")
+        groups.append((segments, middleware))
+        var group = RouterGroup<Context>(prefix: Self.normalized(prefix))
+        routes(&group)
+        for route in group.routes { add(route.method, route.pattern, route.handler) }
+    }
+
+    /// Writes every path under `prefix` to the access log as `prefix/***`, whatever the outcome
+    /// (a route's answer, 404, 405 or 413), so a secret carried in such a path (a reset key in a
+    /// link) never reaches a log. Extra or repeated slashes, `.` segments and letter case do not
+    /// escape the mask.
+    public mutating func logsSecrets(under prefix: String) {
+        secretPrefixes.append(Self.split(Self.canonical(prefix)))
+    }
+
+    /// Adds a route. A later route for the same method and pattern replaces the earlier one.
+    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
         let segments = Self.split(pattern).map { part -> Segment in
             part.hasPrefix(":") ? .parameter(String(part.dropFirst())) : .literal(part)
         }
+        let wrapped = middleware(for: segments.map(\.text)).wrapping(handler)
         if segments.allSatisfy({ if case .literal = $0 { true } else { false } }) {
-            exact[Self.normalized(pattern), default: [:]][method] = handler
+            exact[Self.normalized(pattern), default: [:]][method] = wrapped
         } else {
             parameterized.removeAll { $0.method == method && $0.segments == segments }
-            parameterized.append((segments, method, handler, secretParameters ? pattern : nil))
+            parameterized.append((segments, method, wrapped))
         }
     }
 
     /// Adds a `GET` route.
-    public mutating func get(_ pattern: String, secretParameters: Bool = false, _ handler: @escaping HTTPHandler) {
-        add(.get, pattern, secretParameters: secretParameters, handler)
+    public mutating func get(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
+        add(.get, pattern, handler)
     }
 
     /// Adds a `POST` route.
-    public mutating func post(_ pattern: String, secretParameters: Bool = false, _ handler: @escaping HTTPHandler) {
-        add(.post, pattern, secretParameters: secretParameters, handler)
+    public mutating func post(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
+        add(.post, pattern, handler)
+    }
+
+    /// Adds a `PUT` route.
+    public mutating func put(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
+        add(.put, pattern, handler)
     }
 
     /// Adds a `DELETE` route.
-    public mutating func delete(_ pattern: String, _ handler: @escaping HTTPHandler) {
+    public mutating func delete(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
         add(.delete, pattern, handler)
     }
 
@@ -76,55 +117,59 @@ public struct Router: Sendable {
         var allowed: [HTTPMethod] = []
         for route in parameterized {
             guard let parameters = Self.match(route.segments, parts) else { continue }
-            if route.method == lookup {
-                return .handler(route.handler, parameters: parameters, loggedAs: route.pattern)
-            }
+            if route.method == lookup { return .handler(route.handler, parameters: parameters) }
             allowed.append(route.method)
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: Self.allowList(allowed))
     }
 
-    /// What answering a request came to.
-    public struct Answer: Sendable {
-        /// The response to send.
-        public var response: HTTPResponse
-        /// An error a handler threw that was not an ``HTTPError`` (answered 500), for the log.
-        public var failure: (any Error)?
-        /// The path to write in the access log (the pattern, for routes with secret parameters).
-        public var loggedPath: String
-    }
-
-    /// Answers a request: runs the matching handler and turns every failure into the JSON error shape.
-    public func respond(to request: HTTPRequest) -> Answer {
+    /// Answers a request: runs the matching handler through its group's middleware and turns
+    /// every failure into the JSON error shape.
+    public func respond(to request: HTTPRequest) -> HTTPAnswer {
+        // A literal route's path carries no secret: only other paths are checked against the masks.
+        let logged = exact[request.path] == nil ? loggedPath(request.path) : request.path
         switch resolve(request.method, request.path) {
         case .notFound:
-            return Answer(response: HTTPError.notFound(path: request.path).response, loggedPath: request.path)
+            return HTTPAnswer(response: HTTPError.notFound(path: request.path).response, loggedPath: logged)
         case .methodNotAllowed(let allowed):
-            return Answer(
-                response: HTTPError.methodNotAllowed(request.method, allowed: allowed).response,
-                loggedPath: loggedPath(request.path))
-        case .handler(let handler, let parameters, let pattern):
+            return HTTPAnswer(
+                response: HTTPError.methodNotAllowed(request.method, allowed: allowed).response, loggedPath: logged)
+        case .handler(let handler, let parameters):
             var request = request
             request.pathParameters = parameters
-            let logged = pattern ?? request.path
             do {
-                return Answer(response: try handler(request), loggedPath: logged)
+                return HTTPAnswer(response: try handler(request, Context()), loggedPath: logged)
             } catch let error as HTTPError {
-                return Answer(response: error.response, loggedPath: logged)
+                return HTTPAnswer(response: error.response, loggedPath: logged)
             } catch {
-                return Answer(response: HTTPError.internalError.response, failure: error, loggedPath: logged)
+                return HTTPAnswer(response: HTTPError.internalError.response, failure: error, loggedPath: logged)
             }
         }
     }
 
-    /// The path as the access log may show it: the pattern when a route with secret parameters
-    /// matches it (whatever the method), else the path itself.
+    /// The path as the access log may show it: `prefix/***` under a secret prefix, else the path.
     public func loggedPath(_ path: String) -> String {
-        let parts = Self.split(path)
-        for route in parameterized {
-            if let pattern = route.pattern, Self.match(route.segments, parts) != nil { return pattern }
+        guard !secretPrefixes.isEmpty else { return path }
+        let parts = Self.split(Self.canonical(path))
+        for prefix in secretPrefixes where Self.isUnder(parts, prefix) {
+            return "/" + prefix.joined(separator: "/") + "/***"
         }
         return path
+    }
+
+    /// The middleware of the group with the longest prefix covering `segments`.
+    private func middleware(for segments: [Substring]) -> [any HTTPMiddleware<Context>] {
+        groups.filter { Self.isUnder(segments, $0.prefix) }.max { $0.prefix.count < $1.prefix.count }?.middleware
+            ?? []
+    }
+
+    /// The length of the longest group prefix covering `segments` (0 for none).
+    private func claimLength(_ segments: [Substring]) -> Int {
+        groups.filter { Self.isUnder(segments, $0.prefix) }.map(\.prefix.count).max() ?? 0
+    }
+
+    private static func isUnder(_ path: [Substring], _ prefix: [Substring]) -> Bool {
+        path.count >= prefix.count && zip(path, prefix).allSatisfy { $0 == $1 }
     }
 
     private static func allowList(_ methods: some Sequence<HTTPMethod>) -> [HTTPMethod] {
@@ -148,13 +193,79 @@ public struct Router: Sendable {
         return parameters
     }
 
-    private static func split(_ path: String) -> [Substring] {
+    static func split(_ path: String) -> [Substring] {
         var parts = path.split(separator: "/", omittingEmptySubsequences: false)
         if parts.first == "" { parts.removeFirst() }
         return parts
     }
 
+    /// The path lowercased, without empty and `.` segments: only for deciding what to mask.
+    private static func canonical(_ path: String) -> String {
+        "/" + path.lowercased().split(separator: "/").filter { $0 != "." }.joined(separator: "/")
+    }
+
     private static func normalized(_ pattern: String) -> String {
         pattern.hasPrefix("/") ? pattern : "/" + pattern
+    }
+}
+
+/// The routes of one group, with patterns relative to its prefix.
+public struct RouterGroup<Context: HTTPRequestContext> {
+    /// The group's prefix.
+    public let prefix: String
+    fileprivate var routes: [(method: HTTPMethod, pattern: String, handler: HTTPHandler<Context>)] = []
+
+    fileprivate init(prefix: String) {
+        self.prefix = prefix
+    }
+
+    /// Adds a route at `prefix + pattern` (`""` is the prefix itself).
+    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
+        routes.append((method, prefix + pattern, handler))
+    }
+
+    /// Adds a `GET` route.
+    public mutating func get(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
+        add(.get, pattern, handler)
+    }
+
+    /// Adds a `POST` route.
+    public mutating func post(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
+        add(.post, pattern, handler)
+    }
+
+    /// Adds a `PUT` route.
+    public mutating func put(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
+        add(.put, pattern, handler)
+    }
+
+    /// Adds a `DELETE` route.
+    public mutating func delete(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
+        add(.delete, pattern, handler)
+    }
+}
+
+/// Answers requests: what ``HTTPServer`` calls for each complete request.
+public protocol HTTPResponder: Sendable {
+    /// The answer to a complete request.
+    func respond(to request: HTTPRequest) -> HTTPAnswer
+    /// The path the access log may show for `path` (for requests refused before a route ran).
+    func loggedPath(_ path: String) -> String
+}
+
+/// What answering a request came to.
+public struct HTTPAnswer: Sendable {
+    /// The response to send.
+    public var response: HTTPResponse
+    /// An error a handler threw that was not an ``HTTPError`` (answered 500), for the log.
+    public var failure: (any Error)?
+    /// The path to write in the access log (masked under a secret prefix).
+    public var loggedPath: String
+
+    /// Creates an answer.
+    public init(response: HTTPResponse, failure: (any Error)? = nil, loggedPath: String) {
+        self.response = response
+        self.failure = failure
+        self.loggedPath = loggedPath
     }
 }

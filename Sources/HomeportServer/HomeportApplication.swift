@@ -1,3 +1,4 @@
+import HomeportCrypto
 import HomeportHTTP
 import HomeportLogging
 import HomeportStorage
@@ -13,12 +14,15 @@ public final class HomeportApplication: Sendable {
     /// Accounts and sessions.
     public let accounts: AccountService
     private let server: HTTPServer
+    private let heartbeat: ReplicaHeartbeat
     private let logger: Logger
 
     /// Opens the database, applies pending migrations and prepares the routes; nothing listens yet.
+    ///
+    /// `mailer`, `clock` and `hasher` replace the real ones in tests.
     public init(
         configuration: ServerConfiguration, logger: Logger, mailer: (any Mailer)? = nil,
-        clock: any WallClock = SystemWallClock()
+        clock: any WallClock = SystemWallClock(), hasher: (any PasswordHashing)? = nil
     ) throws {
         self.configuration = configuration
         self.logger = logger
@@ -34,34 +38,46 @@ public final class HomeportApplication: Sendable {
         if accountSettings.publicURL == nil { accountSettings.publicURL = "http://\(configuration.listen)" }
         self.accounts = AccountService(
             database: database, settings: accountSettings,
-            mailer: mailer ?? OutboxMailer(directory: configuration.outboxDirectory), clock: clock, logger: logger)
-        var router = Router()
+            mailer: mailer ?? OutboxMailer(directory: configuration.outboxDirectory), clock: clock, hasher: hasher,
+            logger: logger)
+        var router = ServerRouter()
         router.addHealthRoute()
         router.addIdentityRoute(store: identity, product: configuration.product, logger: logger)
         router.addAPI(
             accounts, identity: identity, product: configuration.product, version: ServerDefaults.version,
             logger: logger)
         router.addAppDoor(accounts)
-        router.addWebDoor(accounts, product: configuration.product)
-        self.server = HTTPServer(configuration: configuration.effectiveHTTP, router: router, logger: logger)
+        router.addWebDoor(
+            accounts, product: configuration.product, csrfKey: try ServerSecrets(database).secret(named: "csrf"))
+        self.server = HTTPServer(configuration: configuration.effectiveHTTP, responder: router, logger: logger)
+        self.heartbeat = try ReplicaHeartbeat(
+            database: database, listen: configuration.listen.description, logger: logger)
     }
 
-    /// Starts listening; returns the bound port.
+    /// Registers this replica's heartbeat, then starts listening; returns the bound port.
     @discardableResult
     public func start() throws -> Int {
-        try server.start()
+        try heartbeat.start()
+        do {
+            try server.start()
+        } catch {
+            heartbeat.stop()
+            throw error
+        }
         return server.port
     }
 
     /// The bound port (0 before ``start()``).
     public var port: Int { server.port }
 
-    /// Stops gracefully: no new connections, requests in flight finish, then the database closes.
+    /// Stops gracefully: no new connections, requests in flight finish, this replica's heartbeat
+    /// row goes, then the database closes.
     public func shutdown() {
         let left = server.shutdown()
         if left > 0 {
             logger.warning("drain timeout passed with requests in flight", metadata: ["requests": String(left)])
         }
+        heartbeat.stop()
         database.close()
     }
 }

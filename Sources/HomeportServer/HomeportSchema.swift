@@ -66,6 +66,27 @@ public enum HomeportSchema {
                 """,
             ]
         },
+        Migration(
+            version: 3, name: "server_secrets_replicas",
+            statements: [
+                """
+                CREATE TABLE IF NOT EXISTS server_secrets (
+                    name TEXT PRIMARY KEY,
+                    value TEXT NOT NULL,
+                    created_at BIGINT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS replicas (
+                    id TEXT PRIMARY KEY,
+                    host TEXT NOT NULL,
+                    pid BIGINT NOT NULL,
+                    listen TEXT NOT NULL,
+                    started_at BIGINT NOT NULL,
+                    seen_at BIGINT NOT NULL
+                )
+                """,
+            ]),
     ]
 
     /// A migrator over ``migrations``.

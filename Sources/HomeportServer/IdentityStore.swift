@@ -44,16 +44,35 @@ public final class IdentityStore: Sendable {
         return StoredIdentity(instanceID: id, createdAt: created)
     }
 
-    /// Deletes the singleton row so that the next request creates a new identifier.
+    /// What a reset removed.
+    public enum ResetOutcome: Sendable, Equatable {
+        /// The stored identifier.
+        case removed(InstanceID)
+        /// A row that did not hold a UUID (shown cut to 64 characters).
+        case removedDamaged(String)
+        /// Nothing was stored.
+        case nothingStored
+    }
+
+    /// Deletes the singleton row, damaged or not, so that the next request creates a new identifier.
     ///
     /// Only for an independent clone of an installation, with every replica stopped: a live
-    /// replica would keep answering the old identifier from its cache. Returns the removed value.
+    /// replica would keep answering the old identifier from its cache. So it refuses, changing
+    /// nothing, while any replica's heartbeat is fresh (``ResetRefused``), unless `force` says
+    /// that those replicas are dead (a process killed less than a heartbeat's freshness ago).
     @discardableResult
-    public func reset() throws -> InstanceID? {
-        let removed = try storedInstanceID()?.instanceID
-        try database.execute("DELETE FROM server_identity WHERE id = 1")
+    public func reset(force: Bool = false, now: Date = Date()) throws -> ResetOutcome {
+        let outcome = try database.transaction { db -> ResetOutcome in
+            let live = try ReplicaStore(db).live(at: now)
+            if !force && !live.isEmpty { throw ResetRefused(replicas: live) }
+            let raw = try db.execute("SELECT instance_id FROM server_identity WHERE id = 1").first
+            try db.execute("DELETE FROM server_identity WHERE id = 1")
+            guard let raw else { return .nothingStored }
+            let text = raw.string("instance_id") ?? ""
+            return InstanceID(text).map(ResetOutcome.removed) ?? .removedDamaged(String(text.prefix(64)))
+        }
         cached.withLock { $0 = nil }
-        return removed
+        return outcome
     }
 
     private func readOrCreate() throws -> InstanceID {
@@ -89,4 +108,10 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
         case .notStored: "the server_identity row could not be read back after creating it"
         }
     }
+}
+
+/// `identity reset` refused: these replicas are serving (their heartbeats are fresh).
+public struct ResetRefused: Error, Equatable {
+    /// The live replicas.
+    public var replicas: [ReplicaInfo]
 }

@@ -6,12 +6,27 @@ public enum SQLDialect: String, Sendable {
     case postgres
 }
 
-/// One open connection. Used by one thread at a time; a ``Database`` lends them out.
+/// Something that runs SQL: a ``Database`` (each statement on a pooled connection, committed on
+/// its own) or a ``DatabaseConnection`` (inside a ``Database/transaction(_:)``, for instance).
 ///
+/// Stores take one, so the same store code runs alone or as part of a transaction.
 /// Statements use `$1`, `$2`, … placeholders on every backend.
-public protocol DatabaseConnection: AnyObject {
+public protocol SQLExecutor {
     /// Runs one statement with bound parameters and returns its rows (none for writes).
+    @discardableResult
     func execute(_ sql: String, _ parameters: [SQLValue]) throws -> [Row]
+}
+
+extension SQLExecutor {
+    /// Runs one statement without parameters.
+    @discardableResult
+    public func execute(_ sql: String) throws -> [Row] {
+        try execute(sql, [])
+    }
+}
+
+/// One open connection. Used by one thread at a time; a ``Database`` lends them out.
+public protocol DatabaseConnection: SQLExecutor, AnyObject {
     /// Whether the connection is unusable and must be discarded rather than reused.
     var isBroken: Bool { get }
 }
@@ -19,7 +34,7 @@ public protocol DatabaseConnection: AnyObject {
 /// A database: a pool of connections to one SQLite file or PostgreSQL database.
 ///
 /// Implementations are safe to share between threads.
-public protocol Database: Sendable {
+public protocol Database: SQLExecutor, Sendable {
     /// The backend's dialect.
     var dialect: SQLDialect { get }
     /// Lends a connection for the duration of `body`.
@@ -31,7 +46,7 @@ public protocol Database: Sendable {
 extension Database {
     /// Runs one statement on a pooled connection and returns its rows.
     @discardableResult
-    public func execute(_ sql: String, _ parameters: [SQLValue] = []) throws -> [Row] {
+    public func execute(_ sql: String, _ parameters: [SQLValue]) throws -> [Row] {
         try withConnection { try $0.execute(sql, parameters) }
     }
 

@@ -31,7 +31,7 @@ public struct AppInfo: Codable, Hashable, Sendable {
 public enum Feature {
     /// `GET /api/v1/server-identity` exists and app-info carries `instanceId`.
     public static let serverConnectionIdentity = "server-connection-identity"
-    /// Native apps authenticate with a session token in `X-Session-Token`.
+    /// Native apps authenticate with a session token in ``HomeportHeader/sessionToken``.
     public static let sessionToken = "session-token"
     /// Push payloads carry the server's `instanceId` as `s`.
     public static let pushServerID = "push-server-id"

@@ -12,8 +12,10 @@ public enum APIErrorCode {
     public static let unavailable = "unavailable"
     /// The installation identity cannot be read.
     public static let identityUnavailable = "identity_unavailable"
-    /// The request's framing is ambiguous or unsupported (RFC 9112 §6).
+    /// The request's framing is ambiguous (RFC 9112 §6.3).
     public static let badFraming = "bad_framing"
+    /// The request asks for something this server does not implement (a transfer coding).
+    public static let notImplemented = "not_implemented"
     /// A handler failed; the detail is in the server's log.
     public static let internalError = "internal_error"
 }

@@ -2,12 +2,13 @@ import Foundation
 import HomeportCommandLine
 import HomeportServer
 import HomeportStorage
+import HomeportWire
 
 /// `homeport-server identity show|reset`
 enum IdentityCommand {
     static let showSpec = CommandSpec(
         name: "homeport-server identity show",
-        summary: "Print this installation's instanceId (the value GET /api/v1/server-identity answers).",
+        summary: "Print this installation's instanceId (the value GET \(HomeportPath.serverIdentity) answers).",
         options: [ServerCLI.databaseOption, .flag("json", help: "Print JSON: {\"instanceId\", \"createdAt\"}.")],
         discussion: "Prints 'none yet' when no request has created it; exit code 0 either way.")
 
@@ -17,12 +18,18 @@ enum IdentityCommand {
         options: [
             ServerCLI.databaseOption,
             .flag("replicas-stopped", help: "Confirm that every replica using this database is stopped."),
+            .flag(
+                "force",
+                help: "Reset even though replicas' heartbeats are fresh (only for replicas that died moments ago)."),
         ],
         discussion: """
             Only for an independent clone of an installation (a copied database that now serves other people).
             A restored backup of the same installation must keep its id: do not reset it.
             Every replica must be stopped first: a running one keeps answering the old id from its cache.
-            Without --replicas-stopped the command refuses and changes nothing (exit code 3).
+            Without --replicas-stopped the command refuses and changes nothing (exit code 3). Each serving
+            replica refreshes a heartbeat row every 5 seconds; while any is younger than 15 seconds the command
+            lists those replicas and refuses too (exit code 3), unless --force says they are dead.
+            A row that does not hold a UUID (a damaged one) is removed like any other.
             """)
 
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
@@ -65,7 +72,7 @@ enum IdentityCommand {
         } else if let stored {
             Output.line(stored.instanceID.description)
         } else {
-            Output.line("none yet: the first request to /api/v1/server-identity creates it")
+            Output.line("none yet: the first request to \(HomeportPath.serverIdentity) creates it")
         }
         return .success
     }
@@ -83,12 +90,35 @@ enum IdentityCommand {
         }
         let (database, store) = try open(parsed, resetSpec, environment)
         defer { database.close() }
-        let removed = try store.reset()
+        let outcome: IdentityStore.ResetOutcome
+        do {
+            outcome = try store.reset(force: parsed.flag("force"))
+        } catch let refused as ResetRefused {
+            let formatter = ISO8601DateFormatter()
+            let lines = refused.replicas.map {
+                "  \($0.host) pid \($0.pid), listening on \($0.listen), last heartbeat \(formatter.string(from: $0.seenAt))"
+            }
+            Output.error(
+                """
+                homeport-server: refusing to reset the installation identity: these replicas are serving.
+                \(lines.joined(separator: "\n"))
+                Stop them and run again. If they died (a heartbeat stays fresh for 15 seconds), add --force.
+                Nothing was changed.
+                """)
+            return .refused
+        }
+        let removed =
+            switch outcome {
+            case .removed(let id): "Removed instanceId \(id)."
+            case .removedDamaged(let text):
+                "Removed a damaged identity row (it held '\(Output.printable(text))', not a UUID)."
+            case .nothingStored: "No instanceId was stored."
+            }
         Output.line(
             """
-            Removed instanceId \(removed?.description ?? "(none was stored)").
+            \(removed)
             The next request to the server creates a new one. Signed-in apps keep using the address they signed in \
-            with, adopt the new id from /api/v1/app-info, and ask their users to verify every alternative address again.
+            with, adopt the new id from \(HomeportPath.appInfo), and ask their users to verify every alternative address again.
             """)
         return .success
     }

@@ -35,6 +35,21 @@ enum ServeCommand {
                 "max-connections", "N", help: "Connections open at once.",
                 environment: "HOMEPORT_MAX_CONNECTIONS", default: "1000"),
             .value(
+                "max-connections-per-address", "N",
+                help: "Connections open at once from one client address (IPv6: one /64); 0 for no cap.",
+                environment: "HOMEPORT_MAX_CONNECTIONS_PER_ADDRESS", default: "100"),
+            .value(
+                "header-timeout", "SECONDS",
+                help: "Time a connection has to send a whole request head, from opening or from its last answer.",
+                environment: "HOMEPORT_HEADER_TIMEOUT", default: "20"),
+            .value(
+                "body-timeout", "SECONDS", help: "Time a request has to send its whole body once its head is in.",
+                environment: "HOMEPORT_BODY_TIMEOUT", default: "30"),
+            .value(
+                "max-buffered-body-bytes", "N",
+                help: "Request bodies held in memory at once, all connections together; beyond it, 503.",
+                environment: "HOMEPORT_MAX_BUFFERED_BODY_BYTES", default: "67108864"),
+            .value(
                 "signup", "POLICY", help: "open (sign in at once), approval (wait for 'users approve') or closed.",
                 environment: "HOMEPORT_SIGNUP", default: "approval"),
             .value(
@@ -136,6 +151,25 @@ enum ServeCommand {
         }
         if let count = try ServerCLI.integer("max-connections", parsed, spec, environment, range: 1...1_000_000) {
             configuration.http.maxConnections = count
+        }
+        if let count = try ServerCLI.integer(
+            "max-connections-per-address", parsed, spec, environment, range: 0...1_000_000)
+        {
+            configuration.http.maxConnectionsPerAddress = count
+        }
+        if let seconds = try ServerCLI.integer("header-timeout", parsed, spec, environment, range: 1...3600) {
+            configuration.http.headerTimeoutSeconds = seconds
+        }
+        if let seconds = try ServerCLI.integer("body-timeout", parsed, spec, environment, range: 1...3600) {
+            configuration.http.bodyTimeoutSeconds = seconds
+        }
+        if let bytes = try ServerCLI.integer("max-buffered-body-bytes", parsed, spec, environment, range: limit) {
+            configuration.http.maxBufferedBodyBytes = bytes
+        }
+        guard configuration.http.maxBufferedBodyBytes >= configuration.http.maxBodyBytes else {
+            throw UsageError(
+                "--max-buffered-body-bytes (\(configuration.http.maxBufferedBodyBytes)) must be at least --max-body-bytes (\(configuration.http.maxBodyBytes))"
+            )
         }
         return configuration
     }

@@ -59,7 +59,7 @@ enum UsersCommand {
 
     static func list(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
         guard let parsed = try ServerCLI.parse(listSpec, arguments) else { return .success }
-        let accounts = try service(parsed, listSpec, environment).accounts.all()
+        let accounts = try service(parsed, listSpec, environment).accounts()
         let formatter = ISO8601DateFormatter()
         if parsed.flag("json") {
             let objects = accounts.map {

@@ -84,7 +84,9 @@ struct HTTPServerTests {
 
     @Test("garbage, oversized headers and a thousand malformed requests leave the server answering")
     func hostileInput() throws {
-        let configuration = HTTPServerConfiguration(port: 0, workerThreads: 2, maxHeaderBytes: 16 << 10)
+        // A thousand connections in a row from one address: the per-address cap is not what this tests.
+        let configuration = HTTPServerConfiguration(
+            port: 0, workerThreads: 2, maxHeaderBytes: 16 << 10, maxConnectionsPerAddress: 0)
         try withServer(sampleRouter(), configuration: configuration) { server in
             let huge = "GET /hello HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 64 << 10))\r\n\r\n"
             let hugeResponse = try RawHTTP.exchange(port: server.port, Array(huge.utf8))
@@ -120,7 +122,7 @@ struct HTTPServerTests {
             var slow: [Int32] = []
             defer { slow.forEach { close($0) } }
             for _ in 0..<100 {
-                let fd = try RawHTTP.connect(port: server.port, timeout: 5)
+                let fd = try RawHTTP.connect(port: server.port, source: "127.0.0.2", timeout: 5)
                 RawHTTP.send(fd, "GET /hello HTTP/1.1\r\nHost: x\r\nX-Slow: ")  // headers never finish
                 slow.append(fd)
             }
@@ -136,14 +138,14 @@ struct HTTPServerTests {
     func gracefulShutdown() throws {
         let release = DispatchSemaphore(value: 0)
         let entered = DispatchSemaphore(value: 0)
-        var router = Router()
-        router.get("/slow") { _ in
+        var router = TestRouter()
+        router.get("/slow") { _, _ in
             entered.signal()
             release.wait()
             return try .json(["done": true])
         }
         let server = HTTPServer(
-            configuration: HTTPServerConfiguration(port: 0, workerThreads: 2), router: router,
+            configuration: HTTPServerConfiguration(port: 0, workerThreads: 2), responder: router,
             logger: Logger(label: "test", sink: MemoryLogSink()))
         try server.start()
         let port = server.port
@@ -214,7 +216,7 @@ struct HTTPServerTests {
     func portInUse() throws {
         try withServer(sampleRouter()) { server in
             let second = HTTPServer(
-                configuration: HTTPServerConfiguration(port: server.port), router: Router(),
+                configuration: HTTPServerConfiguration(port: server.port), responder: TestRouter(),
                 logger: Logger(label: "test", sink: MemoryLogSink()))
             #expect {
                 try second.start()

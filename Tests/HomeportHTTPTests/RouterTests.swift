@@ -6,7 +6,7 @@ struct RouterTests {
     @Test("exact paths, parameters, 404 and 405 with the allowed methods")
     func resolution() throws {
         let router = sampleRouter()
-        guard case .handler(_, let parameters, _) = router.resolve(.get, "/users/42") else {
+        guard case .handler(_, let parameters) = router.resolve(.get, "/users/42") else {
             Issue.record("/users/42 did not resolve")
             return
         }
@@ -48,14 +48,73 @@ struct RouterTests {
             String(decoding: teapot.body, as: UTF8.self) == #"{"error":{"code":"teapot","message":"I am a teapot."}}"#)
     }
 
-    @Test("a route with secret parameters is logged by its pattern, others by their path")
-    func secretParametersAreNotLogged() {
-        var router = Router()
-        router.get("/reset/:key", secretParameters: true) { _ in HTTPResponse(status: 200) }
-        router.get("/users/:id") { _ in HTTPResponse(status: 200) }
-        #expect(router.respond(to: HTTPRequest(method: .get, path: "/reset/s3cr3t")).loggedPath == "/reset/:key")
+    @Test("everything under a secret prefix is logged masked, whatever the outcome or the spelling")
+    func secretPrefixesAreMasked() {
+        var router = TestRouter()
+        router.get("/reset/key/:key") { _, _ in HTTPResponse(status: 200) }
+        router.get("/users/:id") { _, _ in HTTPResponse(status: 200) }
+        router.logsSecrets(under: "/reset/key")
+        for path in [
+            "/reset/key/s3cr3t", "/reset/key/s3cr3t/", "/reset/key//s3cr3t", "/reset//key/s3cr3t",
+            "/Reset/KEY/s3cr3t", "/reset/./key/s3cr3t", "/reset/key/s3cr3t/more",
+        ] {
+            #expect(router.respond(to: HTTPRequest(method: .get, path: path)).loggedPath == "/reset/key/***", "\(path)")
+            #expect(router.respond(to: HTTPRequest(method: .put, path: path)).loggedPath == "/reset/key/***", "\(path)")
+        }
         #expect(router.respond(to: HTTPRequest(method: .get, path: "/users/7")).loggedPath == "/users/7")
         #expect(router.respond(to: HTTPRequest(method: .get, path: "/nowhere")).loggedPath == "/nowhere")
+        #expect(router.respond(to: HTTPRequest(method: .get, path: "/reset/keys")).loggedPath == "/reset/keys")
+    }
+
+    /// Marks every answer of its group with a header, or refuses without `X-Key: open`.
+    struct Stamp: HTTPMiddleware {
+        let name: String
+        var requiresKey = false
+
+        func handle(
+            _ request: HTTPRequest, context: EmptyRequestContext,
+            next: (HTTPRequest, EmptyRequestContext) throws -> HTTPResponse
+        ) throws -> HTTPResponse {
+            if requiresKey && request.headers["X-Key"] != "open" {
+                throw HTTPError(status: 401, code: "locked", message: "Locked.")
+            }
+            var response = try next(request, context)
+            response.headers.add("X-Stamp", name)
+            return response
+        }
+    }
+
+    @Test("a group's middleware covers every route under its prefix, however the route is added")
+    func groupsCoverTheirPrefix() {
+        var router = TestRouter()
+        router.group("/api", middleware: [Stamp(name: "api", requiresKey: true)]) { api in
+            api.get("/declared") { _, _ in HTTPResponse(status: 200) }
+        }
+        router.group("/api/public", middleware: [Stamp(name: "public")])
+        // Added later, straight on the router, without a word about the group: still inside it.
+        router.get("/api/forgotten/:id") { _, _ in HTTPResponse(status: 200) }
+        router.get("/api/public") { _, _ in HTTPResponse(status: 200) }
+        router.get("/apis") { _, _ in HTTPResponse(status: 200) }
+        let locked = { (path: String) in router.respond(to: HTTPRequest(method: .get, path: path)).response }
+        let opened = { (path: String) in
+            router.respond(to: HTTPRequest(method: .get, path: path, headers: ["X-Key": "open"])).response
+        }
+        for path in ["/api/declared", "/api/forgotten/7"] {
+            #expect(locked(path).status == 401, "\(path)")
+            #expect(opened(path).status == 200 && opened(path).headers.values("X-Stamp") == ["api"], "\(path)")
+        }
+        #expect(locked("/api/public").status == 200, "the longer prefix wins, with only its own middleware")
+        #expect(locked("/api/public").headers.values("X-Stamp") == ["public"])
+        #expect(locked("/apis").headers.values("X-Stamp").isEmpty, "a prefix matches whole segments")
+    }
+
+    @Test("declaring a group after routes it would cover is a programming error that stops at start")
+    func lateGroupTraps() async {
+        await #expect(processExitsWith: .failure) {
+            var router = Router<EmptyRequestContext>()
+            router.get("/api/early") { _, _ in HTTPResponse(status: 200) }
+            router.group("/api", middleware: [])
+        }
     }
 
     @Test("listen addresses parse HOST:PORT and bracketed IPv6, and refuse the rest")

@@ -96,7 +96,8 @@ extension RawResponse {
 /// Runs `body` against a fresh in-process server with accounts.
 func withAccounts<T>(
     _ backend: Backend, signup: SignupPolicy = .open, rateLimits: RateLimitPolicy = RateLimitPolicy(),
-    publicURL: String? = nil, failingMailer: Bool = false, _ body: (AccountsHarness) throws -> T
+    publicURL: String? = nil, failingMailer: Bool = false, hasher: GatedHasher? = nil,
+    _ body: (AccountsHarness) throws -> T
 ) throws -> T {
     let (url, cleanUp) = try backend.makeDatabaseURL()
     defer { cleanUp() }
@@ -109,7 +110,7 @@ func withAccounts<T>(
     let log = MemoryLogSink()
     let application = try HomeportApplication(
         configuration: configuration, logger: Logger(label: "test", minimumLevel: .debug, sink: log), mailer: mailer,
-        clock: clock)
+        clock: clock, hasher: hasher)
     try application.start()
     defer { application.shutdown() }
     return try body(AccountsHarness(application: application, clock: clock, mailer: mailer, log: log, url: url))

@@ -2,6 +2,10 @@ import Foundation
 import HomeportTestSupport
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite("homeport-server command line")
 struct CommandLineTests {
     @Test(
@@ -146,6 +150,61 @@ struct CommandLineTests {
         let fresh = try ServerProcessTests.identity(restarted.port)
         #expect(fresh != id)
         #expect(restarted.stop() == 0)
+    }
+}
+
+@Suite("homeport-server identity reset and live replicas")
+struct IdentityResetTests {
+    @Test(
+        "reset refuses while a replica's heartbeat is fresh, even with --replicas-stopped; --force after a crash",
+        arguments: Backend.allCases)
+    func refusesWhileReplicasServe(backend: Backend) throws {
+        let (url, cleanUp) = try backend.makeDatabaseURL()
+        defer { cleanUp() }
+        let server = try ServerProcess(serve: ["--database", url.rawText])
+        let id = try ServerProcessTests.identity(server.port)
+        let refused = try ServerProcess.run(["identity", "reset", "--replicas-stopped", "--database", url.rawText])
+        #expect(refused.status == 3)
+        #expect(refused.error.contains("pid \(server.pid)"), "\(refused.error)")
+        #expect(refused.error.contains("Nothing was changed"))
+        #expect(try ServerProcessTests.identity(server.port) == id)
+        #expect(try ServerProcess.run(["identity", "show", "--database", url.rawText]).output.contains(id))
+
+        // Killed: its row stays fresh for a while, and only --force overrides it.
+        server.stop(signal: SIGKILL)
+        let stillRefused = try ServerProcess.run(["identity", "reset", "--replicas-stopped", "--database", url.rawText])
+        #expect(stillRefused.status == 3)
+        #expect(stillRefused.error.contains("--force"))
+        let forced = try ServerProcess.run([
+            "identity", "reset", "--replicas-stopped", "--force", "--database", url.rawText,
+        ])
+        #expect(forced.status == 0)
+        #expect(forced.output.contains("Removed instanceId \(id)"))
+    }
+
+    @Test(
+        "a damaged identity row is cleared by reset, and the next request makes a fresh one",
+        arguments: Backend.allCases)
+    func clearsDamagedRow(backend: Backend) throws {
+        let (url, cleanUp) = try backend.makeDatabaseURL()
+        defer { cleanUp() }
+        #expect(try ServerProcess.run(["migrate", "--database", url.rawText]).status == 0)
+        let database = try url.open()
+        defer { database.close() }
+        try database.execute(
+            "INSERT INTO server_identity (id, instance_id, created_at) VALUES (1, $1, 0)",
+            [.text("not-a-uuid\u{1B}[2J")])
+        let broken = try ServerProcess(serve: ["--database", url.rawText])
+        #expect(try RawHTTP.request(port: broken.port, path: "/api/v1/server-identity").status == 503)
+        #expect(broken.stop() == 0)
+
+        let reset = try ServerProcess.run(["identity", "reset", "--replicas-stopped", "--database", url.rawText])
+        #expect(reset.status == 0, "\(reset.error)")
+        #expect(reset.output.contains("damaged"))
+        #expect(!reset.output.contains("\u{1B}"), "the damaged text cannot drive the terminal")
+        let fixed = try ServerProcess(serve: ["--database", url.rawText])
+        #expect(try RawHTTP.request(port: fixed.port, path: "/api/v1/server-identity").status == 200)
+        #expect(fixed.stop() == 0)
     }
 }
 

@@ -1,8 +1,10 @@
 import Foundation
-import HomeportServer
+import HomeportCrypto
 import HomeportStorage
 import HomeportTestSupport
 import Testing
+
+@testable import HomeportServer
 
 private let password = "correct horse battery"
 
@@ -32,28 +34,6 @@ struct HardeningTests {
             #expect(throws: StorageError.invalidValue("text with a NUL character")) {
                 try database.execute("SELECT $1 AS v", [.text("a\u{0}b")])
             }
-        }
-    }
-
-    @Test("a login whose password check raced a password change gets no session", arguments: Backend.allCases)
-    func loginRacingReset(backend: Backend) throws {
-        try withAccounts(backend) { server in
-            _ = try server.signIn("ada@example.com")
-            let checked = try #require(try server.application.accounts.accounts.find(email: "ada@example.com"))
-            // The change lands between the login's password check and its session insert.
-            _ = try server.app("POST", "auth/password/request", json: ["email": "ada@example.com"])
-            let key = try #require(server.mailer.resetKey(for: "ada@example.com"))
-            #expect(
-                try server.app("POST", "auth/password/reset", json: ["key": key, "password": "a brand new password"])
-                    .status == 401)
-            let late = try server.application.accounts.sessions.create(
-                kind: .app, userID: checked.id, authenticatedAt: 0, now: server.clock.unixSeconds,
-                passwordHash: checked.passwordHash)
-            #expect(late == nil)
-            let current = try #require(try server.application.accounts.accounts.find(email: "ada@example.com"))
-            let fresh = try server.application.accounts.sessions.create(
-                kind: .app, userID: current.id, now: server.clock.unixSeconds, passwordHash: current.passwordHash)
-            #expect(fresh != nil)
         }
     }
 
@@ -138,20 +118,26 @@ struct HardeningTests {
         }
     }
 
-    @Test("wrong current passwords at password change are limited per account")
-    func passwordChangeLimit() throws {
+    @Test("wrong current passwords are limited per session: a stolen token cannot lock the owner out")
+    func passwordChangeLimitPerSession() throws {
         var policy = RateLimitPolicy()
-        policy.failedPasswordChangePerAccount = RateLimit(2, per: 300)
+        policy.failedPasswordChangePerSession = RateLimit(2, per: 300)
         try withAccounts(.sqlite, rateLimits: policy) { server in
-            let token = try server.signIn("ada@example.com")
+            let owner = try server.signIn("ada@example.com")
+            let stolen = try server.signIn("ada@example.com")
             let guess = ["current_password": "a wrong guess", "new_password": "a new long password"]
-            #expect(try server.app("POST", "account/password/change", token: token, json: guess).status == 400)
-            #expect(try server.app("POST", "account/password/change", token: token, json: guess).status == 400)
+            #expect(try server.app("POST", "account/password/change", token: stolen, json: guess).status == 400)
+            #expect(try server.app("POST", "account/password/change", token: stolen, json: guess).status == 400)
             let refused = try server.app(
-                "POST", "account/password/change", token: token,
-                json: ["current_password": "correct horse battery", "new_password": "a new long password"])
-            #expect(refused.status == 429)
+                "POST", "account/password/change", token: stolen,
+                json: ["current_password": "correct horse battery", "new_password": "the thief's password"])
+            #expect(refused.status == 429, "the thief's session has spent its budget")
             #expect(refused.header("Retry-After") != nil)
+            let owners = try server.app(
+                "POST", "account/password/change", token: owner,
+                json: ["current_password": "correct horse battery", "new_password": "the owner's new password"])
+            #expect(owners.status == 200, "the owner's session has a budget of its own")
+            #expect(try server.appInfo(stolen).status == 401, "and the change ended the stolen session")
         }
     }
 
@@ -172,7 +158,7 @@ struct HardeningTests {
         }
     }
 
-    @Test("a secret in a path stays out of the log on 405 and 413 answers too")
+    @Test("a secret in a path stays out of the log on 405, 413 and 404 answers, however the path is mangled")
     func secretPathsOnErrors() throws {
         try withAccounts(.sqlite) { server in
             let key = "SECRETKEYSECRETKEYSECRETKEYSECRETKEYSECRETK"
@@ -182,10 +168,22 @@ struct HardeningTests {
                 "POST /account/password/reset/key/" + key + " HTTP/1.1\r\nHost: x\r\nContent-Length: 900000000\r\n\r\n"
             let tooLarge = try RawHTTP.exchange(port: server.port, Array(head.utf8))
             #expect(tooLarge.status == 413)
+            // Links mangled by a mail client or a person: every outcome is 404, none logs the key.
+            let base = "/account/password/reset/key/"
+            for path in [
+                base + key + "/", base + key + "%2F", "/account/password/reset/key//" + key,
+                "/account/password//reset/key/" + key, "/ACCOUNT/password/reset/key/" + key,
+                "/account/password/reset/" + key, "/account/reset/key/" + key + ".html", "/" + key,
+            ] {
+                let response = try RawHTTP.request(port: server.port, path: path)
+                #expect(response.status == 404, "\(path)")
+            }
             let log = server.log.lines.joined()
             #expect(!log.contains("SECRETKEY"))
-            #expect(log.contains("PUT /account/password/reset/key/:key 405"))
-            #expect(log.contains("POST /account/password/reset/key/:key 413"))
+            #expect(log.contains("PUT /account/password/reset/key/*** 405"))
+            #expect(log.contains("POST /account/password/reset/key/*** 413"))
+            #expect(log.contains("GET /account/password/reset/*** 404"))
+            #expect(log.contains("GET /account/reset/key/***.html 404"))
         }
     }
 
@@ -214,5 +212,128 @@ struct HardeningTests {
         #expect(RateLimiter.clientKey("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64")
         #expect(RateLimiter.clientKey("2001:db8:1:2:bbbb::9") == RateLimiter.clientKey("2001:db8:1:2:aaaa::1"))
         #expect(RateLimiter.clientKey("::1") == "0:0:0:0::/64")
+    }
+    @Test(
+        "addresses are one dot-atom, one @ and a host name, in ASCII: lists, names, comments and look-alikes are refused",
+        arguments: [
+            "victim@example.com,a", "<victim@example.com>", "Victim <victim@example.com>", "x@y.z(comment)",
+            "\"quoted\"@example.com", "a b@example.com", "vic\u{200B}tim@example.com", "vict\u{0456}m@example.com",
+            "\u{0430}da@example.com", "re\u{0301}sume@example.com", "r\u{00E9}sume@example.com", "a..b@example.com",
+            ".a@example.com", "a.@example.com", "a@-example.com", "a@example-.com", "a@example.123", "a@example",
+            "a@@example.com", "a@example..com", "\u{202E}moc.elpmaxe@a", "a@exa_mple.com", "a@example.com\u{FEFF}",
+        ])
+    func addressSyntax(address: String) throws {
+        #expect(Credentials.normalizedEmail(address) == nil)
+    }
+
+    @Test("well-formed addresses are kept, trimmed and lowercased")
+    func wellFormedAddresses() {
+        #expect(Credentials.normalizedEmail(" Ada.Lovelace+Tag@Example.COM ") == "ada.lovelace+tag@example.com")
+        #expect(Credentials.normalizedEmail("o'brien@mail.example.co.uk") == "o'brien@mail.example.co.uk")
+        #expect(Credentials.normalizedEmail("x@xn--bcher-kva.example") == "x@xn--bcher-kva.example")
+        #expect(Credentials.normalizedEmail("a!#$%&*/=?^_`{|}~-z@example.com") != nil)
+    }
+
+    @Test("an address with a list or a display name reaches neither an account, nor a mail, nor a budget")
+    func listsEscapeNothing() throws {
+        var policy = RateLimitPolicy()
+        policy.resetPerEmail = RateLimit(1, per: 900)
+        try withAccounts(.sqlite, rateLimits: policy) { server in
+            _ = try server.signIn("victim@example.com")
+            for variant in ["victim@example.com,a", "<victim@example.com>", "x@example.com(victim@example.com)"] {
+                let reset = try server.app("POST", "auth/password/request", json: ["email": variant])
+                #expect(reset.status == 400 && reset.errorCodes == ["invalid"], "\(variant)")
+                let signup = try server.app("POST", "auth/signup", json: ["email": variant, "password": password])
+                #expect(signup.status == 400, "\(variant)")
+            }
+            #expect(server.mailer.mails.isEmpty)
+            #expect(
+                try server.app("POST", "auth/password/request", json: ["email": "victim@example.com"]).status == 200)
+            #expect(
+                try server.app("POST", "auth/password/request", json: ["email": "victim@example.com"]).status == 429)
+            #expect(server.mailer.mails.map(\.to) == ["victim@example.com"])
+        }
+    }
+
+    @Test("every login costs the configured hashing work: unknown, cheaper-hashed and wrong alike")
+    func loginTimingIsEqualized() throws {
+        let hasher = GatedHasher(iterations: 3000)
+        try withAccounts(.sqlite, hasher: hasher) { server in
+            _ = try server.signIn("current@example.com")
+            // An account whose hash an earlier, cheaper configuration made.
+            let cheap = try PasswordHasher(iterations: 1000).hash(password)
+            _ = try server.signIn("old@example.com")
+            try server.application.database.execute(
+                "UPDATE users SET password_hash = $1 WHERE email = 'old@example.com'", [.text(cheap)])
+            for email in ["nobody@example.com", "old@example.com", "current@example.com"] {
+                hasher.resetMeter()
+                let login = try server.app("POST", "auth/login", json: ["email": email, "password": "a wrong guess"])
+                #expect(login.status == 400)
+                #expect(hasher.spent == 3000, "\(email) spent \(hasher.spent) iterations")
+            }
+            let stored = {
+                try server.application.database.execute(
+                    "SELECT password_hash FROM users WHERE email = 'old@example.com'"
+                ).first?.string("password_hash")
+            }
+            #expect(try stored() == cheap, "a wrong password upgrades nothing")
+            #expect(
+                try server.app("POST", "auth/login", json: ["email": "old@example.com", "password": password]).status
+                    == 200)
+            let upgraded = try #require(try stored())
+            #expect(
+                PasswordHasher.iterations(of: upgraded) == 3000,
+                "the right password remakes the hash at the configured cost")
+            #expect(
+                try server.app("POST", "auth/login", json: ["email": "old@example.com", "password": password]).status
+                    == 200)
+        }
+    }
+
+    @Test("the app door reads only application/json bodies: another site's text/plain spends nothing")
+    func jsonOnly() throws {
+        var policy = RateLimitPolicy()
+        policy.signupPerAddress = RateLimit(1, per: 3600)
+        try withAccounts(.sqlite, rateLimits: policy) { server in
+            let body = Data(#"{"email":"ada@example.com","password":"correct horse battery"}"#.utf8)
+            for types in [
+                ["text/plain"], ["application/x-www-form-urlencoded"], [], ["application/json", "text/plain"],
+                ["application/jsonp"],
+            ] {
+                let response = try RawHTTP.request(
+                    port: server.port, method: "POST", path: "/_allauth/app/v1/auth/signup",
+                    headers: types.map { ("Content-Type", $0) }, body: body)
+                #expect(response.status == 415, "\(types)")
+                #expect(response.errorCodes == ["unsupported_media_type"])
+                #expect(response.header("Cache-Control") == "no-store")
+            }
+            #expect(try server.application.database.execute("SELECT COUNT(*) AS n FROM users").first?.int("n") == 0)
+            let json = try RawHTTP.request(
+                port: server.port, method: "POST", path: "/_allauth/app/v1/auth/signup",
+                headers: [("Content-Type", "Application/JSON; charset=utf-8")], body: body)
+            #expect(json.status == 200, "the budget of one sign-up was not spent by the refused ones")
+        }
+    }
+
+    @Test("an empty or blank token is no token; a token sent twice is invalid")
+    func tokenHeaderForms() throws {
+        try withAccounts(.sqlite) { server in
+            for (index, blank) in ["", " ", "\t"].enumerated() {
+                let config = try server.app("GET", "config", headers: [("X-Session-Token", blank)])
+                #expect(config.status == 200, "'\(blank)'")
+                let login = try server.app(
+                    "POST", "auth/signup", json: ["email": "a\(index)@example.com", "password": password],
+                    headers: [("X-Session-Token", blank)])
+                #expect(login.status == 200, "an app that always sends the header can sign in")
+                #expect(try server.standing(blank).text == #"{"standing":null}"#)
+            }
+            let token = try server.signIn("ada@example.com")
+            let twice = [("X-Session-Token", token), ("X-Session-Token", token)]
+            #expect(try server.app("GET", "auth/session", headers: twice).status == 410)
+            #expect(try RawHTTP.request(port: server.port, path: "/api/v1/app-info", headers: twice).status == 401)
+            let mixed = [("X-Session-Token", token), ("X-Session-Token", "")]
+            #expect(try RawHTTP.request(port: server.port, path: "/api/v1/app-info", headers: mixed).status == 401)
+            #expect(try server.appInfo(token).status == 200)
+        }
     }
 }

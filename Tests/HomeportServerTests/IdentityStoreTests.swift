@@ -108,7 +108,7 @@ struct IdentityStoreTests {
         try withMigratedDatabase(backend) { database, _ in
             let store = IdentityStore(database: database)
             let before = try store.instanceID()
-            #expect(try store.reset() == before)
+            #expect(try store.reset() == .removed(before))
             #expect(try store.storedInstanceID() == nil)
             let after = try store.instanceID()
             #expect(after != before)

@@ -3,12 +3,20 @@ import HomeportServer
 import HomeportTestSupport
 import Testing
 
-/// A browser: keeps cookies per name, sends forms with the CSRF token it was given.
+/// A browser: keeps cookies per name, sends forms with the CSRF token of the last page it got,
+/// and says where the forms come from (`Origin`) as browsers do.
 final class Browser {
     let port: Int
     var cookies: [String: String] = [:]
+    /// The `csrf_token` field of the last page that had one.
+    var formToken: String?
+    /// The `Origin` sent with posts; `nil` sends none.
+    var origin: String?
 
-    init(port: Int) { self.port = port }
+    init(port: Int) {
+        self.port = port
+        origin = "http://127.0.0.1:\(port)"
+    }
 
     func get(_ path: String) throws -> RawResponse {
         remember(try RawHTTP.request(port: port, path: path, headers: cookieHeader()))
@@ -16,7 +24,7 @@ final class Browser {
 
     func post(_ path: String, _ fields: [String: String], csrf: String? = nil) throws -> RawResponse {
         var fields = fields
-        if fields["csrf_token"] == nil { fields["csrf_token"] = csrf ?? cookies["homeport_csrf"] ?? "" }
+        if fields["csrf_token"] == nil { fields["csrf_token"] = csrf ?? formToken ?? "" }
         let body = fields.map {
             "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
         }
@@ -24,8 +32,8 @@ final class Browser {
         return remember(
             try RawHTTP.request(
                 port: port, method: "POST", path: path,
-                headers: cookieHeader() + [("Content-Type", "application/x-www-form-urlencoded")], body: Data(body.utf8)
-            ))
+                headers: cookieHeader() + (origin.map { [("Origin", $0)] } ?? [])
+                    + [("Content-Type", "application/x-www-form-urlencoded")], body: Data(body.utf8)))
     }
 
     private func cookieHeader() -> [(String, String)] {
@@ -33,6 +41,9 @@ final class Browser {
     }
 
     private func remember(_ response: RawResponse) -> RawResponse {
+        if let range = response.text.range(of: #"name="csrf_token" value=""#) {
+            formToken = String(response.text[range.upperBound...].prefix { $0 != "\"" })
+        }
         for header in response.headers where header.name.lowercased() == "set-cookie" {
             let pair = header.value.prefix { $0 != ";" }.split(separator: "=", maxSplits: 1)
             guard pair.count >= 1 else { continue }
@@ -70,6 +81,7 @@ struct WebDoorTests {
             #expect(logout.status == 303)
             #expect(try browser.get("/account").status == 303)
 
+            _ = try browser.get("/account/login")
             let login = try browser.post(
                 "/account/login", ["email": "ada@example.com", "password": "correct horse battery"])
             #expect(login.status == 303)
@@ -82,15 +94,19 @@ struct WebDoorTests {
         }
     }
 
-    @Test("cookies are Secure when the public address is HTTPS")
+    @Test("cookies are Secure and __Host- named when the public address is HTTPS")
     func secureCookies() throws {
         try withAccounts(.sqlite, publicURL: "https://books.example.net") { server in
             let browser = Browser(port: server.port)
             _ = try browser.get("/account/signup")
             let signup = try browser.post(
                 "/account/signup", ["email": "ada@example.com", "password": "correct horse battery"])
-            let cookie = try #require(signup.headers.first { $0.value.hasPrefix("homeport_session=") }?.value)
-            #expect(cookie.contains("; Secure"))
+            let cookie = try #require(signup.headers.first { $0.value.hasPrefix("__Host-homeport_session=") }?.value)
+            #expect(cookie.contains("; Secure") && cookie.contains("Path=/") && !cookie.contains("Domain"))
+            let seed = try #require(signup.headers.first { $0.value.hasPrefix("__Host-homeport_csrf=") }?.value)
+            #expect(seed.contains("; Secure") && seed.contains("Path=/"))
+            #expect(!signup.headers.contains { $0.value.hasPrefix("homeport_") }, "no cookie without the prefix")
+            #expect(try browser.get("/account").text.contains("ada@example.com"))
         }
     }
 

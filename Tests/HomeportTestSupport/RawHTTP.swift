@@ -40,8 +40,11 @@ public struct RawHTTPError: Error, CustomStringConvertible {
 /// A deliberately small HTTP/1.1 client on POSIX sockets: it sends exactly the bytes a test
 /// gives it (garbage included) and keeps no state, cookie or cache between requests.
 public enum RawHTTP {
-    /// Opens a TCP connection; reads time out after `timeout` seconds.
-    public static func connect(host: String = "127.0.0.1", port: Int, timeout: Double = 10) throws -> Int32 {
+    /// Opens a TCP connection, from the local address `source` when given (`127.0.0.2` makes
+    /// another client on loopback); reads time out after `timeout` seconds.
+    public static func connect(host: String = "127.0.0.1", port: Int, source: String? = nil, timeout: Double = 10)
+        throws -> Int32
+    {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         #if canImport(Glibc)
@@ -63,11 +66,26 @@ public enum RawHTTP {
             var interval = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &interval, socklen_t(MemoryLayout<timeval>.size))
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &interval, socklen_t(MemoryLayout<timeval>.size))
+            if let source, !bind(fd, to: source) {
+                close(fd)
+                throw RawHTTPError("cannot bind to \(source)")
+            }
             if Glibc.connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 { return fd }
             lastError = errno
             close(fd)
         }
         throw RawHTTPError("cannot connect to \(host):\(port): \(String(cString: strerror(lastError)))")
+    }
+
+    private static func bind(_ fd: Int32, to source: String) -> Bool {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        guard inet_pton(AF_INET, source, &address.sin_addr) == 1 else { return false }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
     }
 
     /// Sends all of `bytes`; returns false if the peer closed or the send failed.
@@ -100,6 +118,18 @@ public enum RawHTTP {
                 if let response = parse(buffer, atEOF: true) { return response }
                 throw RawHTTPError("connection closed after \(buffer.count) bytes without a complete response")
             }
+            buffer.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// Reads until the peer closes the connection (or a read times out).
+    public static func readToEnd(_ fd: Int32) throws -> [UInt8] {
+        var buffer = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = recv(fd, &chunk, chunk.count, 0)
+            if count < 0 { throw RawHTTPError("read failed: \(String(cString: strerror(errno)))") }
+            if count == 0 { return buffer }
             buffer.append(contentsOf: chunk[0..<count])
         }
     }

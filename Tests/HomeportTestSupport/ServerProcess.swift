@@ -72,6 +72,18 @@ public final class ServerProcess: @unchecked Sendable {
     /// Whether the process still runs.
     public var isRunning: Bool { process.isRunning }
 
+    /// The process id.
+    public var pid: Int32 { process.processIdentifier }
+
+    /// The process's resident memory in bytes (`VmRSS` of `/proc/PID/status`), or `nil`.
+    public var residentBytes: Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return nil }
+        return kilobytes * 1024
+    }
+
     /// Everything the process wrote to standard error so far.
     public var standardError: String {
         (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""

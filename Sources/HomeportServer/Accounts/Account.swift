@@ -44,21 +44,49 @@ public enum Credentials {
     /// Longest accepted password (a bound on work per attempt).
     public static let maximumPasswordLength = 1024
 
-    /// The address lowercased and trimmed, or `nil` when it is not an address.
+    /// The address trimmed, in Unicode NFC and lowercased, or `nil` when it is not an address.
+    ///
+    /// The syntax is the one django-allauth (Django's validator) accepts for the local part, and
+    /// a host name for the domain, in ASCII only: a dot-atom of letters, digits and
+    /// ``!#$%&'*+/=?^_`{|}~-`` before the one `@`, dot-separated labels of letters, digits and
+    /// inner hyphens after it. So no list (`a@b.c,d`), no display name (`<a@b.c>`), no comment
+    /// (`a@b.c(x)`), no quoting, and no look-alike: an invisible character (U+200B), a letter of
+    /// another script (Cyrillic а) or a decomposed accent cannot make a second account that reads
+    /// like the first. An internationalised domain is given in its `xn--` form.
     public static func normalizedEmail(_ text: String) -> String? {
-        let email = text.trimmingCharacters(in: .whitespaces).lowercased()
-        // No whitespace and no control character (NUL would be cut by the database, ESC would
-        // reach an operator's terminal).
-        guard email.utf8.count <= 254,
-            !email.unicodeScalars.contains(where: {
-                $0.properties.isWhitespace || $0.value < 0x20 || (0x7F...0x9F).contains($0.value)
-            })
-        else { return nil }
+        let trimmed = text.trimmingCharacters(in: .whitespaces).precomposedStringWithCanonicalMapping
+        guard (3...254).contains(trimmed.utf8.count), trimmed.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            return nil
+        }
+        let email = trimmed.lowercased()
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
-        guard parts.count == 2, !parts[0].isEmpty, parts[0].utf8.count <= 64 else { return nil }
+        guard parts.count == 2, isDotAtom(parts[0]), parts[0].utf8.count <= 64 else { return nil }
         let labels = parts[1].split(separator: ".", omittingEmptySubsequences: false)
-        guard labels.count >= 2, labels.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 63 }) else { return nil }
+        guard labels.count >= 2, labels.allSatisfy(isHostLabel), labels.last?.allSatisfy(\.isNumber) == false else {
+            return nil
+        }
         return email
+    }
+
+    private static let atomSymbols = Set("!#$%&'*+/=?^_`{|}~-".utf8)
+
+    private static func isDotAtom(_ text: Substring) -> Bool {
+        let atoms = text.split(separator: ".", omittingEmptySubsequences: false)
+        return atoms.allSatisfy { atom in
+            !atom.isEmpty
+                && atom.utf8.allSatisfy { byte in
+                    (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                        || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || atomSymbols.contains(byte)
+                }
+        }
+    }
+
+    private static func isHostLabel(_ label: Substring) -> Bool {
+        (1...63).contains(label.utf8.count) && label.first != "-" && label.last != "-"
+            && label.utf8.allSatisfy { byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
+            }
     }
 
     /// The problem with a new password, or `nil` when it is acceptable.

@@ -1,54 +1,71 @@
 import Foundation
 import HomeportStorage
 
-/// Accounts in the `users` table.
-public struct AccountStore: Sendable {
-    let database: any Database
+/// The `users` table.
+struct AccountStore {
+    let db: any SQLExecutor
 
-    /// Creates a store.
-    public init(database: any Database) {
-        self.database = database
+    init(_ db: any SQLExecutor) {
+        self.db = db
     }
 
     /// Creates an account; `nil` when the address is taken.
-    public func create(email: String, passwordHash: String, approval: Approval, at now: Int64) throws -> Account? {
-        let rows = try database.execute(
+    func create(email: String, passwordHash: String, approval: Approval, at now: Int64) throws -> Account? {
+        try db.execute(
             """
             INSERT INTO users (email, password_hash, approval, created_at, password_changed_at)
             VALUES ($1, $2, $3, $4, $4) ON CONFLICT (email) DO NOTHING
             RETURNING id, email, password_hash, approval, created_at
-            """, [.text(email), .text(passwordHash), .text(approval.rawValue), .integer(now)])
-        return rows.first.flatMap(Self.account)
+            """, [.text(email), .text(passwordHash), .text(approval.rawValue), .integer(now)]
+        ).first.flatMap(Self.account)
     }
 
     /// The account with this (normalised) address.
-    public func find(email: String) throws -> Account? {
-        try database.execute(
+    func find(email: String) throws -> Account? {
+        try db.execute(
             "SELECT id, email, password_hash, approval, created_at FROM users WHERE email = $1", [.text(email)]
         ).first.flatMap(Self.account)
     }
 
     /// The account with this id.
-    public func find(id: Int64) throws -> Account? {
-        try database.execute(
+    func find(id: Int64) throws -> Account? {
+        try db.execute(
             "SELECT id, email, password_hash, approval, created_at FROM users WHERE id = $1", [.integer(id)]
         ).first.flatMap(Self.account)
     }
 
     /// Every account, oldest first.
-    public func all() throws -> [Account] {
-        try database.execute("SELECT id, email, password_hash, approval, created_at FROM users ORDER BY id")
+    func all() throws -> [Account] {
+        try db.execute("SELECT id, email, password_hash, approval, created_at FROM users ORDER BY id")
             .compactMap(Self.account)
     }
 
     /// Sets an account's approval stage; false when there is no such account.
-    @discardableResult
-    public func setApproval(_ approval: Approval, email: String) throws -> Bool {
-        !(try database.execute(
-            "UPDATE users SET approval = $1 WHERE email = $2 RETURNING id", [.text(approval.rawValue), .text(email)]
+    func setApproval(_ approval: Approval, id: Int64) throws -> Bool {
+        !(try db.execute(
+            "UPDATE users SET approval = $1 WHERE id = $2 RETURNING id", [.text(approval.rawValue), .integer(id)]
         ).isEmpty)
     }
 
+    /// Replaces the password hash, only if it is still `old` (the one a check was made against).
+    /// Returns whether it was replaced.
+    func replacePasswordHash(id: Int64, from old: String, to new: String, at now: Int64) throws -> Bool {
+        !(try db.execute(
+            """
+            UPDATE users SET password_hash = $1, password_changed_at = $2
+            WHERE id = $3 AND password_hash = $4 RETURNING id
+            """, [.text(new), .integer(now), .integer(id), .text(old)]
+        ).isEmpty)
+    }
+
+    /// Sets the password hash whatever it was (a reset, whose key proved the right to).
+    func setPasswordHash(id: Int64, to new: String, at now: Int64) throws {
+        try db.execute(
+            "UPDATE users SET password_hash = $1, password_changed_at = $2 WHERE id = $3",
+            [.text(new), .integer(now), .integer(id)])
+    }
+
+    /// The account in a row that has its columns, or `nil` (a pre-login session's empty join).
     static func account(_ row: Row) -> Account? {
         guard let id = row.int("id"), let email = row.string("email"), let hash = row.string("password_hash"),
             let approval = row.string("approval").flatMap(Approval.init(rawValue:))

@@ -47,8 +47,9 @@ public struct RateLimitPolicy: Sendable, Hashable {
     public var failedLoginPerAccount = RateLimit(5, per: 300)
     /// Login attempts of any outcome per client address.
     public var loginPerAddress = RateLimit(30, per: 60)
-    /// Wrong current passwords per account at password change.
-    public var failedPasswordChangePerAccount = RateLimit(5, per: 300)
+    /// Wrong current passwords per session at password change (per session, so that a stolen
+    /// token cannot spend the owner's budget).
+    public var failedPasswordChangePerSession = RateLimit(5, per: 300)
     /// Password-reset requests per client address.
     public var resetPerAddress = RateLimit(20, per: 3600)
     /// Password-reset requests per address asked for.
@@ -60,7 +61,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
     /// The names accepted by ``set(_:to:)`` (and `--rate-limit NAME=N/SECONDS`).
     public static let names = [
         "signup-per-address", "login-per-address", "failed-login-per-address", "failed-login-per-account",
-        "failed-password-change-per-account", "reset-per-address", "reset-per-email",
+        "failed-password-change-per-session", "reset-per-address", "reset-per-email",
     ]
 
     /// Sets one limit by name; false for an unknown name.
@@ -70,7 +71,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
         case "failed-login-per-address": failedLoginPerAddress = limit
         case "failed-login-per-account": failedLoginPerAccount = limit
         case "login-per-address": loginPerAddress = limit
-        case "failed-password-change-per-account": failedPasswordChangePerAccount = limit
+        case "failed-password-change-per-session": failedPasswordChangePerSession = limit
         case "reset-per-address": resetPerAddress = limit
         case "reset-per-email": resetPerEmail = limit
         default: return false
@@ -79,29 +80,30 @@ public struct RateLimitPolicy: Sendable, Hashable {
     }
 }
 
-/// Fixed-window counters in the database, so a budget holds across both doors and every replica.
+/// Fixed-window counters in the `rate_limits` table, so a budget holds across both doors and
+/// every replica.
 ///
-/// Each action has one function here, and every door calls it: there is no second place where
-/// a limit could be forgotten.
-public struct RateLimiter: Sendable {
-    let database: any Database
+/// Each action has one function here, and every door reaches it through ``AccountService``:
+/// there is no second place where a limit could be forgotten.
+struct RateLimiter {
+    let db: any SQLExecutor
     /// The limits.
-    public let policy: RateLimitPolicy
+    let policy: RateLimitPolicy
 
-    /// Creates a limiter.
-    public init(database: any Database, policy: RateLimitPolicy) {
-        self.database = database
+    /// Creates a limiter over `db` (the database, or a connection in a transaction).
+    init(_ db: any SQLExecutor, policy: RateLimitPolicy) {
+        self.db = db
         self.policy = policy
     }
 
     /// A refusal: try again after this many seconds.
-    public struct Refusal: Error, Sendable, Equatable {
+    struct Refusal: Error, Sendable, Equatable {
         /// Seconds until the window that refused ends.
-        public var retryAfter: Int64
+        var retryAfter: Int64
     }
 
     /// Charges one signup attempt to the client address; throws ``Refusal`` past the limit.
-    public func chargeSignup(address: String, now: Int64) throws {
+    func chargeSignup(address: String, now: Int64) throws {
         try charge([("signup:ip:" + Self.clientKey(address), policy.signupPerAddress)], now: now)
     }
 
@@ -109,27 +111,27 @@ public struct RateLimiter: Sendable {
     /// failure to the address and to the account tried, refusing when any budget is used up. Charging
     /// first (atomically) means concurrent attempts on several workers or replicas cannot overshoot
     /// a budget; an attempt whose password was right gets its failure back with ``refundLoginFailure``.
-    public func chargeLoginAttempt(address: String, email: String, now: Int64) throws {
+    func chargeLoginAttempt(address: String, email: String, now: Int64) throws {
         try charge([("login:ip:" + Self.clientKey(address), policy.loginPerAddress)], now: now)
         try charge(loginBuckets(address: address, email: email), now: now)
     }
 
     /// Gives back the failure ``chargeLoginAttempt`` charged, for an attempt whose password was right.
-    public func refundLoginFailure(address: String, email: String, now: Int64) throws {
+    func refundLoginFailure(address: String, email: String, now: Int64) throws {
         try refund(loginBuckets(address: address, email: email), now: now)
     }
 
     /// Takes one hit back from each bucket, within its current window.
     private func refund(_ buckets: [(String, RateLimit)], now: Int64) throws {
         for (bucket, limit) in buckets {
-            try database.execute(
+            try db.execute(
                 "UPDATE rate_limits SET hits = hits - 1 WHERE bucket = $1 AND hits > 0 AND window_start > $2",
                 [.text(bucket), .integer(now - limit.windowSeconds)])
         }
     }
 
     /// Charges one password-reset request to the client address and to the address asked for.
-    public func chargeResetRequest(address: String, email: String, now: Int64) throws {
+    func chargeResetRequest(address: String, email: String, now: Int64) throws {
         try charge(
             [
                 ("reset:ip:" + Self.clientKey(address), policy.resetPerAddress),
@@ -137,24 +139,25 @@ public struct RateLimiter: Sendable {
             ], now: now)
     }
 
-    /// Charges one wrong current password to the account before the check (atomically, like
-    /// ``chargeLoginAttempt``), refusing when the budget is used up.
-    public func chargePasswordChangeAttempt(account: Int64, now: Int64) throws {
-        try charge(passwordChangeBuckets(account), now: now)
+    /// Charges one wrong current password to the session before the check (atomically, like
+    /// ``chargeLoginAttempt(address:email:now:)``), refusing when its budget is used up. The budget
+    /// is the session's, not the account's: a thief holding one token spends only that token's.
+    func chargePasswordChangeAttempt(session keyHash: String, now: Int64) throws {
+        try charge(passwordChangeBuckets(keyHash), now: now)
     }
 
     /// Gives the charge back when the current password was right.
-    public func refundPasswordChangeFailure(account: Int64, now: Int64) throws {
-        try refund(passwordChangeBuckets(account), now: now)
+    func refundPasswordChangeFailure(session keyHash: String, now: Int64) throws {
+        try refund(passwordChangeBuckets(keyHash), now: now)
     }
 
-    private func passwordChangeBuckets(_ account: Int64) -> [(String, RateLimit)] {
-        [("change_failed:account:\(account)", policy.failedPasswordChangePerAccount)]
+    private func passwordChangeBuckets(_ keyHash: String) -> [(String, RateLimit)] {
+        [("change_failed:session:" + keyHash, policy.failedPasswordChangePerSession)]
     }
 
     /// Deletes counters whose window ended long ago.
-    public func pruneExpired(now: Int64) throws {
-        try database.execute(
+    func pruneExpired(now: Int64) throws {
+        try db.execute(
             "DELETE FROM rate_limits WHERE window_start < $1", [.integer(now - RateLimit.longestWindow)])
     }
 
@@ -168,7 +171,7 @@ public struct RateLimiter: Sendable {
     /// The key a client address is counted under: an IPv4 address as it is, an IPv6 address by
     /// its /64 (one household or one host gets a whole /64, so counting single addresses would
     /// let it rotate through them).
-    public static func clientKey(_ address: String) -> String {
+    static func clientKey(_ address: String) -> String {
         guard address.contains(":") else { return address }
         var raw = in6_addr()
         guard inet_pton(AF_INET6, address, &raw) == 1 else { return address }
@@ -181,7 +184,7 @@ public struct RateLimiter: Sendable {
     private func charge(_ buckets: [(String, RateLimit)], now: Int64, refuse: Bool = true) throws {
         var refusal: Refusal?
         for (bucket, limit) in buckets {
-            let row = try database.execute(
+            let row = try db.execute(
                 """
                 INSERT INTO rate_limits (bucket, window_start, hits) VALUES ($1, $2, 1)
                 ON CONFLICT (bucket) DO UPDATE SET

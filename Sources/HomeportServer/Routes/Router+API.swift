@@ -4,39 +4,26 @@ import HomeportLogging
 import HomeportWire
 import Synchronization
 
-extension Router {
-    /// The one error every refused API request gets: it never says whether the token expired,
-    /// was signed out, never existed, or was missing (a cookie does not count).
-    static let notAuthenticated = HTTPError(
-        status: 401, code: "not_authenticated", message: "Sign in to use this route.")
-
-    /// Adds the authenticated API routes: `GET /api/v1/app-info` and `GET /api/v1/auth/standing`.
+extension Router where Context == RequestContext {
+    /// Declares the API prefix `/api/v1` and adds its authenticated routes.
     ///
-    /// The API prefix reads the credential from `X-Session-Token` only. A session cookie is never
-    /// read here, so a browser session cannot call the API and there is nothing for another
-    /// site to ride on (hence no CSRF check).
-    public mutating func addAPI(
+    /// Every route under the prefix passes through `no-store`, the session reader (header only:
+    /// a session cookie is never read here, so a browser session cannot call the API and there
+    /// is nothing for another site to ride on, hence no CSRF check) and the signed-in check.
+    /// The two exceptions are groups of their own: the public identity route and standing.
+    mutating func addAPI(
         _ service: AccountService, identity: IdentityStore, product: String, version: String, logger: Logger
     ) {
-        let appInfo = AppInfoEndpoint(identity: identity, product: product, version: version, logger: logger)
-        get("/api/v1/app-info") { request in
-            try Self.requireAppSession(request, service)
-            return appInfo.response()
-        }
-        get("/api/v1/auth/standing") { request in
+        let session = SessionMiddleware(reader: service.reader, credential: .header)
+        group(HomeportPath.apiPrefix, middleware: [NoStoreMiddleware(), session, RequireSignedIn()])
+        group(HomeportPath.authStanding, middleware: [NoStoreMiddleware(), session]) { standing in
             // The one API route that answers the pre-login token; a stranger gets the same 200 as nobody.
-            let standing = try service.standing(appToken: request.headers["X-Session-Token"])
-            var response = try HTTPResponse.json(StandingAnswer(standing: standing))
-            response.headers.set("Cache-Control", "no-store")
-            return response
+            standing.get("") { _, context in
+                try .json(StandingAnswer(standing: context.caller.session?.standing))
+            }
         }
-    }
-
-    /// Throws 401 unless `X-Session-Token` names a live, signed-in app session.
-    static func requireAppSession(_ request: HTTPRequest, _ service: AccountService) throws {
-        guard let token = request.headers["X-Session-Token"], try service.isSignedIn(appToken: token) else {
-            throw notAuthenticated
-        }
+        let appInfo = AppInfoEndpoint(identity: identity, product: product, version: version, logger: logger)
+        get(HomeportPath.appInfo) { _, _ in appInfo.response() }
     }
 }
 
@@ -59,9 +46,7 @@ final class AppInfoEndpoint: Sendable {
     }
 
     func response() -> HTTPResponse {
-        var response = HTTPResponse.json(bytes: body())
-        response.headers.set("Cache-Control", "no-store")
-        return response
+        .json(bytes: body())
     }
 
     private func body() -> Data {
@@ -75,9 +60,7 @@ final class AppInfoEndpoint: Sendable {
             id = nil
         }
         let info = AppInfo(product: product, version: version, features: Self.features, instanceId: id)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let bytes = (try? encoder.encode(info)) ?? Data("{}".utf8)
+        let bytes = (try? HTTPResponse.encoder.encode(info)) ?? Data("{}".utf8)
         if id != nil { cached.withLock { $0 = bytes } }
         return bytes
     }

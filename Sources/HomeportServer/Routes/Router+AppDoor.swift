@@ -3,24 +3,63 @@ import HomeportHTTP
 import HomeportWire
 
 /// The app door: django-allauth headless's app-client API under `/_allauth/app/v1/`.
-extension Router {
-    /// The base path of the app door.
-    public static let appDoorBase = "/_allauth/app/v1"
-
-    /// Adds `config`, `auth/signup`, `auth/login`, `auth/session` (GET, DELETE),
-    /// `account/password/change`, `auth/password/request` and `auth/password/reset` (GET, POST).
-    public mutating func addAppDoor(_ service: AccountService) {
+extension Router where Context == RequestContext {
+    /// Declares the app door's group and adds `config`, `auth/signup`, `auth/login`,
+    /// `auth/session` (GET, DELETE), `account/password/change`, `auth/password/request` and
+    /// `auth/password/reset` (GET, POST).
+    ///
+    /// Every route passes through `no-store`, the session reader (header only) and
+    /// ``AppDoorMiddleware`` (410 for an invalid token, 415 for a body that is not JSON).
+    mutating func addAppDoor(_ service: AccountService) {
         let door = AppDoor(service: service)
-        let base = Self.appDoorBase
-        get(base + "/config") { try door.config($0) }
-        post(base + "/auth/signup") { try door.signup($0) }
-        post(base + "/auth/login") { try door.login($0) }
-        get(base + "/auth/session") { try door.session($0) }
-        delete(base + "/auth/session") { try door.logout($0) }
-        post(base + "/account/password/change") { try door.changePassword($0) }
-        post(base + "/auth/password/request") { try door.requestReset($0) }
-        get(base + "/auth/password/reset") { try door.checkResetKey($0) }
-        post(base + "/auth/password/reset") { try door.reset($0) }
+        let middleware: [any HTTPMiddleware<RequestContext>] = [
+            NoStoreMiddleware(), SessionMiddleware(reader: service.reader, credential: .header),
+            AppDoorMiddleware(door: door),
+        ]
+        group(AllauthAppPath.base, middleware: middleware) { app in
+            app.get("/" + AllauthAppPath.config) { _, _ in door.config() }
+            app.post("/" + AllauthAppPath.signup) { try door.signup($0, $1.caller) }
+            app.post("/" + AllauthAppPath.login) { try door.login($0, $1.caller) }
+            app.get("/" + AllauthAppPath.session) { _, context in door.session(context.caller) }
+            app.delete("/" + AllauthAppPath.session) { _, context in try door.logout(context.caller) }
+            app.post("/" + AllauthAppPath.passwordChange) { try door.changePassword($0, $1.caller) }
+            app.post("/" + AllauthAppPath.passwordResetRequest) { try door.requestReset($0, $1.caller) }
+            app.get("/" + AllauthAppPath.passwordReset) { request, _ in try door.checkResetKey(request) }
+            app.post("/" + AllauthAppPath.passwordReset) { request, _ in try door.reset(request) }
+        }
+    }
+}
+
+/// Refuses, before any handler of the app door runs, an invalid token (410: the client drops it
+/// and starts clean) and a body that is not `application/json` (415): another site can make a
+/// browser send `text/plain` without asking first, and must not be able to spend an address's
+/// budgets through it.
+struct AppDoorMiddleware: HTTPMiddleware {
+    let door: AppDoor
+
+    func handle(
+        _ request: HTTPRequest, context: RequestContext,
+        next: (HTTPRequest, RequestContext) throws -> HTTPResponse
+    ) throws -> HTTPResponse {
+        if case .invalid = context.caller { return door.gone() }
+        if !request.body.isEmpty && !Self.isJSON(request.headers.values("Content-Type")) {
+            return door.answer(
+                AuthEnvelope(
+                    status: 415,
+                    errors: [
+                        FieldProblem(
+                            code: AuthErrorCode.unsupportedMediaType, param: nil,
+                            message: "Send the body as application/json.")
+                    ]))
+        }
+        return try next(request, context)
+    }
+
+    /// Whether exactly one `Content-Type` came and it is `application/json` (parameters allowed).
+    static func isJSON(_ values: [String]) -> Bool {
+        guard values.count == 1, let value = values.first else { return false }
+        let type = value.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
+        return type.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
     }
 }
 
@@ -28,31 +67,9 @@ extension Router {
 struct AppDoor: Sendable {
     let service: AccountService
 
-    /// What the request's `X-Session-Token` names.
-    enum Token {
-        case none
-        case invalid
-        case preLogin(Session, token: String)
-        case signedIn(Session, Account)
-    }
-
-    func token(_ request: HTTPRequest) throws -> Token {
-        guard let token = request.headers["X-Session-Token"] else { return .none }
-        if let (session, account) = try service.authenticate(token: token, kind: .app) {
-            return .signedIn(session, account)
-        }
-        if let session = try service.sessions.find(token: token, kind: .app, now: service.clock.unixSeconds),
-            session.userID == nil
-        {
-            return .preLogin(session, token: token)
-        }
-        return .invalid
-    }
-
     // MARK: Routes
 
-    func config(_ request: HTTPRequest) throws -> HTTPResponse {
-        if case .invalid = try token(request) { return gone() }
+    func config() -> HTTPResponse {
         let object: [String: Any] = [
             "status": 200,
             "data": [
@@ -64,35 +81,24 @@ struct AppDoor: Sendable {
             ],
         ]
         let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return noStore(.json(bytes: body))
+        return .json(bytes: body)
     }
 
-    func signup(_ request: HTTPRequest) throws -> HTTPResponse {
-        let current = try token(request)
-        switch current {
-        case .invalid: return gone()
-        case .signedIn: return answer(AuthEnvelope(status: 409))
-        case .none, .preLogin: break
-        }
+    func signup(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        if caller.isSignedIn { return answer(AuthEnvelope(status: 409)) }
         let credentials: AuthRequest.Credentials
         switch decode(AuthRequest.Credentials.self, request) {
         case .success(let value): credentials = value
         case .failure(let problems): return invalid(problems.problems)
         }
         let outcome = try service.signup(
-            email: credentials.email, password: credentials.password, address: request.remoteAddress, kind: .app)
-        return signInAnswer(outcome, current: current, methods: false)
+            email: credentials.email, password: credentials.password, address: request.remoteAddress, kind: .app,
+            current: caller)
+        return signInAnswer(outcome, caller: caller, methods: false)
     }
 
-    func login(_ request: HTTPRequest) throws -> HTTPResponse {
-        let current = try token(request)
-        var preLogin: Session?
-        switch current {
-        case .invalid: return gone()
-        case .signedIn: return answer(AuthEnvelope(status: 409))
-        case .preLogin(let session, _): preLogin = session
-        case .none: break
-        }
+    func login(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        if caller.isSignedIn { return answer(AuthEnvelope(status: 409)) }
         let credentials: AuthRequest.Credentials
         switch decode(AuthRequest.Credentials.self, request) {
         case .success(let value): credentials = value
@@ -100,41 +106,23 @@ struct AppDoor: Sendable {
         }
         let outcome = try service.login(
             email: credentials.email, password: credentials.password, address: request.remoteAddress, kind: .app,
-            preLogin: preLogin)
-        return signInAnswer(outcome, current: current, methods: true)
+            current: caller)
+        return signInAnswer(outcome, caller: caller, methods: true)
     }
 
-    func session(_ request: HTTPRequest) throws -> HTTPResponse {
-        switch try token(request) {
-        case .invalid: return gone()
-        case .signedIn(let session, let account):
-            return answer(
-                AuthEnvelope(
-                    status: 200, data: userData(account, session), meta: AuthMeta(isAuthenticated: true)))
-        case .none, .preLogin: return notSignedIn()
-        }
+    func session(_ caller: Caller) -> HTTPResponse {
+        guard case .signedIn(let session, let account) = caller else { return notSignedIn() }
+        return answer(
+            AuthEnvelope(status: 200, data: userData(account, session), meta: AuthMeta(isAuthenticated: true)))
     }
 
-    func logout(_ request: HTTPRequest) throws -> HTTPResponse {
-        switch try token(request) {
-        case .invalid: return gone()
-        case .signedIn(let session, _), .preLogin(let session, _):
-            try service.logout(session)
-            return notSignedIn()
-        case .none: return notSignedIn()
-        }
+    func logout(_ caller: Caller) throws -> HTTPResponse {
+        if let session = caller.session { try service.logout(session) }
+        return notSignedIn()
     }
 
-    func changePassword(_ request: HTTPRequest) throws -> HTTPResponse {
-        let session: Session
-        let account: Account
-        switch try token(request) {
-        case .invalid: return gone()
-        case .none, .preLogin: return notSignedIn()
-        case .signedIn(let current, let owner):
-            session = current
-            account = owner
-        }
+    func changePassword(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        guard case .signedIn(let session, let account) = caller else { return notSignedIn() }
         let change: AuthRequest.PasswordChange
         switch decode(AuthRequest.PasswordChange.self, request) {
         case .success(let value): change = value
@@ -145,6 +133,7 @@ struct AppDoor: Sendable {
         {
         case .invalid(let problems): return invalid(problems)
         case .rateLimited(let retryAfter): return tooMany(retryAfter)
+        case .sessionEnded: return gone()
         case .changed(let token, let newSession):
             return answer(
                 AuthEnvelope(
@@ -153,19 +142,13 @@ struct AppDoor: Sendable {
         }
     }
 
-    func requestReset(_ request: HTTPRequest) throws -> HTTPResponse {
-        var preLogin: Session?
-        switch try token(request) {
-        case .invalid: return gone()
-        case .preLogin(let session, _): preLogin = session
-        case .none, .signedIn: break
-        }
+    func requestReset(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
         let body: AuthRequest.PasswordResetRequest
         switch decode(AuthRequest.PasswordResetRequest.self, request) {
         case .success(let value): body = value
         case .failure(let problems): return invalid(problems.problems)
         }
-        switch try service.requestPasswordReset(email: body.email, address: request.remoteAddress, preLogin: preLogin) {
+        switch try service.requestPasswordReset(email: body.email, address: request.remoteAddress, current: caller) {
         case .accepted: return answer(AuthEnvelope(status: 200))
         case .invalid(let problems): return invalid(problems)
         case .rateLimited(let retryAfter): return tooMany(retryAfter)
@@ -173,16 +156,16 @@ struct AppDoor: Sendable {
     }
 
     func checkResetKey(_ request: HTTPRequest) throws -> HTTPResponse {
-        if case .invalid = try token(request) { return gone() }
-        guard let key = request.headers["X-Password-Reset-Key"], !key.isEmpty else {
-            return invalid([FieldProblem(code: "required", param: "key", message: "This field is required.")])
+        guard let key = request.headers[HomeportHeader.passwordResetKey], !key.isEmpty else {
+            return invalid([
+                FieldProblem(code: AuthErrorCode.required, param: "key", message: "This field is required.")
+            ])
         }
         guard let account = try service.account(forResetKey: key) else { return invalidResetKey() }
         return answer(AuthEnvelope(status: 200, data: AuthData(user: user(account))))
     }
 
     func reset(_ request: HTTPRequest) throws -> HTTPResponse {
-        if case .invalid = try token(request) { return gone() }
         let body: AuthRequest.PasswordReset
         switch decode(AuthRequest.PasswordReset.self, request) {
         case .success(let value): body = value
@@ -197,17 +180,17 @@ struct AppDoor: Sendable {
 
     // MARK: Answers
 
-    private func signInAnswer(_ outcome: AccountService.SignInOutcome, current: Token, methods: Bool) -> HTTPResponse {
+    private func signInAnswer(_ outcome: AccountService.SignInOutcome, caller: Caller, methods: Bool) -> HTTPResponse {
         switch outcome {
         case .signedIn(let token, let account, let session):
             return answer(
                 AuthEnvelope(
                     status: 200, data: userData(account, methods ? session : nil),
                     meta: AuthMeta(isAuthenticated: true, sessionToken: token)))
-        case .pending(let token, _):
-            // An empty token means the request's own pre-login session now carries the standing.
-            var issued: String? = token.isEmpty ? nil : token
-            if issued == nil, case .preLogin(_, let existing) = current { issued = existing }
+        case .pending(_, let token):
+            // No new token: the caller's own pre-login session now carries the standing.
+            var issued = token
+            if issued == nil, case .preLogin(_, let existing) = caller { issued = existing }
             return answer(
                 AuthEnvelope(
                     status: 401, data: AuthData(flows: flows()),
@@ -237,20 +220,19 @@ struct AppDoor: Sendable {
     }
 
     /// 410: the token is invalid; the client drops it and starts clean.
-    private func gone() -> HTTPResponse {
+    func gone() -> HTTPResponse {
         answer(AuthEnvelope(status: 410, data: AuthData(flows: flows()), meta: AuthMeta(isAuthenticated: nil)))
     }
 
     private func invalid(_ problems: [FieldProblem]) -> HTTPResponse {
-        answer(
-            AuthEnvelope(
-                status: 400,
-                errors: problems))
+        answer(AuthEnvelope(status: 400, errors: problems))
     }
 
     private func invalidResetKey() -> HTTPResponse {
         invalid([
-            FieldProblem(code: "invalid_password_reset", param: "key", message: "The password reset token was invalid.")
+            FieldProblem(
+                code: AuthErrorCode.invalidPasswordReset, param: "key", message: "The password reset token was invalid."
+            )
         ])
     }
 
@@ -260,17 +242,10 @@ struct AppDoor: Sendable {
         return response
     }
 
-    private func answer(_ envelope: AuthEnvelope) -> HTTPResponse {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let body = (try? encoder.encode(envelope)) ?? Data(#"{"status":500}"#.utf8)
-        return noStore(.json(bytes: body, status: envelope.status))
-    }
-
-    private func noStore(_ response: HTTPResponse) -> HTTPResponse {
-        var response = response
-        response.headers.set("Cache-Control", "no-store")
-        return response
+    /// The envelope as the answer, its status repeated in the body.
+    func answer(_ envelope: AuthEnvelope) -> HTTPResponse {
+        let body = (try? HTTPResponse.encoder.encode(envelope)) ?? Data(#"{"status":500}"#.utf8)
+        return .json(bytes: body, status: envelope.status)
     }
 
     struct Problems: Error {
@@ -284,19 +259,21 @@ struct AppDoor: Sendable {
         } catch DecodingError.keyNotFound(let key, _) {
             return .failure(
                 Problems(problems: [
-                    FieldProblem(code: "required", param: key.stringValue, message: "This field is required.")
+                    FieldProblem(
+                        code: AuthErrorCode.required, param: key.stringValue, message: "This field is required.")
                 ]))
         } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {
             return .failure(
                 Problems(problems: [
                     FieldProblem(
-                        code: "invalid", param: context.codingPath.last?.stringValue,
+                        code: AuthErrorCode.invalid, param: context.codingPath.last?.stringValue,
                         message: "This value is not valid.")
                 ]))
         } catch {
             return .failure(
                 Problems(problems: [
-                    FieldProblem(code: "invalid", param: nil, message: "The request body is not valid JSON.")
+                    FieldProblem(
+                        code: AuthErrorCode.invalid, param: nil, message: "The request body is not valid JSON.")
                 ]))
         }
     }

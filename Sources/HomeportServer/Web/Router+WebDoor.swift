@@ -3,96 +3,101 @@ import HomeportCrypto
 import HomeportHTTP
 import HomeportWire
 
-extension Router {
-    /// Adds the web door: HTML sign-in, sign-up and password-reset pages under `/account`, with a
-    /// cookie session, a CSRF token and a honeypot field. Limits are charged through the same
-    /// ``AccountService`` functions as the app door, so both spend one budget.
-    public mutating func addWebDoor(_ service: AccountService, product: String) {
-        let door = WebDoor(service: service, product: product)
-        get("/account") { try door.home($0) }
-        get("/account/login") { door.form($0, title: "Sign in", WebPage.loginForm) }
-        post("/account/login") { try door.login($0) }
-        get("/account/signup") { door.form($0, title: "Create an account", WebPage.signupForm) }
-        post("/account/signup") { try door.signup($0) }
-        post("/account/logout") { try door.logout($0) }
-        get("/account/password/reset") { door.form($0, title: "Reset your password", WebPage.resetRequestForm) }
-        post("/account/password/reset") { try door.requestReset($0) }
-        get("/account/password/reset/key/:key", secretParameters: true) { try door.resetForm($0) }
-        post("/account/password/reset/key/:key", secretParameters: true) { try door.reset($0) }
+extension Router where Context == RequestContext {
+    /// Declares the web door's group and adds its pages: HTML sign-in, sign-up and password reset
+    /// under `/account`, with a cookie session, a CSRF token (``CSRFMiddleware``) and a honeypot
+    /// field. Limits are charged through the same ``AccountService`` functions as the app door,
+    /// so both spend one budget. Paths under the reset-key prefix never reach the log.
+    mutating func addWebDoor(_ service: AccountService, product: String, csrfKey: [UInt8]) {
+        let cookies = WebCookies(
+            secure: service.settings.secureCookies, sessionLifetime: service.settings.sessionLifetime)
+        let door = WebDoor(service: service, product: product, cookies: cookies)
+        let trusted = service.settings.publicURL.flatMap(CSRFMiddleware.authority).map { [$0] } ?? []
+        let middleware: [any HTTPMiddleware<RequestContext>] = [
+            SessionMiddleware(reader: service.reader, credential: .cookie(cookies.session)),
+            CSRFMiddleware(key: csrfKey, cookies: cookies, trustedAuthorities: trusted, refusal: door.formExpired),
+        ]
+        group(WebDoor.base, middleware: middleware) { account in
+            account.get("") { _, context in door.home(context) }
+            account.get("/login") { _, context in
+                door.form(title: "Sign in", WebPage.loginForm(csrf: context.csrfToken))
+            }
+            account.post("/login") { try door.login($0, $1) }
+            account.get("/signup") { _, context in
+                door.form(title: "Create an account", WebPage.signupForm(csrf: context.csrfToken))
+            }
+            account.post("/signup") { try door.signup($0, $1) }
+            account.post("/logout") { try door.logout($0, $1) }
+            account.get("/password/reset") { _, context in
+                door.form(title: "Reset your password", WebPage.resetRequestForm(csrf: context.csrfToken))
+            }
+            account.post("/password/reset") { try door.requestReset($0, $1) }
+            account.get("/password/reset/key/:key") { try door.resetForm($0, $1) }
+            account.post("/password/reset/key/:key") { try door.reset($0, $1) }
+        }
+        logsSecrets(under: WebDoor.resetKeyPrefix)
     }
 }
 
 /// Translates web forms into ``AccountService`` calls and answers into pages.
 struct WebDoor: Sendable {
-    static let sessionCookie = "homeport_session"
-    static let csrfCookie = "homeport_csrf"
+    static let base = "/account"
+    /// The prefix of the links mailed for a password reset; what follows it is a secret.
+    static let resetKeyPrefix = base + "/password/reset/key"
 
     let service: AccountService
     let product: String
+    let cookies: WebCookies
 
     // MARK: Pages
 
-    func home(_ request: HTTPRequest) throws -> HTTPResponse {
-        guard let token = request.cookies[Self.sessionCookie],
-            let (_, account) = try service.authenticate(token: token, kind: .web)
-        else { return .seeOther("/account/login") }
-        let (csrf, cookie) = csrfToken(request)
-        return page("Your account", WebPage.signedIn(email: account.email, csrf: csrf), setting: cookie)
+    func home(_ context: RequestContext) -> HTTPResponse {
+        guard case .signedIn(_, let account) = context.caller else { return .seeOther("/account/login") }
+        return page("Your account", WebPage.signedIn(email: account.email, csrf: context.csrfToken))
     }
 
-    func form(_ request: HTTPRequest, title: String, _ render: (String, String, [String]) -> String) -> HTTPResponse {
-        let (csrf, cookie) = csrfToken(request)
-        return page(title, render(csrf, "", []), setting: cookie)
+    func form(title: String, _ body: String) -> HTTPResponse {
+        page(title, body)
     }
 
-    func form(_ request: HTTPRequest, title: String, _ render: (String, [String]) -> String) -> HTTPResponse {
-        let (csrf, cookie) = csrfToken(request)
-        return page(title, render(csrf, []), setting: cookie)
-    }
-
-    func login(_ request: HTTPRequest) throws -> HTTPResponse {
+    func login(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let fields = request.formFields
-        if let refusal = guardCheck(request, fields) { return refusal }
-        let (csrf, _) = csrfToken(request)
+        if let refusal = honeypot(fields) { return refusal }
         let email = fields["email"] ?? ""
         let outcome = try service.login(
-            email: email, password: fields["password"] ?? "", address: request.remoteAddress, kind: .web, preLogin: nil)
-        return signInAnswer(outcome, title: "Sign in", csrf: csrf) {
-            WebPage.loginForm(csrf: csrf, email: email, errors: $0)
+            email: email, password: fields["password"] ?? "", address: request.remoteAddress, kind: .web,
+            current: context.caller)
+        return signInAnswer(outcome, title: "Sign in") {
+            WebPage.loginForm(csrf: context.csrfToken, email: email, errors: $0)
         }
     }
 
-    func signup(_ request: HTTPRequest) throws -> HTTPResponse {
+    func signup(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let fields = request.formFields
-        if let refusal = guardCheck(request, fields) { return refusal }
-        let (csrf, _) = csrfToken(request)
+        if let refusal = honeypot(fields) { return refusal }
         let email = fields["email"] ?? ""
         let outcome = try service.signup(
-            email: email, password: fields["password"] ?? "", address: request.remoteAddress, kind: .web)
-        return signInAnswer(outcome, title: "Create an account", csrf: csrf) {
-            WebPage.signupForm(csrf: csrf, email: email, errors: $0)
+            email: email, password: fields["password"] ?? "", address: request.remoteAddress, kind: .web,
+            current: context.caller)
+        return signInAnswer(outcome, title: "Create an account") {
+            WebPage.signupForm(csrf: context.csrfToken, email: email, errors: $0)
         }
     }
 
-    func logout(_ request: HTTPRequest) throws -> HTTPResponse {
-        let fields = request.formFields
-        if let refusal = guardCheck(request, fields) { return refusal }
-        if let token = request.cookies[Self.sessionCookie],
-            let session = try service.sessions.find(token: token, kind: .web, now: service.clock.unixSeconds)
-        {
-            try service.logout(session)
-        }
+    func logout(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        if let refusal = honeypot(request.formFields) { return refusal }
+        if let session = context.caller.session { try service.logout(session) }
         var response = HTTPResponse.seeOther("/account/login")
-        response.headers.add("Set-Cookie", cookie(Self.sessionCookie, "", maxAge: 0))
+        response.headers.add("Set-Cookie", cookies.clearingSession)
+        response.headers.add("Set-Cookie", cookies.settingCSRF(try SecretToken.generate()))
         return response
     }
 
-    func requestReset(_ request: HTTPRequest) throws -> HTTPResponse {
+    func requestReset(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let fields = request.formFields
-        if let refusal = guardCheck(request, fields) { return refusal }
-        let (csrf, _) = csrfToken(request)
+        if let refusal = honeypot(fields) { return refusal }
         switch try service.requestPasswordReset(
-            email: fields["email"] ?? "", address: request.remoteAddress, preLogin: nil)
+            email: fields["email"] ?? "", address: request.remoteAddress, current: context.caller)
         {
         case .accepted:
             return page(
@@ -102,23 +107,22 @@ struct WebDoor: Sendable {
                     link: ("/account/login", "Back to sign in")))
         case .invalid(let problems):
             return page(
-                "Reset your password", WebPage.resetRequestForm(csrf: csrf, errors: problems.map(\.message)),
-                status: 400)
+                "Reset your password",
+                WebPage.resetRequestForm(csrf: context.csrfToken, errors: problems.map(\.message)), status: 400)
         case .rateLimited(let retryAfter):
             return tooMany(retryAfter)
         }
     }
 
-    func resetForm(_ request: HTTPRequest) throws -> HTTPResponse {
+    func resetForm(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let key = request.pathParameters["key"] ?? ""
         guard try service.account(forResetKey: key) != nil else { return invalidKeyPage() }
-        let (csrf, cookie) = csrfToken(request)
-        return page("Set a new password", WebPage.resetForm(csrf: csrf, key: key), setting: cookie)
+        return page("Set a new password", WebPage.resetForm(csrf: context.csrfToken, key: key))
     }
 
-    func reset(_ request: HTTPRequest) throws -> HTTPResponse {
+    func reset(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let fields = request.formFields
-        if let refusal = guardCheck(request, fields) { return refusal }
+        if let refusal = honeypot(fields) { return refusal }
         let key = request.pathParameters["key"] ?? ""
         switch try service.resetPassword(key: key, password: fields["password"] ?? "") {
         case .reset:
@@ -130,25 +134,25 @@ struct WebDoor: Sendable {
         case .invalidKey:
             return invalidKeyPage()
         case .invalid(let problems):
-            let (csrf, _) = csrfToken(request)
             return page(
-                "Set a new password", WebPage.resetForm(csrf: csrf, key: key, errors: problems.map(\.message)),
-                status: 400)
+                "Set a new password",
+                WebPage.resetForm(csrf: context.csrfToken, key: key, errors: problems.map(\.message)), status: 400)
         }
     }
 
     // MARK: Answers
 
     private func signInAnswer(
-        _ outcome: AccountService.SignInOutcome, title: String, csrf: String, form: ([String]) -> String
+        _ outcome: AccountService.SignInOutcome, title: String, form: ([String]) -> String
     ) -> HTTPResponse {
         switch outcome {
         case .signedIn(let token, _, _):
+            // The session and the CSRF seed are both new: nothing minted before sign-in works after it.
             var response = HTTPResponse.seeOther("/account")
-            response.headers.add(
-                "Set-Cookie", cookie(Self.sessionCookie, token, maxAge: service.settings.sessionLifetime))
+            response.headers.add("Set-Cookie", cookies.settingSession(token))
+            response.headers.add("Set-Cookie", cookies.settingCSRF((try? SecretToken.generate()) ?? ""))
             return response
-        case .pending(_, let standing):
+        case .pending(let standing, _):
             let text =
                 switch standing {
                 case .waiting:
@@ -186,45 +190,22 @@ struct WebDoor: Sendable {
                 link: ("/account/password/reset", "Reset your password")), status: 400)
     }
 
-    private func page(_ title: String, _ body: String, status: Int = 200, setting cookie: String? = nil) -> HTTPResponse
-    {
-        var response = HTTPResponse.html(WebPage.render(title: title, product: product, body: body), status: status)
-        if let cookie { response.headers.add("Set-Cookie", cookie) }
-        return response
+    private func page(_ title: String, _ body: String, status: Int = 200) -> HTTPResponse {
+        HTTPResponse.html(WebPage.render(title: title, product: product, body: body), status: status)
     }
 
     // MARK: Guards
 
-    /// The CSRF token of the request's cookie, or a new one and the cookie that sets it.
-    private func csrfToken(_ request: HTTPRequest) -> (token: String, cookie: String?) {
-        if let existing = request.cookies[Self.csrfCookie], SecretToken.isWellFormed(existing) {
-            return (existing, nil)
-        }
-        let token = (try? SecretToken.generate()) ?? ""
-        return (token, cookie(Self.csrfCookie, token, maxAge: nil))
+    /// The page a form post refused by ``CSRFMiddleware`` gets.
+    func formExpired() -> HTTPResponse {
+        page(
+            "Form expired", WebPage.message("This form has expired. Please go back, reload the page and try again."),
+            status: 403)
     }
 
-    /// Refuses a form whose CSRF field does not match its cookie (403) or whose honeypot is filled (400).
-    private func guardCheck(_ request: HTTPRequest, _ fields: [String: String]) -> HTTPResponse? {
-        let cookieToken = request.cookies[Self.csrfCookie] ?? ""
-        let fieldToken = fields["csrf_token"] ?? ""
-        guard SecretToken.isWellFormed(cookieToken),
-            Digest.constantTimeEquals(Array(cookieToken.utf8), Array(fieldToken.utf8))
-        else {
-            return page(
-                "Form expired",
-                WebPage.message("This form has expired. Please go back, reload the page and try again."), status: 403)
-        }
-        if let trap = fields["website"], !trap.isEmpty {
-            return page("Not accepted", WebPage.message("This form could not be processed."), status: 400)
-        }
-        return nil
-    }
-
-    private func cookie(_ name: String, _ value: String, maxAge: Int64?) -> String {
-        var text = "\(name)=\(value); Path=/; HttpOnly; SameSite=Lax"
-        if let maxAge { text += "; Max-Age=\(maxAge)" }
-        if service.settings.secureCookies { text += "; Secure" }
-        return text
+    /// Refuses a form whose honeypot field is filled (400).
+    private func honeypot(_ fields: [String: String]) -> HTTPResponse? {
+        guard let trap = fields["website"], !trap.isEmpty else { return nil }
+        return page("Not accepted", WebPage.message("This form could not be processed."), status: 400)
     }
 }

@@ -1,0 +1,92 @@
+import HomeportWire
+
+/// How a request's body is delimited, decided once its headers are in.
+///
+/// libmicrohttpd takes the first `Content-Length`, lets `Transfer-Encoding` win over it silently,
+/// keeps a field name with a space before its colon as another field, and reads a body of an
+/// unknown transfer coding until the peer closes. Each of these lets two parsers (a proxy and
+/// this server) see two different requests, so each is refused here, with the connection closed
+/// (RFC 9112 §6.3): 400 for ambiguous framing, 501 for a transfer coding other than `chunked`.
+enum Framing: Equatable {
+    /// No body.
+    case none
+    /// A body of this many bytes.
+    case length(Int)
+    /// A chunked body.
+    case chunked
+
+    /// The framing `headers` announce, or the error that refuses them.
+    static func of(_ headers: [(name: String, value: String)]) -> Result<Framing, HTTPError> {
+        var lengths: [String] = []
+        var codings: [String] = []
+        var hosts = 0
+        for field in headers {
+            guard isToken(field.name) else { return .failure(ambiguous("A header field name is not a token.")) }
+            if field.name.caseInsensitiveEquals("Content-Length") {
+                lengths.append(field.value)
+            } else if field.name.caseInsensitiveEquals("Transfer-Encoding") {
+                codings.append(field.value)
+            } else if field.name.caseInsensitiveEquals("Host") {
+                hosts += 1
+            }
+        }
+        if hosts > 1 { return .failure(ambiguous("The request has more than one Host field.")) }
+        if !codings.isEmpty {
+            guard lengths.isEmpty else {
+                return .failure(ambiguous("The request has both Content-Length and Transfer-Encoding."))
+            }
+            guard codings.count == 1 else { return .failure(ambiguous("The request has Transfer-Encoding twice.")) }
+            let coding = codings[0]
+            if coding.caseInsensitiveEquals("chunked") { return .success(.chunked) }
+            let trimmed = coding.trimmingOWS
+            if trimmed.isEmpty || trimmed.caseInsensitiveEquals("chunked") {
+                return .failure(ambiguous("Transfer-Encoding must be exactly 'chunked'."))
+            }
+            return .failure(
+                HTTPError(
+                    status: 501, code: APIErrorCode.notImplemented,
+                    message: "The only transfer coding this server reads is 'chunked'."))
+        }
+        guard let first = lengths.first else { return .success(.none) }
+        guard lengths.allSatisfy({ $0 == first }) else {
+            return .failure(ambiguous("The request has two different Content-Length values."))
+        }
+        // libmicrohttpd has already answered a Content-Length that is not a number.
+        return .success(.length(Int(first) ?? 0))
+    }
+
+    private static func ambiguous(_ message: String) -> HTTPError {
+        HTTPError(status: 400, code: APIErrorCode.badFraming, message: message)
+    }
+
+    /// Whether `name` is an RFC 9110 token: at least one of `A-Z a-z 0-9 ! # $ % & ' * + - . ^ _ ` | ~`.
+    static func isToken(_ name: String) -> Bool {
+        !name.isEmpty
+            && name.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"),
+                    UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"),
+                    UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"),
+                    UInt8(ascii: "|"), UInt8(ascii: "~"):
+                    true
+                default: false
+                }
+            }
+    }
+}
+
+extension String {
+    /// Without leading and trailing spaces and tabs (RFC 9110's optional whitespace).
+    var trimmingOWS: Substring {
+        let isOWS: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let start = firstIndex(where: { !isOWS($0) }), let end = lastIndex(where: { !isOWS($0) }) else {
+            return ""
+        }
+        return self[start...end]
+    }
+}
+
+extension Substring {
+    func caseInsensitiveEquals(_ other: String) -> Bool { String(self).caseInsensitiveEquals(other) }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import HomeportCrypto
+import HomeportStorage
+import HomeportWire
+
+extension AccountService {
+    /// What a password change came to.
+    public enum PasswordChangeOutcome: Sendable {
+        /// Changed: every session of the account is gone, and this new one (same door) replaces
+        /// the caller's.
+        case changed(token: String, session: Session)
+        /// Nothing changed.
+        case invalid([FieldProblem])
+        /// Too many wrong current passwords from this session; nothing changed.
+        case rateLimited(retryAfter: Int64)
+        /// The account left `approved` while the change was checked: its sessions ended, this one too.
+        case sessionEnded
+    }
+
+    static let wrongCurrentPassword = FieldProblem(
+        code: AuthErrorCode.enterCurrentPassword, param: "current_password",
+        message: "Please type your current password.")
+
+    /// Changes the password after checking the current one; ends every session of the account
+    /// and hands the caller a new one.
+    ///
+    /// The new hash is written only if the stored one is still the hash the current password was
+    /// checked against, in one transaction with ending the sessions and voiding reset keys: a
+    /// reset that lands while the current password is being checked wins, and the change is
+    /// refused as if the current password were wrong (it is, by then).
+    public func changePassword(session: Session, account: Account, current: String, new: String) throws
+        -> PasswordChangeOutcome
+    {
+        let now = clock.unixSeconds
+        let limiter = { (db: any SQLExecutor) in RateLimiter(db, policy: self.settings.rateLimits) }
+        do {
+            try database.transaction {
+                try limiter($0).chargePasswordChangeAttempt(session: session.keyHash, now: now)
+            }
+        } catch let refusal as RateLimiter.Refusal {
+            return .rateLimited(retryAfter: refusal.retryAfter)
+        }
+        guard hasher.verify(current, against: account.passwordHash).matches else {
+            return .invalid([Self.wrongCurrentPassword])
+        }
+        try limiter(database).refundPasswordChangeFailure(session: session.keyHash, now: now)
+        if let problem = Credentials.passwordProblem(new, param: "new_password") { return .invalid([problem]) }
+        let newHash = try hasher.hash(new)
+        var replacement = try makeSession(kind: session.kind, userID: account.id, now: now)
+        replacement.session.authenticatedAt = session.authenticatedAt
+        let changed: Bool
+        do {
+            changed = try database.transaction { db in
+                guard
+                    try AccountStore(db).replacePasswordHash(
+                        id: account.id, from: account.passwordHash, to: newHash, at: now)
+                else { return false }
+                try SessionStore(db).deleteAll(userID: account.id)
+                try ResetKeyStore(db).deleteAll(userID: account.id)
+                guard try SessionStore(db).insertSignedIn(replacement.session, now: now, passwordHash: newHash) else {
+                    // The account left `approved` meanwhile: no new password, and no session.
+                    throw Abandoned()
+                }
+                return true
+            }
+        } catch is Abandoned {
+            return .sessionEnded
+        }
+        guard changed else { return .invalid([Self.wrongCurrentPassword]) }
+        logger.notice("password changed; other sessions ended", metadata: ["account": String(account.id)])
+        return .changed(token: replacement.token, session: replacement.session)
+    }
+
+    /// A transaction given up on purpose: rolled back, answered as nothing changed.
+    struct Abandoned: Error {}
+
+    /// What a reset request came to. The answer a client sees is the same whether or not an
+    /// account has the address.
+    public enum ResetRequestOutcome: Sendable, Equatable {
+        /// Accepted (a mail was sent, or the address has no account).
+        case accepted
+        /// The address is not an address.
+        case invalid([FieldProblem])
+        /// Too many requests.
+        case rateLimited(retryAfter: Int64)
+    }
+
+    /// Sends a single-use reset key to an account's address; an unknown address gets a mail
+    /// saying there is no account, so both answers cost the same and look the same.
+    public func requestPasswordReset(email rawEmail: String, address: String, current: Caller) throws
+        -> ResetRequestOutcome
+    {
+        guard let email = Credentials.normalizedEmail(rawEmail) else { return .invalid([Self.invalidEmail]) }
+        let now = clock.unixSeconds
+        do {
+            try database.transaction {
+                try RateLimiter($0, policy: settings.rateLimits).chargeResetRequest(
+                    address: address, email: email, now: now)
+            }
+        } catch let refusal as RateLimiter.Refusal {
+            return .rateLimited(retryAfter: refusal.retryAfter)
+        }
+        let mail: Mail
+        if let account = try AccountStore(database).find(email: email) {
+            let key = try SecretToken.generate(random)
+            try ResetKeyStore(database).insert(
+                keyHash: SecretToken.storedForm(of: key), userID: account.id, now: now,
+                expiresAt: now + settings.resetKeyLifetime)
+            let link = (settings.publicURL ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+            mail = Mail(
+                to: email, subject: "Reset your password",
+                body: """
+                    Someone asked to reset the password of this account. If it was you, open
+                    \(link)/account/password/reset/key/\(key)
+                    or give the app this key: \(key)
+                    The key works once, for \(settings.resetKeyLifetime / 60) minutes. If it was not you, ignore this mail.
+                    """,
+                kind: "password_reset")
+        } else {
+            mail = Mail(
+                to: email, subject: "Password reset",
+                body: "Someone asked to reset a password for this address, but it has no account here.",
+                kind: "unknown_account")
+        }
+        var preLogin: String?
+        if case .preLogin(let session, _) = current { preLogin = session.keyHash }
+        _ = deliver(mail, standingOf: preLogin)
+        return .accepted
+    }
+
+    /// The account a live reset key belongs to, without using the key up.
+    public func account(forResetKey key: String) throws -> Account? {
+        guard SecretToken.isWellFormed(key),
+            let userID = try ResetKeyStore(database).userID(
+                keyHash: SecretToken.storedForm(of: key), now: clock.unixSeconds)
+        else { return nil }
+        return try AccountStore(database).find(id: userID)
+    }
+
+    /// What a reset came to.
+    public enum ResetOutcome: Sendable, Equatable {
+        /// The password is set; every session of the account has ended.
+        case reset(Account)
+        /// The key is unknown, used or expired.
+        case invalidKey
+        /// The new password is not acceptable; the key still works.
+        case invalid([FieldProblem])
+
+        /// Equal when the same case (and account).
+        public static func == (lhs: ResetOutcome, rhs: ResetOutcome) -> Bool {
+            switch (lhs, rhs) {
+            case (.reset(let a), .reset(let b)): a.id == b.id
+            case (.invalidKey, .invalidKey): true
+            case (.invalid(let a), .invalid(let b)): a == b
+            default: false
+            }
+        }
+    }
+
+    /// Sets a new password with a reset key: in one transaction the key is used up (of two
+    /// requests with it, one wins), the account's other keys are voided, the password is set and
+    /// every session of the account ends.
+    public func resetPassword(key: String, password: String) throws -> ResetOutcome {
+        guard let account = try account(forResetKey: key) else { return .invalidKey }
+        if let problem = Credentials.passwordProblem(password, param: "password") { return .invalid([problem]) }
+        let newHash = try hasher.hash(password)
+        let now = clock.unixSeconds
+        let reset = try database.transaction { db in
+            guard try ResetKeyStore(db).claim(keyHash: SecretToken.storedForm(of: key), now: now) == account.id
+            else { return false }
+            try ResetKeyStore(db).deleteAll(userID: account.id)
+            try AccountStore(db).setPasswordHash(id: account.id, to: newHash, at: now)
+            try SessionStore(db).deleteAll(userID: account.id)
+            return true
+        }
+        guard reset else { return .invalidKey }
+        logger.notice("password reset; every session ended", metadata: ["account": String(account.id)])
+        return .reset(account)
+    }
+}

@@ -1,0 +1,32 @@
+/// The web door's cookie names and attributes.
+///
+/// When the public address is HTTPS the names carry the `__Host-` prefix, so a browser accepts
+/// them only with `Secure`, `Path=/` and no `Domain`: a sibling subdomain or a plain-HTTP page
+/// cannot plant its own session or CSRF seed.
+struct WebCookies: Sendable {
+    /// Whether the cookies are `Secure` and `__Host-` named.
+    let secure: Bool
+    /// The session cookie's lifetime, in seconds.
+    let sessionLifetime: Int64
+
+    /// The session cookie's name.
+    var session: String { secure ? "__Host-homeport_session" : "homeport_session" }
+    /// The CSRF seed cookie's name.
+    var csrf: String { secure ? "__Host-homeport_csrf" : "homeport_csrf" }
+
+    /// A `Set-Cookie` value: `HttpOnly`, `SameSite=Lax`, `Path=/`, and `Secure` on HTTPS.
+    /// Without `maxAge` the cookie lasts as long as the browser session.
+    func setting(_ name: String, _ value: String, maxAge: Int64?) -> String {
+        var text = "\(name)=\(value); Path=/; HttpOnly; SameSite=Lax"
+        if let maxAge { text += "; Max-Age=\(maxAge)" }
+        if secure { text += "; Secure" }
+        return text
+    }
+
+    /// Sets the session cookie.
+    func settingSession(_ token: String) -> String { setting(session, token, maxAge: sessionLifetime) }
+    /// Clears the session cookie.
+    var clearingSession: String { setting(session, "", maxAge: 0) }
+    /// Sets a CSRF seed.
+    func settingCSRF(_ seed: String) -> String { setting(csrf, seed, maxAge: nil) }
+}

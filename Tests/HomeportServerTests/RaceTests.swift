@@ -1,0 +1,121 @@
+import Foundation
+import HomeportServer
+import HomeportStorage
+import HomeportTestSupport
+import Testing
+
+private let password = "correct horse battery"
+
+/// Two requests interleaved on purpose: the first waits at a gate inside its password check
+/// (``GatedHasher``) while the second runs to the end; then the first goes on.
+@Suite("Requests racing each other")
+struct RaceTests {
+    /// Runs `first` on another thread until it is held at the gate, runs `second`, opens the gate,
+    /// and returns what `first` answered.
+    private func interleave(
+        _ hasher: GatedHasher, first: @escaping @Sendable () throws -> RawResponse, second: () throws -> Void
+    ) throws -> RawResponse {
+        hasher.arm()
+        let answer = LockedValue<Result<RawResponse, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            answer.set(Result { try first() })
+            done.signal()
+        }
+        #expect(hasher.waitUntilHeld(), "the first request reached its password check")
+        try second()
+        hasher.open()
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        return try #require(answer.get()).get()
+    }
+
+    @Test(
+        "a password change whose check a reset overtakes changes nothing, and its session ends",
+        arguments: Backend.allCases)
+    func changeRacingReset(backend: Backend) throws {
+        let hasher = GatedHasher()
+        try withAccounts(backend, hasher: hasher) { server in
+            let token = try server.signIn("ada@example.com")
+            _ = try server.app("POST", "auth/password/request", json: ["email": "ada@example.com"])
+            let key = try #require(server.mailer.resetKey(for: "ada@example.com"))
+            let change = try interleave(hasher) {
+                try server.app(
+                    "POST", "account/password/change", token: token,
+                    json: ["current_password": password, "new_password": "the attacker's password"])
+            } second: {
+                let reset = try server.app(
+                    "POST", "auth/password/reset", json: ["key": key, "password": "the owner's new password"])
+                #expect(reset.status == 401, "the reset succeeds while the change is checking")
+            }
+            #expect(change.status == 400, "the change lost: \(change.text)")
+            #expect(change.errorCodes == ["enter_current_password"])
+            #expect(change.sessionToken == nil)
+            #expect(try server.appInfo(token).status == 401, "the reset ended the attacker's session")
+            let sessions = try server.application.database.execute("SELECT COUNT(*) AS n FROM sessions").first?.int("n")
+            #expect(sessions == 0)
+            #expect(
+                try server.app(
+                    "POST", "auth/login", json: ["email": "ada@example.com", "password": "the owner's new password"]
+                )
+                .status == 200)
+            #expect(
+                try server.app(
+                    "POST", "auth/login", json: ["email": "ada@example.com", "password": "the attacker's password"]
+                )
+                .status == 400)
+        }
+    }
+
+    @Test(
+        "a login whose check an operator's hold overtakes gets no session, and says held", arguments: Backend.allCases)
+    func loginRacingHold(backend: Backend) throws {
+        let hasher = GatedHasher()
+        try withAccounts(backend, hasher: hasher) { server in
+            _ = try server.signIn("ada@example.com")
+            let login = try interleave(hasher) {
+                try server.app("POST", "auth/login", json: ["email": "ada@example.com", "password": password])
+            } second: {
+                let held = try server.application.accounts.setApproval(.held, email: "ada@example.com")
+                #expect(held)
+            }
+            #expect(login.status == 401, "\(login.text)")
+            let preLogin = try #require(login.sessionToken)
+            #expect(try server.appInfo(preLogin).status == 401)
+            #expect(try server.standing(preLogin).jsonObject?["standing"] as? String == "held")
+            let signedIn = try server.application.database.execute(
+                "SELECT COUNT(*) AS n FROM sessions WHERE user_id IS NOT NULL"
+            ).first?.int("n")
+            #expect(signedIn == 0, "no session outlives the hold")
+        }
+    }
+
+    @Test("a login whose check a password change overtakes gets no session", arguments: Backend.allCases)
+    func loginRacingChange(backend: Backend) throws {
+        let hasher = GatedHasher()
+        try withAccounts(backend, hasher: hasher) { server in
+            let phone = try server.signIn("ada@example.com")
+            let login = try interleave(hasher) {
+                try server.app("POST", "auth/login", json: ["email": "ada@example.com", "password": password])
+            } second: {
+                let change = try server.app(
+                    "POST", "account/password/change", token: phone,
+                    json: ["current_password": password, "new_password": "a brand new password"])
+                #expect(change.status == 200)
+            }
+            #expect(login.status == 400 && login.errorCodes == ["email_password_mismatch"], "\(login.text)")
+            let sessions = try server.application.database.execute("SELECT COUNT(*) AS n FROM sessions").first?.int("n")
+            #expect(sessions == 1, "only the changer's new session")
+        }
+    }
+}
+
+/// A value shared between threads.
+final class LockedValue<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func get() -> Value { lock.withLock { value } }
+    func set(_ newValue: Value) { lock.withLock { value = newValue } }
+}
