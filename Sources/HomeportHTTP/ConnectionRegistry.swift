@@ -19,14 +19,17 @@ final class ConnectionRegistry: @unchecked Sendable {
     final class Connection: @unchecked Sendable {
         let descriptor: Int32
         let address: AddressKey
+        /// The peer's address as text, for the access log (worked out once per connection).
+        let client: String
         /// The phase in the top two bits, the milliseconds since the registry's epoch below.
         let state = Atomic<UInt64>(0)
         /// Shut down by the sweeper already (guarded by the registry's lock).
         var cut = false
 
-        init(descriptor: Int32, address: AddressKey) {
+        init(descriptor: Int32, address: AddressKey, client: String) {
             self.descriptor = descriptor
             self.address = address
+            self.client = client
         }
     }
 
@@ -49,7 +52,6 @@ final class ConnectionRegistry: @unchecked Sendable {
     private let lock = NSLock()
     private var connections: [ObjectIdentifier: Connection] = [:]
     private var perAddress: [AddressKey: Int] = [:]
-    private let epoch = ContinuousClock.now
     private let maxPerAddress: Int
     private let headerDeadline: UInt64
     private let bodyDeadline: UInt64
@@ -71,8 +73,8 @@ final class ConnectionRegistry: @unchecked Sendable {
     }
 
     /// Records a connection that libmicrohttpd has just set up.
-    func opened(descriptor: Int32, address: AddressKey) -> Connection {
-        let connection = Connection(descriptor: descriptor, address: address)
+    func opened(descriptor: Int32, address: AddressKey, client: String) -> Connection {
+        let connection = Connection(descriptor: descriptor, address: address, client: client)
         enter(.awaitingHead, connection)
         lock.withLock {
             connections[ObjectIdentifier(connection)] = connection
@@ -141,10 +143,12 @@ final class ConnectionRegistry: @unchecked Sendable {
     /// Connections open right now.
     var openCount: Int { lock.withLock { connections.count } }
 
+    /// Milliseconds on the coarse monotonic clock: a few milliseconds of resolution are plenty for
+    /// deadlines of seconds, and reading it costs next to nothing (this runs thrice a request).
     private func milliseconds() -> UInt64 {
-        let elapsed = ContinuousClock.now - epoch
-        return UInt64(elapsed.components.seconds) * 1000
-            + UInt64(elapsed.components.attoseconds / 1_000_000_000_000_000)
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
+        return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec / 1_000_000)
     }
 
     /// The key of a peer address, or `nil` for a family other than IPv4 and IPv6.

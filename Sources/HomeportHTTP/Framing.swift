@@ -61,18 +61,15 @@ enum Framing: Equatable {
 
     /// Whether `name` is an RFC 9110 token: at least one of `A-Z a-z 0-9 ! # $ % & ' * + - . ^ _ ` | ~`.
     static func isToken(_ name: String) -> Bool {
-        !name.isEmpty
-            && name.utf8.allSatisfy { byte in
-                switch byte {
-                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"),
-                    UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"),
-                    UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"),
-                    UInt8(ascii: "|"), UInt8(ascii: "~"):
-                    true
-                default: false
-                }
-            }
+        var name = name
+        return name.withUTF8 { bytes in !bytes.isEmpty && bytes.allSatisfy { tokenBytes[Int($0)] } }
+    }
+
+    private static let tokenBytes: [Bool] = (0..<256).map { byte in
+        let symbols = Array("!#$%&'*+-.^_`|~".utf8)
+        return (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(UInt8(byte))
+            || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(UInt8(byte))
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(UInt8(byte)) || symbols.contains(UInt8(byte))
     }
 }
 

@@ -20,7 +20,9 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     /// Every value of `name` (case-insensitive), in order.
     public func values(_ name: String) -> [String] {
-        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+        var values: [String] = []
+        for field in fields where field.name.caseInsensitiveEquals(name) { values.append(field.value) }
+        return values
     }
 
     /// Whether a field named `name` is present.
@@ -46,12 +48,20 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 }
 
 extension String {
+    /// ASCII case-insensitive equality (header field names, tokens), byte by byte.
     func caseInsensitiveEquals(_ other: String) -> Bool {
-        let lhs = utf8
-        let rhs = other.utf8
-        guard lhs.count == rhs.count else { return false }
-        return zip(lhs, rhs).allSatisfy { a, b in
-            a == b || (a | 0x20 == b | 0x20 && (a | 0x20) >= 0x61 && (a | 0x20) <= 0x7A)
+        guard utf8.count == other.utf8.count else { return false }
+        if self == other { return true }
+        var lhs = self
+        var rhs = other
+        return lhs.withUTF8 { a in
+            rhs.withUTF8 { b in
+                for index in 0..<a.count where a[index] != b[index] {
+                    let folded = a[index] | 0x20
+                    guard folded == b[index] | 0x20, folded >= 0x61, folded <= 0x7A else { return false }
+                }
+                return true
+            }
         }
     }
 }

@@ -45,8 +45,13 @@ extension HTTPServer {
     /// ``secretRunLength`` or more base64url characters written as `***`: a key pasted into a
     /// mistyped link stays out of the log even where no route masks it.
     static func appendPath(_ path: String, to line: inout [UInt8]) {
-        let bytes = path.utf8.prefix(512)
-        let cut = path.utf8.count > 512
+        var path = path
+        path.withUTF8 { appendPath(bytes: $0, to: &line) }
+    }
+
+    private static func appendPath(bytes all: UnsafeBufferPointer<UInt8>, to line: inout [UInt8]) {
+        let bytes = all.prefix(512)
+        let cut = all.count > 512
         var run = 0
         func endRun(force: Bool = false) {
             if run >= secretRunLength || (force && run > 0) {

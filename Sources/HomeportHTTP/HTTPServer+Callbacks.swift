@@ -26,8 +26,9 @@ final class RequestState {
         self.connection = connection
     }
 
-    /// The peer's address as text, looked up once.
+    /// The peer's address as text, looked up once per connection.
     func client(_ connection: OpaquePointer) -> String {
+        if let client = self.connection?.client { return client }
         if let clientAddress { return clientAddress }
         let text = addressText(homeport_mhd_client_address(connection))
         clientAddress = text
@@ -49,10 +50,10 @@ let notifyConnectionCallback: MHD_NotifyConnectionCallback = { context, connecti
     let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
     switch code {
     case .CONNECTION_NOTIFY_STARTED:
-        let key =
-            ConnectionRegistry.key(homeport_mhd_client_address(connection))
-            ?? ConnectionRegistry.AddressKey(family: 0, bits: 0)
-        let entry = server.connections.opened(descriptor: homeport_mhd_connection_fd(connection), address: key)
+        let peer = homeport_mhd_client_address(connection)
+        let key = ConnectionRegistry.key(peer) ?? ConnectionRegistry.AddressKey(family: 0, bits: 0)
+        let entry = server.connections.opened(
+            descriptor: homeport_mhd_connection_fd(connection), address: key, client: addressText(peer))
         socketContext.pointee = Unmanaged.passRetained(entry).toOpaque()
     case .CONNECTION_NOTIFY_CLOSED:
         guard let raw = socketContext.pointee else { return }

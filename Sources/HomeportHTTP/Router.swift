@@ -108,11 +108,20 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder {
 
     /// Finds the handler for a method and path.
     public func resolve(_ method: HTTPMethod, _ path: String) -> Resolution {
+        resolveRoute(method, path).resolution
+    }
+
+    /// The resolution, and whether the path is a literal route's (which carries no secret).
+    private func resolveRoute(_ method: HTTPMethod, _ path: String) -> (resolution: Resolution, literal: Bool) {
         let lookup = method == .head ? HTTPMethod.get : method
         if let methods = exact[path] {
-            if let handler = methods[lookup] { return .handler(handler, parameters: [:]) }
-            return .methodNotAllowed(allowed: Self.allowList(methods.keys))
+            if let handler = methods[lookup] { return (.handler(handler, parameters: [:]), true) }
+            return (.methodNotAllowed(allowed: Self.allowList(methods.keys)), true)
         }
+        return (resolvePattern(lookup, path), false)
+    }
+
+    private func resolvePattern(_ lookup: HTTPMethod, _ path: String) -> Resolution {
         let parts = Self.split(path)
         var allowed: [HTTPMethod] = []
         for route in parameterized {
@@ -126,9 +135,10 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder {
     /// Answers a request: runs the matching handler through its group's middleware and turns
     /// every failure into the JSON error shape.
     public func respond(to request: HTTPRequest) -> HTTPAnswer {
+        let (resolution, literal) = resolveRoute(request.method, request.path)
         // A literal route's path carries no secret: only other paths are checked against the masks.
-        let logged = exact[request.path] == nil ? loggedPath(request.path) : request.path
-        switch resolve(request.method, request.path) {
+        let logged = literal ? request.path : loggedPath(request.path)
+        switch resolution {
         case .notFound:
             return HTTPAnswer(response: HTTPError.notFound(path: request.path).response, loggedPath: logged)
         case .methodNotAllowed(let allowed):

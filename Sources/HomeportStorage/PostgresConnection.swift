@@ -46,7 +46,7 @@ final class PostgresConnection: DatabaseConnection {
         guard let handle else { throw StorageError.connectionFailed("connection closed") }
         let texts: [String?] = parameters.map(Self.text)
         // libpq takes C strings: a NUL would silently cut the value, so refuse it.
-        guard !texts.contains(where: { $0?.utf8.contains(0) ?? false }) else {
+        guard !texts.contains(where: { $0?.containsNUL ?? false }) else {
             throw StorageError.invalidValue("text with a NUL character")
         }
         let result = Self.withOptionalCStrings(texts) { pointers in

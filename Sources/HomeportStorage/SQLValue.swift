@@ -1,3 +1,5 @@
+import Foundation
+
 /// A value bound to, or read from, a SQL statement.
 public enum SQLValue: Sendable, Hashable {
     /// SQL NULL.
@@ -42,7 +44,32 @@ public struct Row: Sendable, Hashable {
 
     /// The value of `column` as text, or `nil` when it is NULL or missing.
     public func string(_ column: String) -> String? {
-        switch self[column] {
+        Self.string(self[column])
+    }
+
+    /// The value of `column` as an integer, or `nil` when it is NULL, missing or not a number.
+    public func int(_ column: String) -> Int64? {
+        Self.int(self[column])
+    }
+
+    /// The value at a position of the select list, or `.null` past its end (for hot statements,
+    /// where looking a column up by name costs more than reading it).
+    public subscript(position: Int) -> SQLValue {
+        values.indices.contains(position) ? values[position] : .null
+    }
+
+    /// The value at `position` as text, or `nil`.
+    public func string(at position: Int) -> String? {
+        Self.string(self[position])
+    }
+
+    /// The value at `position` as an integer, or `nil`.
+    public func int(at position: Int) -> Int64? {
+        Self.int(self[position])
+    }
+
+    private static func string(_ value: SQLValue) -> String? {
+        switch value {
         case .text(let text): text
         case .integer(let value): String(value)
         case .real(let value): String(value)
@@ -51,13 +78,22 @@ public struct Row: Sendable, Hashable {
         }
     }
 
-    /// The value of `column` as an integer, or `nil` when it is NULL, missing or not a number.
-    public func int(_ column: String) -> Int64? {
-        switch self[column] {
+    private static func int(_ value: SQLValue) -> Int64? {
+        switch value {
         case .integer(let value): value
         case .text(let text): Int64(text)
         case .real(let value): Int64(exactly: value)
         default: nil
+        }
+    }
+}
+
+extension String {
+    /// Whether the text holds a NUL, which C strings (libpq's, SQLite's `-1` length) would cut at.
+    var containsNUL: Bool {
+        var copy = self
+        return copy.withUTF8 { bytes in
+            bytes.baseAddress.map { memchr($0, 0, bytes.count) != nil } ?? false
         }
     }
 }

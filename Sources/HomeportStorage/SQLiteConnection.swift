@@ -85,7 +85,7 @@ final class SQLiteConnection: DatabaseConnection {
         case .integer(let number): status = sqlite3_bind_int64(statement, index, number)
         case .real(let number): status = sqlite3_bind_double(statement, index, number)
         case .text(let text):
-            guard !text.utf8.contains(0) else { throw StorageError.invalidValue("text with a NUL character") }
+            guard !text.containsNUL else { throw StorageError.invalidValue("text with a NUL character") }
             status = sqlite3_bind_text(statement, index, text, -1, homeport_sqlite_transient())
         case .blob(let bytes):
             status = bytes.withUnsafeBytes {

@@ -15,29 +15,29 @@ struct AccountStore {
             """
             INSERT INTO users (email, password_hash, approval, created_at, password_changed_at)
             VALUES ($1, $2, $3, $4, $4) ON CONFLICT (email) DO NOTHING
-            RETURNING id, email, password_hash, approval, created_at
+            RETURNING \(Self.columns)
             """, [.text(email), .text(passwordHash), .text(approval.rawValue), .integer(now)]
-        ).first.flatMap(Self.account)
+        ).first.flatMap { Self.account($0) }
     }
 
     /// The account with this (normalised) address.
     func find(email: String) throws -> Account? {
         try db.execute(
-            "SELECT id, email, password_hash, approval, created_at FROM users WHERE email = $1", [.text(email)]
-        ).first.flatMap(Self.account)
+            "SELECT \(Self.columns) FROM users WHERE email = $1", [.text(email)]
+        ).first.flatMap { Self.account($0) }
     }
 
     /// The account with this id.
     func find(id: Int64) throws -> Account? {
         try db.execute(
-            "SELECT id, email, password_hash, approval, created_at FROM users WHERE id = $1", [.integer(id)]
-        ).first.flatMap(Self.account)
+            "SELECT \(Self.columns) FROM users WHERE id = $1", [.integer(id)]
+        ).first.flatMap { Self.account($0) }
     }
 
     /// Every account, oldest first.
     func all() throws -> [Account] {
-        try db.execute("SELECT id, email, password_hash, approval, created_at FROM users ORDER BY id")
-            .compactMap(Self.account)
+        try db.execute("SELECT \(Self.columns) FROM users ORDER BY id")
+            .compactMap { Self.account($0) }
     }
 
     /// Sets an account's approval stage; false when there is no such account.
@@ -65,12 +65,17 @@ struct AccountStore {
             [.text(new), .integer(now), .integer(id)])
     }
 
-    /// The account in a row that has its columns, or `nil` (a pre-login session's empty join).
-    static func account(_ row: Row) -> Account? {
-        guard let id = row.int("id"), let email = row.string("email"), let hash = row.string("password_hash"),
-            let approval = row.string("approval").flatMap(Approval.init(rawValue:))
+    /// The columns an ``Account`` is read from, in the order ``account(_:from:)`` reads them.
+    static let columns = "id, email, password_hash, approval, created_at"
+
+    /// The account in `row` from `offset` on (the ``columns``, perhaps after others), or `nil`
+    /// when they are NULL (a pre-login session's empty join).
+    static func account(_ row: Row, from offset: Int = 0) -> Account? {
+        guard let id = row.int(at: offset), let email = row.string(at: offset + 1),
+            let hash = row.string(at: offset + 2),
+            let approval = row.string(at: offset + 3).flatMap(Approval.init(rawValue:))
         else { return nil }
-        let created = Date(timeIntervalSince1970: TimeInterval(row.int("created_at") ?? 0))
+        let created = Date(timeIntervalSince1970: TimeInterval(row.int(at: offset + 4) ?? 0))
         return Account(id: id, email: email, passwordHash: hash, approval: approval, createdAt: created)
     }
 }

@@ -36,28 +36,30 @@ struct SessionStore {
     }
 
     /// A live session of `kind` and, in the same query, its account (the one session reader's query).
+    ///
+    /// Read by position: this runs once per authenticated request.
     func lookup(keyHash: String, kind: SessionKind, now: Int64) throws -> (session: Session, account: Account?)? {
-        let rows = try db.execute(
-            """
-            SELECT s.key_hash, s.user_id, s.expires_at, s.authenticated_at, s.standing,
-                   u.id, u.email, u.password_hash, u.approval, u.created_at
-            FROM sessions s LEFT JOIN users u ON u.id = s.user_id
-            WHERE s.key_hash = $1 AND s.kind = $2 AND s.expires_at > $3
-            """, [.text(keyHash), .text(kind.rawValue), .integer(now)])
-        guard let row = rows.first, let keyHash = row.string("key_hash"), let expires = row.int("expires_at") else {
-            return nil
-        }
+        let rows = try db.execute(Self.lookupSQL, [.text(keyHash), .text(kind.rawValue), .integer(now)])
+        guard let row = rows.first, let expires = row.int(at: 1) else { return nil }
         let authenticatedAt: Double? =
-            switch row["authenticated_at"] {
+            switch row[2] {
             case .real(let value): value
             case .integer(let value): Double(value)
             default: nil
             }
         let session = Session(
-            keyHash: keyHash, userID: row.int("user_id"), kind: kind, expiresAt: expires,
-            authenticatedAt: authenticatedAt, standing: row.string("standing").flatMap(Standing.init(rawValue:)))
-        return (session, AccountStore.account(row))
+            keyHash: keyHash, userID: row.int(at: 0), kind: kind, expiresAt: expires,
+            authenticatedAt: authenticatedAt, standing: row.string(at: 3).flatMap(Standing.init(rawValue:)))
+        return (session, AccountStore.account(row, from: 4))
     }
+
+    /// The session's columns, then the account's in ``AccountStore/columns``' order.
+    private static let lookupSQL = """
+        SELECT s.user_id, s.expires_at, s.authenticated_at, s.standing,
+               u.id, u.email, u.password_hash, u.approval, u.created_at
+        FROM sessions s LEFT JOIN users u ON u.id = s.user_id
+        WHERE s.key_hash = $1 AND s.kind = $2 AND s.expires_at > $3
+        """
 
     /// Inserts a session with nobody in it yet (a pre-login session, kept for its standing).
     func insertPreLogin(_ session: Session, now: Int64) throws {
