@@ -27,16 +27,26 @@ final class SpyTransport: ClientTransport, @unchecked Sendable {
 final class Installation {
     let directory: TemporaryDirectory
     let hosts: [String]
-    let ports: [String: Int]
+    private(set) var ports: [String: Int] = [:]
     private(set) var processes: [String: ServerProcess] = [:]
 
+    /// Starts a process per host. A free port can be taken by another listener before the server
+    /// binds it: then it starts again on other ports (a few times).
     init(hosts: [String]) throws {
         directory = try TemporaryDirectory()
         self.hosts = hosts
-        var ports: [String: Int] = [:]
-        for host in hosts { ports[host] = try RawHTTP.freePort() }
-        self.ports = ports
-        try start()
+        for attempt in 1...5 {
+            var ports: [String: Int] = [:]
+            for host in hosts { ports[host] = try RawHTTP.freePort() }
+            self.ports = ports
+            do {
+                try start()
+                return
+            } catch let error as RawHTTPError where error.description.contains("Address already in use") && attempt < 5
+            {
+                stop()
+            }
+        }
     }
 
     deinit {
