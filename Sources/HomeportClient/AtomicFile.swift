@@ -41,7 +41,11 @@ enum AtomicFile {
         let written = data.withUnsafeBytes { buffer -> Int in
             var offset = 0
             while offset < buffer.count {
-                let count = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                #if canImport(Glibc)
+                    let count = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                #else
+                    let count = Darwin.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                #endif
                 if count <= 0 { return -1 }
                 offset += count
             }
