@@ -8,6 +8,8 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     case plainHTTPNotAllowed(String)
     /// The address answered as another installation; no credential was sent.
     case identityMismatch(address: String, seen: InstanceID)
+    /// The address answered the probe, but not as the enrolled installation (`outcome` says how).
+    case probeFailed(address: String, outcome: String)
     /// The address did not answer as a Homeport server.
     case notHomeport(address: String, detail: String)
     /// The address answered with an HTML page (a sign-in proxy?), not the API.
@@ -41,6 +43,8 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
         case .plainHTTPNotAllowed(let text): "\(text) is plain HTTP; add --allow-http to use it for this address"
         case .identityMismatch(let address, let seen):
             "\(address) answered as a different installation (id \(seen)); nothing was sent"
+        case .probeFailed(let address, let outcome):
+            "\(address) did not answer as the installation: \(outcome); nothing was sent"
         case .notHomeport(let address, let detail): "\(address) is not a Homeport server (\(detail)); nothing was sent"
         case .notAnAPI(let address):
             "\(address) answered with an HTML page (a sign-in proxy?), not the Homeport API"

@@ -3,11 +3,12 @@ import HomeportWire
 
 extension HomeportClient {
     /// Adds an alternative address after probing it (no credential is sent): it is saved, verified
-    /// on the current path, only if it answers with the enrolled id; otherwise the error says what it answered.
+    /// on the current path, only if it answers with the enrolled id, product and protocol version;
+    /// otherwise the error says what it answered.
     @discardableResult
     public func addAddress(_ address: ServerAddress, to server: String) async throws -> ServerRecord {
         var record = try directory.find(server)
-        guard let expected = record.instanceID else {
+        guard let expected = record.expectedIdentity else {
             throw ClientError.notHomeport(
                 address: record.primary.url, detail: "the server has no identity route, so it keeps one address")
         }
@@ -36,10 +37,10 @@ extension HomeportClient {
     }
 
     /// Probes every address of a server on the current path (no credential is sent) and records
-    /// which alternatives answer with the enrolled id.
+    /// which alternatives answer with the enrolled id, product and protocol version.
     public func verifyAddresses(of server: String) async throws -> [(address: ServerAddress, outcome: ProbeOutcome)] {
         let record = try directory.find(server)
-        let expected = record.instanceID
+        let expected = record.expectedIdentity
         let addresses = [record.primary] + record.alternatives.map(\.address)
         let probe = self.probe
         let outcomes = await withTaskGroup(of: (Int, ProbeOutcome).self) { group in
@@ -53,7 +54,7 @@ extension HomeportClient {
         let path = networkPath
         let matched = Set(addresses.indices.filter { outcomes[$0]?.isMatch == true }.map { addresses[$0].url })
         try directory.update(record.key) { stored in
-            guard stored.instanceID == expected else { return }
+            guard stored.instanceID == record.instanceID else { return }
             for index in stored.alternatives.indices {
                 stored.alternatives[index].verifiedPaths[path] =
                     matched.contains(stored.alternatives[index].address.url) ? Date() : nil
@@ -70,6 +71,7 @@ extension HomeportClient {
         case .notHomeport(let detail): .notHomeport(address: address.url, detail: detail)
         case .olderServer: .notHomeport(address: address.url, detail: "no identity route")
         case .notAnAPI: .notAnAPI(address: address.url)
+        case .productMismatch, .identityUnavailable: .probeFailed(address: address.url, outcome: outcome.description)
         case .offHostRedirect(let target): .offHostRedirect(address: address.url, target: target)
         case .unreachable(let reason): .unreachable(address: address.url, reason: reason)
         }

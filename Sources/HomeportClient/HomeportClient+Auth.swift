@@ -61,6 +61,7 @@ extension HomeportClient {
         let previousKey = existing?.key
         let event = try info?.instanceId.flatMap { try reidentify(&record, as: $0, previousKey: previousKey) }
         record.product = info?.product ?? record.product
+        record.protocolVersion = info?.protocolVersion ?? record.protocolVersion
         record.email = email
         // The sign-in address becomes the primary; a former primary stays, unverified, as an alternative.
         if record.primary.url != address.url,

@@ -7,6 +7,7 @@ import Testing
 @Suite("Identity probe and request rules, against scripted listeners")
 struct ProbeAndRetryTests {
     static let id = InstanceID(UUID())
+    static var identity: ServerIdentity { ServerIdentity(product: "homeport", instanceId: id) }
     static var identityBody: String { #"{"product":"homeport","protocolVersion":1,"instanceId":"\#(id)"}"# }
     static let json = ["Content-Type": "application/json"]
 
@@ -23,10 +24,12 @@ struct ProbeAndRetryTests {
             host: "127.0.0.2",
             behaviour: .respond(status: 301, headers: ["Location": target.url + "/api/v1/server-identity"], body: ""))
         let probe = IdentityProbe(transport: HomeportClient.defaultTransport())
-        let followed = await probe.probe(try ServerAddress(parsing: sameOrigin.url, allowHTTP: true), expected: Self.id)
+        let followed = await probe.probe(
+            try ServerAddress(parsing: sameOrigin.url, allowHTTP: true), expected: Self.identity)
         #expect(followed.isMatch)
         #expect(sameOrigin.requests.count == 2)
-        let refused = await probe.probe(try ServerAddress(parsing: offHost.url, allowHTTP: true), expected: Self.id)
+        let refused = await probe.probe(
+            try ServerAddress(parsing: offHost.url, allowHTTP: true), expected: Self.identity)
         #expect(refused == .offHostRedirect("http://127.0.0.1:\(target.port)"))
         #expect(target.requests.isEmpty, "the off-host target got nothing")
         for listener in [sameOrigin, offHost] { #expect(!listener.sawCredential) }
@@ -55,7 +58,7 @@ struct ProbeAndRetryTests {
     func outcomes(answer: RecordingListener.Canned, expected: String) async throws {
         let listener = try RecordingListener(behaviour: .routes(["/api/v1/server-identity": answer]))
         let outcome = await IdentityProbe(transport: HomeportClient.defaultTransport())
-            .probe(try ServerAddress(parsing: listener.url, allowHTTP: true), expected: Self.id)
+            .probe(try ServerAddress(parsing: listener.url, allowHTTP: true), expected: Self.identity)
         #expect(outcome.description.lowercased().contains(Self.word[expected]!), "\(outcome)")
     }
 
@@ -198,7 +201,8 @@ struct TLSTrustTests {
         let id = InstanceID(UUID())
         let listener = try TLSListener(body: #"{"product":"homeport","protocolVersion":1,"instanceId":"\#(id)"}"#)
         let outcome = await IdentityProbe(transport: HomeportClient.defaultTransport())
-            .probe(try ServerAddress(parsing: listener.url), expected: id)
+            .probe(
+                try ServerAddress(parsing: listener.url), expected: ServerIdentity(product: "homeport", instanceId: id))
         guard case .unreachable(let reason) = outcome else {
             Issue.record("an untrusted certificate was accepted: \(outcome)")
             return
