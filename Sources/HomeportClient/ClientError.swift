@@ -12,8 +12,15 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     case probeFailed(address: String, outcome: String)
     /// The address did not answer as a Homeport server.
     case notHomeport(address: String, detail: String)
-    /// The address answered with an HTML page (a sign-in proxy?), not the API.
-    case notAnAPI(address: String)
+    /// The address answered with something that is not the API (an HTML page, say), described by `answer`.
+    case notAnAPI(address: String, answer: String)
+    /// The address refused the session with an answer that cannot end it (not the API's own
+    /// refusal, or from an address that did not answer as the enrolled installation): the session
+    /// was kept.
+    case sessionKept(address: String, detail: String)
+    /// A verified alternative's app-info reports another installation: the alternative lost its
+    /// verification (only the primary's app-info can change the enrolled id).
+    case alternativeDisowned(address: String, seen: InstanceID)
     /// The address redirected to another origin; nothing was sent there.
     case offHostRedirect(address: String, target: String)
     /// No address answered in time, or the connection failed.
@@ -22,7 +29,7 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     case tooLarge(address: String, limit: Int)
     /// No address of the server could be verified on the current network path; nothing was sent.
     case noVerifiedAddress(server: String, detail: String)
-    /// The server refused the credential (401/410): the account is signed out.
+    /// The server refused the credential with the API's own answer (401/410): the account is signed out.
     case signedOut(server: String)
     /// The server answered the auth API with an error envelope.
     case rejected(status: Int, errors: [AuthFieldError])
@@ -46,8 +53,13 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
         case .probeFailed(let address, let outcome):
             "\(address) did not answer as the installation: \(outcome); nothing was sent"
         case .notHomeport(let address, let detail): "\(address) is not a Homeport server (\(detail)); nothing was sent"
-        case .notAnAPI(let address):
-            "\(address) answered with an HTML page (a sign-in proxy?), not the Homeport API"
+        case .notAnAPI(let address, let answer):
+            "\(address) answered with \(answer), not the Homeport API (a sign-in proxy?)"
+        case .sessionKept(let address, let detail):
+            "\(address) \(detail); the session was kept on this device (sign in again if it really ended)"
+        case .alternativeDisowned(let address, let seen):
+            "\(address) was a verified address, but its app-info reports another installation (id \(seen)); "
+                + "it is no longer verified, and only the primary's app-info can change the server's id"
         case .offHostRedirect(let address, let target):
             "\(address) redirected to another address (\(target)); nothing was sent there"
         case .unreachable(let address, let reason): "\(address) did not answer: \(reason)"
@@ -63,5 +75,12 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
             "'\(text)' matches several servers: \(candidates.joined(separator: ", "))"
         case .vault(let detail): "the credential vault failed: \(detail)"
         }
+    }
+
+    /// Whether the exchange failed in transport (no answer in time, no connection), the one failure
+    /// after which a read may be tried on another address.
+    var isUnreachable: Bool {
+        if case .unreachable = self { return true }
+        return false
     }
 }

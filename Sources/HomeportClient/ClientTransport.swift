@@ -37,7 +37,8 @@ public struct ClientRequest: Sendable {
 public struct ClientResponse: Sendable {
     /// The status.
     public var status: Int
-    /// Header fields, names lowercased.
+    /// Header fields, names lowercased; a field sent more than once holds its values joined with
+    /// `", "` (so a second `Content-Type` cannot hide behind the first).
     public var headers: [String: String]
     /// The body.
     public var body: Data
@@ -49,13 +50,6 @@ public struct ClientResponse: Sendable {
         self.body = body
     }
 
-    /// Whether the body is an HTML page (an authentication proxy's sign-in page, say).
-    public var isHTML: Bool {
-        if let type = headers["content-type"]?.lowercased(), type.contains("text/html") { return true }
-        let start = body.prefix(64).drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
-        return start.starts(with: Array("<!doctype html".utf8)) || start.starts(with: Array("<html".utf8))
-            || start.starts(with: Array("<!DOCTYPE html".utf8)) || start.starts(with: Array("<HTML".utf8))
-    }
 }
 
 /// Sends requests. The URLSession transport is the real one; tests may count or refuse.

@@ -136,8 +136,10 @@
             if line.hasPrefix("HTTP/") {
                 transfer.headers = [:]  // a new response head (after 100 Continue)
             } else if let colon = line.firstIndex(of: ":") {
-                transfer.headers[line[..<colon].lowercased()] = line[line.index(after: colon)...]
-                    .trimmingCharacters(in: .whitespaces)
+                let name = line[..<colon].lowercased()
+                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                // A field sent twice keeps both values, so the second cannot hide behind the first.
+                transfer.headers[name] = transfer.headers[name].map { $0 + ", " + value } ?? value
             }
             return length
         }

@@ -70,7 +70,7 @@ extension HomeportClient {
         case .mismatch(let seen): .identityMismatch(address: address.url, seen: seen)
         case .notHomeport(let detail): .notHomeport(address: address.url, detail: detail)
         case .olderServer: .notHomeport(address: address.url, detail: "no identity route")
-        case .notAnAPI: .notAnAPI(address: address.url)
+        case .notAnAPI: .notAnAPI(address: address.url, answer: "an HTML page")
         case .productMismatch, .identityUnavailable: .probeFailed(address: address.url, outcome: outcome.description)
         case .offHostRedirect(let target): .offHostRedirect(address: address.url, target: target)
         case .unreachable(let reason): .unreachable(address: address.url, reason: reason)

@@ -213,13 +213,17 @@ enum Commands {
     static func logout(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard
             let parsed = try parse(
-                serverOnly("logout", "Sign out; the local session is erased even offline."), arguments)
+                serverOnly("logout", "Sign out; the local session is erased even when the server cannot be asked."),
+                arguments)
         else { return 0 }
-        let revoked = try await client(environment).logout(parsed.positionals[0])
-        Output.line(
-            revoked
-                ? "signed out (the server ended the session)"
-                : "signed out locally (the server could not be reached to end the session)")
+        switch try await client(environment).logout(parsed.positionals[0]) {
+        case .revoked:
+            Output.line("signed out: the server ended the session")
+        case .notConfirmed(let reason):
+            Output.line(
+                "signed out on this device only: the server did not confirm that the session ended (\(reason)); "
+                    + "it may stay valid until it expires")
+        }
         return 0
     }
 

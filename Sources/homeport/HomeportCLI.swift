@@ -55,7 +55,9 @@ enum HomeportCLI {
 
     static func exitCode(for error: ClientError) -> Int32 {
         switch error {
-        case .identityMismatch, .notAnAPI, .offHostRedirect, .noVerifiedAddress, .plainHTTPNotAllowed, .probeFailed: 3
+        case .identityMismatch, .notAnAPI, .offHostRedirect, .noVerifiedAddress, .plainHTTPNotAllowed, .probeFailed,
+            .sessionKept, .alternativeDisowned:
+            3
         case .signedOut: 4
         case .invalidAddress, .unknownServer, .ambiguousServer: 2
         default: 1
