@@ -56,13 +56,4 @@ enum AtomicFile {
             throw ClientError.vault("cannot write \(path): \(String(cString: strerror(errno)))")
         }
     }
-
-    /// Makes an existing directory owner-only, or creates it so.
-    static func ownerOnlyDirectory(_ path: String) throws {
-        try FileManager.default.createDirectory(
-            atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        guard chmod(path, 0o700) == 0 else {
-            throw ClientError.vault("cannot restrict \(path): \(String(cString: strerror(errno)))")
-        }
-    }
 }

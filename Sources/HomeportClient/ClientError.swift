@@ -21,6 +21,8 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A verified alternative's app-info reports another installation: the alternative lost its
     /// verification (only the primary's app-info can change the enrolled id).
     case alternativeDisowned(address: String, seen: InstanceID)
+    /// The state directory (or the vault inside it) is not one only this user can write.
+    case unsafeDirectory(path: String, reason: String)
     /// The address redirected to another origin; nothing was sent there.
     case offHostRedirect(address: String, target: String)
     /// No address answered in time, or the connection failed.
@@ -60,6 +62,8 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
         case .alternativeDisowned(let address, let seen):
             "\(address) was a verified address, but its app-info reports another installation (id \(seen)); "
                 + "it is no longer verified, and only the primary's app-info can change the server's id"
+        case .unsafeDirectory(let path, let reason):
+            "refusing to keep credentials in \(path): \(reason); use a directory only you can write"
         case .offHostRedirect(let address, let target):
             "\(address) redirected to another address (\(target)); nothing was sent there"
         case .unreachable(let address, let reason): "\(address) did not answer: \(reason)"

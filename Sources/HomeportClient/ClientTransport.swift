@@ -58,8 +58,9 @@ public protocol ClientTransport: Sendable {
     func send(_ request: ClientRequest) async throws -> ClientResponse
 }
 
-/// A URLSession with no cookie store, no cache and no credential store, that never follows a
-/// redirect by itself, caps what it reads, and enforces a total deadline per request.
+/// A URLSession with no cookie store, no cache, no credential store and no proxy but one the
+/// caller names, that never follows a redirect by itself, caps what it reads, and enforces a total
+/// deadline per request.
 public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDataDelegate, @unchecked Sendable {
     private var session: URLSession?
     private let lock = NSLock()
@@ -75,10 +76,12 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
         init(limit: Int) { self.limit = limit }
     }
 
-    /// Creates the transport.
-    public override init() {
+    /// Creates the transport; every request goes through `proxy` (an `http://HOST:PORT` URL) when
+    /// one is given, and directly otherwise: no proxy is taken from the system or the environment.
+    public init(proxy: URL? = nil) {
         super.init()
         let configuration = URLSessionConfiguration.ephemeral
+        configuration.connectionProxyDictionary = Self.proxyDictionary(proxy)
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
         configuration.httpCookieAcceptPolicy = .never
@@ -92,6 +95,17 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
 
     deinit {
         session?.invalidateAndCancel()
+    }
+
+    /// The proxy settings for `proxy` (the keys' values are those of CFNetwork's
+    /// `kCFNetworkProxiesHTTP*` and `kCFNetworkProxiesHTTPS*`); an empty dictionary means no proxy.
+    private static func proxyDictionary(_ proxy: URL?) -> [AnyHashable: Any] {
+        guard let proxy, let host = proxy.host else { return [:] }
+        let port = proxy.port ?? 80
+        return [
+            "HTTPEnable": 1, "HTTPProxy": host, "HTTPPort": port, "HTTPSEnable": 1, "HTTPSProxy": host,
+            "HTTPSPort": port,
+        ]
     }
 
     /// Sends one request.

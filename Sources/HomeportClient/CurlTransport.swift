@@ -5,12 +5,19 @@
     /// The Linux transport: libcurl, with no cookie engine, no redirect following, a byte limit
     /// enforced while reading, and a total deadline (`CURLOPT_TIMEOUT_MS`). It reaches IPv6
     /// literals such as `http://[::1]:8080`, which Foundation's URLSession on Linux refuses.
+    ///
+    /// It never takes a proxy from the environment (`http_proxy`, `HTTPS_PROXY`, `ALL_PROXY`, …):
+    /// a proxy sees every request and can answer an identity probe itself, so one is used only
+    /// when the caller names it.
     public final class CurlTransport: ClientTransport {
         private static let initialized: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+        private let proxy: String
 
-        /// Creates the transport.
-        public init() {
+        /// Creates the transport; every request goes through `proxy` when one is given, and
+        /// directly otherwise, whatever the environment says.
+        public init(proxy: URL? = nil) {
             Self.initialized
+            self.proxy = proxy?.absoluteString ?? ""
         }
 
         /// What one transfer accumulates; reached from the C callbacks through an unmanaged pointer.
@@ -31,6 +38,7 @@
         public func send(_ request: ClientRequest) async throws -> ClientResponse {
             let cancelled = ManagedAtomicFlag()
             let outcome = ResumeOnce<ClientResponse>()
+            let proxy = self.proxy
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
                     outcome.attach(continuation)
@@ -39,7 +47,8 @@
                     // A thread of its own: a blocking transfer (a blackholed address) must not hold
                     // one of Dispatch's few pool threads and starve the rest of the race.
                     Thread.detachNewThread {
-                        outcome.resume(with: Result { try Self.perform(request, cancelled: cancelled) })
+                        outcome.resume(
+                            with: Result { try Self.perform(request, proxy: proxy, cancelled: cancelled) })
                     }
                 }
             } onCancel: {
@@ -48,7 +57,9 @@
             }
         }
 
-        private static func perform(_ request: ClientRequest, cancelled: ManagedAtomicFlag) throws -> ClientResponse {
+        private static func perform(_ request: ClientRequest, proxy: String, cancelled: ManagedAtomicFlag) throws
+            -> ClientResponse
+        {
             let address = ServerAddress.origin(of: request.url) ?? request.url.absoluteString
             guard let curl = curl_easy_init() else {
                 throw ClientError.unreachable(address: address, reason: "libcurl failed")
@@ -75,6 +86,9 @@
             _ = homeport_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, max(1, millis))
             _ = homeport_curl_set_long(curl, CURLOPT_NOPROGRESS, 0)
             _ = homeport_curl_set_string(curl, CURLOPT_PROTOCOLS_STR, "http,https")
+            // "" turns off the environment's proxy variables; a named proxy takes every request.
+            _ = homeport_curl_set_string(curl, CURLOPT_PROXY, proxy)
+            _ = homeport_curl_set_string(curl, CURLOPT_NOPROXY, "")
             _ = homeport_curl_set_slist(curl, CURLOPT_HTTPHEADER, headerList)
             if request.method == "HEAD" { _ = homeport_curl_set_long(curl, CURLOPT_NOBODY, 1) }
             let body = request.body ?? Data()

@@ -39,12 +39,14 @@ public final class HomeportClient: Sendable {
         self.state = Mutex(PathState(path: networkPath))
     }
 
-    /// The platform's transport: libcurl on Linux, URLSession elsewhere.
-    public static func defaultTransport() -> any ClientTransport {
+    /// The platform's transport: libcurl on Linux, URLSession elsewhere. It uses no proxy unless
+    /// `proxy` names one (never one from the environment): a proxy sees every request, tokens
+    /// included, and can answer identity probes itself, so it is inside the trust.
+    public static func defaultTransport(proxy: URL? = nil) -> any ClientTransport {
         #if canImport(CCurl)
-            CurlTransport()
+            CurlTransport(proxy: proxy)
         #else
-            URLSessionTransport()
+            URLSessionTransport(proxy: proxy)
         #endif
     }
 

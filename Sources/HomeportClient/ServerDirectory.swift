@@ -78,8 +78,12 @@ public final class ServerDirectory: @unchecked Sendable {
     private var servers: [ServerRecord]
 
     /// Loads the directory from `directory/servers.json` (empty when the file does not exist).
+    ///
+    /// `directory` is created with mode 0700 when it does not exist. An existing one is used only
+    /// when it belongs to this user and nobody else can write to it (its mode is never changed);
+    /// otherwise this throws ``ClientError/unsafeDirectory(path:reason:)``.
     public init(directory: String) throws {
-        try AtomicFile.ownerOnlyDirectory(directory)
+        try OwnerOnlyDirectory.prepare(directory)
         path = directory + "/servers.json"
         if let data = FileManager.default.contents(atPath: path) {
             do {

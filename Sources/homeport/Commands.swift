@@ -11,7 +11,8 @@ enum Commands {
         return (environment["HOME"] ?? NSHomeDirectory()) + "/.config/homeport"
     }
 
-    static func client(_ environment: [String: String]) throws -> HomeportClient {
+    /// The client over `$HOMEPORT_HOME`, sending through `proxy` only when one was named.
+    static func client(_ environment: [String: String], proxy: URL? = nil) throws -> HomeportClient {
         let home = home(environment)
         let directory = try ServerDirectory(directory: home)
         #if os(Linux)
@@ -20,7 +21,8 @@ enum Commands {
             let vault: any CredentialVault = KeychainVault()
         #endif
         return HomeportClient(
-            directory: directory, vault: vault, networkPath: environment["HOMEPORT_NETWORK_PATH"] ?? "default",
+            directory: directory, vault: vault, transport: HomeportClient.defaultTransport(proxy: proxy),
+            networkPath: environment["HOMEPORT_NETWORK_PATH"] ?? "default",
             onEvent: { event in
                 if case .identityChanged(let server, let old, let new, let alternatives) = event {
                     Output.error(
@@ -30,6 +32,21 @@ enum Commands {
                 }
             })
     }
+
+    /// The `--proxy` option's URL, if given.
+    static func proxy(_ parsed: ParsedArguments) throws -> URL? {
+        guard let text = parsed.options["proxy"] else { return nil }
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+            url.host != nil
+        else { throw UsageError("--proxy needs a URL such as http://proxy.example.net:3128") }
+        return url
+    }
+
+    static let proxyOption = CommandSpec.Option.value(
+        "proxy", "URL",
+        help: "Send every request through this HTTP proxy. It sees every request, the session token included, "
+            + "and can answer identity probes itself: use only a proxy you trust as much as the server. "
+            + "No proxy is ever taken from the environment (http_proxy, ALL_PROXY, …).")
 
     /// Parses and answers `--help`; `nil` means the caller should go on.
     static func parse(_ spec: CommandSpec, _ arguments: [String]) throws -> ParsedArguments? {
@@ -50,7 +67,7 @@ enum Commands {
             .value("email", "EMAIL", help: "The account's address."),
             .flag("password-stdin", help: "Read the password from standard input (the only way to pass it)."),
             .flag("allow-http", help: "Allow plain HTTP for this address."),
-            .flag("signup", help: "Create the account first."),
+            .flag("signup", help: "Create the account first."), proxyOption,
         ],
         discussion: "The password is sent once and never stored; the session token goes to the vault.")
 
@@ -63,7 +80,7 @@ enum Commands {
         let password = (readLine(strippingNewline: true) ?? "")
         guard !password.isEmpty else { throw UsageError("no password on standard input") }
         let address = try ServerAddress(parsing: parsed.positionals[0], allowHTTP: parsed.flag("allow-http"))
-        let client = try client(environment)
+        let client = try client(environment, proxy: try proxy(parsed))
         let result =
             parsed.flag("signup")
             ? try await client.signup(at: address, email: email, password: password)
@@ -144,7 +161,9 @@ enum Commands {
                     .init("SERVER", help: "Instance id, unique prefix, or primary URL."),
                     .init("URL", help: "The address."),
                 ],
-            options: action == "add" ? [.flag("allow-http", help: "Allow plain HTTP for this address.")] : [])
+            options: action == "add"
+                ? [.flag("allow-http", help: "Allow plain HTTP for this address."), proxyOption]
+                : action == "verify" ? [proxyOption] : [])
     }
 
     static func address(_ action: String, _ arguments: [String], _ environment: [String: String]) async throws -> Int32
@@ -153,7 +172,7 @@ enum Commands {
             throw UsageError("unknown address action '\(action)'; use add, remove or verify")
         }
         guard let parsed = try parse(addressSpec(action), arguments) else { return 0 }
-        let client = try client(environment)
+        let client = try client(environment, proxy: try proxy(parsed))
         let server = parsed.positionals[0]
         switch action {
         case "add":
@@ -181,11 +200,11 @@ enum Commands {
     static let whoamiSpec = CommandSpec(
         name: "homeport whoami", summary: "Call app-info through the address chosen on this network, and say which.",
         arguments: [.init("SERVER", help: "Instance id, unique prefix, or primary URL.")],
-        options: [.flag("json", help: "Print JSON: {server, via, appInfo}.")])
+        options: [.flag("json", help: "Print JSON: {server, via, appInfo}."), proxyOption])
 
     static func whoami(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(whoamiSpec, arguments) else { return 0 }
-        let client = try client(environment)
+        let client = try client(environment, proxy: try proxy(parsed))
         let before = try client.directory.find(parsed.positionals[0])
         let (info, via) = try await client.appInfo(before.key)
         // After an identity change the server is stored under its new id.
@@ -204,19 +223,20 @@ enum Commands {
         return 0
     }
 
-    static func serverOnly(_ name: String, _ summary: String) -> CommandSpec {
+    static func serverOnly(_ name: String, _ summary: String, options: [CommandSpec.Option] = []) -> CommandSpec {
         CommandSpec(
             name: "homeport \(name)", summary: summary,
-            arguments: [.init("SERVER", help: "Instance id, unique prefix, or primary URL.")])
+            arguments: [.init("SERVER", help: "Instance id, unique prefix, or primary URL.")], options: options)
     }
 
     static func logout(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard
             let parsed = try parse(
-                serverOnly("logout", "Sign out; the local session is erased even when the server cannot be asked."),
-                arguments)
+                serverOnly(
+                    "logout", "Sign out; the local session is erased even when the server cannot be asked.",
+                    options: [proxyOption]), arguments)
         else { return 0 }
-        switch try await client(environment).logout(parsed.positionals[0]) {
+        switch try await client(environment, proxy: try proxy(parsed)).logout(parsed.positionals[0]) {
         case .revoked:
             Output.line("signed out: the server ended the session")
         case .notConfirmed(let reason):

@@ -27,11 +27,17 @@ enum HomeportCLI {
           logout SERVER              Sign out (the local session is erased even if the server cannot be reached).
           remove SERVER              Forget SERVER locally: its credential and its record.
 
+        Every command that reaches a server takes --proxy URL; no proxy is ever taken from the environment
+        (http_proxy, ALL_PROXY, … are ignored).
+
         SERVER is an instance id, a unique prefix of one, or the primary URL.
-        State lives in $HOMEPORT_HOME (default $XDG_CONFIG_HOME/homeport, else ~/.config/homeport).
+        State lives in $HOMEPORT_HOME (default $XDG_CONFIG_HOME/homeport, else ~/.config/homeport): created
+        0700 when missing; refused, and left as it is, when another user owns it or others can write to it.
         $HOMEPORT_NETWORK_PATH names the current network (default 'default'): addresses verified on
         another network are probed again before any credential is sent.
-        Exit codes: 0 success, 1 failure, 2 bad command line, 3 refused for safety (nothing was sent), 4 signed out.
+        Exit codes: 0 success, 1 failure, 2 bad command line, 3 refused for safety (another installation, not
+        the API, an off-host redirect, plain HTTP not allowed, no verified address, an unsafe state directory;
+        the message says whether anything was sent), 4 signed out.
         """
 
     static func main() async {
@@ -56,7 +62,7 @@ enum HomeportCLI {
     static func exitCode(for error: ClientError) -> Int32 {
         switch error {
         case .identityMismatch, .notAnAPI, .offHostRedirect, .noVerifiedAddress, .plainHTTPNotAllowed, .probeFailed,
-            .sessionKept, .alternativeDisowned:
+            .sessionKept, .alternativeDisowned, .unsafeDirectory:
             3
         case .signedOut: 4
         case .invalidAddress, .unknownServer, .ambiguousServer: 2
