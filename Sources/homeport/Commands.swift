@@ -11,6 +11,12 @@ enum Commands {
         return (environment["HOME"] ?? NSHomeDirectory()) + "/.config/homeport"
     }
 
+    /// The network path: `$HOMEPORT_NETWORK_PATH` when set, else derived from the system.
+    static func networkPath(_ environment: [String: String]) -> (path: String, source: String) {
+        if let path = environment["HOMEPORT_NETWORK_PATH"], !path.isEmpty { return (path, "HOMEPORT_NETWORK_PATH") }
+        return (SystemNetworkPath.current(), "system")
+    }
+
     /// The client over `$HOMEPORT_HOME`, sending through `proxy` only when one was named.
     static func client(_ environment: [String: String], proxy: URL? = nil) throws -> HomeportClient {
         let home = home(environment)
@@ -22,7 +28,7 @@ enum Commands {
         #endif
         return HomeportClient(
             directory: directory, vault: vault, transport: HomeportClient.defaultTransport(proxy: proxy),
-            networkPath: environment["HOMEPORT_NETWORK_PATH"] ?? "default",
+            networkPath: networkPath(environment).path,
             onEvent: { event in
                 if case .identityChanged(let server, let old, let new, let alternatives) = event {
                     Output.error(
@@ -252,6 +258,28 @@ enum Commands {
         else { return 0 }
         try client(environment).remove(parsed.positionals[0])
         Output.line("removed \(parsed.positionals[0]) and its credential from this device")
+        return 0
+    }
+
+    // MARK: network
+
+    static let networkSpec = CommandSpec(
+        name: "homeport network",
+        summary: "Show the network path the client is on: verifications made on another path do not count here.",
+        options: [.flag("json", help: "Print JSON: {networkPath, source}.")],
+        discussion: """
+            On Linux the path is derived from the default route: its interface, its gateway and the gateway's
+            hardware address (from the neighbour table). $HOMEPORT_NETWORK_PATH overrides it.
+            """)
+
+    static func network(_ arguments: [String], _ environment: [String: String]) throws -> Int32 {
+        guard let parsed = try parse(networkSpec, arguments) else { return 0 }
+        let (path, source) = networkPath(environment)
+        if parsed.flag("json") {
+            try printJSON(["networkPath": path, "source": source])
+        } else {
+            Output.line("\(path)  (from \(source == "system" ? "the system" : "$" + source))")
+        }
         return 0
     }
 }

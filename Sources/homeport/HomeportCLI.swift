@@ -26,6 +26,7 @@ enum HomeportCLI {
           whoami SERVER [--json]     Call app-info through the address chosen on this network, and say which.
           logout SERVER              Sign out (the local session is erased even if the server cannot be reached).
           remove SERVER              Forget SERVER locally: its credential and its record.
+          network [--json]           Show the network path the client is on.
 
         Every command that reaches a server takes --proxy URL; no proxy is ever taken from the environment
         (http_proxy, ALL_PROXY, … are ignored).
@@ -33,8 +34,9 @@ enum HomeportCLI {
         SERVER is an instance id, a unique prefix of one, or the primary URL.
         State lives in $HOMEPORT_HOME (default $XDG_CONFIG_HOME/homeport, else ~/.config/homeport): created
         0700 when missing; refused, and left as it is, when another user owns it or others can write to it.
-        $HOMEPORT_NETWORK_PATH names the current network (default 'default'): addresses verified on
-        another network are probed again before any credential is sent.
+        The network path comes from the system (the default route's interface, gateway and the gateway's
+        hardware address); $HOMEPORT_NETWORK_PATH overrides it. Addresses verified on another network are
+        probed again before any credential is sent.
         Exit codes: 0 success, 1 failure, 2 bad command line, 3 refused for safety (another installation, not
         the API, an off-host redirect, plain HTTP not allowed, no verified address, an unsafe state directory;
         the message says whether anything was sent), 4 signed out.
@@ -92,6 +94,7 @@ enum HomeportCLI {
         case "whoami": return try await Commands.whoami(rest, environment)
         case "logout": return try await Commands.logout(rest, environment)
         case "remove": return try Commands.remove(rest, environment)
+        case "network": return try Commands.network(rest, environment)
         default: throw UsageError("unknown command '\(command)'; run 'homeport --help'")
         }
     }
