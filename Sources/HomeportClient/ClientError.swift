@@ -1,6 +1,7 @@
 import HomeportWire
 
-/// Why a client operation failed. Every case says whether anything was sent.
+/// Why a client operation failed. Every description says what happened, and whether anything
+/// was sent where it matters; text that came from a server is cleaned of terminal controls.
 public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The text is not an address the client accepts.
     case invalidAddress(String)
@@ -10,6 +11,8 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     case identityMismatch(address: String, seen: InstanceID)
     /// The address answered the probe, but not as the enrolled installation (`outcome` says how).
     case probeFailed(address: String, outcome: String)
+    /// The address cannot be used that way (it is already the primary, it is not an alternative).
+    case addressNotApplicable(String)
     /// The address did not answer as a Homeport server.
     case notHomeport(address: String, detail: String)
     /// The address answered with something that is not the API (an HTML page, say), described by `answer`.
@@ -21,6 +24,12 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A verified alternative's app-info reports another installation: the alternative lost its
     /// verification (only the primary's app-info can change the enrolled id).
     case alternativeDisowned(address: String, seen: InstanceID)
+    /// A sign-in at a new address that says it is an enrolled installation could not be confirmed
+    /// through that installation's own addresses; nothing was changed.
+    case claimNotConfirmed(address: String, server: String, detail: String)
+    /// A sign-in got a session but the client did not keep it, for the reason `error`; the client
+    /// asked the server to end that session again, and says whether it confirmed.
+    indirect case signInNotKept(ClientError, sessionEnded: Bool)
     /// The state directory (or the vault inside it) is not one only this user can write.
     case unsafeDirectory(path: String, reason: String)
     /// The address redirected to another origin; nothing was sent there.
@@ -44,8 +53,10 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The vault could not store or read a credential.
     case vault(String)
 
-    /// A sentence for people.
-    public var description: String {
+    /// A sentence for people, free of terminal controls.
+    public var description: String { ServerText.clean(sentence, limit: nil) }
+
+    private var sentence: String {
         switch self {
         case .invalidAddress(let text):
             "'\(text)' is not an address; use https://HOST[:PORT] (or http:// with --allow-http)"
@@ -54,6 +65,7 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
             "\(address) answered as a different installation (id \(seen)); nothing was sent"
         case .probeFailed(let address, let outcome):
             "\(address) did not answer as the installation: \(outcome); nothing was sent"
+        case .addressNotApplicable(let text): text
         case .notHomeport(let address, let detail): "\(address) is not a Homeport server (\(detail)); nothing was sent"
         case .notAnAPI(let address, let answer):
             "\(address) answered with \(answer), not the Homeport API (a sign-in proxy?)"
@@ -62,6 +74,12 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
         case .alternativeDisowned(let address, let seen):
             "\(address) was a verified address, but its app-info reports another installation (id \(seen)); "
                 + "it is no longer verified, and only the primary's app-info can change the server's id"
+        case .claimNotConfirmed(let address, let server, let detail):
+            "\(address) says it is \(server), but that could not be confirmed through the addresses "
+                + "\(server) is enrolled with (\(detail)); nothing was changed"
+        case .signInNotKept(let error, let ended):
+            error.sentence + "; the session this sign-in opened "
+                + (ended ? "was ended again" : "could not be ended, and may stay valid until it expires")
         case .unsafeDirectory(let path, let reason):
             "refusing to keep credentials in \(path): \(reason); use a directory only you can write"
         case .offHostRedirect(let address, let target):

@@ -49,7 +49,6 @@ public struct ClientResponse: Sendable {
         self.headers = headers
         self.body = body
     }
-
 }
 
 /// Sends requests. The URLSession transport is the real one; tests may count or refuse.
@@ -146,7 +145,8 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
             if failure.tooLarge { throw ClientError.tooLarge(address: address, limit: request.byteLimit) }
             if failure.timedOut {
                 throw ClientError.unreachable(
-                    address: address, reason: "no answer within \(Int(seconds.rounded(.up))) s")
+                    address: address,
+                    reason: "no answer within \(Int(seconds.rounded(.up))) s (the request may have been sent)")
             }
             try Task.checkCancellation()
             let reason = (failure.error as? URLError).map { Self.describe($0) } ?? "the connection failed"

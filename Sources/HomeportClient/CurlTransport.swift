@@ -26,6 +26,8 @@
             var body = Data()
             var headers: [String: String] = [:]
             var tooLarge = false
+            /// Whether libcurl connected and was about to send the request.
+            var requestSent = false
             let cancelled: ManagedAtomicFlag
             init(limit: Int, cancelled: ManagedAtomicFlag) {
                 self.limit = limit
@@ -100,6 +102,10 @@
             _ = homeport_curl_set_pointer(curl, CURLOPT_WRITEDATA, opaque)
             _ = homeport_curl_set_pointer(curl, CURLOPT_HEADERDATA, opaque)
             _ = homeport_curl_set_pointer(curl, CURLOPT_XFERINFODATA, opaque)
+            _ = homeport_curl_set_pointer(curl, CURLOPT_PREREQDATA, opaque)
+            // A function pointer passed where libcurl reads one: the shim has no typed setter for it.
+            _ = homeport_curl_set_pointer(
+                curl, CURLOPT_PREREQFUNCTION, unsafeBitCast(prereqCallback, to: UnsafeMutableRawPointer.self))
             _ = homeport_curl_set_write_function(curl, writeCallback)
             _ = homeport_curl_set_header_function(curl, headerCallback)
             _ = homeport_curl_set_progress_function(curl, progressCallback)
@@ -115,13 +121,18 @@
             if transfer.tooLarge { throw ClientError.tooLarge(address: address, limit: request.byteLimit) }
             guard result == CURLE_OK else {
                 if cancelled.isSet { throw CancellationError() }
+                let seconds = (millis + 999) / 1000
                 let reason: String =
                     switch result {
-                    case CURLE_OPERATION_TIMEDOUT: "no answer within \((millis + 999) / 1000) s"
+                    case CURLE_OPERATION_TIMEDOUT where transfer.requestSent:
+                        "no answer within \(seconds) s after the request was sent"
+                    case CURLE_OPERATION_TIMEDOUT: "no connection within \(seconds) s; nothing was sent"
                     case CURLE_COULDNT_CONNECT: "connection refused"
                     case CURLE_COULDNT_RESOLVE_HOST: "the name does not resolve"
                     case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR: "TLS failed (certificate not trusted)"
-                    default: String(cString: curl_easy_strerror(result))
+                    default:
+                        String(cString: curl_easy_strerror(result))
+                            + (transfer.requestSent ? " (after the request was sent)" : "")
                     }
                 throw ClientError.unreachable(address: address, reason: reason)
             }
@@ -157,6 +168,14 @@
             }
             return length
         }
+
+        private static let prereqCallback:
+            @convention(c) (
+                UnsafeMutableRawPointer?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int32, Int32
+            ) -> Int32 = { context, _, _, _, _ in
+                if let context { Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().requestSent = true }
+                return CURL_PREREQFUNC_OK
+            }
 
         private static let progressCallback: curl_xferinfo_callback = { context, _, _, _, _ in
             guard let context else { return 0 }

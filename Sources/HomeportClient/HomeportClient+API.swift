@@ -33,9 +33,17 @@ extension HomeportClient {
             throw ClientError.signedOut(server: record.key)
         }
         var failed: Set<String> = []
+        var firstFailure: ClientError?
         var csrfRetried = false
         while true {
-            let choice = try await choose(for: record, excluding: failed)
+            let choice: Choice
+            do {
+                choice = try await choose(for: record, excluding: failed)
+            } catch let error as ClientError {
+                // The request already went to an address that did not answer: say that, not
+                // that nothing was sent.
+                throw firstFailure ?? error
+            }
             do {
                 let answer = try await sendOnce(method, path, json: json, token: token, at: choice, record: record)
                 if answer.response.status == 403, !csrfRetried,
@@ -49,6 +57,7 @@ extension HomeportClient {
                 return (answer, choice)
             } catch let error as ClientError where method == "GET" && failed.isEmpty && error.isUnreachable {
                 failed.insert(choice.address.url)
+                firstFailure = error
                 forgetWinner(record.key)
                 record = directory.server(record.key) ?? record
             }

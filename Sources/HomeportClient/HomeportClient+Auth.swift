@@ -32,56 +32,17 @@ extension HomeportClient {
             let standing = try await standing(at: address, token: envelope.meta?.sessionToken)
             return .pending(standing)
         }
-        guard response.status == 200, let token = envelope.meta?.sessionToken else {
+        guard response.status == 200, let token = envelope.meta?.sessionToken, !token.isEmpty else {
             throw ClientError.rejected(status: response.status, errors: envelope.errors ?? [])
         }
-        return .signedIn(try await enroll(address, email: envelope.data?.user?.email ?? email, token: token))
-    }
-
-    /// Enrolls (or re-enrolls) the server reached at `address` with a fresh token.
-    private func enroll(_ address: ServerAddress, email: String, token: String) async throws -> ServerRecord {
-        let infoResponse = try await transport.send(
-            ClientRequest(
-                url: address.url(HomeportPath.appInfo)!,
-                headers: [HomeportHeader.sessionToken: token, "Accept": "application/json"],
-                byteLimit: configuration.byteLimit, deadline: configuration.requestDeadline))
-        // A server without app-info (404, whatever the page) is an older or a plain allauth server:
-        // it stays single-address. A 200 HTML page is a proxy's, not the API.
-        if infoResponse.status == 200 && infoResponse.isHTML {
-            throw ClientError.notAnAPI(address: address.url, answer: infoResponse.kind)
+        let account = ServerText.clean(envelope.data?.user?.email ?? email)
+        do {
+            return .signedIn(try await enroll(address, email: account, token: token))
+        } catch let error as ClientError {
+            // Never leave behind a live session nobody holds: give it back to the server that issued it.
+            let ended = await endSession(token, at: address) == .revoked
+            throw ClientError.signInNotKept(error, sessionEnded: ended)
         }
-        let info = infoResponse.status == 200 ? try? JSONDecoder().decode(AppInfo.self, from: infoResponse.body) : nil
-        // The server signed into before at this address, else the one with the id app-info reports.
-        let existing =
-            directory.all.first { $0.primary.url == address.url }
-            ?? directory.all.first { $0.instanceID != nil && $0.instanceID == info?.instanceId }
-        var record =
-            existing
-            ?? ServerRecord(
-                instanceID: nil, product: nil, email: email, primary: address, alternatives: [], lastWinner: nil,
-                signedOut: false, signedInPath: networkPath)
-        let previousKey = existing?.key
-        let event = try info?.instanceId.flatMap { try reidentify(&record, as: $0, previousKey: previousKey) }
-        record.product = info?.product ?? record.product
-        record.protocolVersion = info?.protocolVersion ?? record.protocolVersion
-        record.email = email
-        // The sign-in address becomes the primary; a former primary stays, unverified, as an alternative.
-        if record.primary.url != address.url,
-            !record.alternatives.contains(where: { $0.address.url == record.primary.url })
-        {
-            record.alternatives.append(.init(address: record.primary, verifiedPaths: [:]))
-        }
-        record.alternatives.removeAll { $0.address.url == address.url }
-        record.primary = address
-        record.signedOut = false
-        record.signedInPath = networkPath
-        record.lastWinner = address.url
-        if let previousKey, previousKey != record.key { try vault.remove(server: previousKey) }
-        try vault.store(token: token, for: record.key)
-        try directory.save(record, replacing: previousKey)
-        forgetWinner(record.key)
-        if let event { onEvent(event) }
-        return record
     }
 
     /// What the pre-login token earned (`GET /api/v1/auth/standing`); `nil` when the server has no such route.

@@ -18,6 +18,7 @@ enum Commands {
     }
 
     /// The client over `$HOMEPORT_HOME`, sending through `proxy` only when one was named.
+    /// Events worth telling are printed to standard error.
     static func client(_ environment: [String: String], proxy: URL? = nil) throws -> HomeportClient {
         let home = home(environment)
         let directory = try ServerDirectory(directory: home)
@@ -30,13 +31,29 @@ enum Commands {
             directory: directory, vault: vault, transport: HomeportClient.defaultTransport(proxy: proxy),
             networkPath: networkPath(environment).path,
             onEvent: { event in
-                if case .identityChanged(let server, let old, let new, let alternatives) = event {
-                    Output.error(
-                        "homeport: \(server) now answers as installation \(new) (was \(old)). "
-                            + (alternatives.isEmpty
-                                ? "" : "Verify its other addresses again: homeport address verify \(new)"))
-                }
+                if let text = describe(event, directory) { warn("homeport: " + text) }
             })
+    }
+
+    /// A sentence about an event worth telling the person, or `nil`.
+    static func describe(_ event: ClientEvent, _ directory: ServerDirectory) -> String? {
+        switch event {
+        case .identityChanged(let server, let old, let new, let alternatives):
+            let primary = directory.server(server)?.primary.url ?? server
+            return "\(primary) now answers as installation \(new) (was \(old))"
+                + (alternatives.isEmpty
+                    ? "."
+                    : "; its other addresses are unverified until checked again: homeport address verify \(primary)")
+        case .sessionReplaced(let server, let email, let outcome):
+            switch outcome {
+            case .revoked:
+                return "the session this device held for \(email) on \(server) was ended on the server"
+            case .notConfirmed(let reason):
+                return "the session this device held for \(email) on \(server) was replaced here, but the server "
+                    + "did not confirm that it ended (\(reason)); it may stay valid until it expires"
+            }
+        case .signedOut, .pathChanged: return nil
+        }
     }
 
     /// The `--proxy` option's URL, if given.
@@ -59,9 +76,22 @@ enum Commands {
         try spec.parseOrShowHelp(arguments)
     }
 
+    /// Prints a result line, without any terminal control a server's text could have carried.
+    static func say(_ text: String) {
+        Output.line(ServerText.clean(text, limit: nil))
+    }
+
+    /// Prints a message to standard error, without terminal controls.
+    static func warn(_ text: String) {
+        Output.error(ServerText.clean(text, limit: nil))
+    }
+
+    /// Prints `object` as JSON (string values cannot carry terminal controls either).
     static func printJSON(_ object: Any) throws {
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
-        Output.line(String(decoding: data, as: UTF8.self))
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
+            say(String(line))
+        }
     }
 
     // MARK: login
@@ -75,7 +105,13 @@ enum Commands {
             .flag("allow-http", help: "Allow plain HTTP for this address."),
             .flag("signup", help: "Create the account first."), proxyOption,
         ],
-        discussion: "The password is sent once and never stored; the session token goes to the vault.")
+        discussion: """
+            The password is sent once and never stored; the session token goes to the vault.
+            Signing in again replaces the session this device held for the server; the old one is ended on
+            the server first, and you are told if the server did not confirm that. An address that says it is
+            a server enrolled at another address is believed only when that server, reached at its own
+            verified addresses, knows the new session.
+            """)
 
     static func login(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(loginSpec, arguments) else { return 0 }
@@ -93,8 +129,12 @@ enum Commands {
             : try await client.login(at: address, email: email, password: password)
         switch result {
         case .signedIn(let record):
-            Output.line(
-                "signed in to \(record.product ?? "server") \(record.key) as \(record.email) via \(address.url)")
+            say("signed in to \(record.product ?? "server") \(record.key) as \(record.email) via \(address.url)")
+            if record.instanceID == nil {
+                say(
+                    "\(address.url) gave no installation id (an older server, or its identity cannot be read "
+                        + "now): it is used at this address only, and alternative addresses cannot be added")
+            }
             return 0
         case .pending(let standing):
             let why =
@@ -104,7 +144,7 @@ enum Commands {
                 case .mailFailed: "the server could not send a mail it needed"
                 case nil: "the server gave no reason"
                 }
-            Output.error("homeport: not signed in: \(why)")
+            warn("homeport: not signed in: \(why)")
             return 1
         }
     }
@@ -137,16 +177,16 @@ enum Commands {
                 })
             return 0
         }
-        if records.isEmpty { Output.line("no servers yet: homeport login URL --email EMAIL --password-stdin") }
+        if records.isEmpty { say("no servers yet: homeport login URL --email EMAIL --password-stdin") }
         for record in records {
-            Output.line(
+            say(
                 "\(record.key)  \(record.product ?? "")  \(record.email)\(record.signedOut ? "  (signed out)" : "")")
-            Output.line("  primary      \(record.primary.url)")
+            say("  primary      \(record.primary.url)")
             for alternative in record.alternatives {
                 let state =
                     alternative.verifiedPaths[path] != nil
                     ? "verified on this network" : alternative.isVerified ? "verified elsewhere" : "unverified"
-                Output.line("  alternative  \(alternative.address.url)  (\(state))")
+                say("  alternative  \(alternative.address.url)  (\(state))")
             }
         }
         return 0
@@ -183,18 +223,26 @@ enum Commands {
         switch action {
         case "add":
             let address = try ServerAddress(parsing: parsed.positionals[1], allowHTTP: parsed.flag("allow-http"))
+            let existed = try client.directory.find(server).alternatives.contains { $0.address.url == address.url }
             let record = try await client.addAddress(address, to: server)
-            Output.line("\(address.url) answers as \(record.key): added and verified on this network")
+            if existed {
+                say(
+                    "\(address.url) was already an alternative of \(record.key); it still answers as it: "
+                        + "verified again on this network")
+            } else {
+                say("\(address.url) answers as \(record.key): added, and verified on this network")
+            }
         case "remove":
             let address = try ServerAddress(parsing: parsed.positionals[1], allowHTTP: true)
+            let record = try client.directory.find(server)
             try client.removeAddress(address, from: server)
-            Output.line("removed \(address.url)")
+            say("removed \(address.url) from \(record.key)")
         default:
             let results = try await client.verifyAddresses(of: server)
             var allGood = true
             for (address, outcome) in results {
                 allGood = allGood && outcome.isMatch
-                Output.line("\(address.url)  \(outcome.isMatch ? "verified" : outcome.description)")
+                say("\(address.url)  \(outcome.isMatch ? "verified" : outcome.description)")
             }
             return allGood ? 0 : 3
         }
@@ -224,7 +272,9 @@ enum Commands {
                 ] as [String: Any],
             ])
         } else {
-            Output.line("\(record.email) on \(info.product) \(info.version) (\(record.key)) via \(via.url)")
+            say(
+                "\(record.email) on \(info.product) \(info.version) (\(record.key)) via \(via.url)"
+                    + (info.instanceId == nil ? "; the server could not say its installation id now" : ""))
         }
         return 0
     }
@@ -244,9 +294,9 @@ enum Commands {
         else { return 0 }
         switch try await client(environment, proxy: try proxy(parsed)).logout(parsed.positionals[0]) {
         case .revoked:
-            Output.line("signed out: the server ended the session")
+            say("signed out: the server ended the session")
         case .notConfirmed(let reason):
-            Output.line(
+            say(
                 "signed out on this device only: the server did not confirm that the session ended (\(reason)); "
                     + "it may stay valid until it expires")
         }
@@ -256,8 +306,10 @@ enum Commands {
     static func remove(_ arguments: [String], _ environment: [String: String]) throws -> Int32 {
         guard let parsed = try parse(serverOnly("remove", "Forget SERVER locally (not a remote sign-out)."), arguments)
         else { return 0 }
-        try client(environment).remove(parsed.positionals[0])
-        Output.line("removed \(parsed.positionals[0]) and its credential from this device")
+        let client = try client(environment)
+        let record = try client.directory.find(parsed.positionals[0])
+        try client.remove(record.key)
+        say("removed \(record.key) and its credential from this device (the server was not asked to end the session)")
         return 0
     }
 
@@ -278,7 +330,7 @@ enum Commands {
         if parsed.flag("json") {
             try printJSON(["networkPath": path, "source": source])
         } else {
-            Output.line("\(path)  (from \(source == "system" ? "the system" : "$" + source))")
+            say("\(path)  (from \(source == "system" ? "the system" : "$" + source))")
         }
         return 0
     }

@@ -49,13 +49,13 @@ enum HomeportCLI {
         do {
             code = try await run(arguments, environment: environment)
         } catch let error as UsageError {
-            Output.error("homeport: \(error.description)")
+            Commands.warn("homeport: \(error.description)")
             code = 2
         } catch let error as ClientError {
-            Output.error("homeport: \(error.description)")
+            Commands.warn("homeport: \(error.description)")
             code = Self.exitCode(for: error)
         } catch {
-            Output.error("homeport: error: \(error)")
+            Commands.warn("homeport: error: \(error)")
             code = 1
         }
         exit(code)
@@ -63,11 +63,12 @@ enum HomeportCLI {
 
     static func exitCode(for error: ClientError) -> Int32 {
         switch error {
-        case .identityMismatch, .notAnAPI, .offHostRedirect, .noVerifiedAddress, .plainHTTPNotAllowed, .probeFailed,
-            .sessionKept, .alternativeDisowned, .unsafeDirectory:
+        case .identityMismatch, .notAnAPI, .offHostRedirect, .noVerifiedAddress, .plainHTTPNotAllowed, .sessionKept,
+            .alternativeDisowned, .claimNotConfirmed, .probeFailed, .unsafeDirectory:
             3
         case .signedOut: 4
-        case .invalidAddress, .unknownServer, .ambiguousServer: 2
+        case .invalidAddress, .unknownServer, .ambiguousServer, .addressNotApplicable: 2
+        case .signInNotKept(let reason, _): exitCode(for: reason)
         default: 1
         }
     }
