@@ -18,18 +18,23 @@ enum HomeportCLI {
         Commands:
           login URL --email EMAIL --password-stdin [--allow-http] [--signup]
                                      Sign in (or sign up) at URL, which becomes the server's primary address.
-          servers [--json]           List enrolled servers and their addresses.
+          servers                    List enrolled servers and their addresses.
           address add SERVER URL [--allow-http]
                                      Add an alternative address (probed first; kept only if it is the same installation).
           address remove SERVER URL  Remove an alternative address.
           address verify SERVER      Probe every address of SERVER on this network.
-          whoami SERVER [--json]     Call app-info through the address chosen on this network, and say which.
-          logout SERVER              Sign out (the local session is erased even if the server cannot be reached).
+          whoami SERVER              Call app-info through the address chosen on this network, and say which.
+          password change SERVER --password-stdin
+                                     Change the password (current, then new, one a line on standard input).
+          password reset URL --email EMAIL [--allow-http]
+                                     Ask the server at URL to mail a password-reset link.
+          logout SERVER              Sign out (the local session is erased even if the server cannot be asked).
           remove SERVER              Forget SERVER locally: its credential and its record.
-          network [--json]           Show the network path the client is on.
+          network                    Show the network path the client is on.
 
-        Every command that reaches a server takes --proxy URL; no proxy is ever taken from the environment
-        (http_proxy, ALL_PROXY, … are ignored).
+        Every command that prints a result takes --json; every command that reaches a server takes
+        --proxy URL (no proxy is ever taken from the environment: http_proxy, ALL_PROXY, … are ignored).
+        Run 'homeport COMMAND --help' for its options.
 
         SERVER is an instance id, a unique prefix of one, or the primary URL.
         State lives in $HOMEPORT_HOME (default $XDG_CONFIG_HOME/homeport, else ~/.config/homeport): created
@@ -79,15 +84,18 @@ enum HomeportCLI {
             return 0
         }
         let rest = Array(arguments.dropFirst())
-        if command == "address" {
+        for (group, actions) in [("address", "add, remove or verify"), ("password", "change or reset")]
+        where command == group {
             guard let action = rest.first, !action.hasPrefix("-") else {
                 if rest.contains("--help") || rest.contains("-h") {
                     Output.line(overview)
                     return 0
                 }
-                throw UsageError("address needs an action: add, remove or verify")
+                throw UsageError("\(group) needs an action: \(actions)")
             }
-            return try await Commands.address(action, Array(rest.dropFirst()), environment)
+            return group == "address"
+                ? try await Commands.address(action, Array(rest.dropFirst()), environment)
+                : try await Commands.password(action, Array(rest.dropFirst()), environment)
         }
         switch command {
         case "login": return try await Commands.login(rest, environment)
