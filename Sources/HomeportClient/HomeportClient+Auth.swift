@@ -166,11 +166,20 @@ extension HomeportClient {
         return response
     }
 
+    /// The app door's envelope, its error messages cleaned of terminal controls (an app may show
+    /// them as they are).
     func decodeEnvelope(_ response: ClientResponse, _ address: ServerAddress) throws -> AuthEnvelope {
+        var envelope: AuthEnvelope
         do {
-            return try JSONDecoder().decode(AuthEnvelope.self, from: response.body)
+            envelope = try JSONDecoder().decode(AuthEnvelope.self, from: response.body)
         } catch {
             throw ClientError.badAnswer(address: address.url, detail: "not an auth envelope (\(response.kind))")
         }
+        envelope.errors = envelope.errors?.map {
+            AuthFieldError(
+                code: ServerText.clean($0.code), param: $0.param.map { ServerText.clean($0) },
+                message: ServerText.clean($0.message))
+        }
+        return envelope
     }
 }

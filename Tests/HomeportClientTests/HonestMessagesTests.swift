@@ -75,6 +75,26 @@ struct HonestMessagesTests {
         #expect(Self.controls(stored).isEmpty)
     }
 
+    @Test("the app door's error messages reach the app without terminal controls")
+    func refusalsAreCleaned() async throws {
+        let refuser = try RecordingListener(
+            behaviour: .respond(
+                status: 400, headers: Peer.json,
+                body: #"{"status":400,"errors":[{"code":"invalid","param":"email","message":"\#(Self.hostile)"}]}"#))
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let client = try makeClient(home, SpyTransport())
+        await #expect {
+            try await client.login(
+                at: try ServerAddress(parsing: refuser.url, allowHTTP: true), email: "ada@example.com",
+                password: password)
+        } throws: { error in
+            guard case ClientError.rejected(400, let errors) = error else { return false }
+            return errors.map(\.code) == ["invalid"] && errors.allSatisfy { Self.controls($0.message).isEmpty }
+                && errors.first?.message.contains("evil") == true
+        }
+    }
+
     @Test("re-adding an existing alternative probes it again; one that no longer matches is refused")
     func readdingProbesAgain() async throws {
         let home = try TemporaryDirectory()
