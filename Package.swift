@@ -3,7 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "Homeport",
-    platforms: [.macOS(.v14), .iOS(.v17)],
+    // Synchronization's Mutex and Atomic (client and server) need macOS 15 and iOS 18.
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "HomeportWire", targets: ["HomeportWire"]),
         .library(name: "HomeportServer", targets: ["HomeportServer"]),

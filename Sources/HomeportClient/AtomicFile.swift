@@ -41,7 +41,11 @@ enum AtomicFile {
         let written = data.withUnsafeBytes { buffer -> Int in
             var offset = 0
             while offset < buffer.count {
-                let count = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                #if canImport(Glibc)
+                    let count = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                #else
+                    let count = Darwin.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                #endif
                 if count <= 0 { return -1 }
                 offset += count
             }
@@ -50,15 +54,6 @@ enum AtomicFile {
         guard written == data.count, fsync(fd) == 0 else {
             unlink(path)
             throw ClientError.vault("cannot write \(path): \(String(cString: strerror(errno)))")
-        }
-    }
-
-    /// Makes an existing directory owner-only, or creates it so.
-    static func ownerOnlyDirectory(_ path: String) throws {
-        try FileManager.default.createDirectory(
-            atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        guard chmod(path, 0o700) == 0 else {
-            throw ClientError.vault("cannot restrict \(path): \(String(cString: strerror(errno)))")
         }
     }
 }

@@ -9,4 +9,7 @@ public enum ClientEvent: Sendable, Equatable {
     case signedOut(server: String)
     /// The network path changed; verifications of other paths no longer count.
     case pathChanged(String)
+    /// A sign-in replaced the session this device held for `server` (the account `email`); the
+    /// client asked the server to end the old one, with this outcome.
+    case sessionReplaced(server: String, email: String, outcome: SignOutOutcome)
 }

@@ -37,7 +37,8 @@ public struct ClientRequest: Sendable {
 public struct ClientResponse: Sendable {
     /// The status.
     public var status: Int
-    /// Header fields, names lowercased.
+    /// Header fields, names lowercased; a field sent more than once holds its values joined with
+    /// `", "` (so a second `Content-Type` cannot hide behind the first).
     public var headers: [String: String]
     /// The body.
     public var body: Data
@@ -48,14 +49,6 @@ public struct ClientResponse: Sendable {
         self.headers = headers
         self.body = body
     }
-
-    /// Whether the body is an HTML page (an authentication proxy's sign-in page, say).
-    public var isHTML: Bool {
-        if let type = headers["content-type"]?.lowercased(), type.contains("text/html") { return true }
-        let start = body.prefix(64).drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
-        return start.starts(with: Array("<!doctype html".utf8)) || start.starts(with: Array("<html".utf8))
-            || start.starts(with: Array("<!DOCTYPE html".utf8)) || start.starts(with: Array("<HTML".utf8))
-    }
 }
 
 /// Sends requests. The URLSession transport is the real one; tests may count or refuse.
@@ -64,8 +57,9 @@ public protocol ClientTransport: Sendable {
     func send(_ request: ClientRequest) async throws -> ClientResponse
 }
 
-/// A URLSession with no cookie store, no cache and no credential store, that never follows a
-/// redirect by itself, caps what it reads, and enforces a total deadline per request.
+/// A URLSession with no cookie store, no cache, no credential store and no proxy but one the
+/// caller names, that never follows a redirect by itself, caps what it reads, and enforces a total
+/// deadline per request.
 public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDataDelegate, @unchecked Sendable {
     private var session: URLSession?
     private let lock = NSLock()
@@ -81,10 +75,12 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
         init(limit: Int) { self.limit = limit }
     }
 
-    /// Creates the transport.
-    public override init() {
+    /// Creates the transport; every request goes through `proxy` (an `http://HOST:PORT` URL) when
+    /// one is given, and directly otherwise: no proxy is taken from the system or the environment.
+    public init(proxy: URL? = nil) {
         super.init()
         let configuration = URLSessionConfiguration.ephemeral
+        configuration.connectionProxyDictionary = Self.proxyDictionary(proxy)
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
         configuration.httpCookieAcceptPolicy = .never
@@ -98,6 +94,17 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
 
     deinit {
         session?.invalidateAndCancel()
+    }
+
+    /// The proxy settings for `proxy` (the keys' values are those of CFNetwork's
+    /// `kCFNetworkProxiesHTTP*` and `kCFNetworkProxiesHTTPS*`); an empty dictionary means no proxy.
+    private static func proxyDictionary(_ proxy: URL?) -> [AnyHashable: Any] {
+        guard let proxy, let host = proxy.host else { return [:] }
+        let port = proxy.port ?? 80
+        return [
+            "HTTPEnable": 1, "HTTPProxy": host, "HTTPPort": port, "HTTPSEnable": 1, "HTTPSProxy": host,
+            "HTTPSPort": port,
+        ]
     }
 
     /// Sends one request.
@@ -138,7 +145,8 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
             if failure.tooLarge { throw ClientError.tooLarge(address: address, limit: request.byteLimit) }
             if failure.timedOut {
                 throw ClientError.unreachable(
-                    address: address, reason: "no answer within \(Int(seconds.rounded(.up))) s")
+                    address: address,
+                    reason: "no answer within \(Int(seconds.rounded(.up))) s (the request may have been sent)")
             }
             try Task.checkCancellation()
             let reason = (failure.error as? URLError).map { Self.describe($0) } ?? "the connection failed"

@@ -10,14 +10,13 @@
         public let directory: String
         private let lock = NSLock()
 
-        /// Opens (creating, mode 0700) the vault in `directory`.
+        /// Opens the vault in `directory`, creating it with mode 0700 when it does not exist. An
+        /// existing directory is used only when it belongs to this user and nobody else can write
+        /// to it (its mode is never changed); otherwise this throws
+        /// ``ClientError/unsafeDirectory(path:reason:)``.
         public init(directory: String) throws {
             self.directory = directory
-            do {
-                try AtomicFile.ownerOnlyDirectory(directory)
-            } catch {
-                throw ClientError.vault("cannot create \(directory): \(error)")
-            }
+            try OwnerOnlyDirectory.prepare(directory)
         }
 
         /// Seals and writes the token.

@@ -13,19 +13,39 @@ extension HomeportClient {
     /// Sends an authenticated request to `server`'s API through the address chosen on the current
     /// path. A `GET` that fails in transport is tried once more on another address; a write is
     /// never resent (nor queued for later).
+    ///
+    /// Only the API's own refusal of the token (see ``ClientResponse/isHTML`` and the sign-out rule
+    /// in docs/client.md), from an address that answered as the enrolled installation, signs the
+    /// account out; any other 401 or 410 leaves the session in place and throws
+    /// ``ClientError/sessionKept(address:detail:)``.
     public func send(
         _ method: String = "GET", _ path: String, to server: String, json: Data? = nil
     ) async throws -> Answer {
+        try await exchange(method, path, to: server, json: json).answer
+    }
+
+    /// ``send(_:_:to:json:)``, also saying how the answering address was chosen.
+    func exchange(_ method: String, _ path: String, to server: String, json: Data? = nil) async throws
+        -> (answer: Answer, choice: Choice)
+    {
         var record = try directory.find(server)
         guard !record.signedOut, let token = try vault.token(for: record.key) else {
             throw ClientError.signedOut(server: record.key)
         }
         var failed: Set<String> = []
+        var firstFailure: ClientError?
         var csrfRetried = false
         while true {
-            let address = try await chooseAddress(for: record, excluding: failed)
+            let choice: Choice
             do {
-                let answer = try await exchange(method, path, json: json, token: token, at: address, record: record)
+                choice = try await choose(for: record, excluding: failed)
+            } catch let error as ClientError {
+                // The request already went to an address that did not answer: say that, not
+                // that nothing was sent.
+                throw firstFailure ?? error
+            }
+            do {
+                let answer = try await sendOnce(method, path, json: json, token: token, at: choice, record: record)
                 if answer.response.status == 403, !csrfRetried,
                     Self.errorCodes(answer.response).contains(AuthErrorCode.csrfInvalid)
                 {
@@ -34,21 +54,22 @@ extension HomeportClient {
                     forgetWinner(record.key)
                     continue
                 }
-                return answer
-            } catch ClientError.unreachable(let origin, let reason) where method == "GET" && failed.isEmpty {
-                failed.insert(address.url)
+                return (answer, choice)
+            } catch let error as ClientError where method == "GET" && failed.isEmpty && error.isUnreachable {
+                failed.insert(choice.address.url)
+                firstFailure = error
                 forgetWinner(record.key)
                 record = directory.server(record.key) ?? record
-                _ = (origin, reason)
             }
         }
     }
 
     /// One exchange with an address: the token is attached here and only here; same-origin
     /// redirects are followed with it, any other redirect is refused with nothing sent.
-    private func exchange(
-        _ method: String, _ path: String, json: Data?, token: String, at address: ServerAddress, record: ServerRecord
+    private func sendOnce(
+        _ method: String, _ path: String, json: Data?, token: String, at choice: Choice, record: ServerRecord
     ) async throws -> Answer {
+        let address = choice.address
         guard var url = address.url(path) else { throw ClientError.invalidAddress(address.url + path) }
         for _ in 0...3 {
             var headers = [HomeportHeader.sessionToken: token, "Accept": "application/json"]
@@ -68,44 +89,110 @@ extension HomeportClient {
                 else { throw ClientError.badAnswer(address: address.url, detail: "a redirect without a location") }
                 guard ServerAddress.origin(of: next) == address.origin else {
                     throw ClientError.offHostRedirect(
-                        address: address.url, target: ServerAddress.origin(of: next) ?? location)
+                        address: address.url, target: ServerAddress.origin(of: next) ?? ServerText.clean(location))
                 }
                 url = next
                 continue
             }
-            if response.isHTML { throw ClientError.notAnAPI(address: address.url) }
             if response.status == 401 || response.status == 410 {
-                try markSignedOut(record.key)
-                throw ClientError.signedOut(server: record.key)
+                try signOutIfRefused(response, path: path, choice: choice, record: record)
             }
-            try adoptRotatedToken(response, server: record.key)
+            if response.isHTML { throw ClientError.notAnAPI(address: address.url, answer: response.kind) }
             return Answer(response: response, via: address)
         }
         throw ClientError.badAnswer(address: address.url, detail: "too many redirects")
     }
 
-    /// `GET /api/v1/app-info`. When it reports another `instanceId` than the enrolled one, the
-    /// client adopts it, marks every alternative unverified and emits ``ClientEvent/identityChanged(server:old:new:unverifiedAlternatives:)``.
+    /// A 401 or 410: the account is signed out only when it is the API's own refusal of the token
+    /// from an address that speaks for the enrolled installation. Any other refusal (a proxy's, an
+    /// HTML page, another installation's) leaves the session as it is.
+    private func signOutIfRefused(_ response: ClientResponse, path: String, choice: Choice, record: ServerRecord)
+        throws
+    {
+        let onAppDoor = path.hasPrefix(AllauthAppPath.base + "/")
+        guard response.refusesSession(onAppDoor: onAppDoor) else {
+            // The app door's own 401 asking to reauthenticate keeps the session; the caller reads it.
+            if onAppDoor && response.asksToReauthenticate { return }
+            throw ClientError.sessionKept(
+                address: choice.address.url,
+                detail: "refused the request with \(response.kind), which is not the API's own refusal")
+        }
+        guard choice.speaksForServer else {
+            throw ClientError.sessionKept(
+                address: choice.address.url,
+                detail: "refused the session, but did not answer as the enrolled installation ("
+                    + (choice.standingOutcome?.description ?? "no match") + ")")
+        }
+        try markSignedOut(record.key)
+        throw ClientError.signedOut(server: record.key)
+    }
+
+    /// `GET /api/v1/app-info`, with the server's text cleaned of terminal controls.
+    ///
+    /// Only the primary's app-info can change the enrolled identity: when it reports another
+    /// `instanceId`, the client adopts it, marks every alternative unverified and emits
+    /// ``ClientEvent/identityChanged(server:old:new:unverifiedAlternatives:)``. An alternative that
+    /// reports another id loses its verification instead, and the call throws
+    /// ``ClientError/alternativeDisowned(address:seen:)``.
     public func appInfo(_ server: String) async throws -> (info: AppInfo, via: ServerAddress) {
-        let answer = try await send("GET", HomeportPath.appInfo, to: server)
+        let (answer, _) = try await exchange("GET", HomeportPath.appInfo, to: server)
         guard answer.response.status == 200,
-            let info = try? JSONDecoder().decode(AppInfo.self, from: answer.response.body)
+            let raw = try? JSONDecoder().decode(AppInfo.self, from: answer.response.body)
         else {
             throw ClientError.badAnswer(address: answer.via.url, detail: "app-info answered \(answer.response.status)")
         }
+        let info = Self.cleaned(raw)
         let record = try directory.find(server)
+        guard answer.via.url == record.primary.url else {
+            if let new = info.instanceId, new != record.instanceID {
+                try disown(answer.via, of: record)
+                throw ClientError.alternativeDisowned(address: answer.via.url, seen: new)
+            }
+            return (info, answer.via)
+        }
         if let new = info.instanceId, new != record.instanceID {
-            try adoptIdentity(new, in: record)
+            try adoptIdentity(new, in: record, product: info.product, protocolVersion: info.protocolVersion)
+        } else if info.instanceId != nil,
+            info.product != record.product || info.protocolVersion != record.protocolVersion
+        {
+            // The primary speaks for the installation: what it now calls itself is what is enrolled.
+            try directory.update(record.key) { stored in
+                guard stored.instanceID == record.instanceID else { return }
+                stored.product = info.product
+                stored.protocolVersion = info.protocolVersion
+            }
+            forgetWinner(record.key)
         }
         return (info, answer.via)
+    }
+
+    /// An app-info with every text a server chose cleaned of terminal controls.
+    static func cleaned(_ info: AppInfo) -> AppInfo {
+        AppInfo(
+            product: ServerText.clean(info.product), version: ServerText.clean(info.version),
+            protocolVersion: info.protocolVersion, features: info.features.map { ServerText.clean($0) },
+            instanceId: info.instanceId)
+    }
+
+    /// Withdraws every verification of an alternative that answered as another installation.
+    private func disown(_ address: ServerAddress, of record: ServerRecord) throws {
+        try directory.update(record.key) { stored in
+            for index in stored.alternatives.indices where stored.alternatives[index].address.url == address.url {
+                stored.alternatives[index].verifiedPaths = [:]
+            }
+            if stored.lastWinner == address.url { stored.lastWinner = nil }
+        }
+        forgetWinner(record.key)
     }
 
     /// Adopts the id app-info reports: the record moves to the new key and the credential follows.
     /// When it replaces another id, alternatives lose their verifications and the app is told;
     /// when the server had none yet (app-info could not say before), it is simply learned.
-    func adoptIdentity(_ new: InstanceID, in record: ServerRecord) throws {
+    func adoptIdentity(_ new: InstanceID, in record: ServerRecord, product: String, protocolVersion: Int) throws {
         var updated = record
         let event = try reidentify(&updated, as: new, previousKey: record.key)
+        updated.product = product
+        updated.protocolVersion = protocolVersion
         if let token = try vault.token(for: record.key) {
             try vault.store(token: token, for: updated.key)
             try vault.remove(server: record.key)
@@ -133,14 +220,6 @@ extension HomeportClient {
         for index in record.alternatives.indices { record.alternatives[index].verifiedPaths = [:] }
         return .identityChanged(
             server: new.description, old: old, new: new, unverifiedAlternatives: record.alternatives.map(\.address.url))
-    }
-
-    /// Stores `meta.session_token` when an answer carries one (it replaces the old token).
-    func adoptRotatedToken(_ response: ClientResponse, server: String) throws {
-        guard let envelope = try? JSONDecoder().decode(AuthEnvelope.self, from: response.body),
-            let token = envelope.meta?.sessionToken
-        else { return }
-        try vault.store(token: token, for: server)
     }
 
     func markSignedOut(_ key: String) throws {

@@ -3,24 +3,33 @@ import HomeportWire
 
 extension HomeportClient {
     /// Adds an alternative address after probing it (no credential is sent): it is saved, verified
-    /// on the current path, only if it answers with the enrolled id; otherwise the error says what it answered.
+    /// on the current path, only if it answers with the enrolled id, product and protocol version;
+    /// otherwise the error says what it answered. An address that already is an alternative is
+    /// probed again: its verification on this path is renewed, or withdrawn if it no longer matches.
     @discardableResult
     public func addAddress(_ address: ServerAddress, to server: String) async throws -> ServerRecord {
-        var record = try directory.find(server)
-        guard let expected = record.instanceID else {
+        let record = try directory.find(server)
+        guard let expected = record.expectedIdentity else {
             throw ClientError.notHomeport(
                 address: record.primary.url, detail: "the server has no identity route, so it keeps one address")
         }
-        guard address.url != record.primary.url, !record.alternatives.contains(where: { $0.address.url == address.url })
-        else { return record }
-        switch await probe.probe(address, expected: expected) {
-        case .match:
-            record.alternatives.append(.init(address: address, verifiedPaths: [networkPath: Date()]))
-            try directory.save(record)
-            return record
-        case let outcome:
-            throw Self.error(for: outcome, at: address)
+        guard address.url != record.primary.url else {
+            throw ClientError.addressNotApplicable("\(address.url) is already the primary address of \(record.key)")
         }
+        let outcome = await probe.probe(address, expected: expected)
+        let path = networkPath
+        let saved = try directory.update(record.key) { stored in
+            guard stored.instanceID == record.instanceID else { return }
+            if let index = stored.alternatives.firstIndex(where: { $0.address.url == address.url }) {
+                stored.alternatives[index].verifiedPaths[path] = outcome.isMatch ? Date() : nil
+            } else if outcome.isMatch {
+                stored.alternatives.append(.init(address: address, verifiedPaths: [path: Date()]))
+            }
+        }
+        forgetWinner(record.key)
+        guard outcome.isMatch else { throw Self.error(for: outcome, at: address) }
+        guard let saved else { throw ClientError.unknownServer(server) }
+        return saved
     }
 
     /// Removes an alternative address.
@@ -29,17 +38,17 @@ extension HomeportClient {
         let before = record.alternatives.count
         record.alternatives.removeAll { $0.address.url == address.url }
         guard record.alternatives.count < before else {
-            throw ClientError.invalidAddress("\(address.url) is not an alternative address of \(record.key)")
+            throw ClientError.addressNotApplicable("\(address.url) is not an alternative address of \(record.key)")
         }
         try directory.save(record)
         forgetWinner(record.key)
     }
 
     /// Probes every address of a server on the current path (no credential is sent) and records
-    /// which alternatives answer with the enrolled id.
+    /// which alternatives answer with the enrolled id, product and protocol version.
     public func verifyAddresses(of server: String) async throws -> [(address: ServerAddress, outcome: ProbeOutcome)] {
         let record = try directory.find(server)
-        let expected = record.instanceID
+        let expected = record.expectedIdentity
         let addresses = [record.primary] + record.alternatives.map(\.address)
         let probe = self.probe
         let outcomes = await withTaskGroup(of: (Int, ProbeOutcome).self) { group in
@@ -53,7 +62,7 @@ extension HomeportClient {
         let path = networkPath
         let matched = Set(addresses.indices.filter { outcomes[$0]?.isMatch == true }.map { addresses[$0].url })
         try directory.update(record.key) { stored in
-            guard stored.instanceID == expected else { return }
+            guard stored.instanceID == record.instanceID else { return }
             for index in stored.alternatives.indices {
                 stored.alternatives[index].verifiedPaths[path] =
                     matched.contains(stored.alternatives[index].address.url) ? Date() : nil
@@ -69,7 +78,8 @@ extension HomeportClient {
         case .mismatch(let seen): .identityMismatch(address: address.url, seen: seen)
         case .notHomeport(let detail): .notHomeport(address: address.url, detail: detail)
         case .olderServer: .notHomeport(address: address.url, detail: "no identity route")
-        case .notAnAPI: .notAnAPI(address: address.url)
+        case .notAnAPI: .notAnAPI(address: address.url, answer: "an HTML page")
+        case .productMismatch, .identityUnavailable: .probeFailed(address: address.url, outcome: outcome.description)
         case .offHostRedirect(let target): .offHostRedirect(address: address.url, target: target)
         case .unreachable(let reason): .unreachable(address: address.url, reason: reason)
         }

@@ -32,53 +32,17 @@ extension HomeportClient {
             let standing = try await standing(at: address, token: envelope.meta?.sessionToken)
             return .pending(standing)
         }
-        guard response.status == 200, let token = envelope.meta?.sessionToken else {
+        guard response.status == 200, let token = envelope.meta?.sessionToken, !token.isEmpty else {
             throw ClientError.rejected(status: response.status, errors: envelope.errors ?? [])
         }
-        return .signedIn(try await enroll(address, email: envelope.data?.user?.email ?? email, token: token))
-    }
-
-    /// Enrolls (or re-enrolls) the server reached at `address` with a fresh token.
-    private func enroll(_ address: ServerAddress, email: String, token: String) async throws -> ServerRecord {
-        let infoResponse = try await transport.send(
-            ClientRequest(
-                url: address.url(HomeportPath.appInfo)!,
-                headers: [HomeportHeader.sessionToken: token, "Accept": "application/json"],
-                byteLimit: configuration.byteLimit, deadline: configuration.requestDeadline))
-        // A server without app-info (404, whatever the page) is an older or a plain allauth server:
-        // it stays single-address. A 200 HTML page is a proxy's, not the API.
-        if infoResponse.status == 200 && infoResponse.isHTML { throw ClientError.notAnAPI(address: address.url) }
-        let info = infoResponse.status == 200 ? try? JSONDecoder().decode(AppInfo.self, from: infoResponse.body) : nil
-        // The server signed into before at this address, else the one with the id app-info reports.
-        let existing =
-            directory.all.first { $0.primary.url == address.url }
-            ?? directory.all.first { $0.instanceID != nil && $0.instanceID == info?.instanceId }
-        var record =
-            existing
-            ?? ServerRecord(
-                instanceID: nil, product: nil, email: email, primary: address, alternatives: [], lastWinner: nil,
-                signedOut: false, signedInPath: networkPath)
-        let previousKey = existing?.key
-        let event = try info?.instanceId.flatMap { try reidentify(&record, as: $0, previousKey: previousKey) }
-        record.product = info?.product ?? record.product
-        record.email = email
-        // The sign-in address becomes the primary; a former primary stays, unverified, as an alternative.
-        if record.primary.url != address.url,
-            !record.alternatives.contains(where: { $0.address.url == record.primary.url })
-        {
-            record.alternatives.append(.init(address: record.primary, verifiedPaths: [:]))
+        let account = ServerText.clean(envelope.data?.user?.email ?? email)
+        do {
+            return .signedIn(try await enroll(address, email: account, token: token))
+        } catch let error as ClientError {
+            // Never leave behind a live session nobody holds: give it back to the server that issued it.
+            let ended = await endSession(token, at: address) == .revoked
+            throw ClientError.signInNotKept(error, sessionEnded: ended)
         }
-        record.alternatives.removeAll { $0.address.url == address.url }
-        record.primary = address
-        record.signedOut = false
-        record.signedInPath = networkPath
-        record.lastWinner = address.url
-        if let previousKey, previousKey != record.key { try vault.remove(server: previousKey) }
-        try vault.store(token: token, for: record.key)
-        try directory.save(record, replacing: previousKey)
-        forgetWinner(record.key)
-        if let event { onEvent(event) }
-        return record
     }
 
     /// What the pre-login token earned (`GET /api/v1/auth/standing`); `nil` when the server has no such route.
@@ -92,34 +56,74 @@ extension HomeportClient {
         return (try? JSONDecoder().decode(StandingAnswer.self, from: response.body))?.standing
     }
 
-    /// Signs out: asks the server to end the session (best effort), and erases the local session
-    /// whether or not the server could be reached. Returns whether the server confirmed.
+    /// Signs out: asks the server to end the session through an address that answers as the
+    /// enrolled installation, and erases the local session whether or not it could. Says whether
+    /// the server confirmed, and if not, why.
     @discardableResult
-    public func logout(_ server: String) async throws -> Bool {
+    public func logout(_ server: String) async throws -> SignOutOutcome {
         let record = try directory.find(server)
-        var revoked = false
-        // A token that cannot be read is erased all the same.
-        if !record.signedOut, let token = try? vault.token(for: record.key),
-            let address = try? await chooseAddress(for: record)
-        {
-            let response = try? await authRequest(
-                "DELETE", AllauthAppPath.session, at: address, token: token, body: nil)
-            revoked = response.map { $0.status == 401 || $0.status == 410 } ?? false
+        let outcome: SignOutOutcome
+        if record.signedOut {
+            outcome = .notConfirmed("the account was already signed out on this device")
+        } else {
+            do {
+                if let token = try vault.token(for: record.key) {
+                    outcome = await endSession(token, of: record)
+                } else {
+                    outcome = .notConfirmed("no credential was stored on this device")
+                }
+            } catch {
+                // A token that cannot be read is erased all the same.
+                outcome = .notConfirmed(
+                    "the stored credential could not be read (\(error)), so the server could not be asked to end it")
+            }
         }
         try vault.remove(server: record.key)
         try directory.update(record.key) { $0.signedOut = true }
         forgetWinner(record.key)
-        return revoked
+        return outcome
     }
 
-    /// Changes the password; the server rotates the token and the vault keeps the new one.
-    public func changePassword(_ server: String, current: String, new: String) async throws {
+    /// Asks `record`'s server to end the session of `token`, through an address that answers as
+    /// the enrolled installation (never through the primary's standing trust alone).
+    func endSession(_ token: String, of record: ServerRecord) async -> SignOutOutcome {
+        do {
+            let choice = try await choose(for: record, matchOnly: true)
+            return await endSession(token, at: choice.address)
+        } catch {
+            return .notConfirmed("\(error)")
+        }
+    }
+
+    /// `DELETE auth/session` with `token` at `address`: revoked only when the app door answers.
+    func endSession(_ token: String, at address: ServerAddress) async -> SignOutOutcome {
+        do {
+            let response = try await authRequest("DELETE", AllauthAppPath.session, at: address, token: token, body: nil)
+            guard response.confirmsLogout else {
+                return .notConfirmed("\(address.url) answered with \(response.kind), not the app door's answer")
+            }
+            return .revoked
+        } catch {
+            return .notConfirmed("\(error)")
+        }
+    }
+
+    /// Changes the password. The server rotates the token and the vault keeps the new one (a
+    /// password change is one of the few answers that may hand out a token). Returns whether the
+    /// token was renewed.
+    @discardableResult
+    public func changePassword(_ server: String, current: String, new: String) async throws -> Bool {
         let body = try JSONEncoder().encode(AuthRequest.PasswordChange(currentPassword: current, newPassword: new))
-        let answer = try await send("POST", AllauthAppPath.path(AllauthAppPath.passwordChange), to: server, json: body)
+        let (answer, _) = try await exchange(
+            "POST", AllauthAppPath.path(AllauthAppPath.passwordChange), to: server, json: body)
+        let envelope = try decodeEnvelope(answer.response, answer.via)
         guard answer.response.status == 200 else {
-            let envelope = try decodeEnvelope(answer.response, answer.via)
             throw ClientError.rejected(status: answer.response.status, errors: envelope.errors ?? [])
         }
+        guard let token = envelope.meta?.sessionToken, !token.isEmpty else { return false }
+        let record = try directory.find(server)
+        try vault.store(token: token, for: record.key)
+        return true
     }
 
     /// Asks `address` to mail a password-reset key (no credential is involved).
@@ -154,18 +158,28 @@ extension HomeportClient {
             ClientRequest(
                 method: method, url: url, headers: headers, body: body, byteLimit: configuration.byteLimit,
                 deadline: configuration.requestDeadline))
-        if response.isHTML { throw ClientError.notAnAPI(address: address.url) }
+        if response.isHTML { throw ClientError.notAnAPI(address: address.url, answer: response.kind) }
         if (300..<400).contains(response.status) {
-            throw ClientError.offHostRedirect(address: address.url, target: response.headers["location"] ?? "?")
+            throw ClientError.offHostRedirect(
+                address: address.url, target: response.headers["location"].map { ServerText.clean($0) } ?? "?")
         }
         return response
     }
 
+    /// The app door's envelope, its error messages cleaned of terminal controls (an app may show
+    /// them as they are).
     func decodeEnvelope(_ response: ClientResponse, _ address: ServerAddress) throws -> AuthEnvelope {
+        var envelope: AuthEnvelope
         do {
-            return try JSONDecoder().decode(AuthEnvelope.self, from: response.body)
+            envelope = try JSONDecoder().decode(AuthEnvelope.self, from: response.body)
         } catch {
-            throw ClientError.badAnswer(address: address.url, detail: "not an auth envelope (\(response.status))")
+            throw ClientError.badAnswer(address: address.url, detail: "not an auth envelope (\(response.kind))")
         }
+        envelope.errors = envelope.errors?.map {
+            AuthFieldError(
+                code: ServerText.clean($0.code), param: $0.param.map { ServerText.clean($0) },
+                message: ServerText.clean($0.message))
+        }
+        return envelope
     }
 }

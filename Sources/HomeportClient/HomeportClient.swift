@@ -5,10 +5,11 @@ import Synchronization
 /// The client: many servers, many addresses per server, verified before trusted.
 ///
 /// A session token only ever goes to an address that answered `GET /api/v1/server-identity` with
-/// the enrolled id on the current network path (or to the primary, which keeps the trust the user
-/// gave it when signing in — over HTTPS anywhere, over plain HTTP only on the path it was signed in
-/// on). Probes carry no credential, so every candidate is probed at once and the most preferred one
-/// that matches wins, after a short preference window.
+/// the enrolled id, product and protocol version on the current network path — or, when no
+/// verified address does, to the primary, which keeps the trust the user gave it when signing in
+/// (over HTTPS anywhere, over plain HTTP only on the path it was signed in on). Probes carry no
+/// credential, so every candidate is probed at once and the most preferred one that matches wins,
+/// after a short preference window.
 public final class HomeportClient: Sendable {
     /// The enrolled servers.
     public let directory: ServerDirectory
@@ -38,12 +39,14 @@ public final class HomeportClient: Sendable {
         self.state = Mutex(PathState(path: networkPath))
     }
 
-    /// The platform's transport: libcurl on Linux, URLSession elsewhere.
-    public static func defaultTransport() -> any ClientTransport {
+    /// The platform's transport: libcurl on Linux, URLSession elsewhere. It uses no proxy unless
+    /// `proxy` names one (never one from the environment): a proxy sees every request, tokens
+    /// included, and can answer identity probes itself, so it is inside the trust.
+    public static func defaultTransport(proxy: URL? = nil) -> any ClientTransport {
         #if canImport(CCurl)
-            CurlTransport()
+            CurlTransport(proxy: proxy)
         #else
-            URLSessionTransport()
+            URLSessionTransport(proxy: proxy)
         #endif
     }
 
@@ -69,20 +72,60 @@ public final class HomeportClient: Sendable {
 
     // MARK: Choosing an address
 
-    /// How an address qualified.
+    /// How an address qualified in a race.
     enum Qualification: Equatable {
         case match
         case trustedPrimary
     }
 
+    /// Why the chosen address may have the credential.
+    enum Grounds: Equatable {
+        /// It answered the probe with the enrolled id, product and protocol version on this path.
+        case matched
+        /// The server has no identity (an older server): its primary, where the user signed in.
+        case singleAddress
+        /// The primary's standing trust: it answered from where it is, but not as the enrolled
+        /// installation (`outcome`), and no verified address matched.
+        case primaryTrust(ProbeOutcome)
+    }
+
+    /// The address a credential goes to, and why.
+    struct Choice {
+        var address: ServerAddress
+        var grounds: Grounds
+
+        /// Whether an answer from this address speaks for the enrolled installation (it matched,
+        /// or there is no identity to match): only then can it end the session.
+        var speaksForServer: Bool { standingOutcome == nil }
+
+        /// What the primary answered when it was chosen on its standing trust alone.
+        var standingOutcome: ProbeOutcome? {
+            if case .primaryTrust(let outcome) = grounds { return outcome }
+            return nil
+        }
+    }
+
     /// Chooses the address to send `record`'s credential to on the current path, probing every
     /// candidate at once. Throws ``ClientError/noVerifiedAddress(server:detail:)`` when none qualifies.
+    ///
+    /// A verified address that matches always wins over the primary's standing trust, however late
+    /// it answers: the primary is chosen without a match only once every verified address has
+    /// answered without one.
     public func chooseAddress(for record: ServerRecord, excluding failed: Set<String> = []) async throws
         -> ServerAddress
     {
+        try await choose(for: record, excluding: failed).address
+    }
+
+    /// Chooses an address for `record`'s credential. With `matchOnly`, the primary's standing trust
+    /// does not count: only an address that answers as the enrolled installation (or the primary of
+    /// a server without an identity) is chosen.
+    func choose(for record: ServerRecord, excluding failed: Set<String> = [], matchOnly: Bool = false) async throws
+        -> Choice
+    {
         let path = networkPath
         let primaryTrusted = record.primary.url.hasPrefix("https://") || record.signedInPath == path
-        guard let expected = record.instanceID else {
+        guard let expected = record.expectedIdentity else {
             // No identity to check (an older server): the primary alone, and only where it is trusted.
             guard primaryTrusted else {
                 throw ClientError.noVerifiedAddress(
@@ -90,12 +133,12 @@ public final class HomeportClient: Sendable {
                     detail: "\(record.primary.url) is plain HTTP without an identity route, and this is another network"
                 )
             }
-            return record.primary
+            return Choice(address: record.primary, grounds: .singleAddress)
         }
         if failed.isEmpty, let cached = state.withLock({ $0.winners[record.key] }), cached.path == path,
             ContinuousClock.now - cached.at < configuration.winnerLifetime
         {
-            return cached.address
+            return Choice(address: cached.address, grounds: .matched)
         }
         var candidates: [ServerAddress] = []
         for address in [record.primary] + record.alternatives.filter(\.isVerified).map(\.address)
@@ -109,13 +152,18 @@ public final class HomeportClient: Sendable {
             throw ClientError.noVerifiedAddress(server: record.key, detail: "no address left to try")
         }
         let outcomes = await race(
-            candidates, expected: expected, primary: record.primary, primaryTrusted: primaryTrusted)
+            candidates, expected: expected, primary: record.primary, primaryTrusted: primaryTrusted && !matchOnly)
         guard let winner = outcomes.winner else {
             let detail = candidates.map { "\($0.url): \(outcomes.results[$0.url]?.description ?? "no answer")" }
             throw ClientError.noVerifiedAddress(server: record.key, detail: detail.joined(separator: "; "))
         }
+        guard let outcome = outcomes.results[winner.url], outcome.isMatch else {
+            // Standing trust: not remembered, so the next request probes again.
+            return Choice(
+                address: winner, grounds: .primaryTrust(outcomes.results[winner.url] ?? .unreachable("no answer")))
+        }
         try remember(winner, matched: outcomes.results, in: record, path: path)
-        return winner
+        return Choice(address: winner, grounds: .matched)
     }
 
     struct RaceOutcome {
@@ -123,10 +171,12 @@ public final class HomeportClient: Sendable {
         var results: [String: ProbeOutcome]
     }
 
-    /// Probes every candidate at once; after the first that qualifies, waits the preference window
-    /// (or until every more preferred one has answered) and takes the most preferred that qualified.
-    func race(_ candidates: [ServerAddress], expected: InstanceID, primary: ServerAddress, primaryTrusted: Bool) async
-        -> RaceOutcome
+    /// Probes every candidate at once. After the first match, waits the preference window (or
+    /// until every more preferred candidate has answered) and takes the most preferred match. The
+    /// trusted primary, when it answered without matching, wins only when every candidate has
+    /// answered and none matched.
+    func race(_ candidates: [ServerAddress], expected: ServerIdentity, primary: ServerAddress, primaryTrusted: Bool)
+        async -> RaceOutcome
     {
         enum Event: Sendable {
             case probed(Int, ProbeOutcome)
@@ -142,12 +192,16 @@ public final class HomeportClient: Sendable {
             var qualified: [Int: Qualification] = [:]
             var windowStarted = false
             func best() -> Int? {
-                // A real match beats the primary's standing trust.
-                qualified.filter { $0.value == .match }.keys.min() ?? qualified.keys.min()
+                if let match = qualified.filter({ $0.value == .match }).keys.min() { return match }
+                // Standing trust counts only once every verified address has answered without a match.
+                return results.count == candidates.count ? qualified.keys.min() : nil
             }
             func decided() -> Bool {
-                guard let best = best() else { return false }
-                return (0..<best).allSatisfy { results[$0] != nil } && qualified[best] == .match
+                guard let best = best(), qualified[best] == .match else { return false }
+                return (0..<best).allSatisfy { results[$0] != nil }
+            }
+            func finish() -> RaceOutcome {
+                RaceOutcome(winner: best().map { candidates[$0] }, results: Self.keyed(results, candidates))
             }
             while let event = await group.next() {
                 switch event {
@@ -155,29 +209,28 @@ public final class HomeportClient: Sendable {
                     results[index] = outcome
                     if outcome.isMatch {
                         qualified[index] = .match
+                        if !windowStarted {
+                            windowStarted = true
+                            group.addTask {
+                                try? await Task.sleep(for: window)
+                                return .windowEnded
+                            }
+                        }
                     } else if candidates[index].url == primary.url, primaryTrusted, outcome.keepsPrimaryTrust {
                         qualified[index] = .trustedPrimary
                     }
-                    if !qualified.isEmpty && !windowStarted {
-                        windowStarted = true
-                        group.addTask {
-                            try? await Task.sleep(for: window)
-                            return .windowEnded
-                        }
-                    }
                 case .windowEnded:
-                    if best() != nil {
+                    if let best = best(), qualified[best] == .match {
                         group.cancelAll()
-                        return RaceOutcome(
-                            winner: best().map { candidates[$0] }, results: Self.keyed(results, candidates))
+                        return finish()
                     }
                 }
                 if decided() || results.count == candidates.count {
                     group.cancelAll()
-                    return RaceOutcome(winner: best().map { candidates[$0] }, results: Self.keyed(results, candidates))
+                    return finish()
                 }
             }
-            return RaceOutcome(winner: best().map { candidates[$0] }, results: Self.keyed(results, candidates))
+            return finish()
         }
     }
 

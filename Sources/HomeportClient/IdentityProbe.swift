@@ -3,10 +3,15 @@ import HomeportWire
 
 /// What an address answered to `GET /api/v1/server-identity`.
 public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
-    /// The enrolled installation (or, when none is enrolled yet, a Homeport server): this id.
+    /// The enrolled installation — the same id, product and protocol version — or, when none is
+    /// enrolled yet, a Homeport server.
     case match(ServerIdentity)
     /// Another installation.
     case mismatch(seen: InstanceID)
+    /// The enrolled id, but another product name or protocol version than the ones enrolled.
+    case productMismatch(product: String, protocolVersion: Int)
+    /// The identity route answered 503 `identity_unavailable`: the server cannot read its identity now.
+    case identityUnavailable
     /// A server that answered, but not with a Homeport identity.
     case notHomeport(String)
     /// No identity route (404): an older server; single-address behaviour.
@@ -23,6 +28,9 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .match(let identity): "match (\(identity.instanceId))"
         case .mismatch(let seen): "another installation (\(seen))"
+        case .productMismatch(let product, let version):
+            "the enrolled id, but another product or protocol (\"\(product)\", protocol \(version))"
+        case .identityUnavailable: "its identity cannot be read right now (503 identity_unavailable)"
         case .notHomeport(let detail): "not a Homeport server (\(detail))"
         case .olderServer: "older server without the identity route"
         case .notAnAPI: "an HTML page, not the API"
@@ -32,11 +40,12 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Whether the primary may keep the trust the user gave it after this answer: the address
-    /// answered, from where it is (another id, no identity yet, a proxy page), rather than not at
-    /// all or from somewhere else.
+    /// answered, from where it is (another id, no identity route, an unreadable identity, a proxy
+    /// page), rather than not at all or from somewhere else. Such a primary is used only when no
+    /// verified address matches (see ``HomeportClient/chooseAddress(for:excluding:)``).
     var keepsPrimaryTrust: Bool {
         switch self {
-        case .match, .mismatch, .notHomeport, .olderServer, .notAnAPI: true
+        case .match, .mismatch, .productMismatch, .identityUnavailable, .notHomeport, .olderServer, .notAnAPI: true
         case .unreachable, .offHostRedirect: false
         }
     }
@@ -65,8 +74,9 @@ public struct IdentityProbe: Sendable {
         self.deadline = deadline
     }
 
-    /// Probes `address`; with `expected`, a different id is a mismatch.
-    public func probe(_ address: ServerAddress, expected: InstanceID?) async -> ProbeOutcome {
+    /// Probes `address`. With `expected` (the enrolled identity), only the same id, product and
+    /// protocol version match; without it, any Homeport identity does.
+    public func probe(_ address: ServerAddress, expected: ServerIdentity?) async -> ProbeOutcome {
         guard var url = address.url(HomeportPath.serverIdentity) else { return .notHomeport("bad URL") }
         let origin = address.origin
         for _ in 0...maximumRedirects {
@@ -85,7 +95,7 @@ public struct IdentityProbe: Sendable {
                     let next = URL(string: location, relativeTo: url)?.absoluteURL
                 else { return .notHomeport("redirect without a location") }
                 guard ServerAddress.origin(of: next) == origin else {
-                    return .offHostRedirect(ServerAddress.origin(of: next) ?? location)
+                    return .offHostRedirect(ServerAddress.origin(of: next) ?? ServerText.clean(location))
                 }
                 url = next
                 continue
@@ -95,15 +105,31 @@ public struct IdentityProbe: Sendable {
         return .notHomeport("too many redirects")
     }
 
-    static func classify(_ response: ClientResponse, expected: InstanceID?) -> ProbeOutcome {
+    static func classify(_ response: ClientResponse, expected: ServerIdentity?) -> ProbeOutcome {
         if response.isHTML { return .notAnAPI }
         if response.status == 404 { return .olderServer }
+        if response.status == 503, response.isJSON,
+            (try? JSONDecoder().decode(ErrorEnvelope.self, from: response.body))?.error.code
+                == APIErrorCode.identityUnavailable
+        {
+            return .identityUnavailable
+        }
         guard response.status == 200 else { return .unreachable("answered \(response.status)") }
-        guard let identity = try? JSONDecoder().decode(ServerIdentity.self, from: response.body),
-            identity.protocolVersion >= 1
-        else { return .notHomeport("no identity in the answer") }
-        if let expected, identity.instanceId != expected { return .mismatch(seen: identity.instanceId) }
-        return .match(identity)
+        guard let identity = try? JSONDecoder().decode(ServerIdentity.self, from: response.body) else {
+            return .notHomeport("no identity in the answer")
+        }
+        let product = ServerText.clean(identity.product)
+        if let expected {
+            if identity.instanceId != expected.instanceId { return .mismatch(seen: identity.instanceId) }
+            guard product == expected.product, identity.protocolVersion == expected.protocolVersion else {
+                return .productMismatch(product: product, protocolVersion: identity.protocolVersion)
+            }
+        } else if product.isEmpty || identity.protocolVersion < 1 {
+            return .notHomeport("an identity without a product or a protocol version")
+        }
+        return .match(
+            ServerIdentity(product: product, protocolVersion: identity.protocolVersion, instanceId: identity.instanceId)
+        )
     }
 
     private static func reason(_ error: ClientError) -> String {

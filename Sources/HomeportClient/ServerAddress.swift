@@ -33,12 +33,13 @@ public struct ServerAddress: Codable, Hashable, Sendable, CustomStringConvertibl
     /// `scheme://host:port`, for comparing where a redirect goes.
     public var origin: String { Self.origin(of: URL(string: url)) ?? url }
 
-    /// The origin of a URL, with the default port made explicit.
+    /// The origin of a URL, with the default port made explicit and an IPv6 literal in brackets
+    /// (`http://[::1]:8080`), as it is written in a URL.
     static func origin(of url: URL?) -> String? {
         guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
         let port = url.port ?? (scheme == "https" ? 443 : 80)
-        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        return "\(scheme)://\(bare):\(port)"
+        let bare = ServerText.clean(host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
+        return bare.contains(":") ? "\(scheme)://[\(bare)]:\(port)" : "\(scheme)://\(bare):\(port)"
     }
 
     /// The URL.

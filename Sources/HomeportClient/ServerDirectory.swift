@@ -5,8 +5,10 @@ import HomeportWire
 public struct ServerRecord: Codable, Hashable, Sendable {
     /// The installation's id once known (the key the server is stored under).
     public var instanceID: InstanceID?
-    /// The product name it announced.
+    /// The product name it announced (control characters removed).
     public var product: String?
+    /// The protocol version it announced; `nil` in records written before it was kept (version 1).
+    public var protocolVersion: Int?
     /// The account signed in there.
     public var email: String
     /// The address the user signed in with.
@@ -23,10 +25,11 @@ public struct ServerRecord: Codable, Hashable, Sendable {
     /// Creates a record.
     public init(
         instanceID: InstanceID?, product: String?, email: String, primary: ServerAddress, alternatives: [Alternative],
-        lastWinner: String?, signedOut: Bool, signedInPath: String
+        lastWinner: String?, signedOut: Bool, signedInPath: String, protocolVersion: Int? = nil
     ) {
         self.instanceID = instanceID
         self.product = product
+        self.protocolVersion = protocolVersion
         self.email = email
         self.primary = primary
         self.alternatives = alternatives
@@ -38,6 +41,16 @@ public struct ServerRecord: Codable, Hashable, Sendable {
     /// The key the server is stored and addressed under: its instance id, or its primary URL
     /// for an older server without the identity route.
     public var key: String { instanceID?.description ?? primary.url }
+
+    /// What an address must answer to `GET /api/v1/server-identity` to be this server: the
+    /// enrolled id, product and protocol version. `nil` for a server without an identity.
+    public var expectedIdentity: ServerIdentity? {
+        instanceID.map {
+            ServerIdentity(
+                product: product ?? HomeportProtocol.defaultProduct,
+                protocolVersion: protocolVersion ?? HomeportProtocol.version, instanceId: $0)
+        }
+    }
 
     /// An alternative address and the network paths it was verified on.
     public struct Alternative: Codable, Hashable, Sendable {
@@ -65,8 +78,12 @@ public final class ServerDirectory: @unchecked Sendable {
     private var servers: [ServerRecord]
 
     /// Loads the directory from `directory/servers.json` (empty when the file does not exist).
+    ///
+    /// `directory` is created with mode 0700 when it does not exist. An existing one is used only
+    /// when it belongs to this user and nobody else can write to it (its mode is never changed);
+    /// otherwise this throws ``ClientError/unsafeDirectory(path:reason:)``.
     public init(directory: String) throws {
-        try AtomicFile.ownerOnlyDirectory(directory)
+        try OwnerOnlyDirectory.prepare(directory)
         path = directory + "/servers.json"
         if let data = FileManager.default.contents(atPath: path) {
             do {

@@ -22,7 +22,12 @@ let refused = try ServerAddress(parsing: arguments[4], allowHTTP: true)
 
 let home = NSTemporaryDirectory() + "homeport-failover-\(UUID().uuidString)"
 defer { try? FileManager.default.removeItem(atPath: home) }
-let vault = try FileVault(directory: home + "/vault")
+#if os(Linux)
+    let vault: any CredentialVault = try FileVault(directory: home + "/vault")
+#else
+    // FileVault exists on Linux only.
+    let vault: any CredentialVault = KeychainVault(service: "homeport.failover-benchmark")
+#endif
 let setup = HomeportClient(directory: try ServerDirectory(directory: home), vault: vault)
 guard
     case .signedIn(let enrolled) = try await setup.signup(

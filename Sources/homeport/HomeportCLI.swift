@@ -18,20 +18,33 @@ enum HomeportCLI {
         Commands:
           login URL --email EMAIL --password-stdin [--allow-http] [--signup]
                                      Sign in (or sign up) at URL, which becomes the server's primary address.
-          servers [--json]           List enrolled servers and their addresses.
+          servers                    List enrolled servers and their addresses.
           address add SERVER URL [--allow-http]
                                      Add an alternative address (probed first; kept only if it is the same installation).
           address remove SERVER URL  Remove an alternative address.
           address verify SERVER      Probe every address of SERVER on this network.
-          whoami SERVER [--json]     Call app-info through the address chosen on this network, and say which.
-          logout SERVER              Sign out (the local session is erased even if the server cannot be reached).
+          whoami SERVER              Call app-info through the address chosen on this network, and say which.
+          password change SERVER --password-stdin
+                                     Change the password (current, then new, one a line on standard input).
+          password reset URL --email EMAIL [--allow-http]
+                                     Ask the server at URL to mail a password-reset link.
+          logout SERVER              Sign out (the local session is erased even if the server cannot be asked).
           remove SERVER              Forget SERVER locally: its credential and its record.
+          network                    Show the network path the client is on.
+
+        Every command that prints a result takes --json; every command that reaches a server takes
+        --proxy URL (no proxy is ever taken from the environment: http_proxy, ALL_PROXY, … are ignored).
+        Run 'homeport COMMAND --help' for its options.
 
         SERVER is an instance id, a unique prefix of one, or the primary URL.
-        State lives in $HOMEPORT_HOME (default $XDG_CONFIG_HOME/homeport, else ~/.config/homeport).
-        $HOMEPORT_NETWORK_PATH names the current network (default 'default'): addresses verified on
-        another network are probed again before any credential is sent.
-        Exit codes: 0 success, 1 failure, 2 bad command line, 3 refused for safety (nothing was sent), 4 signed out.
+        State lives in $HOMEPORT_HOME (default $XDG_CONFIG_HOME/homeport, else ~/.config/homeport): created
+        0700 when missing; refused, and left as it is, when another user owns it or others can write to it.
+        The network path comes from the system (the default route's interface, gateway and the gateway's
+        hardware address); $HOMEPORT_NETWORK_PATH overrides it. Addresses verified on another network are
+        probed again before any credential is sent.
+        Exit codes: 0 success, 1 failure, 2 bad command line, 3 refused for safety (another installation, not
+        the API, an off-host redirect, plain HTTP not allowed, no verified address, an unsafe state directory;
+        the message says whether anything was sent), 4 signed out.
         """
 
     static func main() async {
@@ -41,13 +54,13 @@ enum HomeportCLI {
         do {
             code = try await run(arguments, environment: environment)
         } catch let error as UsageError {
-            Output.error("homeport: \(error.description)")
+            Commands.warn("homeport: \(error.description)")
             code = 2
         } catch let error as ClientError {
-            Output.error("homeport: \(error.description)")
+            Commands.warn("homeport: \(error.description)")
             code = Self.exitCode(for: error)
         } catch {
-            Output.error("homeport: error: \(error)")
+            Commands.warn("homeport: error: \(error)")
             code = 1
         }
         exit(code)
@@ -55,9 +68,12 @@ enum HomeportCLI {
 
     static func exitCode(for error: ClientError) -> Int32 {
         switch error {
-        case .identityMismatch, .notAnAPI, .offHostRedirect, .noVerifiedAddress, .plainHTTPNotAllowed: 3
+        case .identityMismatch, .notAnAPI, .offHostRedirect, .noVerifiedAddress, .plainHTTPNotAllowed, .sessionKept,
+            .alternativeDisowned, .claimNotConfirmed, .probeFailed, .unsafeDirectory:
+            3
         case .signedOut: 4
-        case .invalidAddress, .unknownServer, .ambiguousServer: 2
+        case .invalidAddress, .unknownServer, .ambiguousServer, .addressNotApplicable: 2
+        case .signInNotKept(let reason, _): exitCode(for: reason)
         default: 1
         }
     }
@@ -68,15 +84,18 @@ enum HomeportCLI {
             return 0
         }
         let rest = Array(arguments.dropFirst())
-        if command == "address" {
+        for (group, actions) in [("address", "add, remove or verify"), ("password", "change or reset")]
+        where command == group {
             guard let action = rest.first, !action.hasPrefix("-") else {
                 if rest.contains("--help") || rest.contains("-h") {
                     Output.line(overview)
                     return 0
                 }
-                throw UsageError("address needs an action: add, remove or verify")
+                throw UsageError("\(group) needs an action: \(actions)")
             }
-            return try await Commands.address(action, Array(rest.dropFirst()), environment)
+            return group == "address"
+                ? try await Commands.address(action, Array(rest.dropFirst()), environment)
+                : try await Commands.password(action, Array(rest.dropFirst()), environment)
         }
         switch command {
         case "login": return try await Commands.login(rest, environment)
@@ -84,6 +103,7 @@ enum HomeportCLI {
         case "whoami": return try await Commands.whoami(rest, environment)
         case "logout": return try await Commands.logout(rest, environment)
         case "remove": return try Commands.remove(rest, environment)
+        case "network": return try Commands.network(rest, environment)
         default: throw UsageError("unknown command '\(command)'; run 'homeport --help'")
         }
     }

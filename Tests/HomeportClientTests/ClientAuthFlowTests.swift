@@ -56,7 +56,7 @@ struct ClientAuthFlowTests {
         #expect(session.response.status == 200)
 
         // Logout revokes on the server and erases the local session.
-        #expect(try await client.logout(record.key))
+        #expect(try await client.logout(record.key) == .revoked)
         #expect(try vault.token(for: record.key) == nil)
         let reuse = try RawHTTP.request(
             port: Int(address.url.split(separator: ":").last!)!, path: "/_allauth/app/v1/auth/session",

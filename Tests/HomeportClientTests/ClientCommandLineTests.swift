@@ -34,9 +34,7 @@ struct ClientCommandLineTests {
         let theirs = try Installation(hosts: ["127.0.0.1"])
         let environment = ["HOMEPORT_HOME": home.path, "HOMEPORT_NETWORK_PATH": "home"]
         let primary = try mine.address("127.0.0.1").url
-        let login = try ServerProcess.runClient(
-            ["login", primary, "--email", "ada@example.com", "--password-stdin", "--allow-http", "--signup"],
-            environment: environment, input: password + "\n")
+        let login = try signUpWithCommandLine(primary, environment: environment)
         #expect(login.status == 0, "\(login.error)")
         let http = try ServerProcess.runClient(
             ["login", "http://127.0.0.1:1", "--email", "ada@example.com", "--password-stdin"], environment: environment,

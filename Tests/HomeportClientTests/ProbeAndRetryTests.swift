@@ -7,6 +7,7 @@ import Testing
 @Suite("Identity probe and request rules, against scripted listeners")
 struct ProbeAndRetryTests {
     static let id = InstanceID(UUID())
+    static var identity: ServerIdentity { ServerIdentity(product: "homeport", instanceId: id) }
     static var identityBody: String { #"{"product":"homeport","protocolVersion":1,"instanceId":"\#(id)"}"# }
     static let json = ["Content-Type": "application/json"]
 
@@ -23,10 +24,12 @@ struct ProbeAndRetryTests {
             host: "127.0.0.2",
             behaviour: .respond(status: 301, headers: ["Location": target.url + "/api/v1/server-identity"], body: ""))
         let probe = IdentityProbe(transport: HomeportClient.defaultTransport())
-        let followed = await probe.probe(try ServerAddress(parsing: sameOrigin.url, allowHTTP: true), expected: Self.id)
+        let followed = await probe.probe(
+            try ServerAddress(parsing: sameOrigin.url, allowHTTP: true), expected: Self.identity)
         #expect(followed.isMatch)
         #expect(sameOrigin.requests.count == 2)
-        let refused = await probe.probe(try ServerAddress(parsing: offHost.url, allowHTTP: true), expected: Self.id)
+        let refused = await probe.probe(
+            try ServerAddress(parsing: offHost.url, allowHTTP: true), expected: Self.identity)
         #expect(refused == .offHostRedirect("http://127.0.0.1:\(target.port)"))
         #expect(target.requests.isEmpty, "the off-host target got nothing")
         for listener in [sameOrigin, offHost] { #expect(!listener.sawCredential) }
@@ -55,7 +58,7 @@ struct ProbeAndRetryTests {
     func outcomes(answer: RecordingListener.Canned, expected: String) async throws {
         let listener = try RecordingListener(behaviour: .routes(["/api/v1/server-identity": answer]))
         let outcome = await IdentityProbe(transport: HomeportClient.defaultTransport())
-            .probe(try ServerAddress(parsing: listener.url, allowHTTP: true), expected: Self.id)
+            .probe(try ServerAddress(parsing: listener.url, allowHTTP: true), expected: Self.identity)
         #expect(outcome.description.lowercased().contains(Self.word[expected]!), "\(outcome)")
     }
 
@@ -185,7 +188,7 @@ struct ClientSafetyTests {
         try vault.store(token: "t0ken", for: record.key)
         try Data("damaged".utf8).write(to: URL(fileURLWithPath: vault.path(record.key)))
         let client = HomeportClient(directory: directory, vault: vault)
-        #expect(try await client.logout(record.key) == false)
+        #expect(try await client.logout(record.key) != .revoked)
         #expect(!FileManager.default.fileExists(atPath: vault.path(record.key)))
         #expect(try directory.find(record.key).signedOut)
     }
@@ -198,7 +201,8 @@ struct TLSTrustTests {
         let id = InstanceID(UUID())
         let listener = try TLSListener(body: #"{"product":"homeport","protocolVersion":1,"instanceId":"\#(id)"}"#)
         let outcome = await IdentityProbe(transport: HomeportClient.defaultTransport())
-            .probe(try ServerAddress(parsing: listener.url), expected: id)
+            .probe(
+                try ServerAddress(parsing: listener.url), expected: ServerIdentity(product: "homeport", instanceId: id))
         guard case .unreachable(let reason) = outcome else {
             Issue.record("an untrusted certificate was accepted: \(outcome)")
             return

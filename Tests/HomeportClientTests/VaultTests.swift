@@ -61,7 +61,7 @@ struct VaultTests {
             #expect(throws: ClientError.self, "\(bad)") { try ServerAddress(parsing: bad, allowHTTP: true) }
         }
         #expect(try ServerAddress(parsing: "https://h").origin == "https://h:443")
-        #expect(try ServerAddress(parsing: "http://[::1]:81", allowHTTP: true).origin == "http://::1:81")
+        #expect(try ServerAddress(parsing: "http://[::1]:81", allowHTTP: true).origin == "http://[::1]:81")
     }
 
     @Test("the directory survives a reload and is written owner-only")

@@ -4,8 +4,10 @@ import Foundation
     import Glibc
 #endif
 
-/// A loopback listener that keeps every request head it receives and answers in a fixed way:
-/// a canned response, or never (a blackhole that accepts and stays silent).
+/// A loopback listener that keeps every request head it receives and answers as a test scripts
+/// it: a canned response (after a delay, with repeated header fields, or never), by route, or
+/// never at all (a blackhole that accepts and stays silent). A test can change the script while
+/// the listener runs.
 public final class RecordingListener: @unchecked Sendable {
     /// One canned answer.
     public struct Canned: Sendable {
@@ -15,6 +17,12 @@ public final class RecordingListener: @unchecked Sendable {
         public var headers: [String: String]
         /// The body.
         public var body: String
+        /// Header lines sent as they are after ``headers`` (a field sent twice, say).
+        public var extraHeaderLines: [String] = []
+        /// Seconds to wait before answering.
+        public var delay: Double = 0
+        /// Whether to read the request and never answer it (the connection stays open and silent).
+        public var silent = false
 
         /// Creates an answer.
         public init(_ status: Int, _ headers: [String: String] = [:], _ body: String = "") {
@@ -22,13 +30,28 @@ public final class RecordingListener: @unchecked Sendable {
             self.headers = headers
             self.body = body
         }
+
+        /// This answer, sent `seconds` late.
+        public func delayed(_ seconds: Double) -> Canned {
+            var copy = self
+            copy.delay = seconds
+            return copy
+        }
+
+        /// A request that is read and never answered.
+        public static var never: Canned {
+            var canned = Canned(0)
+            canned.silent = true
+            return canned
+        }
     }
 
     /// How the listener answers.
     public enum Behaviour: Sendable {
         /// Answers every request with this status, headers and body.
         case respond(status: Int, headers: [String: String], body: String)
-        /// Answers by request path (404 for any other path).
+        /// Answers by route: a key `"METHOD /path"` is tried before the bare `"/path"` (404 for
+        /// any other request).
         case routes([String: Canned])
         /// Answers the listed paths by route, and every other request in turn from the sequence.
         case routesThenSequence([String: Canned], [Canned])
@@ -38,6 +61,7 @@ public final class RecordingListener: @unchecked Sendable {
 
     private let fd: Int32
     private let lock = NSLock()
+    private var script: Behaviour
     private var heads: [String] = []
     private var open: [Int32] = []
     private var running = true
@@ -50,6 +74,7 @@ public final class RecordingListener: @unchecked Sendable {
     /// Starts listening on `host` (an IPv4 or IPv6 loopback literal) with `behaviour`.
     public init(host: String = "127.0.0.1", behaviour: Behaviour) throws {
         self.host = host
+        self.script = behaviour
         let v6 = host.contains(":")
         let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
@@ -100,7 +125,7 @@ public final class RecordingListener: @unchecked Sendable {
                 let client = accept(listener, nil, nil)
                 if client < 0 { return }
                 lock.withLock { open.append(client) }
-                Thread.detachNewThread { self.serve(client, behaviour) }
+                Thread.detachNewThread { self.serve(client) }
             }
         }
     }
@@ -128,6 +153,12 @@ public final class RecordingListener: @unchecked Sendable {
     /// The base URL, such as `http://127.0.0.1:40123`.
     public var url: String { host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)" }
 
+    /// How the listener answers from now on (connections already answered are not affected).
+    public var behaviour: Behaviour {
+        get { lock.withLock { script } }
+        set { lock.withLock { script = newValue } }
+    }
+
     /// Every request head received so far (request line and headers).
     public var requests: [String] { lock.withLock { heads } }
 
@@ -140,9 +171,10 @@ public final class RecordingListener: @unchecked Sendable {
         }
     }
 
-    private func serve(_ client: Int32, _ behaviour: Behaviour) {
+    private func serve(_ client: Int32) {
         var buffer = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 4096)
+        var holdOpen = false
         while true {
             let count = recv(client, &chunk, chunk.count, 0)
             if count <= 0 { break }
@@ -151,13 +183,15 @@ public final class RecordingListener: @unchecked Sendable {
             let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
             lock.withLock { heads.append(head) }
             buffer.removeSubrange(..<end.upperBound)
-            let path = head.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            let words = head.split(separator: " ")
+            let method = words.first.map(String.init) ?? "GET"
+            let path = words.dropFirst().first.map(String.init) ?? "/"
             let answer: Canned
             switch behaviour {
             case .respond(let status, let headers, let body): answer = Canned(status, headers, body)
-            case .routes(let routes): answer = routes[path] ?? Canned(404, [:], "{}")
+            case .routes(let routes): answer = routes["\(method) \(path)"] ?? routes[path] ?? Canned(404, [:], "{}")
             case .routesThenSequence(let routes, let answers):
-                if let routed = routes[path] {
+                if let routed = routes["\(method) \(path)"] ?? routes[path] {
                     answer = routed
                 } else {
                     let turn = lock.withLock {
@@ -165,16 +199,24 @@ public final class RecordingListener: @unchecked Sendable {
                     }
                     answer = answers[min(turn, answers.count - 1)]
                 }
-            case .blackhole: continue
+            case .blackhole:
+                holdOpen = true
+                continue
             }
+            if answer.silent {
+                holdOpen = true
+                break
+            }
+            if answer.delay > 0 { usleep(useconds_t(answer.delay * 1_000_000)) }
             var text =
                 "HTTP/1.1 \(answer.status) Canned\r\nContent-Length: \(answer.body.utf8.count)\r\nConnection: close\r\n"
             for (name, value) in answer.headers { text += "\(name): \(value)\r\n" }
+            for line in answer.extraHeaderLines { text += line + "\r\n" }
             text += "\r\n" + answer.body
             RawHTTP.send(client, text)
             break
         }
-        if case .blackhole = behaviour {
+        if holdOpen {
             // Hold the connection open and silent until stopped.
             while lock.withLock({ running }) { usleep(50_000) }
         }

@@ -1,0 +1,136 @@
+import Foundation
+import HomeportWire
+
+extension HomeportClient {
+    /// Enrolls (or re-enrolls) the server reached at `address` with a session token it just issued.
+    ///
+    /// - The installation id comes from the app-info the new session reads there. A 404 is a server
+    ///   without app-info (an older or a plain allauth server): it stays single-address. Any other
+    ///   answer that is not app-info refuses the sign-in (nothing is enrolled).
+    /// - An address that is not the primary of an enrolled server but reports the id of one claims
+    ///   that server. The claim is confirmed before anything changes: an address that answers the
+    ///   probe as that installation (its primary or a verified alternative) must accept the new
+    ///   session too (one session table, one installation). Otherwise it is refused.
+    /// - A live session this device held for the server is ended on the server (and the app is
+    ///   told how that went) before the new one replaces it.
+    func enroll(_ address: ServerAddress, email: String, token: String) async throws -> ServerRecord {
+        let info = try await signInAppInfo(at: address, token: token)
+        let atPrimary = directory.all.first { $0.primary.url == address.url }
+        let claimed = info?.instanceId.flatMap { id in directory.all.first { $0.instanceID == id } }
+        var confirmation: Choice?
+        if atPrimary == nil, let claimed {
+            confirmation = try await confirmClaim(of: claimed, by: address, token: token)
+        }
+        guard let existing = (atPrimary ?? claimed).flatMap({ directory.server($0.key) }) else {
+            return try enrollNew(address, email: email, token: token, info: info)
+        }
+
+        var record = existing
+        let event = try info?.instanceId.flatMap { try reidentify(&record, as: $0, previousKey: existing.key) }
+        record.product = info?.product ?? record.product
+        record.protocolVersion = info?.protocolVersion ?? record.protocolVersion
+        record.email = email
+        // The sign-in address becomes the primary; a former primary stays as an alternative,
+        // verified here if it just answered as the installation.
+        if record.primary.url != address.url,
+            !record.alternatives.contains(where: { $0.address.url == record.primary.url })
+        {
+            let matched = confirmation?.address.url == record.primary.url
+            record.alternatives.append(
+                .init(address: record.primary, verifiedPaths: matched ? [networkPath: Date()] : [:]))
+        }
+        record.alternatives.removeAll { $0.address.url == address.url }
+        record.primary = address
+        record.signedOut = false
+        record.signedInPath = networkPath
+        record.lastWinner = address.url
+
+        let replaced = await replaceSession(of: existing, with: token, ending: confirmation?.address ?? address)
+        if existing.key != record.key { try vault.remove(server: existing.key) }
+        try vault.store(token: token, for: record.key)
+        try directory.save(record, replacing: existing.key)
+        forgetWinner(existing.key)
+        forgetWinner(record.key)
+        if let event { onEvent(event) }
+        if let replaced { onEvent(.sessionReplaced(server: record.key, email: existing.email, outcome: replaced)) }
+        return record
+    }
+
+    /// A server this device has no record of.
+    private func enrollNew(_ address: ServerAddress, email: String, token: String, info: AppInfo?) throws
+        -> ServerRecord
+    {
+        let record = ServerRecord(
+            instanceID: info?.instanceId, product: info?.product, email: email, primary: address, alternatives: [],
+            lastWinner: address.url, signedOut: false, signedInPath: networkPath, protocolVersion: info?.protocolVersion
+        )
+        try vault.store(token: token, for: record.key)
+        try directory.save(record)
+        forgetWinner(record.key)
+        return record
+    }
+
+    /// App-info read with the new session at the sign-in address: `nil` for a server without it
+    /// (404); an error for any other answer that is not app-info.
+    private func signInAppInfo(at address: ServerAddress, token: String) async throws -> AppInfo? {
+        let response = try await transport.send(
+            ClientRequest(
+                url: address.url(HomeportPath.appInfo)!,
+                headers: [HomeportHeader.sessionToken: token, "Accept": "application/json"],
+                byteLimit: configuration.byteLimit, deadline: configuration.requestDeadline))
+        if response.status == 404 { return nil }
+        if response.isHTML { throw ClientError.notAnAPI(address: address.url, answer: response.kind) }
+        guard response.status == 200, let info = try? JSONDecoder().decode(AppInfo.self, from: response.body) else {
+            throw ClientError.badAnswer(
+                address: address.url, detail: "app-info answered \(response.kind), so the server was not enrolled")
+        }
+        return Self.cleaned(info)
+    }
+
+    /// Confirms that `address`, which reports the id of the enrolled `server`, is that
+    /// installation: an address that answers the probe as `server` (never the primary's standing
+    /// trust alone) must accept the session `address` just issued. Returns that address.
+    private func confirmClaim(of server: ServerRecord, by address: ServerAddress, token: String) async throws -> Choice
+    {
+        let choice: Choice
+        do {
+            choice = try await choose(for: server, matchOnly: true)
+        } catch {
+            throw ClientError.claimNotConfirmed(
+                address: address.url, server: server.key,
+                detail: "none of its addresses answered as it on this network")
+        }
+        let response = try? await transport.send(
+            ClientRequest(
+                url: choice.address.url(HomeportPath.appInfo)!,
+                headers: [HomeportHeader.sessionToken: token, "Accept": "application/json"],
+                byteLimit: configuration.byteLimit, deadline: configuration.requestDeadline))
+        guard let response, response.status == 200, !response.isHTML,
+            let info = try? JSONDecoder().decode(AppInfo.self, from: response.body),
+            info.instanceId == server.instanceID
+        else {
+            throw ClientError.claimNotConfirmed(
+                address: address.url, server: server.key,
+                detail: "\(choice.address.url) does not know the session \(address.url) opened"
+                    + (response.map { " (it answered \($0.kind))" } ?? " (no answer)"))
+        }
+        return choice
+    }
+
+    /// Ends, on the server, the live session this device held for `record` before a new sign-in
+    /// replaces it, through `address` (an address that answered as the installation, or the
+    /// primary the person just signed in at again). `nil` when there was no live session to end.
+    private func replaceSession(of record: ServerRecord, with token: String, ending address: ServerAddress) async
+        -> SignOutOutcome?
+    {
+        guard !record.signedOut else { return nil }
+        let old: String?
+        do {
+            old = try vault.token(for: record.key)
+        } catch {
+            return .notConfirmed("the stored credential could not be read (\(error)), so it could not be ended")
+        }
+        guard let old, old != token else { return nil }
+        return await endSession(old, at: address)
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import HomeportClient
+import HomeportCommandLine
+
+extension Commands {
+    static func addressSpec(_ action: String) -> CommandSpec {
+        switch action {
+        case "add":
+            CommandSpec(
+                name: "homeport address add",
+                summary:
+                    "Add an alternative address after checking it is the same installation (nothing secret is sent).",
+                arguments: [serverArgument, .init("URL", help: "The address.")],
+                options: [.flag("allow-http", help: "Allow plain HTTP for this address."), jsonOption, proxyOption],
+                discussion: "An address that already is an alternative is probed again, and kept verified only if "
+                    + "it still answers as the installation.")
+        case "remove":
+            CommandSpec(
+                name: "homeport address remove", summary: "Remove an alternative address.",
+                arguments: [serverArgument, .init("URL", help: "The address.")], options: [jsonOption])
+        default:
+            CommandSpec(
+                name: "homeport address verify", summary: "Probe every address of SERVER on this network.",
+                arguments: [serverArgument], options: [jsonOption, proxyOption],
+                discussion: "Exits 3 when an address does not answer as the installation.")
+        }
+    }
+
+    static func address(_ action: String, _ arguments: [String], _ environment: [String: String]) async throws -> Int32
+    {
+        guard ["add", "remove", "verify"].contains(action) else {
+            throw UsageError("unknown address action '\(action)'; use add, remove or verify")
+        }
+        guard let parsed = try parse(addressSpec(action), arguments) else { return 0 }
+        let client = try client(environment, proxy: try proxy(parsed))
+        let server = parsed.positionals[0]
+        let json = parsed.flag("json")
+        switch action {
+        case "add":
+            let address = try ServerAddress(parsing: parsed.positionals[1], allowHTTP: parsed.flag("allow-http"))
+            let existed = try client.directory.find(server).alternatives.contains { $0.address.url == address.url }
+            let record = try await client.addAddress(address, to: server)
+            if json {
+                try printJSON([
+                    "server": record.key, "address": address.url, "added": !existed, "verifiedOn": client.networkPath,
+                ])
+            } else if existed {
+                say(
+                    "\(address.url) was already an alternative of \(record.key); it still answers as it: verified again on this network"
+                )
+            } else {
+                say("\(address.url) answers as \(record.key): added, and verified on this network")
+            }
+        case "remove":
+            let address = try ServerAddress(parsing: parsed.positionals[1], allowHTTP: true)
+            let record = try client.directory.find(server)
+            try client.removeAddress(address, from: server)
+            if json {
+                try printJSON(["server": record.key, "removed": address.url])
+            } else {
+                say("removed \(address.url) from \(record.key)")
+            }
+        default:
+            let record = try client.directory.find(server)
+            let results = try await client.verifyAddresses(of: server)
+            let allGood = results.allSatisfy { $0.outcome.isMatch }
+            if json {
+                try printJSON([
+                    "server": record.key, "networkPath": client.networkPath,
+                    "addresses": results.map { address, outcome in
+                        [
+                            "address": address.url, "primary": address.url == record.primary.url,
+                            "verified": outcome.isMatch, "outcome": outcome.description,
+                        ] as [String: Any]
+                    },
+                ])
+            } else {
+                for (address, outcome) in results {
+                    say("\(address.url)  \(outcome.isMatch ? "verified" : outcome.description)")
+                }
+            }
+            return allGood ? 0 : 3
+        }
+        return 0
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import HomeportClient
+import HomeportCommandLine
+import HomeportWire
+
+extension Commands {
+    static let loginSpec = CommandSpec(
+        name: "homeport login", summary: "Sign in at URL; it becomes the server's primary address.",
+        arguments: [.init("URL", help: "The server's address, such as https://books.example.net.")],
+        options: [
+            .value("email", "EMAIL", help: "The account's address."),
+            .flag("password-stdin", help: "Read the password from standard input (the only way to pass it)."),
+            .flag("allow-http", help: "Allow plain HTTP for this address."),
+            .flag("signup", help: "Create the account first."),
+            jsonOption, proxyOption,
+        ],
+        discussion: """
+            The password is sent once and never stored; the session token goes to the vault.
+            Signing in again replaces the session this device held for the server; the old one is ended on
+            the server first, and you are told if the server did not confirm that. An address that says it is
+            a server enrolled at another address is believed only when that server, reached at its own
+            verified addresses, knows the new session.
+            """)
+
+    static func login(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
+        guard let parsed = try parse(loginSpec, arguments) else { return 0 }
+        guard let email = parsed.options["email"] else { throw UsageError("login needs --email EMAIL") }
+        guard parsed.flag("password-stdin") else {
+            throw UsageError("login needs --password-stdin (passwords are never taken as arguments)")
+        }
+        let password = try readSecret("password")
+        let address = try ServerAddress(parsing: parsed.positionals[0], allowHTTP: parsed.flag("allow-http"))
+        let events = Events()
+        let client = try client(environment, proxy: try proxy(parsed), events: events)
+        let result =
+            parsed.flag("signup")
+            ? try await client.signup(at: address, email: email, password: password)
+            : try await client.login(at: address, email: email, password: password)
+        switch result {
+        case .signedIn(let record):
+            let replaced = events.all.compactMap { event -> SignOutOutcome? in
+                if case .sessionReplaced(_, _, let outcome) = event { return outcome }
+                return nil
+            }.first
+            if parsed.flag("json") {
+                var object: [String: Any] = [
+                    "signedIn": true, "server": record.key, "instanceId": record.instanceID?.description ?? NSNull(),
+                    "product": record.product ?? NSNull(), "email": record.email, "primary": record.primary.url,
+                    "singleAddress": record.instanceID == nil,
+                ]
+                if let replaced {
+                    object["replacedSession"] = json(replaced)
+                }
+                try printJSON(object)
+            } else {
+                say("signed in to \(record.product ?? "server") \(record.key) as \(record.email) via \(address.url)")
+                if record.instanceID == nil {
+                    say(
+                        "\(address.url) gave no installation id (an older server, or its identity cannot be read "
+                            + "now): it is used at this address only, and alternative addresses cannot be added")
+                }
+            }
+            return 0
+        case .pending(let standing):
+            if parsed.flag("json") {
+                try printJSON(["signedIn": false, "standing": standing.map { $0.rawValue as Any } ?? NSNull()])
+            }
+            let why =
+                switch standing {
+                case .waiting: "the account waits for approval"
+                case .held: "the account is on hold"
+                case .mailFailed: "the server could not send a mail it needed"
+                case nil: "the server gave no reason"
+                }
+            warn("homeport: not signed in: \(why)")
+            return 1
+        }
+    }
+
+    /// A sign-out outcome as JSON.
+    static func json(_ outcome: SignOutOutcome) -> [String: Any] {
+        switch outcome {
+        case .revoked: ["revoked": true]
+        case .notConfirmed(let reason): ["revoked": false, "reason": reason]
+        }
+    }
+}

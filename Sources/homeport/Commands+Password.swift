@@ -1,0 +1,65 @@
+import Foundation
+import HomeportClient
+import HomeportCommandLine
+
+extension Commands {
+    static let passwordChangeSpec = CommandSpec(
+        name: "homeport password change", summary: "Change the account's password on SERVER.",
+        arguments: [serverArgument],
+        options: [
+            .flag(
+                "password-stdin",
+                help: "Read the current password, then the new one, from standard input, one a line (the only way)."),
+            jsonOption, proxyOption,
+        ],
+        discussion: "The server renews this device's session token; the vault keeps the new one.")
+
+    static let passwordResetSpec = CommandSpec(
+        name: "homeport password reset", summary: "Ask the server at URL to mail a password-reset link.",
+        arguments: [.init("URL", help: "The server's address.")],
+        options: [
+            .value("email", "EMAIL", help: "The account's address."),
+            .flag("allow-http", help: "Allow plain HTTP for this address."), jsonOption, proxyOption,
+        ],
+        discussion: "No credential is sent. The server answers the same whether or not the address has an account.")
+
+    static func password(_ action: String, _ arguments: [String], _ environment: [String: String]) async throws
+        -> Int32
+    {
+        switch action {
+        case "change":
+            guard let parsed = try parse(passwordChangeSpec, arguments) else { return 0 }
+            guard parsed.flag("password-stdin") else {
+                throw UsageError("password change needs --password-stdin (passwords are never taken as arguments)")
+            }
+            let current = try readSecret("current password")
+            let new = try readSecret("new password")
+            let client = try client(environment, proxy: try proxy(parsed))
+            let record = try client.directory.find(parsed.positionals[0])
+            let renewed = try await client.changePassword(record.key, current: current, new: new)
+            if parsed.flag("json") {
+                try printJSON(["server": record.key, "email": record.email, "changed": true, "sessionRenewed": renewed])
+            } else {
+                say(
+                    "changed the password of \(record.email) on \(record.key)"
+                        + (renewed ? "; this device's session was renewed" : ""))
+            }
+        case "reset":
+            guard let parsed = try parse(passwordResetSpec, arguments) else { return 0 }
+            guard let email = parsed.options["email"] else { throw UsageError("password reset needs --email EMAIL") }
+            let address = try ServerAddress(parsing: parsed.positionals[0], allowHTTP: parsed.flag("allow-http"))
+            let client = try client(environment, proxy: try proxy(parsed))
+            try await client.requestPasswordReset(at: address, email: email)
+            if parsed.flag("json") {
+                try printJSON(["address": address.url, "email": email, "requested": true])
+            } else {
+                say(
+                    "asked \(address.url) to mail a password-reset link to \(email) "
+                        + "(it sends one only if the address has an account, and does not say which)")
+            }
+        default:
+            throw UsageError("unknown password action '\(action)'; use change or reset")
+        }
+        return 0
+    }
+}
