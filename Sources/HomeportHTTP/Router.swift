@@ -8,7 +8,7 @@
 /// (see ``group(_:middleware:routes:)``). The claim covers each route whose path falls under
 /// the prefix, however the route is added, so a new route cannot skip its group's checks by
 /// forgetting a call; the longest claiming prefix wins.
-public struct Router<Context: HTTPRequestContext>: HTTPResponder {
+public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods {
     private var exact: [String: [HTTPMethod: HTTPHandler<Context>]] = [:]
     private var parameterized: [(segments: [Segment], method: HTTPMethod, handler: HTTPHandler<Context>)] = []
     private var groups: [(prefix: [Substring], middleware: [any HTTPMiddleware<Context>])] = []
@@ -84,26 +84,6 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder {
             parameterized.removeAll { $0.method == method && $0.segments == segments }
             parameterized.append((segments, method, wrapped))
         }
-    }
-
-    /// Adds a `GET` route.
-    public mutating func get(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
-        add(.get, pattern, handler)
-    }
-
-    /// Adds a `POST` route.
-    public mutating func post(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
-        add(.post, pattern, handler)
-    }
-
-    /// Adds a `PUT` route.
-    public mutating func put(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
-        add(.put, pattern, handler)
-    }
-
-    /// Adds a `DELETE` route.
-    public mutating func delete(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
-        add(.delete, pattern, handler)
     }
 
     /// Finds the handler for a method and path.
@@ -220,7 +200,7 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder {
 }
 
 /// The routes of one group, with patterns relative to its prefix.
-public struct RouterGroup<Context: HTTPRequestContext> {
+public struct RouterGroup<Context: HTTPRequestContext>: RouterMethods {
     /// The group's prefix.
     public let prefix: String
     fileprivate var routes: [(method: HTTPMethod, pattern: String, handler: HTTPHandler<Context>)] = []
@@ -233,8 +213,18 @@ public struct RouterGroup<Context: HTTPRequestContext> {
     public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
         routes.append((method, prefix + pattern, handler))
     }
+}
 
-    /// Adds a `GET` route.
+/// What routes are added through: a ``Router``, or a ``RouterGroup`` inside one.
+public protocol RouterMethods<Context> {
+    /// The request context the handlers get.
+    associatedtype Context: HTTPRequestContext
+    /// Adds a route for `method` at `pattern`.
+    mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler<Context>)
+}
+
+extension RouterMethods {
+    /// Adds a `GET` route (which answers `HEAD` too).
     public mutating func get(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
         add(.get, pattern, handler)
     }

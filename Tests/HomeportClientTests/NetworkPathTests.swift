@@ -12,29 +12,14 @@ struct NetworkPathTests {
         status: Int32, output: String, error: String
     ) {
         let directory = (ServerProcess.binary as NSString).deletingLastPathComponent
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         // A bounded run: servers the script starts are stopped by its exit trap, or by the timeout.
-        process.arguments = ["timeout", "120", "unshare", "-n", "sh", "-c", "set -e\n" + script]
-        var environment = ProcessInfo.processInfo.environment
-        environment["HOMEPORT"] = directory + "/homeport"
-        environment["SERVER"] = ServerProcess.binary
-        environment["HOMEPORT_HOME"] = home.file("state")
-        environment["WORK"] = home.path
-        environment["HOMEPORT_NETWORK_PATH"] = nil
-        process.environment = environment
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        try process.run()
-        let outData = output.fileHandleForReading.readDataToEndOfFile()
-        let errData = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: outData, as: UTF8.self),
-            String(decoding: errData, as: UTF8.self)
-        )
+        return try ServerProcess.runProgram(
+            "/usr/bin/timeout", ["120", "unshare", "-n", "sh", "-c", "set -e\n" + script],
+            environment: [
+                "HOMEPORT": directory + "/homeport", "SERVER": ServerProcess.binary,
+                "HOMEPORT_HOME": home.file("state"), "WORK": home.path,
+            ],
+            removing: ["HOMEPORT_NETWORK_PATH"], timeout: 130)
     }
 
     /// The JSON objects printed between `---` lines.

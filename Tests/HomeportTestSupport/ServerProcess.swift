@@ -94,7 +94,7 @@ public final class ServerProcess: @unchecked Sendable {
     public static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 60) throws
         -> (status: Int32, output: String, error: String)
     {
-        try runTool(binary, arguments, environment: environment, timeout: timeout)
+        try runProgram(binary, arguments, environment: environment, timeout: timeout)
     }
 
     /// Runs the `homeport` client CLI built beside the server, with `input` on standard input.
@@ -102,17 +102,21 @@ public final class ServerProcess: @unchecked Sendable {
         _ arguments: [String], environment: [String: String] = [:], input: String = "", timeout: Double = 60
     ) throws -> (status: Int32, output: String, error: String) {
         let path = (binary as NSString).deletingLastPathComponent + "/homeport"
-        return try runTool(path, arguments, environment: environment, input: input, timeout: timeout)
+        return try runProgram(path, arguments, environment: environment, input: input, timeout: timeout)
     }
 
-    private static func runTool(
-        _ executable: String, _ arguments: [String], environment: [String: String], input: String = "",
-        timeout: Double
+    /// Runs `executable` to completion with this process's environment, `environment` added and
+    /// the variables in `removing` taken out, and `input` on standard input; a run still going
+    /// after `timeout` seconds is killed.
+    public static func runProgram(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:],
+        removing: Set<String> = [], input: String = "", timeout: Double = 60
     ) throws -> (status: Int32, output: String, error: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            .filter { !removing.contains($0.key) }
         let output = Pipe()
         let error = Pipe()
         process.standardOutput = output
