@@ -1,8 +1,9 @@
 import Foundation
-import HomeportServer
 import HomeportStorage
 import HomeportTestSupport
 import Testing
+
+@testable import HomeportServer
 
 private let password = "correct horse battery"
 
@@ -105,6 +106,53 @@ struct RaceTests {
             #expect(login.status == 400 && login.errorCodes == ["email_password_mismatch"], "\(login.text)")
             let sessions = try server.application.database.execute("SELECT COUNT(*) AS n FROM sessions").first?.int("n")
             #expect(sessions == 1, "only the changer's new session")
+        }
+    }
+
+    @Test("on PostgreSQL a login's session insert waits for a password change in flight, then sees it")
+    func insertWaitsForChangeInFlight() throws {
+        try withAccounts(.postgres) { server in
+            _ = try server.signIn("ada@example.com")
+            let database = server.application.database
+            let account = try #require(try AccountStore(database).find(email: "ada@example.com"))
+            let login = try server.application.accounts.makeSession(
+                kind: .app, userID: account.id, authenticatedAt: 0, now: server.clock.unixSeconds)
+            let inserted = LockedValue<Bool?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            let change = try server.url.open()
+            defer { change.close() }
+            try change.withConnection { connection in
+                // A password change, in flight: new hash written, sessions deleted, not committed yet.
+                try connection.execute("BEGIN")
+                try connection.execute(
+                    "UPDATE users SET password_hash = 'changed' WHERE id = $1", [.integer(account.id)])
+                try connection.execute("DELETE FROM sessions WHERE user_id = $1", [.integer(account.id)])
+                Thread.detachNewThread {
+                    let result = try? database.transaction {
+                        try SessionStore($0).insertSignedIn(
+                            login.session, now: 0, passwordHash: account.passwordHash)
+                    }
+                    inserted.set(result)
+                    done.signal()
+                }
+                // The login must be waiting for the change's lock, not done already.
+                var waiting = false
+                for _ in 0..<200 where !waiting && inserted.get() == nil {
+                    waiting =
+                        try database.execute(
+                            "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+                        ).first?.int("n") ?? 0 > 0
+                    if !waiting { usleep(20_000) }
+                }
+                #expect(waiting, "the login's insert waits for the change in flight")
+                try connection.execute("COMMIT")
+            }
+            #expect(done.wait(timeout: .now() + 30) == .success)
+            #expect(inserted.get() == false, "after the change commits, the checked hash is gone: no session")
+            let sessions = try database.execute(
+                "SELECT COUNT(*) AS n FROM sessions WHERE user_id = $1", [.integer(account.id)]
+            ).first?.int("n")
+            #expect(sessions == 0)
         }
     }
 }

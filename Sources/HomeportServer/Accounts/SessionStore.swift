@@ -76,22 +76,32 @@ struct SessionStore {
 
     /// Inserts a signed-in session, only if its account is approved and its password hash is
     /// still `passwordHash`: a login whose check raced a password change or reset, or an
-    /// operator's hold, gets no session. Returns whether the row was inserted.
+    /// operator's hold, gets no session. Returns whether the row was inserted. Call it inside a
+    /// transaction.
+    ///
+    /// The account's row is locked first, by an update that changes nothing: on PostgreSQL a plain
+    /// `INSERT … SELECT` reads the committed row without waiting, so it could slip a session in
+    /// between a concurrent change's deleting the sessions and its commit. The update waits for
+    /// that commit and then checks the row as committed. (SQLite has one writer at a time anyway.)
     func insertSignedIn(_ session: Session, now: Int64, passwordHash: String) throws -> Bool {
-        guard let userID = session.userID else { return false }
-        return
+        guard let userID = session.userID,
             !(try db.execute(
                 """
-                INSERT INTO sessions (key_hash, user_id, kind, created_at, expires_at, authenticated_at, standing)
-                SELECT $1, id, $2, $3, $4, $5, NULL FROM users
-                WHERE id = $6 AND password_hash = $7 AND approval = 'approved'
-                RETURNING key_hash
-                """,
-                [
-                    .text(session.keyHash), .text(session.kind.rawValue), .integer(now), .integer(session.expiresAt),
-                    session.authenticatedAt.map(SQLValue.real) ?? .null, .integer(userID), .text(passwordHash),
-                ]
+                UPDATE users SET approval = approval
+                WHERE id = $1 AND password_hash = $2 AND approval = 'approved' RETURNING id
+                """, [.integer(userID), .text(passwordHash)]
             ).isEmpty)
+        else { return false }
+        try db.execute(
+            """
+            INSERT INTO sessions (key_hash, user_id, kind, created_at, expires_at, authenticated_at, standing)
+            VALUES ($1, $2, $3, $4, $5, $6, NULL)
+            """,
+            [
+                .text(session.keyHash), .integer(userID), .text(session.kind.rawValue), .integer(now),
+                .integer(session.expiresAt), session.authenticatedAt.map(SQLValue.real) ?? .null,
+            ])
+        return true
     }
 
     /// Deletes one session.
