@@ -35,6 +35,8 @@ public enum Feature {
     public static let sessionToken = "session-token"
     /// Push payloads carry the server's `instanceId` as `s`.
     public static let pushServerID = "push-server-id"
+    /// `GET /api/v1/notifications/stream` carries the account's notifications while the app is open.
+    public static let notificationsStream = "notifications-stream"
 }
 
 /// The body of `GET /api/v1/auth/standing`: what the session earned on its last attempt to get in.

@@ -9,6 +9,20 @@ public enum HomeportPath {
     public static let appInfo = apiPrefix + "/app-info"
     /// `GET`: what a pre-login session earned on its last attempt to get in.
     public static let authStanding = apiPrefix + "/auth/standing"
+    /// `POST`: register the caller's device token for pushes.
+    public static let pushDevices = apiPrefix + "/push/devices"
+    /// `DELETE pushDevices/{token}`: unregister a device token.
+    public static func pushDevice(_ token: String) -> String { pushDevices + "/" + token }
+    /// `POST`: send one test notification to the caller's own devices.
+    public static let pushTest = apiPrefix + "/push/test"
+    /// `GET`: the server's notification catalogue (`ETag`, 304 on `If-None-Match`).
+    public static let notificationsCatalogue = apiPrefix + "/notifications/catalogue"
+    /// `GET`: the threads the account muted.
+    public static let notificationsMutes = apiPrefix + "/notifications/mutes"
+    /// `PUT`, `DELETE`: mute or unmute one thread (the server's own thread id, such as `chat:42`).
+    public static func notificationsMute(_ thread: String) -> String { notificationsMutes + "/" + thread }
+    /// `GET`: server-sent events of the account's notifications (`Last-Event-ID` resumes).
+    public static let notificationsStream = apiPrefix + "/notifications/stream"
 }
 
 /// The header fields of the Homeport protocol.

@@ -1,0 +1,134 @@
+import Foundation
+
+/// A notification's APNs payload (PROTOCOL §4): Apple's `aps` dictionary and the product's
+/// app-data block, under a key the product chooses (`homeport` by default).
+///
+/// ```json
+/// {"aps": {"alert": {"title": "…"}, "thread-id": "<instanceId>:chat:42", "mutable-content": 1},
+///  "homeport": {"s": "<instanceId>", "c": "homeport/core:chat.turn-ended", "id": 42, "mv": "<catalogue version>"}}
+/// ```
+public struct PushPayload: Hashable, Sendable {
+    /// The largest payload APNs accepts for an alert, in bytes.
+    public static let maximumBytes = 4096
+    /// The app-data key when the product names none.
+    public static let defaultAppDataKey = "homeport"
+
+    /// Apple's part.
+    public var aps: APS
+    /// The product's part; `nil` in a payload that has none.
+    public var appData: PushAppData?
+
+    /// Creates a payload.
+    public init(aps: APS, appData: PushAppData?) {
+        self.aps = aps
+        self.appData = appData
+    }
+
+    /// Apple's `aps` dictionary, as Homeport fills it.
+    public struct APS: Codable, Hashable, Sendable {
+        /// The banner's text.
+        public var alert: Alert
+        /// Groups banners: `<instanceId>:<thread>`, so that two servers' threads never merge.
+        public var threadID: String?
+        /// 1: a notification service extension may change the content before it is shown.
+        public var mutableContent: Int?
+
+        /// Creates the dictionary.
+        public init(alert: Alert, threadID: String? = nil, mutableContent: Int? = 1) {
+            self.alert = alert
+            self.threadID = threadID
+            self.mutableContent = mutableContent
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case alert
+            case threadID = "thread-id"
+            case mutableContent = "mutable-content"
+        }
+    }
+
+    /// The banner's text.
+    public struct Alert: Codable, Hashable, Sendable {
+        /// The title.
+        public var title: String
+        /// The body, when there is one.
+        public var body: String?
+
+        /// Creates an alert.
+        public init(title: String, body: String? = nil) {
+            self.title = title
+            self.body = body
+        }
+    }
+
+    /// The payload as JSON, with `appData` under `appDataKey` (sorted keys, slashes as they are).
+    public func encoded(appDataKey: String = PushPayload.defaultAppDataKey) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(Envelope(payload: self, appDataKey: appDataKey))
+    }
+
+    /// Reads a payload whose app data is under `appDataKey`; a payload without that key has no app data.
+    public init(decoding data: Data, appDataKey: String = PushPayload.defaultAppDataKey) throws {
+        let decoder = JSONDecoder()
+        decoder.userInfo[Envelope.keyInfo] = appDataKey
+        self = try decoder.decode(Envelope.self, from: data).payload
+    }
+
+    /// Coding with an app-data key chosen at run time.
+    private struct Envelope: Codable {
+        static let keyInfo = CodingUserInfoKey(rawValue: "homeport.appDataKey")!
+
+        var payload: PushPayload
+        var appDataKey: String
+
+        init(payload: PushPayload, appDataKey: String) {
+            self.payload = payload
+            self.appDataKey = appDataKey
+        }
+
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        init(from decoder: any Decoder) throws {
+            appDataKey = decoder.userInfo[Self.keyInfo] as? String ?? PushPayload.defaultAppDataKey
+            let container = try decoder.container(keyedBy: Key.self)
+            payload = PushPayload(
+                aps: try container.decode(APS.self, forKey: Key(stringValue: "aps")),
+                appData: try container.decodeIfPresent(PushAppData.self, forKey: Key(stringValue: appDataKey)))
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(payload.aps, forKey: Key(stringValue: "aps"))
+            try container.encodeIfPresent(payload.appData, forKey: Key(stringValue: appDataKey))
+        }
+    }
+}
+
+/// The product's part of a push: which server, what happened, about what, and the version of
+/// that server's catalogue.
+public struct PushAppData: Codable, Hashable, Sendable {
+    /// The server's `instanceId`: the key the client keeps the server under. Optional so older
+    /// apps (and older servers) interoperate; a client attributes a payload without it only when
+    /// exactly one server is enrolled.
+    public var s: InstanceID?
+    /// The notification code from the server's catalogue (`homeport/core:chat.turn-ended`).
+    public var c: String
+    /// The object the notification is about (a conversation's id, say), on that server.
+    public var id: Int64?
+    /// The version of that server's catalogue (``NotificationCatalogue/version``).
+    public var mv: String?
+
+    /// Creates app data.
+    public init(s: InstanceID?, c: String, id: Int64?, mv: String?) {
+        self.s = s
+        self.c = c
+        self.id = id
+        self.mv = mv
+    }
+}
