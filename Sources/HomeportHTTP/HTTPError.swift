@@ -10,22 +10,30 @@ public struct HTTPError: Error, Sendable, Equatable {
     public var message: String
     /// Extra header fields, such as `Allow` or `Retry-After`.
     public var headers: [String: String]
+    /// The request field the error is about, when it is about one.
+    public var field: String?
 
     /// Creates an error.
-    public init(status: Int, code: String, message: String, headers: [String: String] = [:]) {
+    public init(status: Int, code: String, message: String, headers: [String: String] = [:], field: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.headers = headers
+        self.field = field
     }
 
     /// The response this error answers with.
     public var response: HTTPResponse {
-        var response = HTTPResponse.error(status: status, code: code, message: message)
+        var response = HTTPResponse.error(status: status, code: code, message: message, field: field)
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
             response.headers.set(name, value)
         }
         return response
+    }
+
+    /// 400 `invalid_field` naming the field that is missing or wrong.
+    public static func invalidField(_ field: String, _ message: String) -> HTTPError {
+        HTTPError(status: 400, code: APIErrorCode.invalidField, message: message, field: field)
     }
 
     /// 400 with a specific code.

@@ -37,9 +37,9 @@ public struct HTTPResponse: Sendable {
         .json(bytes: try encoder.encode(value), status: status)
     }
 
-    /// The Homeport JSON error shape `{"error": {"code", "message"}}`.
-    public static func error(status: Int, code: String, message: String) -> HTTPResponse {
-        let envelope = ErrorEnvelope(code: code, message: message)
+    /// The Homeport JSON error shape `{"error": {"code", "message", "field"?}}`.
+    public static func error(status: Int, code: String, message: String, field: String? = nil) -> HTTPResponse {
+        let envelope = ErrorEnvelope(code: code, message: message, field: field)
         // Encoding two strings cannot fail; fall back to a fixed body rather than crash.
         let body =
             (try? encoder.encode(envelope))

@@ -18,6 +18,10 @@ public enum APIErrorCode {
     public static let notImplemented = "not_implemented"
     /// A handler failed; the detail is in the server's log.
     public static let internalError = "internal_error"
+    /// A request field is missing or not valid; `field` names it.
+    public static let invalidField = "invalid_field"
+    /// Too many requests of this kind; `Retry-After` says when to try again.
+    public static let rateLimited = "rate_limited"
 }
 
 /// The `code`s of the app door's 400 errors, shared with django-allauth.

@@ -7,8 +7,8 @@ public struct ErrorEnvelope: Codable, Hashable, Sendable {
     public var error: Detail
 
     /// Creates an envelope around one error.
-    public init(code: String, message: String) {
-        self.error = Detail(code: code, message: message)
+    public init(code: String, message: String, field: String? = nil) {
+        self.error = Detail(code: code, message: message, field: field)
     }
 
     /// A machine-readable code and a human-readable message.
@@ -17,11 +17,14 @@ public struct ErrorEnvelope: Codable, Hashable, Sendable {
         public var code: String
         /// A sentence for people.
         public var message: String
+        /// The request field the error is about, when it is about one.
+        public var field: String?
 
         /// Creates an error detail.
-        public init(code: String, message: String) {
+        public init(code: String, message: String, field: String? = nil) {
             self.code = code
             self.message = message
+            self.field = field
         }
     }
 }
