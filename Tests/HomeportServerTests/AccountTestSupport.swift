@@ -97,7 +97,7 @@ extension RawResponse {
 func withAccounts<T>(
     _ backend: Backend, signup: SignupPolicy = .open, rateLimits: RateLimitPolicy = RateLimitPolicy(),
     publicURL: String? = nil, failingMailer: Bool = false, hasher: GatedHasher? = nil,
-    _ body: (AccountsHarness) throws -> T
+    push: PushSettings = PushSettings(), _ body: (AccountsHarness) throws -> T
 ) throws -> T {
     let (url, cleanUp) = try backend.makeDatabaseURL()
     defer { cleanUp() }
@@ -105,6 +105,7 @@ func withAccounts<T>(
     configuration.http.workerThreads = 2
     configuration.accounts = AccountSettings(
         signup: signup, passwordIterations: 1000, rateLimits: rateLimits, publicURL: publicURL)
+    configuration.push = push
     let clock = ManualWallClock()
     let mailer = MemoryMailer(fails: failingMailer)
     let log = MemoryLogSink()
