@@ -63,7 +63,7 @@ public struct APNsResponse: Sendable, Hashable {
         case (200, _): .delivered
         case (410, _): .unregistered(since: timestamp.map { $0 / 1000 })
         case (_, "BadDeviceToken"), (_, "DeviceTokenNotForTopic"): .badDevice
-        case (403, "ExpiredProviderToken"), (403, "InvalidProviderToken"): .providerTokenRejected
+        case (403, "ExpiredProviderToken"): .providerTokenRejected
         case (0, _), (429, _), (500, _), (503, _): .retry
         default: .giveUp
         }
@@ -78,7 +78,8 @@ public enum APNsOutcome: Sendable, Hashable {
     case unregistered(since: Int64?)
     /// The token is malformed or not for this app: forget it.
     case badDevice
-    /// The provider token was refused: mint another and try once more.
+    /// The provider token was refused as expired: mint another and try once more. (A token
+    /// refused as invalid, a wrong key or team, is not retried: another would fail the same way.)
     case providerTokenRejected
     /// A transient failure (no answer, 429, 500, 503): try again later.
     case retry

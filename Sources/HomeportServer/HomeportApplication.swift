@@ -16,7 +16,7 @@ public final class HomeportApplication: Sendable {
     /// Notifications: what a product calls to notify an account.
     public let push: PushCenter
     private let hub: StreamHub
-    private let sender: PushSender?
+    let sender: PushSender?
     private let server: HTTPServer
     private let heartbeat: ReplicaHeartbeat
     private let logger: Logger

@@ -97,7 +97,8 @@ extension RawResponse {
 func withAccounts<T>(
     _ backend: Backend, signup: SignupPolicy = .open, rateLimits: RateLimitPolicy = RateLimitPolicy(),
     publicURL: String? = nil, failingMailer: Bool = false, hasher: GatedHasher? = nil,
-    push: PushSettings = PushSettings(), _ body: (AccountsHarness) throws -> T
+    push: PushSettings = PushSettings(), clockStart: Date = Date(timeIntervalSince1970: 1_800_000_000),
+    _ body: (AccountsHarness) throws -> T
 ) throws -> T {
     let (url, cleanUp) = try backend.makeDatabaseURL()
     defer { cleanUp() }
@@ -106,7 +107,7 @@ func withAccounts<T>(
     configuration.accounts = AccountSettings(
         signup: signup, passwordIterations: 1000, rateLimits: rateLimits, publicURL: publicURL)
     configuration.push = push
-    let clock = ManualWallClock()
+    let clock = ManualWallClock(clockStart)
     let mailer = MemoryMailer(fails: failingMailer)
     let log = MemoryLogSink()
     let application = try HomeportApplication(

@@ -31,6 +31,8 @@ final class PushSender: @unchecked Sendable {
     private let wakeUp = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
     private let running = Atomic<Bool>(false)
+    /// One pass at a time: the APNs client is not to be shared between threads.
+    private let pass = NSLock()
 
     init(
         database: any Database, settings: APNsSettings, maximumAttempts: Int, clock: any WallClock, logger: Logger,
@@ -86,6 +88,10 @@ final class PushSender: @unchecked Sendable {
     /// One pass: claims a batch, sends it, records the outcomes. Returns how many rows it handled.
     @discardableResult
     func drainOnce() throws -> Int {
+        try pass.withLock { try drainBatch() }
+    }
+
+    private func drainBatch() throws -> Int {
         let now = clock.unixSeconds
         let items = try database.transaction {
             try PushOutbox($0).claim(claimant, limit: batchSize, now: now, lease: lease, dialect: database.dialect)
