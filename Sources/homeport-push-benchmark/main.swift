@@ -10,9 +10,10 @@ import HomeportCrypto
 //   homeport-push-benchmark sender URL CA_FILE KEY_FILE DEVICE COUNT BATCH
 //     sends COUNT pushes to DEVICE through APNsClient (HTTP/2, one connection), BATCH at a time,
 //     and prints "sender <requests/s> <delivered>".
-//   homeport-push-benchmark streams PORT TOKEN COUNT -- COMMAND…
+//   homeport-push-benchmark streams PORT TOKEN COUNT SERVER_PID -- COMMAND…
 //     opens COUNT in-app streams with the session TOKEN, runs COMMAND (which notifies the
-//     account) once all are open, and prints "streams <seconds until every stream had the event>".
+//     account) once all are open, and prints "streams <seconds until every stream had the event>
+//     <server RSS before, KiB> <server RSS with the streams open, KiB>".
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 
@@ -55,8 +56,14 @@ func sender(_ arguments: [String]) throws {
 }
 
 func streams(_ arguments: [String]) throws {
-    guard arguments.count >= 5, let port = Int(arguments[0]), let count = Int(arguments[2]), arguments[3] == "--"
-    else { fail("usage: homeport-push-benchmark streams PORT TOKEN COUNT -- COMMAND…") }
+    guard arguments.count >= 6, let port = Int(arguments[0]), let count = Int(arguments[2]), arguments[4] == "--"
+    else { fail("usage: homeport-push-benchmark streams PORT TOKEN COUNT SERVER_PID -- COMMAND…") }
+    func residentKiB() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(arguments[3])/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+    let before = residentKiB()
     let request = "GET /api/v1/notifications/stream HTTP/1.1\r\nHost: x\r\nX-Session-Token: \(arguments[1])\r\n\r\n"
     var sockets: [Int32] = []
     var received = [String](repeating: "", count: count)
@@ -93,16 +100,18 @@ func streams(_ arguments: [String]) throws {
         return pending.isEmpty
     }
     guard wait(for: ": connected", timeout: 120) else { fail("not every stream opened") }
+    let open = residentKiB()
     let command = Process()
-    command.executableURL = URL(fileURLWithPath: arguments[4])
-    command.arguments = Array(arguments.dropFirst(5))
+    command.executableURL = URL(fileURLWithPath: arguments[5])
+    command.arguments = Array(arguments.dropFirst(6))
     command.standardOutput = FileHandle.nullDevice
     let start = ContinuousClock.now
     try command.run()
     guard wait(for: "event: notification", timeout: 60) else { fail("not every stream got the event") }
     let elapsed = ContinuousClock.now - start
     command.waitUntilExit()
-    print("streams \(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)")
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    print("streams \(seconds) \(before) \(open)")
     sockets.forEach { close($0) }
 }
 
