@@ -8,7 +8,7 @@ import Synchronization
 #endif
 
 /// Every open connection, what it is doing and since when: the per-address cap, the header and
-/// body deadlines, and the memory budget for request bodies.
+/// body deadlines, and the memory budget for request bodies (with each address's share of it).
 ///
 /// libmicrohttpd's idle timeout alone lets a client that trickles a byte now and then hold a
 /// connection for ever, and its connection cap lets one address take every slot. Here each
@@ -53,23 +53,69 @@ final class ConnectionRegistry: @unchecked Sendable {
     private var connections: [ObjectIdentifier: Connection] = [:]
     private var perAddress: [AddressKey: Int] = [:]
     private let maxPerAddress: Int
+    private let maxConnections: Int
+    /// Connections open and not shut down by ``cut(_:)``.
+    private var live = 0
     private let headerDeadline: UInt64
     private let bodyDeadline: UInt64
     private let bodyBudget: Int
-    /// Bytes of request bodies reserved in memory right now.
+    /// The most of the body budget one address may hold: an eighth, or one largest body.
+    private let addressShare: Int
+    /// The part of the budget only bodies of at most ``smallBody`` bytes may use: an eighth.
+    private let smallBodyReserve: Int
+    /// Bytes of request bodies reserved in memory right now (changed under the lock).
     let bufferedBodyBytes = Atomic<Int>(0)
+    private var bodyBytesPerAddress: [AddressKey: Int] = [:]
 
     init(configuration: HTTPServerConfiguration) {
         maxPerAddress = configuration.maxConnectionsPerAddress
+        maxConnections = max(1, configuration.maxConnections)
         headerDeadline = UInt64(max(1, configuration.headerTimeoutSeconds)) * 1000
         bodyDeadline = UInt64(max(1, configuration.bodyTimeoutSeconds)) * 1000
         bodyBudget = configuration.maxBufferedBodyBytes
+        addressShare = max(configuration.maxBodyBytes, configuration.maxBufferedBodyBytes / 8)
+        smallBodyReserve = min(
+            configuration.maxBufferedBodyBytes / 8, configuration.maxBufferedBodyBytes - configuration.maxBodyBytes)
     }
 
     /// Whether one more connection from `address` may open (checked before any byte is read).
+    ///
+    /// Past its address's cap, no. At the server's cap, it takes the place of a connection that
+    /// is waiting for a request (see ``shedOne()``), so that a few addresses holding every slot
+    /// with requests they never finish cannot keep everyone else out; when every connection is
+    /// busy with a request, no.
     func admits(_ address: AddressKey) -> Bool {
-        guard maxPerAddress > 0 else { return true }
-        return lock.withLock { perAddress[address, default: 0] < maxPerAddress }
+        lock.withLock {
+            if maxPerAddress > 0 && perAddress[address, default: 0] >= maxPerAddress { return false }
+            return live < maxConnections || shedOne()
+        }
+    }
+
+    /// Shuts down the connection to give up first: waiting for a request line and headers, from
+    /// the address with the most connections, the longest-waiting of them. Under the lock.
+    private func shedOne() -> Bool {
+        var chosen: Connection?
+        var chosenRank = (count: 0, since: UInt64.max)
+        for connection in connections.values where !connection.cut {
+            let state = connection.state.load(ordering: .relaxed)
+            guard Phase(rawValue: state >> 62) == .awaitingHead else { continue }
+            let rank = (count: perAddress[connection.address, default: 0], since: state & (1 << 62 - 1))
+            if rank.count > chosenRank.count || (rank.count == chosenRank.count && rank.since < chosenRank.since) {
+                chosen = connection
+                chosenRank = rank
+            }
+        }
+        guard let chosen else { return false }
+        cut(chosen)
+        return true
+    }
+
+    /// Shuts a connection down (under the lock). libmicrohttpd sees the end of the stream and
+    /// closes it.
+    private func cut(_ connection: Connection) {
+        connection.cut = true
+        live -= 1
+        _ = shutdown(connection.descriptor, Int32(SHUT_RDWR))
     }
 
     /// Records a connection that libmicrohttpd has just set up.
@@ -79,6 +125,7 @@ final class ConnectionRegistry: @unchecked Sendable {
         lock.withLock {
             connections[ObjectIdentifier(connection)] = connection
             perAddress[address, default: 0] += 1
+            live += 1
         }
         return connection
     }
@@ -87,6 +134,7 @@ final class ConnectionRegistry: @unchecked Sendable {
     func closed(_ connection: Connection) {
         lock.withLock {
             connections[ObjectIdentifier(connection)] = nil
+            if !connection.cut { live -= 1 }
             let left = perAddress[connection.address, default: 1] - 1
             perAddress[connection.address] = left > 0 ? left : nil
         }
@@ -97,26 +145,54 @@ final class ConnectionRegistry: @unchecked Sendable {
         connection.state.store(phase.rawValue << 62 | milliseconds(), ordering: .relaxed)
     }
 
-    /// Reserves `bytes` of body memory; false (and nothing reserved) when the budget is spent.
-    func reserveBody(_ bytes: Int) -> Bool {
-        let total = bufferedBodyBytes.add(bytes, ordering: .relaxed).newValue
-        guard total <= bodyBudget else {
-            bufferedBodyBytes.subtract(bytes, ordering: .relaxed)
-            return false
+    /// Reserves `bytes` more of body memory for a request from `address` whose body, with them,
+    /// is `bodySize` bytes; false (and nothing reserved) when they do not fit.
+    ///
+    /// Memory is reserved as bytes arrive, never on a length's announcement, so that holding it
+    /// costs a client the bytes themselves. Three ceilings: the whole budget; one address's share
+    /// of it (``addressShare``), so that one client cannot hold it all; and, for a body past
+    /// ``smallBody`` bytes, the budget less a reserve, so that small requests (a login, a JSON
+    /// call) still fit while large uploads fill the rest.
+    func reserveBody(_ bytes: Int, from address: AddressKey?, bodySize: Int) -> Bool {
+        lock.withLock {
+            let ceiling = bodySize <= Self.smallBody ? bodyBudget : bodyBudget - smallBodyReserve
+            let total = bufferedBodyBytes.load(ordering: .relaxed) + bytes
+            guard total <= ceiling else { return false }
+            if let address {
+                let held = bodyBytesPerAddress[address, default: 0] + bytes
+                guard held <= addressShare else { return false }
+                bodyBytesPerAddress[address] = held
+            }
+            bufferedBodyBytes.store(total, ordering: .relaxed)
+            return true
         }
-        return true
     }
 
-    /// Gives back body memory reserved with ``reserveBody(_:)``.
-    func releaseBody(_ bytes: Int) {
-        if bytes > 0 { bufferedBodyBytes.subtract(bytes, ordering: .relaxed) }
+    /// Gives back body memory reserved with ``reserveBody(_:from:bodySize:)``.
+    func releaseBody(_ bytes: Int, from address: AddressKey?) {
+        guard bytes > 0 else { return }
+        lock.withLock {
+            bufferedBodyBytes.subtract(bytes, ordering: .relaxed)
+            if let address {
+                let left = bodyBytesPerAddress[address, default: bytes] - bytes
+                bodyBytesPerAddress[address] = left > 0 ? left : nil
+            }
+        }
     }
 
-    /// Shuts down every connection past its phase's deadline and returns how many.
+    /// A body of at most this many bytes may use the reserve of the budget kept for small ones.
+    static let smallBody = 16 << 10
+
+    /// Shuts down every connection past its phase's deadline, and every one whose client has
+    /// closed its side while the server waits for the rest of a request; returns how many.
     ///
     /// `shutdown(2)`, not `close(2)`: libmicrohttpd still owns the descriptor; it sees the end of
     /// the stream, closes the connection and tells ``closed(_:)``, which waits for this lock, so
     /// a descriptor is never shut down after libmicrohttpd closed it.
+    ///
+    /// libmicrohttpd does not notice a peer's end of stream while it waits for more of a request:
+    /// such a connection would hold its slot until the deadline. So a connection that has waited
+    /// a second is asked (a peek that reads nothing) whether its peer is gone.
     @discardableResult
     func sweep() -> Int {
         let now = milliseconds()
@@ -131,17 +207,29 @@ final class ConnectionRegistry: @unchecked Sendable {
                 case .readingBody: limit = bodyDeadline
                 default: continue
                 }
-                guard now > since, now - since > limit else { continue }
-                connection.cut = true
-                _ = shutdown(connection.descriptor, Int32(SHUT_RDWR))
+                guard now > since, now - since > 1000 else { continue }
+                guard now - since > limit || Self.peerHasClosed(connection.descriptor) else { continue }
+                cut(connection)
                 count += 1
             }
             return count
         }
     }
 
-    /// Connections open right now.
-    var openCount: Int { lock.withLock { connections.count } }
+    /// Whether the peer has ended its side of the stream (and nothing of it is left unread).
+    private static func peerHasClosed(_ descriptor: Int32) -> Bool {
+        var byte: UInt8 = 0
+        return recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0
+    }
+
+    /// Connections open right now and in `phase`, not shut down.
+    func count(in phase: Phase) -> Int {
+        lock.withLock {
+            connections.values.count {
+                !$0.cut && Phase(rawValue: $0.state.load(ordering: .relaxed) >> 62) == phase
+            }
+        }
+    }
 
     /// Milliseconds on the coarse monotonic clock: a few milliseconds of resolution are plenty for
     /// deadlines of seconds, and reading it costs next to nothing (this runs thrice a request).

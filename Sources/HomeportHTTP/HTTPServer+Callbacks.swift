@@ -81,7 +81,7 @@ let requestCompletedCallback: MHD_RequestCompletedCallback = { context, _, reque
     let request = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
     requestContext.pointee = nil
     let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
-    server.connections.releaseBody(request.reserved)
+    server.connections.releaseBody(request.reserved, from: request.connection?.address)
     // The connection may carry another request: its header deadline starts now.
     if let connection = request.connection { server.connections.enter(.awaitingHead, connection) }
     server.inFlight.subtract(1, ordering: .relaxed)
@@ -106,9 +106,11 @@ extension HTTPServer {
                 if request.body.count + size > configuration.maxBodyBytes {
                     request.refusal = .payloadTooLarge(limit: configuration.maxBodyBytes)
                 } else if request.body.count + size > request.reserved {
-                    // A body of unannounced length (chunked) reserves its memory as it arrives.
+                    // Memory is reserved as the body arrives, never on announcement.
                     let needed = request.body.count + size - request.reserved
-                    if connections.reserveBody(needed) {
+                    if connections.reserveBody(
+                        needed, from: request.connection?.address, bodySize: request.body.count + size)
+                    {
                         request.reserved += needed
                     } else {
                         request.refusal = Self.bodyBudgetSpent
@@ -157,10 +159,10 @@ extension HTTPServer {
     /// The first call: the request line and headers are in, no byte of the body has been read.
     ///
     /// Framing that is ambiguous or unsupported is refused here (RFC 9112 §6.3), with the
-    /// connection closed. An announced body reserves its memory in the budget. A body over the
-    /// limit (413) or the budget (503) is refused: a modest one is read and dropped first, so the
-    /// client, which may still be sending, reliably gets the answer instead of a reset; a huge
-    /// one is refused before a byte of it is read.
+    /// connection closed. A body announced over the limit is refused (413): a modest one is read
+    /// and dropped first, so the client, which may still be sending, reliably gets the answer
+    /// instead of a reset; a huge one is refused before a byte of it is read. A body's memory is
+    /// reserved in the budget as it arrives (503 past it, answered the same way).
     private func headersArrived(
         _ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
         version: UnsafePointer<CChar>?, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
@@ -181,11 +183,10 @@ extension HTTPServer {
         if case .length(let announced) = framing {
             if announced > configuration.maxBodyBytes {
                 request.refusal = .payloadTooLarge(limit: configuration.maxBodyBytes)
-            } else if announced > 0 && connections.reserveBody(announced) {
-                request.reserved = announced
-                request.body.reserveCapacity(announced)
             } else if announced > 0 {
-                request.refusal = Self.bodyBudgetSpent
+                // Announcing a length costs the client nothing, so it reserves nothing either:
+                // memory is reserved, and allocated, as the body arrives.
+                request.body.reserveCapacity(min(announced, Self.preallocation))
             }
             // A body too large to be worth reading is refused before a byte of it is read.
             if let refusal = request.refusal, announced > drainLimit {
@@ -194,6 +195,10 @@ extension HTTPServer {
         }
         return .YES
     }
+
+    /// What an announced body gets allocated before it arrives: a small body at once, a large
+    /// one only as it comes.
+    static let preallocation = 16 << 10
 
     static let bodyBudgetSpent = HTTPError.unavailable(
         code: APIErrorCode.unavailable,

@@ -65,7 +65,8 @@ public final class HTTPServer: @unchecked Sendable {
             let daemon = homeport_mhd_start(
                 UInt32(flags), socket.descriptor, UInt32(max(1, configuration.workerThreads)),
                 UInt32(max(1, configuration.idleTimeoutSeconds)), max(4096, configuration.maxHeaderBytes),
-                UInt32(max(1, configuration.maxConnections)), acceptPolicyCallback, accessHandlerCallback,
+                UInt32(max(1, configuration.maxConnections) + Self.sheddingHeadroom), acceptPolicyCallback,
+                accessHandlerCallback,
                 requestCompletedCallback, notifyConnectionCallback, context)
         else {
             close(socket.descriptor)
@@ -79,12 +80,17 @@ public final class HTTPServer: @unchecked Sendable {
         lock.withLock { lifecycle = .running(daemon: daemon, listen: socket, sweeper: sweeper) }
     }
 
+    /// Connections libmicrohttpd may hold past ``HTTPServerConfiguration/maxConnections``: a
+    /// connection admitted at the cap in place of one shut down (see ``ConnectionRegistry``)
+    /// arrives before libmicrohttpd has closed that one.
+    static let sheddingHeadroom = 64
+
     /// Raises this process's open-file limit to what the connection cap needs, as far as the
     /// hard limit allows; says so in the log when it cannot.
     private func raiseDescriptorLimit() {
         var limit = rlimit()
         guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 else { return }
-        let wanted = rlim_t(configuration.maxConnections + 256)
+        let wanted = rlim_t(configuration.maxConnections + Self.sheddingHeadroom + 256)
         guard limit.rlim_cur < wanted else { return }
         limit.rlim_cur = min(wanted, limit.rlim_max)
         _ = setrlimit(RLIMIT_NOFILE_VALUE, &limit)

@@ -15,7 +15,8 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     public var maxHeaderBytes: Int
     /// Seconds a connection may stay silent before the server closes it.
     public var idleTimeoutSeconds: Int
-    /// Connections open at once; further ones are accepted and closed at once.
+    /// Connections open at once; a further one takes the place of a connection waiting for a
+    /// request, or is closed at once when every connection is busy with one.
     public var maxConnections: Int
     /// Connections open at once from one client address (an IPv6 client counts by its /64);
     /// further ones are closed at once. 0 means no cap.

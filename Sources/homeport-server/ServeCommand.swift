@@ -32,7 +32,8 @@ enum ServeCommand {
                 "idle-timeout", "SECONDS", help: "Close a connection silent this long.",
                 environment: "HOMEPORT_IDLE_TIMEOUT", default: "30"),
             .value(
-                "max-connections", "N", help: "Connections open at once.",
+                "max-connections", "N",
+                help: "Connections open at once; past it, a new one replaces one waiting for a request.",
                 environment: "HOMEPORT_MAX_CONNECTIONS", default: "1000"),
             .value(
                 "max-connections-per-address", "N",

@@ -1,7 +1,8 @@
 import Foundation
-import HomeportHTTP
 import HomeportTestSupport
 import Testing
+
+@testable import HomeportHTTP
 
 #if canImport(Glibc)
     import Glibc
@@ -36,6 +37,87 @@ struct SlowClientTests {
             for _ in 0..<20 {
                 #expect(try RawHTTP.request(port: server.port, path: "/hello", timeout: 5).status == 200)
             }
+        }
+    }
+
+    @Test("at the server's cap a newcomer takes the place of a connection waiting for its request")
+    func shedsWaitingConnectionAtCap() throws {
+        let configuration = HTTPServerConfiguration(
+            port: 0, workerThreads: 2, idleTimeoutSeconds: 60, maxConnections: 40, maxConnectionsPerAddress: 12,
+            headerTimeoutSeconds: 60)
+        try withServer(sampleRouter(), configuration: configuration) { server throws in
+            // Four addresses hold every slot with requests they never finish; the last holds the most.
+            var held: [Int32] = []
+            for (address, count) in [("127.0.0.2", 9), ("127.0.0.3", 9), ("127.0.0.4", 10), ("127.0.0.5", 12)] {
+                held += holdOpen(count, port: server.port, source: address)
+            }
+            defer { held.forEach { close($0) } }
+            #expect(held.count == 40)
+            try waitUntil(server, holds: 40, in: .awaitingHead)
+            // Two newcomers, each keeping its connection open after its answer.
+            let newcomers = try (0..<2).map { _ in try RawHTTP.connect(port: server.port, timeout: 5) }
+            defer { newcomers.forEach { close($0) } }
+            for fd in newcomers {
+                RawHTTP.send(fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+                #expect(try RawHTTP.readResponse(fd).status == 200)
+            }
+            let shed = held.indices.filter { RawHTTP.isClosedByPeer(held[$0], timeout: 0.05) }
+            #expect(shed.count == 2, "one waiting connection for each newcomer")
+            #expect(shed.allSatisfy { $0 >= 28 }, "from the address holding the most (12, then 11)")
+        }
+    }
+
+    /// Waits until `server` holds `bytes` of request bodies.
+    private func waitUntil(_ server: HTTPServer, buffers bytes: Int) throws {
+        for _ in 0..<500 where server.connections.bufferedBodyBytes.load(ordering: .relaxed) < bytes {
+            usleep(10_000)
+        }
+        #expect(server.connections.bufferedBodyBytes.load(ordering: .relaxed) == bytes)
+    }
+
+    /// Waits until `server` has accepted `count` connections and they are all in `phase`.
+    private func waitUntil(_ server: HTTPServer, holds count: Int, in phase: ConnectionRegistry.Phase) throws {
+        for _ in 0..<500 where server.connections.count(in: phase) < count { usleep(10_000) }
+        #expect(server.connections.count(in: phase) == count)
+    }
+
+    @Test("at the server's cap, when every connection is busy with a request, a newcomer is closed")
+    func refusesAtCapWhenAllBusy() throws {
+        let configuration = HTTPServerConfiguration(
+            port: 0, workerThreads: 2, idleTimeoutSeconds: 60, maxConnections: 20, maxConnectionsPerAddress: 0,
+            headerTimeoutSeconds: 60, bodyTimeoutSeconds: 60)
+        try withServer(sampleRouter(), configuration: configuration) { server throws in
+            let busy = try (0..<20).map { _ in
+                try unfinishedBody(server, from: "127.0.0.2", length: 100, sent: 10)
+            }
+            defer { busy.forEach { close($0) } }
+            try waitUntil(server, holds: 20, in: .readingBody)
+            // Reading bodies, not waiting for a request: none of them may be shed.
+            var refused = false
+            for _ in 0..<100 where !refused {
+                let fd = try RawHTTP.connect(port: server.port, timeout: 5)
+                refused = RawHTTP.isClosedByPeer(fd, timeout: 0.5)
+                close(fd)
+            }
+            #expect(refused)
+            #expect(busy.allSatisfy { !RawHTTP.isClosedByPeer($0, timeout: 0.01) })
+        }
+    }
+
+    @Test(
+        "a client that closes its side mid-request frees its slot long before the deadline",
+        arguments: [
+            "GET /hello HTTP/1.1\r\nHost: x\r\n", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc",
+        ])
+    func halfClosedIsClosed(partial: String) throws {
+        let configuration = HTTPServerConfiguration(
+            port: 0, workerThreads: 2, idleTimeoutSeconds: 60, headerTimeoutSeconds: 60, bodyTimeoutSeconds: 60)
+        try withServer(sampleRouter(), configuration: configuration) { server throws in
+            let fd = try RawHTTP.connect(port: server.port, timeout: 5)
+            defer { close(fd) }
+            RawHTTP.send(fd, partial)
+            shutdown(fd, Int32(SHUT_WR))
+            #expect(RawHTTP.isClosedByPeer(fd, timeout: 10), "closed within seconds, not at the 60-second deadline")
         }
     }
 
@@ -83,40 +165,108 @@ struct SlowClientTests {
         }
     }
 
+    /// Opens a connection from `source` that sends a head announcing `length` bytes and then
+    /// `sent` of them.
+    private func unfinishedBody(_ server: HTTPServer, from source: String, length: Int, sent: Int) throws -> Int32 {
+        let fd = try RawHTTP.connect(port: server.port, source: source, timeout: 5)
+        RawHTTP.send(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: \(length)\r\n\r\n")
+        RawHTTP.send(fd, [UInt8](repeating: 0x61, count: sent))
+        return fd
+    }
+
+    /// A POST of `size` bytes from `source`; its status.
+    private func post(_ server: HTTPServer, from source: String = "127.0.0.1", size: Int) throws -> Int {
+        let fd = try RawHTTP.connect(port: server.port, source: source, timeout: 5)
+        defer { close(fd) }
+        RawHTTP.send(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: \(size)\r\n\r\n")
+        RawHTTP.send(fd, [UInt8](repeating: 0x61, count: size))
+        return try RawHTTP.readResponse(fd).status
+    }
+
+    /// `probe`'s status once it is `status` (the server reads what was sent before it in its own
+    /// time), or its last one after two seconds.
+    private func eventually(_ status: Int, _ probe: () throws -> Int) throws -> Int {
+        var last = try probe()
+        for _ in 0..<100 where last != status {
+            usleep(20_000)
+            last = try probe()
+        }
+        return last
+    }
+
     @Test("bodies in memory have one budget: past it a request is 503 at once, and the budget comes back")
     func bodyBudget() throws {
         let configuration = HTTPServerConfiguration(
             port: 0, workerThreads: 2, maxBodyBytes: 2000, maxBufferedBodyBytes: 4000)
         try withServer(sampleRouter(), configuration: configuration) { server throws in
-            var unfinished: [Int32] = []
-            for _ in 0..<2 {
-                let fd = try RawHTTP.connect(port: server.port, timeout: 5)
-                RawHTTP.send(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\nabc")
-                unfinished.append(fd)
+            // Two addresses, each holding one body's worth (its share), spend the budget.
+            let unfinished = try ["127.0.0.2", "127.0.0.3"].map {
+                try unfinishedBody(server, from: $0, length: 2000, sent: 1999)
             }
-            // Once the workers have read both heads, the budget is spent.
-            var refused = try RawHTTP.request(port: server.port, method: "POST", path: "/echo", body: Data(count: 2000))
-            for _ in 0..<100 where refused.status != 503 {
-                usleep(20_000)
-                refused = try RawHTTP.request(port: server.port, method: "POST", path: "/echo", body: Data(count: 2000))
-            }
-            #expect(refused.status == 503)
-            #expect(refused.header("Retry-After") != nil)
-            #expect((refused.jsonObject?["error"] as? [String: Any])?["code"] as? String == "unavailable")
+            let refused = try eventually(503) { try post(server, size: 100) }
+            #expect(refused == 503)
+            let answer = try RawHTTP.request(port: server.port, method: "POST", path: "/echo", body: Data(count: 100))
+            #expect(answer.header("Retry-After") != nil)
+            #expect((answer.jsonObject?["error"] as? [String: Any])?["code"] as? String == "unavailable")
             // A chunked body reserves as it arrives, and is refused the same way.
             var chunked = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
             chunked += "64\r\n" + String(repeating: "a", count: 100) + "\r\n0\r\n\r\n"
             #expect(try RawHTTP.exchange(port: server.port, Array(chunked.utf8)).status == 503)
 
             unfinished.forEach { close($0) }
-            var served = false
-            for _ in 0..<100 where !served {
-                served =
-                    try RawHTTP.request(port: server.port, method: "POST", path: "/echo", body: Data(count: 2000))
-                    .status == 200
-                if !served { usleep(50_000) }
+            #expect(try eventually(200) { try post(server, size: 2000) } == 200, "closing them gives the memory back")
+        }
+    }
+
+    @Test("announcing a length reserves nothing: memory is held only by bytes that arrived")
+    func announcingReservesNothing() throws {
+        let configuration = HTTPServerConfiguration(
+            port: 0, workerThreads: 2, maxBodyBytes: 2000, maxBufferedBodyBytes: 4000)
+        try withServer(sampleRouter(), configuration: configuration) { server throws in
+            let announced = try (2...9).map {
+                try unfinishedBody(server, from: "127.0.0.\($0)", length: 2000, sent: 10)
             }
-            #expect(served, "closing the unfinished bodies gives their memory back")
+            defer { announced.forEach { close($0) } }
+            // Eight announcements of 2,000 bytes would be 16,000: four times the budget.
+            #expect(try eventually(200) { try post(server, size: 2000) } == 200)
+            // (1,500 bytes: the previous request's memory may come back a moment after its answer.)
+            for _ in 0..<5 { #expect(try post(server, size: 1500) == 200) }
+        }
+    }
+
+    @Test("one address holds at most its share of the budget; others, and small bodies, still fit")
+    func shareOfOneAddress() throws {
+        // An address's share: an eighth of 40,000, or one 5,000-byte body, whichever is more.
+        let configuration = HTTPServerConfiguration(
+            port: 0, workerThreads: 2, maxBodyBytes: 5000, maxBufferedBodyBytes: 40000)
+        try withServer(sampleRouter(), configuration: configuration) { server throws in
+            let hog = try unfinishedBody(server, from: "127.0.0.2", length: 5000, sent: 4000)
+            defer { close(hog) }
+            try waitUntil(server, buffers: 4000)
+            #expect(
+                try eventually(503) { try post(server, from: "127.0.0.2", size: 2000) } == 503,
+                "4,000 bytes held and 2,000 more are past the address's share of 5,000")
+            #expect(try post(server, from: "127.0.0.2", size: 900) == 200, "within it, the address is served")
+            #expect(try post(server, from: "127.0.0.3", size: 5000) == 200, "another address has its own share")
+        }
+    }
+
+    @Test("the last eighth of the budget is kept for small bodies: a login fits while uploads fill the rest")
+    func reserveForSmallBodies() throws {
+        // Large bodies stop at 35,000 of 40,000; bodies up to 16 KiB may use the last 5,000.
+        let configuration = HTTPServerConfiguration(
+            port: 0, workerThreads: 2, maxBodyBytes: 20000, maxBufferedBodyBytes: 40000)
+        try withServer(sampleRouter(), configuration: configuration) { server throws in
+            let uploads = [
+                try unfinishedBody(server, from: "127.0.0.2", length: 20000, sent: 10000),
+                try unfinishedBody(server, from: "127.0.0.3", length: 20000, sent: 10000),
+            ]
+            defer { uploads.forEach { close($0) } }
+            try waitUntil(server, buffers: 20000)
+            #expect(
+                try eventually(503) { try post(server, from: "127.0.0.4", size: 17000) } == 503,
+                "20,000 held: a large body would fit under 40,000 but not under 35,000")
+            #expect(try post(server, from: "127.0.0.5", size: 3000) == 200, "a small one uses the reserve")
         }
     }
 }
