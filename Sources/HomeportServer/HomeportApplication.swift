@@ -68,10 +68,12 @@ public final class HomeportApplication: Sendable {
         router.addPush(push, hub: hub, accounts: accounts)
         router.addAppDoor(accounts)
         router.addWebDoor(
-            accounts, product: configuration.product, csrfKey: try ServerSecrets(database).secret(named: "csrf"))
+            accounts, product: configuration.product,
+            csrfKey: try ServerSecrets(database, logger: logger.withLabel("homeport.server")).secret(named: "csrf"))
         self.server = HTTPServer(configuration: configuration.effectiveHTTP, responder: router, logger: logger)
         self.heartbeat = try ReplicaHeartbeat(
-            database: database, listen: configuration.listen.description, logger: logger)
+            database: database, identity: identity, timing: configuration.heartbeat,
+            listen: configuration.listen.description, logger: logger)
     }
 
     /// Registers this replica's heartbeat, then starts listening; returns the bound port.

@@ -9,11 +9,22 @@ import Synchronization
 /// Created on first use, race-free across replicas (`INSERT … ON CONFLICT DO NOTHING`, then read
 /// back whatever won), cached in this process after the first successful read. It never answers
 /// an identifier it has not read from the database.
+///
+/// In a serving replica the cache holds on a lease that each heartbeat written renews
+/// (``renewLease(until:)``): past it, ``instanceID()`` throws ``IdentityError/leaseLapsed``, so a
+/// replica that cannot reach its database stops answering an identity that `identity reset` may
+/// have replaced meanwhile.
 public final class IdentityStore: Sendable {
     private let database: any Database
     private let random: any RandomSource
     private let now: @Sendable () -> Date
-    private let cached = Mutex<InstanceID?>(nil)
+    private let state = Mutex(CacheState())
+
+    private struct CacheState {
+        var id: InstanceID?
+        /// Until when the cache may be answered; `nil` outside a serving replica (no heartbeat).
+        var lease: ContinuousClock.Instant?
+    }
 
     /// Creates a store over `database`; `random` and `now` are injectable for tests.
     public init(
@@ -27,10 +38,25 @@ public final class IdentityStore: Sendable {
 
     /// The installation's identifier, creating it on first use. Throws when it cannot be read or stored.
     public func instanceID() throws -> InstanceID {
-        if let known = cached.withLock({ $0 }) { return known }
+        let (known, lease) = state.withLock { ($0.id, $0.lease) }
+        if let lease, lease < .now { throw IdentityError.leaseLapsed }
+        if let known { return known }
         let id = try readOrCreate()
-        cached.withLock { $0 = id }
+        state.withLock { $0.id = id }
         return id
+    }
+
+    /// Reads the stored identifier anew into the cache and lets it be answered until `deadline`;
+    /// true when the database now holds another identifier than the one cached (an `identity
+    /// reset` happened). Called by the heartbeat after each write.
+    func renewLease(until deadline: ContinuousClock.Instant) throws -> Bool {
+        let stored = try storedInstanceID()?.instanceID
+        return state.withLock { state in
+            let changed = state.id != nil && state.id != stored
+            state.id = stored
+            state.lease = deadline
+            return changed
+        }
     }
 
     /// The stored identifier without creating one: `nil` when the row does not exist yet.
@@ -61,9 +87,10 @@ public final class IdentityStore: Sendable {
     /// nothing, while any replica's heartbeat is fresh (``ResetRefused``), unless `force` says
     /// that those replicas are dead (a process killed less than a heartbeat's freshness ago).
     @discardableResult
-    public func reset(force: Bool = false, now: Date = Date()) throws -> ResetOutcome {
+    public func reset(force: Bool = false) throws -> ResetOutcome {
+        let dialect = database.dialect
         let outcome = try database.transaction { db -> ResetOutcome in
-            let live = try ReplicaStore(db).live(at: now)
+            let live = try ReplicaStore(db, dialect: dialect).live()
             if !force && !live.isEmpty { throw ResetRefused(replicas: live) }
             let raw = try db.execute("SELECT instance_id FROM server_identity WHERE id = 1").first
             try db.execute("DELETE FROM server_identity WHERE id = 1")
@@ -71,7 +98,7 @@ public final class IdentityStore: Sendable {
             let text = raw.string("instance_id") ?? ""
             return InstanceID(text).map(ResetOutcome.removed) ?? .removedDamaged(String(text.prefix(64)))
         }
-        cached.withLock { $0 = nil }
+        state.withLock { $0.id = nil }
         return outcome
     }
 
@@ -100,12 +127,16 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
     case corrupt
     /// The insert succeeded but no row could be read back.
     case notStored
+    /// This replica has not written its heartbeat for too long: the identity it cached may have
+    /// been reset meanwhile.
+    case leaseLapsed
 
     /// A sentence for logs.
     public var description: String {
         switch self {
         case .corrupt: "the server_identity row does not hold a UUID"
         case .notStored: "the server_identity row could not be read back after creating it"
+        case .leaseLapsed: "this replica has not written its heartbeat for too long to trust its cached identity"
         }
     }
 }

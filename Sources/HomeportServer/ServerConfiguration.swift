@@ -24,6 +24,9 @@ public struct ServerConfiguration: Sendable {
     public var outboxDirectory: String
     /// Notifications: the payload's key, the catalogue, APNs.
     public var push: PushSettings
+    /// How often this replica writes its heartbeat, and how long it trusts its cached identity
+    /// after the last one written (shortened by tests).
+    var heartbeat = HeartbeatTiming()
 
     /// Creates a configuration.
     public init(

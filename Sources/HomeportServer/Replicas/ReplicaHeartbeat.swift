@@ -5,38 +5,56 @@ import HomeportLogging
 import HomeportStorage
 import Synchronization
 
+/// How often a replica writes its heartbeat, and how long after the last one written it trusts
+/// the identity it has cached.
+struct HeartbeatTiming: Sendable {
+    /// Between two heartbeats.
+    var interval: Duration = .seconds(ReplicaStore.interval)
+    /// From the start of the last heartbeat written until the replica stops answering its cached
+    /// identity: shorter than ``ReplicaStore/freshness`` by a whole interval, so that the replica
+    /// has stopped before anyone else may take it for dead.
+    var lease: Duration = .seconds(ReplicaStore.freshness) - .seconds(ReplicaStore.interval)
+}
+
 /// This process's row in `replicas`: written before the server listens, refreshed every
-/// ``ReplicaStore/interval`` seconds, deleted at a graceful stop. `identity reset` refuses while
-/// any replica's row is fresh.
+/// ``HeartbeatTiming/interval``, deleted at a graceful stop. `identity reset` refuses while any
+/// replica's row is fresh.
+///
+/// Each heartbeat written renews the identity's lease (``IdentityStore/renewLease(until:)``):
+/// a replica that cannot write its heartbeat soon stops answering its identity, before
+/// `identity reset` may take it for dead; one that writes again reads the identity anew, and so
+/// answers the new one if a reset happened meanwhile.
 final class ReplicaHeartbeat: Sendable {
     private let database: any Database
-    private let replica: ReplicaInfo
+    private let identity: IdentityStore
+    private let timing: HeartbeatTiming
+    private let id: String
+    private let listen: String
     private let logger: Logger
     private let timer = Mutex<(any DispatchSourceTimer)?>(nil)
 
-    init(database: any Database, listen: String, logger: Logger) throws {
+    init(database: any Database, identity: IdentityStore, timing: HeartbeatTiming, listen: String, logger: Logger)
+        throws
+    {
         self.database = database
+        self.identity = identity
+        self.timing = timing
+        self.listen = listen
         self.logger = logger.withLabel("homeport.replicas")
-        let now = Date()
-        replica = ReplicaInfo(
-            id: try SystemRandom().uuid().uuidString.lowercased(), host: ProcessInfo.processInfo.hostName,
-            pid: Int64(ProcessInfo.processInfo.processIdentifier), listen: listen, startedAt: now, seenAt: now)
+        id = try SystemRandom().uuid().uuidString.lowercased()
     }
 
     /// Registers this replica and starts the heartbeat.
     func start() throws {
-        try ReplicaStore(database).register(replica)
-        try? ReplicaStore(database).pruneDead(at: replica.startedAt)
-        let interval = Int(ReplicaStore.interval * 1000)
-        let (database, replica, logger) = (database, replica, logger)
+        try beat()
+        try? ReplicaStore(database, dialect: database.dialect).pruneDead()
+        let interval = Int(timing.interval / .milliseconds(1))
         timer.withLock { slot in
             let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "homeport.replicas.heartbeat"))
             timer.schedule(deadline: .now() + .milliseconds(interval), repeating: .milliseconds(interval))
-            timer.setEventHandler {
-                var beat = replica
-                beat.seenAt = Date()
+            timer.setEventHandler { [self] in
                 do {
-                    try ReplicaStore(database).register(beat)
+                    try beat()
                 } catch {
                     logger.warning("heartbeat not written", metadata: ["error": String(describing: error)])
                 }
@@ -46,12 +64,29 @@ final class ReplicaHeartbeat: Sendable {
         }
     }
 
+    /// Writes the row, then renews the identity's lease from the moment the write began.
+    private func beat() throws {
+        let began = ContinuousClock.now
+        try ReplicaStore(database, dialect: database.dialect).beat(
+            id: id, host: ProcessInfo.processInfo.hostName, pid: Int64(ProcessInfo.processInfo.processIdentifier),
+            listen: listen)
+        do {
+            if try identity.renewLease(until: began + timing.lease) {
+                logger.warning(
+                    "the installation identity changed in the database (identity reset); answering the new one")
+            }
+        } catch {
+            // The identity route answers 503 and says why; the heartbeat itself was written.
+            logger.debug("identity not renewed", metadata: ["error": String(describing: error)])
+        }
+    }
+
     /// Stops the heartbeat and removes this replica's row.
     func stop() {
         guard let timer = timer.withLock({ $0.take() }) else { return }
         timer.cancel()
         do {
-            try ReplicaStore(database).remove(id: replica.id)
+            try ReplicaStore(database, dialect: database.dialect).remove(id: id)
         } catch {
             logger.warning("replica row not removed", metadata: ["error": String(describing: error)])
         }

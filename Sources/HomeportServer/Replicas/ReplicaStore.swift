@@ -20,40 +20,51 @@ public struct ReplicaInfo: Sendable, Hashable {
 /// The `replicas` table: a row per serving process, refreshed by its heartbeat, removed when it
 /// stops gracefully. A row whose heartbeat is older than ``freshness`` belongs to a process that
 /// died (or lost its database).
+///
+/// Every time here is the database's clock, never a process's: a replica whose clock runs behind
+/// the operator's would otherwise look dead while it serves.
 struct ReplicaStore {
     let db: any SQLExecutor
+    let dialect: SQLDialect
 
     /// How often a replica refreshes its row.
     static let interval: TimeInterval = 5
-    /// A heartbeat younger than this means the replica is serving.
-    static let freshness: TimeInterval = 15
+    /// A heartbeat younger than this (seconds) means the replica is serving.
+    static let freshness: Int64 = 15
 
-    init(_ db: any SQLExecutor) {
+    init(_ db: any SQLExecutor, dialect: SQLDialect) {
         self.db = db
+        self.dialect = dialect
     }
 
-    func register(_ replica: ReplicaInfo) throws {
+    /// The database's clock, in whole seconds since 1970.
+    private var now: String {
+        dialect == .postgres
+            ? "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS BIGINT)" : "CAST(strftime('%s', 'now') AS INTEGER)"
+    }
+
+    /// Writes a heartbeat: the row's `seen_at` becomes the database's now (its `started_at` too,
+    /// the first time).
+    func beat(id: String, host: String, pid: Int64, listen: String) throws {
         try db.execute(
             """
-            INSERT INTO replicas (id, host, pid, listen, started_at, seen_at) VALUES ($1, $2, $3, $4, $5, $6)
-            ON CONFLICT (id) DO UPDATE SET seen_at = $6
+            INSERT INTO replicas (id, host, pid, listen, started_at, seen_at) VALUES ($1, $2, $3, $4, \(now), \(now))
+            ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at
             """,
-            [
-                .text(replica.id), .text(replica.host), .integer(replica.pid), .text(replica.listen),
-                .integer(Int64(replica.startedAt.timeIntervalSince1970)),
-                .integer(Int64(replica.seenAt.timeIntervalSince1970)),
-            ])
+            [.text(id), .text(host), .integer(pid), .text(listen)])
     }
 
     func remove(id: String) throws {
         try db.execute("DELETE FROM replicas WHERE id = $1", [.text(id)])
     }
 
-    /// Replicas whose heartbeat is fresh at `now`.
-    func live(at now: Date) throws -> [ReplicaInfo] {
+    /// Replicas whose heartbeat is fresh.
+    func live() throws -> [ReplicaInfo] {
         try db.execute(
-            "SELECT id, host, pid, listen, started_at, seen_at FROM replicas WHERE seen_at > $1 ORDER BY started_at",
-            [.integer(Int64(now.timeIntervalSince1970 - Self.freshness))]
+            """
+            SELECT id, host, pid, listen, started_at, seen_at FROM replicas
+            WHERE seen_at > \(now) - \(Self.freshness) ORDER BY started_at
+            """
         ).compactMap { row in
             guard let id = row.string("id"), let host = row.string("host"), let pid = row.int("pid"),
                 let listen = row.string("listen"), let started = row.int("started_at"), let seen = row.int("seen_at")
@@ -66,8 +77,7 @@ struct ReplicaStore {
     }
 
     /// Deletes rows whose heartbeat stopped long ago (a day).
-    func pruneDead(at now: Date) throws {
-        try db.execute(
-            "DELETE FROM replicas WHERE seen_at < $1", [.integer(Int64(now.timeIntervalSince1970 - 86400))])
+    func pruneDead() throws {
+        try db.execute("DELETE FROM replicas WHERE seen_at < \(now) - 86400")
     }
 }

@@ -36,7 +36,8 @@ final class AppInfoEndpoint: Sendable {
     private let product: String
     private let version: String
     private let logger: Logger
-    private let cached = Mutex<Data?>(nil)
+    /// The body, encoded once per identifier (a replica may see a reset and answer a new one).
+    private let cached = Mutex<(id: InstanceID, bytes: Data)?>(nil)
 
     init(identity: IdentityStore, product: String, version: String, logger: Logger) {
         self.identity = identity
@@ -50,7 +51,6 @@ final class AppInfoEndpoint: Sendable {
     }
 
     private func body() -> Data {
-        if let bytes = cached.withLock({ $0 }) { return bytes }
         let id: InstanceID?
         do {
             id = try identity.instanceID()
@@ -59,9 +59,10 @@ final class AppInfoEndpoint: Sendable {
             logger.warning("app-info without instanceId", metadata: ["error": String(describing: error)])
             id = nil
         }
+        if let id, let known = cached.withLock({ $0 }), known.id == id { return known.bytes }
         let info = AppInfo(product: product, version: version, features: Self.features, instanceId: id)
         let bytes = (try? HTTPResponse.encoder.encode(info)) ?? Data("{}".utf8)
-        if id != nil { cached.withLock { $0 = bytes } }
+        if let id { cached.withLock { $0 = (id, bytes) } }
         return bytes
     }
 }

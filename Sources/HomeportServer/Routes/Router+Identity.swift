@@ -11,11 +11,11 @@ extension Router where Context == RequestContext {
     /// same with or without credentials, and it sets no cookie. When the identity cannot be read
     /// it answers 503 with the JSON error shape; it never invents an identifier.
     mutating func addIdentityRoute(store: IdentityStore, product: String, logger: Logger) {
-        let body = Mutex<Data?>(nil)
+        // The body, encoded once per identifier (a replica may see a reset and answer a new one).
+        let body = Mutex<(id: InstanceID, bytes: Data)?>(nil)
         let logger = logger.withLabel("homeport.identity")
         group(HomeportPath.serverIdentity, middleware: [NoStoreMiddleware()]) { identity in
             identity.get("") { _, _ in
-                if let cached = body.withLock({ $0 }) { return .json(bytes: cached) }
                 let id: InstanceID
                 do {
                     id = try store.instanceID()
@@ -25,8 +25,9 @@ extension Router where Context == RequestContext {
                         code: APIErrorCode.identityUnavailable,
                         message: "The server cannot read its installation identity right now. Try again later.")
                 }
+                if let cached = body.withLock({ $0 }), cached.id == id { return .json(bytes: cached.bytes) }
                 let bytes = try HTTPResponse.encoder.encode(ServerIdentity(product: product, instanceId: id))
-                body.withLock { $0 = bytes }
+                body.withLock { $0 = (id, bytes) }
                 return .json(bytes: bytes)
             }
         }
