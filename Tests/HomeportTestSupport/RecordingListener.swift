@@ -220,6 +220,13 @@ public final class RecordingListener: @unchecked Sendable {
             // Hold the connection open and silent until stopped.
             while lock.withLock({ running }) { usleep(50_000) }
         }
-        close(client)
+        // Forgotten before it is closed: stop() must never close a number the system has since
+        // given to another socket (another test's listener, say).
+        let mine = lock.withLock { () -> Bool in
+            guard let index = open.firstIndex(of: client) else { return false }
+            open.remove(at: index)
+            return true
+        }
+        if mine { close(client) }
     }
 }
