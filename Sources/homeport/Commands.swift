@@ -55,6 +55,17 @@ enum Commands {
                 return "the session this device held for \(email) on \(server) was replaced here, but the server "
                     + "did not confirm that it ended (\(reason)); it may stay valid until it expires"
             }
+        case .pushDevice(let server, let outcome):
+            switch outcome {
+            case .registered: return nil
+            case .unregistered: return "withdrew this device's push token from \(server)"
+            case .registrationFailed(let reason):
+                return "could not register this device's push token with \(server) (\(reason)); "
+                    + "run 'homeport push register' again later"
+            case .unregistrationNotConfirmed(let reason):
+                return "\(server) did not confirm that it dropped this device's push token (\(reason)); "
+                    + "it was forgotten here, and the server drops it when the session ends"
+            }
         case .signedOut, .pathChanged: return nil
         }
     }

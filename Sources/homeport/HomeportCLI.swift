@@ -72,7 +72,7 @@ enum HomeportCLI {
             .alternativeDisowned, .claimNotConfirmed, .probeFailed, .unsafeDirectory:
             3
         case .signedOut: 4
-        case .invalidAddress, .unknownServer, .ambiguousServer, .addressNotApplicable: 2
+        case .invalidAddress, .unknownServer, .ambiguousServer, .addressNotApplicable, .invalidInput: 2
         case .signInNotKept(let reason, _): exitCode(for: reason)
         default: 1
         }
@@ -102,7 +102,7 @@ enum HomeportCLI {
         case "servers": return try Commands.servers(rest, environment)
         case "whoami": return try await Commands.whoami(rest, environment)
         case "logout": return try await Commands.logout(rest, environment)
-        case "remove": return try Commands.remove(rest, environment)
+        case "remove": return try await Commands.remove(rest, environment)
         case "network": return try Commands.network(rest, environment)
         default: throw UsageError("unknown command '\(command)'; run 'homeport --help'")
         }
