@@ -11,7 +11,7 @@
     /// when the caller names it.
     public final class CurlTransport: ClientTransport {
         private static let initialized: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
-        private let proxy: String
+        let proxy: String
 
         /// Creates the transport; every request goes through `proxy` when one is given, and
         /// directly otherwise, whatever the environment says.
@@ -180,41 +180,6 @@
         private static let progressCallback: curl_xferinfo_callback = { context, _, _, _, _ in
             guard let context else { return 0 }
             return Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().cancelled.isSet ? 1 : 0
-        }
-    }
-
-    /// Resumes a continuation exactly once, with whichever result comes first (even one that
-    /// arrives before the continuation is attached).
-    final class ResumeOnce<Value: Sendable>: @unchecked Sendable {
-        private let lock = NSLock()
-        private var continuation: CheckedContinuation<Value, any Error>?
-        private var early: Result<Value, any Error>?
-        private var done = false
-
-        func attach(_ continuation: CheckedContinuation<Value, any Error>) {
-            let result: Result<Value, any Error>? = lock.withLock {
-                if let early {
-                    done = true
-                    return early
-                }
-                self.continuation = continuation
-                return nil
-            }
-            if let result { continuation.resume(with: result) }
-        }
-
-        func resume(with result: Result<Value, any Error>) {
-            let continuation: CheckedContinuation<Value, any Error>? = lock.withLock {
-                guard !done else { return nil }
-                guard let continuation = self.continuation else {
-                    if early == nil { early = result }
-                    return nil
-                }
-                done = true
-                self.continuation = nil
-                return continuation
-            }
-            continuation?.resume(with: result)
         }
     }
 

@@ -19,6 +19,8 @@ public final class HomeportClient: Sendable {
     public let configuration: ClientConfiguration
     let onEvent: @Sendable (ClientEvent) -> Void
     private let state: Mutex<PathState>
+    /// Notification streams open now: a network-path change ends them (they reconnect on the new path).
+    let openStreams = OpenStreams()
 
     struct PathState {
         var path: String
@@ -57,7 +59,8 @@ public final class HomeportClient: Sendable {
     /// nothing is sent before a fresh probe on the new one.
     ///
     /// Every call drops the addresses chosen so far, even when the id is the same (two networks can
-    /// look alike to a path monitor).
+    /// look alike to a path monitor), and ends every open notification stream, which reconnects
+    /// through a fresh race.
     public func networkPathChanged(to path: String) {
         let changed = state.withLock { state -> Bool in
             state.winners.removeAll()
@@ -65,6 +68,7 @@ public final class HomeportClient: Sendable {
             state.path = path
             return true
         }
+        openStreams.endAll()
         if changed { onEvent(.pathChanged(path)) }
     }
 
@@ -259,5 +263,26 @@ public final class HomeportClient: Sendable {
 
     func forgetWinner(_ key: String) {
         _ = state.withLock { $0.winners.removeValue(forKey: key) }
+    }
+}
+
+/// The notification streams a client has open.
+final class OpenStreams: Sendable {
+    private let streams = Mutex<[ObjectIdentifier: ClientStream]>([:])
+
+    func add(_ stream: ClientStream) {
+        streams.withLock { $0[ObjectIdentifier(stream)] = stream }
+    }
+
+    func remove(_ stream: ClientStream) {
+        _ = streams.withLock { $0.removeValue(forKey: ObjectIdentifier(stream)) }
+    }
+
+    func endAll() {
+        let open = streams.withLock { streams in
+            defer { streams.removeAll() }
+            return Array(streams.values)
+        }
+        open.forEach { $0.cancel() }
     }
 }

@@ -14,6 +14,11 @@ final class SpyTransport: ClientTransport, @unchecked Sendable {
         return try await inner.send(request)
     }
 
+    func open(_ request: ClientRequest) async throws -> ClientStream {
+        lock.withLock { sent.append(request) }
+        return try await inner.open(request)
+    }
+
     var requests: [ClientRequest] { lock.withLock { sent } }
     func reset() { lock.withLock { sent.removeAll() } }
 
