@@ -19,9 +19,10 @@ enum Commands {
 
     /// The client over `$HOMEPORT_HOME`, sending through `proxy` only when one was named.
     /// Events are printed to standard error and kept in `events`.
-    static func client(_ environment: [String: String], proxy: URL? = nil, events: Events = Events()) throws
-        -> HomeportClient
-    {
+    static func client(
+        _ environment: [String: String], proxy: URL? = nil, events: Events = Events(),
+        configure: (inout ClientConfiguration) -> Void = { _ in }
+    ) throws -> HomeportClient {
         let home = home(environment)
         let directory = try ServerDirectory(directory: home)
         #if os(Linux)
@@ -29,9 +30,11 @@ enum Commands {
         #else
             let vault: any CredentialVault = KeychainVault()
         #endif
+        var configuration = ClientConfiguration()
+        configure(&configuration)
         return HomeportClient(
             directory: directory, vault: vault, transport: HomeportClient.defaultTransport(proxy: proxy),
-            networkPath: networkPath(environment).path,
+            configuration: configuration, networkPath: networkPath(environment).path,
             onEvent: { event in
                 events.add(event)
                 if let text = describe(event, directory) { warn("homeport: " + text) }
