@@ -55,11 +55,12 @@ let package = Package(
             name: "HomeportStorage",
             dependencies: ["CSQLite", "CLibPQ", "HomeportLogging"]
         ),
+        .target(name: "HomeportAPNs", dependencies: ["CCurl", "HomeportCrypto"]),
         .target(
             name: "HomeportServer",
             dependencies: [
                 "HomeportWire", "HomeportHTTP", "HomeportStorage", "HomeportCrypto",
-                "HomeportLogging",
+                "HomeportLogging", "HomeportAPNs",
             ]
         ),
         .executableTarget(
@@ -108,7 +109,7 @@ let package = Package(
             name: "HomeportServerTests",
             dependencies: [
                 "HomeportServer", "HomeportCommandLine", "HomeportTestSupport", "HomeportCrypto",
-                "HomeportLogging", "HomeportStorage", "HomeportWire",
+                "HomeportLogging", "HomeportStorage", "HomeportWire", "HomeportAPNs",
             ]
         ),
     ],

@@ -71,23 +71,38 @@ stop_postgres() {
     PG_DIR=
 }
 
-# ensure_allauth_peer — a virtualenv with django-allauth (headless) and gunicorn from PyPI,
-# for the interop tests and benchmarks. Exports HOMEPORT_TEST_ALLAUTH_DIR and _PYTHON.
-ensure_allauth_peer() {
-    local venv="$HOMEPORT_ROOT/.build/allauth-venv"
-    local requirements="$HOMEPORT_ROOT/interop/allauth/requirements.txt"
+# ensure_venv NAME REQUIREMENTS — a virtualenv in .build/NAME-venv with the pinned REQUIREMENTS
+# from PyPI (installed again only when the file changes); prints its python.
+ensure_venv() {
+    local venv="$HOMEPORT_ROOT/.build/$1-venv"
+    local requirements="$2"
     local stamp="$venv/.requirements"
     if ! cmp -s "$requirements" "$stamp" 2>/dev/null; then
-        say "installing django-allauth (headless) into $venv"
+        say "installing $(tr '\n' ' ' <"$requirements")into $venv"
         rm -rf "$venv"
         if ! python3 -m venv "$venv" >/dev/null 2>&1; then
             ensure_packages python3-venv
             rm -rf "$venv"
             /usr/bin/python3 -m venv "$venv"
         fi
-        "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+        "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" >&2
         cp "$requirements" "$stamp"
     fi
+    echo "$venv/bin/python"
+}
+
+# ensure_allauth_peer — django-allauth (headless) and gunicorn, for the interop tests and
+# benchmarks. Exports HOMEPORT_TEST_ALLAUTH_DIR and _PYTHON.
+ensure_allauth_peer() {
+    HOMEPORT_TEST_ALLAUTH_PYTHON=$(ensure_venv allauth "$HOMEPORT_ROOT/interop/allauth/requirements.txt")
+    export HOMEPORT_TEST_ALLAUTH_PYTHON
     export HOMEPORT_TEST_ALLAUTH_DIR="$HOMEPORT_ROOT/interop/allauth"
-    export HOMEPORT_TEST_ALLAUTH_PYTHON="$venv/bin/python"
+}
+
+# ensure_apns_peer — the APNs stand-in (hypercorn + h2, PyJWT + cryptography) for the push tests
+# and benchmarks. Exports HOMEPORT_TEST_APNS_DIR and _PYTHON.
+ensure_apns_peer() {
+    HOMEPORT_TEST_APNS_PYTHON=$(ensure_venv apns "$HOMEPORT_ROOT/interop/apns/requirements.txt")
+    export HOMEPORT_TEST_APNS_PYTHON
+    export HOMEPORT_TEST_APNS_DIR="$HOMEPORT_ROOT/interop/apns"
 }

@@ -28,12 +28,18 @@ public enum CryptoError: Error, Equatable, CustomStringConvertible {
     case randomUnavailable
     /// The key-derivation function failed.
     case kdfFailed
+    /// A key cannot be used; the text says why.
+    case badKey(String)
+    /// Signing failed.
+    case signingFailed
 
     /// A sentence for logs.
     public var description: String {
         switch self {
         case .randomUnavailable: "the system random generator failed"
         case .kdfFailed: "the password key-derivation function failed"
+        case .badKey(let why): "the key cannot be used: \(why)"
+        case .signingFailed: "signing failed"
         }
     }
 }

@@ -9,12 +9,21 @@ public struct HTTPResponse: Sendable {
     public var headers: HTTPHeaders
     /// The body bytes.
     public var body: Data
+    /// A body written over time instead of ``body`` (server-sent events); `nil` for most answers.
+    public var stream: HTTPBodyStream?
 
     /// Creates a response.
     public init(status: Int, headers: HTTPHeaders = [:], body: Data = Data()) {
         self.status = status
         self.headers = headers
         self.body = body
+    }
+
+    /// A response whose body `stream` writes over time, sent as it comes (chunked).
+    public static func streaming(_ stream: HTTPBodyStream, status: Int = 200, headers: HTTPHeaders) -> HTTPResponse {
+        var response = HTTPResponse(status: status, headers: headers)
+        response.stream = stream
+        return response
     }
 
     /// A JSON response from bytes that are already encoded.

@@ -219,9 +219,16 @@ extension HTTPServer {
         _ response: HTTPResponse, on connection: OpaquePointer, _ request: RequestState, method: String,
         path: String
     ) -> MHD_Result {
-        let mhdResponse = response.body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(
-                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        let mhdResponse: OpaquePointer?
+        if let stream = response.stream {
+            mhdResponse = MHD_create_response_from_callback(
+                UInt64.max, 4096, bodyStreamReader, Unmanaged.passRetained(stream).toOpaque(), bodyStreamFreed)
+            if mhdResponse != nil { track(stream, on: connection) }
+        } else {
+            mhdResponse = response.body.withUnsafeBytes { bytes in
+                MHD_create_response_from_buffer(
+                    bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+            }
         }
         guard let mhdResponse else { return .NO }
         defer { MHD_destroy_response(mhdResponse) }
@@ -236,6 +243,15 @@ extension HTTPServer {
             method: method, path: path, status: response.status, bytes: response.body.count,
             elapsed: ContinuousClock.now - request.started, client: request.client(connection))
         return result
+    }
+
+    /// Remembers a streamed response until its connection is gone.
+    private func track(_ stream: HTTPBodyStream, on connection: OpaquePointer) {
+        let key = ObjectIdentifier(stream)
+        stream.serverCloseHandler = { [weak self] in _ = self?.liveStreams.withLock { $0.removeValue(forKey: key) } }
+        liveStreams.withLock { $0[key] = stream }
+        stream.attach(connection)
+        if draining.load(ordering: .relaxed) { stream.finish() }
     }
 
     private final class ValueCollector {

@@ -27,6 +27,9 @@ public final class HTTPServer: @unchecked Sendable {
     private var lifecycle = LifecycleState.created
     let inFlight = Atomic<Int>(0)
     let draining = Atomic<Bool>(false)
+    /// Responses being streamed, so that a shutdown can end them (a suspended connection must be
+    /// resumed before libmicrohttpd stops).
+    let liveStreams = Mutex<[ObjectIdentifier: HTTPBodyStream]>([:])
 
     private enum LifecycleState {
         case created
@@ -53,7 +56,9 @@ public final class HTTPServer: @unchecked Sendable {
         let socket = try ListenSocket.open(host: configuration.host, port: configuration.port)
         // No MHD_USE_TURBO: libmicrohttpd calls it "slightly more experimental", and a worker crashed
         // once under the full test suite with it on.
-        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_USE_ITC.rawValue
+        var flags =
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_USE_ITC.rawValue
+            | MHD_ALLOW_SUSPEND_RESUME.rawValue
         if socket.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         let context = Unmanaged.passUnretained(self).toOpaque()
         guard
@@ -113,6 +118,8 @@ public final class HTTPServer: @unchecked Sendable {
         }
         guard let daemon else { return 0 }
         draining.store(true, ordering: .relaxed)
+        // Streams never end by themselves: end them now, so they drain like any other answer.
+        liveStreams.withLock { Array($0.values) }.forEach { $0.finish() }
         let listenDescriptor = MHD_quiesce_daemon(daemon)
         if listenDescriptor >= 0 { close(listenDescriptor) }
         let deadline = ContinuousClock.now.advanced(by: configuration.drainTimeout)

@@ -13,6 +13,10 @@ public final class HomeportApplication: Sendable {
     public let identity: IdentityStore
     /// Accounts and sessions.
     public let accounts: AccountService
+    /// Notifications: what a product calls to notify an account.
+    public let push: PushCenter
+    private let hub: StreamHub
+    let sender: PushSender?
     private let server: HTTPServer
     private let heartbeat: ReplicaHeartbeat
     private let logger: Logger
@@ -40,12 +44,28 @@ public final class HomeportApplication: Sendable {
             database: database, settings: accountSettings,
             mailer: mailer ?? OutboxMailer(directory: configuration.outboxDirectory), clock: clock, hasher: hasher,
             logger: logger)
+        self.push = PushCenter(
+            database: database, identity: identity, settings: configuration.push, clock: clock, logger: logger)
+        self.hub = StreamHub(
+            database: database, identity: identity, settings: configuration.push, clock: clock, logger: logger)
+        if let apns = configuration.push.apns {
+            self.sender = try PushSender(
+                database: database, settings: apns, maximumAttempts: configuration.push.maximumAttempts, clock: clock,
+                logger: logger)
+        } else {
+            self.sender = nil
+            logger.withLabel("homeport.push").notice(
+                configuration.push.topic == nil
+                    ? "pushes are off: no APNs key configured (registrations, the catalogue and the in-app stream work)"
+                    : "pushes are queued but not sent by this process: no APNs key configured")
+        }
         var router = ServerRouter()
         router.addHealthRoute()
         router.addIdentityRoute(store: identity, product: configuration.product, logger: logger)
         router.addAPI(
             accounts, identity: identity, product: configuration.product, version: ServerDefaults.version,
             logger: logger)
+        router.addPush(push, hub: hub, accounts: accounts)
         router.addAppDoor(accounts)
         router.addWebDoor(
             accounts, product: configuration.product, csrfKey: try ServerSecrets(database).secret(named: "csrf"))
@@ -64,6 +84,13 @@ public final class HomeportApplication: Sendable {
             heartbeat.stop()
             throw error
         }
+        let (hub, sender) = (hub, sender)
+        push.onNotify {
+            hub.poke()
+            sender?.wake()
+        }
+        hub.start()
+        sender?.start()
         return server.port
     }
 
@@ -73,7 +100,9 @@ public final class HomeportApplication: Sendable {
     /// Stops gracefully: no new connections, requests in flight finish, this replica's heartbeat
     /// row goes, then the database closes.
     public func shutdown() {
+        hub.stop()
         let left = server.shutdown()
+        sender?.stop()
         if left > 0 {
             logger.warning("drain timeout passed with requests in flight", metadata: ["requests": String(left)])
         }

@@ -87,6 +87,84 @@ public enum HomeportSchema {
                 )
                 """,
             ]),
+        Migration(version: 4, name: "push_notifications") { dialect in
+            let id = dialect == .postgres ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
+            return [
+                // One row per device token on this server; a token registered again by another account
+                // moves to it. A registration goes with the session that made it (ON DELETE CASCADE):
+                // every way a session ends (logout, password change or reset, hold) drops it.
+                """
+                CREATE TABLE IF NOT EXISTS push_devices (
+                    token TEXT PRIMARY KEY,
+                    environment TEXT NOT NULL CHECK (environment IN ('sandbox', 'production')),
+                    topic TEXT NOT NULL,
+                    user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    session_key_hash TEXT REFERENCES sessions (key_hash) ON DELETE CASCADE,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX IF NOT EXISTS push_devices_user ON push_devices (user_id)",
+                "CREATE INDEX IF NOT EXISTS push_devices_session ON push_devices (session_key_hash)",
+                """
+                CREATE TABLE IF NOT EXISTS notification_mutes (
+                    user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    thread TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    PRIMARY KEY (user_id, thread)
+                )
+                """,
+                // Each account's notifications in order (seq counts per account): the in-app stream
+                // reads it, and Last-Event-ID is a seq.
+                """
+                CREATE TABLE IF NOT EXISTS notifications (
+                    id \(id),
+                    user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    seq BIGINT NOT NULL,
+                    code TEXT NOT NULL,
+                    title TEXT NOT NULL,
+                    body TEXT,
+                    thread TEXT,
+                    object_id BIGINT,
+                    catalogue_version TEXT,
+                    created_at BIGINT NOT NULL,
+                    UNIQUE (user_id, seq)
+                )
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS push_outbox (
+                    id \(id),
+                    apns_id TEXT NOT NULL UNIQUE,
+                    device_token TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    topic TEXT NOT NULL,
+                    payload TEXT NOT NULL,
+                    collapse_id TEXT,
+                    priority INTEGER NOT NULL,
+                    expiration BIGINT NOT NULL,
+                    attempts INTEGER NOT NULL,
+                    next_attempt_at BIGINT NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('pending', 'sending', 'failed')),
+                    claimed_by TEXT,
+                    claimed_until BIGINT,
+                    last_error TEXT,
+                    created_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX IF NOT EXISTS push_outbox_due ON push_outbox (state, next_attempt_at)",
+                // The APNs provider token every replica shares (Apple refuses a team's token that
+                // changes too often).
+                """
+                CREATE TABLE IF NOT EXISTS apns_provider_token (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    key_id TEXT NOT NULL,
+                    team_id TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    issued_at BIGINT NOT NULL
+                )
+                """,
+            ]
+        },
     ]
 
     /// A migrator over ``migrations``.

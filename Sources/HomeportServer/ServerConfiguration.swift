@@ -22,6 +22,8 @@ public struct ServerConfiguration: Sendable {
     public var accounts: AccountSettings
     /// Where the default mailer writes outgoing mail (`.eml` files).
     public var outboxDirectory: String
+    /// Notifications: the payload's key, the catalogue, APNs.
+    public var push: PushSettings
 
     /// Creates a configuration.
     public init(
@@ -32,7 +34,8 @@ public struct ServerConfiguration: Sendable {
         databaseOptions: DatabaseOptions = DatabaseOptions(),
         logLevel: Logger.Level = .info,
         accounts: AccountSettings = AccountSettings(),
-        outboxDirectory: String = ServerDefaults.outboxDirectory(environment: ProcessInfo.processInfo.environment)
+        outboxDirectory: String = ServerDefaults.outboxDirectory(environment: ProcessInfo.processInfo.environment),
+        push: PushSettings = PushSettings()
     ) {
         self.listen = listen
         self.database = database
@@ -42,6 +45,7 @@ public struct ServerConfiguration: Sendable {
         self.logLevel = logLevel
         self.accounts = accounts
         self.outboxDirectory = outboxDirectory
+        self.push = push
     }
 
     /// The HTTP configuration with the listen address applied.

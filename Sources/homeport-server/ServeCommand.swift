@@ -71,7 +71,7 @@ enum ServeCommand {
             .value(
                 "log-level", "LEVEL", help: "debug, info, notice, warning or error (info logs every request).",
                 environment: "HOMEPORT_LOG_LEVEL", default: "info"),
-        ],
+        ] + PushOptions.all,
         discussion: """
             The data directory is $HOMEPORT_DATA_DIR, else $XDG_DATA_HOME/homeport, else ~/.local/share/homeport.
             On start the server prints one line to standard output:
@@ -136,6 +136,7 @@ enum ServeCommand {
             configuration.logLevel = parsedLevel
         }
         try applyAccountOptions(parsed, environment: environment, to: &configuration)
+        configuration.push = try PushOptions.settings(parsed, spec, environment, sender: true)
         let limit = 1...Int(Int32.max)
         if let workers = try ServerCLI.integer("workers", parsed, spec, environment, range: 1...256) {
             configuration.http.workerThreads = workers

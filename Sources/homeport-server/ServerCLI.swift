@@ -17,6 +17,8 @@ enum ServerCLI {
           identity show     Print this installation's instanceId.
           identity reset    Forget the instanceId, for an independent clone (all replicas stopped).
           users             List accounts; approve, reject or hold one.
+          push send         Notify an account (in-app stream and pushes).
+          push devices      List the devices registered for pushes.
 
         Run 'homeport-server COMMAND --help' for a command's options.
         Exit codes: 0 success, 1 failure, 2 bad command line, 3 refused without confirmation.
@@ -44,6 +46,8 @@ enum ServerCLI {
                 return try IdentityCommand.run(rest, environment: environment)
             case "users":
                 return try UsersCommand.run(rest, environment: environment)
+            case "push":
+                return try PushCommand.run(rest, environment: environment)
             default:
                 throw UsageError("unknown command '\(command)'; run 'homeport-server --help'")
             }

@@ -97,6 +97,7 @@ extension RawResponse {
 func withAccounts<T>(
     _ backend: Backend, signup: SignupPolicy = .open, rateLimits: RateLimitPolicy = RateLimitPolicy(),
     publicURL: String? = nil, failingMailer: Bool = false, hasher: GatedHasher? = nil,
+    push: PushSettings = PushSettings(), clockStart: Date = Date(timeIntervalSince1970: 1_800_000_000),
     _ body: (AccountsHarness) throws -> T
 ) throws -> T {
     let (url, cleanUp) = try backend.makeDatabaseURL()
@@ -105,7 +106,8 @@ func withAccounts<T>(
     configuration.http.workerThreads = 2
     configuration.accounts = AccountSettings(
         signup: signup, passwordIterations: 1000, rateLimits: rateLimits, publicURL: publicURL)
-    let clock = ManualWallClock()
+    configuration.push = push
+    let clock = ManualWallClock(clockStart)
     let mailer = MemoryMailer(fails: failingMailer)
     let log = MemoryLogSink()
     let application = try HomeportApplication(

@@ -194,6 +194,20 @@ public final class AccountService: Sendable {
         try reader.caller(token: token, kind: kind)
     }
 
+    /// Charges a test notification to the account's budget: `nil` when allowed, else the seconds
+    /// to wait.
+    func chargePushTest(account: Account) throws -> Int64? {
+        do {
+            try database.transaction {
+                try RateLimiter($0, policy: settings.rateLimits).chargePushTest(
+                    account: account.id, now: clock.unixSeconds)
+            }
+            return nil
+        } catch let refusal as RateLimiter.Refusal {
+            return refusal.retryAfter
+        }
+    }
+
     // MARK: Operators
 
     /// Every account, oldest first.

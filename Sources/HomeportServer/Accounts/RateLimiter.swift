@@ -54,6 +54,8 @@ public struct RateLimitPolicy: Sendable, Hashable {
     public var resetPerAddress = RateLimit(20, per: 3600)
     /// Password-reset requests per address asked for.
     public var resetPerEmail = RateLimit(3, per: 900)
+    /// Test notifications per account.
+    public var pushTestPerAccount = RateLimit(5, per: 600)
 
     /// The defaults.
     public init() {}
@@ -61,7 +63,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
     /// The names accepted by ``set(_:to:)`` (and `--rate-limit NAME=N/SECONDS`).
     public static let names = [
         "signup-per-address", "login-per-address", "failed-login-per-address", "failed-login-per-account",
-        "failed-password-change-per-session", "reset-per-address", "reset-per-email",
+        "failed-password-change-per-session", "reset-per-address", "reset-per-email", "push-test-per-account",
     ]
 
     /// Sets one limit by name; false for an unknown name.
@@ -74,6 +76,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
         case "failed-password-change-per-session": failedPasswordChangePerSession = limit
         case "reset-per-address": resetPerAddress = limit
         case "reset-per-email": resetPerEmail = limit
+        case "push-test-per-account": pushTestPerAccount = limit
         default: return false
         }
         return true
@@ -153,6 +156,11 @@ struct RateLimiter {
 
     private func passwordChangeBuckets(_ keyHash: String) -> [(String, RateLimit)] {
         [("change_failed:session:" + keyHash, policy.failedPasswordChangePerSession)]
+    }
+
+    /// Charges one test notification to the account.
+    func chargePushTest(account: Int64, now: Int64) throws {
+        try charge([("push_test:account:\(account)", policy.pushTestPerAccount)], now: now)
     }
 
     /// Deletes counters whose window ended long ago.

@@ -1,0 +1,108 @@
+import HomeportStorage
+import HomeportWire
+
+/// One notification in an account's log.
+public struct NotificationRecord: Sendable, Hashable {
+    /// Its place in the account's log (1, 2, 3, …): the stream's event id.
+    public var seq: Int64
+    /// The account.
+    public var userID: Int64
+    /// The catalogue code.
+    public var code: String
+    /// The title.
+    public var title: String
+    /// The body, when there is one.
+    public var body: String?
+    /// The thread, as this server names it (`chat:42`).
+    public var thread: String?
+    /// The object it is about.
+    public var objectID: Int64?
+    /// The catalogue version when it was made.
+    public var catalogueVersion: String?
+    /// When, in Unix seconds.
+    public var createdAt: Int64
+}
+
+/// The `notifications` table: every account's notifications, numbered per account.
+///
+/// Numbers are handed out under the account row's lock, so they commit in order: a reader that
+/// has seen number n of an account never later finds a smaller number appear (which is what lets
+/// `Last-Event-ID` resume without loss on every backend).
+struct NotificationLog {
+    let db: any SQLExecutor
+
+    init(_ db: any SQLExecutor) {
+        self.db = db
+    }
+
+    /// Appends a notification and returns it; `nil` when the account does not exist. Call it
+    /// inside a transaction.
+    func append(
+        userID: Int64, code: String, title: String, body: String?, thread: String?, objectID: Int64?,
+        catalogueVersion: String, now: Int64
+    ) throws -> NotificationRecord? {
+        guard
+            !(try db.execute(
+                "UPDATE users SET approval = approval WHERE id = $1 RETURNING id", [.integer(userID)]
+            ).isEmpty)
+        else { return nil }
+        let row = try db.execute(
+            """
+            INSERT INTO notifications (user_id, seq, code, title, body, thread, object_id, catalogue_version, created_at)
+            SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8 FROM notifications WHERE user_id = $1
+            RETURNING seq
+            """,
+            [
+                .integer(userID), .text(code), .text(title), body.map(SQLValue.text) ?? .null,
+                thread.map(SQLValue.text) ?? .null, objectID.map(SQLValue.integer) ?? .null,
+                .text(catalogueVersion), .integer(now),
+            ]
+        ).first
+        guard let seq = row?.int(at: 0) else { return nil }
+        return NotificationRecord(
+            seq: seq, userID: userID, code: code, title: title, body: body, thread: thread, objectID: objectID,
+            catalogueVersion: catalogueVersion, createdAt: now)
+    }
+
+    /// An account's notifications after `seq`, oldest first.
+    func after(userID: Int64, seq: Int64, limit: Int = 500) throws -> [NotificationRecord] {
+        try db.execute(
+            """
+            SELECT seq, user_id, code, title, body, thread, object_id, catalogue_version, created_at
+            FROM notifications WHERE user_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
+            """, [.integer(userID), .integer(seq), .integer(Int64(limit))]
+        ).compactMap(Self.record)
+    }
+
+    /// The latest number of each of these accounts (accounts with none are left out).
+    func latest(userIDs: [Int64]) throws -> [Int64: Int64] {
+        guard !userIDs.isEmpty else { return [:] }
+        var result: [Int64: Int64] = [:]
+        for chunk in stride(from: 0, to: userIDs.count, by: 500).map({
+            Array(userIDs[$0..<min($0 + 500, userIDs.count)])
+        }) {
+            let placeholders = (1...chunk.count).map { "$\($0)" }.joined(separator: ", ")
+            for row in try db.execute(
+                "SELECT user_id, MAX(seq) FROM notifications WHERE user_id IN (\(placeholders)) GROUP BY user_id",
+                chunk.map(SQLValue.integer))
+            {
+                if let user = row.int(at: 0), let seq = row.int(at: 1) { result[user] = seq }
+            }
+        }
+        return result
+    }
+
+    /// Keeps each account's log to notifications younger than `before` (Unix seconds).
+    func prune(before: Int64) throws {
+        try db.execute("DELETE FROM notifications WHERE created_at < $1", [.integer(before)])
+    }
+
+    private static func record(_ row: Row) -> NotificationRecord? {
+        guard let seq = row.int(at: 0), let user = row.int(at: 1), let code = row.string(at: 2),
+            let title = row.string(at: 3), let created = row.int(at: 8)
+        else { return nil }
+        return NotificationRecord(
+            seq: seq, userID: user, code: code, title: title, body: row.string(at: 4), thread: row.string(at: 5),
+            objectID: row.int(at: 6), catalogueVersion: row.string(at: 7), createdAt: created)
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+import HomeportCrypto
+import HomeportLogging
+import HomeportStorage
+import HomeportWire
+import Synchronization
+
+/// Notifications from this server: what a product calls to notify an account, and what the API's
+/// push and notification routes use.
+///
+/// One call, ``notify(userID:code:title:body:thread:objectID:collapseID:)``, writes the
+/// notification to the account's log (which the in-app stream reads) and, in the same
+/// transaction, one outbox row per registered device whose thread is not muted (which the
+/// sender delivers to APNs). The payload follows PROTOCOL §4: `s` is this installation's
+/// `instanceId`, `mv` the catalogue's version, the thread is namespaced by the server.
+public final class PushCenter: Sendable {
+    /// The settings in force.
+    public let settings: PushSettings
+    /// The catalogue.
+    public let catalogue: ServerCatalogue
+    let database: any Database
+    let identity: IdentityStore
+    let clock: any WallClock
+    let random: any RandomSource
+    let logger: Logger
+    private let listeners = Mutex<[@Sendable () -> Void]>([])
+
+    /// Creates the center.
+    public init(
+        database: any Database, identity: IdentityStore, settings: PushSettings, clock: any WallClock,
+        random: any RandomSource = SystemRandom(), logger: Logger
+    ) {
+        self.database = database
+        self.identity = identity
+        self.settings = settings
+        self.catalogue = ServerCatalogue(extra: settings.extraCodes)
+        self.clock = clock
+        self.random = random
+        self.logger = logger.withLabel("homeport.push")
+    }
+
+    /// What notifying came to.
+    public struct Delivery: Sendable, Hashable {
+        /// The notification's number in the account's log (its stream event id).
+        public var seq: Int64
+        /// Pushes queued (one per registered device; none when the thread is muted or pushes are off).
+        public var queued: Int
+        /// Whether the account muted the thread.
+        public var muted: Bool
+    }
+
+    /// Why a notification was refused; nothing was written.
+    public enum Refusal: Error, Equatable, CustomStringConvertible {
+        /// The code is not in the catalogue.
+        case unknownCode(String)
+        /// The payload would be larger than APNs takes (4096 bytes).
+        case payloadTooLarge(bytes: Int)
+        /// No such account.
+        case noAccount
+        /// A thread id must be 1–128 characters of `A-Z a-z 0-9 : . _ -`.
+        case invalidThread
+        /// A title must be 1–200 characters, a body at most 2000, without control characters.
+        case invalidText
+        /// The installation's identity cannot be read, so `s` cannot be set.
+        case identityUnavailable
+
+        /// A sentence for operators and products.
+        public var description: String {
+            switch self {
+            case .unknownCode(let code): "'\(code.prefix(80))' is not in this server's notification catalogue"
+            case .payloadTooLarge(let bytes):
+                "the push payload would be \(bytes) bytes; APNs takes at most \(PushPayload.maximumBytes)"
+            case .noAccount: "no such account"
+            case .invalidThread: "a thread id is 1–128 characters of letters, digits and ':._-'"
+            case .invalidText: "a title is 1–200 characters and a body at most 2000, without control characters"
+            case .identityUnavailable: "the installation identity cannot be read"
+            }
+        }
+    }
+
+    /// Notifies one account: logs the notification and queues a push to each of its devices,
+    /// unless the thread is muted. Refuses a payload over 4096 bytes rather than cutting it.
+    @discardableResult
+    public func notify(
+        userID: Int64, code: String, title: String, body: String? = nil, thread: String? = nil, objectID: Int64? = nil,
+        collapseID: String? = nil
+    ) throws -> Delivery {
+        guard catalogue.contains(code) else { throw Refusal.unknownCode(code) }
+        guard (1...200).contains(title.count), body.map({ $0.count <= 2000 }) ?? true,
+            !(title + (body ?? "")).unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\n" })
+        else { throw Refusal.invalidText }
+        if let thread, !Self.isThread(thread) { throw Refusal.invalidThread }
+        guard let server = try? identity.instanceID() else { throw Refusal.identityUnavailable }
+        let payload = PushPayload(
+            aps: .init(
+                alert: .init(title: title, body: body),
+                threadID: thread.map { NotificationThread.namespaced($0, server: server) }),
+            appData: PushAppData(s: server, c: code, id: objectID, mv: catalogue.version))
+        let encoded = try payload.encoded(appDataKey: settings.appDataKey)
+        guard encoded.count <= PushPayload.maximumBytes else { throw Refusal.payloadTooLarge(bytes: encoded.count) }
+        let text = String(decoding: encoded, as: UTF8.self)
+        let now = clock.unixSeconds
+        let delivery: Delivery = try database.transaction { db in
+            guard
+                let record = try NotificationLog(db).append(
+                    userID: userID, code: code, title: title, body: body, thread: thread, objectID: objectID,
+                    catalogueVersion: catalogue.version, now: now)
+            else { throw Refusal.noAccount }
+            let muted = try thread.map { try MuteStore(db).isMuted($0, userID: userID) } ?? false
+            guard !muted, let topic = settings.topic else { return Delivery(seq: record.seq, queued: 0, muted: muted) }
+            let devices = try PushDeviceStore(db).devices(userID: userID)
+            for device in devices {
+                try PushOutbox(db).enqueue(
+                    OutboxItem(
+                        id: 0, apnsID: try random.uuid().uuidString.lowercased(),
+                        deviceToken: device.token, environment: device.environment,
+                        topic: device.topic.isEmpty ? topic : device.topic, payload: text,
+                        collapseID: collapseID, priority: 10, expiration: now + 86400, attempts: 0),
+                    now: now)
+            }
+            return Delivery(seq: record.seq, queued: devices.count, muted: false)
+        }
+        listeners.withLock { $0 }.forEach { $0() }
+        return delivery
+    }
+
+    /// Notifies the account that signs in with `email`.
+    @discardableResult
+    public func notify(
+        email: String, code: String, title: String, body: String? = nil, thread: String? = nil, objectID: Int64? = nil
+    ) throws -> Delivery {
+        guard let email = Credentials.normalizedEmail(email),
+            let account = try AccountStore(database).find(email: email)
+        else { throw Refusal.noAccount }
+        return try notify(
+            userID: account.id, code: code, title: title, body: body, thread: thread, objectID: objectID)
+    }
+
+    /// Calls `listener` after every notification this process makes (the sender and the stream
+    /// wake at once instead of at their next look).
+    func onNotify(_ listener: @escaping @Sendable () -> Void) {
+        listeners.withLock { $0.append(listener) }
+    }
+
+    // MARK: Registrations and mutes
+
+    /// Registers the caller's device token, through its session (ending the session drops it).
+    func register(_ registration: PushDeviceRegistration, session: Session, account: Account) throws {
+        try PushDeviceStore(database).register(
+            token: registration.token, environment: registration.environment, topic: settings.topic ?? "",
+            userID: account.id, session: session.keyHash, now: clock.unixSeconds)
+    }
+
+    /// Removes one of the account's device tokens; removing an unknown one changes nothing.
+    func unregister(token: String, account: Account) throws {
+        try PushDeviceStore(database).remove(token: token, userID: account.id)
+    }
+
+    /// The account's devices.
+    public func devices(userID: Int64) throws -> [PushDevice] {
+        try PushDeviceStore(database).devices(userID: userID)
+    }
+
+    /// Every registered device, with its account's address.
+    public func allDevices() throws -> [(device: PushDevice, email: String)] {
+        try PushDeviceStore(database).all()
+    }
+
+    func mute(_ thread: String, account: Account) throws {
+        try MuteStore(database).mute(thread, userID: account.id, now: clock.unixSeconds)
+    }
+
+    func unmute(_ thread: String, account: Account) throws {
+        try MuteStore(database).unmute(thread, userID: account.id)
+    }
+
+    func mutedThreads(account: Account) throws -> [String] {
+        try MuteStore(database).threads(userID: account.id)
+    }
+
+    /// A device token: hex, an even count of 16–200 digits; returned lowercase.
+    static func normalizedDeviceToken(_ text: String) -> String? {
+        let lower = text.lowercased()
+        guard (16...200).contains(lower.utf8.count), lower.utf8.count % 2 == 0,
+            lower.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+        else { return nil }
+        return lower
+    }
+
+    /// A thread id: 1–128 characters of `A-Z a-z 0-9 : . _ -`.
+    static func isThread(_ text: String) -> Bool {
+        (1...128).contains(text.utf8.count)
+            && text.utf8.allSatisfy {
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                    || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ":")
+                    || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
+            }
+    }
+}

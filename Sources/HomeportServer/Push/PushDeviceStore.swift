@@ -1,0 +1,81 @@
+import HomeportStorage
+import HomeportWire
+
+/// One device registered for pushes on this server.
+public struct PushDevice: Sendable, Hashable {
+    /// The APNs device token, lowercase hex.
+    public var token: String
+    /// Which APNs environment issued it.
+    public var environment: PushEnvironment
+    /// The app's bundle id the token belongs to.
+    public var topic: String
+    /// The account it pushes to.
+    public var userID: Int64
+    /// When it was registered (or registered again), in Unix seconds.
+    public var updatedAt: Int64
+}
+
+/// The `push_devices` table: one row per device token on this server.
+struct PushDeviceStore {
+    let db: any SQLExecutor
+
+    init(_ db: any SQLExecutor) {
+        self.db = db
+    }
+
+    /// Registers a token for an account through a session; a token another account registered
+    /// moves to this one (one phone, one row per server).
+    func register(
+        token: String, environment: PushEnvironment, topic: String, userID: Int64, session keyHash: String, now: Int64
+    ) throws {
+        try db.execute(
+            """
+            INSERT INTO push_devices (token, environment, topic, user_id, session_key_hash, created_at, updated_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $6)
+            ON CONFLICT (token) DO UPDATE SET environment = $2, topic = $3, user_id = $4, session_key_hash = $5,
+                updated_at = $6
+            """,
+            [.text(token), .text(environment.rawValue), .text(topic), .integer(userID), .text(keyHash), .integer(now)])
+    }
+
+    /// Removes a token, if the account holds it.
+    func remove(token: String, userID: Int64) throws {
+        try db.execute("DELETE FROM push_devices WHERE token = $1 AND user_id = $2", [.text(token), .integer(userID)])
+    }
+
+    /// Removes a token Apple refused; after a `410 Unregistered`, only if nobody registered it
+    /// again after Apple's timestamp (`unless`, in Unix seconds).
+    func prune(token: String, unlessUpdatedAfter unless: Int64? = nil) throws {
+        if let unless {
+            try db.execute(
+                "DELETE FROM push_devices WHERE token = $1 AND updated_at <= $2", [.text(token), .integer(unless)])
+        } else {
+            try db.execute("DELETE FROM push_devices WHERE token = $1", [.text(token)])
+        }
+    }
+
+    /// An account's devices.
+    func devices(userID: Int64) throws -> [PushDevice] {
+        try db.execute(
+            "SELECT token, environment, topic, user_id, updated_at FROM push_devices WHERE user_id = $1 ORDER BY token",
+            [.integer(userID)]
+        ).compactMap(Self.device)
+    }
+
+    /// Every device, with its account's address, for operators.
+    func all() throws -> [(device: PushDevice, email: String)] {
+        try db.execute(
+            """
+            SELECT d.token, d.environment, d.topic, d.user_id, d.updated_at, u.email
+            FROM push_devices d JOIN users u ON u.id = d.user_id ORDER BY u.email, d.token
+            """
+        ).compactMap { row in Self.device(row).map { ($0, row.string(at: 5) ?? "") } }
+    }
+
+    private static func device(_ row: Row) -> PushDevice? {
+        guard let token = row.string(at: 0), let environment = row.string(at: 1).flatMap(PushEnvironment.init),
+            let topic = row.string(at: 2), let userID = row.int(at: 3), let updated = row.int(at: 4)
+        else { return nil }
+        return PushDevice(token: token, environment: environment, topic: topic, userID: userID, updatedAt: updated)
+    }
+}

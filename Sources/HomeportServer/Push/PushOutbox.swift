@@ -1,0 +1,118 @@
+import HomeportStorage
+import HomeportWire
+
+/// One notification to one device, waiting in the outbox.
+public struct OutboxItem: Sendable, Hashable {
+    /// The row.
+    public var id: Int64
+    /// The `apns-id` header (a UUID), the same on every attempt.
+    public var apnsID: String
+    /// The device token.
+    public var deviceToken: String
+    /// Which APNs host.
+    public var environment: PushEnvironment
+    /// The `apns-topic` (the app's bundle id).
+    public var topic: String
+    /// The payload, as sent.
+    public var payload: String
+    /// The `apns-collapse-id`, when there is one.
+    public var collapseID: String?
+    /// The `apns-priority` (10 at once, 5 when convenient).
+    public var priority: Int
+    /// The `apns-expiration`, in Unix seconds (0: now or never).
+    public var expiration: Int64
+    /// Attempts made so far.
+    public var attempts: Int
+}
+
+/// The `push_outbox` table. Every replica's sender claims rows for a lease, so two replicas never
+/// send the same row (PostgreSQL skips rows another claim has locked; SQLite has one writer).
+struct PushOutbox {
+    let db: any SQLExecutor
+
+    init(_ db: any SQLExecutor) {
+        self.db = db
+    }
+
+    func enqueue(_ item: OutboxItem, now: Int64) throws {
+        try db.execute(
+            """
+            INSERT INTO push_outbox (apns_id, device_token, environment, topic, payload, collapse_id, priority,
+                expiration, attempts, next_attempt_at, state, created_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, 'pending', $9)
+            """,
+            [
+                .text(item.apnsID), .text(item.deviceToken), .text(item.environment.rawValue), .text(item.topic),
+                .text(item.payload), item.collapseID.map(SQLValue.text) ?? .null, .integer(Int64(item.priority)),
+                .integer(item.expiration), .integer(now),
+            ])
+    }
+
+    /// Claims up to `limit` rows that are due (or whose earlier claim's lease ran out) for
+    /// `claimant`, until `now + lease`.
+    func claim(_ claimant: String, limit: Int, now: Int64, lease: Int64, dialect: SQLDialect) throws -> [OutboxItem] {
+        let lock = dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
+        return try db.execute(
+            """
+            UPDATE push_outbox SET state = 'sending', claimed_by = $1, claimed_until = $2
+            WHERE id IN (
+                SELECT id FROM push_outbox
+                WHERE (state = 'pending' AND next_attempt_at <= $3) OR (state = 'sending' AND claimed_until < $3)
+                ORDER BY id LIMIT $4\(lock))
+            RETURNING id, apns_id, device_token, environment, topic, payload, collapse_id, priority, expiration,
+                attempts
+            """, [.text(claimant), .integer(now + lease), .integer(now), .integer(Int64(limit))]
+        ).compactMap(Self.item)
+    }
+
+    /// Deletes rows that were delivered (or whose device is gone).
+    func delete(_ ids: [Int64]) throws {
+        for chunk in stride(from: 0, to: ids.count, by: 500).map({ Array(ids[$0..<min($0 + 500, ids.count)]) }) {
+            let placeholders = (1...chunk.count).map { "$\($0)" }.joined(separator: ", ")
+            try db.execute("DELETE FROM push_outbox WHERE id IN (\(placeholders))", chunk.map(SQLValue.integer))
+        }
+    }
+
+    /// Puts a row back to be tried again at `at`.
+    func retry(_ id: Int64, attempts: Int, at: Int64, error: String) throws {
+        try db.execute(
+            """
+            UPDATE push_outbox SET state = 'pending', attempts = $2, next_attempt_at = $3, claimed_by = NULL,
+                claimed_until = NULL, last_error = $4 WHERE id = $1
+            """, [.integer(id), .integer(Int64(attempts)), .integer(at), .text(error)])
+    }
+
+    /// Gives a row up, keeping why for operators.
+    func fail(_ id: Int64, attempts: Int, error: String) throws {
+        try db.execute(
+            """
+            UPDATE push_outbox SET state = 'failed', attempts = $2, claimed_by = NULL, claimed_until = NULL,
+                last_error = $3 WHERE id = $1
+            """, [.integer(id), .integer(Int64(attempts)), .text(error)])
+    }
+
+    /// Rows by state.
+    func counts() throws -> [String: Int64] {
+        var result: [String: Int64] = [:]
+        for row in try db.execute("SELECT state, COUNT(*) FROM push_outbox GROUP BY state") {
+            if let state = row.string(at: 0), let count = row.int(at: 1) { result[state] = count }
+        }
+        return result
+    }
+
+    /// Deletes failed rows older than `before`.
+    func pruneFailed(before: Int64) throws {
+        try db.execute("DELETE FROM push_outbox WHERE state = 'failed' AND created_at < $1", [.integer(before)])
+    }
+
+    private static func item(_ row: Row) -> OutboxItem? {
+        guard let id = row.int(at: 0), let apnsID = row.string(at: 1), let token = row.string(at: 2),
+            let environment = row.string(at: 3).flatMap(PushEnvironment.init), let topic = row.string(at: 4),
+            let payload = row.string(at: 5), let priority = row.int(at: 7), let expiration = row.int(at: 8),
+            let attempts = row.int(at: 9)
+        else { return nil }
+        return OutboxItem(
+            id: id, apnsID: apnsID, deviceToken: token, environment: environment, topic: topic, payload: payload,
+            collapseID: row.string(at: 6), priority: Int(priority), expiration: expiration, attempts: Int(attempts))
+    }
+}

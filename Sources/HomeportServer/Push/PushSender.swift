@@ -1,0 +1,174 @@
+import Dispatch
+import Foundation
+import HomeportAPNs
+import HomeportCrypto
+import HomeportLogging
+import HomeportStorage
+import HomeportWire
+import Synchronization
+
+/// Delivers the outbox to APNs on a thread of its own: claims due rows (every replica's sender
+/// claims its own, never the same), sends them as one batch of HTTP/2 streams, and records each
+/// outcome, in one transaction per batch.
+///
+/// Outcomes: delivered rows are deleted; `410 Unregistered` deletes the registration unless it
+/// was registered again after Apple's timestamp; `BadDeviceToken` and `DeviceTokenNotForTopic`
+/// delete it; `ExpiredProviderToken` gets a fresh provider token once and the batch's rejected
+/// pushes are sent again at once; no answer, 429 and 5xx are tried again later, with exponential
+/// backoff and jitter, up to the attempt limit; any other reason is not retried. Every outcome is
+/// logged by its `apns-id`, never with the device token, the key or the payload.
+final class PushSender: @unchecked Sendable {
+    private let database: any Database
+    private let client: APNsClient
+    private let tokens: ProviderTokenSource
+    private let maximumAttempts: Int
+    private let clock: any WallClock
+    private let logger: Logger
+    private let claimant: String
+    private let batchSize: Int
+    /// How long a claim holds before another replica may take the rows over, in seconds.
+    private let lease: Int64
+    private let wakeUp = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+    private let running = Atomic<Bool>(false)
+    /// One pass at a time: the APNs client is not to be shared between threads.
+    private let pass = NSLock()
+
+    init(
+        database: any Database, settings: APNsSettings, maximumAttempts: Int, clock: any WallClock, logger: Logger,
+        batchSize: Int = 500, lease: Int64 = 60
+    ) throws {
+        self.database = database
+        self.client = APNsClient(configuration: settings.client)
+        self.tokens = ProviderTokenSource(
+            database: database, key: try ES256Key(pem: settings.keyPEM), keyID: settings.keyID, teamID: settings.teamID,
+            clock: clock)
+        self.maximumAttempts = maximumAttempts
+        self.clock = clock
+        self.logger = logger.withLabel("homeport.push")
+        self.claimant = try SystemRandom().uuid().uuidString.lowercased()
+        self.batchSize = batchSize
+        self.lease = lease
+    }
+
+    /// Starts the sending thread.
+    func start() {
+        running.store(true, ordering: .relaxed)
+        let thread = Thread { [self] in
+            while running.load(ordering: .relaxed) {
+                let handled: Int
+                do {
+                    handled = try drainOnce()
+                } catch {
+                    logger.warning("push batch failed", metadata: ["error": String(describing: error)])
+                    handled = 0
+                }
+                // Nothing due: wait for a notification from this process, or look again shortly
+                // (another process may have queued some).
+                if handled == 0 { _ = wakeUp.wait(timeout: .now() + .milliseconds(250)) }
+            }
+            stopped.signal()
+        }
+        thread.name = "homeport.push.sender"
+        thread.start()
+    }
+
+    /// Stops the thread after its batch in flight.
+    func stop() {
+        guard running.exchange(false, ordering: .relaxed) else { return }
+        wakeUp.signal()
+        stopped.wait()
+    }
+
+    /// Something was queued: look now.
+    func wake() {
+        wakeUp.signal()
+    }
+
+    /// One pass: claims a batch, sends it, records the outcomes. Returns how many rows it handled.
+    @discardableResult
+    func drainOnce() throws -> Int {
+        try pass.withLock { try drainBatch() }
+    }
+
+    private func drainBatch() throws -> Int {
+        let now = clock.unixSeconds
+        let items = try database.transaction {
+            try PushOutbox($0).claim(claimant, limit: batchSize, now: now, lease: lease, dialect: database.dialect)
+        }
+        guard !items.isEmpty else { return 0 }
+        var token = try tokens.current()
+        var responses = client.send(items.map(Self.request), authorization: token.jwt)
+        let rejected = responses.indices.filter { responses[$0].outcome == .providerTokenRejected }
+        if !rejected.isEmpty, let fresh = try tokens.refresh(after: token) {
+            logger.notice("APNs refused the provider token; sending again with a new one")
+            token = fresh
+            let again = client.send(rejected.map { Self.request(items[$0]) }, authorization: token.jwt)
+            for (index, response) in zip(rejected, again) { responses[index] = response }
+        }
+        try record(items, responses, now: clock.unixSeconds)
+        return items.count
+    }
+
+    private static func request(_ item: OutboxItem) -> APNsRequest {
+        APNsRequest(
+            apnsID: item.apnsID, deviceToken: item.deviceToken, topic: item.topic, payload: Data(item.payload.utf8),
+            priority: item.priority, expiration: item.expiration, collapseID: item.collapseID,
+            sandbox: item.environment == .sandbox)
+    }
+
+    private func record(_ items: [OutboxItem], _ responses: [APNsResponse], now: Int64) throws {
+        var done: [Int64] = []
+        var delivered = 0
+        try database.transaction { db in
+            let outbox = PushOutbox(db)
+            let devices = PushDeviceStore(db)
+            for (item, response) in zip(items, responses) {
+                let detail = response.reason ?? response.transportError ?? "status \(response.status)"
+                switch response.outcome {
+                case .delivered:
+                    delivered += 1
+                    done.append(item.id)
+                    logger.debug("push delivered", metadata: ["apns-id": item.apnsID])
+                case .unregistered(let since):
+                    done.append(item.id)
+                    try devices.prune(token: item.deviceToken, unlessUpdatedAfter: since ?? now)
+                    log("device unregistered; registration removed", item, response)
+                case .badDevice:
+                    done.append(item.id)
+                    try devices.prune(token: item.deviceToken)
+                    log("device token refused; registration removed", item, response)
+                case .giveUp:
+                    try outbox.fail(item.id, attempts: item.attempts + 1, error: detail)
+                    log("push refused; not retried", item, response)
+                case .retry, .providerTokenRejected:
+                    let attempts = item.attempts + 1
+                    if attempts >= maximumAttempts {
+                        try outbox.fail(item.id, attempts: attempts, error: detail)
+                        log("push given up after \(attempts) attempts", item, response)
+                    } else {
+                        try outbox.retry(item.id, attempts: attempts, at: now + Self.backoff(attempts), error: detail)
+                        log("push will be tried again", item, response)
+                    }
+                }
+            }
+            try outbox.delete(done)
+        }
+        if delivered > 0 { logger.info("pushes delivered", metadata: ["count": String(delivered)]) }
+    }
+
+    private func log(_ message: String, _ item: OutboxItem, _ response: APNsResponse) {
+        logger.notice(
+            message,
+            metadata: [
+                "apns-id": item.apnsID, "status": String(response.status),
+                "reason": response.reason ?? response.transportError ?? "",
+            ])
+    }
+
+    /// Seconds before attempt `attempts + 1`: 2, 4, 8, … up to an hour, each with ±50 % jitter.
+    static func backoff(_ attempts: Int) -> Int64 {
+        let base = Double(min(3600, 1 << min(attempts, 12)))
+        return Int64((base * Double.random(in: 0.5...1.5)).rounded(.up))
+    }
+}

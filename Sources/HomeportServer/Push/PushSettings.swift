@@ -1,0 +1,71 @@
+import Foundation
+import HomeportAPNs
+
+/// How the server notifies: the payload's app-data key, the catalogue, and APNs (or none).
+public struct PushSettings: Sendable {
+    /// The key of the payload's app-data block (`homeport`; a product names its own, such as `officer`).
+    public var appDataKey: String
+    /// Codes the operator adds to the built-in catalogue.
+    public var extraCodes: [CatalogueCode]
+    /// The app's bundle id (`apns-topic`): with it, notifications queue pushes; without it pushes are
+    /// off (registrations, the log and the in-app stream still work).
+    public var topic: String?
+    /// How this process sends the queued pushes to APNs; `nil` leaves them to another process.
+    public var apns: APNsSettings?
+    /// How long the in-app notification log keeps a notification, in seconds.
+    public var logRetention: Int64
+    /// Attempts at one push before it is given up.
+    public var maximumAttempts: Int
+    /// How often a stream gets a keep-alive comment, in seconds.
+    public var streamHeartbeat: Double
+    /// How often the in-app stream looks for notifications made by other processes, in seconds.
+    public var streamPollInterval: Double
+
+    /// Creates settings; pushes are off until ``apns`` is set.
+    public init(
+        appDataKey: String = "homeport", extraCodes: [CatalogueCode] = [], topic: String? = nil,
+        apns: APNsSettings? = nil,
+        logRetention: Int64 = 30 * 86400, maximumAttempts: Int = 8, streamHeartbeat: Double = 15,
+        streamPollInterval: Double = 0.25
+    ) {
+        self.appDataKey = appDataKey
+        self.extraCodes = extraCodes
+        self.topic = topic
+        self.apns = apns
+        self.logRetention = logRetention
+        self.maximumAttempts = maximumAttempts
+        self.streamHeartbeat = streamHeartbeat
+        self.streamPollInterval = streamPollInterval
+    }
+
+    /// Checks an app-data key: 1–32 letters, digits, `_` or `-`, and not `aps`.
+    public static func validateAppDataKey(_ key: String) -> Bool {
+        (1...32).contains(key.utf8.count) && key != "aps"
+            && key.utf8.allSatisfy {
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                    || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_")
+                    || $0 == UInt8(ascii: "-")
+            }
+    }
+}
+
+/// How to reach APNs, and as whom.
+public struct APNsSettings: Sendable {
+    /// The auth key (`.p8`) as PEM, read from the key file; never logged.
+    public var keyPEM: String
+    /// The key's id (`kid`), ten characters.
+    public var keyID: String
+    /// The team id (`iss`), ten characters.
+    public var teamID: String
+    /// The hosts and the trust.
+    public var client: APNsClient.Configuration
+
+    /// Creates settings.
+    public init(keyPEM: String, keyID: String, teamID: String, client: APNsClient.Configuration) {
+        self.keyPEM = keyPEM
+        self.keyID = keyID
+        self.teamID = teamID
+        self.client = client
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import HomeportCrypto
+import HomeportWire
+
+/// One code of the catalogue.
+public typealias CatalogueCode = NotificationCatalogue.Code
+
+/// The server's notification catalogue: the built-in codes and those the operator (or a product
+/// embedding the server) adds, with a version that is a hash of the content, so that every
+/// replica with the same catalogue answers the same version.
+public struct ServerCatalogue: Sendable, Hashable {
+    /// The code of the test notification (`POST /api/v1/push/test`).
+    public static let testCode = "homeport/core:push.test"
+
+    /// The catalogue as the wire shows it.
+    public let answer: NotificationCatalogue
+
+    /// The built-in codes and `extra` (an extra code replaces a built-in one of the same name).
+    public init(extra: [CatalogueCode] = []) {
+        var byCode: [String: String] = [Self.testCode: "Test notification"]
+        for code in extra { byCode[code.code] = code.title }
+        let codes = byCode.keys.sorted().map { CatalogueCode(code: $0, title: byCode[$0] ?? "") }
+        let canonical = codes.map { "\($0.code)\u{0}\($0.title)\n" }.joined()
+        answer = NotificationCatalogue(version: String(Digest.sha256Hex(canonical).prefix(16)), codes: codes)
+    }
+
+    /// The version (the `ETag`, and `mv` in payloads).
+    public var version: String { answer.version }
+
+    /// Whether `code` is in the catalogue.
+    public func contains(_ code: String) -> Bool {
+        answer.codes.contains { $0.code == code }
+    }
+
+    /// Reads extra codes from a JSON file: `{"codes": [{"code": "ns:name", "title": "…"}, …]}`.
+    /// Throws a sentence that names what is wrong.
+    public static func codes(fromFile path: String) throws -> [CatalogueCode] {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigurationError("cannot read the catalogue file \(path): \(error.localizedDescription)")
+        }
+        struct File: Decodable { var codes: [CatalogueCode] }
+        guard let file = try? JSONDecoder().decode(File.self, from: data) else {
+            throw ConfigurationError(
+                "\(path) is not a catalogue: expected {\"codes\": [{\"code\": \"namespace:name\", \"title\": \"…\"}]}")
+        }
+        for code in file.codes {
+            guard isCode(code.code) else {
+                throw ConfigurationError(
+                    "'\(code.code.prefix(80))' in \(path) is not a code: use namespace:name, such as homeport/core:chat.turn-ended"
+                )
+            }
+            guard (1...200).contains(code.title.count), !code.title.unicodeScalars.contains(where: { $0.value < 0x20 })
+            else { throw ConfigurationError("the title of \(code.code) in \(path) must be 1–200 printable characters") }
+        }
+        return file.codes
+    }
+
+    /// `namespace:name`: lowercase letters, digits, `.`, `_`, `-` and `/` in the namespace; 3–128 characters.
+    public static func isCode(_ text: String) -> Bool {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, (3...128).contains(text.utf8.count), !parts[0].isEmpty, !parts[1].isEmpty else {
+            return false
+        }
+        let allowed = { (byte: UInt8, slash: Bool) in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+                || (slash && byte == UInt8(ascii: "/"))
+        }
+        return parts[0].utf8.allSatisfy { allowed($0, true) } && parts[1].utf8.allSatisfy { allowed($0, false) }
+    }
+}

@@ -1,0 +1,185 @@
+import Dispatch
+import Foundation
+import HomeportHTTP
+import HomeportLogging
+import HomeportStorage
+import HomeportWire
+import Synchronization
+
+/// The in-app stream's fan-out: every open `GET /api/v1/notifications/stream` of this process,
+/// fed from the notification log, without a thread per stream.
+///
+/// One timer, on one queue, does the work for all streams:
+/// - new notifications (made by this process, which pokes the hub at once, or by another
+///   replica, which the hub finds at its next look) are read once per account and written to
+///   each of the account's streams after the event id it already has;
+/// - every second the hub checks that the streams' sessions still exist, and ends those whose
+///   session ended (logout, password change or reset, hold), on every replica;
+/// - every ``PushSettings/streamHeartbeat`` seconds each stream gets a keep-alive comment, which
+///   also finds the clients that left.
+final class StreamHub: @unchecked Sendable {
+    private final class Subscriber: @unchecked Sendable {
+        let stream: HTTPBodyStream
+        let userID: Int64
+        let sessionKeyHash: String
+        /// The last event id written (guarded by the hub's queue).
+        var lastSeq: Int64
+
+        init(stream: HTTPBodyStream, userID: Int64, sessionKeyHash: String, lastSeq: Int64) {
+            self.stream = stream
+            self.userID = userID
+            self.sessionKeyHash = sessionKeyHash
+            self.lastSeq = lastSeq
+        }
+    }
+
+    private let database: any Database
+    private let identity: IdentityStore
+    private let settings: PushSettings
+    private let clock: any WallClock
+    private let logger: Logger
+    private let queue = DispatchQueue(label: "homeport.stream.hub")
+    private var subscribers: [ObjectIdentifier: Subscriber] = [:]
+    private var timer: (any DispatchSourceTimer)?
+    private var lastSessionCheck = Date.distantPast
+    private var lastHeartbeat = Date()
+    private static let keepAlive = Array(": keepalive\n\n".utf8)
+
+    init(database: any Database, identity: IdentityStore, settings: PushSettings, clock: any WallClock, logger: Logger)
+    {
+        self.database = database
+        self.identity = identity
+        self.settings = settings
+        self.clock = clock
+        self.logger = logger.withLabel("homeport.stream")
+    }
+
+    /// Starts the timer.
+    func start() {
+        queue.sync {
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            let interval = Int(settings.streamPollInterval * 1000)
+            timer.schedule(deadline: .now() + .milliseconds(interval), repeating: .milliseconds(interval))
+            timer.setEventHandler { [weak self] in self?.tick() }
+            timer.resume()
+            self.timer = timer
+        }
+    }
+
+    /// Stops the timer and ends every stream.
+    func stop() {
+        queue.sync {
+            timer?.cancel()
+            timer = nil
+            subscribers.values.forEach { $0.stream.finish() }
+            subscribers.removeAll()
+        }
+    }
+
+    /// A notification was made by this process: deliver it now rather than at the next look.
+    func poke() {
+        queue.async { [weak self] in self?.deliver() }
+    }
+
+    /// Opens a stream for a signed-in session, resuming after `lastEventID` when the client gives
+    /// one (within the log's retention), else starting with the next notification.
+    func open(session: Session, account: Account, lastEventID: Int64?) throws -> HTTPBodyStream {
+        let start = try lastEventID ?? (NotificationLog(database).latest(userIDs: [account.id])[account.id] ?? 0)
+        let stream = HTTPBodyStream()
+        let subscriber = Subscriber(
+            stream: stream, userID: account.id, sessionKeyHash: session.keyHash, lastSeq: max(0, start))
+        let key = ObjectIdentifier(subscriber)
+        stream.onClose = { [weak self] in
+            guard let hub = self else { return }
+            hub.queue.async { hub.subscribers[key] = nil }
+        }
+        // The client learns at once that the stream is open (and a proxy flushes its headers).
+        stream.write(Array(": connected\n\n".utf8))
+        queue.async { [weak self] in
+            guard let self, !stream.isClosed else { return }
+            subscribers[key] = subscriber
+            deliver()
+        }
+        return stream
+    }
+
+    /// Streams open right now.
+    var openCount: Int { queue.sync { subscribers.count } }
+
+    // MARK: On the hub's queue
+
+    private func tick() {
+        deliver()
+        let now = Date()
+        if now.timeIntervalSince(lastSessionCheck) >= 1 {
+            lastSessionCheck = now
+            endStreamsOfEndedSessions()
+        }
+        if now.timeIntervalSince(lastHeartbeat) >= settings.streamHeartbeat {
+            lastHeartbeat = now
+            subscribers.values.forEach { $0.stream.write(Self.keepAlive) }
+        }
+    }
+
+    /// Writes each account's notifications after each of its streams' last event id.
+    private func deliver() {
+        guard !subscribers.isEmpty else { return }
+        let byAccount = Dictionary(grouping: subscribers.values, by: \.userID)
+        do {
+            let latest = try NotificationLog(database).latest(userIDs: Array(byAccount.keys))
+            for (userID, streams) in byAccount {
+                guard let newest = latest[userID], let oldest = streams.map(\.lastSeq).min(), newest > oldest else {
+                    continue
+                }
+                var after = oldest
+                while after < newest {
+                    let records = try NotificationLog(database).after(userID: userID, seq: after)
+                    guard let last = records.last else { break }
+                    for subscriber in streams {
+                        let events = records.filter { $0.seq > subscriber.lastSeq }.map(event)
+                        guard !events.isEmpty else { continue }
+                        subscriber.stream.write(Array(events.joined().utf8))
+                        subscriber.lastSeq = max(subscriber.lastSeq, last.seq)
+                    }
+                    after = last.seq
+                }
+            }
+        } catch {
+            logger.warning("notifications not read for streams", metadata: ["error": String(describing: error)])
+        }
+    }
+
+    /// One server-sent event.
+    private func event(_ record: NotificationRecord) -> String {
+        let data = StreamNotification(
+            id: record.seq, s: try? identity.instanceID(), c: record.code, object: record.objectID,
+            thread: record.thread,
+            mv: record.catalogueVersion, title: record.title, body: record.body, at: record.createdAt)
+        let json = (try? HTTPResponse.encoder.encode(data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return "id: \(record.seq)\nevent: notification\ndata: \(json)\n\n"
+    }
+
+    /// Ends the streams whose session no longer exists (or expired).
+    private func endStreamsOfEndedSessions() {
+        guard !subscribers.isEmpty else { return }
+        let keys = Array(Set(subscribers.values.map(\.sessionKeyHash)))
+        do {
+            var live = Set<String>()
+            for chunk in stride(from: 0, to: keys.count, by: 500).map({ Array(keys[$0..<min($0 + 500, keys.count)]) }) {
+                let placeholders = (2...(chunk.count + 1)).map { "$\($0)" }.joined(separator: ", ")
+                for row in try database.execute(
+                    "SELECT key_hash FROM sessions WHERE expires_at > $1 AND key_hash IN (\(placeholders))",
+                    [.integer(clock.unixSeconds)] + chunk.map(SQLValue.text))
+                {
+                    if let key = row.string(at: 0) { live.insert(key) }
+                }
+            }
+            for (key, subscriber) in subscribers where !live.contains(subscriber.sessionKeyHash) {
+                subscriber.stream.finish()
+                subscribers[key] = nil
+            }
+        } catch {
+            logger.warning("stream sessions not checked", metadata: ["error": String(describing: error)])
+        }
+    }
+}

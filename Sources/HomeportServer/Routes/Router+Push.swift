@@ -1,0 +1,121 @@
+import Foundation
+import HomeportHTTP
+import HomeportWire
+
+extension Router where Context == RequestContext {
+    /// Adds the push and notification routes under the API prefix (signed-in, header token only,
+    /// like every route there): device registration, the catalogue, mutes, a test push and the
+    /// in-app stream.
+    mutating func addPush(_ push: PushCenter, hub: StreamHub, accounts: AccountService) {
+        let routes = PushRoutes(push: push, hub: hub, accounts: accounts)
+        post(HomeportPath.pushDevices) { try routes.register($0, $1.caller) }
+        delete(HomeportPath.pushDevices + "/:token") { try routes.unregister($0, $1.caller) }
+        post(HomeportPath.pushTest) { try routes.test($0, $1.caller) }
+        get(HomeportPath.notificationsCatalogue) { request, _ in routes.catalogue(request) }
+        get(HomeportPath.notificationsMutes) { try routes.mutes($1.caller) }
+        put(HomeportPath.notificationsMutes + "/:thread") { try routes.mute($0, $1.caller, muted: true) }
+        delete(HomeportPath.notificationsMutes + "/:thread") { try routes.mute($0, $1.caller, muted: false) }
+        get(HomeportPath.notificationsStream) { try routes.stream($0, $1.caller) }
+    }
+}
+
+/// The handlers of the push routes. The group's middleware has already refused anyone not signed in.
+struct PushRoutes: Sendable {
+    let push: PushCenter
+    let hub: StreamHub
+    let accounts: AccountService
+
+    private func signedIn(_ caller: Caller) throws -> (Session, Account) {
+        guard case .signedIn(let session, let account) = caller else { throw RequireSignedIn.refusal }
+        return (session, account)
+    }
+
+    func register(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        let (session, account) = try signedIn(caller)
+        struct Body: Decodable {
+            var token: String?
+            var environment: String?
+        }
+        guard let body = try? JSONDecoder().decode(Body.self, from: request.body) else {
+            throw HTTPError.invalidField(
+                "token", "Send {\"token\": \"<hex>\", \"environment\": \"sandbox\"|\"production\"}.")
+        }
+        guard let token = body.token.flatMap(PushCenter.normalizedDeviceToken) else {
+            throw HTTPError.invalidField("token", "A device token is hex: an even number of 16 to 200 digits.")
+        }
+        guard let environment = body.environment.flatMap(PushEnvironment.init(rawValue:)) else {
+            throw HTTPError.invalidField("environment", "The environment is sandbox or production.")
+        }
+        let registration = PushDeviceRegistration(token: token, environment: environment)
+        try push.register(registration, session: session, account: account)
+        return try .json(registration)
+    }
+
+    func unregister(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        let (_, account) = try signedIn(caller)
+        guard let token = request.pathParameters["token"].flatMap(PushCenter.normalizedDeviceToken) else {
+            throw HTTPError.invalidField("token", "A device token is hex: an even number of 16 to 200 digits.")
+        }
+        try push.unregister(token: token, account: account)
+        return HTTPResponse(status: 204)
+    }
+
+    func test(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        let (_, account) = try signedIn(caller)
+        if let retryAfter = try accounts.chargePushTest(account: account) {
+            throw HTTPError(
+                status: 429, code: APIErrorCode.rateLimited, message: "Too many test notifications; try again later.",
+                headers: ["Retry-After": String(retryAfter)])
+        }
+        let delivery = try push.notify(
+            userID: account.id, code: ServerCatalogue.testCode, title: "Test notification",
+            body: "Notifications from this server reach this device.")
+        var response = try HTTPResponse.json(["queued": delivery.queued])
+        response.status = 202
+        return response
+    }
+
+    func catalogue(_ request: HTTPRequest) -> HTTPResponse {
+        let etag = "\"\(push.catalogue.version)\""
+        let asked = request.headers.values("If-None-Match").flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        if asked.contains(where: { $0 == etag || $0 == "W/" + etag || $0 == "*" || $0 == push.catalogue.version }) {
+            return HTTPResponse(status: 304, headers: ["ETag": etag])
+        }
+        var response = (try? HTTPResponse.json(push.catalogue.answer)) ?? HTTPError.internalError.response
+        response.headers.set("ETag", etag)
+        return response
+    }
+
+    func mutes(_ caller: Caller) throws -> HTTPResponse {
+        let (_, account) = try signedIn(caller)
+        return try .json(MutedThreads(threads: try push.mutedThreads(account: account)))
+    }
+
+    func mute(_ request: HTTPRequest, _ caller: Caller, muted: Bool) throws -> HTTPResponse {
+        let (_, account) = try signedIn(caller)
+        guard let thread = request.pathParameters["thread"], PushCenter.isThread(thread) else {
+            throw HTTPError.invalidField("thread", "A thread id is 1–128 characters of letters, digits and ':._-'.")
+        }
+        if muted { try push.mute(thread, account: account) } else { try push.unmute(thread, account: account) }
+        return HTTPResponse(status: 204)
+    }
+
+    func stream(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        let (session, account) = try signedIn(caller)
+        var resume: Int64?
+        if let text = request.headers["Last-Event-ID"] {
+            guard let value = Int64(text.trimmingCharacters(in: .whitespaces)), value >= 0 else {
+                throw HTTPError.invalidField("Last-Event-ID", "Last-Event-ID is an event id this stream sent.")
+            }
+            resume = value
+        }
+        let stream = try hub.open(session: session, account: account, lastEventID: resume)
+        return .streaming(
+            stream,
+            headers: [
+                "Content-Type": "text/event-stream; charset=utf-8", "X-Accel-Buffering": "no",
+                "X-Content-Type-Options": "nosniff",
+            ])
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import HomeportCommandLine
+import HomeportLogging
+import HomeportServer
+import HomeportStorage
+
+/// `homeport-server push send|devices`
+enum PushCommand {
+    static let sendSpec = CommandSpec(
+        name: "homeport-server push send",
+        summary: "Notify one account: the in-app stream shows it, and each of its devices gets a push.",
+        options: [
+            ServerCLI.databaseOption,
+            .value("email", "EMAIL", help: "The account's sign-in address."),
+            .value("code", "CODE", help: "A code of the catalogue, such as homeport/core:push.test."),
+            .value("title", "TITLE", help: "The banner's title (1–200 characters)."),
+            .value("body", "TEXT", help: "The banner's text."),
+            .value(
+                "thread", "ID", help: "The conversation it belongs to, such as chat:42 (muted threads get no push)."),
+            .value("id", "N", help: "The id of the object it is about (the deep link's id)."),
+            PushOptions.catalogue, PushOptions.pushKey, PushOptions.topic,
+        ],
+        discussion: """
+            The push is queued in the database; a running 'serve' with an APNs key sends it within a second.
+            Without --apns-topic (or $HOMEPORT_APNS_TOPIC) pushes are off and only the in-app stream shows it.
+            Exit codes: 0 queued, 1 refused (unknown account or code, payload over 4096 bytes), 2 bad command line.
+            """)
+
+    static let devicesSpec = CommandSpec(
+        name: "homeport-server push devices",
+        summary: "List the devices registered for pushes, with their accounts.",
+        options: [ServerCLI.databaseOption, .flag("json", help: "Print a JSON array.")],
+        discussion: "Tokens are shown by their first 8 hex digits.")
+
+    static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let action = arguments.first, !action.hasPrefix("-") else {
+            if arguments.contains("--help") || arguments.contains("-h") {
+                Output.line(
+                    "Usage: homeport-server push send|devices [options]\n\n\(sendSpec.summary)\n\(devicesSpec.summary)")
+                return .success
+            }
+            throw UsageError("push needs an action: 'push send' or 'push devices'")
+        }
+        let rest = Array(arguments.dropFirst())
+        switch action {
+        case "send": return try send(rest, environment: environment)
+        case "devices": return try devices(rest, environment: environment)
+        default: throw UsageError("unknown push action '\(action)'; use 'send' or 'devices'")
+        }
+    }
+
+    private static func center(
+        _ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String], settings: PushSettings
+    ) throws -> (any Database, PushCenter) {
+        let database = try ServerCLI.database(parsed, spec, environment).open()
+        try HomeportSchema.migrator.migrate(database)
+        let logger = Logger(label: "homeport.cli", minimumLevel: .warning)
+        return (
+            database,
+            PushCenter(
+                database: database, identity: IdentityStore(database: database), settings: settings,
+                clock: SystemWallClock(), logger: logger)
+        )
+    }
+
+    static func send(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let parsed = try ServerCLI.parse(sendSpec, arguments) else { return .success }
+        func required(_ name: String) throws -> String {
+            guard let value = parsed.value(name, spec: sendSpec, environment: [:]) else {
+                throw UsageError("push send needs --\(name)")
+            }
+            return value
+        }
+        let email = try required("email")
+        let code = try required("code")
+        let title = try required("title")
+        var objectID: Int64?
+        if let text = parsed.value("id", spec: sendSpec, environment: [:]) {
+            guard let value = Int64(text) else { throw UsageError("--id must be a whole number, not '\(text)'") }
+            objectID = value
+        }
+        let settings = try PushOptions.settings(parsed, sendSpec, environment, sender: false)
+        let (database, push) = try center(parsed, sendSpec, environment, settings: settings)
+        defer { database.close() }
+        do {
+            let delivery = try push.notify(
+                email: email, code: code, title: title, body: parsed.value("body", spec: sendSpec, environment: [:]),
+                thread: parsed.value("thread", spec: sendSpec, environment: [:]), objectID: objectID)
+            let pushes =
+                delivery.muted
+                ? "no push: the thread is muted"
+                : settings.topic == nil
+                    ? "no push: pushes are off (no --apns-topic)" : "\(delivery.queued) push(es) queued"
+            Output.line("notification \(delivery.seq) for \(email); \(pushes)")
+            return .success
+        } catch let refusal as PushCenter.Refusal {
+            Output.error("homeport-server: \(refusal.description)")
+            return .failure
+        }
+    }
+
+    static func devices(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let parsed = try ServerCLI.parse(devicesSpec, arguments) else { return .success }
+        let (database, push) = try center(parsed, devicesSpec, environment, settings: PushSettings())
+        defer { database.close() }
+        let devices = try push.allDevices()
+        let formatter = ISO8601DateFormatter()
+        if parsed.flag("json") {
+            let objects = devices.map {
+                [
+                    "token": String($0.device.token.prefix(8)), "environment": $0.device.environment.rawValue,
+                    "topic": $0.device.topic, "email": $0.email,
+                    "registeredAt": formatter.string(
+                        from: Date(timeIntervalSince1970: TimeInterval($0.device.updatedAt))),
+                ] as [String: Any]
+            }
+            let data = try JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys])
+            Output.line(String(decoding: data, as: UTF8.self))
+        } else if devices.isEmpty {
+            Output.line("no devices registered")
+        } else {
+            for entry in devices {
+                Output.line(
+                    "\(entry.device.token.prefix(8))…  \(entry.device.environment.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)) \(entry.email)"
+                )
+            }
+        }
+        return .success
+    }
+}

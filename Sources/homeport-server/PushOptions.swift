@@ -1,0 +1,130 @@
+import Foundation
+import HomeportAPNs
+import HomeportCommandLine
+import HomeportCrypto
+import HomeportServer
+
+/// The push options `serve` and `push send` share, and how they become ``PushSettings``.
+enum PushOptions {
+    static let catalogue = CommandSpec.Option.value(
+        "catalogue", "FILE",
+        help: "Notification codes to add: {\"codes\": [{\"code\": \"ns:name\", \"title\": \"…\"}]}.",
+        environment: "HOMEPORT_CATALOGUE")
+    static let pushKey = CommandSpec.Option.value(
+        "push-key", "NAME", help: "Key of the payload's app-data block (a product names its own, e.g. officer).",
+        environment: "HOMEPORT_PUSH_KEY", default: "homeport")
+    static let topic = CommandSpec.Option.value(
+        "apns-topic", "BUNDLE_ID", help: "The app's bundle id; with it, notifications queue pushes.",
+        environment: "HOMEPORT_APNS_TOPIC")
+
+    /// The options of `serve` (the sender's too).
+    static let all: [CommandSpec.Option] = [
+        catalogue, pushKey, topic,
+        .value(
+            "apns-key-file", "FILE", help: "The APNs auth key (.p8) of the developer account; read once, never logged.",
+            environment: "HOMEPORT_APNS_KEY_FILE"),
+        .value("apns-key-id", "ID", help: "The auth key's id (10 characters).", environment: "HOMEPORT_APNS_KEY_ID"),
+        .value(
+            "apns-team-id", "ID", help: "The developer team's id (10 characters).", environment: "HOMEPORT_APNS_TEAM_ID"
+        ),
+        .value(
+            "apns-base-url", "URL", help: "Send every push here instead of Apple's production and sandbox hosts.",
+            environment: "HOMEPORT_APNS_BASE_URL", default: "Apple's hosts, by each device's environment"),
+        .value(
+            "apns-ca-file", "FILE", help: "A CA to trust besides the system's (a test or mirror endpoint).",
+            environment: "HOMEPORT_APNS_CA_FILE"),
+    ]
+
+    /// The settings the command line asks for. `sender` reads the APNs key options too (`serve`).
+    static func settings(
+        _ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String], sender: Bool
+    ) throws -> PushSettings {
+        var settings = PushSettings()
+        if let key = parsed.value("push-key", spec: spec, environment: environment) {
+            guard PushSettings.validateAppDataKey(key) else {
+                throw UsageError("--push-key must be 1–32 letters, digits, '_' or '-' (and not 'aps'), not '\(key)'")
+            }
+            settings.appDataKey = key
+        }
+        if let file = parsed.value("catalogue", spec: spec, environment: environment) {
+            do {
+                settings.extraCodes = try ServerCatalogue.codes(fromFile: file)
+            } catch let error as ConfigurationError {
+                throw UsageError(error.description)
+            }
+        }
+        if let topic = parsed.value("apns-topic", spec: spec, environment: environment) {
+            guard isBundleID(topic) else {
+                throw UsageError("--apns-topic must be the app's bundle id, such as net.example.books, not '\(topic)'")
+            }
+            settings.topic = topic
+        }
+        if sender { settings.apns = try apns(parsed, spec, environment, topic: settings.topic) }
+        return settings
+    }
+
+    /// The APNs key settings: all of key file, key id, team id and topic, or none.
+    private static func apns(
+        _ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String], topic: String?
+    ) throws -> APNsSettings? {
+        let file = parsed.value("apns-key-file", spec: spec, environment: environment)
+        let keyID = parsed.value("apns-key-id", spec: spec, environment: environment)
+        let teamID = parsed.value("apns-team-id", spec: spec, environment: environment)
+        // No key: this process sends nothing (pushes it queues wait for a replica with the key).
+        if file == nil && keyID == nil && teamID == nil { return nil }
+        let given = [
+            ("--apns-key-file", file), ("--apns-key-id", keyID), ("--apns-team-id", teamID), ("--apns-topic", topic),
+        ]
+        let missing = given.filter { $0.1 == nil }.map(\.0)
+        guard missing.isEmpty, let file, let keyID, let teamID else {
+            throw UsageError(
+                "sending pushes needs all of --apns-key-file, --apns-key-id, --apns-team-id and --apns-topic; missing "
+                    + missing.joined(separator: ", "))
+        }
+        guard ProviderToken.isAppleID(keyID) else {
+            throw UsageError(
+                "--apns-key-id is the key's 10-character id (letters and digits), not '\(keyID.prefix(40))'")
+        }
+        guard ProviderToken.isAppleID(teamID) else {
+            throw UsageError(
+                "--apns-team-id is the 10-character team id (letters and digits), not '\(teamID.prefix(40))'")
+        }
+        let pem: String
+        do {
+            pem = try String(contentsOfFile: file, encoding: .utf8)
+        } catch {
+            throw UsageError("cannot read the APNs key file \(file): \(error.localizedDescription)")
+        }
+        do {
+            _ = try ES256Key(pem: pem)
+        } catch {
+            throw UsageError("the APNs key file \(file) cannot be used: \(error)")
+        }
+        var client = APNsClient.Configuration()
+        if let base = parsed.value("apns-base-url", spec: spec, environment: environment) {
+            guard base.hasPrefix("https://") else {
+                throw UsageError("--apns-base-url must start with https:// (APNs is HTTP/2 over TLS), not '\(base)'")
+            }
+            client.productionURL = base
+            client.sandboxURL = base
+        }
+        if let ca = parsed.value("apns-ca-file", spec: spec, environment: environment) {
+            guard FileManager.default.isReadableFile(atPath: ca) else {
+                throw UsageError("cannot read the CA file \(ca)")
+            }
+            client.caFile = ca
+        }
+        return APNsSettings(keyPEM: pem, keyID: keyID, teamID: teamID, client: client)
+    }
+
+    /// A reverse-DNS bundle id: 3–155 characters of letters, digits, `.` and `-`, with a dot.
+    static func isBundleID(_ text: String) -> Bool {
+        (3...155).contains(text.utf8.count) && text.contains(".") && !text.hasPrefix(".") && !text.hasSuffix(".")
+            && text.utf8.allSatisfy {
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                    || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".")
+                    || $0 == UInt8(ascii: "-")
+            }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A local stand-in for Apple's push service: `interop/apns/standin.py`, HTTP/2 over TLS with a CA
+/// of its own, checking each request with PyJWT and cryptography. `scripts/test` installs it
+/// into a virtualenv and exports `HOMEPORT_TEST_APNS_DIR` and `HOMEPORT_TEST_APNS_PYTHON`.
+public final class APNsStandIn: @unchecked Sendable {
+    /// The team id its provider tokens must carry (`iss`).
+    public static let teamID = "TEAM123456"
+    /// The key id they must carry (`kid`).
+    public static let keyID = "KEY1234567"
+    /// The topic it accepts.
+    public static let topic = "net.example.books"
+
+    private let process = Process()
+    /// Where it keeps its CA, the auth key and its request log.
+    public let directory: TemporaryDirectory
+    /// Its port.
+    public let port: Int
+
+    /// Starts it and waits until it listens.
+    public init() throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let source = environment["HOMEPORT_TEST_APNS_DIR"], let python = environment["HOMEPORT_TEST_APNS_PYTHON"]
+        else {
+            throw RawHTTPError(
+                "HOMEPORT_TEST_APNS_DIR/_PYTHON are not set: run the suite with scripts/test, which installs the APNs stand-in"
+            )
+        }
+        directory = try TemporaryDirectory()
+        port = try RawHTTP.freePort()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [source + "/standin.py", directory.path, String(port)]
+        process.environment = environment.merging(["APNS_TOPIC": Self.topic]) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        for _ in 0..<300 {
+            if FileManager.default.fileExists(atPath: directory.file("ready")) { return }
+            usleep(50_000)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        throw RawHTTPError("the APNs stand-in did not start on port \(port)")
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        directory.remove()
+    }
+
+    /// The base URL to send to.
+    public var url: String { "https://127.0.0.1:\(port)" }
+    /// Its CA, to trust.
+    public var caFile: String { directory.file("ca.pem") }
+    /// The developer account's APNs auth key (`.p8`) whose public half it verifies with.
+    public var keyFile: String { directory.file("auth-key.p8") }
+
+    /// Sets how it answers: `tokens` maps a device token to answers given in order (the last
+    /// repeats), each `["status": 410, "reason": "Unregistered", "timestamp": ms]`; a provider
+    /// token issued more than `expireTokensOlderThan` seconds ago is refused as expired.
+    public func script(tokens: [String: [[String: Any]]] = [:], expireTokensOlderThan: Int = 3600) throws {
+        let data = try JSONSerialization.data(
+            withJSONObject: ["tokens": tokens, "expire_tokens_older_than": expireTokensOlderThan])
+        try data.write(to: URL(fileURLWithPath: directory.file("script.json.tmp")))
+        _ = rename(directory.file("script.json.tmp"), directory.file("script.json"))
+    }
+
+    /// Every request it received, as it recorded them (`device`, `status`, `reason`, `apns_id`,
+    /// `jwt`, `iat`, `kid`, `iss`, `topic`, `payload`, `payload_size`, `invalid`, …).
+    public func requests() -> [[String: Any]] {
+        guard let text = try? String(contentsOfFile: directory.file("requests.jsonl"), encoding: .utf8) else {
+            return []
+        }
+        return text.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }
+    }
+
+    /// Waits until it has recorded at least `count` requests; false after `timeout` seconds.
+    @discardableResult
+    public func waitForRequests(_ count: Int, timeout: Double = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if requests().count >= count { return true }
+            usleep(50_000)
+        }
+        return requests().count >= count
+    }
+}
