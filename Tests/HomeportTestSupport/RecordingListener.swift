@@ -150,14 +150,17 @@ public final class RecordingListener: @unchecked Sendable {
         stop()
     }
 
-    /// Stops listening and closes every connection.
+    /// Stops listening and closes every connection, once: a second call (deinit after an explicit
+    /// stop) must not close the listening socket's number again, which the system may have given
+    /// to another socket since.
     public func stop() {
-        let connections: [Int32] = lock.withLock {
-            guard running else { return [] }
+        let connections: [Int32]? = lock.withLock {
+            guard running else { return nil }
             running = false
             defer { open.removeAll() }
             return open
         }
+        guard let connections else { return }
         shutdown(fd, Int32(SHUT_RDWR))
         close(fd)
         connections.forEach {
