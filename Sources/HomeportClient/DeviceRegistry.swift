@@ -12,7 +12,7 @@ public final class DeviceRegistry: Sendable {
     public let path: String
     private let state: Mutex<Stored>
 
-    private struct Stored: Codable {
+    private struct Stored: Codable, Equatable {
         var device: PushDeviceRegistration?
         var servers: [String: PushDeviceRegistration] = [:]
     }
@@ -62,7 +62,9 @@ public final class DeviceRegistry: Sendable {
 
     private func change(_ body: (inout Stored) -> Void) throws {
         try state.withLock { stored in
+            let before = stored
             body(&stored)
+            guard stored != before else { return }
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             try AtomicFile.write(try encoder.encode(stored), to: path)

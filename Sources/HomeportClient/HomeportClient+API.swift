@@ -19,8 +19,9 @@ extension HomeportClient {
     /// account out; any other 401 or 410 leaves the session in place and throws
     /// ``ClientError/sessionKept(address:detail:)``.
     ///
-    /// `headers` are added to the request (`If-None-Match`, say); they cannot replace the session
-    /// token, `Accept` or `Content-Type`.
+    /// `headers` may add conditional and language fields only (``extraHeaderNames``:
+    /// `If-None-Match`, say); any other throws ``ClientError/invalidInput(_:)`` with nothing sent,
+    /// so that no cookie, credential or `Host` is ever added to what the client sends.
     public func send(
         _ method: String = "GET", _ path: String, to server: String, json: Data? = nil,
         headers: [String: String] = [:]
@@ -34,6 +35,11 @@ extension HomeportClient {
     ) async throws
         -> (answer: Answer, choice: Choice)
     {
+        if let refused = headers.keys.first(where: { !Self.extraHeaderNames.contains($0.lowercased()) }) {
+            throw ClientError.invalidInput(
+                "the header \(ServerText.clean(refused, limit: 80)) cannot be added to an API request; only "
+                    + Self.extraHeaderNames.sorted().joined(separator: ", "))
+        }
         var record = try directory.find(server)
         guard !record.signedOut, let token = try vault.token(for: record.key) else {
             throw ClientError.signedOut(server: record.key)
@@ -80,11 +86,7 @@ extension HomeportClient {
         let address = choice.address
         guard var url = address.url(path) else { throw ClientError.invalidAddress(address.url + path) }
         for _ in 0...3 {
-            var headers = extra.filter { name, _ in
-                ![HomeportHeader.sessionToken, "accept", "content-type"].contains {
-                    $0.lowercased() == name.lowercased()
-                }
-            }
+            var headers = extra
             headers[HomeportHeader.sessionToken] = token
             headers["Accept"] = "application/json"
             if json != nil { headers["Content-Type"] = "application/json" }
@@ -106,6 +108,11 @@ extension HomeportClient {
         }
         throw ClientError.badAnswer(address: address.url, detail: "too many redirects")
     }
+
+    /// The header fields a caller may add to an API request (lowercased): conditions and language.
+    public static let extraHeaderNames: Set<String> = [
+        "if-none-match", "if-match", "if-modified-since", "if-unmodified-since", "accept-language",
+    ]
 
     /// Whether `status` is a redirect the client may follow (304 Not Modified is not one).
     static func isRedirect(_ status: Int) -> Bool {

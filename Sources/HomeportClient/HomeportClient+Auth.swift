@@ -66,7 +66,7 @@ extension HomeportClient {
     /// the local session whether or not it could. Says whether the server confirmed, and if not, why.
     @discardableResult
     public func logout(_ server: String) async throws -> SignOutOutcome {
-        try await withdrawRegistration(of: try directory.find(server))
+        await withdrawRegistration(of: try directory.find(server))
         // Read again: the server may have refused the session meanwhile.
         let record = try directory.find(server)
         let outcome: SignOutOutcome
@@ -88,6 +88,7 @@ extension HomeportClient {
         try vault.remove(server: record.key)
         try directory.update(record.key) { $0.signedOut = true }
         forgetWinner(record.key)
+        try directory.devices.record(nil, for: record.key)
         return outcome
     }
 
@@ -149,11 +150,12 @@ extension HomeportClient {
     /// asked (best effort: offline, the server is removed all the same).
     public func remove(_ server: String) async throws {
         let record = try directory.find(server)
-        try await withdrawRegistration(of: record)
+        await withdrawRegistration(of: record)
         try vault.remove(server: record.key)
         try directory.remove(record.key)
-        try directory.catalogues.remove(record.key)
         forgetWinner(record.key)
+        try directory.catalogues.remove(record.key)
+        try directory.devices.record(nil, for: record.key)
     }
 
     /// One request to the auth API at a given address; redirects are not followed.

@@ -111,9 +111,11 @@ extension HomeportClient {
         guard !record.signedOut, let token = try vault.token(for: record.key) else {
             throw ClientError.signedOut(server: record.key)
         }
+        let generation = openStreams.generation
         let choice = try await choose(for: record)
         let stream = try await openStream(cursor.lastEventID, token: token, at: choice, record: record)
-        openStreams.add(stream)
+        // The network path changed while it opened: its address was chosen on the old one.
+        guard openStreams.add(stream, since: generation) else { throw CancellationError() }
         defer {
             openStreams.remove(stream)
             stream.cancel()

@@ -185,19 +185,17 @@ extension HomeportClient {
         }
     }
 
-    /// Before a sign-out or a removal: withdraws this device's registration from `record`'s server
-    /// (best effort: offline, it is only forgotten here) and tells the app how that went.
-    func withdrawRegistration(of record: ServerRecord) async throws {
-        guard let registration = directory.devices.registration(for: record.key) else { return }
-        if !record.signedOut {
-            do {
-                try await deleteRegistration(registration.token, at: record.key)
-                onEvent(.pushDevice(server: record.key, outcome: .unregistered))
-            } catch {
-                onEvent(.pushDevice(server: record.key, outcome: .unregistrationNotConfirmed("\(error)")))
-            }
+    /// Before a sign-out or a removal: asks `record`'s server to drop this device's registration
+    /// (best effort) and tells the app how that went. The caller forgets it here once the local
+    /// session is erased, whatever the server said.
+    func withdrawRegistration(of record: ServerRecord) async {
+        guard !record.signedOut, let registration = directory.devices.registration(for: record.key) else { return }
+        do {
+            try await deleteRegistration(registration.token, at: record.key)
+            onEvent(.pushDevice(server: record.key, outcome: .unregistered))
+        } catch {
+            onEvent(.pushDevice(server: record.key, outcome: .unregistrationNotConfirmed("\(error)")))
         }
-        try directory.devices.record(nil, for: record.key)
     }
 
     private static func registration(_ token: String, _ environment: PushEnvironment) throws

@@ -266,22 +266,42 @@ public final class HomeportClient: Sendable {
     }
 }
 
-/// The notification streams a client has open.
+/// The notification streams a client has open, and how many times they were all ended (a
+/// stream opened on an address chosen before a network-path change must not outlive it).
 final class OpenStreams: Sendable {
-    private let streams = Mutex<[ObjectIdentifier: ClientStream]>([:])
+    private struct State {
+        var streams: [ObjectIdentifier: ClientStream] = [:]
+        var generation = 0
+    }
 
-    func add(_ stream: ClientStream) {
-        streams.withLock { $0[ObjectIdentifier(stream)] = stream }
+    private let state = Mutex(State())
+
+    /// How many times every stream was ended so far.
+    var generation: Int { state.withLock { $0.generation } }
+
+    /// Keeps `stream`, unless the streams were ended since `generation` (then it is ended too and
+    /// this returns false).
+    func add(_ stream: ClientStream, since generation: Int) -> Bool {
+        let kept = state.withLock { state -> Bool in
+            guard state.generation == generation else { return false }
+            state.streams[ObjectIdentifier(stream)] = stream
+            return true
+        }
+        if !kept { stream.cancel() }
+        return kept
     }
 
     func remove(_ stream: ClientStream) {
-        _ = streams.withLock { $0.removeValue(forKey: ObjectIdentifier(stream)) }
+        _ = state.withLock { $0.streams.removeValue(forKey: ObjectIdentifier(stream)) }
     }
 
     func endAll() {
-        let open = streams.withLock { streams in
-            defer { streams.removeAll() }
-            return Array(streams.values)
+        let open = state.withLock { state in
+            defer {
+                state.streams.removeAll()
+                state.generation += 1
+            }
+            return Array(state.streams.values)
         }
         open.forEach { $0.cancel() }
     }

@@ -305,6 +305,24 @@ struct PushClientTests {
         #expect(peer.requests.count == before, "nothing sent for a thread that is not this server's")
     }
 
+    @Test("a caller may add conditions to a request, never a cookie, a credential or a Host")
+    func extraHeaders() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let a = InstanceID(UUID())
+        let peer = try RecordingListener(behaviour: .routes(PushPeer.routes(a)))
+        let (client, _, _) = try multiServerClient(home, records: [try record(a, primary: peer.url)])
+        for name in ["Cookie", "authorization", "Host", "X-Session-Token", "Accept"] {
+            await #expect(throws: ClientError.self, "\(name)") {
+                try await client.send("GET", HomeportPath.notificationsMutes, to: a.description, headers: [name: "x"])
+            }
+        }
+        #expect(peer.requests.isEmpty, "nothing was sent")
+        _ = try await client.send(
+            "GET", HomeportPath.notificationsMutes, to: a.description, headers: ["If-None-Match": "\"v\""])
+        #expect(peer.heads("GET " + HomeportPath.notificationsMutes).first?.contains("If-None-Match: \"v\"") == true)
+    }
+
     @Test("an API refusal says its code and field")
     func refusals() async throws {
         let home = try TemporaryDirectory()
