@@ -35,6 +35,11 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         .systemLibrary(
+            name: "CNGHTTP2",
+            pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"]), .brew(["libnghttp2"])]
+        ),
+        .systemLibrary(
             name: "CMicroHTTPD",
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]
@@ -55,7 +60,7 @@ let package = Package(
             name: "HomeportStorage",
             dependencies: ["CSQLite", "CLibPQ", "HomeportLogging"]
         ),
-        .target(name: "HomeportAPNs", dependencies: ["CCurl", "HomeportCrypto"]),
+        .target(name: "HomeportAPNs", dependencies: ["CNGHTTP2", "COpenSSL", "HomeportCrypto"]),
         .target(
             name: "HomeportServer",
             dependencies: [
@@ -80,6 +85,10 @@ let package = Package(
         .executableTarget(
             name: "homeport",
             dependencies: ["HomeportClient", "HomeportCommandLine"]
+        ),
+        .executableTarget(
+            name: "homeport-push-benchmark",
+            dependencies: ["HomeportAPNs", "HomeportCrypto"]
         ),
         .executableTarget(
             name: "homeport-failover-benchmark",

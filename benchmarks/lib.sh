@@ -7,7 +7,8 @@ THREADS=${THREADS:-2}
 
 bench_pids=()
 bench_cleanup() {
-    for pid in "${bench_pids[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
+    # TERM, not INT: a background job of a script ignores SIGINT.
+    for pid in "${bench_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     wait 2>/dev/null
     rm -rf "$work"
 }

@@ -36,16 +36,3 @@ static inline long homeport_curl_status(CURL *curl) {
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     return status;
 }
-
-static inline CURLMcode homeport_curlm_set_long(CURLM *multi, CURLMoption option, long value) {
-    return curl_multi_setopt(multi, option, value);
-}
-
-/// The result of a finished transfer in a `CURLMSG_DONE` message (a union member Swift reads awkwardly).
-static inline CURLcode homeport_curlmsg_result(CURLMsg *message) {
-    return message->data.result;
-}
-
-static inline CURLcode homeport_curl_get_private(CURL *curl, void **value) {
-    return curl_easy_getinfo(curl, CURLINFO_PRIVATE, value);
-}

@@ -7,6 +7,10 @@ import HomeportWire
 /// unknown transfer coding until the peer closes. Each of these lets two parsers (a proxy and
 /// this server) see two different requests, so each is refused here, with the connection closed
 /// (RFC 9112 §6.3): 400 for ambiguous framing, 501 for a transfer coding other than `chunked`.
+/// So is an HTTP/1.0 request with `Transfer-Encoding` (RFC 9112 §6.1: its framing is faulty), and
+/// a field value holding a CR or an LF (RFC 9110 §5.5), which another parser may take for the end
+/// of a line. (libmicrohttpd 0.9.75 cuts a value at a NUL before this check sees it; the check
+/// refuses one should a later version pass it on.)
 enum Framing: Equatable {
     /// No body.
     case none
@@ -15,13 +19,17 @@ enum Framing: Equatable {
     /// A chunked body.
     case chunked
 
-    /// The framing `headers` announce, or the error that refuses them.
-    static func of(_ headers: [(name: String, value: String)]) -> Result<Framing, HTTPError> {
+    /// The framing `headers` of a request in HTTP/1.1 (or HTTP/1.0, when `http10`) announce, or
+    /// the error that refuses them.
+    static func of(_ headers: [(name: String, value: String)], http10: Bool = false) -> Result<Framing, HTTPError> {
         var lengths: [String] = []
         var codings: [String] = []
         var hosts = 0
         for field in headers {
             guard isToken(field.name) else { return .failure(ambiguous("A header field name is not a token.")) }
+            guard !hasLineBreakOrNUL(field.value) else {
+                return .failure(ambiguous("A header field value holds a CR, an LF or a NUL."))
+            }
             if field.name.caseInsensitiveEquals("Content-Length") {
                 lengths.append(field.value)
             } else if field.name.caseInsensitiveEquals("Transfer-Encoding") {
@@ -32,6 +40,7 @@ enum Framing: Equatable {
         }
         if hosts > 1 { return .failure(ambiguous("The request has more than one Host field.")) }
         if !codings.isEmpty {
+            guard !http10 else { return .failure(ambiguous("An HTTP/1.0 request cannot be sent chunked.")) }
             guard lengths.isEmpty else {
                 return .failure(ambiguous("The request has both Content-Length and Transfer-Encoding."))
             }
@@ -63,6 +72,12 @@ enum Framing: Equatable {
     static func isToken(_ name: String) -> Bool {
         var name = name
         return name.withUTF8 { bytes in !bytes.isEmpty && bytes.allSatisfy { tokenBytes[Int($0)] } }
+    }
+
+    /// Whether `value` holds a CR, an LF or a NUL.
+    static func hasLineBreakOrNUL(_ value: String) -> Bool {
+        var value = value
+        return value.withUTF8 { bytes in bytes.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 } }
     }
 
     private static let tokenBytes: [Bool] = (0..<256).map { byte in

@@ -67,11 +67,11 @@ let notifyConnectionCallback: MHD_NotifyConnectionCallback = { context, connecti
 
 /// Called by libmicrohttpd: once when the headers are in, once per body chunk, once at the end.
 let accessHandlerCallback: MHD_AccessHandlerCallback = {
-    context, connection, url, method, _, uploadData, uploadDataSize, requestContext in
+    context, connection, url, method, version, uploadData, uploadDataSize, requestContext in
     guard let context, let connection, let requestContext, let uploadDataSize else { return .NO }
     let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
     return server.handle(
-        connection: connection, url: url, method: method, uploadData: uploadData,
+        connection: connection, url: url, method: method, version: version, uploadData: uploadData,
         uploadDataSize: uploadDataSize, requestContext: requestContext)
 }
 
@@ -90,11 +90,12 @@ let requestCompletedCallback: MHD_RequestCompletedCallback = { context, _, reque
 extension HTTPServer {
     func handle(
         connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-        uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>,
+        version: UnsafePointer<CChar>?, uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>,
         requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         guard let raw = requestContext.pointee else {
-            return headersArrived(connection, url: url, method: method, requestContext: requestContext)
+            return headersArrived(
+                connection, url: url, method: method, version: version, requestContext: requestContext)
         }
         let request = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
         if uploadDataSize.pointee > 0 {
@@ -162,7 +163,7 @@ extension HTTPServer {
     /// one is refused before a byte of it is read.
     private func headersArrived(
         _ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-        requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+        version: UnsafePointer<CChar>?, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         let entry = homeport_mhd_socket_context(connection).map {
             Unmanaged<ConnectionRegistry.Connection>.fromOpaque($0).takeUnretainedValue()
@@ -173,7 +174,7 @@ extension HTTPServer {
         if let entry { connections.enter(.readingBody, entry) }
         request.headers = Self.values(connection, kind: .HEADER_KIND)
         let framing: Framing
-        switch Framing.of(request.headers) {
+        switch Framing.of(request.headers, http10: version.map { strcmp($0, MHD_HTTP_VERSION_1_0) == 0 } ?? false) {
         case .success(let value): framing = value
         case .failure(let error): return refuse(connection, request, error, url: url, method: method)
         }

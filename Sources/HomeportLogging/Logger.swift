@@ -69,12 +69,32 @@ public struct Logger: Sendable {
         line += " "
         line += label
         line += ": "
-        line += message()
+        line += Self.escaped(message())
         for key in metadata.keys.sorted() {
-            line += " \(key)=\(metadata[key] ?? "")"
+            line += " \(Self.escaped(key))=\(Self.escaped(metadata[key] ?? ""))"
         }
         line += "\n"
         sink.write(line)
+    }
+
+    /// `text` on one line: a line break as `\n`, a tab as `\t`, any other control character as `?`,
+    /// so that nothing a message carries (a database's multi-line error, a client's bytes) can
+    /// start a line of its own.
+    static func escaped(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
+            return text
+        }
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value): result += "?"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
     }
 
     /// Logs at `debug`.

@@ -34,6 +34,11 @@ struct FramingTests {
             "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length : 3\r\n\r\nabc",
             "GET /hello HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",
             "GET /hello HTTP/1.1\r\n\r\n",
+            // HTTP/1.0 has no chunked coding (RFC 9112 §6.1), whatever else the request says.
+            "POST /echo HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            // A bare CR in a value, which another parser may take for a line's end.
+            "POST /echo HTTP/1.1\r\nHost: x\r\nX-A: a\rContent-Length: 50\r\nContent-Length: 3\r\n\r\nabc",
+            "GET /hello HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n",
         ])
     func ambiguous(head: String) throws {
         try withServer(sampleRouter()) { server in

@@ -141,6 +141,78 @@ struct HardeningTests {
         }
     }
 
+    @Test(
+        "a new password that would be refused costs no hash, even with the right current one",
+        arguments: Backend.allCases)
+    func refusedNewPasswordCostsNothing(backend: Backend) throws {
+        let hasher = GatedHasher(iterations: 1000)
+        try withAccounts(backend, hasher: hasher) { server in
+            let token = try server.signIn("ada@example.com")
+            hasher.resetMeter()
+            for _ in 0..<30 {
+                let answer = try server.app(
+                    "POST", "account/password/change", token: token,
+                    json: ["current_password": "correct horse battery", "new_password": "short"])
+                #expect(answer.status == 400 && answer.text.contains("new_password"))
+            }
+            #expect(hasher.spent == 0, "30 refused new passwords ran \(hasher.spent / 1000) hashes")
+            #expect(try server.appInfo(token).status == 200, "and nothing changed")
+        }
+    }
+
+    @Test("password changes are limited per account: each new session's fresh budget does not make them free")
+    func passwordChangeLimitPerAccount() throws {
+        var policy = RateLimitPolicy()
+        policy.passwordChangePerAccount = RateLimit(3, per: 3600)
+        try withAccounts(.sqlite, rateLimits: policy) { server in
+            var token = try server.signIn("ada@example.com")
+            let thief = try server.signIn("ada@example.com")
+            let guess = ["current_password": "a wrong guess", "new_password": "a new long password"]
+            for _ in 0..<4 {
+                #expect(try server.app("POST", "account/password/change", token: thief, json: guess).status == 400)
+            }
+            var current = "correct horse battery"
+            for round in 1...3 {
+                let next = "new long password \(round)"
+                let changed = try server.app(
+                    "POST", "account/password/change", token: token,
+                    json: ["current_password": current, "new_password": next])
+                #expect(changed.status == 200, "change \(round): wrong guesses spent none of the account's budget")
+                token = try #require(changed.sessionToken)
+                current = next
+            }
+            let refused = try server.app(
+                "POST", "account/password/change", token: token,
+                json: ["current_password": current, "new_password": "one change too many"])
+            #expect(refused.status == 429 && refused.header("Retry-After") != nil)
+            #expect(
+                try server.app("POST", "auth/login", json: ["email": "ada@example.com", "password": current]).status
+                    == 200)
+        }
+    }
+
+    @Test("a login password longer than sign-up allows is refused before anything is charged or hashed")
+    func overlongLoginPassword() throws {
+        var policy = RateLimitPolicy()
+        policy.failedLoginPerAccount = RateLimit(2, per: 300)
+        let hasher = GatedHasher(iterations: 1000)
+        try withAccounts(.sqlite, rateLimits: policy, hasher: hasher) { server in
+            _ = try server.signIn("ada@example.com")
+            hasher.resetMeter()
+            let long = String(repeating: "x", count: 1025)
+            for _ in 0..<3 {
+                let login = try server.app("POST", "auth/login", json: ["email": "ada@example.com", "password": long])
+                #expect(login.status == 400)
+            }
+            #expect(hasher.spent == 0)
+            #expect(
+                try server.app(
+                    "POST", "auth/login", json: ["email": "ada@example.com", "password": "correct horse battery"]
+                )
+                .status == 200, "the account's failure budget is untouched")
+        }
+    }
+
     @Test("a password change voids reset keys asked for before it")
     func changeVoidsResetKeys() throws {
         try withAccounts(.sqlite) { server in

@@ -155,6 +155,66 @@ struct RaceTests {
             #expect(sessions == 0)
         }
     }
+
+    @Test("on PostgreSQL a reset and a change queued on the same account run one after the other, never deadlocked")
+    func resetAndChangeQueueOnTheAccount() throws {
+        try withAccounts(.postgres) { server in
+            let token = try server.signIn("ada@example.com")
+            _ = try server.app("POST", "auth/password/request", json: ["email": "ada@example.com"])
+            let key = try #require(server.mailer.resetKey(for: "ada@example.com"))
+            let database = server.application.database
+            let waiting = {
+                try database.execute(
+                    "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+                ).first?.int("n") ?? 0
+            }
+            let waitFor = { (count: Int64) in
+                var seen: Int64 = 0
+                for _ in 0..<500 where seen < count {
+                    seen = try waiting()
+                    if seen < count { usleep(10_000) }
+                }
+                return seen >= count
+            }
+            let change = LockedValue<RawResponse?>(nil)
+            let reset = LockedValue<RawResponse?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            let holder = try server.url.open()
+            defer { holder.close() }
+            try holder.withConnection { connection in
+                // Someone else holds the account's row (without writing it, so that the queue behind
+                // it stays in order): both requests queue behind it, the change first.
+                try connection.execute("BEGIN")
+                try connection.execute("SELECT id FROM users WHERE email = 'ada@example.com' FOR UPDATE")
+                Thread.detachNewThread {
+                    change.set(
+                        try? server.app(
+                            "POST", "account/password/change", token: token,
+                            json: ["current_password": password, "new_password": "the changed password"]))
+                    done.signal()
+                }
+                #expect(try waitFor(1), "the change waits for the account's row")
+                Thread.detachNewThread {
+                    reset.set(
+                        try? server.app(
+                            "POST", "auth/password/reset", json: ["key": key, "password": "the reset password"]))
+                    done.signal()
+                }
+                #expect(try waitFor(2), "the reset waits too")
+                try connection.execute("COMMIT")
+            }
+            #expect(done.wait(timeout: .now() + 30) == .success && done.wait(timeout: .now() + 30) == .success)
+            let changed = try #require(change.get())
+            let refused = try #require(reset.get())
+            #expect(changed.status == 200, "the change went first: \(changed.text)")
+            #expect(refused.status == 400, "the change voided the key the reset waited with: \(refused.text)")
+            #expect(
+                try server.app(
+                    "POST", "auth/login", json: ["email": "ada@example.com", "password": "the changed password"]
+                )
+                .status == 200)
+        }
+    }
 }
 
 /// A value shared between threads.

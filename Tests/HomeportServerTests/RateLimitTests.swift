@@ -91,6 +91,24 @@ struct RateLimitTests {
         }
     }
 
+    @Test("reset requests are counted per mailbox: +tags of one address share its budget")
+    func resetBudgetPerMailbox() throws {
+        var policy = RateLimitPolicy()
+        policy.resetPerEmail = RateLimit(2, per: 900)
+        try withAccounts(.sqlite, rateLimits: policy) { server in
+            _ = try server.signIn("ada@example.com")
+            let request = { (email: String) in
+                try server.app("POST", "auth/password/request", json: ["email": email]).status
+            }
+            #expect(try request("ada+1@example.com") == 200)
+            #expect(try request("ada+2@example.com") == 200)
+            #expect(try request("ada+3@example.com") == 429, "a third tag is the same mailbox")
+            #expect(try request("ada@example.com") == 429, "and so is the address without one")
+            #expect(try request("ada.b+1@example.com") == 200, "another mailbox has its own budget")
+            #expect(try request("Ada+1@example.com") == 429, "whatever its case")
+        }
+    }
+
     @Test("the budget holds across two server processes on one PostgreSQL database")
     func acrossReplicas() throws {
         let (url, cleanUp) = try Backend.postgres.makeDatabaseURL()

@@ -38,8 +38,16 @@ public final class APNsStandIn: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
-        for _ in 0..<300 {
-            if FileManager.default.fileExists(atPath: directory.file("ready")) { return }
+        // Ready once it has written its keys and accepts connections on both addresses.
+        for _ in 0..<600 {
+            if FileManager.default.fileExists(atPath: directory.file("ready")),
+                let first = try? RawHTTP.connect(port: port, timeout: 1),
+                let second = try? RawHTTP.connect(host: "127.0.0.2", port: port, timeout: 1)
+            {
+                close(first)
+                close(second)
+                return
+            }
             usleep(50_000)
         }
         kill(process.processIdentifier, SIGKILL)

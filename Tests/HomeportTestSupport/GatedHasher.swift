@@ -24,9 +24,10 @@ public final class GatedHasher: PasswordHashing, @unchecked Sendable {
     /// The configured cost.
     public var iterations: Int { base.iterations }
 
-    /// A real hash.
+    /// A real hash, metered.
     public func hash(_ password: String) throws -> String {
-        try base.hash(password)
+        state.withLock { $0.spent += base.iterations }
+        return try base.hash(password)
     }
 
     /// A real check; when the gate is armed, it then waits until ``open()``.
@@ -65,7 +66,7 @@ public final class GatedHasher: PasswordHashing, @unchecked Sendable {
         release.signal()
     }
 
-    /// PBKDF2 iterations spent by checks and padding since the last ``resetMeter()``.
+    /// PBKDF2 iterations spent by hashes, checks and padding since the last ``resetMeter()``.
     public var spent: Int { state.withLock { $0.spent } }
 
     /// Sets the meter to zero.

@@ -199,7 +199,8 @@ def main():
     directory, port = sys.argv[1], int(sys.argv[2])
     public_pem = make_tls(directory)
     config = Config()
-    config.bind = ["127.0.0.1:%d" % port]
+    # 127.0.0.2 is not in the certificate: a client must refuse it.
+    config.bind = ["127.0.0.1:%d" % port, "127.0.0.2:%d" % port]
     config.certfile = os.path.join(directory, "server.pem")
     config.keyfile = os.path.join(directory, "server.key")
     config.alpn_protocols = ["h2"]

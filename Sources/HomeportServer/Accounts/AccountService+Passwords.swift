@@ -31,20 +31,22 @@ extension AccountService {
     public func changePassword(session: Session, account: Account, current: String, new: String) throws
         -> PasswordChangeOutcome
     {
+        // The new password first: refusing it costs nothing, so it must not cost a hash either.
+        if let problem = Credentials.passwordProblem(new, param: "new_password") { return .invalid([problem]) }
         let now = clock.unixSeconds
         let limiter = { (db: any SQLExecutor) in RateLimiter(db, policy: self.settings.rateLimits) }
         do {
             try database.transaction {
-                try limiter($0).chargePasswordChangeAttempt(session: session.keyHash, now: now)
+                try limiter($0).chargePasswordChangeAttempt(session: session.keyHash, account: account.id, now: now)
             }
         } catch let refusal as RateLimiter.Refusal {
             return .rateLimited(retryAfter: refusal.retryAfter)
         }
         guard hasher.verify(current, against: account.passwordHash).matches else {
+            try limiter(database).refundPasswordChange(account: account.id, now: now)
             return .invalid([Self.wrongCurrentPassword])
         }
         try limiter(database).refundPasswordChangeFailure(session: session.keyHash, now: now)
-        if let problem = Credentials.passwordProblem(new, param: "new_password") { return .invalid([problem]) }
         let newHash = try hasher.hash(new)
         var replacement = try makeSession(kind: session.kind, userID: account.id, now: now)
         replacement.session.authenticatedAt = session.authenticatedAt
@@ -166,7 +168,10 @@ extension AccountService {
         let newHash = try hasher.hash(password)
         let now = clock.unixSeconds
         let reset = try database.transaction { db in
-            guard try ResetKeyStore(db).claim(keyHash: SecretToken.storedForm(of: key), now: now) == account.id
+            // The account's row first, as every account change locks it first: two resets, or a
+            // reset and a change, then wait for each other instead of deadlocking.
+            guard try AccountStore(db).lock(id: account.id),
+                try ResetKeyStore(db).claim(keyHash: SecretToken.storedForm(of: key), now: now) == account.id
             else { return false }
             try ResetKeyStore(db).deleteAll(userID: account.id)
             try AccountStore(db).setPasswordHash(id: account.id, to: newHash, at: now)

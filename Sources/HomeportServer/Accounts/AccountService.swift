@@ -129,6 +129,9 @@ public final class AccountService: Sendable {
         throws -> SignInOutcome
     {
         guard let email = Credentials.normalizedEmail(rawEmail) else { return .invalid([Self.invalidEmail]) }
+        // No password is longer than sign-up allows: refused before anything is charged or hashed
+        // (hashing a megabyte costs more than hashing the equalising empty string).
+        guard password.utf8.count <= Credentials.maximumPasswordLength else { return .invalid([Self.mismatch]) }
         let now = clock.unixSeconds
         do {
             try database.transaction {

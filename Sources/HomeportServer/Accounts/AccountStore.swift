@@ -58,6 +58,12 @@ struct AccountStore {
         ).isEmpty)
     }
 
+    /// Locks the account's row until the transaction ends (an update that changes nothing);
+    /// false when there is no such account.
+    func lock(id: Int64) throws -> Bool {
+        !(try db.execute("UPDATE users SET approval = approval WHERE id = $1 RETURNING id", [.integer(id)]).isEmpty)
+    }
+
     /// Sets the password hash whatever it was (a reset, whose key proved the right to).
     func setPasswordHash(id: Int64, to new: String, at now: Int64) throws {
         try db.execute(

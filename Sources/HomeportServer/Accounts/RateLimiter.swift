@@ -50,6 +50,9 @@ public struct RateLimitPolicy: Sendable, Hashable {
     /// Wrong current passwords per session at password change (per session, so that a stolen
     /// token cannot spend the owner's budget).
     public var failedPasswordChangePerSession = RateLimit(5, per: 300)
+    /// Password changes per account (attempts whose current password was right): each costs two
+    /// hashes and hands out a new session, whose fresh failure budget must not make changes free.
+    public var passwordChangePerAccount = RateLimit(10, per: 3600)
     /// Password-reset requests per client address.
     public var resetPerAddress = RateLimit(20, per: 3600)
     /// Password-reset requests per address asked for.
@@ -63,7 +66,8 @@ public struct RateLimitPolicy: Sendable, Hashable {
     /// The names accepted by ``set(_:to:)`` (and `--rate-limit NAME=N/SECONDS`).
     public static let names = [
         "signup-per-address", "login-per-address", "failed-login-per-address", "failed-login-per-account",
-        "failed-password-change-per-session", "reset-per-address", "reset-per-email", "push-test-per-account",
+        "failed-password-change-per-session", "password-change-per-account", "reset-per-address", "reset-per-email",
+        "push-test-per-account",
     ]
 
     /// Sets one limit by name; false for an unknown name.
@@ -74,6 +78,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
         case "failed-login-per-account": failedLoginPerAccount = limit
         case "login-per-address": loginPerAddress = limit
         case "failed-password-change-per-session": failedPasswordChangePerSession = limit
+        case "password-change-per-account": passwordChangePerAccount = limit
         case "reset-per-address": resetPerAddress = limit
         case "reset-per-email": resetPerEmail = limit
         case "push-test-per-account": pushTestPerAccount = limit
@@ -138,29 +143,46 @@ struct RateLimiter {
         try charge(
             [
                 ("reset:ip:" + Self.clientKey(address), policy.resetPerAddress),
-                ("reset:email:" + Digest.sha256Hex(email), policy.resetPerEmail),
+                ("reset:email:" + Digest.sha256Hex(Self.mailbox(email)), policy.resetPerEmail),
             ], now: now)
     }
 
-    /// Charges one wrong current password to the session before the check (atomically, like
-    /// ``chargeLoginAttempt(address:email:now:)``), refusing when its budget is used up. The budget
-    /// is the session's, not the account's: a thief holding one token spends only that token's.
-    func chargePasswordChangeAttempt(session keyHash: String, now: Int64) throws {
-        try charge(passwordChangeBuckets(keyHash), now: now)
+    /// Charges a password change before the current password is checked (atomically, like
+    /// ``chargeLoginAttempt(address:email:now:)``): one failure to the session and one change to
+    /// the account, refusing when either budget is used up. The failure budget is the session's,
+    /// not the account's, so a thief holding one token spends only that token's; the change is
+    /// given back when the current password was wrong, so only someone who knows it spends the
+    /// account's.
+    func chargePasswordChangeAttempt(session keyHash: String, account: Int64, now: Int64) throws {
+        try charge(
+            [failedPasswordChangeBucket(keyHash), ("change:account:\(account)", policy.passwordChangePerAccount)],
+            now: now)
     }
 
-    /// Gives the charge back when the current password was right.
+    /// Gives the session's failure back: the current password was right.
     func refundPasswordChangeFailure(session keyHash: String, now: Int64) throws {
-        try refund(passwordChangeBuckets(keyHash), now: now)
+        try refund([failedPasswordChangeBucket(keyHash)], now: now)
     }
 
-    private func passwordChangeBuckets(_ keyHash: String) -> [(String, RateLimit)] {
-        [("change_failed:session:" + keyHash, policy.failedPasswordChangePerSession)]
+    /// Gives the account's change back: the current password was wrong.
+    func refundPasswordChange(account: Int64, now: Int64) throws {
+        try refund([("change:account:\(account)", policy.passwordChangePerAccount)], now: now)
+    }
+
+    private func failedPasswordChangeBucket(_ keyHash: String) -> (String, RateLimit) {
+        ("change_failed:session:" + keyHash, policy.failedPasswordChangePerSession)
     }
 
     /// Charges one test notification to the account.
     func chargePushTest(account: Int64, now: Int64) throws {
         try charge([("push_test:account:\(account)", policy.pushTestPerAccount)], now: now)
+    }
+
+    /// The mailbox an address delivers to, as far as a budget is concerned: without a `+tag`
+    /// (`ada+1@example.com` and `ada+2@example.com` reach ada's mailbox and share her budget).
+    static func mailbox(_ email: String) -> String {
+        guard let at = email.lastIndex(of: "@"), let plus = email[..<at].firstIndex(of: "+") else { return email }
+        return String(email[..<plus] + email[at...])
     }
 
     /// Deletes counters whose window ended long ago.

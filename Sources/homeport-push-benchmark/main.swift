@@ -1,0 +1,126 @@
+import Foundation
+import HomeportAPNs
+import HomeportCrypto
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+// Benchmark (not a test), run by benchmarks/push:
+//   homeport-push-benchmark sender URL CA_FILE KEY_FILE DEVICE COUNT BATCH
+//     sends COUNT pushes to DEVICE through APNsClient (HTTP/2, one connection), BATCH at a time,
+//     and prints "sender <requests/s> <delivered>".
+//   homeport-push-benchmark streams PORT TOKEN COUNT SERVER_PID -- COMMAND…
+//     opens COUNT in-app streams with the session TOKEN, runs COMMAND (which notifies the
+//     account) once all are open, and prints "streams <seconds until every stream had the event>
+//     <server RSS before, KiB> <server RSS with the streams open, KiB>".
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    exit(2)
+}
+
+func sender(_ arguments: [String]) throws {
+    guard arguments.count == 6, let count = Int(arguments[4]), let batch = Int(arguments[5]) else {
+        fail("usage: homeport-push-benchmark sender URL CA_FILE KEY_FILE DEVICE COUNT BATCH")
+    }
+    let client = APNsClient(
+        configuration: .init(productionURL: arguments[0], sandboxURL: arguments[0], caFile: arguments[1]))
+    let key = try ES256Key(pem: try String(contentsOfFile: arguments[2], encoding: .utf8))
+    let token = try ProviderToken.mint(
+        key: key, keyID: "KEY1234567", teamID: "TEAM123456", issuedAt: Int64(Date().timeIntervalSince1970))
+    let random = SystemRandom()
+    let payload = Data(#"{"aps":{"alert":{"title":"Benchmark"},"mutable-content":1},"homeport":{"c":"b:c"}}"#.utf8)
+    func requests(_ n: Int) -> [APNsRequest] {
+        (0..<n).map { _ in
+            APNsRequest(
+                apnsID: (try? random.uuid().uuidString.lowercased()) ?? "", deviceToken: arguments[3],
+                topic: "net.example.books",
+                payload: payload, expiration: 0, sandbox: false)
+        }
+    }
+    _ = client.send(requests(100), authorization: token.jwt)  // connect and warm up
+    var delivered = 0
+    let start = ContinuousClock.now
+    var left = count
+    while left > 0 {
+        let size = min(batch, left)
+        delivered += client.send(requests(size), authorization: token.jwt).filter { $0.status == 200 }.count
+        left -= size
+    }
+    let elapsed = ContinuousClock.now - start
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    print("sender \(Int(Double(count) / seconds)) \(delivered)")
+}
+
+func streams(_ arguments: [String]) throws {
+    guard arguments.count >= 6, let port = Int(arguments[0]), let count = Int(arguments[2]), arguments[4] == "--"
+    else { fail("usage: homeport-push-benchmark streams PORT TOKEN COUNT SERVER_PID -- COMMAND…") }
+    func residentKiB() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(arguments[3])/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+    let before = residentKiB()
+    let request = "GET /api/v1/notifications/stream HTTP/1.1\r\nHost: x\r\nX-Session-Token: \(arguments[1])\r\n\r\n"
+    var sockets: [Int32] = []
+    var received = [String](repeating: "", count: count)
+    for _ in 0..<count {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else { fail("connection \(sockets.count) refused: raise --max-connections") }
+        _ = request.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        sockets.append(fd)
+    }
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    /// Reads whatever is there until every stream's text contains `needle`; false after `timeout`.
+    func wait(for needle: String, timeout: Double) -> Bool {
+        var pending = Set(sockets.indices.filter { !received[$0].contains(needle) })
+        let deadline = Date().addingTimeInterval(timeout)
+        var polls = sockets.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        while !pending.isEmpty && Date() < deadline {
+            guard poll(&polls, nfds_t(polls.count), 100) > 0 else { continue }
+            for index in polls.indices where polls[index].revents != 0 {
+                let read = recv(sockets[index], &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                if read > 0 { received[index] += String(decoding: buffer[0..<read], as: UTF8.self) }
+                if received[index].contains(needle) { pending.remove(index) }
+                polls[index].revents = 0
+            }
+        }
+        return pending.isEmpty
+    }
+    guard wait(for: ": connected", timeout: 120) else { fail("not every stream opened") }
+    let open = residentKiB()
+    let command = Process()
+    command.executableURL = URL(fileURLWithPath: arguments[5])
+    command.arguments = Array(arguments.dropFirst(6))
+    command.standardOutput = FileHandle.nullDevice
+    let start = ContinuousClock.now
+    try command.run()
+    guard wait(for: "event: notification", timeout: 60) else { fail("not every stream got the event") }
+    let elapsed = ContinuousClock.now - start
+    command.waitUntilExit()
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    print("streams \(seconds) \(before) \(open)")
+    sockets.forEach { close($0) }
+}
+
+do {
+    switch arguments.first {
+    case "sender": try sender(Array(arguments.dropFirst()))
+    case "streams": try streams(Array(arguments.dropFirst()))
+    default: fail("usage: homeport-push-benchmark sender|streams …")
+    }
+} catch {
+    fail("homeport-push-benchmark: \(error)")
+}
