@@ -94,17 +94,23 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
     public init(proxy: URL? = nil) {
         self.proxy = proxy
         super.init()
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        session = URLSession(configuration: Self.configuration(proxy: proxy), delegate: self, delegateQueue: queue)
+    }
+
+    /// An ephemeral configuration with no cookie store, cache or credential store, and no proxy
+    /// but `proxy`.
+    static func configuration(proxy: URL?) -> URLSessionConfiguration {
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.connectionProxyDictionary = Self.proxyDictionary(proxy)
+        configuration.connectionProxyDictionary = proxyDictionary(proxy)
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
         configuration.httpCookieAcceptPolicy = .never
         configuration.urlCache = nil
         configuration.urlCredentialStorage = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
+        return configuration
     }
 
     deinit {
@@ -113,7 +119,7 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
 
     /// The proxy settings for `proxy` (the keys' values are those of CFNetwork's
     /// `kCFNetworkProxiesHTTP*` and `kCFNetworkProxiesHTTPS*`); an empty dictionary means no proxy.
-    static func proxyDictionary(_ proxy: URL?) -> [AnyHashable: Any] {
+    private static func proxyDictionary(_ proxy: URL?) -> [AnyHashable: Any] {
         guard let proxy, let host = proxy.host else { return [:] }
         let port = proxy.port ?? 80
         return [

@@ -40,19 +40,14 @@ extension HomeportClient {
     /// (`<instanceId>:chat:42`, as a push carries it) loses the prefix; one namespaced with
     /// another installation's id is refused, and so is anything that is not a thread name.
     static func serverThread(_ thread: String, of record: ServerRecord) throws -> String {
-        var local = thread
-        if let id = record.instanceID, let own = NotificationThread.local(thread, server: id) {
-            local = own
-        } else if let other = PushRouter.namespace(of: thread) {
+        let shown = ServerText.clean(thread, limit: 140)
+        switch ThreadName.local(thread, of: record) {
+        case .own(let local): return local
+        case .otherServer(let other):
+            throw ClientError.invalidInput("\(shown) is a thread of another server (\(other)), not of \(record.key)")
+        case .invalid:
             throw ClientError.invalidInput(
-                "\(ServerText.clean(thread, limit: 140)) is a thread of another server (\(other)), not of \(record.key)"
-            )
+                "'\(shown)' is not a thread name: 1 to 128 characters of A-Z a-z 0-9 : . _ -")
         }
-        guard ThreadName.isValid(local) else {
-            throw ClientError.invalidInput(
-                "'\(ServerText.clean(thread, limit: 140))' is not a thread name: 1 to 128 characters of "
-                    + "A-Z a-z 0-9 : . _ -")
-        }
-        return local
     }
 }

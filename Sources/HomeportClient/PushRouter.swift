@@ -86,27 +86,13 @@ public struct PushRouter: Sendable {
         return first
     }
 
-    /// The server's own thread id out of a payload's `thread-id`: `<instanceId>:<thread>` with
-    /// the server's id, or a bare thread (an older server). A thread id namespaced with another
-    /// installation's id is refused.
+    /// The server's own thread id out of a payload's `thread-id` (see ``ThreadName/local(_:of:)``).
     private func localThread(_ threadID: String, of record: ServerRecord) throws -> String {
-        var local = threadID
-        if let id = record.instanceID, let own = NotificationThread.local(threadID, server: id) {
-            local = own
-        } else if let other = Self.namespace(of: threadID) {
-            throw PushRoutingFailure.threadOfAnotherServer(other)
+        switch ThreadName.local(threadID, of: record) {
+        case .own(let local): return local
+        case .otherServer(let other): throw PushRoutingFailure.threadOfAnotherServer(other)
+        case .invalid: throw PushRoutingFailure.unreadable("the thread id is not a thread name")
         }
-        guard ThreadName.isValid(local) else {
-            throw PushRoutingFailure.unreadable("the thread id is not a thread name")
-        }
-        return local
-    }
-
-    /// The installation id a thread id is namespaced with, if it is.
-    static func namespace(of threadID: String) -> InstanceID? {
-        let prefix = threadID.prefix(37)
-        guard prefix.count == 37, prefix.last == ":" else { return nil }
-        return InstanceID(String(prefix.dropLast()))
     }
 
     private static func reason(_ error: any Error) -> String {
@@ -191,6 +177,36 @@ public enum PushRoutingFailure: Error, Equatable, Sendable, CustomStringConverti
 
 /// The server's own thread names: 1–128 characters of `A-Z a-z 0-9 : . _ -`.
 public enum ThreadName {
+    /// What a thread id is to one server.
+    public enum Reading: Sendable, Equatable {
+        /// The server's own thread name.
+        case own(String)
+        /// A thread id namespaced with another installation's id.
+        case otherServer(InstanceID)
+        /// Not a thread name.
+        case invalid
+    }
+
+    /// The server's own name out of `threadID`: `<instanceId>:<thread>` with `record`'s id loses
+    /// the prefix, a bare thread name stays as it is (an older server, or a person typing `chat:42`),
+    /// and one namespaced with another installation's id is that server's, not this one's.
+    public static func local(_ threadID: String, of record: ServerRecord) -> Reading {
+        var local = threadID
+        if let id = record.instanceID, let own = NotificationThread.local(threadID, server: id) {
+            local = own
+        } else if let other = namespace(of: threadID) {
+            return .otherServer(other)
+        }
+        return isValid(local) ? .own(local) : .invalid
+    }
+
+    /// The installation id a thread id is namespaced with, if it is.
+    static func namespace(of threadID: String) -> InstanceID? {
+        let prefix = threadID.prefix(37)
+        guard prefix.count == 37, prefix.last == ":" else { return nil }
+        return InstanceID(String(prefix.dropLast()))
+    }
+
     /// Whether `name` is a thread name the API accepts.
     public static func isValid(_ name: String) -> Bool {
         (1...128).contains(name.utf8.count)

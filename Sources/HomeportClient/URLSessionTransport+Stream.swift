@@ -33,14 +33,7 @@ final class StreamOpener: NSObject, URLSessionDataDelegate, @unchecked Sendable 
         self.channel = ChunkChannel(limit: request.byteLimit)
         self.address = ServerAddress.origin(of: request.url) ?? request.url.absoluteString
         super.init()
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.connectionProxyDictionary = URLSessionTransport.proxyDictionary(proxy)
-        configuration.httpCookieStorage = nil
-        configuration.httpShouldSetCookies = false
-        configuration.httpCookieAcceptPolicy = .never
-        configuration.urlCache = nil
-        configuration.urlCredentialStorage = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
+        let configuration = URLSessionTransport.configuration(proxy: proxy)
         // An idle timeout only; the reader keeps its own (heartbeats arrive every 15 s).
         configuration.timeoutIntervalForRequest = 24 * 3600
         configuration.timeoutIntervalForResource = 7 * 24 * 3600

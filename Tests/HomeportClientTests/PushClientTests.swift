@@ -77,6 +77,19 @@ extension RecordingListener {
 
 @Suite("Push on the client: registrations follow sessions, catalogues stay per server, mutes")
 struct PushClientTests {
+    /// A scripted server of a fresh id with the push API (and `catalogue`), and a client enrolled
+    /// with it only.
+    func onePeer(
+        _ home: TemporaryDirectory, catalogue: RecordingListener.Canned? = nil, events: EventLog? = nil,
+        configure: (inout ClientConfiguration) -> Void = { _ in }
+    ) throws -> (id: InstanceID, peer: RecordingListener, client: HomeportClient, vault: MemoryVault) {
+        let id = InstanceID(UUID())
+        let peer = try RecordingListener(behaviour: .routes(PushPeer.routes(id, catalogue: catalogue)))
+        let (client, vault, _) = try multiServerClient(
+            home, records: [try record(id, primary: peer.url)], events: events, configure: configure)
+        return (id, peer, client, vault)
+    }
+
     @Test("a device token is registered with every server signed in on, through the session's send path")
     func registerEverywhere() async throws {
         let home = try TemporaryDirectory()
@@ -115,9 +128,7 @@ struct PushClientTests {
     func tokenChange() async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
-        let a = InstanceID(UUID())
-        let peer = try RecordingListener(behaviour: .routes(PushPeer.routes(a)))
-        let (client, _, _) = try multiServerClient(home, records: [try record(a, primary: peer.url)])
+        let (a, peer, client, _) = try onePeer(home)
         let old = String(repeating: "ab", count: 8)
         try await client.setDeviceToken(old, environment: .sandbox)
         try await client.setDeviceToken(PushPeer.device, environment: .sandbox)
@@ -146,11 +157,8 @@ struct PushClientTests {
     func unregisterBeforeLogout() async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
-        let a = InstanceID(UUID())
-        let peer = try RecordingListener(behaviour: .routes(PushPeer.routes(a)))
         let events = EventLog()
-        let (client, vault, _) = try multiServerClient(
-            home, records: [try record(a, primary: peer.url)], events: events)
+        let (a, peer, client, vault) = try onePeer(home, events: events)
         try await client.registerDevice(token: PushPeer.device, environment: .sandbox, with: a.description)
         #expect(try await client.logout(a.description) == .revoked)
         let order = peer.requests.compactMap { head -> String? in
@@ -189,9 +197,7 @@ struct PushClientTests {
     func removeOffline() async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
-        let a = InstanceID(UUID())
-        let peer = try RecordingListener(behaviour: .routes(PushPeer.routes(a, catalogue: PushPeer.catalogue("v1"))))
-        let (client, vault, _) = try multiServerClient(home, records: [try record(a, primary: peer.url)])
+        let (a, peer, client, vault) = try onePeer(home, catalogue: PushPeer.catalogue("v1"))
         try await client.registerDevice(token: PushPeer.device, environment: .sandbox, with: a.description)
         try await client.syncCatalogue(a.description)
         peer.stop()
@@ -256,9 +262,7 @@ struct PushClientTests {
     func notModifiedAndFailures() async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
-        let a = InstanceID(UUID())
-        let peer = try RecordingListener(behaviour: .routes(PushPeer.routes(a, catalogue: PushPeer.catalogue("a1"))))
-        let (client, _, _) = try multiServerClient(home, records: [try record(a, primary: peer.url)]) {
+        let (a, peer, client, _) = try onePeer(home, catalogue: PushPeer.catalogue("a1")) {
             $0.catalogueResyncInterval = .zero
         }
         try await client.syncCatalogue(a.description)
@@ -276,9 +280,7 @@ struct PushClientTests {
     func unknownServerFetchesNothing() async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
-        let a = InstanceID(UUID())
-        let peer = try RecordingListener(behaviour: .routes(PushPeer.routes(a, catalogue: PushPeer.catalogue("a1"))))
-        let (client, _, _) = try multiServerClient(home, records: [try record(a, primary: peer.url)])
+        let (a, peer, client, _) = try onePeer(home, catalogue: PushPeer.catalogue("a1"))
         let stranger = InstanceID(UUID())
         await #expect(throws: PushRoutingFailure.unknownServer(stranger)) {
             try await client.receivePush(try PushPeer.payload(stranger, mv: "x"))
@@ -309,9 +311,7 @@ struct PushClientTests {
     func extraHeaders() async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
-        let a = InstanceID(UUID())
-        let peer = try RecordingListener(behaviour: .routes(PushPeer.routes(a)))
-        let (client, _, _) = try multiServerClient(home, records: [try record(a, primary: peer.url)])
+        let (a, peer, client, _) = try onePeer(home)
         for name in ["Cookie", "authorization", "Host", "X-Session-Token", "Accept"] {
             await #expect(throws: ClientError.self, "\(name)") {
                 try await client.send("GET", HomeportPath.notificationsMutes, to: a.description, headers: [name: "x"])
