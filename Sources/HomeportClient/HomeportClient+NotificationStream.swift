@@ -125,7 +125,13 @@ extension HomeportClient {
         let expires = ContinuousClock.now + configuration.streamLifetime
         var healthy = false
         while true {
-            let read = try await Self.read(stream, idle: configuration.streamIdleTimeout, until: expires)
+            let read: Read
+            do {
+                read = try await Self.read(stream, idle: configuration.streamIdleTimeout, until: expires)
+            } catch let error as ClientError where error.isUnreachable {
+                // A drop: what this connection delivered still counts.
+                return ConnectionEnd(reason: error.description, healthy: healthy)
+            }
             let chunk: Data
             switch read {
             case .chunk(let data): chunk = data

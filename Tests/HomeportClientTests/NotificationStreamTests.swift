@@ -294,6 +294,31 @@ struct NotificationStreamTests {
         #expect(naps.all.last == .zero)
     }
 
+    @Test("failures double the wait; a connection that delivered something, even one that then broke, starts it again")
+    func backoff() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let unavailable = SSE.answer(503, ["Content-Type: application/json"], "{}")
+        let event = SSE.notification(1, s: id)
+        // Chunked, and cut inside a chunk: the transfer fails, it does not end.
+        let chunkedHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+        let chunk = String(event.utf8.count, radix: 16) + "\r\n" + event + "\r\n" + "400\r\nid: 2"
+        let server = try peer([
+            [.write(unavailable)], [.write(unavailable)], [.write(chunkedHead + chunk), .close],
+            [.write(SSE.head), .write(SSE.notification(2, s: id)), .hold],
+        ])
+        let (client, _) = try scriptedClient(home, record: try record(id, primary: server.url))
+        let naps = Naps()
+        let watched = await watch(client.notificationStream(id.description, sleep: naps.sleep)) { $0.ids.count >= 2 }
+        #expect(watched.ids == [1, 2])
+        #expect(watched.disconnects.last?.contains("dropped") == true, "\(watched.disconnects)")
+        let waits = naps.all
+        try #require(waits.count == 3)
+        #expect(waits[1] >= .seconds(1), "the second failure waits at least as long as the first could")
+        #expect(waits[2] <= .seconds(1), "after a connection that delivered, the wait starts again")
+        #expect(streamHeads(server).last?.contains("Last-Event-ID: 1") == true)
+    }
+
     @Test("an off-host redirect on the stream is refused; nothing reaches the other host")
     func offHostRedirect() async throws {
         let home = try TemporaryDirectory()
