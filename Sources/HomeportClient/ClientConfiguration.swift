@@ -1,3 +1,5 @@
+import HomeportWire
+
 /// Limits and timings of the client.
 public struct ClientConfiguration: Sendable {
     /// Total time an identity probe may take.
@@ -10,6 +12,27 @@ public struct ClientConfiguration: Sendable {
     public var preferenceWindow: Duration = .milliseconds(50)
     /// How long a chosen address is reused on the same network path before choosing again.
     public var winnerLifetime: Duration = .seconds(60)
+
+    /// The key of the product's block in a push payload (`homeport`, or a product's own name).
+    public var pushAppDataKey = PushPayload.defaultAppDataKey
+    /// The URL scheme of the app's deep links: `<scheme>://session/{id}`.
+    public var deepLinkScheme = "homeport"
+    /// After a catalogue resync of a server, how long a push with yet another `mv` waits before it
+    /// may start the next one (a server that keeps changing `mv` cannot keep the app fetching).
+    public var catalogueResyncInterval: Duration = .seconds(30)
+
+    /// Largest server-sent event read on the notification stream (its lines as they arrive).
+    public var streamEventLimit = 64 * 1024
+    /// How long the notification stream may stay silent (no event, no heartbeat) before the
+    /// client drops it and reconnects; the server sends a heartbeat every 15 s.
+    public var streamIdleTimeout: Duration = .seconds(45)
+    /// How long one connection of the notification stream is kept before the client reconnects
+    /// through a fresh race, resuming after the last event.
+    public var streamLifetime: Duration = .seconds(30 * 60)
+    /// The first wait before reconnecting after a failure; it doubles up to ``streamMaximumRetryDelay``.
+    public var streamRetryDelay: Duration = .seconds(1)
+    /// The longest wait before reconnecting.
+    public var streamMaximumRetryDelay: Duration = .seconds(60)
 
     /// The defaults.
     public init() {}

@@ -44,6 +44,11 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     case signedOut(server: String)
     /// The server answered the auth API with an error envelope.
     case rejected(status: Int, errors: [AuthFieldError])
+    /// The server refused an API request with its JSON error (`code`, and the request `field` it is
+    /// about, when it says).
+    case refused(address: String, status: Int, code: String, message: String, field: String?)
+    /// A value given to the client is not one it can send (a device token, a thread name).
+    case invalidInput(String)
     /// The server answered something the client cannot read.
     case badAnswer(address: String, detail: String)
     /// No enrolled server matches.
@@ -91,6 +96,9 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
         case .signedOut(let server): "\(server) signed this account out; sign in again"
         case .rejected(let status, let errors):
             errors.isEmpty ? "the server refused (\(status))" : errors.map(\.message).joined(separator: " ")
+        case .refused(let address, let status, let code, let message, let field):
+            "\(address) refused the request (\(status) \(code)\(field.map { ", field \($0)" } ?? "")): \(message)"
+        case .invalidInput(let text): text
         case .badAnswer(let address, let detail): "\(address) answered something unreadable: \(detail)"
         case .unknownServer(let text): "no server matches '\(text)'; see 'homeport servers'"
         case .ambiguousServer(let text, let candidates):

@@ -12,4 +12,20 @@ public enum ClientEvent: Sendable, Equatable {
     /// A sign-in replaced the session this device held for `server` (the account `email`); the
     /// client asked the server to end the old one, with this outcome.
     case sessionReplaced(server: String, email: String, outcome: SignOutOutcome)
+    /// The client registered the device's push token with `server` on its own (at sign-in), or
+    /// withdrew it (before signing out or removing the server), with this outcome.
+    case pushDevice(server: String, outcome: PushDeviceOutcome)
+}
+
+/// What became of a push registration the client made or withdrew on its own.
+public enum PushDeviceOutcome: Sendable, Equatable {
+    /// The server registered the token.
+    case registered(PushDeviceRegistration)
+    /// The server confirmed that the token is no longer registered.
+    case unregistered
+    /// The server could not be asked, or refused, for this reason; the sign-in stands.
+    case registrationFailed(String)
+    /// The server did not confirm the removal, for this reason; it was forgotten on this device
+    /// all the same (a server drops the registrations of a session when the session ends).
+    case unregistrationNotConfirmed(String)
 }

@@ -55,6 +55,18 @@ public struct ClientResponse: Sendable {
 public protocol ClientTransport: Sendable {
     /// Sends one request; throws ``ClientError/unreachable(address:reason:)`` or ``ClientError/tooLarge(address:limit:)``.
     func send(_ request: ClientRequest) async throws -> ClientResponse
+
+    /// Opens a request whose answer is read as it arrives (server-sent events): returns at the
+    /// response head, within the request's `deadline`; the body follows in chunks.
+    func open(_ request: ClientRequest) async throws -> ClientStream
+}
+
+extension ClientTransport {
+    /// A transport that cannot stream answers with the whole body at once, within the request's
+    /// limits: enough for a short answer, not for a stream that lives long.
+    public func open(_ request: ClientRequest) async throws -> ClientStream {
+        ClientStream(response: try await send(request))
+    }
 }
 
 /// A URLSession with no cookie store, no cache, no credential store and no proxy but one the
@@ -62,6 +74,8 @@ public protocol ClientTransport: Sendable {
 /// deadline per request.
 public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDataDelegate, @unchecked Sendable {
     private var session: URLSession?
+    /// The proxy every request goes through, if any.
+    let proxy: URL?
     private let lock = NSLock()
     private var tasks: [Int: TaskState] = [:]
 
@@ -78,18 +92,25 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
     /// Creates the transport; every request goes through `proxy` (an `http://HOST:PORT` URL) when
     /// one is given, and directly otherwise: no proxy is taken from the system or the environment.
     public init(proxy: URL? = nil) {
+        self.proxy = proxy
         super.init()
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        session = URLSession(configuration: Self.configuration(proxy: proxy), delegate: self, delegateQueue: queue)
+    }
+
+    /// An ephemeral configuration with no cookie store, cache or credential store, and no proxy
+    /// but `proxy`.
+    static func configuration(proxy: URL?) -> URLSessionConfiguration {
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.connectionProxyDictionary = Self.proxyDictionary(proxy)
+        configuration.connectionProxyDictionary = proxyDictionary(proxy)
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
         configuration.httpCookieAcceptPolicy = .never
         configuration.urlCache = nil
         configuration.urlCredentialStorage = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        session = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
+        return configuration
     }
 
     deinit {

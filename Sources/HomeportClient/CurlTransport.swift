@@ -11,7 +11,7 @@
     /// when the caller names it.
     public final class CurlTransport: ClientTransport {
         private static let initialized: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
-        private let proxy: String
+        let proxy: String
 
         /// Creates the transport; every request goes through `proxy` when one is given, and
         /// directly otherwise, whatever the environment says.
@@ -20,19 +20,27 @@
             self.proxy = proxy?.absoluteString ?? ""
         }
 
-        /// What one transfer accumulates; reached from the C callbacks through an unmanaged pointer.
-        private final class Transfer {
+        /// What one buffered transfer accumulates.
+        private final class Transfer: CurlExchange {
             let limit: Int
             var body = Data()
-            var headers: [String: String] = [:]
             var tooLarge = false
-            /// Whether libcurl connected and was about to send the request.
-            var requestSent = false
             let cancelled: ManagedAtomicFlag
             init(limit: Int, cancelled: ManagedAtomicFlag) {
                 self.limit = limit
                 self.cancelled = cancelled
             }
+
+            override func received(_ bytes: UnsafeRawBufferPointer) -> Bool {
+                guard body.count + bytes.count <= limit else {
+                    tooLarge = true
+                    return false
+                }
+                body.append(contentsOf: bytes)
+                return true
+            }
+
+            override var shouldAbort: Bool { cancelled.isSet }
         }
 
         /// Sends one request on a worker thread. Cancelling the calling task returns at once (a
@@ -63,41 +71,77 @@
             -> ClientResponse
         {
             let address = ServerAddress.origin(of: request.url) ?? request.url.absoluteString
-            guard let curl = curl_easy_init() else {
-                throw ClientError.unreachable(address: address, reason: "libcurl failed")
-            }
-            defer { curl_easy_cleanup(curl) }
             let transfer = Transfer(limit: request.byteLimit, cancelled: cancelled)
-            let context = Unmanaged.passRetained(transfer)
+            let millis = milliseconds(request.deadline)
+            // No "Expect: 100-continue" round trip.
+            let result = run(request, proxy: proxy, exchange: transfer, extraHeaders: ["Expect:"]) { curl in
+                _ = homeport_curl_set_long(curl, CURLOPT_TIMEOUT_MS, max(1, millis))
+                _ = homeport_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, max(1, millis))
+                if request.method == "HEAD" { _ = homeport_curl_set_long(curl, CURLOPT_NOBODY, 1) }
+            }
+            if transfer.tooLarge { throw ClientError.tooLarge(address: address, limit: request.byteLimit) }
+            guard result == CURLE_OK else {
+                if cancelled.isSet { throw CancellationError() }
+                throw ClientError.unreachable(
+                    address: address,
+                    reason: reason(result, requestSent: transfer.requestSent, seconds: (millis + 999) / 1000))
+            }
+            return ClientResponse(status: transfer.status, headers: transfer.headers, body: transfer.body)
+        }
+
+        // MARK: What every transfer shares
+
+        /// What a transfer's C callbacks reach through an unmanaged pointer: the response head as
+        /// it arrives and whether the request went out; subclasses keep the body their way.
+        class CurlExchange {
+            /// The easy handle, while the transfer runs.
+            var curl: UnsafeMutableRawPointer?
+            /// Header fields of the latest response head, names lowercased; a field sent twice
+            /// keeps both values, so the second cannot hide behind the first.
+            var headers: [String: String] = [:]
+            /// Whether libcurl connected and was about to send the request.
+            var requestSent = false
+
+            /// The status of the latest response head, once it ended.
+            var status = 0
+
+            /// A final response head (not 1xx) ended.
+            func headEnded() {}
+
+            /// A chunk of the body; false aborts the transfer.
+            func received(_ bytes: UnsafeRawBufferPointer) -> Bool { true }
+
+            /// Whether to abort now (asked about once a second even when nothing arrives).
+            var shouldAbort: Bool { false }
+        }
+
+        /// Runs `request` on a new easy handle with what every transfer shares — no cookie engine,
+        /// no redirect followed, http and https only, no proxy but `proxy` (`""` turns off the
+        /// environment's), the request's headers and body — and `configure`'s options on top.
+        static func run(
+            _ request: ClientRequest, proxy: String, exchange: CurlExchange, extraHeaders: [String] = [],
+            configure: (UnsafeMutableRawPointer) -> Void
+        ) -> CURLcode {
+            guard let curl = curl_easy_init() else { return CURLE_FAILED_INIT }
+            defer { curl_easy_cleanup(curl) }
+            exchange.curl = curl
+            defer { exchange.curl = nil }
+            let context = Unmanaged.passRetained(exchange)
             defer { context.release() }
             var headerList: UnsafeMutablePointer<curl_slist>?
             defer { curl_slist_free_all(headerList) }
-            for (name, value) in request.headers {
-                headerList = curl_slist_append(headerList, "\(name): \(value)")
+            for line in request.headers.map({ "\($0.key): \($0.value)" }) + extraHeaders {
+                headerList = curl_slist_append(headerList, line)
             }
-            // No "Expect: 100-continue" round trip.
-            headerList = curl_slist_append(headerList, "Expect:")
-            let millis =
-                Int(request.deadline.components.seconds) * 1000
-                + Int(request.deadline.components.attoseconds / 1_000_000_000_000_000)
             _ = homeport_curl_set_string(curl, CURLOPT_URL, request.url.absoluteString)
             _ = homeport_curl_set_string(curl, CURLOPT_CUSTOMREQUEST, request.method)
             _ = homeport_curl_set_long(curl, CURLOPT_FOLLOWLOCATION, 0)
             _ = homeport_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
-            _ = homeport_curl_set_long(curl, CURLOPT_TIMEOUT_MS, max(1, millis))
-            _ = homeport_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, max(1, millis))
             _ = homeport_curl_set_long(curl, CURLOPT_NOPROGRESS, 0)
             _ = homeport_curl_set_string(curl, CURLOPT_PROTOCOLS_STR, "http,https")
-            // "" turns off the environment's proxy variables; a named proxy takes every request.
             _ = homeport_curl_set_string(curl, CURLOPT_PROXY, proxy)
             _ = homeport_curl_set_string(curl, CURLOPT_NOPROXY, "")
             _ = homeport_curl_set_slist(curl, CURLOPT_HTTPHEADER, headerList)
-            if request.method == "HEAD" { _ = homeport_curl_set_long(curl, CURLOPT_NOBODY, 1) }
-            let body = request.body ?? Data()
-            let bodyBytes = [UInt8](body)
-            if request.body != nil {
-                _ = homeport_curl_set_long(curl, CURLOPT_POSTFIELDSIZE, bodyBytes.count)
-            }
             let opaque = context.toOpaque()
             _ = homeport_curl_set_pointer(curl, CURLOPT_WRITEDATA, opaque)
             _ = homeport_curl_set_pointer(curl, CURLOPT_HEADERDATA, opaque)
@@ -109,62 +153,62 @@
             _ = homeport_curl_set_write_function(curl, writeCallback)
             _ = homeport_curl_set_header_function(curl, headerCallback)
             _ = homeport_curl_set_progress_function(curl, progressCallback)
-            if cancelled.isSet { throw CancellationError() }
-            let result = bodyBytes.withUnsafeBufferPointer { pointer -> CURLcode in
+            configure(curl)
+            if exchange.shouldAbort { return CURLE_ABORTED_BY_CALLBACK }
+            let body = [UInt8](request.body ?? Data())
+            return body.withUnsafeBufferPointer { pointer -> CURLcode in
                 if request.body != nil {
+                    _ = homeport_curl_set_long(curl, CURLOPT_POSTFIELDSIZE, body.count)
                     _ = homeport_curl_set_pointer(
                         curl, CURLOPT_POSTFIELDS,
                         UnsafeMutableRawPointer(mutating: pointer.baseAddress ?? UnsafePointer(bitPattern: 1)!))
                 }
                 return curl_easy_perform(curl)
             }
-            if transfer.tooLarge { throw ClientError.tooLarge(address: address, limit: request.byteLimit) }
-            guard result == CURLE_OK else {
-                if cancelled.isSet { throw CancellationError() }
-                let seconds = (millis + 999) / 1000
-                let reason: String =
-                    switch result {
-                    case CURLE_OPERATION_TIMEDOUT where transfer.requestSent:
-                        "no answer within \(seconds) s after the request was sent"
-                    case CURLE_OPERATION_TIMEDOUT: "no connection within \(seconds) s; nothing was sent"
-                    case CURLE_COULDNT_CONNECT: "connection refused"
-                    case CURLE_COULDNT_RESOLVE_HOST: "the name does not resolve"
-                    case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR: "TLS failed (certificate not trusted)"
-                    default:
-                        String(cString: curl_easy_strerror(result))
-                            + (transfer.requestSent ? " (after the request was sent)" : "")
-                    }
-                throw ClientError.unreachable(address: address, reason: reason)
+        }
+
+        /// A duration in whole milliseconds.
+        static func milliseconds(_ duration: Duration) -> Int {
+            Int(duration.components.seconds) * 1000 + Int(duration.components.attoseconds / 1_000_000_000_000_000)
+        }
+
+        /// Why a transfer failed, in words, saying whether the request had been sent.
+        static func reason(_ result: CURLcode, requestSent: Bool, seconds: Int) -> String {
+            switch result {
+            case CURLE_OPERATION_TIMEDOUT where requestSent: "no answer within \(seconds) s after the request was sent"
+            case CURLE_OPERATION_TIMEDOUT: "no connection within \(seconds) s; nothing was sent"
+            case CURLE_COULDNT_CONNECT: "connection refused"
+            case CURLE_COULDNT_RESOLVE_HOST: "the name does not resolve"
+            case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR: "TLS failed (certificate not trusted)"
+            case CURLE_FAILED_INIT: "libcurl failed"
+            default:
+                String(cString: curl_easy_strerror(result)) + (requestSent ? " (after the request was sent)" : "")
             }
-            return ClientResponse(status: homeport_curl_status(curl), headers: transfer.headers, body: transfer.body)
         }
 
         private static let writeCallback: curl_write_callback = { data, size, count, context in
             guard let data, let context else { return 0 }
-            let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+            let exchange = Unmanaged<CurlExchange>.fromOpaque(context).takeUnretainedValue()
             let length = size * count
-            if transfer.body.count + length > transfer.limit {
-                transfer.tooLarge = true
-                return 0  // aborts the transfer
-            }
-            data.withMemoryRebound(to: UInt8.self, capacity: length) { transfer.body.append($0, count: length) }
-            return length
+            return exchange.received(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
         }
 
         private static let headerCallback: curl_write_callback = { data, size, count, context in
             guard let data, let context else { return 0 }
-            let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+            let exchange = Unmanaged<CurlExchange>.fromOpaque(context).takeUnretainedValue()
             let length = size * count
             let line = String(
                 decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self
             ).trimmingCharacters(in: .whitespacesAndNewlines)
             if line.hasPrefix("HTTP/") {
-                transfer.headers = [:]  // a new response head (after 100 Continue)
+                exchange.headers = [:]  // a new response head (after 100 Continue)
+            } else if line.isEmpty, let curl = exchange.curl {
+                exchange.status = homeport_curl_status(curl)
+                if exchange.status >= 200 { exchange.headEnded() }
             } else if let colon = line.firstIndex(of: ":") {
                 let name = line[..<colon].lowercased()
                 let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-                // A field sent twice keeps both values, so the second cannot hide behind the first.
-                transfer.headers[name] = transfer.headers[name].map { $0 + ", " + value } ?? value
+                exchange.headers[name] = exchange.headers[name].map { $0 + ", " + value } ?? value
             }
             return length
         }
@@ -173,48 +217,13 @@
             @convention(c) (
                 UnsafeMutableRawPointer?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int32, Int32
             ) -> Int32 = { context, _, _, _, _ in
-                if let context { Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().requestSent = true }
+                if let context { Unmanaged<CurlExchange>.fromOpaque(context).takeUnretainedValue().requestSent = true }
                 return CURL_PREREQFUNC_OK
             }
 
         private static let progressCallback: curl_xferinfo_callback = { context, _, _, _, _ in
             guard let context else { return 0 }
-            return Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().cancelled.isSet ? 1 : 0
-        }
-    }
-
-    /// Resumes a continuation exactly once, with whichever result comes first (even one that
-    /// arrives before the continuation is attached).
-    final class ResumeOnce<Value: Sendable>: @unchecked Sendable {
-        private let lock = NSLock()
-        private var continuation: CheckedContinuation<Value, any Error>?
-        private var early: Result<Value, any Error>?
-        private var done = false
-
-        func attach(_ continuation: CheckedContinuation<Value, any Error>) {
-            let result: Result<Value, any Error>? = lock.withLock {
-                if let early {
-                    done = true
-                    return early
-                }
-                self.continuation = continuation
-                return nil
-            }
-            if let result { continuation.resume(with: result) }
-        }
-
-        func resume(with result: Result<Value, any Error>) {
-            let continuation: CheckedContinuation<Value, any Error>? = lock.withLock {
-                guard !done else { return nil }
-                guard let continuation = self.continuation else {
-                    if early == nil { early = result }
-                    return nil
-                }
-                done = true
-                self.continuation = nil
-                return continuation
-            }
-            continuation?.resume(with: result)
+            return Unmanaged<CurlExchange>.fromOpaque(context).takeUnretainedValue().shouldAbort ? 1 : 0
         }
     }
 

@@ -18,16 +18,28 @@ extension HomeportClient {
     /// in docs/client.md), from an address that answered as the enrolled installation, signs the
     /// account out; any other 401 or 410 leaves the session in place and throws
     /// ``ClientError/sessionKept(address:detail:)``.
+    ///
+    /// `headers` may add conditional and language fields only (``extraHeaderNames``:
+    /// `If-None-Match`, say); any other throws ``ClientError/invalidInput(_:)`` with nothing sent,
+    /// so that no cookie, credential or `Host` is ever added to what the client sends.
     public func send(
-        _ method: String = "GET", _ path: String, to server: String, json: Data? = nil
+        _ method: String = "GET", _ path: String, to server: String, json: Data? = nil,
+        headers: [String: String] = [:]
     ) async throws -> Answer {
-        try await exchange(method, path, to: server, json: json).answer
+        try await exchange(method, path, to: server, json: json, headers: headers).answer
     }
 
-    /// ``send(_:_:to:json:)``, also saying how the answering address was chosen.
-    func exchange(_ method: String, _ path: String, to server: String, json: Data? = nil) async throws
+    /// ``send(_:_:to:json:headers:)``, also saying how the answering address was chosen.
+    func exchange(
+        _ method: String, _ path: String, to server: String, json: Data? = nil, headers: [String: String] = [:]
+    ) async throws
         -> (answer: Answer, choice: Choice)
     {
+        if let refused = headers.keys.first(where: { !Self.extraHeaderNames.contains($0.lowercased()) }) {
+            throw ClientError.invalidInput(
+                "the header \(ServerText.clean(refused, limit: 80)) cannot be added to an API request; only "
+                    + Self.extraHeaderNames.sorted().joined(separator: ", "))
+        }
         var record = try directory.find(server)
         guard !record.signedOut, let token = try vault.token(for: record.key) else {
             throw ClientError.signedOut(server: record.key)
@@ -45,7 +57,8 @@ extension HomeportClient {
                 throw firstFailure ?? error
             }
             do {
-                let answer = try await sendOnce(method, path, json: json, token: token, at: choice, record: record)
+                let answer = try await sendOnce(
+                    method, path, json: json, headers: headers, token: token, at: choice, record: record)
                 if answer.response.status == 403, !csrfRetried,
                     Self.errorCodes(answer.response).contains(AuthErrorCode.csrfInvalid)
                 {
@@ -67,40 +80,66 @@ extension HomeportClient {
     /// One exchange with an address: the token is attached here and only here; same-origin
     /// redirects are followed with it, any other redirect is refused with nothing sent.
     private func sendOnce(
-        _ method: String, _ path: String, json: Data?, token: String, at choice: Choice, record: ServerRecord
+        _ method: String, _ path: String, json: Data?, headers extra: [String: String], token: String,
+        at choice: Choice, record: ServerRecord
     ) async throws -> Answer {
         let address = choice.address
         guard var url = address.url(path) else { throw ClientError.invalidAddress(address.url + path) }
         for _ in 0...3 {
-            var headers = [HomeportHeader.sessionToken: token, "Accept": "application/json"]
+            var headers = extra
+            headers[HomeportHeader.sessionToken] = token
+            headers["Accept"] = "application/json"
             if json != nil { headers["Content-Type"] = "application/json" }
             let response = try await transport.send(
                 ClientRequest(
                     method: method, url: url, headers: headers, body: json, byteLimit: configuration.byteLimit,
                     deadline: configuration.requestDeadline))
-            if (300..<400).contains(response.status) {
+            if Self.isRedirect(response.status) {
                 // A write is never sent twice: only a read follows a redirect.
                 guard method == "GET" || method == "HEAD" else {
                     throw ClientError.badAnswer(
                         address: address.url, detail: "the server redirected a \(method); it was not sent again")
                 }
-                guard let location = response.headers["location"],
-                    let next = URL(string: location, relativeTo: url)?.absoluteURL
-                else { throw ClientError.badAnswer(address: address.url, detail: "a redirect without a location") }
-                guard ServerAddress.origin(of: next) == address.origin else {
-                    throw ClientError.offHostRedirect(
-                        address: address.url, target: ServerAddress.origin(of: next) ?? ServerText.clean(location))
-                }
-                url = next
+                url = try Self.sameOriginTarget(of: response, from: url, at: address)
                 continue
             }
-            if response.status == 401 || response.status == 410 {
-                try signOutIfRefused(response, path: path, choice: choice, record: record)
-            }
-            if response.isHTML { throw ClientError.notAnAPI(address: address.url, answer: response.kind) }
+            try judge(response, path: path, choice: choice, record: record)
             return Answer(response: response, via: address)
         }
         throw ClientError.badAnswer(address: address.url, detail: "too many redirects")
+    }
+
+    /// The header fields a caller may add to an API request (lowercased): conditions and language.
+    public static let extraHeaderNames: Set<String> = [
+        "if-none-match", "if-match", "if-modified-since", "if-unmodified-since", "accept-language",
+    ]
+
+    /// Whether `status` is a redirect the client may follow (304 Not Modified is not one).
+    static func isRedirect(_ status: Int) -> Bool {
+        [301, 302, 303, 307, 308].contains(status)
+    }
+
+    /// Where a redirect of a read goes, when it stays on the address's origin; otherwise nothing
+    /// is sent there and this throws.
+    static func sameOriginTarget(of response: ClientResponse, from url: URL, at address: ServerAddress) throws -> URL {
+        guard let location = response.headers["location"],
+            let next = URL(string: location, relativeTo: url)?.absoluteURL
+        else { throw ClientError.badAnswer(address: address.url, detail: "a redirect without a location") }
+        guard ServerAddress.origin(of: next) == address.origin else {
+            throw ClientError.offHostRedirect(
+                address: address.url, target: ServerAddress.origin(of: next) ?? ServerText.clean(location))
+        }
+        return next
+    }
+
+    /// What every authenticated answer must pass: a 401 or 410 signs the account out only when it
+    /// is the API's own refusal from an address that speaks for the installation (otherwise it
+    /// throws ``ClientError/sessionKept(address:detail:)``); a web page is never the API.
+    func judge(_ response: ClientResponse, path: String, choice: Choice, record: ServerRecord) throws {
+        if response.status == 401 || response.status == 410 {
+            try signOutIfRefused(response, path: path, choice: choice, record: record)
+        }
+        if response.isHTML { throw ClientError.notAnAPI(address: choice.address.url, answer: response.kind) }
     }
 
     /// A 401 or 410: the account is signed out only when it is the API's own refusal of the token
@@ -198,8 +237,17 @@ extension HomeportClient {
             try vault.remove(server: record.key)
         }
         try directory.save(updated, replacing: record.key)
+        try moveNotificationState(from: record.key, to: updated.key)
         forgetWinner(record.key)
         if let event { onEvent(event) }
+    }
+
+    /// The server is kept under another key now: its push registration follows it; its catalogue
+    /// does not (another installation, or one that had no id, has its own).
+    func moveNotificationState(from old: String, to new: String) throws {
+        guard old != new else { return }
+        try directory.devices.move(old, to: new)
+        try directory.catalogues.remove(old)
     }
 
     /// Gives `record` the id `new`, refusing an id another enrolled server already has. A changed id

@@ -36,13 +36,17 @@ extension HomeportClient {
             throw ClientError.rejected(status: response.status, errors: envelope.errors ?? [])
         }
         let account = ServerText.clean(envelope.data?.user?.email ?? email)
+        let record: ServerRecord
         do {
-            return .signedIn(try await enroll(address, email: account, token: token))
+            record = try await enroll(address, email: account, token: token)
         } catch let error as ClientError {
             // Never leave behind a live session nobody holds: give it back to the server that issued it.
             let ended = await endSession(token, at: address) == .revoked
             throw ClientError.signInNotKept(error, sessionEnded: ended)
         }
+        // Pushes follow the session: the device's token is registered with every server signed in on.
+        await registerAfterSignIn(record.key)
+        return .signedIn(directory.server(record.key) ?? record)
     }
 
     /// What the pre-login token earned (`GET /api/v1/auth/standing`); `nil` when the server has no such route.
@@ -56,11 +60,14 @@ extension HomeportClient {
         return (try? JSONDecoder().decode(StandingAnswer.self, from: response.body))?.standing
     }
 
-    /// Signs out: asks the server to end the session through an address that answers as the
-    /// enrolled installation, and erases the local session whether or not it could. Says whether
-    /// the server confirmed, and if not, why.
+    /// Signs out: withdraws this device's push registration from the server (best effort; the
+    /// app hears how it went through ``ClientEvent/pushDevice(server:outcome:)``), asks the server to
+    /// end the session through an address that answers as the enrolled installation, and erases
+    /// the local session whether or not it could. Says whether the server confirmed, and if not, why.
     @discardableResult
     public func logout(_ server: String) async throws -> SignOutOutcome {
+        await withdrawRegistration(of: try directory.find(server))
+        // Read again: the server may have refused the session meanwhile.
         let record = try directory.find(server)
         let outcome: SignOutOutcome
         if record.signedOut {
@@ -81,6 +88,7 @@ extension HomeportClient {
         try vault.remove(server: record.key)
         try directory.update(record.key) { $0.signedOut = true }
         forgetWinner(record.key)
+        try directory.devices.record(nil, for: record.key)
         return outcome
     }
 
@@ -137,12 +145,17 @@ extension HomeportClient {
         }
     }
 
-    /// Removes a server locally: its credential and its record. Not a remote revocation.
-    public func remove(_ server: String) throws {
+    /// Removes a server locally: its credential, its record and its catalogue. Not a remote
+    /// revocation; this device's push registration is withdrawn first when the server can be
+    /// asked (best effort: offline, the server is removed all the same).
+    public func remove(_ server: String) async throws {
         let record = try directory.find(server)
+        await withdrawRegistration(of: record)
         try vault.remove(server: record.key)
         try directory.remove(record.key)
         forgetWinner(record.key)
+        try directory.catalogues.remove(record.key)
+        try directory.devices.record(nil, for: record.key)
     }
 
     /// One request to the auth API at a given address; redirects are not followed.

@@ -46,7 +46,10 @@ extension HomeportClient {
         record.lastWinner = address.url
 
         let replaced = await replaceSession(of: existing, with: token, ending: confirmation?.address ?? address)
-        if existing.key != record.key { try vault.remove(server: existing.key) }
+        if existing.key != record.key {
+            try vault.remove(server: existing.key)
+            try moveNotificationState(from: existing.key, to: record.key)
+        }
         try vault.store(token: token, for: record.key)
         try directory.save(record, replacing: existing.key)
         forgetWinner(existing.key)

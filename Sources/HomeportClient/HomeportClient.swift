@@ -19,6 +19,8 @@ public final class HomeportClient: Sendable {
     public let configuration: ClientConfiguration
     let onEvent: @Sendable (ClientEvent) -> Void
     private let state: Mutex<PathState>
+    /// Notification streams open now: a network-path change ends them (they reconnect on the new path).
+    let openStreams = OpenStreams()
 
     struct PathState {
         var path: String
@@ -57,7 +59,8 @@ public final class HomeportClient: Sendable {
     /// nothing is sent before a fresh probe on the new one.
     ///
     /// Every call drops the addresses chosen so far, even when the id is the same (two networks can
-    /// look alike to a path monitor).
+    /// look alike to a path monitor), and ends every open notification stream, which reconnects
+    /// through a fresh race.
     public func networkPathChanged(to path: String) {
         let changed = state.withLock { state -> Bool in
             state.winners.removeAll()
@@ -65,6 +68,7 @@ public final class HomeportClient: Sendable {
             state.path = path
             return true
         }
+        openStreams.endAll()
         if changed { onEvent(.pathChanged(path)) }
     }
 
@@ -259,5 +263,46 @@ public final class HomeportClient: Sendable {
 
     func forgetWinner(_ key: String) {
         _ = state.withLock { $0.winners.removeValue(forKey: key) }
+    }
+}
+
+/// The notification streams a client has open, and how many times they were all ended (a
+/// stream opened on an address chosen before a network-path change must not outlive it).
+final class OpenStreams: Sendable {
+    private struct State {
+        var streams: [ObjectIdentifier: ClientStream] = [:]
+        var generation = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// How many times every stream was ended so far.
+    var generation: Int { state.withLock { $0.generation } }
+
+    /// Keeps `stream`, unless the streams were ended since `generation` (then it is ended too and
+    /// this returns false).
+    func add(_ stream: ClientStream, since generation: Int) -> Bool {
+        let kept = state.withLock { state -> Bool in
+            guard state.generation == generation else { return false }
+            state.streams[ObjectIdentifier(stream)] = stream
+            return true
+        }
+        if !kept { stream.cancel() }
+        return kept
+    }
+
+    func remove(_ stream: ClientStream) {
+        _ = state.withLock { $0.streams.removeValue(forKey: ObjectIdentifier(stream)) }
+    }
+
+    func endAll() {
+        let open = state.withLock { state in
+            defer {
+                state.streams.removeAll()
+                state.generation += 1
+            }
+            return Array(state.streams.values)
+        }
+        open.forEach { $0.cancel() }
     }
 }

@@ -70,14 +70,21 @@ public struct ServerRecord: Codable, Hashable, Sendable {
     }
 }
 
-/// The enrolled servers, persisted as JSON with write-then-rename under a directory the app supplies.
+/// The enrolled servers, persisted as JSON with write-then-rename under a directory the app
+/// supplies, next to what the client keeps per server for notifications: their catalogues and the
+/// push registrations made with them.
 public final class ServerDirectory: @unchecked Sendable {
     /// The file.
     public let path: String
+    /// One notification catalogue per server (`catalogues.json` in the same directory).
+    public let catalogues: CatalogueStore
+    /// The device's push token and the registration made with each server (`push-devices.json`).
+    public let devices: DeviceRegistry
     private let lock = NSLock()
     private var servers: [ServerRecord]
 
-    /// Loads the directory from `directory/servers.json` (empty when the file does not exist).
+    /// Loads the directory from `directory/servers.json` (empty when the file does not exist),
+    /// with the catalogues and push registrations kept beside it.
     ///
     /// `directory` is created with mode 0700 when it does not exist. An existing one is used only
     /// when it belongs to this user and nobody else can write to it (its mode is never changed);
@@ -85,6 +92,8 @@ public final class ServerDirectory: @unchecked Sendable {
     public init(directory: String) throws {
         try OwnerOnlyDirectory.prepare(directory)
         path = directory + "/servers.json"
+        catalogues = try CatalogueStore(directory: directory)
+        devices = try DeviceRegistry(directory: directory)
         if let data = FileManager.default.contents(atPath: path) {
             do {
                 let decoder = JSONDecoder()

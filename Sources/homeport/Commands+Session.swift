@@ -62,13 +62,17 @@ extension Commands {
 
     static let removeSpec = CommandSpec(
         name: "homeport remove", summary: "Forget SERVER locally (not a remote sign-out).",
-        arguments: [serverArgument], options: [jsonOption])
+        arguments: [serverArgument], options: [jsonOption, proxyOption],
+        discussion: """
+            The push token this device registered with SERVER is withdrawn first when the server can be asked;
+            offline, SERVER is removed all the same.
+            """)
 
-    static func remove(_ arguments: [String], _ environment: [String: String]) throws -> Int32 {
+    static func remove(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(removeSpec, arguments) else { return 0 }
-        let client = try client(environment)
+        let client = try client(environment, proxy: try proxy(parsed))
         let record = try client.directory.find(parsed.positionals[0])
-        try client.remove(record.key)
+        try await client.remove(record.key)
         if parsed.flag("json") {
             try printJSON(["server": record.key, "removed": true])
         } else {

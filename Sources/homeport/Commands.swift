@@ -19,9 +19,10 @@ enum Commands {
 
     /// The client over `$HOMEPORT_HOME`, sending through `proxy` only when one was named.
     /// Events are printed to standard error and kept in `events`.
-    static func client(_ environment: [String: String], proxy: URL? = nil, events: Events = Events()) throws
-        -> HomeportClient
-    {
+    static func client(
+        _ environment: [String: String], proxy: URL? = nil, events: Events = Events(),
+        configure: (inout ClientConfiguration) -> Void = { _ in }
+    ) throws -> HomeportClient {
         let home = home(environment)
         let directory = try ServerDirectory(directory: home)
         #if os(Linux)
@@ -29,9 +30,11 @@ enum Commands {
         #else
             let vault: any CredentialVault = KeychainVault()
         #endif
+        var configuration = ClientConfiguration()
+        configure(&configuration)
         return HomeportClient(
             directory: directory, vault: vault, transport: HomeportClient.defaultTransport(proxy: proxy),
-            networkPath: networkPath(environment).path,
+            configuration: configuration, networkPath: networkPath(environment).path,
             onEvent: { event in
                 events.add(event)
                 if let text = describe(event, directory) { warn("homeport: " + text) }
@@ -54,6 +57,17 @@ enum Commands {
             case .notConfirmed(let reason):
                 return "the session this device held for \(email) on \(server) was replaced here, but the server "
                     + "did not confirm that it ended (\(reason)); it may stay valid until it expires"
+            }
+        case .pushDevice(let server, let outcome):
+            switch outcome {
+            case .registered: return nil
+            case .unregistered: return "withdrew this device's push token from \(server)"
+            case .registrationFailed(let reason):
+                return "could not register this device's push token with \(server) (\(reason)); "
+                    + "run 'homeport push register' again later"
+            case .unregistrationNotConfirmed(let reason):
+                return "\(server) did not confirm that it dropped this device's push token (\(reason)); "
+                    + "it was forgotten here, and the server drops it when the session ends"
             }
         case .signedOut, .pathChanged: return nil
         }

@@ -29,8 +29,17 @@ enum HomeportCLI {
           password reset URL --email EMAIL [--allow-http]
                                      Ask the server at URL to mail a password-reset link.
           logout SERVER              Sign out (the local session is erased even if the server cannot be asked).
-          remove SERVER              Forget SERVER locally: its credential and its record.
+          remove SERVER              Forget SERVER locally: its credential, its record and its catalogue.
           network                    Show the network path the client is on.
+          push register SERVER DEVICE_TOKEN [--environment sandbox|production]
+                                     Register this device's push token with SERVER.
+          push unregister SERVER     Withdraw the push token this device registered with SERVER.
+          push route [FILE|-]        Say which enrolled server a push payload came from, its thread, its deep
+                                     link and whether that server's catalogue needs a resync (exit 3: nobody's).
+          push catalogue SERVER      Fetch and show SERVER's notification catalogue.
+          push test SERVER           Ask SERVER to push a test notification to this account's devices.
+          mute SERVER THREAD         Mute a thread on SERVER (unmute SERVER THREAD undoes it; mutes SERVER lists).
+          notifications watch SERVER Print SERVER's notifications as they come, reconnecting with Last-Event-ID.
 
         Every command that prints a result takes --json; every command that reaches a server takes
         --proxy URL (no proxy is ever taken from the environment: http_proxy, ALL_PROXY, … are ignored).
@@ -43,8 +52,9 @@ enum HomeportCLI {
         hardware address); $HOMEPORT_NETWORK_PATH overrides it. Addresses verified on another network are
         probed again before any credential is sent.
         Exit codes: 0 success, 1 failure, 2 bad command line, 3 refused for safety (another installation, not
-        the API, an off-host redirect, plain HTTP not allowed, no verified address, an unsafe state directory;
-        the message says whether anything was sent), 4 signed out.
+        the API, an off-host redirect, plain HTTP not allowed, no verified address, an unsafe state directory,
+        a push that cannot be attributed to an enrolled server; the message says whether anything was sent),
+        4 signed out.
         """
 
     static func main() async {
@@ -72,7 +82,7 @@ enum HomeportCLI {
             .alternativeDisowned, .claimNotConfirmed, .probeFailed, .unsafeDirectory:
             3
         case .signedOut: 4
-        case .invalidAddress, .unknownServer, .ambiguousServer, .addressNotApplicable: 2
+        case .invalidAddress, .unknownServer, .ambiguousServer, .addressNotApplicable, .invalidInput: 2
         case .signInNotKept(let reason, _): exitCode(for: reason)
         default: 1
         }
@@ -84,8 +94,11 @@ enum HomeportCLI {
             return 0
         }
         let rest = Array(arguments.dropFirst())
-        for (group, actions) in [("address", "add, remove or verify"), ("password", "change or reset")]
-        where command == group {
+        let groups = [
+            ("address", "add, remove or verify"), ("password", "change or reset"),
+            ("push", "register, unregister, route, catalogue or test"), ("notifications", "watch"),
+        ]
+        for (group, actions) in groups where command == group {
             guard let action = rest.first, !action.hasPrefix("-") else {
                 if rest.contains("--help") || rest.contains("-h") {
                     Output.line(overview)
@@ -93,17 +106,22 @@ enum HomeportCLI {
                 }
                 throw UsageError("\(group) needs an action: \(actions)")
             }
-            return group == "address"
-                ? try await Commands.address(action, Array(rest.dropFirst()), environment)
-                : try await Commands.password(action, Array(rest.dropFirst()), environment)
+            let arguments = Array(rest.dropFirst())
+            switch group {
+            case "address": return try await Commands.address(action, arguments, environment)
+            case "password": return try await Commands.password(action, arguments, environment)
+            case "push": return try await Commands.push(action, arguments, environment)
+            default: return try await Commands.notifications(action, arguments, environment)
+            }
         }
         switch command {
         case "login": return try await Commands.login(rest, environment)
         case "servers": return try Commands.servers(rest, environment)
         case "whoami": return try await Commands.whoami(rest, environment)
         case "logout": return try await Commands.logout(rest, environment)
-        case "remove": return try Commands.remove(rest, environment)
+        case "remove": return try await Commands.remove(rest, environment)
         case "network": return try Commands.network(rest, environment)
+        case "mute", "unmute", "mutes": return try await Commands.mute(command, rest, environment)
         default: throw UsageError("unknown command '\(command)'; run 'homeport --help'")
         }
     }

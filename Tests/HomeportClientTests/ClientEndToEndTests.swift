@@ -185,7 +185,7 @@ struct ClientEndToEndTests {
         #expect(try vault.token(for: record.key) == nil)
         #expect(try client.directory.find(record.key).signedOut)
 
-        try client.remove(record.key)
+        try await client.remove(record.key)
         #expect(client.directory.all.isEmpty)
     }
 }

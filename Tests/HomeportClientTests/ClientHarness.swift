@@ -14,6 +14,11 @@ final class SpyTransport: ClientTransport, @unchecked Sendable {
         return try await inner.send(request)
     }
 
+    func open(_ request: ClientRequest) async throws -> ClientStream {
+        lock.withLock { sent.append(request) }
+        return try await inner.open(request)
+    }
+
     var requests: [ClientRequest] { lock.withLock { sent } }
     func reset() { lock.withLock { sent.removeAll() } }
 
@@ -27,14 +32,17 @@ final class SpyTransport: ClientTransport, @unchecked Sendable {
 final class Installation {
     let directory: TemporaryDirectory
     let hosts: [String]
+    /// More `serve` options (APNs settings, a catalogue).
+    let extra: [String]
     private(set) var ports: [String: Int] = [:]
     private(set) var processes: [String: ServerProcess] = [:]
 
     /// Starts a process per host. A free port can be taken by another listener before the server
     /// binds it: then it starts again on other ports (a few times).
-    init(hosts: [String]) throws {
+    init(hosts: [String], extra: [String] = []) throws {
         directory = try TemporaryDirectory()
         self.hosts = hosts
+        self.extra = extra
         for attempt in 1...5 {
             var ports: [String: Int] = [:]
             for host in hosts { ports[host] = try RawHTTP.freePort() }
@@ -58,10 +66,11 @@ final class Installation {
 
     func start() throws {
         for host in hosts where processes[host] == nil {
-            processes[host] = try ServerProcess(serve: [
-                "--listen", ListenText.of(host, ports[host]!), "--database", database, "--signup", "open",
-                "--password-iterations", "1000", "--outbox", directory.file("outbox"),
-            ])
+            processes[host] = try ServerProcess(
+                serve: [
+                    "--listen", ListenText.of(host, ports[host]!), "--database", database, "--signup", "open",
+                    "--password-iterations", "1000", "--outbox", directory.file("outbox"),
+                ] + extra)
         }
     }
 
@@ -84,12 +93,14 @@ enum ListenText {
 }
 
 /// A client with its own state directory and a file vault.
-func makeClient(_ home: TemporaryDirectory, _ transport: SpyTransport, path: String = "home", events: EventLog? = nil)
-    throws -> HomeportClient
-{
+func makeClient(
+    _ home: TemporaryDirectory, _ transport: SpyTransport, path: String = "home", events: EventLog? = nil,
+    configure: (inout ClientConfiguration) -> Void = { _ in }
+) throws -> HomeportClient {
     var configuration = ClientConfiguration()
     configuration.probeDeadline = .seconds(2)
     configuration.requestDeadline = .seconds(5)
+    configure(&configuration)
     return HomeportClient(
         directory: try ServerDirectory(directory: home.path), vault: try FileVault(directory: home.file("vault")),
         transport: transport, configuration: configuration, networkPath: path,

@@ -46,6 +46,18 @@ public final class RecordingListener: @unchecked Sendable {
         }
     }
 
+    /// One step of a scripted streaming answer (server-sent events).
+    public enum StreamStep: Sendable {
+        /// Writes these bytes as they are (the response head is one of them).
+        case write(String)
+        /// Waits this many seconds.
+        case pause(Double)
+        /// Closes the connection (a drop, wherever the script is).
+        case close
+        /// Keeps the connection open and silent until the listener stops.
+        case hold
+    }
+
     /// How the listener answers.
     public enum Behaviour: Sendable {
         /// Answers every request with this status, headers and body.
@@ -57,6 +69,9 @@ public final class RecordingListener: @unchecked Sendable {
         case routesThenSequence([String: Canned], [Canned])
         /// Accepts connections and never answers.
         case blackhole
+        /// Answers `streamPath` with the scripts in turn (the last one again once they run out),
+        /// and every other request by route.
+        case routesAndStreams([String: Canned], streamPath: String, [[StreamStep]])
     }
 
     private let fd: Int32
@@ -66,6 +81,7 @@ public final class RecordingListener: @unchecked Sendable {
     private var open: [Int32] = []
     private var running = true
     private var sequenceTurn = 0
+    private var streamTurn = 0
     /// The port.
     public let port: Int
     /// The host it listens on.
@@ -134,14 +150,17 @@ public final class RecordingListener: @unchecked Sendable {
         stop()
     }
 
-    /// Stops listening and closes every connection.
+    /// Stops listening and closes every connection, once: a second call (deinit after an explicit
+    /// stop) must not close the listening socket's number again, which the system may have given
+    /// to another socket since.
     public func stop() {
-        let connections: [Int32] = lock.withLock {
-            guard running else { return [] }
+        let connections: [Int32]? = lock.withLock {
+            guard running else { return nil }
             running = false
             defer { open.removeAll() }
             return open
         }
+        guard let connections else { return }
         shutdown(fd, Int32(SHUT_RDWR))
         close(fd)
         connections.forEach {
@@ -171,11 +190,27 @@ public final class RecordingListener: @unchecked Sendable {
         }
     }
 
+    /// Plays a stream script; returns whether the connection is to be held open.
+    private func play(_ script: [StreamStep], on client: Int32) -> Bool {
+        for step in script {
+            switch step {
+            case .write(let text): if !RawHTTP.send(client, text) { return false }
+            case .pause(let seconds): usleep(useconds_t(seconds * 1_000_000))
+            case .close: return false
+            case .hold: return true
+            }
+        }
+        return false
+    }
+
+    /// How many stream requests arrived so far.
+    public var streamsOpened: Int { lock.withLock { streamTurn } }
+
     private func serve(_ client: Int32) {
         var buffer = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 4096)
         var holdOpen = false
-        while true {
+        reading: while true {
             let count = recv(client, &chunk, chunk.count, 0)
             if count <= 0 { break }
             buffer += chunk[0..<count]
@@ -202,6 +237,16 @@ public final class RecordingListener: @unchecked Sendable {
             case .blackhole:
                 holdOpen = true
                 continue
+            case .routesAndStreams(let routes, let streamPath, let scripts):
+                if path.split(separator: "?").first.map(String.init) == streamPath, !scripts.isEmpty {
+                    let turn = lock.withLock {
+                        streamTurn += 1
+                        return streamTurn - 1
+                    }
+                    holdOpen = play(scripts[min(turn, scripts.count - 1)], on: client)
+                    break reading
+                }
+                answer = routes["\(method) \(path)"] ?? routes[path] ?? Canned(404, [:], "{}")
             }
             if answer.silent {
                 holdOpen = true
@@ -220,6 +265,13 @@ public final class RecordingListener: @unchecked Sendable {
             // Hold the connection open and silent until stopped.
             while lock.withLock({ running }) { usleep(50_000) }
         }
-        close(client)
+        // Forgotten before it is closed: stop() must never close a number the system has since
+        // given to another socket (another test's listener, say).
+        let mine = lock.withLock { () -> Bool in
+            guard let index = open.firstIndex(of: client) else { return false }
+            open.remove(at: index)
+            return true
+        }
+        if mine { close(client) }
     }
 }

@@ -1,0 +1,150 @@
+import Foundation
+import HomeportClient
+import HomeportWire
+import Testing
+
+/// Routing a push to the enrolled server that sent it, failing closed (PROTOCOL §4, seed 002).
+@Suite("Push routing: by s, to the server that sent it, or to nobody")
+struct PushRouterTests {
+    let a = InstanceID(UUID())
+    let b = InstanceID(UUID())
+
+    func servers() throws -> [ServerRecord] {
+        [try record(a, primary: "http://127.0.0.1:1"), try record(b, primary: "http://127.0.0.1:2")]
+    }
+
+    /// A payload as a Homeport server builds it.
+    func payload(
+        s: InstanceID?, thread: String? = "chat:42", id: Int64? = 42, mv: String? = "m1", key: String = "homeport",
+        title: String = "Turn ended"
+    ) throws -> Data {
+        try PushPayload(
+            aps: .init(
+                alert: .init(title: title),
+                threadID: thread.map { thread in s.map { NotificationThread.namespaced(thread, server: $0) } ?? thread }
+            ),
+            appData: PushAppData(s: s, c: "homeport/core:chat.turn-ended", id: id, mv: mv)
+        ).encoded(appDataKey: key)
+    }
+
+    @Test("each payload goes to the server its s names: thread namespaced, deep link on that server")
+    func routesBySID() throws {
+        let router = PushRouter()
+        let fromA = try router.route(try payload(s: a), among: try servers())
+        let fromB = try router.route(try payload(s: b, mv: "m2"), among: try servers())
+        #expect(fromA.server == a.description)
+        #expect(fromA.attribution == .serverID)
+        #expect(fromA.thread == "chat:42")
+        #expect(fromA.threadID == "\(a):chat:42")
+        #expect(fromA.deepLink?.absoluteString == "homeport://session/42")
+        #expect(fromA.catalogueVersion == "m1")
+        #expect(fromB.server == b.description)
+        #expect(fromB.threadID == "\(b):chat:42")
+        #expect(fromA.threadID != fromB.threadID, "the same chat id on two servers never shares a banner")
+    }
+
+    @Test("an s that names no enrolled server is nobody's, even with a single server enrolled")
+    func unknownServerFailsClosed() throws {
+        let stranger = InstanceID(UUID())
+        let router = PushRouter()
+        #expect(throws: PushRoutingFailure.unknownServer(stranger)) {
+            try router.route(try payload(s: stranger), among: try servers())
+        }
+        #expect(throws: PushRoutingFailure.unknownServer(stranger)) {
+            try router.route(try payload(s: stranger), among: [try servers()[0]])
+        }
+    }
+
+    @Test("a payload without s is attributed only when exactly one server is enrolled")
+    func missingSID() throws {
+        let router = PushRouter()
+        let only = try router.route(try payload(s: nil), among: [try servers()[0]])
+        #expect(only.server == a.description)
+        #expect(only.attribution == .onlyServer)
+        #expect(only.threadID == "\(a):chat:42", "a bare thread id is namespaced with the server it was routed to")
+        #expect(throws: PushRoutingFailure.unattributable(enrolled: 2)) {
+            try router.route(try payload(s: nil), among: try servers())
+        }
+        #expect(throws: PushRoutingFailure.unattributable(enrolled: 0)) {
+            try router.route(try payload(s: nil), among: [])
+        }
+    }
+
+    @Test(
+        "garbage fails closed",
+        arguments: [
+            "", "not json", "[]", "{}", "null", #"{"homeport":{"c":"x"}}"#,
+            #"{"aps":{"alert":{"title":"x"}},"homeport":{"s":"not-a-uuid","c":"x"}}"#,
+            #"{"aps":{"alert":{"title":"x"}},"homeport":{"s":42,"c":"x"}}"#,
+            #"{"aps":{"alert":{"title":"x"}},"homeport":"#, "\u{FEFF}{",
+        ])
+    func garbage(text: String) throws {
+        #expect(throws: PushRoutingFailure.self) {
+            try PushRouter().route(Data(text.utf8), among: try servers())
+        }
+    }
+
+    @Test("a payload over the size limit is not read")
+    func oversized() throws {
+        let large = try payload(s: a, title: String(repeating: "x", count: PushRouter.maximumBytes))
+        #expect(throws: PushRoutingFailure.self) { try PushRouter().route(large, among: try servers()) }
+    }
+
+    @Test("a payload without the product's block fails closed; the product's own key routes it")
+    func appDataKey() throws {
+        let officer = try payload(s: a, key: "officer")
+        #expect(throws: PushRoutingFailure.noAppData(key: "homeport")) {
+            try PushRouter().route(officer, among: try servers())
+        }
+        let routed = try PushRouter(appDataKey: "officer", deepLinkScheme: "officer-chat").route(
+            officer, among: try servers())
+        #expect(routed.server == a.description)
+        #expect(routed.deepLink?.absoluteString == "officer-chat://session/42")
+        #expect(throws: PushRoutingFailure.noAppData(key: "officer")) {
+            try PushRouter(appDataKey: "officer").route(try payload(s: a), among: try servers())
+        }
+    }
+
+    @Test("a thread id namespaced with another server's id is refused, not merged")
+    func threadOfAnotherServer() throws {
+        let text = #"{"aps":{"alert":{"title":"x"},"thread-id":"\#(b):chat:1"},"homeport":{"s":"\#(a)","c":"x"}}"#
+        #expect(throws: PushRoutingFailure.threadOfAnotherServer(b)) {
+            try PushRouter().route(Data(text.utf8), among: try servers())
+        }
+        let bad = #"{"aps":{"alert":{"title":"x"},"thread-id":"\#(a):chat 1/../x"},"homeport":{"s":"\#(a)","c":"x"}}"#
+        #expect(throws: PushRoutingFailure.self) { try PushRouter().route(Data(bad.utf8), among: try servers()) }
+    }
+
+    @Test("a key given twice with different values is refused (two readers must not see two servers)")
+    func duplicateKeys() throws {
+        let block = { (id: InstanceID) in #"{"s":"\#(id)","c":"x","id":1}"# }
+        let twice = #"{"aps":{"alert":{"title":"x"}},"homeport":\#(block(a)),"homeport":\#(block(b))}"#
+        #expect(throws: PushRoutingFailure.ambiguous) { try PushRouter().route(Data(twice.utf8), among: try servers()) }
+        let sTwice = #"{"aps":{"alert":{"title":"x"}},"homeport":{"s":"\#(a)","s":"\#(b)","c":"x"}}"#
+        #expect(throws: PushRoutingFailure.ambiguous) {
+            try PushRouter().route(Data(sTwice.utf8), among: try servers())
+        }
+        let same = #"{"aps":{"alert":{"title":"x"}},"homeport":\#(block(a)),"homeport":\#(block(a))}"#
+        #expect(try PushRouter().route(Data(same.utf8), among: try servers()).server == a.description)
+    }
+
+    @Test("s in capitals names the same server; no id means no deep link; a bad scheme makes none")
+    func details() throws {
+        let upper = #"{"aps":{"alert":{"title":"x"}},"homeport":{"s":"\#(a.description.uppercased())","c":"x"}}"#
+        let routed = try PushRouter().route(Data(upper.utf8), among: try servers())
+        #expect(routed.server == a.description)
+        #expect(routed.deepLink == nil)
+        #expect(routed.threadID == nil)
+        #expect(
+            try PushRouter(deepLinkScheme: "bad scheme").route(try payload(s: a), among: try servers()).deepLink == nil)
+        #expect(PushRouter.isValidScheme("officer-chat"))
+        #expect(!PushRouter.isValidScheme("1abc"))
+        #expect(!PushRouter.isValidScheme("a/b"))
+    }
+
+    @Test("server text in a payload cannot drive a terminal")
+    func cleaned() throws {
+        let routed = try PushRouter().route(try payload(s: a, title: "hi\u{1B}]0;owned\u{7}"), among: try servers())
+        #expect(routed.title == "hi]0;owned")
+    }
+}
