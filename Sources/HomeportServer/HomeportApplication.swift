@@ -16,6 +16,8 @@ public final class HomeportApplication: Sendable {
     /// Notifications: what a product calls to notify an account.
     public let push: PushCenter
     private let hub: StreamHub
+    /// Deletes old notifications and failed pushes.
+    let retention: NotificationRetention
     let sender: PushSender?
     private let server: HTTPServer
     private let heartbeat: ReplicaHeartbeat
@@ -48,6 +50,8 @@ public final class HomeportApplication: Sendable {
             database: database, identity: identity, settings: configuration.push, clock: clock, logger: logger)
         self.hub = StreamHub(
             database: database, identity: identity, settings: configuration.push, clock: clock, logger: logger)
+        self.retention = NotificationRetention(
+            database: database, settings: configuration.push, clock: clock, logger: logger)
         if let apns = configuration.push.apns {
             self.sender = try PushSender(
                 database: database, settings: apns, maximumAttempts: configuration.push.maximumAttempts, clock: clock,
@@ -92,6 +96,7 @@ public final class HomeportApplication: Sendable {
             sender?.wake()
         }
         hub.start()
+        retention.start()
         sender?.start()
         return server.port
     }
@@ -103,6 +108,7 @@ public final class HomeportApplication: Sendable {
     /// row goes, then the database closes.
     public func shutdown() {
         hub.stop()
+        retention.stop()
         let left = server.shutdown()
         sender?.stop()
         if left > 0 {

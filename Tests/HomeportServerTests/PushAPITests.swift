@@ -221,6 +221,31 @@ struct PushAPITests {
     }
 
     @Test(
+        "notifications and failed pushes are kept for the log's retention, then deleted; newer ones stay",
+        arguments: Backend.allCases)
+    func retention(backend: Backend) throws {
+        try withAccounts(backend, push: pushOn) { server in
+            let ada = try server.signIn("ada@example.com")
+            _ = try server.register(deviceA, token: ada)
+            let push = server.application.push
+            let database = server.application.database
+            try push.notify(email: "ada@example.com", code: ServerCatalogue.testCode, title: "old")
+            server.clock.advance(by: 20 * 86400)
+            try push.notify(email: "ada@example.com", code: ServerCatalogue.testCode, title: "recent")
+            try database.execute("UPDATE push_outbox SET state = 'failed', last_error = 'BadTopic'")
+            server.clock.advance(by: 11 * 86400)
+            try server.application.retention.sweep()
+            let titles = try database.execute("SELECT title FROM notifications").compactMap { $0.string(at: 0) }
+            #expect(titles == ["recent"], "31 days old is past the 30 kept; 11 days old is not")
+            #expect(try server.outbox().map(\.payload.aps.alert.title) == ["recent"])
+            // The stream resumes from what is left.
+            let stream = try server.openStream(ada, lastEventID: 0)
+            defer { close(stream.fd) }
+            #expect(stream.wait(for: "recent"))
+        }
+    }
+
+    @Test(
         "the payload is PROTOCOL §4's: s is the identity route's id, the thread is namespaced, mv is the catalogue's version",
         arguments: Backend.allCases)
     func payload(backend: Backend) throws {
