@@ -25,6 +25,9 @@ final class ConnectionRegistry: @unchecked Sendable {
         let state = Atomic<UInt64>(0)
         /// Shut down by the sweeper already (guarded by the registry's lock).
         var cut = false
+        /// The streamed response it carries, until the sweeper finds its client gone (guarded by
+        /// the registry's lock).
+        var stream: HTTPBodyStream?
 
         init(descriptor: Int32, address: AddressKey, client: String) {
             self.descriptor = descriptor
@@ -41,6 +44,9 @@ final class ConnectionRegistry: @unchecked Sendable {
         case readingBody = 1
         /// The server is answering: no deadline of the client's.
         case answering = 2
+        /// The server streams a response for as long as the client stays: no deadline, but a
+        /// client that has gone is noticed without waiting for the next write.
+        case streaming = 3
     }
 
     /// A client address as the per-address cap counts it: IPv4 exactly, IPv6 by its /64.
@@ -140,6 +146,12 @@ final class ConnectionRegistry: @unchecked Sendable {
         }
     }
 
+    /// Moves a connection into the streaming phase, with the stream to finish should its client go.
+    func streaming(_ stream: HTTPBodyStream, on connection: Connection) {
+        lock.withLock { connection.stream = stream }
+        enter(.streaming, connection)
+    }
+
     /// Moves a connection into `phase`, whose deadline starts now.
     func enter(_ phase: Phase, _ connection: Connection) {
         connection.state.store(phase.rawValue << 62 | milliseconds(), ordering: .relaxed)
@@ -190,30 +202,43 @@ final class ConnectionRegistry: @unchecked Sendable {
     /// the stream, closes the connection and tells ``closed(_:)``, which waits for this lock, so
     /// a descriptor is never shut down after libmicrohttpd closed it.
     ///
-    /// libmicrohttpd does not notice a peer's end of stream while it waits for more of a request:
-    /// such a connection would hold its slot until the deadline. So a connection that has waited
-    /// a second is asked (a peek that reads nothing) whether its peer is gone.
+    /// libmicrohttpd does not notice a peer's end of stream while it waits for more of a request,
+    /// nor while a streamed response is suspended: such a connection would hold its slot until
+    /// the deadline, or the stream's next write. So a connection that has waited a second is asked
+    /// (a peek that reads nothing) whether its peer is gone.
     @discardableResult
     func sweep() -> Int {
         let now = milliseconds()
-        return lock.withLock {
+        let (count, abandoned): (Int, [HTTPBodyStream]) = lock.withLock {
             var count = 0
+            var abandoned: [HTTPBodyStream] = []
             for connection in connections.values where !connection.cut {
                 let state = connection.state.load(ordering: .relaxed)
                 let since = state & (1 << 62 - 1)
+                guard now > since, now - since > 1000 else { continue }
                 let limit: UInt64
                 switch Phase(rawValue: state >> 62) {
                 case .awaitingHead: limit = headerDeadline
                 case .readingBody: limit = bodyDeadline
+                case .streaming:
+                    // A suspended connection is out of libmicrohttpd's event loop: shutting its
+                    // socket down would go unseen, so the stream is finished instead.
+                    if let stream = connection.stream, Self.peerHasClosed(connection.descriptor) {
+                        connection.stream = nil
+                        abandoned.append(stream)
+                        count += 1
+                    }
+                    continue
                 default: continue
                 }
-                guard now > since, now - since > 1000 else { continue }
                 guard now - since > limit || Self.peerHasClosed(connection.descriptor) else { continue }
                 cut(connection)
                 count += 1
             }
-            return count
+            return (count, abandoned)
         }
+        abandoned.forEach { $0.finish() }
+        return count
     }
 
     /// Whether the peer has ended its side of the stream (and nothing of it is left unread).

@@ -229,7 +229,10 @@ extension HTTPServer {
         if let stream = response.stream {
             mhdResponse = MHD_create_response_from_callback(
                 UInt64.max, 4096, bodyStreamReader, Unmanaged.passRetained(stream).toOpaque(), bodyStreamFreed)
-            if mhdResponse != nil { track(stream, on: connection) }
+            if mhdResponse != nil {
+                track(stream, on: connection)
+                if let entry = request.connection { connections.streaming(stream, on: entry) }
+            }
         } else {
             mhdResponse = response.body.withUnsafeBytes { bytes in
                 MHD_create_response_from_buffer(
