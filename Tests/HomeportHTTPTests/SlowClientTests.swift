@@ -54,10 +54,13 @@ struct SlowClientTests {
             defer { held.forEach { close($0) } }
             #expect(held.count == 40)
             try waitUntil(server, holds: 40, in: .awaitingHead)
-            // Two newcomers, each keeping its connection open after its answer.
-            let newcomers = try (0..<2).map { _ in try RawHTTP.connect(port: server.port, timeout: 5) }
+            // Two newcomers one after the other (two arriving at the same instant on two workers
+            // may both find a slot), each keeping its connection open after its answer.
+            var newcomers: [Int32] = []
             defer { newcomers.forEach { close($0) } }
-            for fd in newcomers {
+            for _ in 0..<2 {
+                let fd = try RawHTTP.connect(port: server.port, timeout: 5)
+                newcomers.append(fd)
                 RawHTTP.send(fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
                 #expect(try RawHTTP.readResponse(fd).status == 200)
             }

@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import HomeportLogging
 import HomeportStorage
-import Synchronization
 
 /// Deletes what the server keeps only for a while: notifications older than
 /// ``PushSettings/logRetention`` from the accounts' logs, and pushes given up on (`failed`, kept
@@ -13,7 +12,7 @@ final class NotificationRetention: Sendable {
     private let retention: Int64
     private let clock: any WallClock
     private let logger: Logger
-    private let timer = Mutex<(any DispatchSourceTimer)?>(nil)
+    private let task = RepeatingTask(label: "homeport.push.retention")
 
     /// How often the sweep runs.
     static let interval: DispatchTimeInterval = .seconds(3600)
@@ -27,24 +26,14 @@ final class NotificationRetention: Sendable {
 
     /// Sweeps at once, then every ``interval``.
     func start() {
-        timer.withLock { slot in
-            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "homeport.push.retention"))
-            timer.schedule(deadline: .now(), repeating: Self.interval)
-            timer.setEventHandler { [self] in
-                do {
-                    try sweep()
-                } catch {
-                    logger.warning("old notifications not deleted", metadata: ["error": String(describing: error)])
-                }
-            }
-            timer.resume()
-            slot = timer
+        task.start(after: .seconds(0), every: Self.interval, logger: logger, failure: "old notifications not deleted") {
+            [self] in try sweep()
         }
     }
 
     /// Stops the timer.
     func stop() {
-        timer.withLock { $0.take() }?.cancel()
+        task.stop()
     }
 
     /// Deletes notifications and failed pushes older than the retention.

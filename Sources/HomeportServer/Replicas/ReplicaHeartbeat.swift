@@ -3,7 +3,6 @@ import Foundation
 import HomeportCrypto
 import HomeportLogging
 import HomeportStorage
-import Synchronization
 
 /// How often a replica writes its heartbeat, and how long after the last one written it trusts
 /// the identity it has cached.
@@ -31,7 +30,7 @@ final class ReplicaHeartbeat: Sendable {
     private let id: String
     private let listen: String
     private let logger: Logger
-    private let timer = Mutex<(any DispatchSourceTimer)?>(nil)
+    private let task = RepeatingTask(label: "homeport.replicas.heartbeat")
 
     init(database: any Database, identity: IdentityStore, timing: HeartbeatTiming, listen: String, logger: Logger)
         throws
@@ -48,19 +47,9 @@ final class ReplicaHeartbeat: Sendable {
     func start() throws {
         try beat()
         try? ReplicaStore(database, dialect: database.dialect).pruneDead()
-        let interval = Int(timing.interval / .milliseconds(1))
-        timer.withLock { slot in
-            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "homeport.replicas.heartbeat"))
-            timer.schedule(deadline: .now() + .milliseconds(interval), repeating: .milliseconds(interval))
-            timer.setEventHandler { [self] in
-                do {
-                    try beat()
-                } catch {
-                    logger.warning("heartbeat not written", metadata: ["error": String(describing: error)])
-                }
-            }
-            timer.resume()
-            slot = timer
+        let interval = DispatchTimeInterval.milliseconds(Int(timing.interval / .milliseconds(1)))
+        task.start(after: interval, every: interval, logger: logger, failure: "heartbeat not written") { [self] in
+            try beat()
         }
     }
 
@@ -83,8 +72,7 @@ final class ReplicaHeartbeat: Sendable {
 
     /// Stops the heartbeat and removes this replica's row.
     func stop() {
-        guard let timer = timer.withLock({ $0.take() }) else { return }
-        timer.cancel()
+        guard task.stop() else { return }
         do {
             try ReplicaStore(database, dialect: database.dialect).remove(id: id)
         } catch {
