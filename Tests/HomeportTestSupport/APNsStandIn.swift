@@ -15,13 +15,14 @@ public final class APNsStandIn: @unchecked Sendable {
     /// The topic it accepts.
     public static let topic = "net.example.books"
 
-    private let process = Process()
+    private let process: Process
     /// Where it keeps its CA, the auth key and its request log.
     public let directory: TemporaryDirectory
     /// Its port.
     public let port: Int
 
-    /// Starts it and waits until it listens.
+    /// Starts it and waits until it listens. A port taken between choosing it and binding it
+    /// (another test's process) gets another try on another port.
     public init() throws {
         let environment = ProcessInfo.processInfo.environment
         guard let source = environment["HOMEPORT_TEST_APNS_DIR"], let python = environment["HOMEPORT_TEST_APNS_PYTHON"]
@@ -31,27 +32,52 @@ public final class APNsStandIn: @unchecked Sendable {
             )
         }
         directory = try TemporaryDirectory()
-        port = try RawHTTP.freePort()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [source + "/standin.py", directory.path, String(port)]
-        process.environment = environment.merging(["APNS_TOPIC": Self.topic]) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
-        // Ready once it has written its keys and accepts connections on both addresses.
-        for _ in 0..<600 {
-            if FileManager.default.fileExists(atPath: directory.file("ready")),
+        var failures: [String] = []
+        for _ in 0..<3 {
+            let port = try RawHTTP.freePort()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: python)
+            process.arguments = [source + "/standin.py", directory.path, String(port)]
+            process.environment = environment.merging(["APNS_TOPIC": Self.topic]) { $1 }
+            process.standardOutput = FileHandle.nullDevice
+            let errorLog = directory.file("stderr-\(port).log")
+            _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: errorLog)
+            try process.run()
+            if Self.waitUntilListening(process, port: port, ready: directory.file("ready")) {
+                self.process = process
+                self.port = port
+                return
+            }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+            let log = [errorLog, directory.file("errors.log")].compactMap {
+                try? String(contentsOfFile: $0, encoding: .utf8)
+            }.joined()
+            failures.append("port \(port): \(log.suffix(2000))")
+        }
+        directory.remove()
+        throw RawHTTPError("the APNs stand-in did not start:\n" + failures.joined(separator: "\n"))
+    }
+
+    /// Whether it has written its keys and accepts connections on both addresses, within 60
+    /// seconds (false at once when it has exited).
+    private static func waitUntilListening(_ process: Process, port: Int, ready: String) -> Bool {
+        for _ in 0..<1200 {
+            guard process.isRunning else { return false }
+            if FileManager.default.fileExists(atPath: ready),
                 let first = try? RawHTTP.connect(port: port, timeout: 1),
                 let second = try? RawHTTP.connect(host: "127.0.0.2", port: port, timeout: 1)
             {
                 close(first)
                 close(second)
-                return
+                return true
             }
             usleep(50_000)
         }
-        kill(process.processIdentifier, SIGKILL)
-        throw RawHTTPError("the APNs stand-in did not start on port \(port)")
+        return false
     }
 
     deinit {
