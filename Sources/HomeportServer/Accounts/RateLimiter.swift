@@ -154,9 +154,7 @@ struct RateLimiter {
     /// given back when the current password was wrong, so only someone who knows it spends the
     /// account's.
     func chargePasswordChangeAttempt(session keyHash: String, account: Int64, now: Int64) throws {
-        try charge(
-            [failedPasswordChangeBucket(keyHash), ("change:account:\(account)", policy.passwordChangePerAccount)],
-            now: now)
+        try charge([failedPasswordChangeBucket(keyHash), passwordChangeBucket(account)], now: now)
     }
 
     /// Gives the session's failure back: the current password was right.
@@ -166,7 +164,11 @@ struct RateLimiter {
 
     /// Gives the account's change back: the current password was wrong.
     func refundPasswordChange(account: Int64, now: Int64) throws {
-        try refund([("change:account:\(account)", policy.passwordChangePerAccount)], now: now)
+        try refund([passwordChangeBucket(account)], now: now)
+    }
+
+    private func passwordChangeBucket(_ account: Int64) -> (String, RateLimit) {
+        ("change:account:\(account)", policy.passwordChangePerAccount)
     }
 
     private func failedPasswordChangeBucket(_ keyHash: String) -> (String, RateLimit) {

@@ -41,11 +41,8 @@ struct NotificationLog {
         userID: Int64, code: String, title: String, body: String?, thread: String?, objectID: Int64?,
         catalogueVersion: String, now: Int64
     ) throws -> NotificationRecord? {
-        guard
-            !(try db.execute(
-                "UPDATE users SET approval = approval WHERE id = $1 RETURNING id", [.integer(userID)]
-            ).isEmpty)
-        else { return nil }
+        // The account's row first: it serialises the account's sequence numbers.
+        guard try AccountStore(db).lock(id: userID) else { return nil }
         let row = try db.execute(
             """
             INSERT INTO notifications (user_id, seq, code, title, body, thread, object_id, catalogue_version, created_at)
