@@ -59,7 +59,7 @@ struct NotificationStreamTests {
             #expect(second.wait(for: #""title":"event 6""#))
             for index in 1...3 { #expect(!second.text.contains(#""title":"event \#(index)""#)) }
             for index in 4...6 { #expect(second.count(of: #""title":"event \#(index)""#) == 1) }
-            let bad = try server.api(
+            let bad = try server.app(
                 "GET", "/api/v1/notifications/stream", token: ada, headers: [("Last-Event-ID", "yesterday")])
             #expect(bad.status == 400)
         }
@@ -88,13 +88,13 @@ struct NotificationStreamTests {
     func credentials() throws {
         try withAccounts(.sqlite) { server in
             let ada = try server.signIn("ada@example.com")
-            #expect(try server.api("GET", "/api/v1/notifications/stream", token: nil).status == 401)
+            #expect(try server.app("GET", "/api/v1/notifications/stream", token: nil).status == 401)
             let cookie = try RawHTTP.request(
                 port: server.port, path: "/api/v1/notifications/stream",
                 headers: [("Cookie", "homeport_session=\(ada)")])
             #expect(cookie.status == 401)
             #expect(
-                try server.api("GET", "/api/v1/notifications/stream", token: ada.withFirstCharacterChanged).status
+                try server.app("GET", "/api/v1/notifications/stream", token: ada.withFirstCharacterChanged).status
                     == 401)
         }
     }

@@ -15,25 +15,9 @@ private let deviceB = "00112233445566778899aabbccddeeff00112233445566778899aabbc
 private let pushOn = PushSettings(topic: "net.example.books")
 
 extension AccountsHarness {
-    /// A JSON request to the API prefix with a token.
-    func api(
-        _ method: String, _ path: String, token: String?, json: [String: Any]? = nil, headers: [(String, String)] = []
-    )
-        throws -> RawResponse
-    {
-        var all = headers
-        if let token { all.append(("X-Session-Token", token)) }
-        var body: Data?
-        if let json {
-            all.append(("Content-Type", "application/json"))
-            body = try JSONSerialization.data(withJSONObject: json)
-        }
-        return try RawHTTP.request(port: port, method: method, path: path, headers: all, body: body)
-    }
-
     /// Registers `device` for the token's account.
     func register(_ device: String, token: String, environment: String = "sandbox") throws -> RawResponse {
-        try api("POST", "/api/v1/push/devices", token: token, json: ["token": device, "environment": environment])
+        try app("POST", "/api/v1/push/devices", token: token, json: ["token": device, "environment": environment])
     }
 
     /// The device tokens registered on the server.
@@ -80,11 +64,11 @@ struct PushAPITests {
                 "SELECT u.email FROM push_devices d JOIN users u ON u.id = d.user_id"
             ).first?.string(at: 0)
             #expect(owner == "bob@example.com", "one row per token per server: the last account has it")
-            #expect(try server.api("DELETE", "/api/v1/push/devices/\(deviceA)", token: ada).status == 204)
+            #expect(try server.app("DELETE", "/api/v1/push/devices/\(deviceA)", token: ada).status == 204)
             #expect(
                 try server.registeredDevices() == [deviceA], "another account's registration is not ada's to remove")
             for _ in 0..<2 {
-                #expect(try server.api("DELETE", "/api/v1/push/devices/\(deviceA)", token: bob).status == 204)
+                #expect(try server.app("DELETE", "/api/v1/push/devices/\(deviceA)", token: bob).status == 204)
             }
             #expect(try server.registeredDevices().isEmpty)
         }
@@ -102,13 +86,13 @@ struct PushAPITests {
     func badRegistrations(body: [String: any Sendable], field: String) throws {
         try withAccounts(.sqlite, push: pushOn) { server in
             let ada = try server.signIn("ada@example.com")
-            let response = try server.api("POST", "/api/v1/push/devices", token: ada, json: body)
+            let response = try server.app("POST", "/api/v1/push/devices", token: ada, json: body)
             #expect(response.status == 400)
             let error = response.jsonObject?["error"] as? [String: Any]
             #expect(error?["code"] as? String == "invalid_field")
             #expect(error?["field"] as? String == field)
             #expect(try server.registeredDevices().isEmpty)
-            let noToken = try server.api(
+            let noToken = try server.app(
                 "POST", "/api/v1/push/devices", token: nil, json: ["token": deviceA, "environment": "sandbox"])
             #expect(noToken.status == 401)
         }
@@ -162,28 +146,28 @@ struct PushAPITests {
         let extra = [CatalogueCode(code: "books/loans:due", title: "A loan is due")]
         let first = try withAccounts(.sqlite, push: PushSettings(extraCodes: extra)) { server in
             let token = try server.signIn("ada@example.com")
-            let answer = try server.api("GET", "/api/v1/notifications/catalogue", token: token)
+            let answer = try server.app("GET", "/api/v1/notifications/catalogue", token: token)
             #expect(answer.status == 200)
             let version = try #require(answer.jsonObject?["version"] as? String)
             #expect(answer.header("ETag") == "\"\(version)\"")
             let codes = (answer.jsonObject?["codes"] as? [[String: Any]])?.compactMap { $0["code"] as? String }
             #expect(codes == ["books/loans:due", "homeport/core:push.test"])
             for tag in ["\"\(version)\"", "W/\"\(version)\"", "\"other\", \"\(version)\"", "*"] {
-                let cached = try server.api(
+                let cached = try server.app(
                     "GET", "/api/v1/notifications/catalogue", token: token, headers: [("If-None-Match", tag)])
                 #expect(cached.status == 304, "\(tag)")
                 #expect(cached.body.isEmpty)
             }
             #expect(
-                try server.api(
+                try server.app(
                     "GET", "/api/v1/notifications/catalogue", token: token, headers: [("If-None-Match", "\"old\"")]
                 )
                 .status == 200)
-            #expect(try server.api("GET", "/api/v1/notifications/catalogue", token: nil).status == 401)
+            #expect(try server.app("GET", "/api/v1/notifications/catalogue", token: nil).status == 401)
             return version
         }
         let second = try withAccounts(.postgres, push: PushSettings(extraCodes: extra)) { server in
-            try server.api("GET", "/api/v1/notifications/catalogue", token: try server.signIn("bob@example.com"))
+            try server.app("GET", "/api/v1/notifications/catalogue", token: try server.signIn("bob@example.com"))
                 .jsonObject?["version"] as? String
         }
         #expect(second == first, "another installation with the same codes answers the same version")
@@ -196,12 +180,12 @@ struct PushAPITests {
             let ada = try server.signIn("ada@example.com")
             let bob = try server.signIn("bob@example.com")
             _ = try server.register(deviceA, token: ada)
-            #expect(try server.api("PUT", "/api/v1/notifications/mutes/chat:7", token: ada).status == 204)
-            #expect(try server.api("PUT", "/api/v1/notifications/mutes/chat:7", token: ada).status == 204)
-            #expect(try server.api("GET", "/api/v1/notifications/mutes", token: ada).text == #"{"threads":["chat:7"]}"#)
-            #expect(try server.api("GET", "/api/v1/notifications/mutes", token: bob).text == #"{"threads":[]}"#)
+            #expect(try server.app("PUT", "/api/v1/notifications/mutes/chat:7", token: ada).status == 204)
+            #expect(try server.app("PUT", "/api/v1/notifications/mutes/chat:7", token: ada).status == 204)
+            #expect(try server.app("GET", "/api/v1/notifications/mutes", token: ada).text == #"{"threads":["chat:7"]}"#)
+            #expect(try server.app("GET", "/api/v1/notifications/mutes", token: bob).text == #"{"threads":[]}"#)
             for bad in ["a%20b", "<x>", String(repeating: "a", count: 129)] {
-                let response = try server.api("PUT", "/api/v1/notifications/mutes/\(bad)", token: ada)
+                let response = try server.app("PUT", "/api/v1/notifications/mutes/\(bad)", token: ada)
                 #expect(response.status == 400, "\(bad)")
                 #expect((response.jsonObject?["error"] as? [String: Any])?["field"] as? String == "thread")
             }
@@ -213,7 +197,7 @@ struct PushAPITests {
             let open = try push.notify(
                 email: "ada@example.com", code: ServerCatalogue.testCode, title: "Hi", thread: "chat:8")
             #expect(open.queued == 1 && open.seq == muted.seq + 1)
-            #expect(try server.api("DELETE", "/api/v1/notifications/mutes/chat:7", token: ada).status == 204)
+            #expect(try server.app("DELETE", "/api/v1/notifications/mutes/chat:7", token: ada).status == 204)
             #expect(
                 try push.notify(email: "ada@example.com", code: ServerCatalogue.testCode, title: "Hi", thread: "chat:7")
                     .queued == 1)
@@ -313,13 +297,13 @@ struct PushAPITests {
             let bob = try server.signIn("bob@example.com")
             _ = try server.register(deviceA, token: ada)
             _ = try server.register(deviceB, token: bob)
-            let first = try server.api("POST", "/api/v1/push/test", token: ada)
+            let first = try server.app("POST", "/api/v1/push/test", token: ada)
             #expect(first.status == 202 && first.jsonObject?["queued"] as? Int == 1)
             #expect(try server.outbox().map(\.token) == [deviceA])
-            #expect(try server.api("POST", "/api/v1/push/test", token: ada).status == 202)
-            let refused = try server.api("POST", "/api/v1/push/test", token: ada)
+            #expect(try server.app("POST", "/api/v1/push/test", token: ada).status == 202)
+            let refused = try server.app("POST", "/api/v1/push/test", token: ada)
             #expect(refused.status == 429 && refused.header("Retry-After") != nil)
-            #expect(try server.api("POST", "/api/v1/push/test", token: bob).status == 202, "bob's budget is his own")
+            #expect(try server.app("POST", "/api/v1/push/test", token: bob).status == 202, "bob's budget is his own")
         }
     }
 }

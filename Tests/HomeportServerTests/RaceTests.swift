@@ -136,14 +136,7 @@ struct RaceTests {
                     done.signal()
                 }
                 // The login must be waiting for the change's lock, not done already.
-                var waiting = false
-                for _ in 0..<200 where !waiting && inserted.get() == nil {
-                    waiting =
-                        try database.execute(
-                            "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-                        ).first?.int("n") ?? 0 > 0
-                    if !waiting { usleep(20_000) }
-                }
+                let waiting = try waitForLockWaiters(1, in: database) { inserted.get() != nil }
                 #expect(waiting, "the login's insert waits for the change in flight")
                 try connection.execute("COMMIT")
             }
@@ -163,19 +156,6 @@ struct RaceTests {
             _ = try server.app("POST", "auth/password/request", json: ["email": "ada@example.com"])
             let key = try #require(server.mailer.resetKey(for: "ada@example.com"))
             let database = server.application.database
-            let waiting = {
-                try database.execute(
-                    "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
-                ).first?.int("n") ?? 0
-            }
-            let waitFor = { (count: Int64) in
-                var seen: Int64 = 0
-                for _ in 0..<500 where seen < count {
-                    seen = try waiting()
-                    if seen < count { usleep(10_000) }
-                }
-                return seen >= count
-            }
             let change = LockedValue<RawResponse?>(nil)
             let reset = LockedValue<RawResponse?>(nil)
             let done = DispatchSemaphore(value: 0)
@@ -193,14 +173,14 @@ struct RaceTests {
                             json: ["current_password": password, "new_password": "the changed password"]))
                     done.signal()
                 }
-                #expect(try waitFor(1), "the change waits for the account's row")
+                #expect(try waitForLockWaiters(1, in: database), "the change waits for the account's row")
                 Thread.detachNewThread {
                     reset.set(
                         try? server.app(
                             "POST", "auth/password/reset", json: ["key": key, "password": "the reset password"]))
                     done.signal()
                 }
-                #expect(try waitFor(2), "the reset waits too")
+                #expect(try waitForLockWaiters(2, in: database), "the reset waits too")
                 try connection.execute("COMMIT")
             }
             #expect(done.wait(timeout: .now() + 30) == .success && done.wait(timeout: .now() + 30) == .success)
@@ -215,6 +195,23 @@ struct RaceTests {
                 .status == 200)
         }
     }
+}
+
+/// Waits until `count` statements in `database` (PostgreSQL) wait for a lock: true once they do,
+/// false after five seconds or as soon as `givenUp` says there is no point.
+private func waitForLockWaiters(_ count: Int64, in database: any Database, unless givenUp: () -> Bool = { false })
+    throws -> Bool
+{
+    for _ in 0..<500 {
+        let waiting =
+            try database.execute(
+                "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            ).first?.int("n") ?? 0
+        if waiting >= count { return true }
+        if givenUp() { return false }
+        usleep(10_000)
+    }
+    return false
 }
 
 /// A value shared between threads.
