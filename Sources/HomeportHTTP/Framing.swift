@@ -21,7 +21,7 @@ enum Framing: Equatable {
 
     /// The framing `headers` of a request in HTTP/1.1 (or HTTP/1.0, when `http10`) announce, or
     /// the error that refuses them.
-    static func of(_ headers: [(name: String, value: String)], http10: Bool = false) -> Result<Framing, HTTPError> {
+    static func of(_ headers: [(name: String, value: String)], http10: Bool) -> Result<Framing, HTTPError> {
         var lengths: [String] = []
         var codings: [String] = []
         var hosts = 0
