@@ -153,8 +153,6 @@ struct HonestMessagesTests {
 
     @Test("a sign-in whose app-info fails is not enrolled, and the session it opened is given back")
     func signInWithBrokenAppInfo() async throws {
-        let home = try TemporaryDirectory()
-        defer { home.remove() }
         for broken in [
             RecordingListener.Canned(500, Peer.json, #"{"error":{"code":"internal_error","message":"x"}}"#),
             Peer.notAuthenticated, .init(200, Peer.json, #"{"product":1}"#),
@@ -166,7 +164,9 @@ struct HonestMessagesTests {
                     "DELETE " + AllauthAppPath.path(AllauthAppPath.session): Peer.signedOutEnvelope,
                     HomeportPath.appInfo: broken,
                 ]))
-            let client = try makeClient(try TemporaryDirectory(), SpyTransport())
+            let home = try TemporaryDirectory()
+            defer { home.remove() }
+            let client = try makeClient(home, SpyTransport())
             await #expect(throws: ClientError.self, "\(broken.status)") {
                 try await client.login(
                     at: try ServerAddress(parsing: server.url, allowHTTP: true), email: "ada@example.com",

@@ -280,7 +280,7 @@ struct PushClientTests {
     func unknownServerFetchesNothing() async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
-        let (a, peer, client, _) = try onePeer(home, catalogue: PushPeer.catalogue("a1"))
+        let (_, peer, client, _) = try onePeer(home, catalogue: PushPeer.catalogue("a1"))
         let stranger = InstanceID(UUID())
         await #expect(throws: PushRoutingFailure.unknownServer(stranger)) {
             try await client.receivePush(try PushPeer.payload(stranger, mv: "x"))
