@@ -10,8 +10,10 @@
 /// Starts a daemon on an already listening socket with the limits Homeport sets.
 ///
 /// `accept_policy` may refuse a connection before any byte is read (a per-address cap);
-/// `notify_connection` hears of every connection's start and end (deadlines); strict mode refuses
-/// HTTP/1.1 requests without `Host` and request lines with spaces in the target.
+/// `notify_connection` hears of every connection's start and end (deadlines); `uri_log` sees each
+/// request target before libmicrohttpd parses its query, and its result becomes the request's
+/// context; strict mode refuses HTTP/1.1 requests without `Host` and request lines with spaces in
+/// the target.
 static inline struct MHD_Daemon *homeport_mhd_start(
     unsigned int flags,
     int listen_socket,
@@ -23,6 +25,7 @@ static inline struct MHD_Daemon *homeport_mhd_start(
     MHD_AccessHandlerCallback handler,
     MHD_RequestCompletedCallback completed,
     MHD_NotifyConnectionCallback notify_connection,
+    void *(*uri_log)(void *context, const char *uri, struct MHD_Connection *connection),
     void *context)
 {
     struct MHD_OptionItem options[] = {
@@ -32,6 +35,7 @@ static inline struct MHD_Daemon *homeport_mhd_start(
         { MHD_OPTION_CONNECTION_LIMIT, (intptr_t) connection_limit, NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) completed, context },
         { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t) notify_connection, context },
+        { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t) uri_log, context },
         { MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL },
         { thread_pool_size > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, (intptr_t) thread_pool_size, NULL },
         { MHD_OPTION_END, 0, NULL },

@@ -242,9 +242,24 @@ final class ConnectionRegistry: @unchecked Sendable {
     }
 
     /// Whether the peer has ended its side of the stream (and nothing of it is left unread).
-    private static func peerHasClosed(_ descriptor: Int32) -> Bool {
+    static func peerHasClosed(_ descriptor: Int32) -> Bool {
         var byte: UInt8 = 0
         return recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0
+    }
+
+    /// Whether a connection waiting for a request has bytes of one unread in its socket: a
+    /// request that has arrived but that libmicrohttpd has not read yet (a graceful stop serves
+    /// it).
+    func hasUnreadRequest() -> Bool {
+        lock.withLock {
+            connections.values.contains { connection in
+                guard !connection.cut,
+                    Phase(rawValue: connection.state.load(ordering: .relaxed) >> 62) == .awaitingHead
+                else { return false }
+                var byte: UInt8 = 0
+                return recv(connection.descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+            }
+        }
     }
 
     /// Connections open right now and in `phase`, not shut down.

@@ -7,6 +7,10 @@ import HomeportWire
 final class RequestState {
     let started = ContinuousClock.now
     let connection: ConnectionRegistry.Connection?
+    /// The query, taken out of the target before libmicrohttpd parsed it.
+    let target: RequestTarget
+    /// The access handler has seen the headers (and counted the request in flight).
+    var headersSeen = false
     /// The header fields, read once when the headers are in.
     var headers: [(name: String, value: String)] = []
     var body = Data()
@@ -20,10 +24,13 @@ final class RequestState {
     var discarded = 0
     /// A response was queued early; later calls only let libmicrohttpd finish.
     var answered = false
+    /// The handler runs on the pool, the connection suspended meanwhile.
+    var offloaded: OffloadedRequest?
     private var clientAddress: String?
 
-    init(connection: ConnectionRegistry.Connection?) {
+    init(connection: ConnectionRegistry.Connection?, target: RequestTarget) {
         self.connection = connection
+        self.target = target
     }
 
     /// The peer's address as text, looked up once per connection.
@@ -44,6 +51,17 @@ let acceptPolicyCallback: MHD_AcceptPolicyCallback = { context, address, _ in
     return server.connections.admits(key) ? .YES : .NO
 }
 
+/// Called by libmicrohttpd with each request's target, before it parses the query: the query is
+/// taken out here (see ``RequestTarget``), and the request's state starts.
+let uriLogCallback:
+    @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?) ->
+        UnsafeMutableRawPointer? = { _, uri, connection in
+            // The target lies in libmicrohttpd's read buffer, which it has just cut up in place.
+            let target = uri.map { RequestTarget.take(from: UnsafeMutablePointer(mutating: $0)) } ?? RequestTarget()
+            let entry = connection.flatMap(HTTPServer.registryEntry)
+            return Unmanaged.passRetained(RequestState(connection: entry, target: target)).toOpaque()
+        }
+
 /// Called by libmicrohttpd when a connection starts and when it ends (before its socket closes).
 let notifyConnectionCallback: MHD_NotifyConnectionCallback = { context, connection, socketContext, code in
     guard let context, let connection, let socketContext else { return }
@@ -55,6 +73,10 @@ let notifyConnectionCallback: MHD_NotifyConnectionCallback = { context, connecti
         let entry = server.connections.opened(
             descriptor: homeport_mhd_connection_fd(connection), address: key, client: addressText(peer))
         socketContext.pointee = Unmanaged.passRetained(entry).toOpaque()
+        // While the server drains, the only connections that start are those it adopted.
+        if server.draining.load(ordering: .relaxed), server.adoptions.load(ordering: .relaxed) > 0 {
+            server.adoptions.subtract(1, ordering: .relaxed)
+        }
     case .CONNECTION_NOTIFY_CLOSED:
         guard let raw = socketContext.pointee else { return }
         let entry = Unmanaged<ConnectionRegistry.Connection>.fromOpaque(raw).takeRetainedValue()
@@ -84,7 +106,7 @@ let requestCompletedCallback: MHD_RequestCompletedCallback = { context, _, reque
     server.connections.releaseBody(request.reserved, from: request.connection?.address)
     // The connection may carry another request: its header deadline starts now.
     if let connection = request.connection { server.connections.enter(.awaitingHead, connection) }
-    server.inFlight.subtract(1, ordering: .relaxed)
+    if request.headersSeen { server.inFlight.subtract(1, ordering: .relaxed) }
 }
 
 extension HTTPServer {
@@ -94,10 +116,16 @@ extension HTTPServer {
         requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
         guard let raw = requestContext.pointee else {
-            return headersArrived(
-                connection, url: url, method: method, version: version, requestContext: requestContext)
+            // Every request's state starts in the URI callback; this is only a fallback.
+            let request = RequestState(
+                connection: Self.registryEntry(connection), target: RequestTarget())
+            requestContext.pointee = Unmanaged.passRetained(request).toOpaque()
+            return headersArrived(connection, request, url: url, method: method, version: version)
         }
         let request = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
+        guard request.headersSeen else {
+            return headersArrived(connection, request, url: url, method: method, version: version)
+        }
         if uploadDataSize.pointee > 0 {
             let size = uploadDataSize.pointee
             uploadDataSize.pointee = 0
@@ -135,19 +163,22 @@ extension HTTPServer {
             }
             return .YES
         }
+        let methodName = method.map { String(cString: $0) } ?? ""
+        if request.offloaded != nil { return answerOffloaded(request, connection, method: methodName) }
         if request.answered { return .YES }
         if let refusal = request.refusal { return refuse(connection, request, refusal, url: url, method: method) }
         if let entry = request.connection { connections.enter(.answering, entry) }
         let httpRequest = HTTPRequest(
-            method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? ""),
+            method: HTTPMethod(rawValue: methodName),
             path: url.map { String(cString: $0) } ?? "/",
-            query: Self.values(connection, kind: .GET_ARGUMENT_KIND).reduce(into: [:]) {
-                $0[$1.name] = $1.value
-            },
+            query: request.target.rawQuery.map(RequestTarget.arguments) ?? [:],
             headers: HTTPHeaders(request.headers),
             body: request.body,
             remoteAddress: request.client(connection))
         let answer = responder.respond(to: httpRequest)
+        if let work = answer.deferred {
+            return offload(work, request, on: connection, method: methodName, loggedPath: answer.loggedPath)
+        }
         if let failure = answer.failure {
             logger.error(
                 "handler failed", metadata: ["path": answer.loggedPath, "error": String(describing: failure)])
@@ -164,17 +195,19 @@ extension HTTPServer {
     /// instead of a reset; a huge one is refused before a byte of it is read. A body's memory is
     /// reserved in the budget as it arrives (503 past it, answered the same way).
     private func headersArrived(
-        _ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-        version: UnsafePointer<CChar>?, requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+        _ connection: OpaquePointer, _ request: RequestState, url: UnsafePointer<CChar>?,
+        method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?
     ) -> MHD_Result {
-        let entry = homeport_mhd_socket_context(connection).map {
-            Unmanaged<ConnectionRegistry.Connection>.fromOpaque($0).takeUnretainedValue()
-        }
-        let request = RequestState(connection: entry)
-        requestContext.pointee = Unmanaged.passRetained(request).toOpaque()
+        request.headersSeen = true
         inFlight.add(1, ordering: .relaxed)
-        if let entry { connections.enter(.readingBody, entry) }
+        if let entry = request.connection { connections.enter(.readingBody, entry) }
         request.headers = Self.values(connection, kind: .HEADER_KIND)
+        if request.target.hasNUL {
+            return refuse(
+                connection, request,
+                HTTPError(status: 400, code: APIErrorCode.badRequest, message: "The request target holds a NUL byte."),
+                url: url, method: method)
+        }
         let framing: Framing
         switch Framing.of(request.headers, http10: version.map { strcmp($0, MHD_HTTP_VERSION_1_0) == 0 } ?? false) {
         case .success(let value): framing = value
@@ -221,7 +254,7 @@ extension HTTPServer {
             path: responder.loggedPath(url.map { String(cString: $0) } ?? "/"))
     }
 
-    private func send(
+    func send(
         _ response: HTTPResponse, on connection: OpaquePointer, _ request: RequestState, method: String,
         path: String
     ) -> MHD_Result {
@@ -261,6 +294,13 @@ extension HTTPServer {
         liveStreams.withLock { $0[key] = stream }
         stream.attach(connection)
         if draining.load(ordering: .relaxed) { stream.finish() }
+    }
+
+    /// The registry's entry for a connection (what the notify-connection callback stored).
+    static func registryEntry(_ connection: OpaquePointer) -> ConnectionRegistry.Connection? {
+        homeport_mhd_socket_context(connection).map {
+            Unmanaged<ConnectionRegistry.Connection>.fromOpaque($0).takeUnretainedValue()
+        }
     }
 
     private final class ValueCollector {

@@ -27,9 +27,15 @@ public final class HTTPServer: @unchecked Sendable {
     private var lifecycle = LifecycleState.created
     let inFlight = Atomic<Int>(0)
     let draining = Atomic<Bool>(false)
+    /// Connections handed to libmicrohttpd from the listen backlog at a stop, not yet set up.
+    let adoptions = Atomic<Int>(0)
     /// Responses being streamed, so that a shutdown can end them (a suspended connection must be
     /// resumed before libmicrohttpd stops).
     let liveStreams = Mutex<[ObjectIdentifier: HTTPBodyStream]>([:])
+    /// The threads that run ``HandlerPlacement/pool`` routes.
+    let pool: WorkPool
+    /// Requests whose work is queued or running on the pool, their connections suspended.
+    let offloads = Mutex<[ObjectIdentifier: OffloadedRequest]>([:])
 
     private enum LifecycleState {
         case created
@@ -42,6 +48,7 @@ public final class HTTPServer: @unchecked Sendable {
         self.configuration = configuration
         self.responder = responder
         self.connections = ConnectionRegistry(configuration: configuration)
+        self.pool = WorkPool(threads: configuration.poolThreads, queueLimit: configuration.poolQueueLimit)
         self.logger = logger.withLabel("homeport.http")
         self.accessLogger = logger.withLabel("homeport.access")
     }
@@ -67,7 +74,7 @@ public final class HTTPServer: @unchecked Sendable {
                 UInt32(max(1, configuration.idleTimeoutSeconds)), max(4096, configuration.maxHeaderBytes),
                 UInt32(max(1, configuration.maxConnections) + Self.sheddingHeadroom), acceptPolicyCallback,
                 accessHandlerCallback,
-                requestCompletedCallback, notifyConnectionCallback, context)
+                requestCompletedCallback, notifyConnectionCallback, uriLogCallback, context)
         else {
             close(socket.descriptor)
             throw HTTPServerError.daemonFailed
@@ -77,6 +84,7 @@ public final class HTTPServer: @unchecked Sendable {
         sweeper.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
         sweeper.setEventHandler { [connections] in connections.sweep() }
         sweeper.resume()
+        pool.start()
         lock.withLock { lifecycle = .running(daemon: daemon, listen: socket, sweeper: sweeper) }
     }
 
@@ -112,8 +120,12 @@ public final class HTTPServer: @unchecked Sendable {
     /// Requests read but not yet fully answered.
     public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
 
-    /// Graceful stop: refuses new connections at once, waits up to the drain timeout for requests in
+    /// Graceful stop: stops listening at once, waits up to the drain timeout for requests in
     /// flight (their responses carry `Connection: close`), then closes every connection.
+    ///
+    /// Requests in flight include those that had arrived without being read yet: connections
+    /// the kernel had accepted into the listen backlog, and requests waiting in a connection's
+    /// socket. A connection idle between requests is closed.
     ///
     /// Returns the number of requests still in flight when the wait ended (0 in a clean drain).
     @discardableResult
@@ -127,14 +139,52 @@ public final class HTTPServer: @unchecked Sendable {
         // Streams never end by themselves: end them now, so they drain like any other answer.
         liveStreams.withLock { Array($0.values) }.forEach { $0.finish() }
         let listenDescriptor = MHD_quiesce_daemon(daemon)
-        if listenDescriptor >= 0 { close(listenDescriptor) }
+        if listenDescriptor >= 0 {
+            adoptBacklog(listenDescriptor, into: daemon)
+            close(listenDescriptor)
+        }
         let deadline = ContinuousClock.now.advanced(by: configuration.drainTimeout)
-        while inFlight.load(ordering: .relaxed) > 0 && ContinuousClock.now < deadline {
+        // Quiet twice in a row, 5 ms apart: a request libmicrohttpd has just read off its socket
+        // is counted in flight a moment later.
+        var quiet = 0
+        while quiet < 2 && ContinuousClock.now < deadline {
+            let busy =
+                inFlight.load(ordering: .relaxed) > 0 || adoptions.load(ordering: .relaxed) > 0
+                || connections.hasUnreadRequest()
+            quiet = busy ? 0 : quiet + 1
             usleep(5_000)
         }
         let left = inFlight.load(ordering: .relaxed)
         stopNow()
         return left
+    }
+
+    /// Hands libmicrohttpd the connections the kernel had already accepted into the listen
+    /// backlog when the server stopped listening: closing the socket with them inside would
+    /// reset them, though their clients did everything right. They are served like any other
+    /// request in flight (with `Connection: close`). A client whose connection completes after
+    /// this sweep is refused (reset), as at any closed port.
+    private func adoptBacklog(_ listenDescriptor: Int32, into daemon: OpaquePointer) {
+        while true {
+            var address = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let client = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    accept(listenDescriptor, $0, &length)
+                }
+            }
+            if client < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return
+            }
+            // The listen socket is non-blocking: an empty backlog ends the loop. libmicrohttpd
+            // makes the socket non-blocking, and closes it itself when it cannot take it.
+            let added = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { MHD_add_connection(daemon, client, $0, length) }
+            }
+            // Its worker thread sets it up a moment later; the drain waits for that.
+            if added == .YES { adoptions.add(1, ordering: .relaxed) }
+        }
     }
 
     /// Stops at once, closing every connection.
@@ -146,7 +196,10 @@ public final class HTTPServer: @unchecked Sendable {
         }
         guard let (daemon, sweeper) = running else { return }
         sweeper.cancel()
+        // libmicrohttpd must not find a connection suspended when it stops.
+        abandonOffloads()
         MHD_stop_daemon(daemon)
+        pool.stop()
     }
 }
 

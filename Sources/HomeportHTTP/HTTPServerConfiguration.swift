@@ -32,6 +32,12 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     public var maxBufferedBodyBytes: Int
     /// How long a graceful shutdown waits for requests in flight.
     public var drainTimeout: Duration
+    /// Threads that run ``HandlerPlacement/pool`` routes (password hashing): fewer than the
+    /// cores, so that the worker threads always have a core to answer everyone else.
+    public var poolThreads: Int
+    /// Pool requests that may wait for a thread; a further one is answered 503 with
+    /// `Retry-After` at once.
+    public var poolQueueLimit: Int
 
     /// Creates a configuration; every limit has a default fit for a small server.
     public init(
@@ -46,7 +52,9 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
         headerTimeoutSeconds: Int = 20,
         bodyTimeoutSeconds: Int = 30,
         maxBufferedBodyBytes: Int = 64 << 20,
-        drainTimeout: Duration = .seconds(10)
+        drainTimeout: Duration = .seconds(10),
+        poolThreads: Int = HTTPServerConfiguration.defaultPoolThreads,
+        poolQueueLimit: Int = 64
     ) {
         self.host = host
         self.port = port
@@ -60,7 +68,12 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
         self.bodyTimeoutSeconds = bodyTimeoutSeconds
         self.maxBufferedBodyBytes = maxBufferedBodyBytes
         self.drainTimeout = drainTimeout
+        self.poolThreads = poolThreads
+        self.poolQueueLimit = poolQueueLimit
     }
+
+    /// One thread fewer than the cores, at least one.
+    public static var defaultPoolThreads: Int { max(1, ProcessInfo.processInfo.activeProcessorCount - 1) }
 }
 
 /// A `HOST:PORT` listen address (`127.0.0.1:8080`, `[::1]:8080`, `localhost:0`).

@@ -9,8 +9,8 @@
 /// the prefix, however the route is added, so a new route cannot skip its group's checks by
 /// forgetting a call; the longest claiming prefix wins.
 public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods {
-    private var exact: [String: [HTTPMethod: HTTPHandler<Context>]] = [:]
-    private var parameterized: [(segments: [Segment], method: HTTPMethod, handler: HTTPHandler<Context>)] = []
+    private var exact: [String: [HTTPMethod: Route<Context>]] = [:]
+    private var parameterized: [(segments: [Segment], method: HTTPMethod, route: Route<Context>)] = []
     private var groups: [(prefix: [Substring], middleware: [any HTTPMiddleware<Context>])] = []
     private var secretPrefixes: [[Substring]] = []
 
@@ -29,8 +29,9 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
 
     /// What a method and path resolve to.
     public enum Resolution: Sendable {
-        /// A handler (wrapped in its group's middleware), with the values of the pattern's parameters.
-        case handler(HTTPHandler<Context>, parameters: [String: String])
+        /// A route (its handler wrapped in its group's middleware), with the values of the
+        /// pattern's parameters.
+        case handler(Route<Context>, parameters: [String: String])
         /// The path exists but not for this method.
         case methodNotAllowed(allowed: [HTTPMethod])
         /// No pattern matches the path.
@@ -61,7 +62,7 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
         groups.append((segments, middleware))
         var group = RouterGroup<Context>(prefix: Self.normalized(prefix))
         routes(&group)
-        for route in group.routes { add(route.method, route.pattern, route.handler) }
+        for route in group.routes { add(route.method, route.pattern, placement: route.placement, route.handler) }
     }
 
     /// Writes every path under `prefix` to the access log as `prefix/***`, whatever the outcome
@@ -73,16 +74,19 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
     }
 
     /// Adds a route. A later route for the same method and pattern replaces the earlier one.
-    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, placement: HandlerPlacement,
+        _ handler: @escaping HTTPHandler<Context>
+    ) {
         let segments = Self.split(pattern).map { part -> Segment in
             part.hasPrefix(":") ? .parameter(String(part.dropFirst())) : .literal(part)
         }
-        let wrapped = middleware(for: segments.map(\.text)).wrapping(handler)
+        let route = Route(handler: middleware(for: segments.map(\.text)).wrapping(handler), placement: placement)
         if segments.allSatisfy({ if case .literal = $0 { true } else { false } }) {
-            exact[Self.normalized(pattern), default: [:]][method] = wrapped
+            exact[Self.normalized(pattern), default: [:]][method] = route
         } else {
             parameterized.removeAll { $0.method == method && $0.segments == segments }
-            parameterized.append((segments, method, wrapped))
+            parameterized.append((segments, method, route))
         }
     }
 
@@ -95,7 +99,7 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
     private func resolveRoute(_ method: HTTPMethod, _ path: String) -> (resolution: Resolution, literal: Bool) {
         let lookup = method == .head ? HTTPMethod.get : method
         if let methods = exact[path] {
-            if let handler = methods[lookup] { return (.handler(handler, parameters: [:]), true) }
+            if let route = methods[lookup] { return (.handler(route, parameters: [:]), true) }
             return (.methodNotAllowed(allowed: Self.allowList(methods.keys)), true)
         }
         return (resolvePattern(lookup, path), false)
@@ -106,14 +110,16 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
         var allowed: [HTTPMethod] = []
         for route in parameterized {
             guard let parameters = Self.match(route.segments, parts) else { continue }
-            if route.method == lookup { return .handler(route.handler, parameters: parameters) }
+            if route.method == lookup { return .handler(route.route, parameters: parameters) }
             allowed.append(route.method)
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: Self.allowList(allowed))
     }
 
     /// Answers a request: runs the matching handler through its group's middleware and turns
-    /// every failure into the JSON error shape.
+    /// every failure into the JSON error shape. A ``HandlerPlacement/pool`` route's handler does
+    /// not run here: the answer carries it as ``HTTPAnswer/deferred``, for the server to run on
+    /// its pool.
     public func respond(to request: HTTPRequest) -> HTTPAnswer {
         let (resolution, literal) = resolveRoute(request.method, request.path)
         // A literal route's path carries no secret: only other paths are checked against the masks.
@@ -124,16 +130,26 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
         case .methodNotAllowed(let allowed):
             return HTTPAnswer(
                 response: HTTPError.methodNotAllowed(request.method, allowed: allowed).response, loggedPath: logged)
-        case .handler(let handler, let parameters):
+        case .handler(let route, let parameters):
             var request = request
             request.pathParameters = parameters
-            do {
-                return HTTPAnswer(response: try handler(request, Context()), loggedPath: logged)
-            } catch let error as HTTPError {
-                return HTTPAnswer(response: error.response, loggedPath: logged)
-            } catch {
-                return HTTPAnswer(response: HTTPError.internalError.response, failure: error, loggedPath: logged)
+            guard route.placement == .worker else {
+                let request = request
+                var answer = HTTPAnswer(response: HTTPError.internalError.response, loggedPath: logged)
+                answer.deferred = { Self.run(route.handler, request, logged) }
+                return answer
             }
+            return Self.run(route.handler, request, logged)
+        }
+    }
+
+    private static func run(_ handler: HTTPHandler<Context>, _ request: HTTPRequest, _ logged: String) -> HTTPAnswer {
+        do {
+            return HTTPAnswer(response: try handler(request, Context()), loggedPath: logged)
+        } catch let error as HTTPError {
+            return HTTPAnswer(response: error.response, loggedPath: logged)
+        } catch {
+            return HTTPAnswer(response: HTTPError.internalError.response, failure: error, loggedPath: logged)
         }
     }
 
@@ -203,15 +219,19 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
 public struct RouterGroup<Context: HTTPRequestContext>: RouterMethods {
     /// The group's prefix.
     public let prefix: String
-    fileprivate var routes: [(method: HTTPMethod, pattern: String, handler: HTTPHandler<Context>)] = []
+    fileprivate var routes:
+        [(method: HTTPMethod, pattern: String, placement: HandlerPlacement, handler: HTTPHandler<Context>)] = []
 
     fileprivate init(prefix: String) {
         self.prefix = prefix
     }
 
     /// Adds a route at `prefix + pattern` (`""` is the prefix itself).
-    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
-        routes.append((method, prefix + pattern, handler))
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, placement: HandlerPlacement,
+        _ handler: @escaping HTTPHandler<Context>
+    ) {
+        routes.append((method, prefix + pattern, placement, handler))
     }
 }
 
@@ -219,30 +239,64 @@ public struct RouterGroup<Context: HTTPRequestContext>: RouterMethods {
 public protocol RouterMethods<Context> {
     /// The request context the handlers get.
     associatedtype Context: HTTPRequestContext
-    /// Adds a route for `method` at `pattern`.
-    mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler<Context>)
+    /// Adds a route for `method` at `pattern`, its handler run where `placement` says.
+    mutating func add(
+        _ method: HTTPMethod, _ pattern: String, placement: HandlerPlacement,
+        _ handler: @escaping HTTPHandler<Context>)
 }
 
 extension RouterMethods {
+    /// Adds a route for `method` at `pattern`, run on the worker thread.
+    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
+        add(method, pattern, placement: .worker, handler)
+    }
+
     /// Adds a `GET` route (which answers `HEAD` too).
-    public mutating func get(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
-        add(.get, pattern, handler)
+    public mutating func get(
+        _ pattern: String, placement: HandlerPlacement = .worker, _ handler: @escaping HTTPHandler<Context>
+    ) {
+        add(.get, pattern, placement: placement, handler)
     }
 
     /// Adds a `POST` route.
-    public mutating func post(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
-        add(.post, pattern, handler)
+    public mutating func post(
+        _ pattern: String, placement: HandlerPlacement = .worker, _ handler: @escaping HTTPHandler<Context>
+    ) {
+        add(.post, pattern, placement: placement, handler)
     }
 
     /// Adds a `PUT` route.
-    public mutating func put(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
-        add(.put, pattern, handler)
+    public mutating func put(
+        _ pattern: String, placement: HandlerPlacement = .worker, _ handler: @escaping HTTPHandler<Context>
+    ) {
+        add(.put, pattern, placement: placement, handler)
     }
 
     /// Adds a `DELETE` route.
-    public mutating func delete(_ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
-        add(.delete, pattern, handler)
+    public mutating func delete(
+        _ pattern: String, placement: HandlerPlacement = .worker, _ handler: @escaping HTTPHandler<Context>
+    ) {
+        add(.delete, pattern, placement: placement, handler)
     }
+}
+
+/// Where a route's handler runs.
+public enum HandlerPlacement: Sendable, Equatable {
+    /// On the worker thread that read the request: for handlers that answer in microseconds.
+    case worker
+    /// On the server's pool of a few threads, the connection suspended meanwhile: for handlers
+    /// that spend CPU (a password hash), so that they never hold a worker thread that everyone
+    /// else's requests need. When the pool's queue is full, the request is answered 503 at once.
+    case pool
+}
+
+/// A route as the router keeps it: its handler, wrapped in its group's middleware, and where it
+/// runs.
+public struct Route<Context: HTTPRequestContext>: Sendable {
+    /// The handler, wrapped in the middleware of the route's group.
+    public let handler: HTTPHandler<Context>
+    /// Where the handler runs.
+    public let placement: HandlerPlacement
 }
 
 /// Answers requests: what ``HTTPServer`` calls for each complete request.
@@ -261,6 +315,10 @@ public struct HTTPAnswer: Sendable {
     public var failure: (any Error)?
     /// The path to write in the access log (masked under a secret prefix).
     public var loggedPath: String
+    /// Set for a ``HandlerPlacement/pool`` route: the work that makes the real answer, for the
+    /// server to run off its worker thread (``response`` is then unused). ``settled()`` runs it
+    /// in place.
+    public var deferred: (@Sendable () -> HTTPAnswer)?
 
     /// Creates an answer.
     public init(response: HTTPResponse, failure: (any Error)? = nil, loggedPath: String) {
@@ -268,4 +326,7 @@ public struct HTTPAnswer: Sendable {
         self.failure = failure
         self.loggedPath = loggedPath
     }
+
+    /// The answer with its deferred work done, on the calling thread.
+    public func settled() -> HTTPAnswer { deferred?() ?? self }
 }

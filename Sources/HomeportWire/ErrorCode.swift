@@ -12,6 +12,8 @@ public enum APIErrorCode {
     public static let unavailable = "unavailable"
     /// The installation identity cannot be read.
     public static let identityUnavailable = "identity_unavailable"
+    /// The request line is malformed in a way only Homeport checks (a NUL byte in the target).
+    public static let badRequest = "bad_request"
     /// The request's framing is ambiguous (RFC 9112 §6.3).
     public static let badFraming = "bad_framing"
     /// The request asks for something this server does not implement (a transfer coding).

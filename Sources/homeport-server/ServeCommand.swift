@@ -60,6 +60,14 @@ enum ServeCommand {
                 "password-iterations", "N", help: "PBKDF2-SHA256 iterations for new password hashes.",
                 environment: "HOMEPORT_PASSWORD_ITERATIONS", default: "600000"),
             .value(
+                "password-threads", "N",
+                help: "Threads for requests that hash a password (sign-in, sign-up, password change and reset).",
+                environment: "HOMEPORT_PASSWORD_THREADS", default: "one fewer than the cores, at least 1"),
+            .value(
+                "password-queue", "N",
+                help: "Such requests that may wait for a thread; beyond it, 503 with Retry-After.",
+                environment: "HOMEPORT_PASSWORD_QUEUE", default: "64"),
+            .value(
                 "rate-limits", "LIST", help: "Overrides, NAME=N/SECONDS,… (names in the operator guide).",
                 environment: "HOMEPORT_RATE_LIMITS"),
             .value(
@@ -167,6 +175,12 @@ enum ServeCommand {
         }
         if let bytes = try ServerCLI.integer("max-buffered-body-bytes", parsed, spec, environment, range: limit) {
             configuration.http.maxBufferedBodyBytes = bytes
+        }
+        if let threads = try ServerCLI.integer("password-threads", parsed, spec, environment, range: 1...256) {
+            configuration.http.poolThreads = threads
+        }
+        if let count = try ServerCLI.integer("password-queue", parsed, spec, environment, range: 0...100_000) {
+            configuration.http.poolQueueLimit = count
         }
         guard configuration.http.maxBufferedBodyBytes >= configuration.http.maxBodyBytes else {
             throw UsageError(

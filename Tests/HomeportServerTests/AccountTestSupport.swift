@@ -98,12 +98,15 @@ func withAccounts<T>(
     _ backend: Backend, signup: SignupPolicy = .open, rateLimits: RateLimitPolicy = RateLimitPolicy(),
     publicURL: String? = nil, failingMailer: Bool = false, hasher: GatedHasher? = nil,
     push: PushSettings = PushSettings(), clockStart: Date = Date(timeIntervalSince1970: 1_800_000_000),
-    _ body: (AccountsHarness) throws -> T
+    workerThreads: Int = 2, poolThreads: Int = 4, _ body: (AccountsHarness) throws -> T
 ) throws -> T {
     let (url, cleanUp) = try backend.makeDatabaseURL()
     defer { cleanUp() }
     var configuration = ServerConfiguration(listen: .init(host: "127.0.0.1", port: 0), database: url)
-    configuration.http.workerThreads = 2
+    configuration.http.workerThreads = workerThreads
+    // Enough pool threads that requests held at a gated hash on purpose do not queue behind
+    // one another.
+    configuration.http.poolThreads = poolThreads
     configuration.accounts = AccountSettings(
         signup: signup, passwordIterations: 1000, rateLimits: rateLimits, publicURL: publicURL)
     configuration.push = push

@@ -13,7 +13,16 @@ public final class GatedHasher: PasswordHashing, @unchecked Sendable {
 
     private struct State {
         var armed = false
+        /// The next new hash waits at the gate too.
+        var armedForHashes = false
         var spent = 0
+
+        /// One request waits at the gate, at its first check or hash: after it, none.
+        mutating func disarm(if held: Bool) {
+            guard held else { return }
+            armed = false
+            armedForHashes = false
+        }
     }
 
     /// Wraps a real hasher of `iterations`.
@@ -24,10 +33,19 @@ public final class GatedHasher: PasswordHashing, @unchecked Sendable {
     /// The configured cost.
     public var iterations: Int { base.iterations }
 
-    /// A real hash, metered.
+    /// A real hash, metered; when the gate is armed for hashes, it then waits until ``open()``.
     public func hash(_ password: String) throws -> String {
-        state.withLock { $0.spent += base.iterations }
-        return try base.hash(password)
+        let hold = state.withLock { state in
+            state.spent += base.iterations
+            defer { state.disarm(if: state.armedForHashes) }
+            return state.armedForHashes
+        }
+        let hashed = try base.hash(password)
+        if hold {
+            entered.signal()
+            release.wait()
+        }
+        return hashed
     }
 
     /// A real check; when the gate is armed, it then waits until ``open()``.
@@ -35,7 +53,7 @@ public final class GatedHasher: PasswordHashing, @unchecked Sendable {
         let check = base.verify(password, against: encoded)
         let hold = state.withLock { state in
             state.spent += check.iterations
-            defer { state.armed = false }
+            defer { state.disarm(if: state.armed) }
             return state.armed
         }
         if hold {
@@ -51,9 +69,12 @@ public final class GatedHasher: PasswordHashing, @unchecked Sendable {
         base.spend(iterations: iterations)
     }
 
-    /// Makes the next check wait at the gate.
-    public func arm() {
-        state.withLock { $0.armed = true }
+    /// Makes the next check wait at the gate (and the next new hash, with `hashes`).
+    public func arm(hashes: Bool = false) {
+        state.withLock {
+            $0.armed = true
+            $0.armedForHashes = hashes
+        }
     }
 
     /// Waits until a check is held at the gate; false after `timeout` seconds.

@@ -18,14 +18,14 @@ extension Router where Context == RequestContext {
         ]
         group(AllauthAppPath.base, middleware: middleware) { app in
             app.get("/" + AllauthAppPath.config) { _, _ in door.config() }
-            app.post("/" + AllauthAppPath.signup) { try door.signup($0, $1.caller) }
-            app.post("/" + AllauthAppPath.login) { try door.login($0, $1.caller) }
+            app.post("/" + AllauthAppPath.signup, placement: .pool) { try door.signup($0, $1.caller) }
+            app.post("/" + AllauthAppPath.login, placement: .pool) { try door.login($0, $1.caller) }
             app.get("/" + AllauthAppPath.session) { _, context in door.session(context.caller) }
             app.delete("/" + AllauthAppPath.session) { _, context in try door.logout(context.caller) }
-            app.post("/" + AllauthAppPath.passwordChange) { try door.changePassword($0, $1.caller) }
+            app.post("/" + AllauthAppPath.passwordChange, placement: .pool) { try door.changePassword($0, $1.caller) }
             app.post("/" + AllauthAppPath.passwordResetRequest) { try door.requestReset($0, $1.caller) }
             app.get("/" + AllauthAppPath.passwordReset) { request, _ in try door.checkResetKey(request) }
-            app.post("/" + AllauthAppPath.passwordReset) { request, _ in try door.reset(request) }
+            app.post("/" + AllauthAppPath.passwordReset, placement: .pool) { request, _ in try door.reset(request) }
         }
     }
 }

@@ -22,18 +22,18 @@ extension Router where Context == RequestContext {
             account.get("/login") { _, context in
                 door.form(title: "Sign in", WebPage.loginForm(csrf: context.csrfToken))
             }
-            account.post("/login") { try door.login($0, $1) }
+            account.post("/login", placement: .pool) { try door.login($0, $1) }
             account.get("/signup") { _, context in
                 door.form(title: "Create an account", WebPage.signupForm(csrf: context.csrfToken))
             }
-            account.post("/signup") { try door.signup($0, $1) }
+            account.post("/signup", placement: .pool) { try door.signup($0, $1) }
             account.post("/logout") { try door.logout($0, $1) }
             account.get("/password/reset") { _, context in
                 door.form(title: "Reset your password", WebPage.resetRequestForm(csrf: context.csrfToken))
             }
             account.post("/password/reset") { try door.requestReset($0, $1) }
             account.get("/password/reset/key/:key") { try door.resetForm($0, $1) }
-            account.post("/password/reset/key/:key") { try door.reset($0, $1) }
+            account.post("/password/reset/key/:key", placement: .pool) { try door.reset($0, $1) }
         }
         logsSecrets(under: WebDoor.resetKeyPrefix)
     }

@@ -1,0 +1,110 @@
+import CMicroHTTPD
+import Foundation
+import HomeportWire
+
+/// A request whose handler runs on the server's ``WorkPool`` while its connection is suspended.
+///
+/// Exactly one of two parties resumes the connection: the job, with its answer, or a server
+/// that stops before the job is done, with a 503. Both resume under the lock, so once
+/// ``abandon()`` has returned, no resume of this connection is under way.
+final class OffloadedRequest: @unchecked Sendable {
+    private let lock = NSLock()
+    /// The suspended connection; `nil` once resumed.
+    private var connection: OpaquePointer?
+    private var answer: HTTPAnswer?
+
+    init(suspended connection: OpaquePointer) {
+        self.connection = connection
+    }
+
+    /// Stores the answer and resumes the connection; false when the server gave up on it.
+    @discardableResult
+    func complete(with answer: HTTPAnswer) -> Bool {
+        lock.withLock {
+            guard let connection else { return false }
+            self.answer = answer
+            self.connection = nil
+            MHD_resume_connection(connection)
+            return true
+        }
+    }
+
+    /// Resumes the connection with `answer` unless the job has already (the server is stopping).
+    func abandon(with answer: HTTPAnswer) { complete(with: answer) }
+
+    /// The answer, once the connection has been resumed with it (taken once).
+    func takeAnswer() -> HTTPAnswer? {
+        lock.withLock {
+            defer { answer = nil }
+            return answer
+        }
+    }
+}
+
+extension HTTPServer {
+    /// Runs a ``HandlerPlacement/pool`` route's work off the worker thread: suspends the
+    /// connection, queues the work, and answers when the connection is resumed (see
+    /// ``answerOffloaded(_:_:method:)``). With the queue full, the answer is 503 with
+    /// `Retry-After` at once, and the connection is kept.
+    func offload(
+        _ work: @escaping @Sendable () -> HTTPAnswer, _ request: RequestState, on connection: OpaquePointer,
+        method: String, loggedPath: String
+    ) -> MHD_Result {
+        // Suspended before the job is queued, so that the job can never resume it first.
+        MHD_suspend_connection(connection)
+        let offloaded = OffloadedRequest(suspended: connection)
+        request.offloaded = offloaded
+        let key = ObjectIdentifier(offloaded)
+        offloads.withLock { $0[key] = offloaded }
+        let descriptor = request.connection?.descriptor
+        let queued = pool.submit { [weak self] in
+            // A client that gave up while its request waited is not worth the work.
+            let gone = descriptor.map(ConnectionRegistry.peerHasClosed) ?? false
+            let answer =
+                gone ? HTTPAnswer(response: Self.poolBusy(retryAfter: 1).response, loggedPath: loggedPath) : work()
+            offloaded.complete(with: answer)
+            _ = self?.offloads.withLock { $0.removeValue(forKey: key) }
+        }
+        if !queued {
+            var response = Self.poolBusy(retryAfter: pool.retryAfterSeconds).response
+            if draining.load(ordering: .relaxed) { response.headers.set("Connection", "close") }
+            offloaded.complete(with: HTTPAnswer(response: response, loggedPath: loggedPath))
+            _ = offloads.withLock { $0.removeValue(forKey: key) }
+        }
+        return .YES
+    }
+
+    /// The access handler's call after an offloaded request's connection was resumed: sends the
+    /// answer the job left.
+    func answerOffloaded(_ request: RequestState, _ connection: OpaquePointer, method: String) -> MHD_Result {
+        guard let offloaded = request.offloaded, let answer = offloaded.takeAnswer() else {
+            // Resumed without an answer cannot happen; fail the request rather than spin.
+            return send(HTTPError.internalError.response, on: connection, request, method: method, path: "-")
+        }
+        request.offloaded = nil
+        if let failure = answer.failure {
+            logger.error(
+                "handler failed", metadata: ["path": answer.loggedPath, "error": String(describing: failure)])
+        }
+        return send(answer.response, on: connection, request, method: method, path: answer.loggedPath)
+    }
+
+    /// Resumes every connection whose work is still queued or running, with a 503: called before
+    /// libmicrohttpd stops, which must not find a connection suspended.
+    func abandonOffloads() {
+        let left = offloads.withLock { table in
+            defer { table.removeAll() }
+            return Array(table.values)
+        }
+        let answer = HTTPAnswer(response: Self.poolBusy(retryAfter: 5).response, loggedPath: "-")
+        left.forEach { $0.abandon(with: answer) }
+    }
+
+    /// 503 `unavailable` with `Retry-After`: the pool's queue is full.
+    static func poolBusy(retryAfter seconds: Int) -> HTTPError {
+        HTTPError(
+            status: 503, code: APIErrorCode.unavailable,
+            message: "The server is busy with sign-ins right now. Try again shortly.",
+            headers: ["Retry-After": String(seconds)])
+    }
+}
