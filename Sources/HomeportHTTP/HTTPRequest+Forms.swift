@@ -2,14 +2,20 @@ import Foundation
 
 extension HTTPRequest {
     /// The cookies of the `Cookie` header(s); a name sent twice keeps its first value.
+    ///
+    /// Split on the bytes `;` and `=`, never on characters: a character that combines with its
+    /// neighbour (an accent after `;`, U+0600 before it) would otherwise hide the separator, and
+    /// with it every cookie after it, the session's included.
     public var cookies: [String: String] {
         var result: [String: String] = [:]
         for header in headers.values("Cookie") {
-            for pair in header.split(separator: ";") {
-                let parts = pair.split(separator: "=", maxSplits: 1)
+            for pair in Array(header.utf8).split(separator: UInt8(ascii: ";")) {
+                let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1)
                 guard parts.count == 2 else { continue }
-                let name = parts[0].trimmingCharacters(in: .whitespaces)
-                if result[name] == nil { result[name] = parts[1].trimmingCharacters(in: .whitespaces) }
+                let name = String(decoding: parts[0], as: UTF8.self).trimmingCharacters(in: .whitespaces)
+                if result[name] == nil {
+                    result[name] = String(decoding: parts[1], as: UTF8.self).trimmingCharacters(in: .whitespaces)
+                }
             }
         }
         return result
@@ -20,19 +26,22 @@ extension HTTPRequest {
         Self.parseURLEncoded(String(decoding: body, as: UTF8.self))
     }
 
-    /// Parses `a=1&b=two+words&c=%2F`.
+    /// Parses `a=1&b=two+words&c=%2F`, splitting on the bytes `&` and `=` (as the URL standard's
+    /// parser does), so that no character can hide a separator by combining with it.
     public static func parseURLEncoded(_ text: String) -> [String: String] {
         var result: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        for pair in Array(text.utf8).split(separator: UInt8(ascii: "&")) {
+            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
             guard let name = decode(parts[0]) else { continue }
             result[name] = parts.count > 1 ? decode(parts[1]) ?? "" : ""
         }
         return result
     }
 
-    private static func decode(_ text: Substring) -> String? {
-        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    /// `+` (the byte) as a space, then `%HH` escapes; `nil` when an escape is malformed.
+    private static func decode(_ bytes: ArraySlice<UInt8>) -> String? {
+        String(decoding: bytes.map { $0 == UInt8(ascii: "+") ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
+            .removingPercentEncoding
     }
 }
 

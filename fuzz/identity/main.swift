@@ -1,0 +1,101 @@
+// The identity answer a client reads from `GET /api/v1/server-identity`, as IdentityProbe judges
+// it, and the app-info answer that repeats the installation id. See fuzz/README.md.
+import Foundation
+import HomeportWire
+
+/// One input: the bytes are the answer's body.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let body = Data(bytes: data, count: size)
+    checkInstanceID(String(decoding: body, as: UTF8.self))
+    if let identity = roundTrip(ServerIdentity.self, body) { checkInstanceID(identity.instanceId.description) }
+    if let info = roundTrip(AppInfo.self, body), let id = info.instanceId { checkInstanceID(id.description) }
+    for (status, contentType) in answers {
+        var headers: [String: String] = [:]
+        if let contentType { headers["content-type"] = contentType }
+        let response = ClientResponse(status: status, headers: headers, body: body)
+        checkClassification(response, expected: nil)
+        checkClassification(response, expected: enrolled)
+    }
+    return 0
+}
+
+/// Status and content type of the answers the body is tried as.
+let answers: [(Int, String?)] = [
+    (200, "application/json"), (200, nil), (200, "text/html"), (503, "application/json; charset=utf-8"),
+    (404, "application/json"),
+]
+
+/// The identity a client enrolled.
+let enrolled = ServerIdentity(
+    product: "bookorbit", protocolVersion: 1, instanceId: InstanceID("6f1c2a8e-0b7d-4e3a-9c55-2d1e8f4a7b90")!)
+
+/// An InstanceID that parses writes itself in lowercase and parses back to itself, in either case.
+func checkInstanceID(_ text: String) {
+    guard let id = InstanceID(text) else { return }
+    let written = id.description
+    require(
+        written.utf8.count == 36 && written == written.lowercased(),
+        "InstanceID \(text.debugDescription) wrote \(written)")
+    require(InstanceID(written) == id, "InstanceID \(written) does not parse back to itself")
+    require(InstanceID(written.uppercased()) == id, "InstanceID \(written) uppercased is another id")
+}
+
+/// What a probe concludes from one answer, and the promises every conclusion keeps.
+func checkClassification(_ response: ClientResponse, expected: ServerIdentity?) {
+    let outcome = IdentityProbe.classify(response, expected: expected)
+    require(IdentityProbe.classify(response, expected: expected) == outcome, "classify is not deterministic")
+    let decoded = try? JSONDecoder().decode(ServerIdentity.self, from: response.body)
+    switch outcome {
+    case .match(let identity):
+        require(response.status == 200 && !response.isHTML, "a match from a \(response.status) answer or a page")
+        require(decoded?.instanceId == identity.instanceId, "a match with another id than the body's")
+        require(identity.product == ServerText.clean(identity.product), "a matched product is not clean")
+        require(
+            !identity.product.unicodeScalars.contains(where: ServerText.isControl),
+            "a matched product holds a control character")
+        if let expected {
+            require(identity == expected, "a match that is not the enrolled identity: \(identity)")
+        } else {
+            require(!identity.product.isEmpty && identity.protocolVersion >= 1, "a match without product or version")
+        }
+    case .mismatch(let seen):
+        require(expected != nil && seen != expected?.instanceId, "a mismatch without an enrolled id or with it")
+        require(decoded?.instanceId == seen, "a mismatch naming another id than the body's")
+    case .productMismatch(let product, let version):
+        require(expected != nil && decoded?.instanceId == expected?.instanceId, "a product mismatch of another id")
+        require(product != expected?.product || version != expected?.protocolVersion, "a product mismatch that matches")
+    case .identityUnavailable:
+        require(response.status == 503, "identity_unavailable from a \(response.status) answer")
+    case .olderServer:
+        require(response.status == 404, "an older server from a \(response.status) answer")
+    case .notAnAPI:
+        require(response.isHTML, "not an API, but not HTML either")
+    case .notHomeport, .unreachable:
+        break
+    case .offHostRedirect:
+        fatalError("classify followed a redirect")
+    }
+}
+
+/// Decodes `type`; when that works, encodes, decodes again, and requires the same value and bytes.
+@discardableResult
+func roundTrip<T: Codable & Equatable>(_ type: T.Type, _ bytes: Data) -> T? {
+    guard let first = try? JSONDecoder().decode(T.self, from: bytes) else { return nil }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    guard let encoded = try? encoder.encode(first) else {
+        fatalError("\(T.self) decoded but does not encode: \(first)")
+    }
+    guard let second = try? JSONDecoder().decode(T.self, from: encoded) else {
+        fatalError("\(T.self) does not decode what it encoded: \(String(decoding: encoded, as: UTF8.self))")
+    }
+    require(second == first, "\(T.self) changed in a round trip: \(first) became \(second)")
+    require((try? encoder.encode(second)) == encoded, "\(T.self) encodes differently after a round trip")
+    return first
+}
+
+/// Traps, so that libFuzzer saves the input, when a property does not hold.
+func require(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition { fatalError("property broken: \(message())") }
+}
