@@ -29,7 +29,10 @@ struct FramingTests {
             "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
             "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
             "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            // libmicrohttpd reads a coding padded with spaces or tabs as no coding at all (a body up
+            // to the connection's end), so it cannot be served as chunked: refused at once.
             "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked \r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\t\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
             "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n\r\nabc",
             "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length : 3\r\n\r\nabc",
             "GET /hello HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",
