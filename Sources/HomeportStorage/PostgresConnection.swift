@@ -2,9 +2,20 @@ import CLibPQ
 import Foundation
 
 /// One libpq connection. Parameters travel in text format; results are typed by column OID.
+///
+/// A statement with parameters is prepared once per connection (`PQprepare`) and then only
+/// executed (`PQexecPrepared`), so PostgreSQL parses and plans it once, not on every request; the
+/// prepared statements go with the connection.
 final class PostgresConnection: DatabaseConnection {
     private var handle: OpaquePointer?
     private(set) var isBroken = false
+    /// Names of the statements prepared on this connection, by SQL text.
+    private var prepared: [String: String] = [:]
+    /// Statements prepared so far (never reused as a name, even for one forgotten).
+    private var preparedCount = 0
+    /// Statements prepared on one connection at most; further ones run unprepared. (Homeport's
+    /// statements are fixed texts, a few dozen of them.)
+    static let preparedLimit = 256
 
     init(url: String, options: DatabaseOptions) throws {
         let keywords = ["connect_timeout", "application_name", "dbname"]
@@ -49,20 +60,21 @@ final class PostgresConnection: DatabaseConnection {
         guard !texts.contains(where: { $0?.containsNUL ?? false }) else {
             throw StorageError.invalidValue("text with a NUL character")
         }
+        let name = texts.isEmpty ? nil : try statementName(for: sql, parameterCount: texts.count)
         let result = Self.withOptionalCStrings(texts) { pointers in
-            PQexecParams(handle, sql, Int32(texts.count), nil, pointers, nil, nil, 0)
+            if let name { return PQexecPrepared(handle, name, Int32(texts.count), pointers, nil, nil, 0) }
+            return PQexecParams(handle, sql, Int32(texts.count), nil, pointers, nil, nil, 0)
         }
         defer { PQclear(result) }
-        let status = PQresultStatus(result)
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            if PQstatus(handle) != CONNECTION_OK {
-                isBroken = true
-                throw StorageError.connectionFailed(Self.trimmed(PQerrorMessage(handle)))
-            }
-            let state = homeport_pq_sqlstate(result).map { String(cString: $0) } ?? "?????"
-            let message = Self.trimmed(PQresultErrorMessage(result))
-            if state == "55P03" || state == "40P01" { throw StorageError.busy(message) }
-            throw StorageError.statementFailed(code: state, message: message)
+        do {
+            try check(result)
+        } catch StorageError.statementFailed(let code, let message) where code == "0A000" && name != nil {
+            // "cached plan must not change result type": the schema changed under the prepared
+            // statement (a migration by another replica). It is prepared afresh: now, outside a
+            // transaction (which the failure did not spoil); on the next call, inside one.
+            prepared[sql] = nil
+            if PQtransactionStatus(handle) == PQTRANS_IDLE { return try execute(sql, parameters) }
+            throw StorageError.statementFailed(code: code, message: message)
         }
         let rowCount = PQntuples(result)
         let columnCount = PQnfields(result)
@@ -76,6 +88,34 @@ final class PostgresConnection: DatabaseConnection {
                     Self.value(result, row, column, type: types[Int(column)])
                 })
         }
+    }
+
+    /// The name `sql` is prepared under on this connection, preparing it first if need be;
+    /// `nil` once the connection holds ``preparedLimit`` statements.
+    private func statementName(for sql: String, parameterCount: Int) throws -> String? {
+        if let name = prepared[sql] { return name }
+        guard prepared.count < Self.preparedLimit, let handle else { return nil }
+        let name = "homeport_\(preparedCount + 1)"
+        let result = PQprepare(handle, name, sql, Int32(parameterCount), nil)
+        defer { PQclear(result) }
+        try check(result)
+        preparedCount += 1
+        prepared[sql] = name
+        return name
+    }
+
+    /// Throws the error a result carries (and marks the connection broken when it is).
+    private func check(_ result: OpaquePointer?) throws {
+        let status = PQresultStatus(result)
+        guard status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK else { return }
+        if let handle, PQstatus(handle) != CONNECTION_OK {
+            isBroken = true
+            throw StorageError.connectionFailed(Self.trimmed(PQerrorMessage(handle)))
+        }
+        let state = homeport_pq_sqlstate(result).map { String(cString: $0) } ?? "?????"
+        let message = Self.trimmed(PQresultErrorMessage(result))
+        if state == "55P03" || state == "40P01" { throw StorageError.busy(message) }
+        throw StorageError.statementFailed(code: state, message: message)
     }
 
     private static func value(_ result: OpaquePointer?, _ row: Int32, _ column: Int32, type: Oid) -> SQLValue {
