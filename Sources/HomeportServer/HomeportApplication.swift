@@ -21,6 +21,8 @@ public final class HomeportApplication: Sendable {
     let sender: PushSender?
     private let server: HTTPServer
     private let heartbeat: ReplicaHeartbeat
+    /// On PostgreSQL, hears other replicas' session ends for the session cache.
+    private let listener: PostgresListener?
     private let logger: Logger
 
     /// Opens the database, applies pending migrations and prepares the routes; nothing listens yet.
@@ -42,10 +44,24 @@ public final class HomeportApplication: Sendable {
         self.identity = IdentityStore(database: database)
         var accountSettings = configuration.accounts
         if accountSettings.publicURL == nil { accountSettings.publicURL = "http://\(configuration.listen)" }
+        // On PostgreSQL the cache serves nothing until its listener hears every replica.
+        let cacheAge = Duration.seconds(configuration.sessionCacheSeconds)
+        var sessionCache: SessionCache?
+        var listener: PostgresListener?
+        if configuration.sessionCacheSeconds > 0 {
+            if case .postgres(let url) = configuration.database {
+                let cache = SessionCache(trusted: false, maximumAge: cacheAge)
+                sessionCache = cache
+                listener = PostgresListener(url: url, channel: SessionCache.channel) { cache.listenerReported($0) }
+            } else {
+                sessionCache = SessionCache(trusted: true, maximumAge: cacheAge)
+            }
+        }
+        self.listener = listener
         self.accounts = AccountService(
             database: database, settings: accountSettings,
             mailer: mailer ?? OutboxMailer(directory: configuration.outboxDirectory), clock: clock, hasher: hasher,
-            logger: logger)
+            sessionCache: sessionCache, logger: logger)
         self.push = PushCenter(
             database: database, identity: identity, settings: configuration.push, clock: clock, logger: logger)
         self.hub = StreamHub(
@@ -83,11 +99,13 @@ public final class HomeportApplication: Sendable {
     /// Registers this replica's heartbeat, then starts listening; returns the bound port.
     @discardableResult
     public func start() throws -> Int {
+        listener?.start()
         try heartbeat.start()
         do {
             try server.start()
         } catch {
             heartbeat.stop()
+            listener?.stop()
             throw error
         }
         let (hub, sender) = (hub, sender)
@@ -115,6 +133,7 @@ public final class HomeportApplication: Sendable {
             logger.warning("drain timeout passed with requests in flight", metadata: ["requests": String(left)])
         }
         heartbeat.stop()
+        listener?.stop()
         database.close()
     }
 }

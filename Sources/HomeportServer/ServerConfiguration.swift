@@ -24,6 +24,11 @@ public struct ServerConfiguration: Sendable {
     public var outboxDirectory: String
     /// Notifications: the payload's key, the catalogue, APNs.
     public var push: PushSettings
+    /// How long a signed-in session read from the database serves later requests from memory;
+    /// 0 reads it every time. On one process, and on PostgreSQL (where every replica hears
+    /// every session end at once), an ended session is refused at once whatever this is; with
+    /// several processes on one SQLite file, this is how long another process may still serve it.
+    public var sessionCacheSeconds = 1
     /// How often this replica writes its heartbeat, and how long it trusts its cached identity
     /// after the last one written (shortened by tests).
     var heartbeat = HeartbeatTiming()

@@ -12,6 +12,8 @@ public enum SQLDialect: String, Sendable {
 /// Stores take one, so the same store code runs alone or as part of a transaction.
 /// Statements use `$1`, `$2`, … placeholders on every backend.
 public protocol SQLExecutor {
+    /// The backend's dialect.
+    var dialect: SQLDialect { get }
     /// Runs one statement with bound parameters and returns its rows (none for writes).
     @discardableResult
     func execute(_ sql: String, _ parameters: [SQLValue]) throws -> [Row]
@@ -35,8 +37,6 @@ public protocol DatabaseConnection: SQLExecutor, AnyObject {
 ///
 /// Implementations are safe to share between threads.
 public protocol Database: SQLExecutor, Sendable {
-    /// The backend's dialect.
-    var dialect: SQLDialect { get }
     /// Lends a connection for the duration of `body`.
     func withConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T
     /// Closes every idle connection; the database stays usable and reopens on demand.

@@ -7,6 +7,7 @@ import Foundation
 /// executed (`PQexecPrepared`), so PostgreSQL parses and plans it once, not on every request; the
 /// prepared statements go with the connection.
 final class PostgresConnection: DatabaseConnection {
+    let dialect = SQLDialect.postgres
     private var handle: OpaquePointer?
     private(set) var isBroken = false
     /// Names of the statements prepared on this connection, by SQL text.

@@ -3,6 +3,7 @@ import Foundation
 
 /// One SQLite connection in WAL mode, with a per-connection cache of prepared statements.
 final class SQLiteConnection: DatabaseConnection {
+    let dialect = SQLDialect.sqlite
     private var handle: OpaquePointer?
     private var statements: [String: (statement: OpaquePointer, columns: [String])] = [:]
 

@@ -60,6 +60,11 @@ enum ServeCommand {
                 "password-iterations", "N", help: "PBKDF2-SHA256 iterations for new password hashes.",
                 environment: "HOMEPORT_PASSWORD_ITERATIONS", default: "600000"),
             .value(
+                "session-cache-seconds", "N",
+                help:
+                    "How long a session read from the database serves from memory; 0 reads it every time (see the operator guide).",
+                environment: "HOMEPORT_SESSION_CACHE_SECONDS", default: "1"),
+            .value(
                 "password-threads", "N",
                 help: "Threads for requests that hash a password (sign-in, sign-up, password change and reset).",
                 environment: "HOMEPORT_PASSWORD_THREADS", default: "one fewer than the cores, at least 1"),
@@ -175,6 +180,9 @@ enum ServeCommand {
         }
         if let bytes = try ServerCLI.integer("max-buffered-body-bytes", parsed, spec, environment, range: limit) {
             configuration.http.maxBufferedBodyBytes = bytes
+        }
+        if let seconds = try ServerCLI.integer("session-cache-seconds", parsed, spec, environment, range: 0...60) {
+            configuration.sessionCacheSeconds = seconds
         }
         if let threads = try ServerCLI.integer("password-threads", parsed, spec, environment, range: 1...256) {
             configuration.http.poolThreads = threads

@@ -22,10 +22,22 @@ public final class AccountService: Sendable {
     /// The one session reader.
     let reader: SessionReader
 
-    /// Creates the service; `hasher` defaults to PBKDF2 at `settings.passwordIterations`.
-    public init(
+    /// Creates the service; `hasher` defaults to PBKDF2 at `settings.passwordIterations`. Every
+    /// caller is read from the database (the server's own service keeps a ``SessionCache``).
+    public convenience init(
         database: any Database, settings: AccountSettings, mailer: any Mailer, clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SystemRandom(), hasher: (any PasswordHashing)? = nil, logger: Logger
+    ) {
+        self.init(
+            database: database, settings: settings, mailer: mailer, clock: clock, random: random, hasher: hasher,
+            sessionCache: nil, logger: logger)
+    }
+
+    /// Creates the service with a session cache in front of the session reader.
+    init(
+        database: any Database, settings: AccountSettings, mailer: any Mailer, clock: any WallClock,
+        random: any RandomSource = SystemRandom(), hasher: (any PasswordHashing)?, sessionCache: SessionCache?,
+        logger: Logger
     ) {
         self.settings = settings
         self.database = database
@@ -34,7 +46,7 @@ public final class AccountService: Sendable {
         self.clock = clock
         self.random = random
         self.logger = logger.withLabel("homeport.accounts")
-        self.reader = SessionReader(database: database, clock: clock)
+        self.reader = SessionReader(database: database, clock: clock, cache: sessionCache)
     }
 
     /// What a sign-up or sign-in attempt came to.

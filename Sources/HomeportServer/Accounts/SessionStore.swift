@@ -104,14 +104,25 @@ struct SessionStore {
         return true
     }
 
-    /// Deletes one session.
+    /// Deletes one session, and says so (see ``announceEnded()``).
     func delete(keyHash: String) throws {
         try db.execute("DELETE FROM sessions WHERE key_hash = $1", [.text(keyHash)])
+        try announceEnded()
     }
 
-    /// Deletes every session of an account.
+    /// Deletes every session of an account, and says so (see ``announceEnded()``).
     func deleteAll(userID: Int64) throws {
         try db.execute("DELETE FROM sessions WHERE user_id = $1", [.integer(userID)])
+        try announceEnded()
+    }
+
+    /// Tells every ``SessionCache`` that sessions ended: this process's at once, and on
+    /// PostgreSQL every replica's, by a `NOTIFY` that goes out when the transaction commits.
+    private func announceEnded() throws {
+        SessionCache.sessionsEnded()
+        if db.dialect == .postgres {
+            try db.execute("SELECT pg_notify($1, '')", [.text(SessionCache.channel)])
+        }
     }
 
     /// Records what a pre-login session earned.
