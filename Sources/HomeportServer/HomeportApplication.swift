@@ -34,7 +34,13 @@ public final class HomeportApplication: Sendable {
     ) throws {
         self.configuration = configuration
         self.logger = logger
-        let database = try configuration.database.open(options: configuration.databaseOptions)
+        // A connection for every thread that may need one at once: the workers, the password
+        // threads, and the background tasks (heartbeat, stream, sender, retention).
+        var databaseOptions = configuration.databaseOptions
+        databaseOptions.maximumConnections = max(
+            databaseOptions.maximumConnections,
+            configuration.http.workerThreads + configuration.http.poolThreads + 4)
+        let database = try configuration.database.open(options: databaseOptions)
         let applied = try HomeportSchema.migrator.migrate(database)
         if !applied.isEmpty {
             logger.withLabel("homeport.storage").notice(
@@ -134,6 +140,8 @@ public final class HomeportApplication: Sendable {
         }
         heartbeat.stop()
         listener?.stop()
+        logger.withLabel("homeport.storage").notice(
+            "database pool", metadata: ["waits": String(database.poolWaits)])
         database.close()
     }
 }

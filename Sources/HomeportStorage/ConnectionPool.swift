@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// A bounded pool of connections, opened on demand and reused; broken ones are dropped.
 final class ConnectionPool<Connection: DatabaseConnection>: @unchecked Sendable {
@@ -9,6 +10,8 @@ final class ConnectionPool<Connection: DatabaseConnection>: @unchecked Sendable 
     private let waitTimeout: Duration
     private let open: @Sendable () throws -> Connection
     private let closeConnection: @Sendable (Connection) -> Void
+    /// Callers that found every connection lent out and had to wait for one.
+    let waits = Atomic<Int>(0)
 
     init(
         maximum: Int, waitTimeout: Duration, open: @escaping @Sendable () throws -> Connection,
@@ -26,7 +29,10 @@ final class ConnectionPool<Connection: DatabaseConnection>: @unchecked Sendable 
 
     func withConnection<T>(_ body: (Connection) throws -> T) throws -> T {
         let seconds = Double(waitTimeout.components.seconds) + Double(waitTimeout.components.attoseconds) / 1e18
-        guard permits.wait(timeout: .now() + seconds) == .success else { throw StorageError.poolExhausted }
+        if permits.wait(timeout: .now()) != .success {
+            waits.add(1, ordering: .relaxed)
+            guard permits.wait(timeout: .now() + seconds) == .success else { throw StorageError.poolExhausted }
+        }
         defer { permits.signal() }
         let connection = try lock.withLock { idle.popLast() } ?? open()
         do {

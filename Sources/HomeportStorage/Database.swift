@@ -39,6 +39,9 @@ public protocol DatabaseConnection: SQLExecutor, AnyObject {
 public protocol Database: SQLExecutor, Sendable {
     /// Lends a connection for the duration of `body`.
     func withConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T
+    /// Callers that had to wait for a pooled connection, since the database opened (a pool too
+    /// small for the threads that use it).
+    var poolWaits: Int { get }
     /// Closes every idle connection; the database stays usable and reopens on demand.
     func close()
 }

@@ -168,6 +168,9 @@ public final class SQLiteDatabase: Database {
         try pool.withConnection { try body($0) }
     }
 
+    /// Callers that had to wait for a pooled connection, since the database opened.
+    public var poolWaits: Int { pool.waits.load(ordering: .relaxed) }
+
     /// Closes idle connections.
     public func close() {
         pool.drain()

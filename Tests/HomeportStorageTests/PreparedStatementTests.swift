@@ -55,3 +55,31 @@ struct PreparedStatementTests {
         }
     }
 }
+
+@Suite("The connection pool counts the callers it made wait")
+struct PoolWaitTests {
+    @Test("a caller that finds every connection lent out is counted once", arguments: Backend.allCases)
+    func waitsAreCounted(backend: Backend) throws {
+        try withDatabase(backend, options: DatabaseOptions(maximumConnections: 1)) { database, _ in
+            #expect(database.poolWaits == 0)
+            let holding = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let done = DispatchSemaphore(value: 0)
+            let shared = database
+            Thread.detachNewThread {
+                _ = try? shared.withConnection { _ in
+                    holding.signal()
+                    release.wait()
+                }
+                done.signal()
+            }
+            holding.wait()
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { release.signal() }
+            try database.execute("SELECT 1")
+            done.wait()
+            #expect(database.poolWaits == 1)
+            try database.execute("SELECT 1")
+            #expect(database.poolWaits == 1, "a free connection costs no wait")
+        }
+    }
+}
