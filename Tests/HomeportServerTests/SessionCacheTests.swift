@@ -237,3 +237,29 @@ struct SessionCacheRuleTests {
         #expect(cache.lookup(keyHash: "k", kind: .app, now: 1_800_000_000) == nil)
     }
 }
+
+@Suite("The session cache holds only what is fresh")
+struct SessionCacheMemoryTests {
+    @Test("entries of tokens never read again are swept out once they are past their age")
+    func staleEntriesSwept() throws {
+        let cache = SessionCache(trusted: true, maximumAge: .milliseconds(50))
+        for index in 0..<1000 {
+            let session = Session(
+                keyHash: "old-\(index)", userID: 1, kind: .app, expiresAt: 2_000_000_000, authenticatedAt: nil,
+                standing: nil)
+            cache.store(
+                session,
+                Account(id: 1, email: "a@example.com", passwordHash: "x", approval: .approved, createdAt: Date()),
+                generation: SessionCache.currentGeneration)
+        }
+        // (A session ending in a test running alongside may drop a few stores: never most.)
+        #expect(cache.count > 500)
+        usleep(60_000)
+        let fresh = Session(
+            keyHash: "new", userID: 1, kind: .app, expiresAt: 2_000_000_000, authenticatedAt: nil, standing: nil)
+        cache.store(
+            fresh, Account(id: 1, email: "a@example.com", passwordHash: "x", approval: .approved, createdAt: Date()),
+            generation: SessionCache.currentGeneration)
+        #expect(cache.count <= 1)
+    }
+}

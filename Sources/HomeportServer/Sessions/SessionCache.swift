@@ -39,6 +39,8 @@ final class SessionCache: Sendable {
     private struct State {
         var entries: [Key: Entry] = [:]
         var trusted: Bool
+        /// When entries past their age were last swept out.
+        var swept = ContinuousClock.now
     }
 
     private let state: Mutex<State>
@@ -88,11 +90,22 @@ final class SessionCache: Sendable {
         let instant = ContinuousClock.now
         state.withLock { state in
             guard state.trusted, generation == Self.currentGeneration else { return }
+            // Tokens never read again would stay: once an age, everything past it goes.
+            if instant - state.swept >= maximumAge {
+                let current = Self.currentGeneration
+                state.entries = state.entries.filter {
+                    $0.value.generation == current && instant - $0.value.readAt < maximumAge
+                }
+                state.swept = instant
+            }
             if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
             state.entries[Key(keyHash: session.keyHash, kind: session.kind)] = Entry(
                 session: session, account: account, readAt: instant, generation: generation)
         }
     }
+
+    /// Entries held right now, fresh or not.
+    var count: Int { state.withLock { $0.entries.count } }
 
     /// What the PostgreSQL listener says: a notification or a reconnection ends every entry; a
     /// lost connection stops the cache from serving until the listener is ready again.
