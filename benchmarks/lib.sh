@@ -30,12 +30,14 @@ wait_for() {
     die "nothing answered at $1"
 }
 
-# start_homeport ARGS… — starts the release server on a free port; sets hp_port.
+# start_homeport ARGS… — starts the release server on a free port; sets hp_port. With hp_binary
+# set, that binary is started instead of this checkout's (a baseline built elsewhere); with
+# hp_database set, that database instead of a fresh SQLite file; hp_log names its log file.
 start_homeport() {
     hp_port=$(free_port)
-    "$HOMEPORT_ROOT/.build/release/homeport-server" serve --listen "127.0.0.1:$hp_port" \
-        --database "sqlite:$work/homeport.sqlite" --outbox "$work/outbox" "$@" \
-        >"$work/homeport.out" 2>"$work/homeport.log" &
+    "${hp_binary:-$HOMEPORT_ROOT/.build/release/homeport-server}" serve --listen "127.0.0.1:$hp_port" \
+        --database "${hp_database:-sqlite:$work/homeport.sqlite}" --outbox "$work/outbox" "$@" \
+        >"$work/${hp_log:-homeport}.out" 2>"$work/${hp_log:-homeport}.log" &
     bench_pids+=($!)
     wait_for "http://127.0.0.1:$hp_port/healthz"
 }
