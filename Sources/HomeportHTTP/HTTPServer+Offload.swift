@@ -32,6 +32,9 @@ final class OffloadedRequest: @unchecked Sendable {
     /// Resumes the connection with `answer` unless the job has already (the server is stopping).
     func abandon(with answer: HTTPAnswer) { complete(with: answer) }
 
+    /// Whether the connection still waits for the work (false once the server gave up on it).
+    var isWaiting: Bool { lock.withLock { connection != nil } }
+
     /// The answer, once the connection has been resumed with it (taken once).
     func takeAnswer() -> HTTPAnswer? {
         lock.withLock {
@@ -58,6 +61,8 @@ extension HTTPServer {
         offloads.withLock { $0[key] = offloaded }
         let descriptor = request.connection?.descriptor
         let queued = pool.submit { [weak self] in
+            // A request the server gave up on at a stop (answered 503) must not happen after all.
+            guard offloaded.isWaiting else { return }
             // A client that gave up while its request waited is not worth the work.
             let gone = descriptor.map(ConnectionRegistry.peerHasClosed) ?? false
             let answer =

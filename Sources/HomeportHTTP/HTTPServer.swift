@@ -144,13 +144,15 @@ public final class HTTPServer: @unchecked Sendable {
             close(listenDescriptor)
         }
         let deadline = ContinuousClock.now.advanced(by: configuration.drainTimeout)
+        // An adopted connection libmicrohttpd refuses after all (an address over its cap) is
+        // never set up: the drain waits a second for adoptions at most.
+        let adoptionDeadline = ContinuousClock.now.advanced(by: .seconds(1))
         // Quiet twice in a row, 5 ms apart: a request libmicrohttpd has just read off its socket
         // is counted in flight a moment later.
         var quiet = 0
         while quiet < 2 && ContinuousClock.now < deadline {
-            let busy =
-                inFlight.load(ordering: .relaxed) > 0 || adoptions.load(ordering: .relaxed) > 0
-                || connections.hasUnreadRequest()
+            let adopting = adoptions.load(ordering: .relaxed) > 0 && ContinuousClock.now < adoptionDeadline
+            let busy = inFlight.load(ordering: .relaxed) > 0 || adopting || connections.hasUnreadRequest()
             quiet = busy ? 0 : quiet + 1
             usleep(5_000)
         }
