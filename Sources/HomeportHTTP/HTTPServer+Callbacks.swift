@@ -27,6 +27,8 @@ final class RequestState {
     /// The handler runs on the pool, the connection suspended meanwhile.
     var offloaded: OffloadedRequest?
     private var clientAddress: String?
+    /// The client's address as a trusted proxy reported it, when the peer is one.
+    var forwardedClient: String?
 
     init(connection: ConnectionRegistry.Connection?, target: RequestTarget) {
         self.connection = connection
@@ -35,6 +37,7 @@ final class RequestState {
 
     /// The peer's address as text, looked up once per connection.
     func client(_ connection: OpaquePointer) -> String {
+        if let forwardedClient { return forwardedClient }
         if let client = self.connection?.client { return client }
         if let clientAddress { return clientAddress }
         let text = addressText(homeport_mhd_client_address(connection))
@@ -202,6 +205,10 @@ extension HTTPServer {
         inFlight.add(1, ordering: .relaxed)
         if let entry = request.connection { connections.enter(.readingBody, entry) }
         request.headers = Self.values(connection, kind: .HEADER_KIND)
+        if !configuration.trustedProxies.ranges.isEmpty {
+            request.forwardedClient = configuration.trustedProxies.clientAddress(
+                peer: request.client(connection), headers: request.headers)
+        }
         if request.target.hasNUL {
             return refuse(
                 connection, request,

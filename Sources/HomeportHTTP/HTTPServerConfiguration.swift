@@ -38,6 +38,9 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     /// Pool requests that may wait for a thread; a further one is answered 503 with
     /// `Retry-After` at once.
     public var poolQueueLimit: Int
+    /// The reverse proxies whose `Forwarded` / `X-Forwarded-For` name the client (its address
+    /// then counts for rate limits and the access log); none by default.
+    public var trustedProxies: TrustedProxies
 
     /// Creates a configuration; every limit has a default fit for a small server.
     public init(
@@ -54,7 +57,8 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
         maxBufferedBodyBytes: Int = 64 << 20,
         drainTimeout: Duration = .seconds(10),
         poolThreads: Int = HTTPServerConfiguration.defaultPoolThreads,
-        poolQueueLimit: Int = 64
+        poolQueueLimit: Int = 64,
+        trustedProxies: TrustedProxies = TrustedProxies()
     ) {
         self.host = host
         self.port = port
@@ -70,6 +74,7 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
         self.drainTimeout = drainTimeout
         self.poolThreads = poolThreads
         self.poolQueueLimit = poolQueueLimit
+        self.trustedProxies = trustedProxies
     }
 
     /// One thread fewer than the cores, at least one.

@@ -87,6 +87,7 @@ public final class HomeportApplication: Sendable {
         }
         var router = ServerRouter()
         router.addHealthRoute()
+        router.addReadinessRoute(database: database)
         router.addIdentityRoute(store: identity, product: configuration.product, logger: logger)
         router.addAPI(
             accounts, identity: identity, product: configuration.product, version: ServerDefaults.version,

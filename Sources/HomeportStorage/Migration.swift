@@ -91,6 +91,12 @@ public struct Migrator: Sendable {
             .compactMap { $0.int("version").map(Int.init) }
     }
 
+    /// The versions this migrator knows that are not applied yet, ascending.
+    public func pendingVersions(_ database: any Database) throws -> [Int] {
+        let applied = Set(try appliedVersions(database))
+        return migrations.map(\.version).filter { !applied.contains($0) }
+    }
+
     /// Runs one migration in its own transaction unless it is already recorded.
     private func apply(_ migration: Migration, _ connection: any DatabaseConnection, _ dialect: SQLDialect) throws
         -> Bool

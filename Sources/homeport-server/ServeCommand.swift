@@ -60,6 +60,11 @@ enum ServeCommand {
                 "password-iterations", "N", help: "PBKDF2-SHA256 iterations for new password hashes.",
                 environment: "HOMEPORT_PASSWORD_ITERATIONS", default: "600000"),
             .value(
+                "trusted-proxies", "CIDR,…",
+                help:
+                    "Reverse proxies whose Forwarded / X-Forwarded-For name the client (for rate limits and the log); from anyone else those headers are ignored.",
+                environment: "HOMEPORT_TRUSTED_PROXIES"),
+            .value(
                 "session-cache-seconds", "N",
                 help:
                     "How long a session read from the database serves from memory; 0 reads it every time (see the operator guide).",
@@ -180,6 +185,13 @@ enum ServeCommand {
         }
         if let bytes = try ServerCLI.integer("max-buffered-body-bytes", parsed, spec, environment, range: limit) {
             configuration.http.maxBufferedBodyBytes = bytes
+        }
+        if let list = parsed.value("trusted-proxies", spec: spec, environment: environment) {
+            do {
+                configuration.http.trustedProxies = try TrustedProxies(parsing: list)
+            } catch {
+                throw UsageError("--trusted-proxies: \(error)")
+            }
         }
         if let seconds = try ServerCLI.integer("session-cache-seconds", parsed, spec, environment, range: 0...60) {
             configuration.sessionCacheSeconds = seconds

@@ -1,6 +1,7 @@
 import Foundation
 import HomeportHTTP
 import HomeportLogging
+import HomeportStorage
 import HomeportWire
 import Synchronization
 
@@ -33,6 +34,27 @@ extension Router where Context == RequestContext {
         }
     }
 
+    /// Adds `GET /readyz`, for a load balancer: 200 `{"status":"ready"}` when the database
+    /// answers and holds every migration this build knows; else 503 with `database_unavailable`
+    /// or `migrations_pending` (and the versions).
+    mutating func addReadinessRoute(database: any Database) {
+        let ready = Data(#"{"status":"ready"}"#.utf8)
+        group("/readyz", middleware: [NoStoreMiddleware()]) { readiness in
+            readiness.get("") { _, _ in
+                let pending: [Int]
+                do {
+                    pending = try HomeportSchema.migrator.pendingVersions(database)
+                } catch {
+                    return .json(bytes: Data(#"{"status":"database_unavailable"}"#.utf8), status: 503)
+                }
+                guard pending.isEmpty else {
+                    return try .json(ReadinessAnswer(status: "migrations_pending", pending: pending), status: 503)
+                }
+                return .json(bytes: ready)
+            }
+        }
+    }
+
     /// Adds `GET /healthz`: the process is up and serving (no database access).
     mutating func addHealthRoute() {
         let body = Data(#"{"status":"ok"}"#.utf8)
@@ -40,4 +62,10 @@ extension Router where Context == RequestContext {
             health.get("") { _, _ in .json(bytes: body) }
         }
     }
+}
+
+/// `/readyz`'s answer when migrations are missing.
+private struct ReadinessAnswer: Encodable {
+    var status: String
+    var pending: [Int]
 }

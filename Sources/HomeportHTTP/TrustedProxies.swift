@@ -1,0 +1,160 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A block of IP addresses: `10.0.0.0/8`, `fd00::/8`, or one address (`127.0.0.1`, `::1`).
+public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
+    /// The network's bytes (4 for IPv4, 16 for IPv6).
+    let network: [UInt8]
+    /// How many leading bits must match.
+    let prefixLength: Int
+
+    /// Parses `ADDRESS[/BITS]`; throws a message fit for a user.
+    public init(parsing text: String) throws {
+        let parts = text.trimmingCharacters(in: .whitespaces).split(separator: "/", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let bytes = Self.bytes(of: String(parts[0])) else {
+            throw AddressRangeError(text: text)
+        }
+        let maximum = bytes.count * 8
+        let length = parts.count == 2 ? Int(parts[1]) : maximum
+        guard let length, (0...maximum).contains(length) else { throw AddressRangeError(text: text) }
+        network = Self.masked(bytes, to: length)
+        prefixLength = length
+    }
+
+    /// Whether `address` (an IP literal, IPv4 or IPv6; an IPv4 address mapped into IPv6 counts as
+    /// IPv4) lies in the block.
+    public func contains(_ address: String) -> Bool {
+        guard let bytes = Self.bytes(of: address), bytes.count == network.count else { return false }
+        return Self.masked(bytes, to: prefixLength) == network
+    }
+
+    /// `network/bits`.
+    public var description: String {
+        let text =
+            network.count == 4
+            ? network.map(String.init).joined(separator: ".")
+            : Self.text(ofIPv6: network)
+        return "\(text)/\(prefixLength)"
+    }
+
+    /// The bytes of an IP literal, or `nil`; `::ffff:a.b.c.d` gives the IPv4 address's four.
+    static func bytes(of text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
+        let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+            return Array(bytes[12..<16])
+        }
+        return bytes
+    }
+
+    private static func masked(_ bytes: [UInt8], to length: Int) -> [UInt8] {
+        bytes.enumerated().map { index, byte in
+            let bits = max(0, min(8, length - index * 8))
+            return bits == 8 ? byte : byte & ~(UInt8(0xFF) >> bits)
+        }
+    }
+
+    private static func text(ofIPv6 bytes: [UInt8]) -> String {
+        var address = in6_addr()
+        withUnsafeMutableBytes(of: &address) { $0.copyBytes(from: bytes) }
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        _ = inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count))
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// An address block that is not `ADDRESS[/BITS]`.
+public struct AddressRangeError: Error, CustomStringConvertible, Equatable {
+    /// What the user typed.
+    public var text: String
+
+    /// A sentence for the user.
+    public var description: String {
+        "'\(text)' is not an address or a block of them; use an IP address, or one with /BITS, such as 10.0.0.0/8 or fd00::/8"
+    }
+}
+
+/// The reverse proxies whose word about the client is taken: from one of them, the client's
+/// address comes from `Forwarded` (RFC 7239) or else `X-Forwarded-For`. From anyone else those
+/// headers are ignored.
+public struct TrustedProxies: Sendable, Equatable {
+    /// The blocks proxies connect from.
+    public var ranges: [AddressRange]
+
+    /// Trusts proxies in `ranges` (none: every header is ignored).
+    public init(_ ranges: [AddressRange] = []) {
+        self.ranges = ranges
+    }
+
+    /// Parses `CIDR,CIDR,…`.
+    public init(parsing list: String) throws {
+        ranges = try list.split(separator: ",").map { try AddressRange(parsing: String($0)) }
+    }
+
+    /// Whether `address` is a trusted proxy's.
+    public func trusts(_ address: String) -> Bool {
+        ranges.contains { $0.contains(address) }
+    }
+
+    /// The client's address for a request from `peer` with `headers`.
+    ///
+    /// From an untrusted peer: the peer. From a trusted one, the hops the proxies recorded
+    /// (`Forwarded`'s `for=`, else `X-Forwarded-For`, every such field in order) are read from
+    /// the right, the nearest first: the first that is not a trusted proxy is the client, since
+    /// the hops to its left are whatever the client chose to send. Every hop trusted: the
+    /// leftmost. A hop that is not an IP address (`unknown`, an obfuscated name, garbage) ends
+    /// the search with the peer itself, so a client can never pick its own address.
+    public func clientAddress(peer: String, headers: [(name: String, value: String)]) -> String {
+        guard !ranges.isEmpty, trusts(peer) else { return peer }
+        let forwarded = headers.filter { $0.name.caseInsensitiveEquals("Forwarded") }
+        let hops =
+            forwarded.isEmpty
+            ? headers.filter { $0.name.caseInsensitiveEquals("X-Forwarded-For") }.flatMap {
+                $0.value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            }
+            : forwarded.flatMap { Self.forwardedFor($0.value) }
+        var leftmost = peer
+        for hop in hops.reversed() {
+            guard let address = Self.address(of: hop) else { return peer }
+            guard trusts(address) else { return address }
+            leftmost = address
+        }
+        return leftmost
+    }
+
+    /// The `for=` values of a `Forwarded` field, element by element.
+    static func forwardedFor(_ value: String) -> [String] {
+        value.split(separator: ",").compactMap { element in
+            for pair in element.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).lowercased() == "for" else {
+                    continue
+                }
+                return parts[1].trimmingCharacters(in: .whitespaces)
+            }
+            return "unknown"
+        }
+    }
+
+    /// The IP address of a hop: quotes, brackets and a port taken off; `nil` when it is none.
+    static func address(of hop: String) -> String? {
+        var text = Substring(hop)
+        if text.hasPrefix("\"") && text.hasSuffix("\"") && text.count >= 2 { text = text.dropFirst().dropLast() }
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            text = text[text.index(after: text.startIndex)..<close]
+        } else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
+            text = text[..<colon]
+        }
+        let candidate = String(text)
+        return AddressRange.bytes(of: candidate) == nil ? nil : candidate
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import HomeportHTTP
+import HomeportTestSupport
+import Testing
+
+@Suite("Trusted proxies name the client; nobody else can")
+struct TrustedProxiesTests {
+    private let proxies = try! TrustedProxies(parsing: "10.0.0.0/8, 127.0.0.1, fd00::/8")
+
+    private func client(_ peer: String, _ headers: [(String, String)]) -> String {
+        proxies.clientAddress(peer: peer, headers: headers.map { (name: $0.0, value: $0.1) })
+    }
+
+    @Test("address blocks parse, match by prefix, and refuse garbage")
+    func ranges() throws {
+        let block = try AddressRange(parsing: "192.168.1.0/24")
+        #expect(block.contains("192.168.1.200") && !block.contains("192.168.2.1"))
+        #expect(block.description == "192.168.1.0/24")
+        #expect(try AddressRange(parsing: "192.168.1.77/24") == block, "host bits are ignored")
+        #expect(try AddressRange(parsing: "::ffff:10.1.2.3").contains("10.1.2.3"), "a mapped IPv4 address is IPv4")
+        #expect(try AddressRange(parsing: "fd00::/8").contains("fd12::1") && !proxies.trusts("fe80::1"))
+        #expect(try AddressRange(parsing: "0.0.0.0/0").contains("8.8.8.8"))
+        for bad in ["", "10.0.0.0/33", "::/129", "10.0.0/8", "example.com", "10.0.0.0/x", "10.0.0.0/8/8"] {
+            #expect(throws: AddressRangeError.self, "\(bad)") { try AddressRange(parsing: bad) }
+        }
+    }
+
+    @Test("from an untrusted peer every forwarding header is ignored")
+    func untrustedPeer() {
+        #expect(client("203.0.113.9", [("X-Forwarded-For", "1.2.3.4")]) == "203.0.113.9")
+        #expect(client("203.0.113.9", [("Forwarded", "for=1.2.3.4")]) == "203.0.113.9")
+        #expect(
+            TrustedProxies().clientAddress(peer: "10.0.0.1", headers: [("X-Forwarded-For", "1.2.3.4")]) == "10.0.0.1")
+    }
+
+    @Test("from a trusted proxy, the rightmost untrusted hop: what the client prepends does not count")
+    func rightmostUntrusted() {
+        #expect(client("10.0.0.5", [("X-Forwarded-For", "198.51.100.7")]) == "198.51.100.7")
+        // The client sent "6.6.6.6" itself; the proxy appended what it saw.
+        #expect(client("10.0.0.5", [("X-Forwarded-For", "6.6.6.6, 198.51.100.7")]) == "198.51.100.7")
+        // Two proxies in a row: the inner one's address is skipped.
+        #expect(client("10.0.0.5", [("X-Forwarded-For", "6.6.6.6, 198.51.100.7, 10.0.0.9")]) == "198.51.100.7")
+        // The field sent twice counts as one list, in order.
+        #expect(
+            client("10.0.0.5", [("X-Forwarded-For", "6.6.6.6"), ("X-Forwarded-For", "198.51.100.7")]) == "198.51.100.7")
+        // Every hop a proxy: the leftmost.
+        #expect(client("10.0.0.5", [("X-Forwarded-For", "10.1.1.1, 10.2.2.2")]) == "10.1.1.1")
+        // No header: the proxy itself.
+        #expect(client("10.0.0.5", []) == "10.0.0.5")
+    }
+
+    @Test("Forwarded wins over X-Forwarded-For; quotes, brackets and ports are taken off")
+    func forwarded() {
+        #expect(
+            client("10.0.0.5", [("Forwarded", "for=198.51.100.7;proto=https"), ("X-Forwarded-For", "6.6.6.6")])
+                == "198.51.100.7")
+        #expect(client("10.0.0.5", [("Forwarded", #"for="[2001:db8::1]:4711", for=10.0.0.9"#)]) == "2001:db8::1")
+        #expect(client("10.0.0.5", [("Forwarded", "for=192.0.2.60:8080;by=10.0.0.5")]) == "192.0.2.60")
+        #expect(client("10.0.0.5", [("Forwarded", "For=\"192.0.2.61\"")]) == "192.0.2.61")
+    }
+
+    @Test("a hop that is not an address leaves the proxy's own: a client never picks its address")
+    func garbageHops() {
+        for value in ["unknown", "_hidden", "garbage", "", "1.2.3.4.5", "[::1", "2001:db8::1:80x"] {
+            #expect(client("10.0.0.5", [("X-Forwarded-For", value)]) == "10.0.0.5", "\(value)")
+        }
+        #expect(client("10.0.0.5", [("Forwarded", "for=unknown")]) == "10.0.0.5")
+        #expect(client("10.0.0.5", [("Forwarded", "proto=https")]) == "10.0.0.5")
+    }
+
+    @Test("a server behind a trusted proxy logs and limits by the forwarded address")
+    func endToEnd() throws {
+        var router = TestRouter()
+        router.get("/who") { request, _ in try .json(["address": request.remoteAddress]) }
+        let log = MemoryLogSink()
+        let configuration = HTTPServerConfiguration(
+            port: 0, workerThreads: 2, trustedProxies: try TrustedProxies(parsing: "127.0.0.1"))
+        try withServer(router, configuration: configuration, log: log) { server in
+            let forwarded = try RawHTTP.request(
+                port: server.port, path: "/who", headers: [("X-Forwarded-For", "6.6.6.6, 198.51.100.7")])
+            #expect(forwarded.jsonObject?["address"] as? String == "198.51.100.7")
+            // 127.0.0.2 is not a trusted proxy: its header is its own word, ignored.
+            let spoof = try RawHTTP.connect(port: server.port, source: "127.0.0.2")
+            defer { close(spoof) }
+            RawHTTP.send(
+                spoof, "GET /who HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.7\r\nConnection: close\r\n\r\n")
+            #expect(try RawHTTP.readResponse(spoof).jsonObject?["address"] as? String == "127.0.0.2")
+        }
+        #expect(log.lines.contains { $0.contains("198.51.100.7") }, "the access log names the forwarded client")
+    }
+}
