@@ -5,7 +5,11 @@ import Testing
 
 @Suite("Trusted proxies name the client; nobody else can")
 struct TrustedProxiesTests {
-    private let proxies = try! TrustedProxies(parsing: "10.0.0.0/8, 127.0.0.1, fd00::/8")
+    private let proxies: TrustedProxies
+
+    init() throws {
+        proxies = try TrustedProxies(parsing: "10.0.0.0/8, 127.0.0.1, fd00::/8")
+    }
 
     private func client(_ peer: String, _ headers: [(String, String)]) -> String {
         proxies.clientAddress(peer: peer, headers: headers.map { (name: $0.0, value: $0.1) })
