@@ -13,7 +13,8 @@
 /// `notify_connection` hears of every connection's start and end (deadlines); `uri_log` sees each
 /// request target before libmicrohttpd parses its query, and its result becomes the request's
 /// context; strict mode refuses HTTP/1.1 requests without `Host` and request lines with spaces in
-/// the target.
+/// the target. With `tls_certificate` and `tls_key` (PEM text), the daemon speaks HTTPS (GnuTLS).
+/// NULL when the daemon cannot start.
 static inline struct MHD_Daemon *homeport_mhd_start(
     unsigned int flags,
     int listen_socket,
@@ -26,24 +27,45 @@ static inline struct MHD_Daemon *homeport_mhd_start(
     MHD_RequestCompletedCallback completed,
     MHD_NotifyConnectionCallback notify_connection,
     void *(*uri_log)(void *context, const char *uri, struct MHD_Connection *connection),
+    const char *tls_certificate,
+    const char *tls_key,
     void *context)
 {
-    struct MHD_OptionItem options[] = {
-        { MHD_OPTION_LISTEN_SOCKET, (intptr_t) listen_socket, NULL },
-        { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t) connection_timeout_seconds, NULL },
-        { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t) connection_memory_limit, NULL },
-        { MHD_OPTION_CONNECTION_LIMIT, (intptr_t) connection_limit, NULL },
-        { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) completed, context },
-        { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t) notify_connection, context },
-        { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t) uri_log, context },
-        { MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL },
-        { thread_pool_size > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, (intptr_t) thread_pool_size, NULL },
-        { MHD_OPTION_END, 0, NULL },
-    };
+    struct MHD_OptionItem options[13];
+    int count = 0;
+    options[count++] = (struct MHD_OptionItem) { MHD_OPTION_LISTEN_SOCKET, (intptr_t) listen_socket, NULL };
+    options[count++] = (struct MHD_OptionItem) { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t) connection_timeout_seconds, NULL };
+    options[count++] = (struct MHD_OptionItem) { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t) connection_memory_limit, NULL };
+    options[count++] = (struct MHD_OptionItem) { MHD_OPTION_CONNECTION_LIMIT, (intptr_t) connection_limit, NULL };
+    options[count++] = (struct MHD_OptionItem) { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) completed, context };
+    options[count++] = (struct MHD_OptionItem) { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t) notify_connection, context };
+    options[count++] = (struct MHD_OptionItem) { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t) uri_log, context };
+    options[count++] = (struct MHD_OptionItem) { MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL };
+    if (thread_pool_size > 1)
+        options[count++] = (struct MHD_OptionItem) { MHD_OPTION_THREAD_POOL_SIZE, (intptr_t) thread_pool_size, NULL };
+    if (tls_certificate != NULL && tls_key != NULL) {
+        flags |= MHD_USE_TLS;
+        options[count++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_MEM_CERT, 0, (void *) tls_certificate };
+        options[count++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_MEM_KEY, 0, (void *) tls_key };
+    }
+    options[count++] = (struct MHD_OptionItem) { MHD_OPTION_END, 0, NULL };
     return MHD_start_daemon(
         flags, 0, accept_policy, context, handler, context,
         MHD_OPTION_ARRAY, options,
         MHD_OPTION_END);
+}
+
+/// Whether this libmicrohttpd was built with TLS (Debian's links GnuTLS).
+static inline int homeport_mhd_has_tls(void)
+{
+    return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
+}
+
+/// Connections a daemon holds open right now, or -1.
+static inline int homeport_mhd_connection_count(struct MHD_Daemon *daemon)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info == NULL ? -1 : (int) info->num_connections;
 }
 
 /// The socket of a connection, or -1.

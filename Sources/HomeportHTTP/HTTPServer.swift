@@ -43,6 +43,11 @@ public final class HTTPServer: @unchecked Sendable {
         case stopped
     }
 
+    /// The certificate and key of the running daemon, kept while it runs.
+    private var tlsMaterial: TLSMaterial?
+    /// Daemons replaced by a certificate reload, finishing the connections they hold.
+    private var retired: [(daemon: OpaquePointer, material: TLSMaterial?)] = []
+
     /// Creates a server answering with `responder` (a ``Router``); nothing is bound until ``start()``.
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger) {
         self.configuration = configuration
@@ -59,25 +64,13 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// Binds the listen address and starts the worker threads.
     public func start() throws {
+        if configuration.tls != nil && homeport_mhd_has_tls() == 0 { throw HTTPServerError.tlsUnavailable }
         raiseDescriptorLimit()
         let socket = try ListenSocket.open(host: configuration.host, port: configuration.port)
-        // No MHD_USE_TURBO: libmicrohttpd calls it "slightly more experimental", and a worker crashed
-        // once under the full test suite with it on.
-        var flags =
-            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_USE_ITC.rawValue
-            | MHD_ALLOW_SUSPEND_RESUME.rawValue
-        if socket.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        guard
-            let daemon = homeport_mhd_start(
-                UInt32(flags), socket.descriptor, UInt32(max(1, configuration.workerThreads)),
-                UInt32(max(1, configuration.idleTimeoutSeconds)), max(4096, configuration.maxHeaderBytes),
-                UInt32(max(1, configuration.maxConnections) + Self.sheddingHeadroom), acceptPolicyCallback,
-                accessHandlerCallback,
-                requestCompletedCallback, notifyConnectionCallback, uriLogCallback, context)
-        else {
+        let material = configuration.tls.map(TLSMaterial.init)
+        guard let daemon = startDaemon(on: socket.descriptor, ipv6: socket.isIPv6, tls: material) else {
             close(socket.descriptor)
-            throw HTTPServerError.daemonFailed
+            throw configuration.tls == nil ? HTTPServerError.daemonFailed : HTTPServerError.tlsRefused
         }
         // The deadlines are checked four times a second: a connection is cut at most that late.
         let sweeper = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "homeport.http.deadlines"))
@@ -85,7 +78,68 @@ public final class HTTPServer: @unchecked Sendable {
         sweeper.setEventHandler { [connections] in connections.sweep() }
         sweeper.resume()
         pool.start()
-        lock.withLock { lifecycle = .running(daemon: daemon, listen: socket, sweeper: sweeper) }
+        lock.withLock {
+            lifecycle = .running(daemon: daemon, listen: socket, sweeper: sweeper)
+            tlsMaterial = material
+        }
+    }
+
+    /// A libmicrohttpd daemon on `descriptor` with this server's callbacks, serving HTTPS with
+    /// `tls`; `nil` when it will not start.
+    private func startDaemon(on descriptor: Int32, ipv6: Bool, tls: TLSMaterial?) -> OpaquePointer? {
+        // No MHD_USE_TURBO: libmicrohttpd calls it "slightly more experimental", and a worker crashed
+        // once under the full test suite with it on.
+        var flags =
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_USE_ITC.rawValue
+            | MHD_ALLOW_SUSPEND_RESUME.rawValue
+        if ipv6 { flags |= MHD_USE_IPv6.rawValue }
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        return homeport_mhd_start(
+            UInt32(flags), descriptor, UInt32(max(1, configuration.workerThreads)),
+            UInt32(max(1, configuration.idleTimeoutSeconds)), max(4096, configuration.maxHeaderBytes),
+            UInt32(max(1, configuration.maxConnections) + Self.sheddingHeadroom), acceptPolicyCallback,
+            accessHandlerCallback, requestCompletedCallback, notifyConnectionCallback, uriLogCallback,
+            tls?.certificate, tls?.key, context)
+    }
+
+    /// Serves new connections with another certificate and key (a renewal), without dropping a
+    /// connection: a new daemon starts on the same listening socket with them, and the old one
+    /// stops accepting and finishes the connections it holds, then stops. Throws, and keeps the
+    /// old certificate, when the new one will not start.
+    public func reloadTLS(_ credentials: TLSCredentials) throws {
+        try lock.withLock {
+            guard case .running(let old, let listen, let sweeper) = lifecycle else { return }
+            let duplicate = dup(listen.descriptor)
+            guard duplicate >= 0 else { throw HTTPServerError.daemonFailed }
+            let material = TLSMaterial(credentials)
+            guard let daemon = startDaemon(on: duplicate, ipv6: listen.isIPv6, tls: material) else {
+                close(duplicate)
+                throw HTTPServerError.tlsRefused
+            }
+            let oldDescriptor = MHD_quiesce_daemon(old)
+            if oldDescriptor >= 0 { close(oldDescriptor) }
+            retired.append((old, tlsMaterial))
+            lifecycle = .running(
+                daemon: daemon, listen: ListenSocket(descriptor: duplicate, port: listen.port, isIPv6: listen.isIPv6),
+                sweeper: sweeper)
+            tlsMaterial = material
+        }
+        retireWhenIdle()
+    }
+
+    /// Stops retired daemons once they hold no connection (checked every tenth of a second).
+    private func retireWhenIdle() {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) { [weak self] in
+            guard let self else { return }
+            let (idle, waiting) = lock.withLock {
+                let idle = retired.filter { homeport_mhd_connection_count($0.daemon) == 0 }
+                retired.removeAll { entry in idle.contains { $0.daemon == entry.daemon } }
+                return (idle, !retired.isEmpty)
+            }
+            // Each daemon's certificate and key stay allocated until it has stopped.
+            for entry in idle { withExtendedLifetime(entry.material) { MHD_stop_daemon(entry.daemon) } }
+            if waiting { retireWhenIdle() }
+        }
     }
 
     /// Connections libmicrohttpd may hold past ``HTTPServerConfiguration/maxConnections``: a
@@ -201,7 +255,32 @@ public final class HTTPServer: @unchecked Sendable {
         // libmicrohttpd must not find a connection suspended when it stops.
         abandonOffloads()
         MHD_stop_daemon(daemon)
+        let leftovers = lock.withLock {
+            defer { retired.removeAll() }
+            return retired
+        }
+        for entry in leftovers { withExtendedLifetime(entry.material) { MHD_stop_daemon(entry.daemon) } }
         pool.stop()
+    }
+}
+
+/// PEM text copied into C strings that live as long as the daemon that reads them.
+final class TLSMaterial: @unchecked Sendable {
+    let certificate: UnsafeMutablePointer<CChar>?
+    let key: UnsafeMutablePointer<CChar>?
+
+    init(_ credentials: TLSCredentials) {
+        certificate = strdup(credentials.certificatePEM)
+        key = strdup(credentials.keyPEM)
+    }
+
+    deinit {
+        if let key {
+            // The key's bytes are wiped before they are freed.
+            memset(key, 0, strlen(key))
+            free(key)
+        }
+        free(certificate)
     }
 }
 

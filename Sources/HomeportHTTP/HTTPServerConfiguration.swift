@@ -41,6 +41,8 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     /// The reverse proxies whose `Forwarded` / `X-Forwarded-For` name the client (its address
     /// then counts for rate limits and the access log); none by default.
     public var trustedProxies: TrustedProxies
+    /// A certificate and key to serve HTTPS with (libmicrohttpd's GnuTLS); `nil` serves HTTP.
+    public var tls: TLSCredentials?
 
     /// Creates a configuration; every limit has a default fit for a small server.
     public init(
@@ -58,7 +60,8 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
         drainTimeout: Duration = .seconds(10),
         poolThreads: Int = HTTPServerConfiguration.defaultPoolThreads,
         poolQueueLimit: Int = 64,
-        trustedProxies: TrustedProxies = TrustedProxies()
+        trustedProxies: TrustedProxies = TrustedProxies(),
+        tls: TLSCredentials? = nil
     ) {
         self.host = host
         self.port = port
@@ -75,6 +78,7 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
         self.poolThreads = poolThreads
         self.poolQueueLimit = poolQueueLimit
         self.trustedProxies = trustedProxies
+        self.tls = tls
     }
 
     /// One thread fewer than the cores, at least one.
@@ -131,4 +135,42 @@ public struct ListenAddressError: Error, CustomStringConvertible, Equatable {
     public var description: String {
         "'\(text)' is not a listen address; use HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080"
     }
+}
+
+/// A certificate chain and its private key, PEM-encoded, to serve HTTPS with.
+public struct TLSCredentials: Sendable, Equatable {
+    /// The certificate, followed by any intermediates (PEM).
+    public var certificatePEM: String
+    /// The private key (PEM, unencrypted).
+    public var keyPEM: String
+
+    /// Credentials from PEM text.
+    public init(certificatePEM: String, keyPEM: String) {
+        self.certificatePEM = certificatePEM
+        self.keyPEM = keyPEM
+    }
+
+    /// Reads a certificate file and a key file; throws a message fit for a user.
+    public init(certificateFile: String, keyFile: String) throws {
+        func read(_ path: String, _ what: String, _ marker: String) throws -> String {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw TLSCredentialsError(message: "cannot read the \(what) file \(path)")
+            }
+            guard text.contains(marker) else {
+                throw TLSCredentialsError(message: "\(path) is not a PEM \(what) (no '\(marker)' line)")
+            }
+            return text
+        }
+        certificatePEM = try read(certificateFile, "certificate", "-----BEGIN CERTIFICATE-----")
+        keyPEM = try read(keyFile, "key", "PRIVATE KEY-----")
+    }
+}
+
+/// TLS credentials that cannot be used.
+public struct TLSCredentialsError: Error, CustomStringConvertible, Equatable {
+    /// What is wrong, for a person.
+    public var message: String
+
+    /// The message.
+    public var description: String { message }
 }

@@ -106,6 +106,10 @@ public enum HTTPServerError: Error, CustomStringConvertible, Equatable {
     case cannotListen(address: String, reason: String)
     /// libmicrohttpd refused to start.
     case daemonFailed
+    /// HTTPS was asked for, and this libmicrohttpd has no TLS.
+    case tlsUnavailable
+    /// libmicrohttpd would not start with this certificate and key.
+    case tlsRefused
 
     /// A sentence for the operator.
     public var description: String {
@@ -113,6 +117,10 @@ public enum HTTPServerError: Error, CustomStringConvertible, Equatable {
         case .cannotResolve(let host, let reason): "cannot resolve '\(host)': \(reason)"
         case .cannotListen(let address, let reason): "cannot listen on \(address): \(reason)"
         case .daemonFailed: "the HTTP daemon (libmicrohttpd) failed to start"
+        case .tlsUnavailable:
+            "this libmicrohttpd was built without TLS: install Debian's libmicrohttpd12 (it links GnuTLS), or serve plain HTTP behind a proxy that terminates TLS"
+        case .tlsRefused:
+            "libmicrohttpd would not serve HTTPS with this certificate and key (is the key the certificate's, and both PEM?)"
         }
     }
 }

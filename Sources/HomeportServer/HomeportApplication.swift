@@ -49,7 +49,9 @@ public final class HomeportApplication: Sendable {
         self.database = database
         self.identity = IdentityStore(database: database)
         var accountSettings = configuration.accounts
-        if accountSettings.publicURL == nil { accountSettings.publicURL = "http://\(configuration.listen)" }
+        if accountSettings.publicURL == nil {
+            accountSettings.publicURL = "\(configuration.http.tls == nil ? "http" : "https")://\(configuration.listen)"
+        }
         // On PostgreSQL the cache serves nothing until its listener hears every replica.
         let cacheAge = Duration.seconds(configuration.sessionCacheSeconds)
         var sessionCache: SessionCache?
@@ -128,6 +130,12 @@ public final class HomeportApplication: Sendable {
 
     /// The bound port (0 before ``start()``).
     public var port: Int { server.port }
+
+    /// Serves new connections with a renewed certificate and key; connections open now finish
+    /// on the old ones. Throws, and keeps the old ones, when the new pair will not serve.
+    public func reloadTLS(_ credentials: TLSCredentials) throws {
+        try server.reloadTLS(credentials)
+    }
 
     /// Stops gracefully: no new connections, requests in flight finish, this replica's heartbeat
     /// row goes, then the database closes.

@@ -60,6 +60,13 @@ enum ServeCommand {
                 "password-iterations", "N", help: "PBKDF2-SHA256 iterations for new password hashes.",
                 environment: "HOMEPORT_PASSWORD_ITERATIONS", default: "600000"),
             .value(
+                "tls-cert", "FILE",
+                help: "Serve HTTPS with this certificate chain (PEM); SIGHUP reads it and --tls-key again.",
+                environment: "HOMEPORT_TLS_CERT"),
+            .value(
+                "tls-key", "FILE", help: "The certificate's private key (PEM, unencrypted).",
+                environment: "HOMEPORT_TLS_KEY"),
+            .value(
                 "trusted-proxies", "CIDR,…",
                 help:
                     "Reverse proxies whose Forwarded / X-Forwarded-For name the client (for rate limits and the log); from anyone else those headers are ignored.",
@@ -97,6 +104,8 @@ enum ServeCommand {
               homeport-server listening on http://HOST:PORT
             Logs (one line per request, never a credential) go to standard error.
             SIGINT or SIGTERM stops it gracefully: no new connections, requests in flight finish.
+            SIGHUP reads --tls-cert and --tls-key again (a renewal): new connections get the new pair,
+            open ones finish on the old.
 
             Example:
               homeport-server serve --listen 0.0.0.0:8080 --database postgres://homeport@db/homeport
@@ -110,8 +119,9 @@ enum ServeCommand {
         // Handle the signals on a queue rather than in a C handler, and before anything listens.
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
+        signal(SIGHUP, SIG_IGN)
         let stop = DispatchSemaphore(value: 0)
-        let sources = [SIGINT, SIGTERM].map { number in
+        var sources = [SIGINT, SIGTERM].map { number in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { stop.signal() }
             source.resume()
@@ -119,17 +129,58 @@ enum ServeCommand {
         }
 
         let application = try HomeportApplication(configuration: configuration, logger: logger)
+        if let files = try tlsFiles(parsed, environment: environment) {
+            let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+            reload.setEventHandler {
+                do {
+                    try application.reloadTLS(TLSCredentials(certificateFile: files.certificate, keyFile: files.key))
+                    logger.notice("reloaded the TLS certificate and key", metadata: ["certificate": files.certificate])
+                } catch {
+                    logger.error(
+                        "kept the TLS certificate in use: the new one could not be loaded",
+                        metadata: ["error": String(describing: error)])
+                }
+            }
+            reload.resume()
+            sources.append(reload)
+        }
         let port = try application.start()
         let shown = ListenAddress(host: configuration.listen.host, port: port)
+        let scheme = configuration.http.tls == nil ? "http" : "https"
         Output.line(
-            "homeport-server listening on http://\(shown) (product \(configuration.product), database \(configuration.database))"
+            "homeport-server listening on \(scheme)://\(shown) (product \(configuration.product), database \(configuration.database))"
         )
+        if configuration.http.tls == nil && configuration.http.trustedProxies.ranges.isEmpty
+            && !Self.isLoopback(configuration.listen.host)
+        {
+            logger.warning(
+                "serving plain HTTP on a non-loopback address without a trusted proxy: passwords and session tokens cross the network in clear; use --tls-cert and --tls-key, or a proxy that terminates TLS (--trusted-proxies)"
+            )
+        }
         stop.wait()
         logger.notice("shutting down: no new connections, finishing requests in flight")
         application.shutdown()
         logger.notice("stopped")
         withExtendedLifetime(sources) {}
         return .success
+    }
+
+    /// `--tls-cert` and `--tls-key`: both or neither.
+    static func tlsFiles(_ parsed: ParsedArguments, environment: [String: String]) throws -> (
+        certificate: String, key: String
+    )? {
+        let certificate = parsed.value("tls-cert", spec: spec, environment: environment)
+        let key = parsed.value("tls-key", spec: spec, environment: environment)
+        switch (certificate, key) {
+        case (nil, nil): return nil
+        case (let certificate?, let key?): return (certificate, key)
+        default: throw UsageError("--tls-cert and --tls-key go together: give both, or neither")
+        }
+    }
+
+    /// Whether a listen host is a loopback address or name.
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 
     static func configuration(_ parsed: ParsedArguments, environment: [String: String]) throws -> ServerConfiguration {
@@ -185,6 +236,13 @@ enum ServeCommand {
         }
         if let bytes = try ServerCLI.integer("max-buffered-body-bytes", parsed, spec, environment, range: limit) {
             configuration.http.maxBufferedBodyBytes = bytes
+        }
+        if let files = try tlsFiles(parsed, environment: environment) {
+            do {
+                configuration.http.tls = try TLSCredentials(certificateFile: files.certificate, keyFile: files.key)
+            } catch {
+                throw UsageError("--tls-cert/--tls-key: \(error)")
+            }
         }
         if let list = parsed.value("trusted-proxies", spec: spec, environment: environment) {
             do {

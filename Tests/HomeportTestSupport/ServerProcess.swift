@@ -46,7 +46,7 @@ public final class ServerProcess: @unchecked Sendable {
         try process.run()
 
         let line = Self.firstLine(of: output.fileHandleForReading, timeout: startTimeout)
-        guard let line, let range = line.range(of: #"http://\S+:(\d+)"#, options: .regularExpression),
+        guard let line, let range = line.range(of: #"https?://\S+:(\d+)"#, options: .regularExpression),
             let port = Int(line[range].split(separator: ":").last ?? "")
         else {
             process.terminate()

@@ -1,0 +1,148 @@
+import Foundation
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Two self-signed certificates for 127.0.0.1 (`first`, `second`), and the files the server reads.
+private struct CertificatePair {
+    let directory: TemporaryDirectory
+    var certificate: String { directory.file("server.crt") }
+    var key: String { directory.file("server.key") }
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        for name in ["first", "second"] {
+            let run = try ServerProcess.runProgram(
+                "/usr/bin/openssl",
+                [
+                    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+                    directory.file("\(name).key"), "-out", directory.file("\(name).crt"), "-days", "1", "-subj",
+                    "/CN=homeport-\(name)", "-addext", "subjectAltName=IP:127.0.0.1",
+                ])
+            guard run.status == 0 else { throw RawHTTPError("openssl failed: \(run.error)") }
+        }
+        try use("first")
+    }
+
+    /// Makes `name`'s certificate and key the ones the server's files hold.
+    func use(_ name: String) throws {
+        for (from, to) in [("\(name).crt", certificate), ("\(name).key", key)] {
+            try? FileManager.default.removeItem(atPath: to)
+            try FileManager.default.copyItem(atPath: directory.file(from), toPath: to)
+        }
+    }
+}
+
+/// curl over HTTPS trusting only `caFile`: the status and the certificate's subject, or `nil` when
+/// the handshake or the verification fails.
+private func fetch(_ port: Int, trusting caFile: String) throws -> (status: Int, subject: String)? {
+    let run = try ServerProcess.runProgram(
+        "/usr/bin/curl",
+        ["-sv", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", caFile, "https://127.0.0.1:\(port)/healthz"])
+    guard run.status == 0, let status = Int(run.output) else { return nil }
+    let subject = run.error.split(separator: "\n").first { $0.contains("subject:") }.map(String.init) ?? ""
+    return (status, subject)
+}
+
+@Suite("HTTPS of its own: libmicrohttpd's TLS, and a certificate renewed without a dropped connection")
+struct HTTPSTests {
+    @Test("serves HTTPS; SIGHUP renews the certificate; an open connection carries on; a bad renewal changes nothing")
+    func httpsAndReload() throws {
+        let certificates = try CertificatePair()
+        defer { certificates.directory.remove() }
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let server = try ServerProcess(serve: [
+            "--database", "sqlite:" + data.file("h.sqlite"), "--outbox", data.file("outbox"),
+            "--tls-cert", certificates.certificate, "--tls-key", certificates.key,
+        ])
+        #expect(server.banner.contains("https://127.0.0.1:"))
+        let first = certificates.directory.file("first.crt")
+        let second = certificates.directory.file("second.crt")
+        let answer = try fetch(server.port, trusting: first)
+        #expect(answer?.status == 200 && answer?.subject.contains("homeport-first") == true)
+        // Plain HTTP on the HTTPS port is not served.
+        #expect((try? RawHTTP.request(port: server.port, path: "/healthz", timeout: 3)) == nil)
+
+        // A client holds a keep-alive connection across the renewal.
+        let go = data.file("go")
+        let asked = data.file("asked")
+        let script = """
+            import socket, ssl, sys, os, time
+            context = ssl.create_default_context(cafile=sys.argv[2])
+            sock = context.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="127.0.0.1")
+            def ask():
+                sock.sendall(b"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+                data = b""
+                while b"\\r\\n\\r\\n" not in data or not data.endswith(b"}"):
+                    data += sock.recv(4096)
+                return data.split(b" ")[1].decode()
+            print(ask(), flush=True)
+            open(sys.argv[4], "w").close()
+            while not os.path.exists(sys.argv[3]): time.sleep(0.02)
+            print(ask(), flush=True)
+            """
+        let kept = DispatchSemaphore(value: 0)
+        let keptOutput = LockedResultText()
+        Thread.detachNewThread {
+            let run = try? ServerProcess.runProgram(
+                "/usr/bin/python3", ["-c", script, String(server.port), first, go, asked], timeout: 30)
+            keptOutput.text = (run?.output ?? "") + (run?.error ?? "")
+            kept.signal()
+        }
+        // Once it has its first answer, renew: the files now hold the second pair; SIGHUP.
+        for _ in 0..<400 where !FileManager.default.fileExists(atPath: asked) { usleep(25_000) }
+        try certificates.use("second")
+        kill(server.pid, SIGHUP)
+        var renewed: (status: Int, subject: String)?
+        for _ in 0..<100 {
+            renewed = try fetch(server.port, trusting: second)
+            if renewed != nil { break }
+            usleep(50_000)
+        }
+        #expect(renewed?.status == 200 && renewed?.subject.contains("homeport-second") == true)
+        #expect(try fetch(server.port, trusting: first) == nil, "new connections get the new certificate")
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
+        #expect(kept.wait(timeout: .now() + 20) == .success)
+        #expect(
+            keptOutput.text.split(separator: "\n") == ["200", "200"],
+            "the open connection carried on: \(keptOutput.text)")
+
+        // A broken renewal is logged and changes nothing.
+        try "not a certificate".write(toFile: certificates.certificate, atomically: true, encoding: .utf8)
+        kill(server.pid, SIGHUP)
+        usleep(300_000)
+        #expect(try fetch(server.port, trusting: second)?.status == 200)
+        #expect(server.standardError.contains("kept the TLS certificate in use"))
+        #expect(server.stop() == 0)
+    }
+
+    @Test("--tls-cert and --tls-key go together, and must be PEM files")
+    func usage() throws {
+        let certificates = try CertificatePair()
+        defer { certificates.directory.remove() }
+        for (arguments, expected) in [
+            (["--tls-cert", certificates.certificate], "go together"),
+            (["--tls-cert", certificates.directory.file("missing.crt"), "--tls-key", certificates.key], "cannot read"),
+            (["--tls-cert", certificates.key, "--tls-key", certificates.key], "not a PEM certificate"),
+        ] {
+            let run = try ServerProcess.run(["serve", "--listen", "127.0.0.1:0"] + arguments, timeout: 20)
+            #expect(run.status == 2, "\(arguments)")
+            #expect(run.error.contains(expected), "\(run.error)")
+        }
+    }
+}
+
+/// Text set on one thread and read on another.
+private final class LockedResultText: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored = ""
+    var text: String {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
