@@ -65,7 +65,7 @@ let package = Package(
             name: "HomeportServer",
             dependencies: [
                 "HomeportWire", "HomeportHTTP", "HomeportStorage", "HomeportCrypto",
-                "HomeportLogging", "HomeportAPNs",
+                "HomeportLogging", "HomeportAPNs", "CCurl",
             ]
         ),
         .executableTarget(

@@ -106,3 +106,11 @@ ensure_apns_peer() {
     export HOMEPORT_TEST_APNS_PYTHON
     export HOMEPORT_TEST_APNS_DIR="$HOMEPORT_ROOT/interop/apns"
 }
+
+# ensure_smtp_peer — aiosmtpd, a real SMTP server the mail tests send through; exports
+# HOMEPORT_TEST_SMTP_PYTHON and HOMEPORT_TEST_SMTP_DIR.
+ensure_smtp_peer() {
+    HOMEPORT_TEST_SMTP_PYTHON=$(ensure_venv smtp "$HOMEPORT_ROOT/interop/smtp/requirements.txt")
+    export HOMEPORT_TEST_SMTP_PYTHON
+    export HOMEPORT_TEST_SMTP_DIR="$HOMEPORT_ROOT/interop/smtp"
+}

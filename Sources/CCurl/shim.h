@@ -36,3 +36,7 @@ static inline long homeport_curl_status(CURL *curl) {
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     return status;
 }
+
+static inline CURLcode homeport_curl_set_read_function(CURL *curl, curl_read_callback callback) {
+    return curl_easy_setopt(curl, CURLOPT_READFUNCTION, callback);
+}

@@ -1,3 +1,4 @@
+import Foundation
 import HomeportCrypto
 import HomeportHTTP
 import HomeportLogging
@@ -21,6 +22,8 @@ public final class HomeportApplication: Sendable {
     let sender: PushSender?
     private let server: HTTPServer
     private let heartbeat: ReplicaHeartbeat
+    /// Sends queued mail (with an SMTP relay).
+    private let mailSender: MailSender?
     /// On PostgreSQL, hears other replicas' session ends for the session cache.
     private let listener: PostgresListener?
     private let logger: Logger
@@ -66,9 +69,20 @@ public final class HomeportApplication: Sendable {
             }
         }
         self.listener = listener
+        let chosenMailer: any Mailer
+        if let mailer {
+            chosenMailer = mailer
+        } else if let smtp = configuration.smtp {
+            let host = accountSettings.publicURL.flatMap { URL(string: $0)?.host } ?? "localhost"
+            chosenMailer = SMTPMailer(settings: smtp, messageHost: host)
+        } else {
+            chosenMailer = OutboxMailer(directory: configuration.outboxDirectory)
+        }
+        mailSender =
+            chosenMailer.queues
+            ? MailSender(database: database, mailer: chosenMailer, clock: clock, logger: logger) : nil
         self.accounts = AccountService(
-            database: database, settings: accountSettings,
-            mailer: mailer ?? OutboxMailer(directory: configuration.outboxDirectory), clock: clock, hasher: hasher,
+            database: database, settings: accountSettings, mailer: chosenMailer, clock: clock, hasher: hasher,
             sessionCache: sessionCache, logger: logger)
         self.push = PushCenter(
             database: database, identity: identity, settings: configuration.push, clock: clock, logger: logger)
@@ -124,6 +138,7 @@ public final class HomeportApplication: Sendable {
         }
         hub.start()
         retention.start()
+        mailSender?.start()
         sender?.start()
         return server.port
     }
@@ -142,6 +157,7 @@ public final class HomeportApplication: Sendable {
     public func shutdown() {
         hub.stop()
         retention.stop()
+        mailSender?.stop()
         let left = server.shutdown()
         sender?.stop()
         if left > 0 {

@@ -165,6 +165,27 @@ public enum HomeportSchema {
                 """,
             ]
         },
+        // Mail waiting for the SMTP relay: sent off the request's thread, and kept across a restart.
+        Migration(version: 5, name: "mail_queue") { dialect in
+            let id = dialect == .postgres ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
+            return [
+                """
+                CREATE TABLE IF NOT EXISTS mail_queue (
+                    id \(id),
+                    kind TEXT NOT NULL,
+                    recipient TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    body TEXT NOT NULL,
+                    standing_key_hash TEXT,
+                    attempts INTEGER NOT NULL,
+                    next_attempt_at BIGINT NOT NULL,
+                    claimed_until BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX IF NOT EXISTS mail_queue_due ON mail_queue (next_attempt_at)",
+            ]
+        },
     ]
 
     /// A migrator over ``migrations``.

@@ -22,6 +22,8 @@ public struct ServerConfiguration: Sendable {
     public var accounts: AccountSettings
     /// Where the default mailer writes outgoing mail (`.eml` files).
     public var outboxDirectory: String
+    /// An SMTP relay to send mail through instead of the outbox directory.
+    public var smtp: SMTPSettings?
     /// Notifications: the payload's key, the catalogue, APNs.
     public var push: PushSettings
     /// How long a signed-in session read from the database serves later requests from memory;

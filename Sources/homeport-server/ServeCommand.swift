@@ -60,6 +60,22 @@ enum ServeCommand {
                 "password-iterations", "N", help: "PBKDF2-SHA256 iterations for new password hashes.",
                 environment: "HOMEPORT_PASSWORD_ITERATIONS", default: "600000"),
             .value(
+                "mail-url", "URL",
+                help:
+                    "Send mail through this SMTP relay: smtp://[USER@]HOST:PORT (STARTTLS when offered) or smtps://…; without it, mail goes to --outbox.",
+                environment: "HOMEPORT_MAIL_URL"),
+            .value(
+                "mail-from", "ADDRESS", help: "The sender of the mail (with --mail-url).",
+                environment: "HOMEPORT_MAIL_FROM", default: "homeport@HOST of --public-url"),
+            .value(
+                "mail-password-file", "FILE",
+                help: "A file holding the relay password of the URL's user; never logged.",
+                environment: "HOMEPORT_MAIL_PASSWORD_FILE"),
+            .value(
+                "mail-starttls", "try|required",
+                help: "On smtp://, use STARTTLS when the relay offers it, or refuse to send without it.",
+                environment: "HOMEPORT_MAIL_STARTTLS", default: "try"),
+            .value(
                 "tls-cert", "FILE",
                 help: "Serve HTTPS with this certificate chain (PEM); SIGHUP reads it and --tls-key again.",
                 environment: "HOMEPORT_TLS_CERT"),
@@ -165,6 +181,41 @@ enum ServeCommand {
         return .success
     }
 
+    /// The SMTP relay of `--mail-url` and its companions, or `nil` (mail goes to the outbox).
+    static func smtpSettings(_ parsed: ParsedArguments, environment: [String: String], publicURL: String?) throws
+        -> SMTPSettings?
+    {
+        guard let url = parsed.value("mail-url", spec: spec, environment: environment) else {
+            for companion in ["mail-from", "mail-password-file"]
+            where parsed.value(companion, spec: spec, environment: environment) != nil {
+                throw UsageError("--\(companion) needs --mail-url")
+            }
+            return nil
+        }
+        guard let parts = URLComponents(string: url), ["smtp", "smtps"].contains(parts.scheme ?? ""),
+            let host = parts.host, !host.isEmpty
+        else { throw UsageError("--mail-url must be smtp://[USER@]HOST:PORT or smtps://…, not '\(url)'") }
+        let domain = publicURL.flatMap { URLComponents(string: $0)?.host } ?? "localhost"
+        let from = parsed.value("mail-from", spec: spec, environment: environment) ?? "homeport@\(domain)"
+        guard from.split(separator: "@").count == 2, !from.contains(where: { " <>\r\n".contains($0) }) else {
+            throw UsageError("--mail-from must be an address such as homeport@example.net, not '\(from)'")
+        }
+        var password: String?
+        if let file = parsed.value("mail-password-file", spec: spec, environment: environment) {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw UsageError("cannot read --mail-password-file \(file)")
+            }
+            password = text.trimmingCharacters(in: .newlines)
+        }
+        let starttls = parsed.value("mail-starttls", spec: spec, environment: environment) ?? "try"
+        guard ["try", "required"].contains(starttls) else {
+            throw UsageError("--mail-starttls must be try or required, not '\(starttls)'")
+        }
+        return SMTPSettings(
+            url: url, from: from, password: password, requireStartTLS: starttls == "required",
+            caFile: environment["HOMEPORT_MAIL_CA_FILE"])
+    }
+
     /// `--tls-cert` and `--tls-key`: both or neither.
     static func tlsFiles(_ parsed: ParsedArguments, environment: [String: String]) throws -> (
         certificate: String, key: String
@@ -237,6 +288,8 @@ enum ServeCommand {
         if let bytes = try ServerCLI.integer("max-buffered-body-bytes", parsed, spec, environment, range: limit) {
             configuration.http.maxBufferedBodyBytes = bytes
         }
+        configuration.smtp = try smtpSettings(
+            parsed, environment: environment, publicURL: configuration.accounts.publicURL)
         if let files = try tlsFiles(parsed, environment: environment) {
             do {
                 configuration.http.tls = try TLSCredentials(certificateFile: files.certificate, keyFile: files.key)

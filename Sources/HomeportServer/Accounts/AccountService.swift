@@ -278,11 +278,17 @@ public final class AccountService: Sendable {
         return new.token
     }
 
-    /// Sends a mail. A failure is logged (without the address) and recorded, together with the
-    /// standing `mail_failed` on the pre-login session `keyHash` when there is one; returns false.
+    /// Sends a mail, or queues it for the ``MailSender`` when the mailer queues (SMTP). A failure
+    /// is logged (without the address) and recorded, together with the standing `mail_failed` on
+    /// the pre-login session `keyHash` when there is one; returns false.
     func deliver(_ mail: Mail, standingOf keyHash: String?) -> Bool {
         do {
-            try mailer.send(mail)
+            if mailer.queues {
+                // Sent by the MailSender: a failure then sets the standing.
+                try MailQueue(database).enqueue(mail, standingKeyHash: keyHash, now: clock.unixSeconds)
+            } else {
+                try mailer.send(mail)
+            }
             return true
         } catch {
             logger.warning("mail not sent", metadata: ["kind": mail.kind, "error": String(describing: error)])

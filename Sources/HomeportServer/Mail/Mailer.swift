@@ -25,6 +25,14 @@ public struct Mail: Sendable, Hashable {
 public protocol Mailer: Sendable {
     /// Sends one mail.
     func send(_ mail: Mail) throws
+    /// Whether a request only queues its mail (sent later by ``MailSender``, off the request's
+    /// thread, kept across a restart) instead of sending it at once.
+    var queues: Bool { get }
+}
+
+extension Mailer {
+    /// Sent at once, by default.
+    public var queues: Bool { false }
 }
 
 /// Writes each mail as an RFC 5322 `.eml` file into a directory (the default: an operator or

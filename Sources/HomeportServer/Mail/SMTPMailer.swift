@@ -1,0 +1,146 @@
+import CCurl
+import Foundation
+import HomeportCrypto
+
+/// Where and how mail goes out over SMTP.
+public struct SMTPSettings: Sendable, Equatable {
+    /// `smtp://[USER@]HOST:PORT` (STARTTLS when the server offers it) or `smtps://…` (TLS from the
+    /// first byte).
+    public var url: String
+    /// The sender address (`From:` and the envelope's).
+    public var from: String
+    /// The password for the URL's user, read from a secret file; never logged.
+    public var password: String?
+    /// Refuse to send over `smtp://` unless the server offers STARTTLS.
+    public var requireStartTLS: Bool
+    /// How long one delivery may take, connecting included.
+    public var timeoutSeconds: Int
+    /// A CA to trust besides the system's (a test relay); `nil` in production.
+    public var caFile: String?
+
+    /// Creates settings.
+    public init(
+        url: String, from: String, password: String? = nil, requireStartTLS: Bool = false, timeoutSeconds: Int = 30,
+        caFile: String? = nil
+    ) {
+        self.url = url
+        self.from = from
+        self.password = password
+        self.requireStartTLS = requireStartTLS
+        self.timeoutSeconds = timeoutSeconds
+        self.caFile = caFile
+    }
+}
+
+/// Why an SMTP delivery failed, and whether trying again may help.
+struct SMTPFailure: Error, CustomStringConvertible {
+    /// What happened, without the recipient's address.
+    var reason: String
+    /// A refusal that will not change (a 5xx answer, a bad address): no retry.
+    var permanent: Bool
+
+    var description: String { reason }
+}
+
+/// Sends mail through an SMTP relay with libcurl. Used by ``MailSender`` from its own thread: a
+/// request only queues its mail.
+public struct SMTPMailer: Mailer {
+    /// The relay and the sender.
+    public let settings: SMTPSettings
+    /// The host mail ids are made under (`Message-ID: <random@host>`).
+    let messageHost: String
+
+    /// A mailer for `settings`; `messageHost` names the installation in Message-IDs.
+    public init(settings: SMTPSettings, messageHost: String) {
+        self.settings = settings
+        self.messageHost = messageHost
+    }
+
+    /// SMTP mail is queued and sent by ``MailSender``.
+    public var queues: Bool { true }
+
+    /// Sends one mail now, waiting for the relay's answer; throws ``SMTPFailure``.
+    public func send(_ mail: Mail) throws {
+        guard !mail.to.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "<" || $0 == ">" }) else {
+            throw SMTPFailure(reason: "the address is not one", permanent: true)
+        }
+        guard let curl = curl_easy_init() else { throw SMTPFailure(reason: "libcurl failed", permanent: false) }
+        defer { curl_easy_cleanup(curl) }
+        let message = Message(bytes: Array(try render(mail).utf8))
+        var recipients: UnsafeMutablePointer<curl_slist>? = curl_slist_append(nil, "<\(mail.to)>")
+        defer { curl_slist_free_all(recipients) }
+        _ = homeport_curl_set_string(curl, CURLOPT_URL, settings.url)
+        _ = homeport_curl_set_string(curl, CURLOPT_MAIL_FROM, "<\(settings.from)>")
+        _ = homeport_curl_set_slist(curl, CURLOPT_MAIL_RCPT, recipients)
+        _ = homeport_curl_set_long(curl, CURLOPT_UPLOAD, 1)
+        _ = homeport_curl_set_long(
+            curl, CURLOPT_USE_SSL, Int(settings.requireStartTLS ? CURLUSESSL_ALL.rawValue : CURLUSESSL_TRY.rawValue))
+        _ = homeport_curl_set_long(curl, CURLOPT_TIMEOUT, settings.timeoutSeconds)
+        _ = homeport_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT, min(10, settings.timeoutSeconds))
+        _ = homeport_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
+        if let password = settings.password { _ = homeport_curl_set_string(curl, CURLOPT_PASSWORD, password) }
+        if let caFile = settings.caFile { _ = homeport_curl_set_string(curl, CURLOPT_CAINFO, caFile) }
+        let context = Unmanaged.passRetained(message)
+        defer { context.release() }
+        _ = homeport_curl_set_pointer(curl, CURLOPT_READDATA, context.toOpaque())
+        _ = homeport_curl_set_read_function(curl, smtpReadCallback)
+        let code = curl_easy_perform(curl)
+        recipients = nil
+        guard code != CURLE_OK else { return }
+        let answer = homeport_curl_status(curl)
+        let what = String(cString: curl_easy_strerror(code))
+        throw SMTPFailure(
+            reason: answer > 0 ? "\(what) (the relay answered \(answer))" : what,
+            // A refusal, bad credentials, or a relay without the STARTTLS it must offer will not
+            // mend by itself in minutes.
+            permanent: answer >= 500 || code == CURLE_LOGIN_DENIED || code == CURLE_USE_SSL_FAILED)
+    }
+
+    /// The RFC 5322 message: `From`, `To`, `Date`, `Message-ID`, `Subject` (encoded when not
+    /// ASCII), a UTF-8 plain-text body with CRLF line ends.
+    func render(_ mail: Mail, now: Date = Date()) throws -> String {
+        let id = Digest.hex(try SystemRandom().bytes(12))
+        let subject =
+            mail.subject.allSatisfy { $0.isASCII && $0 != "\r" && $0 != "\n" }
+            ? mail.subject : "=?utf-8?B?\(Data(mail.subject.utf8).base64EncodedString())?="
+        let lines = [
+            "From: \(settings.from)", "To: \(mail.to)", "Date: \(Self.date(now))",
+            "Message-ID: <\(id)@\(messageHost)>", "Subject: \(subject)", "MIME-Version: 1.0",
+            "Content-Type: text/plain; charset=utf-8", "Content-Transfer-Encoding: 8bit",
+            "X-Homeport-Kind: \(mail.kind)", "",
+        ]
+        let body = mail.body.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\n", with: "\r\n")
+        return lines.joined(separator: "\r\n") + "\r\n" + body + "\r\n"
+    }
+
+    /// RFC 5322's date: `Mon, 30 Nov 2026 06:49:47 +0000`.
+    static func date(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss Z"
+        return formatter.string(from: date)
+    }
+}
+
+/// The message libcurl uploads, read in pieces.
+private final class Message {
+    let bytes: [UInt8]
+    var sent = 0
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+}
+
+/// libcurl's read callback: the next piece of the message.
+private let smtpReadCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int =
+    { buffer, size, count, context in
+        guard let buffer, let context else { return 0 }
+        let message = Unmanaged<Message>.fromOpaque(context).takeUnretainedValue()
+        let length = min(size * count, message.bytes.count - message.sent)
+        guard length > 0 else { return 0 }
+        message.bytes.withUnsafeBufferPointer { source in
+            UnsafeMutableRawPointer(buffer).copyMemory(from: source.baseAddress! + message.sent, byteCount: length)
+        }
+        message.sent += length
+        return length
+    }

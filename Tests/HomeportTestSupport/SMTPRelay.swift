@@ -1,0 +1,70 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A real SMTP server (`interop/smtp/relay.py`, aiosmtpd) that keeps every message it accepts;
+/// recipients at `refused.example` are refused with 550. `scripts/test` installs it and exports
+/// `HOMEPORT_TEST_SMTP_DIR` and `HOMEPORT_TEST_SMTP_PYTHON`.
+public final class SMTPRelay: @unchecked Sendable {
+    private let process: Process
+    /// Where the messages are kept (`1.eml`, `2.eml`, …).
+    public let directory: TemporaryDirectory
+    /// Its port.
+    public let port: Int
+
+    /// Starts it on `port` (a free one by default) and waits until it answers.
+    public init(port wanted: Int? = nil) throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let source = environment["HOMEPORT_TEST_SMTP_DIR"], let python = environment["HOMEPORT_TEST_SMTP_PYTHON"]
+        else {
+            throw RawHTTPError(
+                "HOMEPORT_TEST_SMTP_DIR/_PYTHON are not set: run the suite with scripts/test, which installs aiosmtpd")
+        }
+        directory = try TemporaryDirectory()
+        port = try wanted ?? RawHTTP.freePort()
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [source + "/relay.py", String(port), directory.path]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<300 {
+            if let fd = try? RawHTTP.connect(port: port, timeout: 1) {
+                close(fd)
+                return
+            }
+            usleep(20_000)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        throw RawHTTPError("the SMTP relay did not start on \(port)")
+    }
+
+    deinit {
+        stop()
+        directory.remove()
+    }
+
+    /// Stops it (SIGKILL: a child spawned from a test thread inherits its blocked SIGTERM).
+    public func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// The messages kept so far, as text, oldest first.
+    public var messages: [String] {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
+            .filter { $0.hasSuffix(".eml") }
+            .sorted { Int($0.dropLast(4)) ?? 0 < Int($1.dropLast(4)) ?? 0 }
+        return names.compactMap { try? String(contentsOfFile: directory.file($0), encoding: .utf8) }
+    }
+
+    /// Waits up to `timeout` seconds for at least `count` messages.
+    public func waitForMessages(_ count: Int, timeout: Double = 10) -> [String] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while messages.count < count && Date() < deadline { usleep(20_000) }
+        return messages
+    }
+}
