@@ -97,7 +97,7 @@ public final class HTTPServer: @unchecked Sendable {
         return homeport_mhd_start(
             UInt32(flags), descriptor, UInt32(max(1, configuration.workerThreads)),
             UInt32(max(1, configuration.idleTimeoutSeconds)), max(4096, configuration.maxHeaderBytes),
-            UInt32(max(1, configuration.maxConnections) + Self.sheddingHeadroom), acceptPolicyCallback,
+            UInt32(Self.daemonConnectionLimit(configuration)), acceptPolicyCallback,
             accessHandlerCallback, requestCompletedCallback, notifyConnectionCallback, uriLogCallback,
             tls?.certificate, tls?.key, context)
     }
@@ -146,6 +146,15 @@ public final class HTTPServer: @unchecked Sendable {
     /// connection admitted at the cap in place of one shut down (see ``ConnectionRegistry``)
     /// arrives before libmicrohttpd has closed that one.
     static let sheddingHeadroom = 64
+
+    /// The connection limit libmicrohttpd is given: each worker thread's share of it (the limit
+    /// over the threads) is the whole cap plus the headroom, so no worker ever reaches its share.
+    /// The cap is the ``ConnectionRegistry``'s. (A worker at its share takes the listening socket
+    /// out of its epoll set; libmicrohttpd 0.9.75's quiesce, at a stop, races with that and
+    /// aborts the process when it loses.)
+    static func daemonConnectionLimit(_ configuration: HTTPServerConfiguration) -> Int {
+        (max(1, configuration.maxConnections) + sheddingHeadroom) * max(1, configuration.workerThreads)
+    }
 
     /// Raises this process's open-file limit to what the connection cap needs, as far as the
     /// hard limit allows; says so in the log when it cannot.
