@@ -11,13 +11,13 @@
         public func open(_ request: ClientRequest) async throws -> ClientStream {
             let channel = ChunkChannel(limit: request.byteLimit)
             let head = ResumeOnce<ClientStream>()
-            let proxy = self.proxy
+            let (proxy, caFile) = (self.proxy, self.caFile)
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
                     head.attach(continuation)
                     if channel.isCancelled { return }
                     Thread.detachNewThread {
-                        Self.stream(request, proxy: proxy, channel: channel, head: head)
+                        Self.stream(request, proxy: proxy, caFile: caFile, channel: channel, head: head)
                     }
                 }
             } onCancel: {
@@ -66,13 +66,14 @@
         }
 
         private static func stream(
-            _ request: ClientRequest, proxy: String, channel: ChunkChannel, head: ResumeOnce<ClientStream>
+            _ request: ClientRequest, proxy: String, caFile: String?, channel: ChunkChannel,
+            head: ResumeOnce<ClientStream>
         ) {
             let address = ServerAddress.origin(of: request.url) ?? request.url.absoluteString
             let transfer = StreamTransfer(
                 channel: channel, head: head, headDeadline: ContinuousClock.now + request.deadline)
             let millis = milliseconds(request.deadline)
-            let result = run(request, proxy: proxy, exchange: transfer) { curl in
+            let result = run(request, proxy: proxy, caFile: caFile, exchange: transfer) { curl in
                 // The deadline bounds the connection and the head; the body may last (the reader decides).
                 _ = homeport_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, max(1, millis))
                 _ = homeport_curl_set_long(curl, CURLOPT_TCP_KEEPALIVE, 1)

@@ -12,12 +12,16 @@
     public final class CurlTransport: ClientTransport {
         private static let initialized: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
         let proxy: String
+        /// The only CA file trusted instead of the system's; `nil` trusts the system's.
+        let caFile: String?
 
         /// Creates the transport; every request goes through `proxy` when one is given, and
-        /// directly otherwise, whatever the environment says.
-        public init(proxy: URL? = nil) {
+        /// directly otherwise, whatever the environment says. `certificateAuthorities` replaces the
+        /// system's trusted CAs with one PEM file (a test's own CA; never set by default).
+        public init(proxy: URL? = nil, certificateAuthorities caFile: String? = nil) {
             Self.initialized
             self.proxy = proxy?.absoluteString ?? ""
+            self.caFile = caFile
         }
 
         /// What one buffered transfer accumulates.
@@ -48,7 +52,7 @@
         public func send(_ request: ClientRequest) async throws -> ClientResponse {
             let cancelled = ManagedAtomicFlag()
             let outcome = ResumeOnce<ClientResponse>()
-            let proxy = self.proxy
+            let (proxy, caFile) = (self.proxy, self.caFile)
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
                     outcome.attach(continuation)
@@ -58,7 +62,9 @@
                     // one of Dispatch's few pool threads and starve the rest of the race.
                     Thread.detachNewThread {
                         outcome.resume(
-                            with: Result { try Self.perform(request, proxy: proxy, cancelled: cancelled) })
+                            with: Result {
+                                try Self.perform(request, proxy: proxy, caFile: caFile, cancelled: cancelled)
+                            })
                     }
                 }
             } onCancel: {
@@ -67,14 +73,17 @@
             }
         }
 
-        private static func perform(_ request: ClientRequest, proxy: String, cancelled: ManagedAtomicFlag) throws
+        private static func perform(
+            _ request: ClientRequest, proxy: String, caFile: String?, cancelled: ManagedAtomicFlag
+        ) throws
             -> ClientResponse
         {
             let address = ServerAddress.origin(of: request.url) ?? request.url.absoluteString
             let transfer = Transfer(limit: request.byteLimit, cancelled: cancelled)
             let millis = milliseconds(request.deadline)
             // No "Expect: 100-continue" round trip.
-            let result = run(request, proxy: proxy, exchange: transfer, extraHeaders: ["Expect:"]) { curl in
+            let result = run(request, proxy: proxy, caFile: caFile, exchange: transfer, extraHeaders: ["Expect:"]) {
+                curl in
                 _ = homeport_curl_set_long(curl, CURLOPT_TIMEOUT_MS, max(1, millis))
                 _ = homeport_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, max(1, millis))
                 if request.method == "HEAD" { _ = homeport_curl_set_long(curl, CURLOPT_NOBODY, 1) }
@@ -119,7 +128,8 @@
         /// no redirect followed, http and https only, no proxy but `proxy` (`""` turns off the
         /// environment's), the request's headers and body — and `configure`'s options on top.
         static func run(
-            _ request: ClientRequest, proxy: String, exchange: CurlExchange, extraHeaders: [String] = [],
+            _ request: ClientRequest, proxy: String, caFile: String?, exchange: CurlExchange,
+            extraHeaders: [String] = [],
             configure: (UnsafeMutableRawPointer) -> Void
         ) -> CURLcode {
             guard let curl = curl_easy_init() else { return CURLE_FAILED_INIT }
@@ -141,6 +151,7 @@
             _ = homeport_curl_set_string(curl, CURLOPT_PROTOCOLS_STR, "http,https")
             _ = homeport_curl_set_string(curl, CURLOPT_PROXY, proxy)
             _ = homeport_curl_set_string(curl, CURLOPT_NOPROXY, "")
+            if let caFile { _ = homeport_curl_set_string(curl, CURLOPT_CAINFO, caFile) }
             _ = homeport_curl_set_slist(curl, CURLOPT_HTTPHEADER, headerList)
             let opaque = context.toOpaque()
             _ = homeport_curl_set_pointer(curl, CURLOPT_WRITEDATA, opaque)

@@ -114,16 +114,6 @@ struct ServerProcessTests {
     }
 }
 
-extension DatabaseURL {
-    /// The URL as the command line takes it (with any password).
-    var rawText: String {
-        switch self {
-        case .sqlite(let path): "sqlite:" + path
-        case .postgres(let url): url
-        }
-    }
-}
-
 final class LockedList<Element>: @unchecked Sendable {
     private let lock = NSLock()
     private var elements: [Element] = []

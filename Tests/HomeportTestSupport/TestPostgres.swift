@@ -61,3 +61,13 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+extension DatabaseURL {
+    /// The URL as the command line takes it (with any password).
+    public var rawText: String {
+        switch self {
+        case .sqlite(let path): "sqlite:" + path
+        case .postgres(let url): url
+        }
+    }
+}

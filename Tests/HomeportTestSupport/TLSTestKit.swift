@@ -1,0 +1,124 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A throwaway CA and a certificate for 127.0.0.1 and localhost, made with the openssl CLI.
+public struct TestCertificates: Sendable {
+    /// Where the files are.
+    public let directory: TemporaryDirectory
+    /// The CA's certificate (PEM), to trust.
+    public var caFile: String { directory.file("ca.crt") }
+    /// The server's certificate (PEM).
+    public var certificateFile: String { directory.file("server.crt") }
+    /// The server's key (PEM).
+    public var keyFile: String { directory.file("server.key") }
+
+    /// Makes the CA and the certificate.
+    public init() throws {
+        directory = try TemporaryDirectory()
+        let d = directory
+        try d.file("san.ext").write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+        for arguments in [
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+                d.file("ca.key"), "-out", d.file("ca.crt"), "-days", "1", "-subj", "/CN=Homeport Test CA",
+            ],
+            [
+                "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+                d.file("server.key"),
+                "-out", d.file("server.csr"), "-subj", "/CN=localhost",
+            ],
+            [
+                "x509", "-req", "-in", d.file("server.csr"), "-CA", d.file("ca.crt"), "-CAkey", d.file("ca.key"),
+                "-CAcreateserial", "-out", d.file("server.crt"), "-days", "1", "-extfile", d.file("san.ext"),
+            ],
+        ] {
+            let run = try ServerProcess.runProgram("/usr/bin/openssl", arguments)
+            guard run.status == 0 else { throw RawHTTPError("openssl \(arguments[0]) failed: \(run.error)") }
+        }
+    }
+}
+
+extension String {
+    fileprivate func write(_ text: String) throws {
+        try text.write(toFile: self, atomically: true, encoding: .utf8)
+    }
+}
+
+/// Debian's nginx (`/usr/sbin/nginx`, one process, no privilege drop) terminating TLS and balancing round-robin over `upstreams`.
+public final class NginxProxy: @unchecked Sendable {
+    /// Its HTTPS port.
+    public let port: Int
+    private let process = Process()
+    private let directory: TemporaryDirectory
+
+    /// Starts nginx in front of `upstreams` (ports on 127.0.0.1), with `certificates`' pair.
+    public init(upstreams: [Int], certificates: TestCertificates) throws {
+        directory = try TemporaryDirectory()
+        port = try Self.freePort()
+        let d = directory.path
+        let servers = upstreams.map { "server 127.0.0.1:\($0);" }.joined(separator: " ")
+        try directory.file("nginx.conf").write(
+            """
+            daemon off; master_process off; worker_processes 1;
+            pid \(d)/nginx.pid; error_log \(d)/error.log;
+            events { worker_connections 256; }
+            http {
+                access_log off;
+                client_body_temp_path \(d); proxy_temp_path \(d); fastcgi_temp_path \(d);
+                uwsgi_temp_path \(d); scgi_temp_path \(d);
+                upstream homeport { \(servers) }
+                server {
+                    listen 127.0.0.1:\(port) ssl;
+                    ssl_certificate \(certificates.certificateFile);
+                    ssl_certificate_key \(certificates.keyFile);
+                    location / {
+                        proxy_pass http://homeport;
+                        proxy_set_header Host $host;
+                        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+                        proxy_set_header X-Forwarded-Proto $scheme;
+                    }
+                }
+            }
+            """)
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        process.arguments = ["-c", directory.file("nginx.conf"), "-p", d]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<200 {
+            if let fd = try? RawHTTP.connect(port: port, timeout: 1) {
+                close(fd)
+                return
+            }
+            usleep(20_000)
+        }
+        throw RawHTTPError(
+            "nginx did not start: \((try? String(contentsOfFile: d + "/error.log", encoding: .utf8)) ?? "")")
+    }
+
+    deinit {
+        // SIGKILL: a child spawned from a test thread inherits its blocked SIGTERM.
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        directory.remove()
+    }
+
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
