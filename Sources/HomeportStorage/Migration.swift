@@ -46,8 +46,29 @@ public struct Migrator: Sendable {
     }
 
     /// Applies every pending migration and returns the versions applied by this call.
+    ///
+    /// On SQLite, several processes starting at once on one file take turns with the write lock;
+    /// one that waits past the busy timeout (a loaded machine) tries again, for up to a minute,
+    /// skipping what the others applied meanwhile.
     @discardableResult
     public func migrate(_ database: any Database) throws -> [Int] {
+        let deadline = ContinuousClock.now.advanced(by: .seconds(60))
+        var applied: [Int] = []
+        while true {
+            do {
+                try migrateOnce(database, applied: &applied)
+                return applied
+            } catch StorageError.busy where database.dialect == .sqlite && ContinuousClock.now < deadline {
+                continue
+            } catch StorageError.migrationFailed(_, let message)
+                where database.dialect == .sqlite && ContinuousClock.now < deadline && message.contains("locked")
+            {
+                continue
+            }
+        }
+    }
+
+    private func migrateOnce(_ database: any Database, applied: inout [Int]) throws {
         try database.withConnection { connection in
             if database.dialect == .postgres {
                 _ = try connection.execute("SELECT pg_advisory_lock($1)", [.integer(Self.advisoryLockKey)])
@@ -65,11 +86,9 @@ public struct Migrator: Sendable {
                     applied_at BIGINT NOT NULL
                 )
                 """, [])
-            var applied: [Int] = []
             for migration in migrations where try apply(migration, connection, database.dialect) {
                 applied.append(migration.version)
             }
-            return applied
         }
     }
 

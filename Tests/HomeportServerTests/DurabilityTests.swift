@@ -19,11 +19,14 @@ private final class Acknowledged: @unchecked Sendable {
 
     func signedUp(_ token: String) { lock.withLock { live.append(token) } }
 
+    /// A logout is about to be sent: until it is answered, whether the session still lives is
+    /// unknown (the server may end it and die before it answers), so it is checked no more.
+    func loggingOut(_ token: String) {
+        lock.withLock { live.removeAll { $0 == token } }
+    }
+
     func loggedOut(_ token: String) {
-        lock.withLock {
-            live.removeAll { $0 == token }
-            ended.append(token)
-        }
+        lock.withLock { ended.append(token) }
     }
 
     var snapshot: (live: [String], ended: [String]) { lock.withLock { (live, ended) } }
@@ -61,7 +64,9 @@ private func writeLoad(port: Int, clients: Int, prefix: String, acknowledged: Ac
                 else { continue }
                 acknowledged.signedUp(token)
                 // Every third one signs out again: a logout acknowledged must stay done.
-                guard count % 3 == 0,
+                guard count % 3 == 0 else { continue }
+                acknowledged.loggingOut(token)
+                guard
                     let logout = try? RawHTTP.request(
                         port: port, method: "DELETE", path: AllauthAppPath.base + "/" + AllauthAppPath.session,
                         headers: [("X-Session-Token", token)], timeout: 5), logout.status == 401
