@@ -13,12 +13,20 @@ private func curl(
     _ proxy: NginxProxy, _ certificates: TestCertificates, _ method: String, _ path: String, from source: String,
     token: String? = nil, json: String? = nil
 ) throws -> (status: Int, body: [String: Any]) {
+    try curl(port: proxy.port, certificates, method, path, from: source, token: token, json: json)
+}
+
+/// curl over HTTPS to `port` on 127.0.0.1, trusting the test CA, from `source`.
+private func curl(
+    port: Int, _ certificates: TestCertificates, _ method: String, _ path: String, from source: String,
+    token: String? = nil, json: String? = nil
+) throws -> (status: Int, body: [String: Any]) {
     var arguments = [
         "-s", "-o", "-", "-w", "\n%{http_code}", "--cacert", certificates.caFile, "--interface", source, "-X", method,
     ]
     if let token { arguments += ["-H", "X-Session-Token: \(token)"] }
     if let json { arguments += ["-H", "Content-Type: application/json", "--data-binary", json] }
-    arguments.append("https://127.0.0.1:\(proxy.port)\(path)")
+    arguments.append("https://127.0.0.1:\(port)\(path)")
     let run = try ServerProcess.runProgram("/usr/bin/curl", arguments, timeout: 20)
     guard run.status == 0, let split = run.output.range(of: "\n", options: .backwards),
         let status = Int(run.output[split.upperBound...])
@@ -28,7 +36,7 @@ private func curl(
     return (status, body)
 }
 
-@Suite("Three replicas on one PostgreSQL database behind nginx terminating TLS")
+@Suite("Three replicas on one PostgreSQL database over TLS: behind nginx, and on their own")
 struct ReverseProxyTests {
     @Test("a token works on every replica; identity is one; each client address has its own budget")
     func replicasBehindNginx() throws {
@@ -93,6 +101,61 @@ struct ReverseProxyTests {
         #expect(
             try curl(proxy, certificates, "POST", app + AllauthAppPath.login, from: "127.0.0.3", json: credentials)
                 .status == 200)
+        for replica in replicas { #expect(replica.stop() == 0) }
+    }
+
+    @Test("the same with the servers' own TLS and no proxy: sign in on one, use on another, sign out on a third")
+    func replicasWithOwnTLS() throws {
+        let (url, cleanUp) = try Backend.postgres.makeDatabaseURL()
+        defer { cleanUp() }
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let certificates = try TestCertificates()
+        defer { certificates.directory.remove() }
+        let replicas = try (0..<3).map { _ in
+            try ServerProcess(serve: [
+                "--database", url.rawText, "--signup", "open", "--password-iterations", "1000",
+                "--outbox", scratch.file("outbox"), "--tls-cert", certificates.certificateFile, "--tls-key",
+                certificates.keyFile, "--rate-limits", "login-per-address=4/600",
+            ])
+        }
+        let ports = replicas.map(\.port)
+        let app = AllauthAppPath.base + "/"
+        let credentials = #"{"email":"ada@example.com","password":"correct horse battery"}"#
+        let ids = try ports.map {
+            try curl(port: $0, certificates, "GET", HomeportPath.serverIdentity, from: "127.0.0.2").body["instanceId"]
+                as? String
+        }
+        #expect(Set(ids).count == 1 && ids[0] != nil)
+
+        let signup = try curl(
+            port: ports[0], certificates, "POST", app + AllauthAppPath.signup, from: "127.0.0.2", json: credentials)
+        let token = try #require((signup.body["meta"] as? [String: Any])?["session_token"] as? String)
+        #expect(
+            try curl(port: ports[1], certificates, "GET", HomeportPath.appInfo, from: "127.0.0.2", token: token).status
+                == 200)
+        #expect(
+            try curl(
+                port: ports[2], certificates, "DELETE", app + AllauthAppPath.session, from: "127.0.0.2", token: token
+            ).status == 401)
+        for port in ports {
+            #expect(
+                try curl(port: port, certificates, "GET", HomeportPath.appInfo, from: "127.0.0.2", token: token).status
+                    == 401)
+        }
+
+        // One address's login budget is spent across the replicas; another address keeps its own.
+        let statuses = try (0..<5).map { index in
+            try curl(
+                port: ports[index % 3], certificates, "POST", app + AllauthAppPath.login, from: "127.0.0.2",
+                json: credentials
+            ).status
+        }
+        #expect(statuses == [200, 200, 200, 200, 429], "\(statuses)")
+        #expect(
+            try curl(
+                port: ports[0], certificates, "POST", app + AllauthAppPath.login, from: "127.0.0.3", json: credentials
+            ).status == 200)
         for replica in replicas { #expect(replica.stop() == 0) }
     }
 }
