@@ -34,6 +34,8 @@ public final class HTTPServer: @unchecked Sendable {
     let liveStreams = Mutex<[ObjectIdentifier: HTTPBodyStream]>([:])
     /// The threads that run ``HandlerPlacement/pool`` routes.
     let pool: WorkPool
+    /// Answers by route group and status, and their latency (for `/metrics`).
+    public let metrics = HTTPMetrics()
     /// Requests whose work is queued or running on the pool, their connections suspended.
     let offloads = Mutex<[ObjectIdentifier: OffloadedRequest]>([:])
 

@@ -163,6 +163,16 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
         return path
     }
 
+    /// The prefix of the group with the longest prefix covering `path`, or `other`.
+    public func group(of path: String) -> String {
+        let parts = Self.split(Self.canonical(path))
+        guard
+            let prefix = groups.filter({ Self.isUnder(parts, $0.prefix) }).max(by: { $0.prefix.count < $1.prefix.count }
+            )?.prefix
+        else { return "other" }
+        return "/" + prefix.joined(separator: "/")
+    }
+
     /// The middleware of the group with the longest prefix covering `segments`.
     private func middleware(for segments: [Substring]) -> [any HTTPMiddleware<Context>] {
         groups.filter { Self.isUnder(segments, $0.prefix) }.max { $0.prefix.count < $1.prefix.count }?.middleware
@@ -305,6 +315,13 @@ public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest) -> HTTPAnswer
     /// The path the access log may show for `path` (for requests refused before a route ran).
     func loggedPath(_ path: String) -> String
+    /// The route group `path` falls in (its prefix), for metrics; `other` outside every group.
+    func group(of path: String) -> String
+}
+
+extension HTTPResponder {
+    /// Every path in one group, `other`.
+    public func group(of path: String) -> String { "other" }
 }
 
 /// What answering a request came to.

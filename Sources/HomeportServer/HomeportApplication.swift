@@ -21,6 +21,8 @@ public final class HomeportApplication: Sendable {
     let retention: NotificationRetention
     let sender: PushSender?
     private let server: HTTPServer
+    /// `/metrics`, on its own address when configured.
+    private let metricsServer: HTTPServer?
     private let heartbeat: ReplicaHeartbeat
     /// Sends queued mail (with an SMTP relay).
     private let mailSender: MailSender?
@@ -113,7 +115,22 @@ public final class HomeportApplication: Sendable {
         router.addWebDoor(
             accounts, product: configuration.product,
             csrfKey: try ServerSecrets(database, logger: logger.withLabel("homeport.server")).secret(named: "csrf"))
-        self.server = HTTPServer(configuration: configuration.effectiveHTTP, responder: router, logger: logger)
+        let server = HTTPServer(configuration: configuration.effectiveHTTP, responder: router, logger: logger)
+        self.server = server
+        if let address = configuration.metricsListen {
+            var metricsRouter = Router<EmptyRequestContext>()
+            metricsRouter.get("/metrics") { _, _ in
+                let text = server.metrics.render() + ServerMetrics.render(poolWaits: database.poolWaits)
+                return HTTPResponse(
+                    status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+                    body: Data(text.utf8))
+            }
+            var http = HTTPServerConfiguration(host: address.host, port: address.port, workerThreads: 1)
+            http.poolThreads = 1
+            metricsServer = HTTPServer(configuration: http, responder: metricsRouter, logger: logger)
+        } else {
+            metricsServer = nil
+        }
         self.heartbeat = try ReplicaHeartbeat(
             database: database, identity: identity, timing: configuration.heartbeat,
             listen: configuration.listen.description, logger: logger)
@@ -126,7 +143,9 @@ public final class HomeportApplication: Sendable {
         try heartbeat.start()
         do {
             try server.start()
+            try metricsServer?.start()
         } catch {
+            server.shutdown()
             heartbeat.stop()
             listener?.stop()
             throw error
@@ -146,6 +165,9 @@ public final class HomeportApplication: Sendable {
     /// The bound port (0 before ``start()``).
     public var port: Int { server.port }
 
+    /// The bound port of `/metrics`, when it is served.
+    public var metricsPort: Int? { metricsServer?.port }
+
     /// Serves new connections with a renewed certificate and key; connections open now finish
     /// on the old ones. Throws, and keeps the old ones, when the new pair will not serve.
     public func reloadTLS(_ credentials: TLSCredentials) throws {
@@ -159,6 +181,7 @@ public final class HomeportApplication: Sendable {
         retention.stop()
         mailSender?.stop()
         let left = server.shutdown()
+        metricsServer?.shutdown()
         sender?.stop()
         if left > 0 {
             logger.warning("drain timeout passed with requests in flight", metadata: ["requests": String(left)])

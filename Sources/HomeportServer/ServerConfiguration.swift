@@ -24,6 +24,8 @@ public struct ServerConfiguration: Sendable {
     public var outboxDirectory: String
     /// An SMTP relay to send mail through instead of the outbox directory.
     public var smtp: SMTPSettings?
+    /// Where `GET /metrics` (Prometheus's text format) is served, apart from the API; off when `nil`.
+    public var metricsListen: ListenAddress?
     /// Notifications: the payload's key, the catalogue, APNs.
     public var push: PushSettings
     /// How long a signed-in session read from the database serves later requests from memory;

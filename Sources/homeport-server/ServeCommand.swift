@@ -76,6 +76,10 @@ enum ServeCommand {
                 help: "On smtp://, use STARTTLS when the relay offers it, or refuse to send without it.",
                 environment: "HOMEPORT_MAIL_STARTTLS", default: "try"),
             .value(
+                "metrics-listen", "HOST:PORT",
+                help: "Serve GET /metrics (Prometheus text) on this address, apart from the API; off by default.",
+                environment: "HOMEPORT_METRICS_LISTEN"),
+            .value(
                 "tls-cert", "FILE",
                 help: "Serve HTTPS with this certificate chain (PEM); SIGHUP reads it and --tls-key again.",
                 environment: "HOMEPORT_TLS_CERT"),
@@ -166,6 +170,11 @@ enum ServeCommand {
         Output.line(
             "homeport-server listening on \(scheme)://\(shown) (product \(configuration.product), database \(configuration.database))"
         )
+        if let metricsPort = application.metricsPort, let address = configuration.metricsListen {
+            logger.notice(
+                "serving /metrics",
+                metadata: ["address": ListenAddress(host: address.host, port: metricsPort).description])
+        }
         if configuration.http.tls == nil && configuration.http.trustedProxies.ranges.isEmpty
             && !Self.isLoopback(configuration.listen.host)
         {
@@ -295,6 +304,13 @@ enum ServeCommand {
                 configuration.http.tls = try TLSCredentials(certificateFile: files.certificate, keyFile: files.key)
             } catch {
                 throw UsageError("--tls-cert/--tls-key: \(error)")
+            }
+        }
+        if let text = parsed.value("metrics-listen", spec: spec, environment: environment) {
+            do {
+                configuration.metricsListen = try ListenAddress(parsing: text)
+            } catch {
+                throw UsageError("--metrics-listen: \(error)")
             }
         }
         if let list = parsed.value("trusted-proxies", spec: spec, environment: environment) {

@@ -288,10 +288,12 @@ public final class AccountService: Sendable {
                 try MailQueue(database).enqueue(mail, standingKeyHash: keyHash, now: clock.unixSeconds)
             } else {
                 try mailer.send(mail)
+                ServerMetrics.add(ServerMetrics.mailSent)
             }
             return true
         } catch {
             logger.warning("mail not sent", metadata: ["kind": mail.kind, "error": String(describing: error)])
+            ServerMetrics.add(ServerMetrics.mailFailed)
             let now = clock.unixSeconds
             _ = try? database.transaction { db in
                 try MailFailureStore(db).record(kind: mail.kind, reason: String(describing: error), at: now)

@@ -230,6 +230,9 @@ struct RateLimiter {
                 refusal = Refusal(retryAfter: max(refusal?.retryAfter ?? 0, retry))
             }
         }
-        if refuse, let refusal { throw refusal }
+        if refuse, let refusal {
+            ServerMetrics.add(ServerMetrics.rateLimitRefusals)
+            throw refusal
+        }
     }
 }

@@ -101,18 +101,21 @@ struct SessionStore {
                 .text(session.keyHash), .integer(userID), .text(session.kind.rawValue), .integer(now),
                 .integer(session.expiresAt), session.authenticatedAt.map(SQLValue.real) ?? .null,
             ])
+        ServerMetrics.add(ServerMetrics.sessionsCreated)
         return true
     }
 
     /// Deletes one session, and says so (see ``announceEnded()``).
     func delete(keyHash: String) throws {
-        try db.execute("DELETE FROM sessions WHERE key_hash = $1", [.text(keyHash)])
+        let ended = try db.execute("DELETE FROM sessions WHERE key_hash = $1 RETURNING key_hash", [.text(keyHash)])
+        ServerMetrics.add(ServerMetrics.sessionsEnded, ended.count)
         try announceEnded()
     }
 
     /// Deletes every session of an account, and says so (see ``announceEnded()``).
     func deleteAll(userID: Int64) throws {
-        try db.execute("DELETE FROM sessions WHERE user_id = $1", [.integer(userID)])
+        let ended = try db.execute("DELETE FROM sessions WHERE user_id = $1 RETURNING key_hash", [.integer(userID)])
+        ServerMetrics.add(ServerMetrics.sessionsEnded, ended.count)
         try announceEnded()
     }
 

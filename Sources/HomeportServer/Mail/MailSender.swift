@@ -41,6 +41,7 @@ final class MailSender: Sendable {
             do {
                 try mailer.send(queued.mail)
                 try MailQueue(database).remove(queued.id)
+                ServerMetrics.add(ServerMetrics.mailSent)
                 logger.info("mail sent", metadata: ["kind": queued.mail.kind])
             } catch {
                 let permanent = (error as? SMTPFailure)?.permanent ?? false
@@ -60,6 +61,7 @@ final class MailSender: Sendable {
 
     private func giveUp(_ queued: QueuedMail, reason: String) throws {
         logger.warning("mail not sent", metadata: ["kind": queued.mail.kind, "error": reason])
+        ServerMetrics.add(ServerMetrics.mailFailed)
         let now = clock.unixSeconds
         try database.transaction { db in
             try MailFailureStore(db).record(kind: queued.mail.kind, reason: reason, at: now)
