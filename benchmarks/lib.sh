@@ -26,20 +26,21 @@ bench_setup() {
 
 # wait_for URL — polls until the URL answers (any status).
 wait_for() {
-    for _ in $(seq 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done
+    for _ in $(seq 200); do curl -sk -o /dev/null "$1" && return 0; sleep 0.1; done
     die "nothing answered at $1"
 }
 
 # start_homeport ARGS… — starts the release server on a free port; sets hp_port. With hp_binary
 # set, that binary is started instead of this checkout's (a baseline built elsewhere); with
-# hp_database set, that database instead of a fresh SQLite file; hp_log names its log file.
+# hp_database set, that database instead of a fresh SQLite file; hp_log names its log file;
+# hp_scheme=https when it serves HTTPS.
 start_homeport() {
     hp_port=$(free_port)
     "${hp_binary:-$HOMEPORT_ROOT/.build/release/homeport-server}" serve --listen "127.0.0.1:$hp_port" \
         --database "${hp_database:-sqlite:$work/homeport.sqlite}" --outbox "$work/outbox" "$@" \
         >"$work/${hp_log:-homeport}.out" 2>"$work/${hp_log:-homeport}.log" &
     bench_pids+=($!)
-    wait_for "http://127.0.0.1:$hp_port/healthz"
+    wait_for "${hp_scheme:-http}://127.0.0.1:$hp_port/healthz"
 }
 
 # start_nginx FILE URLPATH — nginx serving FILE's bytes at URLPATH as JSON, no-store, access log on;

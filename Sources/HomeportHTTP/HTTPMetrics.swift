@@ -15,9 +15,17 @@ public final class HTTPMetrics: Sendable {
     }
 
     private let state = Mutex(State())
+    private let enabled = Atomic<Bool>(false)
 
-    /// Creates empty counters.
+    /// Creates empty counters, not counting until ``enable()`` (counting costs every request a
+    /// lock and a route lookup: only a server whose metrics are served pays it).
     public init() {}
+
+    /// Starts counting.
+    public func enable() { enabled.store(true, ordering: .relaxed) }
+
+    /// Whether answers are counted.
+    var isEnabled: Bool { enabled.load(ordering: .relaxed) }
 
     /// Counts one answer of `status` under `group`, which took `seconds`.
     func record(group: String, status: Int, seconds: Double) {

@@ -9,9 +9,11 @@ extension HTTPServer {
     /// header, a cookie or a query value. Control characters become `?` so that a client cannot
     /// forge a line, and an overlong path is cut. Built as bytes: this runs once per request.
     func logAccess(method: String, path: String, status: Int, bytes: Int, elapsed: Duration, client: String) {
-        metrics.record(
-            group: responder.group(of: path), status: status,
-            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        if metrics.isEnabled {
+            metrics.record(
+                group: responder.group(of: path), status: status,
+                seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        }
         guard accessLogger.minimumLevel <= .info else { return }
         var line: [UInt8] = []
         line.reserveCapacity(96 + min(path.utf8.count, 512))

@@ -165,7 +165,7 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
 
     /// The prefix of the group with the longest prefix covering `path`, or `other`.
     public func group(of path: String) -> String {
-        let parts = Self.split(Self.canonical(path))
+        let parts = Self.split(path)
         guard
             let prefix = groups.filter({ Self.isUnder(parts, $0.prefix) }).max(by: { $0.prefix.count < $1.prefix.count }
             )?.prefix

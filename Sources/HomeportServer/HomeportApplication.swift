@@ -128,6 +128,7 @@ public final class HomeportApplication: Sendable {
             var http = HTTPServerConfiguration(host: address.host, port: address.port, workerThreads: 1)
             http.poolThreads = 1
             metricsServer = HTTPServer(configuration: http, responder: metricsRouter, logger: logger)
+            server.metrics.enable()
         } else {
             metricsServer = nil
         }
