@@ -1,0 +1,154 @@
+import Foundation
+import HomeportStorage
+import HomeportTestSupport
+import Testing
+
+/// The fenced blocks of docs/deploy.md: (language, label, text).
+private func deployBlocks() throws -> [(language: String, label: String, text: String)] {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    let text = try String(contentsOf: root.appendingPathComponent("docs/deploy.md"), encoding: .utf8)
+    var blocks: [(String, String, String)] = []
+    var current: (String, String, [String])?
+    for line in text.components(separatedBy: "\n") {
+        if line.hasPrefix("```") {
+            if let open = current {
+                blocks.append((open.0, open.1, open.2.joined(separator: "\n") + "\n"))
+                current = nil
+            } else {
+                let words = line.dropFirst(3).split(separator: " ").map(String.init)
+                current = (words.first ?? "", words.dropFirst().first ?? "", [])
+            }
+        } else if current != nil {
+            current?.2.append(line)
+        }
+    }
+    return blocks
+}
+
+private func block(_ language: String, _ label: String = "") throws -> String {
+    guard let found = try deployBlocks().first(where: { $0.language == language && $0.label == label }) else {
+        throw RawHTTPError("docs/deploy.md has no ```\(language) \(label) block")
+    }
+    return found.text
+}
+
+/// Runs a shell block with `environment`, `homeport-server` on the PATH.
+private func runShell(_ script: String, _ environment: [String: String]) throws -> (
+    status: Int32, output: String, error: String
+) {
+    let binaries = (ServerProcess.binary as NSString).deletingLastPathComponent
+    let path = binaries + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+    return try ServerProcess.runProgram(
+        "/bin/bash", ["-euo", "pipefail", "-c", script], environment: environment.merging(["PATH": path]) { $1 })
+}
+
+@Suite("docs/deploy.md: every block is checked or run", .serialized)
+struct DeployDocTests {
+    @Test("every block of the page is one of the checked kinds")
+    func everyBlockChecked() throws {
+        let kinds = try deployBlocks().map { "\($0.language) \($0.label)" }
+        #expect(
+            Set(kinds) == ["systemd ", "nginx ", "caddy ", "sh backup", "sh restore", "sh clone", "sh postgres"],
+            "\(kinds)")
+    }
+
+    @Test("the systemd unit verifies")
+    func systemdUnit() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let unit = try block("systemd").replacingOccurrences(
+            of: "/usr/local/bin/homeport-server", with: ServerProcess.binary)
+        try unit.write(toFile: directory.file("homeport.service"), atomically: true, encoding: .utf8)
+        let run = try ServerProcess.runProgram(
+            "/usr/bin/systemd-analyze", ["verify", directory.file("homeport.service")])
+        #expect(run.status == 0, "\(run.error)")
+        #expect(!run.error.contains("Unknown"), "\(run.error)")
+    }
+
+    @Test("the nginx site passes nginx -t")
+    func nginxSite() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.directory.remove() }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let site = try block("nginx")
+            .replacingOccurrences(of: "/etc/ssl/books.example.net.crt", with: certificates.certificateFile)
+            .replacingOccurrences(of: "/etc/ssl/books.example.net.key", with: certificates.keyFile)
+        let configuration = """
+            pid \(directory.path)/nginx.pid; error_log \(directory.path)/error.log;
+            events {}
+            http { access_log off; \(site) }
+            """
+        try configuration.write(toFile: directory.file("nginx.conf"), atomically: true, encoding: .utf8)
+        let run = try ServerProcess.runProgram(
+            "/usr/sbin/nginx", ["-t", "-c", directory.file("nginx.conf"), "-p", directory.path])
+        #expect(run.status == 0, "\(run.error)")
+    }
+
+    @Test("the Caddy site validates")
+    func caddySite() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try block("caddy").write(toFile: directory.file("Caddyfile"), atomically: true, encoding: .utf8)
+        let run = try ServerProcess.runProgram(
+            "/usr/bin/caddy", ["validate", "--config", directory.file("Caddyfile"), "--adapter", "caddyfile"],
+            environment: ["HOME": directory.path, "XDG_DATA_HOME": directory.path, "XDG_CONFIG_HOME": directory.path])
+        #expect(run.status == 0, "\(run.error)")
+    }
+
+    @Test("backup and restore keep the installation id; a clone gets another")
+    func backupRestoreClone() throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let backup = try TemporaryDirectory()
+        defer { backup.remove() }
+        let environment = ["HOMEPORT_DATA_DIR": data.path, "BACKUP": backup.path]
+        let server = try ServerProcess(serve: [], environment: ["HOMEPORT_DATA_DIR": data.path])
+        let id = try ServerProcessTests.identity(server.port)
+        let saved = try runShell(try block("sh", "backup"), environment)
+        #expect(saved.status == 0, "\(saved.error)")
+        #expect(server.stop() == 0)
+
+        // The data is lost; the backup brings the same installation back.
+        try FileManager.default.removeItem(atPath: data.file("homeport.sqlite"))
+        let restored = try runShell(try block("sh", "restore"), environment)
+        #expect(restored.status == 0, "\(restored.error)")
+        #expect(restored.output.trimmingCharacters(in: .whitespacesAndNewlines) == id)
+        let again = try ServerProcess(serve: [], environment: ["HOMEPORT_DATA_DIR": data.path])
+        #expect(try ServerProcessTests.identity(again.port) == id)
+        #expect(again.stop() == 0)
+
+        // A clone from the same backup is another installation.
+        let clone = try TemporaryDirectory()
+        defer { clone.remove() }
+        try FileManager.default.copyItem(atPath: backup.file("homeport.sqlite"), toPath: clone.file("homeport.sqlite"))
+        let cloned = try runShell(try block("sh", "clone"), ["CLONE": clone.path])
+        #expect(cloned.status == 0, "\(cloned.error)")
+        let cloneServer = try ServerProcess(serve: ["--database", "sqlite:" + clone.file("homeport.sqlite")])
+        let cloneID = try ServerProcessTests.identity(cloneServer.port)
+        #expect(cloneID != id)
+        #expect(cloneServer.stop() == 0)
+    }
+
+    @Test("the PostgreSQL set-up creates a database the server migrates")
+    func postgresSetup() throws {
+        guard case .postgres(let admin) = DatabaseURL.postgres(url: try TestPostgres.adminURL()),
+            let parts = URLComponents(string: admin), let host = parts.host, let port = parts.port
+        else { throw RawHTTPError("no test cluster") }
+        let database = try DatabaseURL.postgres(url: admin).open()
+        defer { database.close() }
+        try database.execute("DROP DATABASE IF EXISTS homeport")
+        try database.execute("DROP ROLE IF EXISTS homeport")
+        defer {
+            _ = try? database.execute("DROP DATABASE IF EXISTS homeport")
+            _ = try? database.execute("DROP ROLE IF EXISTS homeport")
+        }
+        let script = try block("sh", "postgres").replacingOccurrences(of: "db.example.net", with: "\(host):\(port)")
+        let run = try runShell(script, ["PGHOST": host, "PGPORT": String(port), "PGUSER": parts.user ?? "postgres"])
+        #expect(run.status == 0, "\(run.error)")
+        let applied = try DatabaseURL.postgres(url: "postgres://homeport@\(host):\(port)/homeport").open()
+        defer { applied.close() }
+        #expect(try applied.execute("SELECT count(*) AS n FROM schema_migrations").first?.int("n") ?? 0 >= 5)
+    }
+}
