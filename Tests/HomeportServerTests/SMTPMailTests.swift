@@ -131,4 +131,25 @@ struct SMTPMailTests {
         #expect(messages.count >= 1 && messages.allSatisfy { header("To", in: $0) == "cy@example.com" })
         #expect(again.stop() == 0)
     }
+
+    @Test("--mail-starttls required refuses a relay that offers no STARTTLS: the mail fails, it is not sent in clear")
+    func startTLSRequired() throws {
+        let relay = try SMTPRelay()
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let server = try serve(data, relayPort: relay.port, signup: "approval", extra: ["--mail-starttls", "required"])
+        let signup = try post(
+            server, AllauthAppPath.signup, #"{"email":"di@example.com","password":"correct horse battery"}"#)
+        let token = try #require(signup.sessionToken)
+        var standing = ""
+        for _ in 0..<100 where standing != "mail_failed" {
+            let answer = try RawHTTP.request(
+                port: server.port, path: HomeportPath.authStanding, headers: [("X-Session-Token", token)])
+            standing = answer.jsonObject?["standing"] as? String ?? ""
+            usleep(50_000)
+        }
+        #expect(standing == "mail_failed")
+        #expect(relay.messages.isEmpty, "nothing crossed in clear")
+        #expect(server.stop() == 0)
+    }
 }
