@@ -67,7 +67,7 @@ public struct SMTPMailer: Mailer {
         guard let curl = curl_easy_init() else { throw SMTPFailure(reason: "libcurl failed", permanent: false) }
         defer { curl_easy_cleanup(curl) }
         let message = Message(bytes: Array(try render(mail).utf8))
-        var recipients: UnsafeMutablePointer<curl_slist>? = curl_slist_append(nil, "<\(mail.to)>")
+        let recipients = curl_slist_append(nil, "<\(mail.to)>")
         defer { curl_slist_free_all(recipients) }
         _ = homeport_curl_set_string(curl, CURLOPT_URL, settings.url)
         _ = homeport_curl_set_string(curl, CURLOPT_MAIL_FROM, "<\(settings.from)>")
@@ -85,7 +85,6 @@ public struct SMTPMailer: Mailer {
         _ = homeport_curl_set_pointer(curl, CURLOPT_READDATA, context.toOpaque())
         _ = homeport_curl_set_read_function(curl, smtpReadCallback)
         let code = curl_easy_perform(curl)
-        recipients = nil
         guard code != CURLE_OK else { return }
         let answer = homeport_curl_status(curl)
         let what = String(cString: curl_easy_strerror(code))
