@@ -110,7 +110,7 @@ enum ServeCommand {
             .value(
                 "public-url", "URL",
                 help: "Address people reach the server at (mail links; https makes cookies Secure).",
-                environment: "HOMEPORT_PUBLIC_URL", default: "http://LISTEN"),
+                environment: "HOMEPORT_PUBLIC_URL", default: "http://LISTEN, https://LISTEN with --tls-cert"),
             .value(
                 "outbox", "DIR", help: "Directory the mailer writes outgoing mail to (.eml files).",
                 environment: "HOMEPORT_OUTBOX", default: "$HOMEPORT_DATA_DIR/outbox"),
@@ -121,7 +121,7 @@ enum ServeCommand {
         discussion: """
             The data directory is $HOMEPORT_DATA_DIR, else $XDG_DATA_HOME/homeport, else ~/.local/share/homeport.
             On start the server prints one line to standard output:
-              homeport-server listening on http://HOST:PORT
+              homeport-server listening on http://HOST:PORT  (https:// with --tls-cert)
             Logs (one line per request, never a credential) go to standard error.
             SIGINT or SIGTERM stops it gracefully: no new connections, requests in flight finish.
             SIGHUP reads --tls-cert and --tls-key again (a renewal): new connections get the new pair,
