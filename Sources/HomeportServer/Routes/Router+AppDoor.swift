@@ -85,12 +85,13 @@ struct AppDoor: Sendable {
     }
 
     func signup(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
-        if caller.isSignedIn { return answer(AuthEnvelope(status: 409)) }
         let credentials: AuthRequest.Credentials
-        switch decode(AuthRequest.Credentials.self, request) {
+        switch decode(AuthRequest.Credentials.self, request, order: ["email", "password"]) {
         case .success(let value): credentials = value
         case .failure(let problems): return invalid(problems.problems)
         }
+        // Like allauth: the form is validated first, then a live session refuses.
+        if caller.isSignedIn { return answer(AuthEnvelope(status: 409)) }
         let outcome = try service.signup(
             email: credentials.email, password: credentials.password, address: request.remoteAddress, kind: .app,
             current: caller)
@@ -98,12 +99,12 @@ struct AppDoor: Sendable {
     }
 
     func login(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
-        if caller.isSignedIn { return answer(AuthEnvelope(status: 409)) }
         let credentials: AuthRequest.Credentials
-        switch decode(AuthRequest.Credentials.self, request) {
+        switch decode(AuthRequest.Credentials.self, request, order: ["email", "password"]) {
         case .success(let value): credentials = value
         case .failure(let problems): return invalid(problems.problems)
         }
+        if caller.isSignedIn { return answer(AuthEnvelope(status: 409)) }
         let outcome = try service.login(
             email: credentials.email, password: credentials.password, address: request.remoteAddress, kind: .app,
             current: caller)
@@ -124,7 +125,7 @@ struct AppDoor: Sendable {
     func changePassword(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
         guard case .signedIn(let session, let account) = caller else { return notSignedIn() }
         let change: AuthRequest.PasswordChange
-        switch decode(AuthRequest.PasswordChange.self, request) {
+        switch decode(AuthRequest.PasswordChange.self, request, order: ["current_password", "new_password"]) {
         case .success(let value): change = value
         case .failure(let problems): return invalid(problems.problems)
         }
@@ -144,7 +145,7 @@ struct AppDoor: Sendable {
 
     func requestReset(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
         let body: AuthRequest.PasswordResetRequest
-        switch decode(AuthRequest.PasswordResetRequest.self, request) {
+        switch decode(AuthRequest.PasswordResetRequest.self, request, order: ["email"]) {
         case .success(let value): body = value
         case .failure(let problems): return invalid(problems.problems)
         }
@@ -167,7 +168,7 @@ struct AppDoor: Sendable {
 
     func reset(_ request: HTTPRequest) throws -> HTTPResponse {
         let body: AuthRequest.PasswordReset
-        switch decode(AuthRequest.PasswordReset.self, request) {
+        switch decode(AuthRequest.PasswordReset.self, request, order: ["key", "password"]) {
         case .success(let value): body = value
         case .failure(let problems): return invalid(problems.problems)
         }
@@ -252,29 +253,47 @@ struct AppDoor: Sendable {
         var problems: [FieldProblem]
     }
 
-    /// Decodes a JSON body; a missing field is `required` on that field, anything else `invalid`.
-    private func decode<T: Decodable>(_ type: T.Type, _ request: HTTPRequest) -> Result<T, Problems> {
-        do {
-            return .success(try JSONDecoder().decode(type, from: request.body))
-        } catch DecodingError.keyNotFound(let key, _) {
-            return .failure(
-                Problems(problems: [
-                    FieldProblem(
-                        code: AuthErrorCode.required, param: key.stringValue, message: "This field is required.")
-                ]))
-        } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {
-            return .failure(
-                Problems(problems: [
-                    FieldProblem(
-                        code: AuthErrorCode.invalid, param: context.codingPath.last?.stringValue,
-                        message: "This value is not valid.")
-                ]))
-        } catch {
-            return .failure(
-                Problems(problems: [
-                    FieldProblem(
-                        code: AuthErrorCode.invalid, param: nil, message: "The request body is not valid JSON.")
-                ]))
+    /// Decodes a JSON body as allauth's forms read one: an empty body is `{}`, every missing
+    /// field is `required` and every field of the wrong type `invalid`, all of them at once, in
+    /// `order` (the form's field order); with `email` among the fields, a malformed address is
+    /// reported beside the others. A body that is not a JSON object is one `invalid` problem.
+    private func decode<T: Decodable>(_ type: T.Type, _ request: HTTPRequest, order: [String]) -> Result<T, Problems> {
+        let notJSON = Problems(problems: [
+            FieldProblem(code: AuthErrorCode.invalid, param: nil, message: "The request body is not valid JSON.")
+        ])
+        let body = request.body.isEmpty ? Data("{}".utf8) : request.body
+        guard var object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
+            return .failure(notJSON)
         }
+        var problems: [FieldProblem] = []
+        while true {
+            let key: String
+            let problem: FieldProblem
+            do {
+                let value = try JSONDecoder().decode(type, from: try JSONSerialization.data(withJSONObject: object))
+                guard !problems.isEmpty else { return .success(value) }
+                break
+            } catch DecodingError.keyNotFound(let missing, _) {
+                key = missing.stringValue
+                problem = FieldProblem(code: AuthErrorCode.required, param: key, message: "This field is required.")
+            } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {
+                guard let field = context.codingPath.first?.stringValue else { return .failure(notJSON) }
+                key = field
+                problem = FieldProblem(code: AuthErrorCode.invalid, param: key, message: "This value is not valid.")
+            } catch {
+                return .failure(notJSON)
+            }
+            // A field already reported that still does not decode: give up on the body.
+            guard !problems.contains(where: { $0.param == key }) else { return .failure(notJSON) }
+            problems.append(problem)
+            object[key] = ""
+        }
+        if order.contains("email"), let email = object["email"] as? String, !email.isEmpty,
+            !problems.contains(where: { $0.param == "email" }), Credentials.normalizedEmail(email) == nil
+        {
+            problems.append(AccountService.invalidEmail)
+        }
+        let rank = { (problem: FieldProblem) in order.firstIndex(of: problem.param ?? "") ?? order.count }
+        return .failure(Problems(problems: problems.sorted { rank($0) < rank($1) }))
     }
 }
