@@ -46,6 +46,8 @@ public enum AuthErrorCode {
     public static let invalidPasswordReset = "invalid_password_reset"
     /// The body is not of the JSON media type.
     public static let unsupportedMediaType = "unsupported_media_type"
+    /// Too many failed sign-ins (allauth answers these 400, not 429).
+    public static let tooManyLoginAttempts = "too_many_login_attempts"
     /// A server-declared CSRF failure: the one refusal a client may retry once.
     public static let csrfInvalid = "csrf_invalid"
 }

@@ -52,6 +52,19 @@ struct AllauthFieldErrorTests {
                 invalid.0 == 400 && invalid.1 == ["required/email", "required/password"], "port \(port): \(invalid)")
             #expect(try errors(port: port, AllauthAppPath.login, body: credentials, token: token).0 == 409)
         }
+        // The failed-login lockout (5 an account in 5 minutes on both) is a form error on both.
+        let wrong = #"{"email":"lock@example.com","password":"not the password"}"#
+        for port in [allauth.port, homeport.port] {
+            _ = try errors(
+                port: port, AllauthAppPath.signup,
+                body: #"{"email":"lock@example.com","password":"correct horse battery"}"#)
+        }
+        for attempt in 1...7 {
+            let theirs = try errors(port: allauth.port, AllauthAppPath.login, body: wrong)
+            let mine = try errors(port: homeport.port, AllauthAppPath.login, body: wrong)
+            #expect(mine.0 == theirs.0 && mine.1 == theirs.1, "attempt \(attempt): \(mine), allauth \(theirs)")
+        }
+        #expect(try errors(port: homeport.port, AllauthAppPath.login, body: wrong).1 == ["too_many_login_attempts/-"])
         #expect(homeport.stop() == 0)
     }
 }

@@ -20,7 +20,7 @@ struct MetricsTests {
         let server = try ServerProcess(serve: [
             "--database", "sqlite:" + data.file("h.sqlite"), "--outbox", data.file("outbox"), "--signup", "open",
             "--password-iterations", "1000", "--metrics-listen", "127.0.0.1:\(metricsPort)",
-            "--rate-limits", "failed-login-per-address=2/600",
+            "--rate-limits", "login-per-address=3/600",
         ])
         let app = AllauthAppPath.base + "/"
         func post(_ path: String, _ json: String, token: String? = nil, method: String = "POST") throws -> RawResponse {

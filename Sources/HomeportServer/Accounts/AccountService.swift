@@ -61,6 +61,8 @@ public final class AccountService: Sendable {
         case invalid([FieldProblem])
         /// Too many attempts; nothing changed.
         case rateLimited(retryAfter: Int64)
+        /// Too many failed sign-ins from this address or on this account; nothing changed.
+        case tooManyFailedLogins(retryAfter: Int64)
         /// Sign-up is closed on this installation.
         case signupClosed
     }
@@ -151,7 +153,8 @@ public final class AccountService: Sendable {
                     address: address, email: email, now: now)
             }
         } catch let refusal as RateLimiter.Refusal {
-            return .rateLimited(retryAfter: refusal.retryAfter)
+            return refusal.failedLogins
+                ? .tooManyFailedLogins(retryAfter: refusal.retryAfter) : .rateLimited(retryAfter: refusal.retryAfter)
         }
         let found = try AccountStore(database).find(email: email)
         // Checked whether or not the account exists, so that both cost the same. The failure was

@@ -108,6 +108,8 @@ struct RateLimiter {
     struct Refusal: Error, Sendable, Equatable {
         /// Seconds until the window that refused ends.
         var retryAfter: Int64
+        /// A failed-login budget refused (an address's or an account's), not the attempts' own.
+        var failedLogins = false
     }
 
     /// Charges one signup attempt to the client address; throws ``Refusal`` past the limit.
@@ -121,7 +123,12 @@ struct RateLimiter {
     /// a budget; an attempt whose password was right gets its failure back with ``refundLoginFailure``.
     func chargeLoginAttempt(address: String, email: String, now: Int64) throws {
         try charge([("login:ip:" + Self.clientKey(address), policy.loginPerAddress)], now: now)
-        try charge(loginBuckets(address: address, email: email), now: now)
+        do {
+            try charge(loginBuckets(address: address, email: email), now: now)
+        } catch var refusal as Refusal {
+            refusal.failedLogins = true
+            throw refusal
+        }
     }
 
     /// Gives back the failure ``chargeLoginAttempt`` charged, for an attempt whose password was right.

@@ -198,6 +198,15 @@ struct AppDoor: Sendable {
                     meta: AuthMeta(isAuthenticated: false, sessionToken: issued)))
         case .invalid(let problems): return invalid(problems)
         case .rateLimited(let retryAfter): return tooMany(retryAfter)
+        case .tooManyFailedLogins(let retryAfter):
+            // As allauth: a form error, so that a client showing form errors has one to show.
+            var response = invalid([
+                FieldProblem(
+                    code: AuthErrorCode.tooManyLoginAttempts, param: nil,
+                    message: "Too many failed login attempts. Try again later.")
+            ])
+            response.headers.set("Retry-After", String(retryAfter))
+            return response
         case .signupClosed: return answer(AuthEnvelope(status: 403))
         }
     }

@@ -164,7 +164,7 @@ struct WebDoor: Sendable {
             return page("Not signed in yet", WebPage.message(text, link: ("/account/login", "Back to sign in")))
         case .invalid(let problems):
             return page(title, form(problems.map(\.message)), status: 400)
-        case .rateLimited(let retryAfter):
+        case .rateLimited(let retryAfter), .tooManyFailedLogins(let retryAfter):
             return tooMany(retryAfter)
         case .signupClosed:
             return page("Sign-up is closed", WebPage.message("This server does not take new accounts."), status: 403)
