@@ -142,13 +142,16 @@ struct ClientSafetyTests {
     func duplicateCandidates() async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
-        let dead = try ServerAddress(parsing: "http://127.0.0.1:\(try RawHTTP.freePort())", allowHTTP: true)
+        // A port held bound without listening: refused, and no other test's server can take it.
+        let deadPort = try DeadPort()
+        let dead = try ServerAddress(parsing: "http://127.0.0.1:\(deadPort.port)", allowHTTP: true)
         let record = ServerRecord(
             instanceID: InstanceID(UUID()), product: nil, email: "ada@example.com", primary: dead,
             alternatives: [.init(address: dead, verifiedPaths: ["default": Date()])], lastWinner: dead.url,
             signedOut: false, signedInPath: "default")
         let (client, _) = try client(home, record: record)
         await #expect(throws: ClientError.self) { try await client.send("GET", "/api/v1/things", to: record.key) }
+        withExtendedLifetime(deadPort) {}
     }
 
     @Test("a write that is redirected is not sent again")
@@ -180,9 +183,11 @@ struct ClientSafetyTests {
         defer { home.remove() }
         let vault = try FileVault(directory: home.file("vault"))
         let directory = try ServerDirectory(directory: home.path)
+        let deadPort = try DeadPort()
+        defer { withExtendedLifetime(deadPort) {} }
         let record = ServerRecord(
             instanceID: InstanceID(UUID()), product: nil, email: "ada@example.com",
-            primary: try ServerAddress(parsing: "http://127.0.0.1:\(try RawHTTP.freePort())", allowHTTP: true),
+            primary: try ServerAddress(parsing: "http://127.0.0.1:\(deadPort.port)", allowHTTP: true),
             alternatives: [], lastWinner: nil, signedOut: false, signedInPath: "default")
         try directory.save(record)
         try vault.store(token: "t0ken", for: record.key)
