@@ -16,12 +16,14 @@ private func header(_ name: String, in message: String) -> String? {
 
 @Suite("Mail over SMTP: really sent, off the request, kept across a restart", .serialized)
 struct SMTPMailTests {
-    private func serve(_ data: TemporaryDirectory, relayPort: Int, signup: String = "open", extra: [String] = [])
-        throws -> ServerProcess
-    {
+    private func serve(
+        _ data: TemporaryDirectory, relayPort: Int, signup: String = "open", extra: [String] = [],
+        database: String? = nil
+    ) throws -> ServerProcess {
         try ServerProcess(
             serve: [
-                "--database", "sqlite:" + data.file("h.sqlite"), "--signup", signup, "--password-iterations", "1000",
+                "--database", database ?? "sqlite:" + data.file("h.sqlite"), "--signup", signup,
+                "--password-iterations", "1000",
                 "--mail-url", "smtp://127.0.0.1:\(relayPort)", "--mail-from", "books@example.net",
                 "--public-url", "https://books.example.net",
             ] + extra)
@@ -36,12 +38,14 @@ struct SMTPMailTests {
             body: Data(json.utf8))
     }
 
-    @Test("a reset mail arrives with To, From, Date, Message-ID and a link that works")
-    func resetMailArrives() throws {
+    @Test("a reset mail arrives with To, From, Date, Message-ID and a link that works", arguments: Backend.allCases)
+    func resetMailArrives(backend: Backend) throws {
+        let (url, cleanUp) = try backend.makeDatabaseURL()
+        defer { cleanUp() }
         let relay = try SMTPRelay()
         let data = try TemporaryDirectory()
         defer { data.remove() }
-        let server = try serve(data, relayPort: relay.port)
+        let server = try serve(data, relayPort: relay.port, database: url.rawText)
         #expect(
             try post(server, AllauthAppPath.signup, #"{"email":"ada@example.com","password":"correct horse battery"}"#)
                 .status == 200)
