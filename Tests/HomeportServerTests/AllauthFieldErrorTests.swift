@@ -31,7 +31,8 @@ struct AllauthFieldErrorTests {
             (AllauthAppPath.login, "{}"), (AllauthAppPath.login, ""), (AllauthAppPath.login, #"{"email":"bad"}"#),
             (AllauthAppPath.login, #"{"password":"correct horse battery"}"#), (AllauthAppPath.signup, "{}"),
             (AllauthAppPath.signup, #"{"email":"bad","password":"x"}"#), (AllauthAppPath.passwordResetRequest, "{}"),
-            (AllauthAppPath.passwordResetRequest, ""),
+            (AllauthAppPath.passwordResetRequest, ""), (AllauthAppPath.passwordReset, #"{"key":"x"}"#),
+            (AllauthAppPath.passwordReset, "{}"),
         ]
         for (path, body) in cases {
             let theirs = try errors(port: allauth.port, path, body: body)

@@ -170,7 +170,16 @@ struct AppDoor: Sendable {
         let body: AuthRequest.PasswordReset
         switch decode(AuthRequest.PasswordReset.self, request, order: ["key", "password"]) {
         case .success(let value): body = value
-        case .failure(let problems): return invalid(problems.problems)
+        case .failure(let problems):
+            // As allauth: a key that opens nothing is reported beside the other fields' errors.
+            var all = problems.problems
+            let sent = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any]
+            if !all.contains(where: { $0.param == "key" }), let key = sent?["key"] as? String,
+                try service.account(forResetKey: key) == nil
+            {
+                all.insert(Self.invalidResetKeyProblem, at: 0)
+            }
+            return invalid(all)
         }
         switch try service.resetPassword(key: body.key, password: body.password) {
         case .reset: return notSignedIn()
@@ -238,12 +247,11 @@ struct AppDoor: Sendable {
         answer(AuthEnvelope(status: 400, errors: problems))
     }
 
+    private static let invalidResetKeyProblem = FieldProblem(
+        code: AuthErrorCode.invalidPasswordReset, param: "key", message: "The password reset token was invalid.")
+
     private func invalidResetKey() -> HTTPResponse {
-        invalid([
-            FieldProblem(
-                code: AuthErrorCode.invalidPasswordReset, param: "key", message: "The password reset token was invalid."
-            )
-        ])
+        invalid([Self.invalidResetKeyProblem])
     }
 
     private func tooMany(_ retryAfter: Int64) -> HTTPResponse {
