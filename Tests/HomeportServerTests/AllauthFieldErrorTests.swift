@@ -41,6 +41,15 @@ struct AllauthFieldErrorTests {
             #expect(mine.1 == theirs.1, "\(path) \(body ?? "nil"): \(mine.1), allauth \(theirs.1)")
         }
 
+        // An empty X-Session-Token (an app that always sends the header) is no token at all.
+        for port in [allauth.port, homeport.port] {
+            let signup = try errors(
+                port: port, AllauthAppPath.signup,
+                body: #"{"email":"empty@example.com","password":"correct horse battery"}"#,
+                token: "")
+            #expect(signup.0 == 200 && signup.1.isEmpty, "port \(port): \(signup)")
+        }
+
         // With a live token the form is validated first; a valid one is then refused with 409.
         let credentials = #"{"email":"ada@example.com","password":"correct horse battery"}"#
         for port in [allauth.port, homeport.port] {
