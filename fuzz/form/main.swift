@@ -80,8 +80,3 @@ func referenceCookies(_ header: String) -> [String: String] {
     }
     return result
 }
-
-/// Traps, so that libFuzzer saves the input, when a property does not hold.
-func require(_ condition: Bool, _ message: @autoclosure () -> String) {
-    if !condition { fatalError("property broken: \(message())") }
-}
