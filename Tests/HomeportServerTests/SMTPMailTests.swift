@@ -100,19 +100,8 @@ struct SMTPMailTests {
     @Test("a relay that never answers holds no request; the queued mail survives a restart")
     func silentRelayAndRestart() throws {
         // A port that accepts connections and never says a word.
-        let silent = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(silent) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let port = try RawHTTP.freePort()
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(silent, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        #expect(bound == 0 && listen(silent, 16) == 0)
+        let silent = try RecordingListener(behaviour: .blackhole)
+        let port = silent.port
         let data = try TemporaryDirectory()
         defer { data.remove() }
         let server = try serve(data, relayPort: port)
@@ -126,7 +115,7 @@ struct SMTPMailTests {
             #expect(try RawHTTP.request(port: server.port, path: HomeportPath.serverIdentity).status == 200)
         }
         #expect(server.stop() == 0)
-        close(silent)
+        silent.stop()
 
         // The relay comes up on that port; the server restarts: the mail queued before goes out.
         let relay = try SMTPRelay(port: port)

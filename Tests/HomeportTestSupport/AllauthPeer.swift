@@ -82,22 +82,21 @@ public final class AllauthPeer: @unchecked Sendable {
 }
 
 extension RawHTTP {
-    /// A TCP port that was free a moment ago on 127.0.0.1.
+    /// A TCP port that was free a moment ago on 127.0.0.1 (a ``DeadPort`` let go at once).
     public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RawHTTPError("socket failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+        try DeadPort().port
+    }
+
+    /// Waits until something accepts connections on `port` of 127.0.0.1: true, or false after
+    /// about `seconds`.
+    public static func waitUntilListening(port: Int, seconds: Double = 4) -> Bool {
+        for _ in 0..<Int(seconds * 50) {
+            if let fd = try? connect(port: port, timeout: 1) {
+                close(fd)
+                return true
             }
+            usleep(20_000)
         }
-        guard bound else { throw RawHTTPError("bind failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        return false
     }
 }

@@ -30,13 +30,7 @@ public final class SMTPRelay: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        for _ in 0..<300 {
-            if let fd = try? RawHTTP.connect(port: port, timeout: 1) {
-                close(fd)
-                return
-            }
-            usleep(20_000)
-        }
+        if RawHTTP.waitUntilListening(port: port, seconds: 6) { return }
         kill(process.processIdentifier, SIGKILL)
         throw RawHTTPError("the SMTP relay did not start on \(port)")
     }

@@ -56,13 +56,7 @@ public final class TLSListener: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        for _ in 0..<200 {
-            if let fd = try? RawHTTP.connect(port: port, timeout: 1) {
-                close(fd)
-                return
-            }
-            usleep(25_000)
-        }
+        if RawHTTP.waitUntilListening(port: port, seconds: 5) { return }
         kill(process.processIdentifier, SIGKILL)
         throw RawHTTPError("the TLS listener did not start")
     }

@@ -57,7 +57,7 @@ public final class NginxProxy: @unchecked Sendable {
     /// Starts nginx in front of `upstreams` (ports on 127.0.0.1), with `certificates`' pair.
     public init(upstreams: [Int], certificates: TestCertificates) throws {
         directory = try TemporaryDirectory()
-        port = try Self.freePort()
+        port = try RawHTTP.freePort()
         let d = directory.path
         let servers = upstreams.map { "server 127.0.0.1:\($0);" }.joined(separator: " ")
         try directory.file("nginx.conf").write(
@@ -88,13 +88,7 @@ public final class NginxProxy: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        for _ in 0..<200 {
-            if let fd = try? RawHTTP.connect(port: port, timeout: 1) {
-                close(fd)
-                return
-            }
-            usleep(20_000)
-        }
+        guard !RawHTTP.waitUntilListening(port: port) else { return }
         throw RawHTTPError(
             "nginx did not start: \((try? String(contentsOfFile: d + "/error.log", encoding: .utf8)) ?? "")")
     }
@@ -104,21 +98,5 @@ public final class NginxProxy: @unchecked Sendable {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         directory.remove()
-    }
-
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
