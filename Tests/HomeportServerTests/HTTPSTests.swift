@@ -87,11 +87,11 @@ struct HTTPSTests {
             print(ask(), flush=True)
             """
         let kept = DispatchSemaphore(value: 0)
-        let keptOutput = LockedResultText()
+        let keptOutput = LockedBox("")
         Thread.detachNewThread {
             let run = try? ServerProcess.runProgram(
                 "/usr/bin/python3", ["-c", script, String(server.port), first, go, asked], timeout: 30)
-            keptOutput.text = (run?.output ?? "") + (run?.error ?? "")
+            keptOutput.value = (run?.output ?? "") + (run?.error ?? "")
             kept.signal()
         }
         // Once it has its first answer, renew: the files now hold the second pair; SIGHUP.
@@ -109,8 +109,8 @@ struct HTTPSTests {
         _ = FileManager.default.createFile(atPath: go, contents: nil)
         #expect(kept.wait(timeout: .now() + 20) == .success)
         #expect(
-            keptOutput.text.split(separator: "\n") == ["200", "200"],
-            "the open connection carried on: \(keptOutput.text)")
+            keptOutput.value.split(separator: "\n") == ["200", "200"],
+            "the open connection carried on: \(keptOutput.value)")
 
         // A broken renewal is logged and changes nothing.
         try "not a certificate".write(toFile: certificates.certificate, atomically: true, encoding: .utf8)
@@ -134,15 +134,5 @@ struct HTTPSTests {
             #expect(run.status == 2, "\(arguments)")
             #expect(run.error.contains(expected), "\(run.error)")
         }
-    }
-}
-
-/// Text set on one thread and read on another.
-private final class LockedResultText: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored = ""
-    var text: String {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
     }
 }

@@ -9,12 +9,12 @@ import Testing
 struct PasswordPoolTests {
     /// Sends `request` on another thread; its answer arrives through the returned box.
     private func inBackground(_ request: @escaping @Sendable () throws -> RawResponse) -> (
-        DispatchSemaphore, LockedResult
+        DispatchSemaphore, LockedBox<Result<RawResponse, any Error>?>
     ) {
         let done = DispatchSemaphore(value: 0)
-        let result = LockedResult()
+        let result = LockedBox<Result<RawResponse, any Error>?>(nil)
         Thread.detachNewThread {
-            result.set(Result { try request() })
+            result.value = Result { try request() }
             done.signal()
         }
         return (done, result)
@@ -74,7 +74,8 @@ struct PasswordPoolTests {
                 #expect((try? identity.get().status) == 200, "identity during \(name)")
                 #expect((try? appInfo.get().status) == 200, "app-info during \(name)")
                 #expect(done.wait(timeout: .now() + 10) == .success, "\(name) finished")
-                return try result.get().status
+                guard let answer = result.value else { throw RawHTTPError("\(name) left no answer") }
+                return try answer.get().status
             }
             func resetKey() throws -> String {
                 _ = try server.app("POST", "auth/password/request", json: ["email": "ada@example.com"])
@@ -106,18 +107,5 @@ struct PasswordPoolTests {
                 "app reset", json("auth/password/reset", ["key": appKey, "password": "a fourth password"]))
             #expect([200, 401].contains(reset))
         }
-    }
-}
-
-/// A result set on one thread and read on another.
-final class LockedResult: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Result<RawResponse, any Error>?
-
-    func set(_ result: Result<RawResponse, any Error>) { lock.withLock { stored = result } }
-
-    func get() throws -> RawResponse {
-        guard let result = lock.withLock({ stored }) else { throw RawHTTPError("no answer yet") }
-        return try result.get()
     }
 }

@@ -14,7 +14,7 @@ private final class FuzzTarget: @unchecked Sendable {
     let directory: TemporaryDirectory
     let server: ServerProcess
     let token: String
-    let failures = Failures()
+    let failures = LockedList<String>()
     /// Answers seen, by status: a run that saw few answers tested little.
     let statuses = Mutex<[Int: Int]>([:])
 
@@ -50,18 +50,18 @@ private final class FuzzTarget: @unchecked Sendable {
     /// A valid identity request and a sign-in → app-info flow, each answered within 2 s.
     func healthCheck(_ when: String) {
         guard server.isRunning else {
-            failures.add("the server died \(when); stderr: \(server.standardError.suffix(2000))")
+            failures.append("the server died \(when); stderr: \(server.standardError.suffix(2000))")
             return
         }
         do {
             let identity = try RawHTTP.request(port: server.port, path: HomeportPath.serverIdentity, timeout: 2)
-            if identity.status != 200 { failures.add("identity answered \(identity.status) \(when)") }
+            if identity.status != 200 { failures.append("identity answered \(identity.status) \(when)") }
             let token = try Self.signIn(server.port, "health@example.com")
             let info = try RawHTTP.request(
                 port: server.port, path: HomeportPath.appInfo, headers: [("X-Session-Token", token)], timeout: 2)
-            if info.status != 200 { failures.add("app-info answered \(info.status) \(when)") }
+            if info.status != 200 { failures.append("app-info answered \(info.status) \(when)") }
         } catch {
-            failures.add("a valid request was not answered within 2 s \(when): \(error)")
+            failures.append("a valid request was not answered within 2 s \(when): \(error)")
         }
     }
 
@@ -74,19 +74,10 @@ private final class FuzzTarget: @unchecked Sendable {
         statuses.withLock { $0[response.status, default: 0] += 1 }
         // 501 (a transfer coding not read) and 505 (an HTTP version not served) are answers, not failures.
         if response.status >= 500 && ![501, 505].contains(response.status) {
-            failures.add("\(response.status) for \(describing())")
+            failures.append("\(response.status) for \(describing())")
         }
         return response
     }
-}
-
-/// Failures gathered from several threads.
-final class Failures: @unchecked Sendable {
-    private let lock = NSLock()
-    private var list: [String] = []
-
-    func add(_ failure: String) { lock.withLock { list.append(failure) } }
-    var all: [String] { lock.withLock { list } }
 }
 
 /// The bytes of a request as printable text, shortened.
@@ -219,7 +210,7 @@ struct ServerFuzzTests {
                             request, from: "127.0.0.\(20 + lane)", describing: { printable(request) })
                     else { continue }
                     if !(response.header("Content-Type") ?? "").contains("json") {
-                        target.failures.add("\(response.status) without JSON for \(printable(request))")
+                        target.failures.append("\(response.status) without JSON for \(printable(request))")
                     }
                 }
             }
