@@ -243,8 +243,14 @@ final class ConnectionRegistry: @unchecked Sendable {
 
     /// Whether the peer has ended its side of the stream (and nothing of it is left unread).
     static func peerHasClosed(_ descriptor: Int32) -> Bool {
+        peek(descriptor) == 0
+    }
+
+    /// What a one-byte peek at a socket reads, without waiting or taking it: 1 when a byte is
+    /// waiting, 0 when the peer has ended its side, -1 when nothing has come (or on an error).
+    private static func peek(_ descriptor: Int32) -> Int {
         var byte: UInt8 = 0
-        return recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0
+        return recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
     }
 
     /// Whether a connection waiting for a request has bytes of one unread in its socket: a
@@ -256,8 +262,7 @@ final class ConnectionRegistry: @unchecked Sendable {
                 guard !connection.cut,
                     Phase(rawValue: connection.state.load(ordering: .relaxed) >> 62) == .awaitingHead
                 else { return false }
-                var byte: UInt8 = 0
-                return recv(connection.descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+                return Self.peek(connection.descriptor) > 0
             }
         }
     }

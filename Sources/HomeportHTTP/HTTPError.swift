@@ -37,7 +37,7 @@ public struct HTTPError: Error, Sendable, Equatable {
     }
 
     /// 400 with a specific code.
-    public static func badRequest(code: String = "bad_request", message: String) -> HTTPError {
+    public static func badRequest(code: String = APIErrorCode.badRequest, message: String) -> HTTPError {
         HTTPError(status: 400, code: code, message: message)
     }
 
@@ -62,9 +62,10 @@ public struct HTTPError: Error, Sendable, Equatable {
             message: "The request body is larger than the \(limit)-byte limit.")
     }
 
-    /// 503 when a dependency (such as the database) cannot answer.
-    public static func unavailable(code: String, message: String) -> HTTPError {
-        HTTPError(status: 503, code: code, message: message, headers: ["Retry-After": "5"])
+    /// 503 when a dependency (such as the database) cannot answer, or the server is too busy;
+    /// `Retry-After` says when to try again.
+    public static func unavailable(code: String, message: String, retryAfter seconds: Int = 5) -> HTTPError {
+        HTTPError(status: 503, code: code, message: message, headers: ["Retry-After": String(seconds)])
     }
 
     /// 500 without detail; the detail goes to the log, never to the client.

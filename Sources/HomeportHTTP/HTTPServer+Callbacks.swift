@@ -211,9 +211,8 @@ extension HTTPServer {
         }
         if request.target.hasNUL {
             return refuse(
-                connection, request,
-                HTTPError(status: 400, code: APIErrorCode.badRequest, message: "The request target holds a NUL byte."),
-                url: url, method: method)
+                connection, request, .badRequest(message: "The request target holds a NUL byte."), url: url,
+                method: method)
         }
         let framing: Framing
         switch Framing.of(request.headers, http10: version.map { strcmp($0, MHD_HTTP_VERSION_1_0) == 0 } ?? false) {

@@ -107,9 +107,8 @@ extension HTTPServer {
 
     /// 503 `unavailable` with `Retry-After`: the pool's queue is full.
     static func poolBusy(retryAfter seconds: Int) -> HTTPError {
-        HTTPError(
-            status: 503, code: APIErrorCode.unavailable,
-            message: "The server is busy with sign-ins right now. Try again shortly.",
-            headers: ["Retry-After": String(seconds)])
+        .unavailable(
+            code: APIErrorCode.unavailable, message: "The server is busy with sign-ins right now. Try again shortly.",
+            retryAfter: seconds)
     }
 }
