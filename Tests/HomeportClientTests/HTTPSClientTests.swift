@@ -12,12 +12,8 @@ struct HTTPSClientTests {
         defer { cleanUp() }
         let scratch = try TemporaryDirectory()
         defer { scratch.remove() }
-        let replicas = try (0..<3).map { _ in
-            try ServerProcess(serve: [
-                "--database", url.rawText, "--signup", "open", "--password-iterations", "1000",
-                "--outbox", scratch.file("outbox"), "--trusted-proxies", "127.0.0.1",
-            ])
-        }
+        let replicas = try ServerProcess.replicas(
+            3, database: url.rawText, outbox: scratch.file("outbox"), ["--trusted-proxies", "127.0.0.1"])
         defer { for replica in replicas { #expect(replica.stop() == 0) } }
         let certificates = try TestCertificates()
         defer { certificates.directory.remove() }

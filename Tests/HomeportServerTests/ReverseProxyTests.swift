@@ -44,13 +44,9 @@ struct ReverseProxyTests {
         defer { cleanUp() }
         let scratch = try TemporaryDirectory()
         defer { scratch.remove() }
-        let replicas = try (0..<3).map { _ in
-            try ServerProcess(serve: [
-                "--database", url.rawText, "--signup", "open", "--password-iterations", "1000",
-                "--outbox", scratch.file("outbox"), "--trusted-proxies", "127.0.0.1",
-                "--rate-limits", "login-per-address=4/600",
-            ])
-        }
+        let replicas = try ServerProcess.replicas(
+            3, database: url.rawText, outbox: scratch.file("outbox"),
+            ["--trusted-proxies", "127.0.0.1", "--rate-limits", "login-per-address=4/600"])
         let certificates = try TestCertificates()
         defer { certificates.directory.remove() }
         let proxy = try NginxProxy(upstreams: replicas.map(\.port), certificates: certificates)
@@ -112,13 +108,12 @@ struct ReverseProxyTests {
         defer { scratch.remove() }
         let certificates = try TestCertificates()
         defer { certificates.directory.remove() }
-        let replicas = try (0..<3).map { _ in
-            try ServerProcess(serve: [
-                "--database", url.rawText, "--signup", "open", "--password-iterations", "1000",
-                "--outbox", scratch.file("outbox"), "--tls-cert", certificates.certificateFile, "--tls-key",
-                certificates.keyFile, "--rate-limits", "login-per-address=4/600",
+        let replicas = try ServerProcess.replicas(
+            3, database: url.rawText, outbox: scratch.file("outbox"),
+            [
+                "--tls-cert", certificates.certificateFile, "--tls-key", certificates.keyFile, "--rate-limits",
+                "login-per-address=4/600",
             ])
-        }
         let ports = replicas.map(\.port)
         let app = AllauthAppPath.base + "/"
         let credentials = #"{"email":"ada@example.com","password":"correct horse battery"}"#

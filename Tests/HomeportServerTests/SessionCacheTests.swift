@@ -16,12 +16,9 @@ private struct Replicas {
         self.url = url
         directory = try TemporaryDirectory()
         let outbox = directory.file("outbox")
-        servers = try (0..<count).map { _ in
-            try ServerProcess(serve: [
-                "--database", url.rawText, "--signup", "open", "--password-iterations", "1000", "--outbox", outbox,
-                "--log-level", "warning", "--session-cache-seconds", String(cacheSeconds),
-            ])
-        }
+        servers = try ServerProcess.replicas(
+            count, database: url.rawText, outbox: outbox,
+            ["--log-level", "warning", "--session-cache-seconds", String(cacheSeconds)])
     }
 
     func stop() {

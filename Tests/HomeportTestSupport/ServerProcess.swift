@@ -58,6 +58,19 @@ public final class ServerProcess: @unchecked Sendable {
         self.banner = line
     }
 
+    /// `count` servers on one database with open sign-up and cheap hashes, sharing `outbox`; each
+    /// also gets `arguments`.
+    public static func replicas(_ count: Int, database: String, outbox: String, _ arguments: [String] = []) throws
+        -> [ServerProcess]
+    {
+        try (0..<count).map { _ in
+            try ServerProcess(
+                serve: [
+                    "--database", database, "--signup", "open", "--password-iterations", "1000", "--outbox", outbox,
+                ] + arguments)
+        }
+    }
+
     deinit {
         if process.isRunning {
             process.terminate()
