@@ -186,6 +186,24 @@ public enum HomeportSchema {
                 "CREATE INDEX IF NOT EXISTS mail_queue_due ON mail_queue (next_attempt_at)",
             ]
         },
+        // Verification by a mailed code: when an address was verified (NULL: never, which is
+        // every account made before), and the codes waiting, one per pre-login session.
+        Migration(version: 6, name: "email_verification") { _ in
+            [
+                "ALTER TABLE users ADD COLUMN email_verified_at BIGINT",
+                """
+                CREATE TABLE IF NOT EXISTS email_verifications (
+                    key_hash TEXT PRIMARY KEY,
+                    user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    code_hash TEXT NOT NULL,
+                    authenticated_at DOUBLE PRECISION,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX IF NOT EXISTS email_verifications_user ON email_verifications (user_id)",
+            ]
+        },
     ]
 
     /// A migrator over ``migrations``.

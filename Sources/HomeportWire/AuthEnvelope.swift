@@ -84,12 +84,21 @@ public struct AuthMethod: Codable, Hashable, Sendable {
 
 /// A flow the client may start (`login`, `signup`).
 public struct AuthFlow: Codable, Hashable, Sendable {
-    /// The flow's id.
+    /// The flow's id: `login`, `signup`, or `verify_email`.
     public var id: String
+    /// `true` for the flow the session is in the middle of (a verification waiting for its
+    /// code); absent otherwise.
+    public var isPending: Bool?
 
     /// Creates a flow.
-    public init(id: String) {
+    public init(id: String, isPending: Bool? = nil) {
         self.id = id
+        self.isPending = isPending
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id
+        case isPending = "is_pending"
     }
 }
 
@@ -193,6 +202,17 @@ public enum AuthRequest {
         public init(key: String, password: String) {
             self.key = key
             self.password = password
+        }
+    }
+
+    /// `POST auth/email/verify`.
+    public struct EmailVerification: Codable, Hashable, Sendable {
+        /// The code from the verification mail (`BCDF-GHJK`; case, dashes and spaces do not matter).
+        public var key: String
+
+        /// Creates a verification.
+        public init(key: String) {
+            self.key = key
         }
     }
 }

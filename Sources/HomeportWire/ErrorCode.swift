@@ -48,6 +48,10 @@ public enum AuthErrorCode {
     public static let unsupportedMediaType = "unsupported_media_type"
     /// Too many failed sign-ins (allauth answers these 400, not 429).
     public static let tooManyLoginAttempts = "too_many_login_attempts"
+    /// A verification code that is not the one mailed.
+    public static let incorrectCode = "incorrect_code"
+    /// A verification key when verification by code is off (allauth's link keys; Homeport has none).
+    public static let invalidOrExpiredKey = "invalid_or_expired_key"
     /// A server-declared CSRF failure: the one refusal a client may retry once.
     public static let csrfInvalid = "csrf_invalid"
 }

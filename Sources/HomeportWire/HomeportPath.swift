@@ -31,6 +31,8 @@ public enum HomeportHeader {
     public static let sessionToken = "X-Session-Token"
     /// The password-reset key of `GET auth/password/reset` on the app door.
     public static let passwordResetKey = "X-Password-Reset-Key"
+    /// The verification code of `GET auth/email/verify` on the app door.
+    public static let emailVerificationKey = "X-Email-Verification-Key"
 }
 
 /// The app door: django-allauth headless's app-client API, whose paths Homeport shares.
@@ -51,6 +53,10 @@ public enum AllauthAppPath {
     public static let passwordResetRequest = "auth/password/request"
     /// `GET`: check a reset key; `POST`: set a new password with it.
     public static let passwordReset = "auth/password/reset"
+    /// `GET`: check a mailed verification code; `POST`: verify the address with it.
+    public static let emailVerify = "auth/email/verify"
+    /// `POST`: mail a new verification code.
+    public static let emailVerifyResend = "auth/email/verify/resend"
 
     /// The absolute path of an endpoint: `/_allauth/app/v1/<endpoint>`.
     public static func path(_ endpoint: String) -> String {

@@ -54,6 +54,11 @@ enum ServeCommand {
                 "signup", "POLICY", help: "open (sign in at once), approval (wait for 'users approve') or closed.",
                 environment: "HOMEPORT_SIGNUP", default: "approval"),
             .value(
+                "email-verification", "MODE",
+                help:
+                    "none, or code: a sign-up (or a sign-in to an unverified address) gets a mailed code to enter before its session begins.",
+                environment: "HOMEPORT_EMAIL_VERIFICATION", default: "none"),
+            .value(
                 "session-lifetime", "DURATION", help: "Fixed session lifetime: 365d, 12h, 30m or seconds.",
                 environment: "HOMEPORT_SESSION_LIFETIME", default: "365d"),
             .value(
@@ -345,6 +350,12 @@ enum ServeCommand {
                 throw UsageError("--signup must be open, approval or closed, not '\(text)'")
             }
             configuration.accounts.signup = policy
+        }
+        if let text = parsed.value("email-verification", spec: spec, environment: environment) {
+            guard let policy = EmailVerificationPolicy(rawValue: text) else {
+                throw UsageError("--email-verification must be none or code, not '\(text)'")
+            }
+            configuration.accounts.emailVerification = policy
         }
         if let text = parsed.value("session-lifetime", spec: spec, environment: environment) {
             guard let seconds = parseDuration(text), (60...(100 * 366 * 86400)).contains(seconds) else {

@@ -24,6 +24,12 @@ final class MemoryMailer: Mailer, @unchecked Sendable {
 
     var mails: [Mail] { lock.withLock { sent } }
 
+    /// The code in the last verification mail to `email`.
+    func verificationCode(for email: String) -> String? {
+        guard let mail = mails.last(where: { $0.to == email && $0.kind == "verification_code" }) else { return nil }
+        return mail.body.firstMatch(of: /[A-Z]{4}-[A-Z]{4}/).map { String($0.output) }
+    }
+
     /// The reset key in the last reset mail to `email`.
     func resetKey(for email: String) -> String? {
         guard let mail = mails.last(where: { $0.to == email && $0.kind == "password_reset" }) else { return nil }
@@ -95,7 +101,8 @@ extension RawResponse {
 
 /// Runs `body` against a fresh in-process server with accounts.
 func withAccounts<T>(
-    _ backend: Backend, signup: SignupPolicy = .open, rateLimits: RateLimitPolicy = RateLimitPolicy(),
+    _ backend: Backend, signup: SignupPolicy = .open, emailVerification: EmailVerificationPolicy = .none,
+    rateLimits: RateLimitPolicy = RateLimitPolicy(),
     publicURL: String? = nil, failingMailer: Bool = false, hasher: GatedHasher? = nil,
     push: PushSettings = PushSettings(), clockStart: Date = Date(timeIntervalSince1970: 1_800_000_000),
     workerThreads: Int = 2, poolThreads: Int = 4, _ body: (AccountsHarness) throws -> T
@@ -108,7 +115,8 @@ func withAccounts<T>(
     // one another.
     configuration.http.poolThreads = poolThreads
     configuration.accounts = AccountSettings(
-        signup: signup, passwordIterations: 1000, rateLimits: rateLimits, publicURL: publicURL)
+        signup: signup, passwordIterations: 1000, rateLimits: rateLimits, publicURL: publicURL,
+        emailVerification: emailVerification)
     configuration.push = push
     let clock = ManualWallClock(clockStart)
     let mailer = MemoryMailer(fails: failingMailer)

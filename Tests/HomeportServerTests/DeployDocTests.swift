@@ -5,9 +5,7 @@ import Testing
 
 /// The fenced blocks of docs/deploy.md: (language, label, text).
 private func deployBlocks() throws -> [(language: String, label: String, text: String)] {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    let text = try String(contentsOf: root.appendingPathComponent("docs/deploy.md"), encoding: .utf8)
+    let text = try String(contentsOfFile: repositoryFile("docs/deploy.md"), encoding: .utf8)
     var blocks: [(String, String, String)] = []
     var current: (String, String, [String])?
     for line in text.components(separatedBy: "\n") {

@@ -13,8 +13,10 @@ public final class AllauthPeer: @unchecked Sendable {
     /// Its port.
     public let port: Int
 
-    /// Migrates a fresh SQLite database and starts gunicorn with `workers` workers.
-    public init(workers: Int = 1, fastHasher: Bool = true) throws {
+    /// Migrates a fresh SQLite database and starts gunicorn with `workers` workers; with
+    /// `verifyByCode`, addresses must be verified by a mailed code
+    /// (`ACCOUNT_EMAIL_VERIFICATION_BY_CODE_ENABLED`, two resends allowed).
+    public init(workers: Int = 1, fastHasher: Bool = true, verifyByCode: Bool = false) throws {
         let environment = ProcessInfo.processInfo.environment
         guard let source = environment["HOMEPORT_TEST_ALLAUTH_DIR"],
             let python = environment["HOMEPORT_TEST_ALLAUTH_PYTHON"]
@@ -28,6 +30,7 @@ public final class AllauthPeer: @unchecked Sendable {
         peerEnvironment["ALLAUTH_DB"] = directory.file("allauth.sqlite3")
         peerEnvironment["ALLAUTH_MAIL"] = directory.file("mail")
         if fastHasher { peerEnvironment["ALLAUTH_FAST_HASHER"] = "1" }
+        if verifyByCode { peerEnvironment["ALLAUTH_VERIFY_BY_CODE"] = "1" }
 
         let migrate = Process()
         migrate.executableURL = URL(fileURLWithPath: python)

@@ -37,7 +37,14 @@ HEADLESS_FRONTEND_URLS = {
 }
 ACCOUNT_LOGIN_METHODS = {"email"}
 ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*"]
-ACCOUNT_EMAIL_VERIFICATION = "none"
+# ALLAUTH_VERIFY_BY_CODE=1 turns on mandatory verification by a mailed code, the shape of
+# homeport-server --email-verification code.
+if os.environ.get("ALLAUTH_VERIFY_BY_CODE"):
+    ACCOUNT_EMAIL_VERIFICATION = "mandatory"
+    ACCOUNT_EMAIL_VERIFICATION_BY_CODE_ENABLED = True
+    ACCOUNT_EMAIL_VERIFICATION_SUPPORTS_RESEND = True
+else:
+    ACCOUNT_EMAIL_VERIFICATION = "none"
 EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
 EMAIL_FILE_PATH = os.environ.get("ALLAUTH_MAIL", "/tmp/homeport-allauth-mail")
 # Django's default PBKDF2 hasher (1,000,000 iterations in Django 5.2), unless a run lowers it.

@@ -65,6 +65,9 @@ public final class AccountService: Sendable {
         case tooManyFailedLogins(retryAfter: Int64)
         /// Sign-up is closed on this installation.
         case signupClosed
+        /// The address must be verified first: a code is mailed, and `token` names the new
+        /// pre-login session it waits on (at the web door, its cookie).
+        case verificationPending(token: String)
     }
 
     static let mismatch = FieldProblem(
@@ -99,13 +102,35 @@ public final class AccountService: Sendable {
         let passwordHash = try hasher.hash(password)
         let approval: Approval = settings.signup == .open ? .approved : .waiting
         let newSession = try makeSession(kind: kind, userID: nil, now: now)
-        let outcome: SignInOutcome? = try database.transaction { db in
+        let verification = settings.emailVerification == .code ? try makeVerification(kind: kind, now: now) : nil
+        // The outcome, and whether the address was taken (`nil` outcome: say so, unless a code
+        // is due, which keeps the answer the same either way).
+        let (outcome, taken): (SignInOutcome?, Bool) = try database.transaction { db in
+            let sessions = SessionStore(db)
             guard
                 let account = try AccountStore(db).create(
                     email: email, passwordHash: passwordHash, approval: approval, at: now)
-            else { return nil }
-            let sessions = SessionStore(db)
+            else {
+                // Under verification by code, as allauth: the same answer as a new account, a
+                // verification no code completes, and a mail to the address's owner instead.
+                guard var decoy = verification, let owner = try AccountStore(db).find(email: email) else {
+                    return (nil, true)
+                }
+                decoy.code = nil
+                do {
+                    try beginVerification(decoy, account: owner, authenticatedAt: nil, db, now: now)
+                } catch let refusal as RateLimiter.Refusal {
+                    return (.rateLimited(retryAfter: refusal.retryAfter), true)
+                }
+                if let old = current.session, old.kind == kind { try sessions.delete(keyHash: old.keyHash) }
+                return (.verificationPending(token: decoy.preLogin.token), true)
+            }
             if let old = current.session, old.kind == kind { try sessions.delete(keyHash: old.keyHash) }
+            if let verification {
+                // A new account's mail budget is whole: this cannot be refused.
+                try beginVerification(verification, account: account, authenticatedAt: nil, db, now: now)
+                return (.verificationPending(token: verification.preLogin.token), false)
+            }
             if approval == .approved {
                 // Like allauth, a sign-up records no authentication method (no password login happened).
                 var session = newSession.session
@@ -113,9 +138,11 @@ public final class AccountService: Sendable {
                 guard try sessions.insertSignedIn(session, now: now, passwordHash: passwordHash) else {
                     throw StorageError.statementFailed(code: "session", message: "the new session was not created")
                 }
-                return .signedIn(token: newSession.token, account: account, session: session)
+                return (.signedIn(token: newSession.token, account: account, session: session), false)
             }
-            return .pending(standing: .waiting, token: try insertPreLogin(newSession, standing: .waiting, db, now))
+            return (
+                .pending(standing: .waiting, token: try insertPreLogin(newSession, standing: .waiting, db, now)), false
+            )
         }
         guard let outcome else {
             return .invalid([
@@ -124,14 +151,19 @@ public final class AccountService: Sendable {
                     message: "A user is already registered with this email address.")
             ])
         }
+        if let verification, case .verificationPending = outcome {
+            if taken {
+                _ = deliver(Self.accountExistsMail(to: email), standingOf: verification.preLogin.session.keyHash)
+            } else {
+                logger.notice("account created", metadata: ["approval": approval.rawValue])
+                mailVerification(verification, to: email)
+            }
+            return outcome
+        }
+        guard !taken else { return outcome }
         logger.notice("account created", metadata: ["approval": approval.rawValue])
         guard case .pending(_, let token) = outcome else { return outcome }
-        let mailed = deliver(
-            Mail(
-                to: email, subject: "Your account is waiting for approval",
-                body: "Thank you for signing up. An administrator will approve your account; you can sign in then.",
-                kind: "signup_waiting"),
-            standingOf: token == nil ? nil : newSession.session.keyHash)
+        let mailed = deliver(Self.waitingMail(to: email), standingOf: token == nil ? nil : newSession.session.keyHash)
         return .pending(standing: mailed ? .waiting : .mailFailed, token: token)
     }
 
@@ -161,6 +193,10 @@ public final class AccountService: Sendable {
         // charged before the check; a right password gets it back below.
         let matches = hasher.checkEqualized(password, against: found?.passwordHash)
         guard let account = found, matches else { return .invalid([Self.mismatch]) }
+        if settings.emailVerification == .code, try !EmailVerificationStore(database).isVerified(userID: account.id) {
+            return try beginVerification(
+                account: account, address: address, email: email, kind: kind, current: current, now: now)
+        }
         let upgraded = hasher.needsUpgrade(account.passwordHash) ? try hasher.hash(password) : nil
         let newSession = try makeSession(
             kind: kind, userID: account.id, authenticatedAt: clock.now().timeIntervalSince1970, now: now)
@@ -196,10 +232,55 @@ public final class AccountService: Sendable {
         if case .signedIn = outcome {
             try? SessionStore(database).pruneExpired(now: now)
             try? ResetKeyStore(database).pruneExpired(now: now)
+            try? EmailVerificationStore(database).pruneExpired(now: now)
             try? RateLimiter(database, policy: settings.rateLimits).pruneExpired(now: now)
             try? MailFailureStore(database).prune(before: now - 30 * 86400)
         }
         return outcome
+    }
+
+    /// A sign-in with the right password to an account whose address is not verified: no session
+    /// yet, but a pre-login session and a mailed code (the caller's own session at this door ends).
+    /// Past the account's mail budget the answer is django-allauth's: too many login attempts.
+    private func beginVerification(
+        account: Account, address: String, email: String, kind: SessionKind, current: Caller, now: Int64
+    ) throws -> SignInOutcome {
+        let verification = try makeVerification(kind: kind, now: now)
+        let authenticatedAt = clock.now().timeIntervalSince1970
+        let outcome: SignInOutcome = try database.transaction { db in
+            // The password was right: its failure comes back whatever follows.
+            try RateLimiter(db, policy: settings.rateLimits).refundLoginFailure(
+                address: address, email: email, now: now)
+            do {
+                try beginVerification(verification, account: account, authenticatedAt: authenticatedAt, db, now: now)
+            } catch let refusal as RateLimiter.Refusal {
+                return .tooManyFailedLogins(retryAfter: refusal.retryAfter)
+            }
+            if let old = current.session, old.kind == kind { try SessionStore(db).delete(keyHash: old.keyHash) }
+            return .verificationPending(token: verification.preLogin.token)
+        }
+        if case .verificationPending = outcome { mailVerification(verification, to: account.email) }
+        return outcome
+    }
+
+    /// The mail to an address's owner when someone signs up with it again (under verification by
+    /// code, where the answer does not say that the address is taken).
+    static func accountExistsMail(to email: String) -> Mail {
+        Mail(
+            to: email, subject: "You already have an account",
+            body: """
+                Someone, perhaps you, tried to create an account with this address, which already has one. \
+                If it was you, sign in, or reset your password if you forgot it. If not, you can ignore this mail.
+                """,
+            kind: "account_exists")
+    }
+
+    /// The mail that tells a new account it waits for approval.
+    static func waitingMail(to email: String) -> Mail {
+        Mail(
+            to: email, subject: "Your account is waiting for approval",
+            body: "Thank you for signing up. An administrator will approve your account; you can sign in then.",
+            kind: "signup_waiting")
     }
 
     /// Signs out: deletes the session row, so its token stops working everywhere at once.

@@ -12,11 +12,17 @@ public struct AccountSettings: Sendable, Hashable {
     public var rateLimits: RateLimitPolicy
     /// The address people use to reach the web door (for links in mail); `nil` uses the listen address.
     public var publicURL: String?
+    /// Whether an address must be verified by a mailed code before its account gets a session.
+    public var emailVerification: EmailVerificationPolicy
+
+    /// How long a mailed verification code works, in seconds (as django-allauth: 15 minutes).
+    public static let verificationCodeLifetime: Int64 = 900
 
     /// Creates settings; the defaults suit a small installation reachable from the internet.
     public init(
         signup: SignupPolicy = .approval, sessionLifetime: Int64 = 365 * 86400, resetKeyLifetime: Int64 = 3600,
-        passwordIterations: Int = 600_000, rateLimits: RateLimitPolicy = RateLimitPolicy(), publicURL: String? = nil
+        passwordIterations: Int = 600_000, rateLimits: RateLimitPolicy = RateLimitPolicy(), publicURL: String? = nil,
+        emailVerification: EmailVerificationPolicy = .none
     ) {
         self.signup = signup
         self.sessionLifetime = sessionLifetime
@@ -24,8 +30,18 @@ public struct AccountSettings: Sendable, Hashable {
         self.passwordIterations = passwordIterations
         self.rateLimits = rateLimits
         self.publicURL = publicURL
+        self.emailVerification = emailVerification
     }
 
     /// Whether cookies must be `Secure` (the public address is HTTPS).
     public var secureCookies: Bool { publicURL?.lowercased().hasPrefix("https://") ?? false }
+}
+
+/// Whether sign-in waits for the address to be verified.
+public enum EmailVerificationPolicy: String, Sendable, CaseIterable {
+    /// Addresses are not verified (the default).
+    case none
+    /// A sign-up, or a sign-in to an account whose address is not verified yet, mails a short code;
+    /// the session begins once the code comes back (django-allauth's verification by code).
+    case code
 }

@@ -59,6 +59,12 @@ public struct RateLimitPolicy: Sendable, Hashable {
     public var resetPerEmail = RateLimit(3, per: 900)
     /// Test notifications per account.
     public var pushTestPerAccount = RateLimit(5, per: 600)
+    /// Verification codes mailed per account (at sign-up, sign-in or resend): as django-allauth,
+    /// one per three minutes.
+    public var verificationMailPerAccount = RateLimit(1, per: 180)
+    /// Tries of the codes mailed to one pending verification (a pre-login session), right or
+    /// wrong: as django-allauth, three; the third wrong one gives the verification up.
+    public var verificationAttemptPerSession = RateLimit(3, per: 900)
 
     /// The defaults.
     public init() {}
@@ -67,7 +73,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
     public static let names = [
         "signup-per-address", "login-per-address", "failed-login-per-address", "failed-login-per-account",
         "failed-password-change-per-session", "password-change-per-account", "reset-per-address", "reset-per-email",
-        "push-test-per-account",
+        "push-test-per-account", "verification-mail-per-account", "verification-attempt-per-session",
     ]
 
     /// Sets one limit by name; false for an unknown name.
@@ -82,6 +88,8 @@ public struct RateLimitPolicy: Sendable, Hashable {
         case "reset-per-address": resetPerAddress = limit
         case "reset-per-email": resetPerEmail = limit
         case "push-test-per-account": pushTestPerAccount = limit
+        case "verification-mail-per-account": verificationMailPerAccount = limit
+        case "verification-attempt-per-session": verificationAttemptPerSession = limit
         default: return false
         }
         return true
@@ -187,6 +195,28 @@ struct RateLimiter {
         try charge([("push_test:account:\(account)", policy.pushTestPerAccount)], now: now)
     }
 
+    /// Charges one mailed verification code to the account.
+    func chargeVerificationMail(account: Int64, now: Int64) throws {
+        try charge([("verify_mail:account:\(account)", policy.verificationMailPerAccount)], now: now)
+    }
+
+    /// Charges one try of the verification code waiting on the pre-login session `keyHash`, before
+    /// the code is compared (atomically, so concurrent tries cannot overshoot), and returns how
+    /// many tries are left after this one.
+    func chargeVerificationAttempt(session keyHash: String, now: Int64) throws -> Int {
+        try charge([verificationAttemptBucket(keyHash)], now: now)
+    }
+
+    /// Gives the try back: the code was right, and only checked (as django-allauth, which counts
+    /// wrong codes only).
+    func refundVerificationAttempt(session keyHash: String, now: Int64) throws {
+        try refund([verificationAttemptBucket(keyHash)], now: now)
+    }
+
+    private func verificationAttemptBucket(_ keyHash: String) -> (String, RateLimit) {
+        ("verify_code:session:" + keyHash, policy.verificationAttemptPerSession)
+    }
+
     /// The mailbox an address delivers to, as far as a budget is concerned: without a `+tag`
     /// (`ada+1@example.com` and `ada+2@example.com` reach ada's mailbox and share her budget).
     static func mailbox(_ email: String) -> String {
@@ -219,9 +249,12 @@ struct RateLimiter {
             .joined(separator: ":") + "::/64"
     }
 
-    /// Adds one hit to every bucket (atomically per bucket); throws when any went past its limit.
-    private func charge(_ buckets: [(String, RateLimit)], now: Int64, refuse: Bool = true) throws {
+    /// Adds one hit to every bucket (atomically per bucket); throws when any went past its limit,
+    /// and otherwise returns the fewest hits left in any of them.
+    @discardableResult
+    private func charge(_ buckets: [(String, RateLimit)], now: Int64, refuse: Bool = true) throws -> Int {
         var refusal: Refusal?
+        var left = Int.max
         for (bucket, limit) in buckets {
             let row = try db.execute(
                 """
@@ -232,14 +265,18 @@ struct RateLimiter {
                 RETURNING hits, window_start
                 """, [.text(bucket), .integer(now), .integer(now - limit.windowSeconds)]
             ).first
-            if let hits = row?.int("hits"), let start = row?.int("window_start"), hits > Int64(limit.limit) {
-                let retry = max(1, min(start - now, 0) + limit.windowSeconds)
-                refusal = Refusal(retryAfter: max(refusal?.retryAfter ?? 0, retry))
+            if let hits = row?.int("hits"), let start = row?.int("window_start") {
+                left = min(left, max(0, limit.limit - Int(hits)))
+                if hits > Int64(limit.limit) {
+                    let retry = max(1, min(start - now, 0) + limit.windowSeconds)
+                    refusal = Refusal(retryAfter: max(refusal?.retryAfter ?? 0, retry))
+                }
             }
         }
         if refuse, let refusal {
             ServerMetrics.add(ServerMetrics.rateLimitRefusals)
             throw refusal
         }
+        return left
     }
 }

@@ -6,7 +6,8 @@ import HomeportWire
 extension Router where Context == RequestContext {
     /// Declares the app door's group and adds `config`, `auth/signup`, `auth/login`,
     /// `auth/session` (GET, DELETE), `account/password/change`, `auth/password/request` and
-    /// `auth/password/reset` (GET, POST).
+    /// `auth/password/reset` (GET, POST), `auth/email/verify` (GET, POST) and
+    /// `auth/email/verify/resend`.
     ///
     /// Every route passes through `no-store`, the session reader (header only) and
     /// ``AppDoorMiddleware`` (410 for an invalid token, 415 for a body that is not JSON).
@@ -20,12 +21,16 @@ extension Router where Context == RequestContext {
             app.get("/" + AllauthAppPath.config) { _, _ in door.config() }
             app.post("/" + AllauthAppPath.signup, placement: .pool) { try door.signup($0, $1.caller) }
             app.post("/" + AllauthAppPath.login, placement: .pool) { try door.login($0, $1.caller) }
-            app.get("/" + AllauthAppPath.session) { _, context in door.session(context.caller) }
+            app.get("/" + AllauthAppPath.session) { _, context in try door.session(context.caller) }
             app.delete("/" + AllauthAppPath.session) { _, context in try door.logout(context.caller) }
             app.post("/" + AllauthAppPath.passwordChange, placement: .pool) { try door.changePassword($0, $1.caller) }
             app.post("/" + AllauthAppPath.passwordResetRequest) { try door.requestReset($0, $1.caller) }
             app.get("/" + AllauthAppPath.passwordReset) { request, _ in try door.checkResetKey(request) }
             app.post("/" + AllauthAppPath.passwordReset, placement: .pool) { request, _ in try door.reset(request) }
+            app.get("/" + AllauthAppPath.emailVerify) { try door.checkVerification($0, $1.caller) }
+            app.post("/" + AllauthAppPath.emailVerify) { try door.verifyEmail($0, $1.caller) }
+            app.post("/" + AllauthAppPath.emailVerifyResend) { _, context in try door.resendVerification(context.caller)
+            }
         }
     }
 }
@@ -75,7 +80,8 @@ struct AppDoor: Sendable {
             "data": [
                 "account": [
                     "login_methods": ["email"], "is_open_for_signup": service.settings.signup != .closed,
-                    "email_verification_by_code_enabled": false, "login_by_code_enabled": false,
+                    "email_verification_by_code_enabled": service.settings.emailVerification == .code,
+                    "login_by_code_enabled": false,
                     "password_reset_by_code_enabled": false, "authentication_method": "email",
                 ]
             ],
@@ -111,8 +117,10 @@ struct AppDoor: Sendable {
         return signInAnswer(outcome, caller: caller, methods: true)
     }
 
-    func session(_ caller: Caller) -> HTTPResponse {
-        guard case .signedIn(let session, let account) = caller else { return notSignedIn() }
+    func session(_ caller: Caller) throws -> HTTPResponse {
+        guard case .signedIn(let session, let account) = caller else {
+            return notSignedIn(verifying: try service.verificationPending(caller))
+        }
         return answer(
             AuthEnvelope(status: 200, data: userData(account, session), meta: AuthMeta(isAuthenticated: true)))
     }
@@ -188,6 +196,78 @@ struct AppDoor: Sendable {
         }
     }
 
+    /// `POST auth/email/verify`. As allauth: with verification by code on, a caller with no
+    /// verification waiting gets 409 before the body is read; with it off, any key is one of
+    /// allauth's link keys, and Homeport has none.
+    func verifyEmail(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        let byCode = service.settings.emailVerification == .code
+        if byCode, try !service.verificationPending(caller) { return answer(AuthEnvelope(status: 409)) }
+        let body: AuthRequest.EmailVerification
+        switch decode(AuthRequest.EmailVerification.self, request, order: ["key"]) {
+        case .success(let value): body = value
+        case .failure(let problems): return invalid(problems.problems)
+        }
+        guard byCode else { return invalid([Self.invalidKeyProblem]) }
+        switch try service.verifyEmail(code: body.key, caller: caller) {
+        case .signedIn(let token, let account, let session):
+            return answer(
+                AuthEnvelope(
+                    status: 200, data: userData(account, session),
+                    meta: AuthMeta(isAuthenticated: true, sessionToken: token)))
+        case .pending:
+            // Verified, not approved: the same pre-login session carries the standing.
+            var token: String?
+            if case .preLogin(_, let existing) = caller { token = existing }
+            return answer(
+                AuthEnvelope(
+                    status: 401, data: AuthData(flows: flows()),
+                    meta: AuthMeta(isAuthenticated: false, sessionToken: token)
+                ))
+        case .incorrect: return invalid([Self.incorrectCodeProblem])
+        case .noneWaiting: return answer(AuthEnvelope(status: 409))
+        }
+    }
+
+    /// `GET auth/email/verify`: checks the code in `X-Email-Verification-Key` without using it.
+    func checkVerification(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        let byCode = service.settings.emailVerification == .code
+        if byCode, try !service.verificationPending(caller) { return answer(AuthEnvelope(status: 409)) }
+        guard let key = request.headers[HomeportHeader.emailVerificationKey], !key.isEmpty else {
+            return invalid([
+                FieldProblem(code: AuthErrorCode.required, param: "key", message: "This field is required.")
+            ])
+        }
+        guard byCode else { return invalid([Self.invalidKeyProblem]) }
+        switch try service.checkVerificationCode(key, caller: caller) {
+        case .valid(let account):
+            let userObject =
+                (try? JSONSerialization.jsonObject(with: HTTPResponse.encoder.encode(user(account)))) ?? [:]
+            let object: [String: Any] = [
+                "status": 200, "data": ["email": account.email, "user": userObject],
+                "meta": ["is_authenticating": true],
+            ]
+            let bytes = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+            return .json(bytes: bytes)
+        case .incorrect: return invalid([Self.incorrectCodeProblem])
+        case .noneWaiting: return answer(AuthEnvelope(status: 409))
+        }
+    }
+
+    /// `POST auth/email/verify/resend`.
+    func resendVerification(_ caller: Caller) throws -> HTTPResponse {
+        switch try service.resendVerification(caller: caller) {
+        case .sent: return answer(AuthEnvelope(status: 200))
+        case .noneWaiting: return answer(AuthEnvelope(status: 409))
+        case .rateLimited(let retryAfter): return tooMany(retryAfter)
+        }
+    }
+
+    private static let incorrectCodeProblem = FieldProblem(
+        code: AuthErrorCode.incorrectCode, param: "key", message: "Incorrect code.")
+
+    private static let invalidKeyProblem = FieldProblem(
+        code: AuthErrorCode.invalidOrExpiredKey, param: "key", message: "Invalid or expired key.")
+
     // MARK: Answers
 
     private func signInAnswer(_ outcome: AccountService.SignInOutcome, caller: Caller, methods: Bool) -> HTTPResponse {
@@ -217,6 +297,11 @@ struct AppDoor: Sendable {
             response.headers.set("Retry-After", String(retryAfter))
             return response
         case .signupClosed: return answer(AuthEnvelope(status: 403))
+        case .verificationPending(let token):
+            return answer(
+                AuthEnvelope(
+                    status: 401, data: AuthData(flows: flows(verifying: true)),
+                    meta: AuthMeta(isAuthenticated: false, sessionToken: token)))
         }
     }
 
@@ -230,12 +315,19 @@ struct AppDoor: Sendable {
         return AuthData(user: user(account), methods: methods ?? [])
     }
 
-    private func flows() -> [AuthFlow] {
-        service.settings.signup == .closed ? [AuthFlow(id: "login")] : [AuthFlow(id: "login"), AuthFlow(id: "signup")]
+    /// What a signed-out client can do; `verifying` adds the verification its session waits on.
+    private func flows(verifying: Bool = false) -> [AuthFlow] {
+        var flows = [AuthFlow(id: "login")]
+        if service.settings.signup != .closed { flows.append(AuthFlow(id: "signup")) }
+        if verifying { flows.append(AuthFlow(id: "verify_email", isPending: true)) }
+        return flows
     }
 
-    private func notSignedIn() -> HTTPResponse {
-        answer(AuthEnvelope(status: 401, data: AuthData(flows: flows()), meta: AuthMeta(isAuthenticated: false)))
+    private func notSignedIn(verifying: Bool = false) -> HTTPResponse {
+        answer(
+            AuthEnvelope(
+                status: 401, data: AuthData(flows: flows(verifying: verifying)), meta: AuthMeta(isAuthenticated: false))
+        )
     }
 
     /// 410: the token is invalid; the client drops it and starts clean.

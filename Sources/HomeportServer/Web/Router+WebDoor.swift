@@ -4,8 +4,8 @@ import HomeportHTTP
 import HomeportWire
 
 extension Router where Context == RequestContext {
-    /// Declares the web door's group and adds its pages: HTML sign-in, sign-up and password reset
-    /// under `/account`, with a cookie session, a CSRF token (``CSRFMiddleware``) and a honeypot
+    /// Declares the web door's group and adds its pages: HTML sign-in, sign-up, password reset and
+    /// the verification code's step under `/account`, with a cookie session, a CSRF token (``CSRFMiddleware``) and a honeypot
     /// field. Limits are charged through the same ``AccountService`` functions as the app door,
     /// so both spend one budget. Paths under the reset-key prefix never reach the log.
     mutating func addWebDoor(_ service: AccountService, product: String, csrfKey: [UInt8]) {
@@ -34,6 +34,9 @@ extension Router where Context == RequestContext {
             account.post("/password/reset") { try door.requestReset($0, $1) }
             account.get("/password/reset/key/:key") { try door.resetForm($0, $1) }
             account.post("/password/reset/key/:key", placement: .pool) { try door.reset($0, $1) }
+            account.get("/verify-email") { _, context in try door.verifyForm(context) }
+            account.post("/verify-email") { try door.verifyEmail($0, $1) }
+            account.post("/verify-email/resend") { try door.resendVerification($0, $1) }
         }
         logsSecrets(under: WebDoor.resetKeyPrefix)
     }
@@ -140,6 +143,49 @@ struct WebDoor: Sendable {
         }
     }
 
+    func verifyForm(_ context: RequestContext) throws -> HTTPResponse {
+        guard try service.verificationPending(context.caller) else { return .seeOther("/account/login") }
+        return page("Confirm your address", WebPage.verifyForm(csrf: context.csrfToken))
+    }
+
+    func verifyEmail(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let fields = request.formFields
+        if let refusal = honeypot(fields) { return refusal }
+        switch try service.verifyEmail(code: fields["code"] ?? "", caller: context.caller) {
+        case .signedIn(let token, _, _): return signedIn(token)
+        case .pending(let standing): return pendingPage(standing)
+        case .incorrect:
+            return page(
+                "Confirm your address",
+                WebPage.verifyForm(
+                    csrf: context.csrfToken,
+                    errors: ["That code is not the one we sent. Please check it and try again."]),
+                status: 400)
+        case .noneWaiting: return noVerificationPage()
+        }
+    }
+
+    func resendVerification(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        if let refusal = honeypot(request.formFields) { return refusal }
+        switch try service.resendVerification(caller: context.caller) {
+        case .sent:
+            return page(
+                "Confirm your address",
+                WebPage.verifyForm(
+                    csrf: context.csrfToken, note: "A new code is on its way; the old one no longer works."))
+        case .rateLimited(let retryAfter): return tooMany(retryAfter)
+        case .noneWaiting: return noVerificationPage()
+        }
+    }
+
+    private func noVerificationPage() -> HTTPResponse {
+        page(
+            "No code is waiting",
+            WebPage.message(
+                "No confirmation is waiting here: the code was used, expired or tried too often. Sign in again for a new one.",
+                link: ("/account/login", "Sign in")), status: 409)
+    }
+
     // MARK: Answers
 
     private func signInAnswer(
@@ -147,21 +193,15 @@ struct WebDoor: Sendable {
     ) -> HTTPResponse {
         switch outcome {
         case .signedIn(let token, _, _):
-            // The session and the CSRF seed are both new: nothing minted before sign-in works after it.
-            var response = HTTPResponse.seeOther("/account")
+            return signedIn(token)
+        case .verificationPending(let token):
+            // A pre-login session in the cookie: the code's step is bound to it.
+            var response = HTTPResponse.seeOther("/account/verify-email")
             response.headers.add("Set-Cookie", cookies.settingSession(token))
             response.headers.add("Set-Cookie", cookies.settingCSRF((try? SecretToken.generate()) ?? ""))
             return response
         case .pending(let standing, _):
-            let text =
-                switch standing {
-                case .waiting:
-                    "Your account is waiting for an administrator's approval. You can sign in once it is approved."
-                case .held: "Your account is on hold. Please contact the administrator."
-                case .mailFailed:
-                    "Your account is waiting for approval. We could not send you a confirmation mail; the administrator has been told."
-                }
-            return page("Not signed in yet", WebPage.message(text, link: ("/account/login", "Back to sign in")))
+            return pendingPage(standing)
         case .invalid(let problems):
             return page(title, form(problems.map(\.message)), status: 400)
         case .rateLimited(let retryAfter), .tooManyFailedLogins(let retryAfter):
@@ -169,6 +209,27 @@ struct WebDoor: Sendable {
         case .signupClosed:
             return page("Sign-up is closed", WebPage.message("This server does not take new accounts."), status: 403)
         }
+    }
+
+    /// Signed in: the session and the CSRF seed are both new, so nothing minted before sign-in
+    /// works after it.
+    private func signedIn(_ token: String) -> HTTPResponse {
+        var response = HTTPResponse.seeOther("/account")
+        response.headers.add("Set-Cookie", cookies.settingSession(token))
+        response.headers.add("Set-Cookie", cookies.settingCSRF((try? SecretToken.generate()) ?? ""))
+        return response
+    }
+
+    private func pendingPage(_ standing: Standing) -> HTTPResponse {
+        let text =
+            switch standing {
+            case .waiting:
+                "Your account is waiting for an administrator's approval. You can sign in once it is approved."
+            case .held: "Your account is on hold. Please contact the administrator."
+            case .mailFailed:
+                "Your account is waiting for approval. We could not send you a confirmation mail; the administrator has been told."
+            }
+        return page("Not signed in yet", WebPage.message(text, link: ("/account/login", "Back to sign in")))
     }
 
     private func tooMany(_ retryAfter: Int64) -> HTTPResponse {

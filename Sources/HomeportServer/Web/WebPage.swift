@@ -77,6 +77,24 @@ enum WebPage {
         """
     }
 
+    static func verifyForm(csrf: String, errors: [String] = [], note: String? = nil) -> String {
+        """
+        \(Self.errors(errors))
+        <p class="note">\(note ?? "We have mailed you a code. Enter it here to confirm that the address is yours.")</p>
+        <form method="post" action="/account/verify-email">
+        \(guardFields(csrf: csrf))
+        <label for="code">Code</label>
+        <input id="code" name="code" autocomplete="one-time-code" autocapitalize="characters" required>
+        <button type="submit">Confirm</button>
+        </form>
+        <form method="post" action="/account/verify-email/resend">
+        \(guardFields(csrf: csrf))
+        <button type="submit">Send a new code</button>
+        </form>
+        <nav><a href="/account/login">Back to sign in</a></nav>
+        """
+    }
+
     static func resetRequestForm(csrf: String, errors: [String] = []) -> String {
         """
         \(Self.errors(errors))

@@ -1,0 +1,233 @@
+import Foundation
+import HomeportCrypto
+import HomeportStorage
+import HomeportWire
+
+/// Verification of an address by a mailed code (`--email-verification code`), the flow of
+/// django-allauth's `ACCOUNT_EMAIL_VERIFICATION_BY_CODE_ENABLED`: a sign-up, or a sign-in with
+/// the right password to an account whose address is not verified, gets a pre-login session and
+/// a mailed code instead of a session; the code, sent back with that session's token, verifies
+/// the address, and then the approval stage decides as at any sign-in.
+extension AccountService {
+    /// What sending a code back came to.
+    public enum VerificationOutcome: Sendable {
+        /// Verified and signed in: a new session (the pre-login one ends) and its token.
+        case signedIn(token: String, account: Account, session: Session)
+        /// Verified, but the account is not approved: the caller's pre-login session now carries
+        /// the standing.
+        case pending(standing: Standing)
+        /// The code is not the one mailed; the third wrong one gives the verification up.
+        case incorrect
+        /// No verification waits on the caller's session (none began, it expired, was used or
+        /// given up, or verification is off).
+        case noneWaiting
+    }
+
+    /// What checking a code without using it came to.
+    public enum VerificationCheck: Sendable {
+        /// The code is right; it verifies this account's address.
+        case valid(Account)
+        /// As ``VerificationOutcome/incorrect``.
+        case incorrect
+        /// As ``VerificationOutcome/noneWaiting``.
+        case noneWaiting
+    }
+
+    /// What asking for a new code came to.
+    public enum ResendOutcome: Sendable {
+        /// A new code replaces the old one and is on its way.
+        case sent
+        /// No verification waits on the caller's session.
+        case noneWaiting
+        /// A code went out too recently; nothing changed.
+        case rateLimited(retryAfter: Int64)
+    }
+
+    /// Whether a verification waits on the caller's pre-login session.
+    public func verificationPending(_ caller: Caller) throws -> Bool {
+        guard settings.emailVerification == .code, case .preLogin(let session, _) = caller else { return false }
+        return try EmailVerificationStore(database).pending(keyHash: session.keyHash, now: clock.unixSeconds) != nil
+    }
+
+    /// Verifies the address with the code mailed to the caller's pre-login session. Every try is
+    /// charged to the verification's budget (``RateLimitPolicy/verificationAttemptPerSession``)
+    /// before the code is compared, at either door; the third wrong code gives it up.
+    public func verifyEmail(code: String, caller: Caller) throws -> VerificationOutcome {
+        guard case .preLogin(let session, _) = caller, let pending = try tryCode(code, session: session) else {
+            return .noneWaiting
+        }
+        guard let codeHash = pending else { return .incorrect }
+        let now = clock.unixSeconds
+        let replacement = try makeSession(kind: session.kind, userID: nil, now: now)
+        // The outcome, and the address to tell that it waits for approval after a sign-up.
+        let (outcome, waitingMail): (VerificationOutcome, String?) = try database.transaction { db in
+            let verifications = EmailVerificationStore(db)
+            guard let claimed = try verifications.claim(keyHash: session.keyHash, codeHash: codeHash, now: now),
+                let account = try AccountStore(db).find(id: claimed.userID)
+            else { return (.noneWaiting, nil) }
+            try verifications.markVerified(userID: account.id, now: now)
+            let sessions = SessionStore(db)
+            var signedIn = replacement.session
+            signedIn.userID = account.id
+            signedIn.authenticatedAt = claimed.authenticatedAt
+            if try sessions.insertSignedIn(signedIn, now: now, passwordHash: account.passwordHash) {
+                try sessions.delete(keyHash: session.keyHash)
+                return (.signedIn(token: replacement.token, account: account, session: signedIn), nil)
+            }
+            let standing: Standing = account.approval == .held ? .held : .waiting
+            try sessions.setStanding(standing, keyHash: session.keyHash)
+            // A sign-up (no password sign-in) is told by mail, as without verification.
+            return (.pending(standing: standing), claimed.authenticatedAt == nil ? account.email : nil)
+        }
+        if case .noneWaiting = outcome { return outcome }
+        logger.notice("address verified", metadata: ["signedIn": "\(outcomeSignedIn(outcome))"])
+        if let waitingMail, case .pending(let standing) = outcome,
+            !deliver(Self.waitingMail(to: waitingMail), standingOf: session.keyHash)
+        {
+            return .pending(standing: standing == .waiting ? .mailFailed : standing)
+        }
+        return outcome
+    }
+
+    /// Checks the code mailed to the caller's pre-login session without using it: a wrong code is
+    /// a try, charged like at ``verifyEmail(code:caller:)``; a right one is given back.
+    public func checkVerificationCode(_ code: String, caller: Caller) throws -> VerificationCheck {
+        guard case .preLogin(let session, _) = caller, let pending = try tryCode(code, session: session) else {
+            return .noneWaiting
+        }
+        guard pending != nil,
+            let verification = try EmailVerificationStore(database).pending(
+                keyHash: session.keyHash, now: clock.unixSeconds),
+            let account = try AccountStore(database).find(id: verification.userID)
+        else { return pending == nil ? .incorrect : .noneWaiting }
+        try RateLimiter(database, policy: settings.rateLimits).refundVerificationAttempt(
+            session: session.keyHash, now: clock.unixSeconds)
+        return .valid(account)
+    }
+
+    /// Mails a new code for the verification waiting on the caller's pre-login session; the old
+    /// code stops working. Charged to the account's mail budget
+    /// (``RateLimitPolicy/verificationMailPerAccount``), which the first code spent too.
+    public func resendVerification(caller: Caller) throws -> ResendOutcome {
+        guard settings.emailVerification == .code, case .preLogin(let session, _) = caller else {
+            return .noneWaiting
+        }
+        let now = clock.unixSeconds
+        guard let pending = try EmailVerificationStore(database).pending(keyHash: session.keyHash, now: now),
+            let account = try AccountStore(database).find(id: pending.userID)
+        else { return .noneWaiting }
+        do {
+            try database.transaction {
+                try RateLimiter($0, policy: settings.rateLimits).chargeVerificationMail(account: account.id, now: now)
+            }
+        } catch let refusal as RateLimiter.Refusal {
+            return .rateLimited(retryAfter: refusal.retryAfter)
+        }
+        // A verification no code completes stays one: its owner is told again, no code is made.
+        if pending.codeHash == Self.noCode {
+            _ = deliver(Self.accountExistsMail(to: account.email), standingOf: session.keyHash)
+            return .sent
+        }
+        let code = try VerificationCode.generate(random)
+        guard
+            try EmailVerificationStore(database).replaceCode(
+                keyHash: session.keyHash, codeHash: VerificationCode.storedForm(code, session: session.keyHash),
+                now: now, expiresAt: now + AccountSettings.verificationCodeLifetime)
+        else { return .noneWaiting }
+        _ = deliver(verificationMail(code, to: account.email), standingOf: session.keyHash)
+        return .sent
+    }
+
+    // MARK: Beginning a verification
+
+    /// A code and the pre-login session it waits on, made before the transaction that stores them.
+    struct NewVerification {
+        /// The code to mail; `nil` for a verification that no code completes (a sign-up with a
+        /// taken address, answered like any other).
+        var code: String?
+        var preLogin: (token: String, session: Session)
+    }
+
+    /// A new code and pre-login session of `kind` (nothing stored yet).
+    func makeVerification(kind: SessionKind, now: Int64) throws -> NewVerification {
+        var preLogin = try makeSession(kind: kind, userID: nil, now: now)
+        preLogin.session.expiresAt = min(preLogin.session.expiresAt, now + Self.preLoginLifetime)
+        return NewVerification(code: try VerificationCode.generate(random), preLogin: preLogin)
+    }
+
+    /// Stores the pre-login session and its code for `account` (in the caller's transaction),
+    /// charging the code to the account's mail budget: throws ``RateLimiter/Refusal`` past it.
+    func beginVerification(
+        _ new: NewVerification, account: Account, authenticatedAt: Double?, _ db: any SQLExecutor, now: Int64
+    ) throws {
+        try RateLimiter(db, policy: settings.rateLimits).chargeVerificationMail(account: account.id, now: now)
+        let keyHash = new.preLogin.session.keyHash
+        try SessionStore(db).insertPreLogin(new.preLogin.session, now: now)
+        try EmailVerificationStore(db).insert(
+            keyHash: keyHash,
+            .init(
+                userID: account.id,
+                codeHash: new.code.map { VerificationCode.storedForm($0, session: keyHash) } ?? Self.noCode,
+                authenticatedAt: authenticatedAt),
+            now: now, expiresAt: now + AccountSettings.verificationCodeLifetime)
+    }
+
+    /// Mails the code of a verification just begun; a failure sets the pre-login session's
+    /// standing to `mail_failed`.
+    func mailVerification(_ new: NewVerification, to email: String) {
+        guard let code = new.code else { return }
+        _ = deliver(verificationMail(code, to: email), standingOf: new.preLogin.session.keyHash)
+    }
+
+    // MARK: Helpers
+
+    /// The stored code of a verification that no code completes (no hash is this short).
+    static let noCode = "-"
+
+    /// Charges one try of `code` against the verification on `session` and compares it: `nil`
+    /// when none waits (or its budget is spent: then it is given up), `.some(nil)` for a wrong
+    /// code (the last allowed one gives the verification up), and the code's stored form when
+    /// it is right.
+    private func tryCode(_ code: String, session: Session) throws -> String?? {
+        guard settings.emailVerification == .code else { return nil }
+        let now = clock.unixSeconds
+        let verifications = EmailVerificationStore(database)
+        guard let pending = try verifications.pending(keyHash: session.keyHash, now: now) else { return nil }
+        let left: Int
+        do {
+            left = try database.transaction {
+                try RateLimiter($0, policy: settings.rateLimits).chargeVerificationAttempt(
+                    session: session.keyHash, now: now)
+            }
+        } catch is RateLimiter.Refusal {
+            try verifications.delete(keyHash: session.keyHash)
+            return nil
+        }
+        let codeHash = VerificationCode.storedForm(code, session: session.keyHash)
+        guard Digest.constantTimeEquals(Array(codeHash.utf8), Array(pending.codeHash.utf8)) else {
+            if left == 0 { try verifications.delete(keyHash: session.keyHash) }
+            return .some(nil)
+        }
+        return .some(codeHash)
+    }
+
+    private func verificationMail(_ code: String, to email: String) -> Mail {
+        let minutes = AccountSettings.verificationCodeLifetime / 60
+        return Mail(
+            to: email, subject: "Your verification code",
+            body: """
+                Your verification code is:
+
+                    \(code)
+
+                Enter it where you signed in to confirm that this address is yours. It works for \
+                \(minutes) minutes. If you did not sign up or sign in, you can ignore this mail.
+                """,
+            kind: "verification_code")
+    }
+
+    private func outcomeSignedIn(_ outcome: VerificationOutcome) -> Bool {
+        if case .signedIn = outcome { return true }
+        return false
+    }
+}
