@@ -32,6 +32,7 @@ extension HomeportClient {
     /// off-host redirect, an event over ``ClientConfiguration/streamEventLimit``).
     ///
     /// - Parameters:
+    ///   - server: the server's key, a unique prefix of its instance id, or its primary URL.
     ///   - lastEventID: resume after this event id (`nil`: new notifications only).
     ///   - sleep: how the stream waits before reconnecting (tests pass one that does not wait).
     public func notificationStream(
