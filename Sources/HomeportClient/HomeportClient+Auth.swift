@@ -8,6 +8,20 @@ extension HomeportClient {
         case signedIn(ServerRecord)
         /// Not signed in yet: the server says why (`waiting`, `held`, `mail_failed`, or nothing).
         case pending(Standing?)
+        /// Not signed in yet: the server mailed a code to the account's address; send it back with
+        /// ``HomeportClient/verifyEmail(_:code:)``.
+        case verificationRequired(PendingVerification)
+    }
+
+    /// A sign-in that waits for the code the server mailed to the account's address. It holds the
+    /// pre-login token the server handed out, which goes back only to the address that issued it;
+    /// keep it in memory, not on disk (a new sign-in mails a new code).
+    public struct PendingVerification: Sendable, Equatable {
+        /// The address signed in at.
+        public let address: ServerAddress
+        /// The account's address, where the code went.
+        public let email: String
+        let token: String
     }
 
     /// Signs in at `address` (which becomes the server's primary) with the allauth app-client
@@ -27,10 +41,46 @@ extension HomeportClient {
     {
         let body = try JSONEncoder().encode(AuthRequest.Credentials(email: email, password: password))
         let response = try await authRequest("POST", flow, at: address, token: nil, body: body)
+        return try await finishSignIn(response, at: address, email: email)
+    }
+
+    /// Sends the mailed code back (`POST auth/email/verify` with the pending sign-in's token, to the
+    /// address that issued it). Signed in, it enrolls the server as ``login(at:email:password:)``
+    /// does; an account that still waits for approval is ``SignInResult/pending(_:)``. A wrong code
+    /// throws ``ClientError/rejected(status:errors:)`` with `incorrect_code` (the third gives the
+    /// verification up: the server then answers 409, and a new sign-in mails a new code).
+    public func verifyEmail(_ pending: PendingVerification, code: String) async throws -> SignInResult {
+        let body = try JSONEncoder().encode(AuthRequest.EmailVerification(key: code))
+        let response = try await authRequest(
+            "POST", AllauthAppPath.emailVerify, at: pending.address, token: pending.token, body: body)
+        return try await finishSignIn(response, at: pending.address, email: pending.email, pending: pending)
+    }
+
+    /// Asks the server to mail a new code for a pending sign-in; the old code stops working.
+    /// Throws ``ClientError/rejected(status:errors:)`` with 429 when a code went out too recently,
+    /// and 409 when nothing waits any more.
+    public func resendVerificationCode(_ pending: PendingVerification) async throws {
+        let response = try await authRequest(
+            "POST", AllauthAppPath.emailVerifyResend, at: pending.address, token: pending.token, body: nil)
+        guard response.status == 200 else {
+            throw ClientError.rejected(
+                status: response.status, errors: (try? decodeEnvelope(response, pending.address))?.errors ?? [])
+        }
+    }
+
+    /// Turns the answer of a sign-in step into its result: enrolls the server on 200.
+    private func finishSignIn(
+        _ response: ClientResponse, at address: ServerAddress, email: String, pending: PendingVerification? = nil
+    ) async throws -> SignInResult {
         let envelope = try decodeEnvelope(response, address)
         if response.status == 401 {
-            let standing = try await standing(at: address, token: envelope.meta?.sessionToken)
-            return .pending(standing)
+            let token = envelope.meta?.sessionToken ?? pending?.token
+            if let token, !token.isEmpty,
+                envelope.data?.flows?.contains(where: { $0.id == "verify_email" && $0.isPending == true }) == true
+            {
+                return .verificationRequired(PendingVerification(address: address, email: email, token: token))
+            }
+            return .pending(try await standing(at: address, token: token))
         }
         guard response.status == 200, let token = envelope.meta?.sessionToken, !token.isEmpty else {
             throw ClientError.rejected(status: response.status, errors: envelope.errors ?? [])

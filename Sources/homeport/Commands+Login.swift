@@ -32,10 +32,14 @@ extension Commands {
         let address = try ServerAddress(parsing: parsed.positionals[0], allowHTTP: parsed.flag("allow-http"))
         let events = Events()
         let client = try client(environment, proxy: try proxy(parsed), events: events)
-        let result =
+        var result =
             parsed.flag("signup")
             ? try await client.signup(at: address, email: email, password: password)
             : try await client.login(at: address, email: email, password: password)
+        if case .verificationRequired(let pending) = result {
+            guard let verified = try await verify(pending, client, json: parsed.flag("json")) else { return 1 }
+            result = verified
+        }
         switch result {
         case .signedIn(let record):
             let replaced = events.all.compactMap { event -> SignOutOutcome? in
@@ -74,6 +78,42 @@ extension Commands {
                 }
             warn("homeport: not signed in: \(why)")
             return 1
+        case .verificationRequired:
+            return 1
+        }
+    }
+
+    /// Asks for the mailed code on standard input (the line after the password), as often as the
+    /// server allows; `resend` asks for a new code. `nil` when no code signed in.
+    static func verify(_ pending: HomeportClient.PendingVerification, _ client: HomeportClient, json: Bool)
+        async throws -> HomeportClient.SignInResult?
+    {
+        while true {
+            warn("homeport: the server mailed a code to \(pending.email); type it (or 'resend') and press Enter")
+            guard let line = readLine(strippingNewline: true) else {
+                if json { try printJSON(["signedIn": false, "verification": "pending"]) }
+                warn("homeport: not signed in: no code given (signing in again mails a new one)")
+                return nil
+            }
+            let typed = line.trimmingCharacters(in: .whitespaces)
+            do {
+                if typed.lowercased() == "resend" {
+                    try await client.resendVerificationCode(pending)
+                    continue
+                }
+                let result = try await client.verifyEmail(pending, code: typed)
+                if case .verificationRequired = result { continue }
+                return result
+            } catch ClientError.rejected(let status, let errors) where status == 400 || status == 429 {
+                let text = errors.first?.message ?? (status == 429 ? "a code went out too recently" : "refused")
+                warn("homeport: \(text)")
+            } catch ClientError.rejected(let status, _) where status == 409 {
+                if json { try printJSON(["signedIn": false, "verification": "given_up"]) }
+                warn(
+                    "homeport: not signed in: the code was tried too often or expired (signing in again mails a new one)"
+                )
+                return nil
+            }
         }
     }
 

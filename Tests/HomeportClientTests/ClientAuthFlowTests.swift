@@ -73,4 +73,56 @@ struct ClientAuthFlowTests {
         let stored = try String(contentsOfFile: client.directory.path, encoding: .utf8)
         #expect(!stored.contains("good password"))
     }
+
+    @Test("a sign-up that must verify the address: a wrong code, then the mailed one", arguments: Peer.allCases)
+    func verificationByCode(peer: Peer) async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        var allauth: AllauthPeer?
+        var homeport: Installation?
+        let address: ServerAddress
+        switch peer {
+        case .allauth:
+            allauth = try AllauthPeer(verifyByCode: true)
+            address = try ServerAddress(parsing: "http://127.0.0.1:\(allauth!.port)", allowHTTP: true)
+        case .homeport:
+            homeport = try Installation(hosts: ["127.0.0.1"], extra: ["--email-verification", "code"])
+            address = try homeport!.address("127.0.0.1")
+        }
+        defer { _ = (allauth, homeport) }
+        let mail = { allauth?.mail ?? homeport.map { mailText($0.directory.file("outbox")) } ?? "" }
+        let client = try makeClient(home, SpyTransport())
+        let vault = try FileVault(directory: home.file("vault"))
+
+        guard
+            case .verificationRequired(let pending) = try await client.signup(
+                at: address, email: "verify@example.com", password: password)
+        else { throw RawHTTPError("signup did not ask for a code") }
+        #expect(pending.email == "verify@example.com")
+        #expect(client.directory.all.isEmpty, "nothing is enrolled before the code")
+
+        await #expect {
+            try await client.verifyEmail(pending, code: "AAAA-AAAA")
+        } throws: { error in
+            guard case ClientError.rejected(400, let errors) = error else { return false }
+            return errors.map(\.code) == ["incorrect_code"]
+        }
+        let code = try #require(mail().matches(of: /[A-Z]{4}-[A-Z]{4}/).last.map { String($0.output) })
+        guard case .signedIn(let record) = try await client.verifyEmail(pending, code: code.lowercased()) else {
+            throw RawHTTPError("the mailed code did not sign in")
+        }
+        #expect(record.email == "verify@example.com")
+        #expect(try vault.token(for: record.key) != nil)
+        let session = try await client.send("GET", "/_allauth/app/v1/auth/session", to: record.key)
+        #expect(session.response.status == 200)
+        if peer == .homeport { #expect(record.instanceID != nil) }
+        // The pending sign-in is spent: its token was replaced at verification.
+        await #expect(throws: ClientError.self) { try await client.verifyEmail(pending, code: code) }
+    }
+}
+
+/// Every mail in an outbox directory, concatenated.
+func mailText(_ folder: String) -> String {
+    let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
+    return names.compactMap { try? String(contentsOfFile: folder + "/" + $0, encoding: .utf8) }.joined(separator: "\n")
 }

@@ -79,3 +79,71 @@ struct ClientCommandLineTests {
         #expect(try ServerProcess.runClient(["servers"], environment: environment).output.contains("no servers yet"))
     }
 }
+
+@Suite("homeport login with verification by code")
+struct CommandLineVerificationTests {
+    @Test("login asks for the mailed code on the next line; a wrong one is refused, the right one signs in")
+    func promptsForCode() throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let server = try Installation(hosts: ["127.0.0.1"], extra: ["--email-verification", "code"])
+        let outbox = server.directory.file("outbox")
+        let process = Process()
+        process.executableURL = URL(
+            fileURLWithPath: (ServerProcess.binary as NSString).deletingLastPathComponent + "/homeport")
+        process.arguments = [
+            "login", try server.address("127.0.0.1").url, "--allow-http", "--signup", "--email", "ada@example.com",
+            "--password-stdin",
+        ]
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            "HOMEPORT_HOME": home.path, "HOMEPORT_NETWORK_PATH": "home",
+        ]) { $1 }
+        let input = Pipe()
+        let error = Pipe()
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = error
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        input.fileHandleForWriting.write(Data((password + "\n").utf8))
+        var code: String?
+        for _ in 0..<200 where code == nil {
+            code = mailText(outbox).matches(of: /[A-Z]{4}-[A-Z]{4}/).last.map { String($0.output) }
+            if code == nil { usleep(50_000) }
+        }
+        let mailed = try #require(code, "no code was mailed")
+        input.fileHandleForWriting.write(Data("AAAA-AAAA\n".utf8))
+        input.fileHandleForWriting.write(Data((mailed.lowercased() + "\n").utf8))
+        try input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        let said = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(said)")
+        #expect(said.contains("mailed a code to ada@example.com"))
+        #expect(said.contains("Incorrect code."))
+        #expect(!said.contains(mailed), "the code is not echoed")
+
+        let whoami = try ServerProcess.runClient(
+            ["servers", "--json"], environment: ["HOMEPORT_HOME": home.path, "HOMEPORT_NETWORK_PATH": "home"])
+        #expect(whoami.output.contains("ada@example.com"))
+    }
+
+    @Test("no code on standard input: not signed in, exit 1, nothing enrolled")
+    func noCode() throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let server = try Installation(hosts: ["127.0.0.1"], extra: ["--email-verification", "code"])
+        let environment = ["HOMEPORT_HOME": home.path, "HOMEPORT_NETWORK_PATH": "home"]
+        let result = try ServerProcess.runClient(
+            [
+                "login", try server.address("127.0.0.1").url, "--allow-http", "--signup", "--email", "ada@example.com",
+                "--password-stdin", "--json",
+            ], environment: environment, input: password + "\n")
+        #expect(result.status == 1)
+        #expect(
+            result.output.contains(#""verification":"pending""#)
+                || result.output.contains(#""verification" : "pending""#))
+        #expect(result.error.contains("no code given"))
+        let servers = try ServerProcess.runClient(["servers", "--json"], environment: environment)
+        #expect(!servers.output.contains("ada@example.com"))
+    }
+}
