@@ -40,6 +40,7 @@ enum HomeportCLI {
           push test SERVER           Ask SERVER to push a test notification to this account's devices.
           mute SERVER THREAD         Mute a thread on SERVER (unmute SERVER THREAD undoes it; mutes SERVER lists).
           notifications watch SERVER Print SERVER's notifications as they come, reconnecting with Last-Event-ID.
+          conformance URL            Check the server at URL against the Homeport protocol: a pass/fail table.
 
         Every command that prints a result takes --json; every command that reaches a server takes
         --proxy URL (no proxy is ever taken from the environment: http_proxy, ALL_PROXY, … are ignored).
@@ -122,6 +123,7 @@ enum HomeportCLI {
         case "remove": return try await Commands.remove(rest, environment)
         case "network": return try Commands.network(rest, environment)
         case "mute", "unmute", "mutes": return try await Commands.mute(command, rest, environment)
+        case "conformance": return try await Commands.conformance(rest, environment)
         default: throw UsageError("unknown command '\(command)'; run 'homeport --help'")
         }
     }
