@@ -16,7 +16,9 @@ struct SessionTokenTests {
             #expect(info.status == 200)
             #expect(info.header("Cache-Control") == "no-store")
             let features = info.jsonObject?["features"] as? [String] ?? []
-            #expect(features.contains("server-connection-identity") && features.contains("session-token"))
+            // Every capability the server offers, the push routes and the in-app stream included.
+            #expect(
+                features == ["server-connection-identity", "session-token", "push-server-id", "notifications-stream"])
             #expect(info.jsonObject?["instanceId"] as? String != nil)
             #expect(info.jsonObject?["protocolVersion"] as? Int == 1)
 

@@ -30,7 +30,9 @@ extension Router where Context == RequestContext {
 /// `GET /api/v1/app-info`: the same body for every signed-in caller, encoded once the identity is known.
 final class AppInfoEndpoint: Sendable {
     /// Every capability this server offers.
-    static let features = [Feature.serverConnectionIdentity, Feature.sessionToken]
+    static let features = [
+        Feature.serverConnectionIdentity, Feature.sessionToken, Feature.pushServerID, Feature.notificationsStream,
+    ]
 
     private let identity: IdentityStore
     private let product: String
