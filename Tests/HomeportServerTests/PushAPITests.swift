@@ -184,7 +184,7 @@ struct PushAPITests {
             #expect(try server.app("PUT", "/api/v1/notifications/mutes/chat:7", token: ada).status == 204)
             #expect(try server.app("GET", "/api/v1/notifications/mutes", token: ada).text == #"{"threads":["chat:7"]}"#)
             #expect(try server.app("GET", "/api/v1/notifications/mutes", token: bob).text == #"{"threads":[]}"#)
-            for bad in ["a%20b", "<x>", String(repeating: "a", count: 129)] {
+            for bad in ["a%20b", "<x>", String(repeating: "a", count: 129), ".", ".."] {
                 let response = try server.app("PUT", "/api/v1/notifications/mutes/\(bad)", token: ada)
                 #expect(response.status == 400, "\(bad)")
                 #expect((response.jsonObject?["error"] as? [String: Any])?["field"] as? String == "thread")

@@ -187,9 +187,11 @@ public final class PushCenter: Sendable {
         return lower
     }
 
-    /// A thread id: 1–128 characters of `A-Z a-z 0-9 : . _ -`.
+    /// A thread id: 1–128 characters of `A-Z a-z 0-9 : . _ -`, not `.` or `..`.
     static func isThread(_ text: String) -> Bool {
-        (1...128).contains(text.utf8.count)
+        // `.` and `..` are dot segments: clients remove them from a path before sending it, so such
+        // a thread could be muted (by a raw request) but never unmuted.
+        (1...128).contains(text.utf8.count) && text != "." && text != ".."
             && text.utf8.allSatisfy {
                 (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
                     || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
