@@ -50,17 +50,21 @@ public struct AuthUser: Codable, Hashable, Sendable {
     public var email: String
     /// Whether the account has a password.
     public var hasUsablePassword: Bool
+    /// The username: on Homeport, whose accounts are email-only, the sign-in address (allauth's
+    /// specification requires the member; an allauth server without usernames leaves it out).
+    public var username: String?
 
     /// Creates a user.
-    public init(id: Int, display: String, email: String, hasUsablePassword: Bool = true) {
+    public init(id: Int, display: String, email: String, hasUsablePassword: Bool = true, username: String? = nil) {
         self.id = id
         self.display = display
         self.email = email
         self.hasUsablePassword = hasUsablePassword
+        self.username = username
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, display, email
+        case id, display, email, username
         case hasUsablePassword = "has_usable_password"
     }
 }

@@ -307,7 +307,8 @@ struct AppDoor: Sendable {
 
     private func user(_ account: Account) -> AuthUser {
         AuthUser(
-            id: Int(account.id), display: String(account.email.split(separator: "@").first ?? ""), email: account.email)
+            id: Int(account.id), display: String(account.email.split(separator: "@").first ?? ""), email: account.email,
+            username: account.email)
     }
 
     private func userData(_ account: Account, _ session: Session?) -> AuthData {
