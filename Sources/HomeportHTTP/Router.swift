@@ -90,6 +90,14 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
         }
     }
 
+    /// Every route as `METHOD /pattern` (parameters as `:name`), sorted: what the router serves,
+    /// for documentation and the tests that keep the documentation true.
+    public var routeTable: [String] {
+        let literal = exact.flatMap { path, methods in methods.keys.map { "\($0.rawValue) \(path)" } }
+        let patterns = parameterized.map { "\($0.method.rawValue) /" + $0.segments.map(\.text).joined(separator: "/") }
+        return (literal + patterns).sorted()
+    }
+
     /// Finds the handler for a method and path.
     public func resolve(_ method: HTTPMethod, _ path: String) -> Resolution {
         resolveRoute(method, path).resolution

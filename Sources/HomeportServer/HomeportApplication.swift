@@ -29,6 +29,8 @@ public final class HomeportApplication: Sendable {
     /// On PostgreSQL, hears other replicas' session ends for the session cache.
     private let listener: PostgresListener?
     private let logger: Logger
+    /// Every route of the main listener as `METHOD /pattern`, sorted.
+    public let routeTable: [String]
 
     /// Opens the database, applies pending migrations and prepares the routes; nothing listens yet.
     ///
@@ -117,6 +119,7 @@ public final class HomeportApplication: Sendable {
             csrfKey: try ServerSecrets(database, logger: logger.withLabel("homeport.server")).secret(named: "csrf"))
         let server = HTTPServer(configuration: configuration.effectiveHTTP, responder: router, logger: logger)
         self.server = server
+        self.routeTable = router.routeTable
         if let address = configuration.metricsListen {
             var metricsRouter = Router<EmptyRequestContext>()
             metricsRouter.get("/metrics") { _, _ in

@@ -30,6 +30,9 @@ DATABASES = {
 AUTHENTICATION_BACKENDS = ["allauth.account.auth_backends.AuthenticationBackend"]
 HEADLESS_ONLY = True
 HEADLESS_CLIENTS = ("app",)
+# ALLAUTH_SERVE_SPEC=1 serves allauth's own OpenAPI specification (rendered for the app client), which
+# scripts/schemathesis also runs against homeport-server.
+HEADLESS_SERVE_SPECIFICATION = bool(os.environ.get("ALLAUTH_SERVE_SPEC"))
 HEADLESS_FRONTEND_URLS = {
     "account_reset_password_from_key": "http://app.invalid/reset/{key}",
     "account_confirm_email": "http://app.invalid/verify/{key}",
