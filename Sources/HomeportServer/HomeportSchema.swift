@@ -186,11 +186,17 @@ public enum HomeportSchema {
                 "CREATE INDEX IF NOT EXISTS mail_queue_due ON mail_queue (next_attempt_at)",
             ]
         },
-        // Verification by a mailed code: when an address was verified (NULL: never, which is
-        // every account made before), and the codes waiting, one per pre-login session.
+        // Verification by a mailed code: the accounts whose address was verified (none made
+        // before is), and the codes waiting, one per pre-login session. A table of its own rather
+        // than a column, so that every statement can run again (IF NOT EXISTS) on both backends.
         Migration(version: 6, name: "email_verification") { _ in
             [
-                "ALTER TABLE users ADD COLUMN email_verified_at BIGINT",
+                """
+                CREATE TABLE IF NOT EXISTS verified_emails (
+                    user_id BIGINT PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE,
+                    verified_at BIGINT NOT NULL
+                )
+                """,
                 """
                 CREATE TABLE IF NOT EXISTS email_verifications (
                     key_hash TEXT PRIMARY KEY,

@@ -3,13 +3,14 @@ import HomeportCommandLine
 import HomeportLogging
 import HomeportServer
 
-/// `homeport-server users list|approve|reject|hold`
+/// `homeport-server users list|approve|reject|hold|verify`
 enum UsersCommand {
     static let listSpec = CommandSpec(
         name: "homeport-server users list",
         summary: "List accounts with their approval stage, oldest first.",
         options: [
-            ServerCLI.databaseOption, .flag("json", help: "Print a JSON array of {id, email, approval, createdAt}."),
+            ServerCLI.databaseOption,
+            .flag("json", help: "Print a JSON array of {id, email, approval, emailVerified, createdAt}."),
         ])
 
     static func stageSpec(_ action: String) -> CommandSpec {
@@ -23,10 +24,19 @@ enum UsersCommand {
             discussion: "A rejected person is told 'waiting', so a refusal is never announced.")
     }
 
-    static let overview = """
-        Usage: homeport-server users list|approve|reject|hold [EMAIL] [options]
+    static let verifySpec = CommandSpec(
+        name: "homeport-server users verify",
+        summary: "Mark an account's address as verified, so that it signs in without a mailed code.",
+        arguments: [.init("EMAIL", help: "The account's sign-in address.")],
+        options: [ServerCLI.databaseOption],
+        discussion:
+            "For --email-verification code, when you know the address is the person's and the code does not arrive.")
 
-        Manage accounts: list them, or move one between approval stages (approved, waiting, rejected, held).
+    static let overview = """
+        Usage: homeport-server users list|approve|reject|hold|verify [EMAIL] [options]
+
+        Manage accounts: list them, move one between approval stages (approved, waiting, rejected, held), or mark
+        its address verified.
         """
 
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
@@ -35,7 +45,7 @@ enum UsersCommand {
                 Output.line(overview)
                 return .success
             }
-            throw UsageError("users needs an action: list, approve, reject or hold")
+            throw UsageError("users needs an action: list, approve, reject, hold or verify")
         }
         let rest = Array(arguments.dropFirst())
         switch action {
@@ -43,7 +53,8 @@ enum UsersCommand {
         case "approve": return try setStage(.approved, action, rest, environment: environment)
         case "reject": return try setStage(.rejected, action, rest, environment: environment)
         case "hold": return try setStage(.held, action, rest, environment: environment)
-        default: throw UsageError("unknown users action '\(action)'; use list, approve, reject or hold")
+        case "verify": return try verify(rest, environment: environment)
+        default: throw UsageError("unknown users action '\(action)'; use list, approve, reject, hold or verify")
         }
     }
 
@@ -59,13 +70,15 @@ enum UsersCommand {
 
     static func list(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
         guard let parsed = try ServerCLI.parse(listSpec, arguments) else { return .success }
-        let accounts = try service(parsed, listSpec, environment).accounts()
+        let service = try service(parsed, listSpec, environment)
+        let accounts = try service.accounts()
+        let verified = try service.verifiedAccountIDs()
         let formatter = ISO8601DateFormatter()
         if parsed.flag("json") {
             let objects = accounts.map {
                 [
                     "id": Int($0.id), "email": $0.email, "approval": $0.approval.rawValue,
-                    "createdAt": formatter.string(from: $0.createdAt),
+                    "emailVerified": verified.contains($0.id), "createdAt": formatter.string(from: $0.createdAt),
                 ] as [String: Any]
             }
             let data = try JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys])
@@ -78,6 +91,17 @@ enum UsersCommand {
                     "\(account.approval.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(account.email)")
             }
         }
+        return .success
+    }
+
+    static func verify(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let parsed = try ServerCLI.parse(verifySpec, arguments) else { return .success }
+        let email = parsed.positionals[0]
+        guard try service(parsed, verifySpec, environment).markEmailVerified(email: email) else {
+            Output.error("homeport-server: no account uses '\(email)'")
+            return .failure
+        }
+        Output.line("\(email): address verified")
         return .success
     }
 

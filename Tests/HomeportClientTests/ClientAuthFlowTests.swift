@@ -11,22 +11,37 @@ struct ClientAuthFlowTests {
         case allauth, homeport
     }
 
+    /// A running server of `peer`'s kind (verifying addresses by code when asked): its address,
+    /// its mail so far, and what keeps it running.
+    struct Running {
+        var address: ServerAddress
+        var mail: () -> String
+        var keepAlive: Any
+    }
+
+    static func start(_ peer: Peer, verifyByCode: Bool = false) throws -> Running {
+        switch peer {
+        case .allauth:
+            let allauth = try AllauthPeer(verifyByCode: verifyByCode)
+            return Running(
+                address: try ServerAddress(parsing: "http://127.0.0.1:\(allauth.port)", allowHTTP: true),
+                mail: { allauth.mail }, keepAlive: allauth)
+        case .homeport:
+            let homeport = try Installation(
+                hosts: ["127.0.0.1"], extra: verifyByCode ? ["--email-verification", "code"] : [])
+            let outbox = homeport.directory.file("outbox")
+            return Running(
+                address: try homeport.address("127.0.0.1"), mail: { mailText(in: outbox) }, keepAlive: homeport)
+        }
+    }
+
     @Test("signup, login, session, password change with rotation, logout, reset request", arguments: Peer.allCases)
     func flows(peer: Peer) async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
-        var allauth: AllauthPeer?
-        var homeport: Installation?
-        let address: ServerAddress
-        switch peer {
-        case .allauth:
-            allauth = try AllauthPeer()
-            address = try ServerAddress(parsing: "http://127.0.0.1:\(allauth!.port)", allowHTTP: true)
-        case .homeport:
-            homeport = try Installation(hosts: ["127.0.0.1"])
-            address = try homeport!.address("127.0.0.1")
-        }
-        defer { _ = (allauth, homeport) }
+        let server = try Self.start(peer)
+        defer { withExtendedLifetime(server.keepAlive) {} }
+        let address = server.address
         let spy = SpyTransport()
         let client = try makeClient(home, spy)
         let vault = try FileVault(directory: home.file("vault"))
@@ -78,19 +93,10 @@ struct ClientAuthFlowTests {
     func verificationByCode(peer: Peer) async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
-        var allauth: AllauthPeer?
-        var homeport: Installation?
-        let address: ServerAddress
-        switch peer {
-        case .allauth:
-            allauth = try AllauthPeer(verifyByCode: true)
-            address = try ServerAddress(parsing: "http://127.0.0.1:\(allauth!.port)", allowHTTP: true)
-        case .homeport:
-            homeport = try Installation(hosts: ["127.0.0.1"], extra: ["--email-verification", "code"])
-            address = try homeport!.address("127.0.0.1")
-        }
-        defer { _ = (allauth, homeport) }
-        let mail = { allauth?.mail ?? homeport.map { mailText($0.directory.file("outbox")) } ?? "" }
+        let server = try Self.start(peer, verifyByCode: true)
+        defer { withExtendedLifetime(server.keepAlive) {} }
+        let address = server.address
+        let mail = server.mail
         let client = try makeClient(home, SpyTransport())
         let vault = try FileVault(directory: home.file("vault"))
 
@@ -119,10 +125,4 @@ struct ClientAuthFlowTests {
         // The pending sign-in is spent: its token was replaced at verification.
         await #expect(throws: ClientError.self) { try await client.verifyEmail(pending, code: code) }
     }
-}
-
-/// Every mail in an outbox directory, concatenated.
-func mailText(_ folder: String) -> String {
-    let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
-    return names.compactMap { try? String(contentsOfFile: folder + "/" + $0, encoding: .utf8) }.joined(separator: "\n")
 }

@@ -108,7 +108,7 @@ struct CommandLineVerificationTests {
         input.fileHandleForWriting.write(Data((password + "\n").utf8))
         var code: String?
         for _ in 0..<200 where code == nil {
-            code = mailText(outbox).matches(of: /[A-Z]{4}-[A-Z]{4}/).last.map { String($0.output) }
+            code = mailText(in: outbox).matches(of: /[A-Z]{4}-[A-Z]{4}/).last.map { String($0.output) }
             if code == nil { usleep(50_000) }
         }
         let mailed = try #require(code, "no code was mailed")

@@ -311,7 +311,7 @@ struct AllauthInteropTests {
                 "1000", "--outbox", outbox,
             ] + homeportArguments)
         let reference = try transcript(steps, port: allauth.port) { allauth.mail }
-        let ours = try transcript(steps, port: homeport.port) { outboxText(outbox) }
+        let ours = try transcript(steps, port: homeport.port) { mailText(in: outbox) }
         #expect(reference.count == steps.count && ours.count == steps.count)
         let documented = try String(contentsOfFile: repositoryFile("docs/allauth-differences.md"), encoding: .utf8)
         for (step, (theirs, mine)) in zip(steps, zip(reference, ours)) {
@@ -340,12 +340,6 @@ struct AllauthInteropTests {
         try Self.compare(
             Self.verificationSteps, homeportArguments: ["--email-verification", "code"], verifyByCode: true)
     }
-}
-
-/// Every mail in an outbox directory, oldest first, concatenated.
-func outboxText(_ folder: String) -> String {
-    let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
-    return names.compactMap { try? String(contentsOfFile: folder + "/" + $0, encoding: .utf8) }.joined(separator: "\n")
 }
 
 /// A file of the repository, by its path from the root.

@@ -253,10 +253,44 @@ struct UsersCommandTests {
         #expect(accounts?.first?["approval"] as? String == "held")
         #expect(accounts?.first?["email"] as? String == "ada@example.com")
 
+        #expect(accounts?.first?["emailVerified"] as? Bool == false, "verification was off: nobody verified it")
+
         let missing = try ServerProcess.run(["users", "reject", "nobody@example.com", "--database", url.rawText])
         #expect(missing.status == 1)
         #expect(missing.error.contains("no account uses"))
         #expect(try ServerProcess.run(["users", "approve", "--database", url.rawText]).status == 2)
+        #expect(server.stop() == 0)
+    }
+}
+
+@Suite("homeport-server users verify")
+struct UsersVerifyCommandTests {
+    @Test("an operator marks an address verified; its next sign-in needs no code")
+    func operatorVerifies() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let database = "sqlite:" + directory.file("h.sqlite")
+        let server = try ServerProcess(serve: [
+            "--database", database, "--signup", "open", "--email-verification", "code", "--password-iterations",
+            "1000", "--outbox", directory.file("outbox"),
+        ])
+        func signIn(_ path: String) throws -> RawResponse {
+            try RawHTTP.request(
+                port: server.port, method: "POST", path: "/_allauth/app/v1/" + path,
+                headers: [("Content-Type", "application/json")],
+                body: Data(#"{"email":"ada@example.com","password":"correct horse battery"}"#.utf8))
+        }
+        #expect(try signIn("auth/signup").status == 401, "a code is due")
+        let verify = try ServerProcess.run(["users", "verify", "ADA@example.com", "--database", database])
+        #expect(verify.status == 0, "\(verify.error)")
+        let json = try ServerProcess.run(["users", "list", "--json", "--database", database])
+        let accounts = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]]
+        #expect(accounts?.first?["emailVerified"] as? Bool == true)
+        let login = try signIn("auth/login")
+        #expect(login.status == 200 && login.sessionToken != nil, "\(login.text)")
+
+        let missing = try ServerProcess.run(["users", "verify", "nobody@example.com", "--database", database])
+        #expect(missing.status == 1 && missing.error.contains("no account uses"))
         #expect(server.stop() == 0)
     }
 }

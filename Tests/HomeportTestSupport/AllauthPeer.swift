@@ -78,10 +78,14 @@ public final class AllauthPeer: @unchecked Sendable {
 
     /// The mails allauth wrote (file backend), concatenated.
     public var mail: String {
-        let folder = directory.file("mail")
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        return names.sorted().compactMap { try? String(contentsOfFile: folder + "/" + $0, encoding: .utf8) }.joined()
+        mailText(in: directory.file("mail"))
     }
+}
+
+/// Every mail file in `folder` (an outbox, or allauth's file backend), in name order, concatenated.
+public func mailText(in folder: String) -> String {
+    let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted()
+    return names.compactMap { try? String(contentsOfFile: folder + "/" + $0, encoding: .utf8) }.joined(separator: "\n")
 }
 
 extension RawHTTP {

@@ -138,6 +138,25 @@ extension AccountService {
         return .sent
     }
 
+    // MARK: Operators
+
+    /// The ids of the accounts whose address is verified.
+    public func verifiedAccountIDs() throws -> Set<Int64> {
+        try EmailVerificationStore(database).verifiedUserIDs()
+    }
+
+    /// Records that an operator verified the account's address by other means (its mail does not
+    /// arrive, say): its next sign-in needs no code. False if no such account.
+    public func markEmailVerified(email rawEmail: String) throws -> Bool {
+        guard let email = Credentials.normalizedEmail(rawEmail) else { return false }
+        let now = clock.unixSeconds
+        return try database.transaction { db in
+            guard let account = try AccountStore(db).find(email: email) else { return false }
+            try EmailVerificationStore(db).markVerified(userID: account.id, now: now)
+            return true
+        }
+    }
+
     // MARK: Beginning a verification
 
     /// A code and the pre-login session it waits on, made before the transaction that stores them.

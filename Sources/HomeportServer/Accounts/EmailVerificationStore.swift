@@ -1,7 +1,7 @@
 import HomeportStorage
 
-/// The `email_verifications` table: the code waiting on a pre-login session (stored as a hash,
-/// never as itself), and `users.email_verified_at`.
+/// The `email_verifications` table, the code waiting on a pre-login session (stored as a hash,
+/// never as itself), and `verified_emails`, the accounts whose address is verified.
 struct EmailVerificationStore {
     let db: any SQLExecutor
 
@@ -69,15 +69,19 @@ struct EmailVerificationStore {
 
     /// Whether the account's address has been verified.
     func isVerified(userID: Int64) throws -> Bool {
-        try db.execute("SELECT email_verified_at FROM users WHERE id = $1", [.integer(userID)]).first?.int(at: 0)
-            != nil
+        !(try db.execute("SELECT user_id FROM verified_emails WHERE user_id = $1", [.integer(userID)]).isEmpty)
+    }
+
+    /// The ids of the accounts whose address is verified.
+    func verifiedUserIDs() throws -> Set<Int64> {
+        Set(try db.execute("SELECT user_id FROM verified_emails").compactMap { $0.int(at: 0) })
     }
 
     /// Records that the account's address is verified.
     func markVerified(userID: Int64, now: Int64) throws {
         try db.execute(
-            "UPDATE users SET email_verified_at = $1 WHERE id = $2 AND email_verified_at IS NULL",
-            [.integer(now), .integer(userID)])
+            "INSERT INTO verified_emails (user_id, verified_at) VALUES ($1, $2) ON CONFLICT (user_id) DO NOTHING",
+            [.integer(userID), .integer(now)])
     }
 
     /// Deletes expired verifications.
