@@ -381,6 +381,14 @@ enum ServeCommand {
                             + RateLimitPolicy.names.joined(separator: ", "))
                 }
             }
+            // A window shorter than a code's life would let more tries through than the limit says.
+            let tries = configuration.accounts.rateLimits.verificationAttemptPerSession
+            guard tries.windowSeconds >= AccountSettings.verificationCodeLifetime else {
+                throw UsageError(
+                    "verification-attempt-per-session counts the tries of one verification: its window must be at least "
+                        + "\(AccountSettings.verificationCodeLifetime) seconds (a code's life), not \(tries.windowSeconds)"
+                )
+            }
         }
         if let url = parsed.value("public-url", spec: spec, environment: environment) {
             guard url.hasPrefix("http://") || url.hasPrefix("https://") else {

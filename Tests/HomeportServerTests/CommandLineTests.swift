@@ -294,3 +294,18 @@ struct UsersVerifyCommandTests {
         #expect(server.stop() == 0)
     }
 }
+
+@Suite("homeport-server serve refuses a verification window shorter than a code's life")
+struct VerificationWindowTests {
+    @Test("verification-attempt-per-session with a window under 900 s is a usage error")
+    func shortWindow() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let result = try ServerProcess.run([
+            "serve", "--database", "sqlite:" + directory.file("h.sqlite"), "--email-verification", "code",
+            "--rate-limits", "verification-attempt-per-session=3/2",
+        ])
+        #expect(result.status == 2)
+        #expect(result.error.contains("at least 900 seconds"), "\(result.error)")
+    }
+}

@@ -18,6 +18,11 @@ extension AccountService {
         case pending(standing: Standing)
         /// The code is not the one mailed; the third wrong one gives the verification up.
         case incorrect
+        /// No code came (nothing but spaces and dashes): not a try.
+        case missingCode
+        /// Other tries of this verification are being checked at this moment; nothing was
+        /// compared. Try again in a second.
+        case busy
         /// No verification waits on the caller's session (none began, it expired, was used or
         /// given up, or verification is off).
         case noneWaiting
@@ -29,6 +34,10 @@ extension AccountService {
         case valid(Account)
         /// As ``VerificationOutcome/incorrect``.
         case incorrect
+        /// As ``VerificationOutcome/missingCode``.
+        case missingCode
+        /// As ``VerificationOutcome/busy``.
+        case busy
         /// As ``VerificationOutcome/noneWaiting``.
         case noneWaiting
     }
@@ -52,61 +61,86 @@ extension AccountService {
     /// Verifies the address with the code mailed to the caller's pre-login session. Every try is
     /// charged to the verification's budget (``RateLimitPolicy/verificationAttemptPerSession``)
     /// before the code is compared, at either door; the third wrong code gives it up.
+    ///
+    /// The pre-login session must still be there when the code is used (a logout ends the
+    /// verification), and the session is issued against the password as it is then: a password
+    /// change, reset or hold ends waiting verifications with the sessions.
     public func verifyEmail(code: String, caller: Caller) throws -> VerificationOutcome {
-        guard case .preLogin(let session, _) = caller, let pending = try tryCode(code, session: session) else {
-            return .noneWaiting
+        guard case .preLogin(let session, _) = caller else { return .noneWaiting }
+        let codeHash: String
+        switch try tryCode(code, session: session) {
+        case .right(_, let hash): codeHash = hash
+        case .wrong: return .incorrect
+        case .missing: return .missingCode
+        case .busy: return .busy
+        case .none: return .noneWaiting
         }
-        guard let codeHash = pending else { return .incorrect }
         let now = clock.unixSeconds
         let replacement = try makeSession(kind: session.kind, userID: nil, now: now)
         // The outcome, and the address to tell that it waits for approval after a sign-up.
         let (outcome, waitingMail): (VerificationOutcome, String?) = try database.transaction { db in
             let verifications = EmailVerificationStore(db)
-            guard let claimed = try verifications.claim(keyHash: session.keyHash, codeHash: codeHash, now: now),
+            guard let claimed = try verifications.claim(keyHash: session.keyHash, codeHash: codeHash, now: now) else {
+                // A resend replaced the code while it was compared: this one is wrong now.
+                let stillWaiting = try verifications.pending(keyHash: session.keyHash, now: now) != nil
+                return (stillWaiting ? .incorrect : .noneWaiting, nil)
+            }
+            let sessions = SessionStore(db)
+            guard try sessions.delete(keyHash: session.keyHash),
                 let account = try AccountStore(db).find(id: claimed.userID)
             else { return (.noneWaiting, nil) }
             try verifications.markVerified(userID: account.id, now: now)
-            let sessions = SessionStore(db)
             var signedIn = replacement.session
             signedIn.userID = account.id
             signedIn.authenticatedAt = claimed.authenticatedAt
             if try sessions.insertSignedIn(signedIn, now: now, passwordHash: account.passwordHash) {
-                try sessions.delete(keyHash: session.keyHash)
                 return (.signedIn(token: replacement.token, account: account, session: signedIn), nil)
             }
-            let standing: Standing = account.approval == .held ? .held : .waiting
-            try sessions.setStanding(standing, keyHash: session.keyHash)
+            // No session: the account is not approved, or its password changed since it was read.
+            guard let latest = try AccountStore(db).find(id: account.id), latest.approval != .approved else {
+                return (.noneWaiting, nil)
+            }
+            let standing: Standing = latest.approval == .held ? .held : .waiting
+            // The pre-login session stays, to carry the standing.
+            var preLogin = session
+            preLogin.standing = standing
+            try sessions.insertPreLogin(preLogin, now: now)
             // A sign-up (no password sign-in) is told by mail, as without verification.
             return (.pending(standing: standing), claimed.authenticatedAt == nil ? account.email : nil)
         }
-        if case .noneWaiting = outcome { return outcome }
-        logger.notice("address verified", metadata: ["signedIn": "\(outcomeSignedIn(outcome))"])
-        if let waitingMail, case .pending(let standing) = outcome,
-            !deliver(Self.waitingMail(to: waitingMail), standingOf: session.keyHash)
-        {
-            return .pending(standing: standing == .waiting ? .mailFailed : standing)
+        guard case .signedIn = outcome else {
+            if case .pending(let standing) = outcome {
+                logger.notice("address verified", metadata: ["signedIn": "false"])
+                if let waitingMail, !deliver(Self.waitingMail(to: waitingMail), standingOf: session.keyHash) {
+                    return .pending(standing: standing == .waiting ? .mailFailed : standing)
+                }
+            }
+            return outcome
         }
+        logger.notice("address verified", metadata: ["signedIn": "true"])
         return outcome
     }
 
     /// Checks the code mailed to the caller's pre-login session without using it: a wrong code is
     /// a try, charged like at ``verifyEmail(code:caller:)``; a right one is given back.
     public func checkVerificationCode(_ code: String, caller: Caller) throws -> VerificationCheck {
-        guard case .preLogin(let session, _) = caller, let pending = try tryCode(code, session: session) else {
-            return .noneWaiting
+        guard case .preLogin(let session, _) = caller else { return .noneWaiting }
+        switch try tryCode(code, session: session) {
+        case .right(let pending, _):
+            try RateLimiter(database, policy: settings.rateLimits).refundVerificationAttempt(
+                session: session.keyHash, now: clock.unixSeconds)
+            guard let account = try AccountStore(database).find(id: pending.userID) else { return .noneWaiting }
+            return .valid(account)
+        case .wrong: return .incorrect
+        case .missing: return .missingCode
+        case .busy: return .busy
+        case .none: return .noneWaiting
         }
-        guard pending != nil,
-            let verification = try EmailVerificationStore(database).pending(
-                keyHash: session.keyHash, now: clock.unixSeconds),
-            let account = try AccountStore(database).find(id: verification.userID)
-        else { return pending == nil ? .incorrect : .noneWaiting }
-        try RateLimiter(database, policy: settings.rateLimits).refundVerificationAttempt(
-            session: session.keyHash, now: clock.unixSeconds)
-        return .valid(account)
     }
 
     /// Mails a new code for the verification waiting on the caller's pre-login session; the old
-    /// code stops working. Charged to the account's mail budget
+    /// code stops working, and the verification keeps its end (15 minutes from its start, as
+    /// django-allauth) and its tries. Charged to the account's mail budget
     /// (``RateLimitPolicy/verificationMailPerAccount``), which the first code spent too.
     public func resendVerification(caller: Caller) throws -> ResendOutcome {
         guard settings.emailVerification == .code, case .preLogin(let session, _) = caller else {
@@ -116,15 +150,19 @@ extension AccountService {
         guard let pending = try EmailVerificationStore(database).pending(keyHash: session.keyHash, now: now),
             let account = try AccountStore(database).find(id: pending.userID)
         else { return .noneWaiting }
+        // A verification no code completes spends a budget of its own, so that strangers signing
+        // up with the address cannot keep its owner from getting codes.
+        let decoy = pending.codeHash == Self.noCode
         do {
             try database.transaction {
-                try RateLimiter($0, policy: settings.rateLimits).chargeVerificationMail(account: account.id, now: now)
+                try RateLimiter($0, policy: settings.rateLimits).chargeVerificationMail(
+                    account: account.id, decoy: decoy, now: now)
             }
         } catch let refusal as RateLimiter.Refusal {
             return .rateLimited(retryAfter: refusal.retryAfter)
         }
         // A verification no code completes stays one: its owner is told again, no code is made.
-        if pending.codeHash == Self.noCode {
+        if decoy {
             _ = deliver(Self.accountExistsMail(to: account.email), standingOf: session.keyHash)
             return .sent
         }
@@ -132,7 +170,7 @@ extension AccountService {
         guard
             try EmailVerificationStore(database).replaceCode(
                 keyHash: session.keyHash, codeHash: VerificationCode.storedForm(code, session: session.keyHash),
-                now: now, expiresAt: now + AccountSettings.verificationCodeLifetime)
+                now: now)
         else { return .noneWaiting }
         _ = deliver(verificationMail(code, to: account.email), standingOf: session.keyHash)
         return .sent
@@ -170,7 +208,8 @@ extension AccountService {
     /// A new code and pre-login session of `kind` (nothing stored yet).
     func makeVerification(kind: SessionKind, now: Int64) throws -> NewVerification {
         var preLogin = try makeSession(kind: kind, userID: nil, now: now)
-        preLogin.session.expiresAt = min(preLogin.session.expiresAt, now + Self.preLoginLifetime)
+        // A day, whatever --session-lifetime says: long enough for the code and the standing.
+        preLogin.session.expiresAt = now + Self.preLoginLifetime
         return NewVerification(code: try VerificationCode.generate(random), preLogin: preLogin)
     }
 
@@ -179,7 +218,8 @@ extension AccountService {
     func beginVerification(
         _ new: NewVerification, account: Account, authenticatedAt: Double?, _ db: any SQLExecutor, now: Int64
     ) throws {
-        try RateLimiter(db, policy: settings.rateLimits).chargeVerificationMail(account: account.id, now: now)
+        try RateLimiter(db, policy: settings.rateLimits).chargeVerificationMail(
+            account: account.id, decoy: new.code == nil, now: now)
         let keyHash = new.preLogin.session.keyHash
         try SessionStore(db).insertPreLogin(new.preLogin.session, now: now)
         try EmailVerificationStore(db).insert(
@@ -203,15 +243,26 @@ extension AccountService {
     /// The stored code of a verification that no code completes (no hash is this short).
     static let noCode = "-"
 
-    /// Charges one try of `code` against the verification on `session` and compares it: `nil`
-    /// when none waits (or its budget is spent: then it is given up), `.some(nil)` for a wrong
-    /// code (the last allowed one gives the verification up), and the code's stored form when
-    /// it is right.
-    private func tryCode(_ code: String, session: Session) throws -> String?? {
-        guard settings.emailVerification == .code else { return nil }
+    /// What one try of a code came to.
+    private enum Try {
+        /// Right: the verification as it was compared, and the code's stored form.
+        case right(EmailVerificationStore.Pending, String)
+        case wrong
+        case missing
+        case busy
+        case none
+    }
+
+    /// Charges one try of `code` against the verification on `session`, then reads the
+    /// verification and compares (so a code a resend replaced meanwhile is compared with the new
+    /// one). A wrong code that leaves no tries gives the verification up; a try refused because
+    /// others are still being compared gives nothing up and compares nothing.
+    private func tryCode(_ code: String, session: Session) throws -> Try {
+        guard settings.emailVerification == .code else { return .none }
         let now = clock.unixSeconds
         let verifications = EmailVerificationStore(database)
-        guard let pending = try verifications.pending(keyHash: session.keyHash, now: now) else { return nil }
+        guard try verifications.pending(keyHash: session.keyHash, now: now) != nil else { return .none }
+        guard !VerificationCode.normalized(code).isEmpty else { return .missing }
         let left: Int
         do {
             left = try database.transaction {
@@ -219,15 +270,15 @@ extension AccountService {
                     session: session.keyHash, now: now)
             }
         } catch is RateLimiter.Refusal {
-            try verifications.delete(keyHash: session.keyHash)
-            return nil
+            return try verifications.pending(keyHash: session.keyHash, now: now) == nil ? .none : .busy
         }
+        guard let pending = try verifications.pending(keyHash: session.keyHash, now: now) else { return .none }
         let codeHash = VerificationCode.storedForm(code, session: session.keyHash)
         guard Digest.constantTimeEquals(Array(codeHash.utf8), Array(pending.codeHash.utf8)) else {
             if left == 0 { try verifications.delete(keyHash: session.keyHash) }
-            return .some(nil)
+            return .wrong
         }
-        return .some(codeHash)
+        return .right(pending, codeHash)
     }
 
     private func verificationMail(_ code: String, to email: String) -> Mail {
@@ -245,8 +296,4 @@ extension AccountService {
             kind: "verification_code")
     }
 
-    private func outcomeSignedIn(_ outcome: VerificationOutcome) -> Bool {
-        if case .signedIn = outcome { return true }
-        return false
-    }
 }

@@ -41,13 +41,14 @@ struct EmailVerificationStore {
         ).first.flatMap(Self.pending)
     }
 
-    /// Replaces the code of a live verification (a resend); false when none is waiting.
-    func replaceCode(keyHash: String, codeHash: String, now: Int64, expiresAt: Int64) throws -> Bool {
+    /// Replaces the code of a live verification (a resend), which keeps its end; false when none
+    /// is waiting.
+    func replaceCode(keyHash: String, codeHash: String, now: Int64) throws -> Bool {
         !(try db.execute(
             """
-            UPDATE email_verifications SET code_hash = $1, expires_at = $2
-            WHERE key_hash = $3 AND expires_at > $4 RETURNING key_hash
-            """, [.text(codeHash), .integer(expiresAt), .text(keyHash), .integer(now)]
+            UPDATE email_verifications SET code_hash = $1
+            WHERE key_hash = $2 AND expires_at > $3 RETURNING key_hash
+            """, [.text(codeHash), .text(keyHash), .integer(now)]
         ).isEmpty)
     }
 

@@ -195,9 +195,12 @@ struct RateLimiter {
         try charge([("push_test:account:\(account)", policy.pushTestPerAccount)], now: now)
     }
 
-    /// Charges one mailed verification code to the account.
-    func chargeVerificationMail(account: Int64, now: Int64) throws {
-        try charge([("verify_mail:account:\(account)", policy.verificationMailPerAccount)], now: now)
+    /// Charges one mailed verification code to the account; a `decoy` (the mail a sign-up with a
+    /// taken address sends its owner) to a budget of its own, so that strangers cannot spend the
+    /// owner's.
+    func chargeVerificationMail(account: Int64, decoy: Bool = false, now: Int64) throws {
+        let bucket = (decoy ? "verify_decoy:account:" : "verify_mail:account:") + String(account)
+        try charge([(bucket, policy.verificationMailPerAccount)], now: now)
     }
 
     /// Charges one try of the verification code waiting on the pre-login session `keyHash`, before

@@ -105,16 +105,26 @@ struct SessionStore {
         return true
     }
 
-    /// Deletes one session, and says so (see ``announceEnded()``).
-    func delete(keyHash: String) throws {
+    /// Deletes one session and the verification waiting on it, and says so (see
+    /// ``announceEnded()``); returns whether there was such a session.
+    @discardableResult
+    func delete(keyHash: String) throws -> Bool {
         let ended = try db.execute("DELETE FROM sessions WHERE key_hash = $1 RETURNING key_hash", [.text(keyHash)])
+        try db.execute("DELETE FROM email_verifications WHERE key_hash = $1", [.text(keyHash)])
         ServerMetrics.add(ServerMetrics.sessionsEnded, ended.count)
         try announceEnded()
+        return !ended.isEmpty
     }
 
-    /// Deletes every session of an account, and says so (see ``announceEnded()``).
+    /// Deletes every session of an account, and every verification waiting for its address with
+    /// the pre-login session it waits on (a password change, a reset or a hold leaves no way in
+    /// that was opened before it), and says so (see ``announceEnded()``).
     func deleteAll(userID: Int64) throws {
         let ended = try db.execute("DELETE FROM sessions WHERE user_id = $1 RETURNING key_hash", [.integer(userID)])
+        try db.execute(
+            "DELETE FROM sessions WHERE key_hash IN (SELECT key_hash FROM email_verifications WHERE user_id = $1)",
+            [.integer(userID)])
+        try db.execute("DELETE FROM email_verifications WHERE user_id = $1", [.integer(userID)])
         ServerMetrics.add(ServerMetrics.sessionsEnded, ended.count)
         try announceEnded()
     }

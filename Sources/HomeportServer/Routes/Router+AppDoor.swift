@@ -224,6 +224,8 @@ struct AppDoor: Sendable {
                     meta: AuthMeta(isAuthenticated: false, sessionToken: token)
                 ))
         case .incorrect: return invalid([Self.incorrectCodeProblem])
+        case .missingCode: return invalid([Self.requiredKeyProblem])
+        case .busy: return tooMany(1)
         case .noneWaiting: return answer(AuthEnvelope(status: 409))
         }
     }
@@ -232,11 +234,14 @@ struct AppDoor: Sendable {
     func checkVerification(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
         let byCode = service.settings.emailVerification == .code
         if byCode, try !service.verificationPending(caller) { return answer(AuthEnvelope(status: 409)) }
-        guard let key = request.headers[HomeportHeader.emailVerificationKey], !key.isEmpty else {
+        let keys = request.headers.values(HomeportHeader.emailVerificationKey)
+        // Two keys in one request would be two tries for the price of one, or an ambiguity.
+        guard keys.count <= 1 else {
             return invalid([
-                FieldProblem(code: AuthErrorCode.required, param: "key", message: "This field is required.")
+                FieldProblem(code: AuthErrorCode.invalid, param: "key", message: "Send one verification key.")
             ])
         }
+        guard let key = keys.first, !key.isEmpty else { return invalid([Self.requiredKeyProblem]) }
         guard byCode else { return invalid([Self.invalidKeyProblem]) }
         switch try service.checkVerificationCode(key, caller: caller) {
         case .valid(let account):
@@ -249,6 +254,8 @@ struct AppDoor: Sendable {
             let bytes = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
             return .json(bytes: bytes)
         case .incorrect: return invalid([Self.incorrectCodeProblem])
+        case .missingCode: return invalid([Self.requiredKeyProblem])
+        case .busy: return tooMany(1)
         case .noneWaiting: return answer(AuthEnvelope(status: 409))
         }
     }
@@ -261,6 +268,9 @@ struct AppDoor: Sendable {
         case .rateLimited(let retryAfter): return tooMany(retryAfter)
         }
     }
+
+    private static let requiredKeyProblem = FieldProblem(
+        code: AuthErrorCode.required, param: "key", message: "This field is required.")
 
     private static let incorrectCodeProblem = FieldProblem(
         code: AuthErrorCode.incorrectCode, param: "key", message: "Incorrect code.")

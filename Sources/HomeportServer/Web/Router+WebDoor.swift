@@ -161,6 +161,11 @@ struct WebDoor: Sendable {
                     csrf: context.csrfToken,
                     errors: ["That code is not the one we sent. Please check it and try again."]),
                 status: 400)
+        case .missingCode:
+            return page(
+                "Confirm your address",
+                WebPage.verifyForm(csrf: context.csrfToken, errors: ["Enter the code we mailed you."]), status: 400)
+        case .busy: return tooMany(1)
         case .noneWaiting: return noVerificationPage()
         }
     }
