@@ -20,10 +20,15 @@ enum VerificationCode {
     }
 
     /// The code as a person may type it, made comparable as django-allauth does: without
-    /// punctuation and white space, in one case (`bcdf ghjk` is `BCDF-GHJK`).
+    /// punctuation and white space, in one case (`bcdf ghjk` is `BCDF-GHJK`). Only ASCII letters
+    /// and digits count, so no other letter (`ß`, a full-width `Ｂ`) stands in for a code's.
     static func normalized(_ typed: String) -> String {
-        String(typed.unicodeScalars.filter { $0.properties.isAlphabetic || $0.properties.numericType != nil })
-            .uppercased()
+        String(
+            String.UnicodeScalarView(
+                typed.unicodeScalars.filter {
+                    $0.isASCII && ($0.properties.isAlphabetic || $0.properties.numericType != nil)
+                })
+        ).uppercased()
     }
 
     /// What is stored for a code mailed for the pre-login session `keyHash`: bound to that
