@@ -49,6 +49,8 @@ public enum AllauthAppPath {
     public static let session = "auth/session"
     /// `POST`: change the password (the token rotates).
     public static let passwordChange = "account/password/change"
+    /// `GET`: the account's addresses (on Homeport, its one sign-in address).
+    public static let emailAddresses = "account/email"
     /// `POST`: mail a password-reset key.
     public static let passwordResetRequest = "auth/password/request"
     /// `GET`: check a reset key; `POST`: set a new password with it.

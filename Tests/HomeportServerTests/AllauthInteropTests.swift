@@ -100,6 +100,23 @@ struct AllauthInteropTests {
                 json: ["current_password": "first good password", "new_password": "second good password"]),
             Step(name: "session, rotated-out token", method: "GET", path: "auth/session", token: .previous),
             Step(name: "session, new token", method: "GET", path: "auth/session", token: .current),
+            Step(name: "email addresses", method: "GET", path: "account/email", token: .current),
+            Step(name: "email addresses, anonymous", method: "GET", path: "account/email"),
+            Step(name: "email addresses, invalid token", method: "GET", path: "account/email", token: .bogus),
+            Step(
+                name: "add an address", method: "POST", path: "account/email", token: .current,
+                json: ["email": "second@example.com"],
+                difference: Difference(homeportStatus: 405, documented: "one address per account")),
+            Step(
+                name: "reauthenticate", method: "POST", path: "auth/reauthenticate", token: .current,
+                json: ["password": "second good password"],
+                difference: Difference(homeportStatus: 404, documented: "`auth/reauthenticate`")),
+            Step(
+                name: "login by code", method: "POST", path: "auth/code/confirm", json: ["code": "123456"],
+                difference: Difference(homeportStatus: 404, documented: "`auth/code/confirm`")),
+            Step(
+                name: "refresh a token", method: "POST", path: "tokens/refresh", json: ["refresh_token": "x"],
+                difference: Difference(homeportStatus: 404, documented: "`tokens/refresh`")),
             Step(
                 name: "verify, verification off", method: "POST", path: "auth/email/verify", token: .current,
                 json: ["key": "BCDF-GHJK"]),
@@ -173,6 +190,7 @@ struct AllauthInteropTests {
                 json: [:], mailed: .code(sloppy: true)),
             Step(name: "session, pre-login token", method: "GET", path: "auth/session", token: .previous),
             Step(name: "session, verified", method: "GET", path: "auth/session", token: .current),
+            Step(name: "email addresses, verified", method: "GET", path: "account/email", token: .current),
             Step(
                 name: "verify, signed in", method: "POST", path: "auth/email/verify", token: .current,
                 json: ["key": "BCDF-GHJK"]),
@@ -292,7 +310,7 @@ struct AllauthInteropTests {
                 "status", "errors[].code", "errors[].param", "data.flows[].id", "data.flows[].is_pending",
                 "meta.is_authenticated", "meta.is_authenticating", "data.account.is_open_for_signup",
                 "data.account.login_methods[]", "data.account.email_verification_by_code_enabled",
-                "data.methods[].method", "data.user.has_usable_password",
+                "data.methods[].method", "data.user.has_usable_password", "data[].verified", "data[].primary",
             ]
             if meaningful.contains(path) { result.insert("\(path)=\(value is NSNull ? "null" : "\(value)")") }
         }

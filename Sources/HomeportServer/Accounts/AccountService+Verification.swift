@@ -178,6 +178,11 @@ extension AccountService {
 
     // MARK: Operators
 
+    /// Whether the account's address is verified.
+    public func isEmailVerified(_ account: Account) throws -> Bool {
+        try EmailVerificationStore(database).isVerified(userID: account.id)
+    }
+
     /// The ids of the accounts whose address is verified.
     public func verifiedAccountIDs() throws -> Set<Int64> {
         try EmailVerificationStore(database).verifiedUserIDs()

@@ -5,7 +5,7 @@ import HomeportWire
 /// The app door: django-allauth headless's app-client API under `/_allauth/app/v1/`.
 extension Router where Context == RequestContext {
     /// Declares the app door's group and adds `config`, `auth/signup`, `auth/login`,
-    /// `auth/session` (GET, DELETE), `account/password/change`, `auth/password/request` and
+    /// `auth/session` (GET, DELETE), `account/password/change`, `account/email` (GET), `auth/password/request` and
     /// `auth/password/reset` (GET, POST), `auth/email/verify` (GET, POST) and
     /// `auth/email/verify/resend`.
     ///
@@ -24,6 +24,7 @@ extension Router where Context == RequestContext {
             app.get("/" + AllauthAppPath.session) { _, context in try door.session(context.caller) }
             app.delete("/" + AllauthAppPath.session) { _, context in try door.logout(context.caller) }
             app.post("/" + AllauthAppPath.passwordChange, placement: .pool) { try door.changePassword($0, $1.caller) }
+            app.get("/" + AllauthAppPath.emailAddresses) { _, context in try door.emailAddresses(context.caller) }
             app.post("/" + AllauthAppPath.passwordResetRequest) { try door.requestReset($0, $1.caller) }
             app.get("/" + AllauthAppPath.passwordReset) { request, _ in try door.checkResetKey(request) }
             app.post("/" + AllauthAppPath.passwordReset, placement: .pool) { request, _ in try door.reset(request) }
@@ -194,6 +195,20 @@ struct AppDoor: Sendable {
         case .invalidKey: return invalidResetKey()
         case .invalid(let problems): return invalid(problems)
         }
+    }
+
+    /// `GET account/email`: the account's one address, primary, and whether it is verified.
+    /// Adding, changing or removing addresses is not offered (405 from the router).
+    func emailAddresses(_ caller: Caller) throws -> HTTPResponse {
+        guard case .signedIn(_, let account) = caller else {
+            return notSignedIn(verifying: try service.verificationPending(caller))
+        }
+        let object: [String: Any] = [
+            "status": 200,
+            "data": [["email": account.email, "primary": true, "verified": try service.isEmailVerified(account)]],
+        ]
+        let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return .json(bytes: body)
     }
 
     /// `POST auth/email/verify`. As allauth: with verification by code on, a caller with no
