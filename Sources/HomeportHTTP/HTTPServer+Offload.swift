@@ -53,12 +53,23 @@ extension HTTPServer {
         _ work: @escaping @Sendable () -> HTTPAnswer, _ request: RequestState, on connection: OpaquePointer,
         method: String, loggedPath: String
     ) -> MHD_Result {
-        // Suspended before the job is queued, so that the job can never resume it first.
-        MHD_suspend_connection(connection)
         let offloaded = OffloadedRequest(suspended: connection)
-        request.offloaded = offloaded
         let key = ObjectIdentifier(offloaded)
-        offloads.withLock { $0[key] = offloaded }
+        // Suspended before the job is queued, so that the job can never resume it first; and
+        // under the table's lock, so that a stop either finds it there or refuses it here:
+        // libmicrohttpd must never stop with a connection suspended.
+        let accepted = offloads.withLock { table -> Bool in
+            guard table != nil else { return false }
+            MHD_suspend_connection(connection)
+            table?[key] = offloaded
+            return true
+        }
+        guard accepted else {
+            var response = Self.poolBusy(retryAfter: 5).response
+            response.headers.set("Connection", "close")
+            return send(response, on: connection, request, method: method, path: loggedPath)
+        }
+        request.offloaded = offloaded
         let descriptor = request.connection?.descriptor
         let queued = pool.submit { [weak self] in
             // A request the server gave up on at a stop (answered 503) must not happen after all.
@@ -68,13 +79,13 @@ extension HTTPServer {
             let answer =
                 gone ? HTTPAnswer(response: Self.poolBusy(retryAfter: 1).response, loggedPath: loggedPath) : work()
             offloaded.complete(with: answer)
-            _ = self?.offloads.withLock { $0.removeValue(forKey: key) }
+            _ = self?.offloads.withLock { $0?.removeValue(forKey: key) }
         }
         if !queued {
             var response = Self.poolBusy(retryAfter: pool.retryAfterSeconds).response
             if draining.load(ordering: .relaxed) { response.headers.set("Connection", "close") }
             offloaded.complete(with: HTTPAnswer(response: response, loggedPath: loggedPath))
-            _ = offloads.withLock { $0.removeValue(forKey: key) }
+            _ = offloads.withLock { $0?.removeValue(forKey: key) }
         }
         return .YES
     }
@@ -94,12 +105,13 @@ extension HTTPServer {
         return send(answer.response, on: connection, request, method: method, path: answer.loggedPath)
     }
 
-    /// Resumes every connection whose work is still queued or running, with a 503: called before
-    /// libmicrohttpd stops, which must not find a connection suspended.
+    /// Resumes every connection whose work is still queued or running, with a 503, and refuses
+    /// any later one: called before libmicrohttpd stops, which must not find a connection
+    /// suspended.
     func abandonOffloads() {
         let left = offloads.withLock { table in
-            defer { table.removeAll() }
-            return Array(table.values)
+            defer { table = nil }
+            return table.map { Array($0.values) } ?? []
         }
         let answer = HTTPAnswer(response: Self.poolBusy(retryAfter: 5).response, loggedPath: "-")
         left.forEach { $0.abandon(with: answer) }

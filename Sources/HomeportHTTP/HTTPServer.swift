@@ -36,8 +36,9 @@ public final class HTTPServer: @unchecked Sendable {
     let pool: WorkPool
     /// Answers by route group and status, and their latency (for `/metrics`).
     public let metrics = HTTPMetrics()
-    /// Requests whose work is queued or running on the pool, their connections suspended.
-    let offloads = Mutex<[ObjectIdentifier: OffloadedRequest]>([:])
+    /// Requests whose work is queued or running on the pool, their connections suspended; `nil`
+    /// once the server stops (no connection may be suspended after that).
+    let offloads = Mutex<[ObjectIdentifier: OffloadedRequest]?>([:])
 
     private enum LifecycleState {
         case created

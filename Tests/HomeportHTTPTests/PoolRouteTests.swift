@@ -1,9 +1,10 @@
 import Foundation
-import HomeportHTTP
 import HomeportLogging
 import HomeportTestSupport
 import Synchronization
 import Testing
+
+@testable import HomeportHTTP
 
 #if canImport(Glibc)
     import Glibc
@@ -130,6 +131,26 @@ struct PoolRouteTests {
         gate.release.signal()
         usleep(100_000)
         #expect(gate.runs.load(ordering: .relaxed) == 1)
+    }
+
+    @Test("once a stop has resumed the suspended requests, a pool request is refused, never suspended")
+    func noSuspensionAfterStopBegan() throws {
+        let gate = GatedRoute()
+        let configuration = HTTPServerConfiguration(port: 0, workerThreads: 1, poolThreads: 1)
+        let server = HTTPServer(
+            configuration: configuration, responder: router(gate), logger: Logger(label: "test", sink: MemoryLogSink()))
+        try server.start()
+        // The step of a stop just before libmicrohttpd stops, which must then find no connection
+        // suspended: a request that arrives now (on a kept-alive connection, say) is answered at once.
+        server.abandonOffloads()
+        let fd = try RawHTTP.connect(port: server.port)
+        defer { close(fd) }
+        post(fd)
+        let answer = try RawHTTP.readResponse(fd)
+        #expect(answer.status == 503)
+        #expect(answer.header("Connection")?.lowercased() == "close")
+        #expect(gate.runs.load(ordering: .relaxed) == 0, "no work was queued")
+        server.shutdown()
     }
 
     @Test("a stop serves the requests the kernel had queued and those waiting unread in a socket")
