@@ -35,6 +35,17 @@ struct PoolRouteTests {
         return router
     }
 
+    /// A server with one worker thread and one pool thread over `gate`'s routes, started; the
+    /// test stops it.
+    private func startedServer(_ gate: GatedRoute, drainTimeout: Duration = .seconds(10)) throws -> HTTPServer {
+        var configuration = HTTPServerConfiguration(port: 0, workerThreads: 1, poolThreads: 1)
+        configuration.drainTimeout = drainTimeout
+        let server = HTTPServer(
+            configuration: configuration, responder: router(gate), logger: Logger(label: "test", sink: MemoryLogSink()))
+        try server.start()
+        return server
+    }
+
     private func post(_ fd: Int32, _ path: String = "/hash") {
         RawHTTP.send(fd, "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
     }
@@ -116,11 +127,7 @@ struct PoolRouteTests {
     @Test("a stop while pool work runs ends cleanly, and the work's late answer touches nothing")
     func stopDuringWork() throws {
         let gate = GatedRoute()
-        let configuration = HTTPServerConfiguration(
-            port: 0, workerThreads: 1, drainTimeout: .milliseconds(300), poolThreads: 1)
-        let server = HTTPServer(
-            configuration: configuration, responder: router(gate), logger: Logger(label: "test", sink: MemoryLogSink()))
-        try server.start()
+        let server = try startedServer(gate, drainTimeout: .milliseconds(300))
         let held = try RawHTTP.connect(port: server.port)
         defer { close(held) }
         post(held)
@@ -136,10 +143,7 @@ struct PoolRouteTests {
     @Test("once a stop has resumed the suspended requests, a pool request is refused, never suspended")
     func noSuspensionAfterStopBegan() throws {
         let gate = GatedRoute()
-        let configuration = HTTPServerConfiguration(port: 0, workerThreads: 1, poolThreads: 1)
-        let server = HTTPServer(
-            configuration: configuration, responder: router(gate), logger: Logger(label: "test", sink: MemoryLogSink()))
-        try server.start()
+        let server = try startedServer(gate)
         // The step of a stop just before libmicrohttpd stops, which must then find no connection
         // suspended: a request that arrives now (on a kept-alive connection, say) is answered at once.
         server.abandonOffloads()
@@ -156,10 +160,7 @@ struct PoolRouteTests {
     @Test("a stop serves the requests the kernel had queued and those waiting unread in a socket")
     func stopServesBacklog() throws {
         let gate = GatedRoute()
-        let configuration = HTTPServerConfiguration(port: 0, workerThreads: 1, poolThreads: 1)
-        let server = HTTPServer(
-            configuration: configuration, responder: router(gate), logger: Logger(label: "test", sink: MemoryLogSink()))
-        try server.start()
+        let server = try startedServer(gate)
         let port = server.port
         // Open before the worker is held: accepted by libmicrohttpd, idle.
         let idleThenAsks = try RawHTTP.connect(port: port)
