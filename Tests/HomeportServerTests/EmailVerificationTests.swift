@@ -316,6 +316,9 @@ struct EmailVerificationTests {
             let signup = try browser.post(
                 "/account/signup", ["email": "ada@example.com", "password": "correct horse battery"])
             #expect(signup.status == 303 && signup.header("Location") == "/account/verify-email")
+            #expect(
+                signup.headers.contains { $0.name == "Set-Cookie" && $0.value.contains("Max-Age=86400") },
+                "the pre-login cookie lives as long as its session, a day")
             #expect(try browser.get("/account").status == 303, "not signed in yet")
             let form = try browser.get("/account/verify-email")
             #expect(form.status == 200 && form.text.contains("name=\"code\""))

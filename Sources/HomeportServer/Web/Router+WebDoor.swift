@@ -202,7 +202,7 @@ struct WebDoor: Sendable {
         case .verificationPending(let token):
             // A pre-login session in the cookie: the code's step is bound to it.
             var response = HTTPResponse.seeOther("/account/verify-email")
-            response.headers.add("Set-Cookie", cookies.settingSession(token))
+            response.headers.add("Set-Cookie", cookies.settingPreLoginSession(token))
             response.headers.add("Set-Cookie", cookies.settingCSRF((try? SecretToken.generate()) ?? ""))
             return response
         case .pending(let standing, _):

@@ -25,6 +25,11 @@ struct WebCookies: Sendable {
 
     /// Sets the session cookie.
     func settingSession(_ token: String) -> String { setting(session, token, maxAge: sessionLifetime) }
+    /// Sets the session cookie to a pre-login session (one waiting for a verification code),
+    /// which lives a day.
+    func settingPreLoginSession(_ token: String) -> String {
+        setting(session, token, maxAge: AccountService.preLoginLifetime)
+    }
     /// Clears the session cookie.
     var clearingSession: String { setting(session, "", maxAge: 0) }
     /// Sets a CSRF seed.
