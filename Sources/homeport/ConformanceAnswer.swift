@@ -17,35 +17,34 @@ struct ProbeFailure: Error, CustomStringConvertible {
 /// One answer of the server under test, read defensively: nothing in it is trusted to have the
 /// shape it should.
 struct ConformanceAnswer: Sendable {
-    /// The status.
-    let status: Int
-    /// Header fields, names lowercased; a field sent twice holds both values joined with `", "`.
-    let headers: [String: String]
-    /// The body.
-    let body: Data
+    /// The answer as the transport read it.
+    let response: ClientResponse
 
     init(_ response: ClientResponse) {
-        status = response.status
-        headers = response.headers
-        body = response.body
+        self.response = response
     }
+
+    /// The status.
+    var status: Int { response.status }
+    /// Header fields, names lowercased; a field sent twice holds both values joined with `", "`.
+    var headers: [String: String] { response.headers }
+    /// The body.
+    var body: Data { response.body }
 
     /// The body as JSON, or `nil`.
     var json: JSONValue? { JSONValue.parse(body) }
 
     /// Whether exactly one `Content-Type` came and it is `application/json` (parameters allowed).
     var isJSONType: Bool {
-        guard let type = headers["content-type"], !type.contains(",") else { return false }
-        let media = type.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
-        return media.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
+        headers["content-type"]?.contains(",") == false && response.isJSON
     }
 
     /// Whether this is a web page (an HTML content type, or a body that starts with markup).
-    var isHTML: Bool { ClientResponse(status: status, headers: headers, body: body).isHTML }
+    var isHTML: Bool { response.isHTML }
 
     /// The `Content-Type`, cleaned for printing.
     var contentType: String {
-        headers["content-type"].map { Conformance.serverText($0, limit: 60) } ?? "no Content-Type"
+        headers["content-type"].map { ServerText.clean($0, limit: 60) } ?? "no Content-Type"
     }
 
     /// The cookies the answer sets, as `name=value` pairs (attributes dropped).
@@ -73,16 +72,16 @@ struct ConformanceAnswer: Sendable {
     /// The error code the body names: the API's `error.code`, or an allauth envelope's `errors[].code`.
     var errorCode: String? {
         guard isJSONType, let json else { return nil }
-        if let code = json["error"]?["code"]?.string { return Conformance.serverText(code, limit: 60) }
+        if let code = json["error"]?["code"]?.string { return ServerText.clean(code, limit: 60) }
         let codes = (json["errors"]?.array ?? []).compactMap { $0["code"]?.string }
-        return codes.isEmpty ? nil : codes.map { Conformance.serverText($0, limit: 60) }.joined(separator: ", ")
+        return codes.isEmpty ? nil : codes.map { ServerText.clean($0, limit: 60) }.joined(separator: ", ")
     }
 
     /// The body as a JSON object, when the answer is a `status` JSON answer; otherwise a failure
     /// saying what came instead.
     func object(expecting expected: Int) throws -> JSONValue {
         if (300..<400).contains(status) {
-            let target = headers["location"].map { Conformance.serverText($0, limit: 120) } ?? "nowhere"
+            let target = headers["location"].map { ServerText.clean($0, limit: 120) } ?? "nowhere"
             throw ProbeFailure("\(status): a redirect to \(target), not the API's answer")
         }
         if isHTML { throw ProbeFailure("\(status) with a web page (HTML), not the API's JSON") }

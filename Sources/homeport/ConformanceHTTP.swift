@@ -95,11 +95,6 @@ final class ConformanceHTTP {
 
 /// What the conformance checks share.
 enum Conformance {
-    /// Server text made safe to print: no terminal controls, at most `limit` characters.
-    static func serverText(_ text: String, limit: Int) -> String {
-        ServerText.clean(text, limit: limit)
-    }
-
     /// A random token shaped like Homeport's (43 base64url characters): nobody's session.
     static func randomToken() -> String {
         var generator = SystemRandomNumberGenerator()

@@ -1,4 +1,5 @@
 import Foundation
+import HomeportClient
 
 /// A JSON value read without trusting its shape: every accessor answers `nil` for the wrong type,
 /// and a boolean is never taken for a number (or the other way round).
@@ -78,7 +79,7 @@ enum JSONValue: Decodable, Equatable, Sendable {
         case .bool(let value): String(value)
         case .integer(let number): String(number)
         case .number(let number): String(number)
-        case .string(let text): "\"" + Conformance.serverText(text, limit: 60) + "\""
+        case .string(let text): "\"" + ServerText.clean(text, limit: 60) + "\""
         case .array: "an array"
         case .object: "an object"
         }

@@ -1,4 +1,5 @@
 import Foundation
+import HomeportClient
 import HomeportWire
 
 /// The public routes of the API prefix: identity, the anonymous refusal of app-info, standing.
@@ -17,7 +18,7 @@ extension ConformanceRun {
         var problems: [String] = []
         let extra = Set((json.object ?? [:]).keys).subtracting(["product", "protocolVersion", "instanceId"])
         if !extra.isEmpty {
-            let names = extra.sorted().map { Conformance.serverText($0, limit: 40) }.joined(separator: ", ")
+            let names = extra.sorted().map { ServerText.clean($0, limit: 40) }.joined(separator: ", ")
             problems.append("fields other than the three: \(names)")
         }
         let product = json["product"]?.string
@@ -48,11 +49,11 @@ extension ConformanceRun {
         if !cache.contains("no-store") {
             problems.append(
                 "Cache-Control is "
-                    + (answer.headers["cache-control"].map { Conformance.serverText($0, limit: 60) } ?? "missing")
+                    + (answer.headers["cache-control"].map { ServerText.clean($0, limit: 60) } ?? "missing")
                     + ", without no-store")
         }
         if answer.setsCookie {
-            let names = answer.cookies.map { Conformance.serverText($0.name, limit: 40) }.joined(separator: ", ")
+            let names = answer.cookies.map { ServerText.clean($0.name, limit: 40) }.joined(separator: ", ")
             problems.append("it sets a cookie (\(names.isEmpty ? "Set-Cookie" : names))")
         }
         return .judge(problems, passing: "Content-Type application/json, Cache-Control no-store, no Set-Cookie")

@@ -1,4 +1,5 @@
 import Foundation
+import HomeportClient
 import HomeportWire
 
 /// The checks that sign the test account in: login, the session, app-info, a second login, a
@@ -26,7 +27,7 @@ extension ConformanceRun {
         let answer = try await signIn(account, password: account.password)
         if answer.status == 401, let flows = answer.json?["data"]?["flows"]?.array {
             let pending = flows.compactMap { $0["id"]?.string }.filter { $0 != "login" && $0 != "signup" }
-                .map { Conformance.serverText($0, limit: 40) }
+                .map { ServerText.clean($0, limit: 40) }
             let why = pending.isEmpty ? "" : " (pending: \(pending.joined(separator: ", ")))"
             return .fail(
                 "401: not signed in\(why); the test account must exist, be approved and have a verified address")
@@ -78,13 +79,13 @@ extension ConformanceRun {
         let id = json["instanceId"]?.string
         switch (id, identity?.instanceID) {
         case (let id?, let expected?) where id != expected:
-            problems.append("instanceId \(Conformance.serverText(id, limit: 40)) is not the identity route's")
+            problems.append("instanceId \(ServerText.clean(id, limit: 40)) is not the identity route's")
         case (nil, _?): problems.append("no instanceId, although the identity route answers one")
         case (let id?, nil) where InstanceID(id) == nil || id != id.lowercased():
-            problems.append("instanceId \(Conformance.serverText(id, limit: 40)) is not a lowercase UUID")
+            problems.append("instanceId \(ServerText.clean(id, limit: 40)) is not a lowercase UUID")
         default: break
         }
-        let shown = (features ?? []).map { Conformance.serverText($0, limit: 40) }.joined(separator: ", ")
+        let shown = (features ?? []).map { ServerText.clean($0, limit: 40) }.joined(separator: ", ")
         return .judge(
             problems,
             passing: "200 with features [\(shown)] and "
@@ -237,7 +238,7 @@ extension ConformanceRun {
         if codes.contains(AuthErrorCode.tooManyLoginAttempts) {
             return .fail("400 too_many_login_attempts: the account's failed-login budget is spent; try again later")
         }
-        let shown = codes.map { Conformance.serverText($0, limit: 40) }.joined(separator: ", ")
+        let shown = codes.map { ServerText.clean($0, limit: 40) }.joined(separator: ", ")
         return .fail("400 with \(shown.isEmpty ? "no error code" : shown), not email_password_mismatch")
     }
 }
