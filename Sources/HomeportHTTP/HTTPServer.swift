@@ -18,7 +18,8 @@ import Synchronization
 public final class HTTPServer: @unchecked Sendable {
     /// The configuration the server was created with.
     public let configuration: HTTPServerConfiguration
-    let responder: any HTTPResponder
+    /// What answers the requests (a ``Router``).
+    public let responder: any HTTPResponder
     let connections: ConnectionRegistry
     let logger: Logger
     let accessLogger: Logger

@@ -30,7 +30,7 @@ public final class HomeportApplication: Sendable {
     private let listener: PostgresListener?
     private let logger: Logger
     /// Every route of the main listener as `METHOD /pattern`, sorted.
-    public let routeTable: [String]
+    public var routeTable: [String] { (server.responder as? ServerRouter)?.routeTable ?? [] }
 
     /// Opens the database, applies pending migrations and prepares the routes; nothing listens yet.
     ///
@@ -119,7 +119,6 @@ public final class HomeportApplication: Sendable {
             csrfKey: try ServerSecrets(database, logger: logger.withLabel("homeport.server")).secret(named: "csrf"))
         let server = HTTPServer(configuration: configuration.effectiveHTTP, responder: router, logger: logger)
         self.server = server
-        self.routeTable = router.routeTable
         if let address = configuration.metricsListen {
             var metricsRouter = Router<EmptyRequestContext>()
             metricsRouter.get("/metrics") { _, _ in
