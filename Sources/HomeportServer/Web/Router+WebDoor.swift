@@ -201,10 +201,7 @@ struct WebDoor: Sendable {
             return signedIn(token)
         case .verificationPending(let token):
             // A pre-login session in the cookie: the code's step is bound to it.
-            var response = HTTPResponse.seeOther("/account/verify-email")
-            response.headers.add("Set-Cookie", cookies.settingPreLoginSession(token))
-            response.headers.add("Set-Cookie", cookies.settingCSRF((try? SecretToken.generate()) ?? ""))
-            return response
+            return startingSession(cookies.settingPreLoginSession(token), then: "/account/verify-email")
         case .pending(let standing, _):
             return pendingPage(standing)
         case .invalid(let problems):
@@ -216,11 +213,16 @@ struct WebDoor: Sendable {
         }
     }
 
-    /// Signed in: the session and the CSRF seed are both new, so nothing minted before sign-in
-    /// works after it.
+    /// Signed in: see ``startingSession(_:then:)``.
     private func signedIn(_ token: String) -> HTTPResponse {
-        var response = HTTPResponse.seeOther("/account")
-        response.headers.add("Set-Cookie", cookies.settingSession(token))
+        startingSession(cookies.settingSession(token), then: "/account")
+    }
+
+    /// Sets a new session cookie and a new CSRF seed, so that nothing minted before works after,
+    /// and sends the browser on to `location`.
+    private func startingSession(_ sessionCookie: String, then location: String) -> HTTPResponse {
+        var response = HTTPResponse.seeOther(location)
+        response.headers.add("Set-Cookie", sessionCookie)
         response.headers.add("Set-Cookie", cookies.settingCSRF((try? SecretToken.generate()) ?? ""))
         return response
     }
