@@ -87,8 +87,7 @@ struct AppDoor: Sendable {
                 ]
             ],
         ]
-        let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return .json(bytes: body)
+        return answer(object)
     }
 
     func signup(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
@@ -207,8 +206,7 @@ struct AppDoor: Sendable {
             "status": 200,
             "data": [["email": account.email, "primary": true, "verified": try service.isEmailVerified(account)]],
         ]
-        let body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return .json(bytes: body)
+        return answer(object)
     }
 
     /// `POST auth/email/verify`. As allauth: with verification by code on, a caller with no
@@ -266,8 +264,7 @@ struct AppDoor: Sendable {
                 "status": 200, "data": ["email": account.email, "user": userObject],
                 "meta": ["is_authenticating": true],
             ]
-            let bytes = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-            return .json(bytes: bytes)
+            return answer(object)
         case .incorrect: return invalid([Self.incorrectCodeProblem])
         case .missingCode: return invalid([Self.requiredKeyProblem])
         case .busy: return tooMany(1)
@@ -376,6 +373,12 @@ struct AppDoor: Sendable {
         var response = answer(AuthEnvelope(status: 429))
         response.headers.set("Retry-After", String(retryAfter))
         return response
+    }
+
+    /// An answer of the door built from a JSON object rather than an ``AuthEnvelope`` (the
+    /// shapes the envelope type does not describe), with status 200.
+    private func answer(_ object: [String: Any]) -> HTTPResponse {
+        .json(bytes: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
     }
 
     /// The envelope as the answer, its status repeated in the body.
