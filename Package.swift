@@ -65,13 +65,10 @@ let package = Package(
             name: "HomeportServer",
             dependencies: [
                 "HomeportWire", "HomeportHTTP", "HomeportStorage", "HomeportCrypto",
-                "HomeportLogging", "HomeportAPNs", "CCurl",
+                "HomeportLogging", "HomeportAPNs", "HomeportCommandLine", "CCurl",
             ]
         ),
-        .executableTarget(
-            name: "homeport-server",
-            dependencies: ["HomeportServer", "HomeportCommandLine", "HomeportWire"]
-        ),
+        .executableTarget(name: "homeport-server", dependencies: ["HomeportServer"]),
 
         // The client library an app embeds, and its command-line face.
         .target(

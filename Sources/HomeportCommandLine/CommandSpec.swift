@@ -1,3 +1,5 @@
+import Foundation
+
 /// Describes one command: its options, its positional arguments and its help text.
 public struct CommandSpec: Sendable {
     /// The full command as typed, such as `homeport-server identity reset`.
@@ -91,5 +93,26 @@ public struct CommandSpec: Sendable {
             label.count < 26
             ? label + String(repeating: " ", count: 26 - label.count) : label + "\n" + String(repeating: " ", count: 28)
         return "  \(padded)\(help)\n"
+    }
+}
+
+extension CommandSpec {
+    /// The same command under another program's name: `program` becomes `replacement` in its
+    /// name, summary, discussion and help texts (a product's executable reusing these commands).
+    public func renamingProgram(_ program: String, to replacement: String) -> CommandSpec {
+        guard program != replacement else { return self }
+        let rename = { (text: String) in text.replacingOccurrences(of: program, with: replacement) }
+        var spec = self
+        spec.name = rename(name)
+        spec.summary = rename(summary)
+        spec.discussion = rename(discussion)
+        spec.arguments = arguments.map { .init($0.name, help: rename($0.help)) }
+        spec.options = options.map { option in
+            var option = option
+            option.help = rename(option.help)
+            option.defaultDescription = option.defaultDescription.map(rename)
+            return option
+        }
+        return spec
     }
 }

@@ -16,6 +16,11 @@ public final class HomeportApplication: Sendable {
     public let accounts: AccountService
     /// Notifications: what a product calls to notify an account.
     public let push: PushCenter
+    /// The product served (``Product/homeport`` for Homeport on its own).
+    public let product: Product
+    /// What the product's handlers and tasks work with.
+    public let services: ProductServices
+    private let productTasks: [(ProductTask, RepeatingTask)]
     private let hub: StreamHub
     /// Deletes old notifications and failed pushes.
     let retention: NotificationRetention
@@ -34,12 +39,17 @@ public final class HomeportApplication: Sendable {
 
     /// Opens the database, applies pending migrations and prepares the routes; nothing listens yet.
     ///
-    /// `mailer`, `clock` and `hasher` replace the real ones in tests.
+    /// `product` adds a product's routes, migrations, codes, budgets, features and tasks; the
+    /// identity route announces its name and app-info its version, unless `configuration` names
+    /// another product. `mailer`, `clock` and `hasher` replace the real ones in tests.
     public init(
-        configuration: ServerConfiguration, logger: Logger, mailer: (any Mailer)? = nil,
-        clock: any WallClock = SystemWallClock(), hasher: (any PasswordHashing)? = nil
+        configuration: ServerConfiguration, product: Product = .homeport, logger: Logger,
+        mailer: (any Mailer)? = nil, clock: any WallClock = SystemWallClock(), hasher: (any PasswordHashing)? = nil
     ) throws {
+        try product.validate()
+        let configuration = configuration.serving(product)
         self.configuration = configuration
+        self.product = product
         self.logger = logger
         // A connection for every thread that may need one at once: the workers, the password
         // threads, and the background tasks (heartbeat, stream, sender, retention).
@@ -48,10 +58,15 @@ public final class HomeportApplication: Sendable {
             databaseOptions.maximumConnections,
             configuration.http.workerThreads + configuration.http.poolThreads + 4)
         let database = try configuration.database.open(options: databaseOptions)
-        let applied = try HomeportSchema.migrator.migrate(database)
-        if !applied.isEmpty {
-            logger.withLabel("homeport.storage").notice(
-                "applied migrations", metadata: ["versions": applied.map(String.init).joined(separator: ",")])
+        for migrator in product.migrators {
+            let applied = try migrator.migrate(database)
+            if !applied.isEmpty {
+                logger.withLabel("homeport.storage").notice(
+                    "applied migrations",
+                    metadata: [
+                        "component": migrator.component, "versions": applied.map(String.init).joined(separator: ","),
+                    ])
+            }
         }
         self.database = database
         self.identity = IdentityStore(database: database)
@@ -105,14 +120,27 @@ public final class HomeportApplication: Sendable {
                     ? "pushes are off: no APNs key configured (registrations, the catalogue and the in-app stream work)"
                     : "pushes are queued but not sent by this process: no APNs key configured")
         }
+        self.services = ProductServices(
+            database: database, notifications: push, identity: identity, clock: clock,
+            logger: logger.withLabel(product.name),
+            budgets: Dictionary(
+                uniqueKeysWithValues: product.budgets.map {
+                    ($0.name, (configuration.accounts.rateLimits.productLimits[$0.name] ?? $0.limit, $0.key))
+                }))
+        var productRoutes = ProductRoutes(services: services)
+        try product.routes(&productRoutes)
+        productTasks = product.tasks.map { ($0, RepeatingTask(label: "\(product.name).\($0.name)")) }
         var router = ServerRouter()
         router.addHealthRoute()
-        router.addReadinessRoute(database: database)
+        router.addReadinessRoute(database: database, migrators: product.migrators)
         router.addIdentityRoute(store: identity, product: configuration.product, logger: logger)
         router.addAPI(
-            accounts, identity: identity, product: configuration.product, version: ServerDefaults.version,
+            accounts, identity: identity, product: configuration.product,
+            version: product.isHomeport ? ServerDefaults.version : product.version,
+            features: AppInfoEndpoint.features + product.features.filter { !AppInfoEndpoint.features.contains($0) },
             logger: logger)
         router.addPush(push, hub: hub, accounts: accounts)
+        try router.addProduct(productRoutes.declared)
         router.addAppDoor(accounts)
         router.addWebDoor(
             accounts, product: configuration.product,
@@ -160,6 +188,13 @@ public final class HomeportApplication: Sendable {
         }
         hub.start()
         retention.start()
+        for (task, runner) in productTasks {
+            let services = services
+            runner.start(
+                after: task.dispatchInterval, every: task.dispatchInterval, logger: services.logger,
+                failure: "\(task.name) failed"
+            ) { try task.work(services) }
+        }
         mailSender?.start()
         sender?.start()
         return server.port
@@ -180,6 +215,7 @@ public final class HomeportApplication: Sendable {
     /// Stops gracefully: no new connections, requests in flight finish, this replica's heartbeat
     /// row goes, then the database closes.
     public func shutdown() {
+        for (_, runner) in productTasks { runner.stop() }
         hub.stop()
         retention.stop()
         mailSender?.stop()

@@ -69,6 +69,17 @@ public struct ServerConfiguration: Sendable {
     }
 
     /// Checks a product name: 1–64 characters of letters, digits, `.`, `_` and `-`.
+    /// The configuration with `product`'s additions: its name announced where the operator named
+    /// none, its notification codes in the catalogue (before the operator's own extra codes,
+    /// which may retitle them), and its app-data key where the operator chose none.
+    func serving(_ product: Product) -> ServerConfiguration {
+        guard !product.isHomeport else { return self }
+        var configuration = self
+        if configuration.product == HomeportProtocol.defaultProduct { configuration.product = product.name }
+        configuration.push = push.serving(product)
+        return configuration
+    }
+
     public static func validateProduct(_ name: String) throws -> String {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
         guard (1...64).contains(name.count), name.allSatisfy(allowed.contains) else {

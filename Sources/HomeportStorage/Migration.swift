@@ -29,21 +29,54 @@ public struct Migration: Sendable {
     }
 }
 
-/// Applies migrations in order and records each in `schema_migrations`.
+/// Applies one component's migrations in order and records each, so that Homeport's own schema
+/// and a product's (or several products') never collide: each component numbers its migrations
+/// from 1 on its own.
+///
+/// Homeport's component (``homeportComponent``) records in `schema_migrations`, as it always has;
+/// every other component records in `component_migrations`, under its name.
 ///
 /// Safe to run from several processes at once: PostgreSQL serialises runs with an advisory
 /// lock, SQLite with its write lock; each migration and its record commit together.
 public struct Migrator: Sendable {
+    /// The component whose migrations these are.
+    public let component: String
     /// The migrations, in any order; they apply by ascending version.
     public let migrations: [Migration]
 
+    /// The name of Homeport's own component.
+    public static let homeportComponent = "homeport"
+
     private static let advisoryLockKey: Int64 = 0x486F_6D65_706F_7274  // "Homeport"
 
-    /// Creates a migrator; versions must be unique.
-    public init(migrations: [Migration]) {
+    /// Creates a migrator of `component`; versions must be unique, and a component's name is
+    /// lowercase letters, digits, `-` and `_` (it names the component's tables too).
+    public init(component: String = Migrator.homeportComponent, migrations: [Migration]) {
+        precondition(Self.isComponentName(component), "a component's name is 1–64 of a-z 0-9 - _")
         precondition(Set(migrations.map(\.version)).count == migrations.count, "duplicate migration version")
+        self.component = component
         self.migrations = migrations.sorted { $0.version < $1.version }
     }
+
+    /// Whether `name` can name a component: 1–64 of `a-z 0-9 - _`, starting with a letter.
+    public static func isComponentName(_ name: String) -> Bool {
+        guard let first = name.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first) else {
+            return false
+        }
+        return name.utf8.count <= 64
+            && name.utf8.allSatisfy {
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_")
+            }
+    }
+
+    /// Homeport's own records keep their table; other components share one, keyed by name.
+    private var isHomeport: Bool { component == Self.homeportComponent }
+    private var recordTable: String { isHomeport ? "schema_migrations" : "component_migrations" }
+    /// The condition (and its parameter) that selects this component's records; `$1` is the version
+    /// where one is compared, so the component is `$2`.
+    private var componentCondition: String { isHomeport ? "" : " AND component = $2" }
+    private var componentParameters: [SQLValue] { isHomeport ? [] : [.text(component)] }
 
     /// Applies every pending migration and returns the versions applied by this call.
     ///
@@ -79,13 +112,23 @@ public struct Migrator: Sendable {
                 }
             }
             _ = try connection.execute(
-                """
-                CREATE TABLE IF NOT EXISTS schema_migrations (
-                    version INTEGER PRIMARY KEY,
-                    name TEXT NOT NULL,
-                    applied_at BIGINT NOT NULL
-                )
-                """, [])
+                isHomeport
+                    ? """
+                    CREATE TABLE IF NOT EXISTS schema_migrations (
+                        version INTEGER PRIMARY KEY,
+                        name TEXT NOT NULL,
+                        applied_at BIGINT NOT NULL
+                    )
+                    """
+                    : """
+                    CREATE TABLE IF NOT EXISTS component_migrations (
+                        component TEXT NOT NULL,
+                        version INTEGER NOT NULL,
+                        name TEXT NOT NULL,
+                        applied_at BIGINT NOT NULL,
+                        PRIMARY KEY (component, version)
+                    )
+                    """, [])
             for migration in migrations where try apply(migration, connection, database.dialect) {
                 applied.append(migration.version)
             }
@@ -99,15 +142,18 @@ public struct Migrator: Sendable {
         case .sqlite:
             exists =
                 !(try database.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'")).isEmpty
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name = $1", [.text(recordTable)])).isEmpty
         case .postgres:
             exists =
-                try database.execute("SELECT to_regclass('schema_migrations') IS NOT NULL AS present")
+                try database.execute("SELECT to_regclass($1) IS NOT NULL AS present", [.text(recordTable)])
                 .first?.int("present") == 1
         }
         guard exists else { return [] }
-        return try database.execute("SELECT version FROM schema_migrations ORDER BY version")
-            .compactMap { $0.int("version").map(Int.init) }
+        let condition = isHomeport ? "" : " WHERE component = $1"
+        return try database.execute(
+            "SELECT version FROM \(recordTable)\(condition) ORDER BY version", componentParameters
+        )
+        .compactMap { $0.int("version").map(Int.init) }
     }
 
     /// The versions this migrator knows that are not applied yet, ascending.
@@ -123,7 +169,8 @@ public struct Migrator: Sendable {
         _ = try connection.execute(dialect == .sqlite ? "BEGIN IMMEDIATE" : "BEGIN", [])
         do {
             let recorded = try connection.execute(
-                "SELECT version FROM schema_migrations WHERE version = $1", [.integer(Int64(migration.version))])
+                "SELECT version FROM \(recordTable) WHERE version = $1\(componentCondition)",
+                [.integer(Int64(migration.version))] + componentParameters)
             guard recorded.isEmpty else {
                 _ = try connection.execute("COMMIT", [])
                 return false
@@ -131,12 +178,14 @@ public struct Migrator: Sendable {
             for statement in migration.statements(for: dialect) {
                 _ = try connection.execute(statement, [])
             }
+            let record: [SQLValue] = [
+                .integer(Int64(migration.version)), .text(migration.name), .integer(Int64(Date().timeIntervalSince1970)),
+            ]
             _ = try connection.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
-                [
-                    .integer(Int64(migration.version)), .text(migration.name),
-                    .integer(Int64(Date().timeIntervalSince1970)),
-                ])
+                isHomeport
+                    ? "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)"
+                    : "INSERT INTO component_migrations (version, name, applied_at, component) VALUES ($1, $2, $3, $4)",
+                record + componentParameters)
             _ = try connection.execute("COMMIT", [])
             return true
         } catch {

@@ -1,6 +1,3 @@
-import Foundation
-import HomeportCommandLine
+import HomeportServer
 
-let code = ServerCLI.run(
-    Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
-exit(code.rawValue)
+ServerCommandLine.main()

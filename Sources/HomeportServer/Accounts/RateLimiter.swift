@@ -66,6 +66,10 @@ public struct RateLimitPolicy: Sendable, Hashable {
     /// wrong: as django-allauth, three; the third wrong one gives the verification up.
     public var verificationAttemptPerSession = RateLimit(3, per: 900)
 
+    /// Limits the operator set for a product's budgets (``ProductBudget``), by name; a budget not
+    /// named here keeps the product's default.
+    public var productLimits: [String: RateLimit] = [:]
+
     /// The defaults.
     public init() {}
 
@@ -188,6 +192,12 @@ struct RateLimiter {
 
     private func failedPasswordChangeBucket(_ keyHash: String) -> (String, RateLimit) {
         ("change_failed:session:" + keyHash, policy.failedPasswordChangePerSession)
+    }
+
+    /// Charges one action of a product's `budget` to each of `keys` (`account:ID`, `ip:ADDRESS`),
+    /// each its own counter; throws ``Refusal`` when any is past `limit`.
+    func charge(budget: String, keys: [String], limit: RateLimit, now: Int64) throws {
+        try charge(keys.map { ("product:\(budget):" + $0, limit) }, now: now)
     }
 
     /// Charges one test notification to the account.

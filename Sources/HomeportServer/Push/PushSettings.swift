@@ -68,4 +68,17 @@ public struct APNsSettings: Sendable {
         self.teamID = teamID
         self.client = client
     }
+
+}
+
+extension PushSettings {
+    /// The settings with `product`'s notification codes in the catalogue (before the operator's
+    /// extra codes, which may retitle them) and its app-data key where the operator chose none.
+    func serving(_ product: Product) -> PushSettings {
+        guard !product.isHomeport else { return self }
+        var settings = self
+        settings.extraCodes = product.notificationCodes + extraCodes
+        if let key = product.pushAppDataKey, appDataKey == PushPayload.defaultAppDataKey { settings.appDataKey = key }
+        return settings
+    }
 }

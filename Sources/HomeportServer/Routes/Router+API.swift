@@ -12,7 +12,8 @@ extension Router where Context == RequestContext {
     /// is nothing for another site to ride on, hence no CSRF check) and the signed-in check.
     /// The two exceptions are groups of their own: the public identity route and standing.
     mutating func addAPI(
-        _ service: AccountService, identity: IdentityStore, product: String, version: String, logger: Logger
+        _ service: AccountService, identity: IdentityStore, product: String, version: String,
+        features: [String] = AppInfoEndpoint.features, logger: Logger
     ) {
         let session = SessionMiddleware(reader: service.reader, credential: .header)
         group(HomeportPath.apiPrefix, middleware: [NoStoreMiddleware(), session, RequireSignedIn()])
@@ -22,7 +23,8 @@ extension Router where Context == RequestContext {
                 try .json(StandingAnswer(standing: context.caller.session?.standing))
             }
         }
-        let appInfo = AppInfoEndpoint(identity: identity, product: product, version: version, logger: logger)
+        let appInfo = AppInfoEndpoint(
+            identity: identity, product: product, version: version, features: features, logger: logger)
         get(HomeportPath.appInfo) { _, _ in appInfo.response() }
     }
 }
@@ -37,14 +39,16 @@ final class AppInfoEndpoint: Sendable {
     private let identity: IdentityStore
     private let product: String
     private let version: String
+    private let features: [String]
     private let logger: Logger
     /// The body, encoded once per identifier (a replica may see a reset and answer a new one).
     private let cached = Mutex<(id: InstanceID, bytes: Data)?>(nil)
 
-    init(identity: IdentityStore, product: String, version: String, logger: Logger) {
+    init(identity: IdentityStore, product: String, version: String, features: [String], logger: Logger) {
         self.identity = identity
         self.product = product
         self.version = version
+        self.features = features
         self.logger = logger.withLabel("homeport.identity")
     }
 
@@ -62,7 +66,7 @@ final class AppInfoEndpoint: Sendable {
             id = nil
         }
         if let id, let known = cached.withLock({ $0 }), known.id == id { return known.bytes }
-        let info = AppInfo(product: product, version: version, features: Self.features, instanceId: id)
+        let info = AppInfo(product: product, version: version, features: features, instanceId: id)
         let bytes = (try? HTTPResponse.encoder.encode(info)) ?? Data("{}".utf8)
         if let id { cached.withLock { $0 = (id, bytes) } }
         return bytes

@@ -35,20 +35,28 @@ extension Router where Context == RequestContext {
     }
 
     /// Adds `GET /readyz`, for a load balancer: 200 `{"status":"ready"}` when the database
-    /// answers and holds every migration this build knows; else 503 with `database_unavailable`
-    /// or `migrations_pending` (and the versions).
-    mutating func addReadinessRoute(database: any Database) {
+    /// answers and holds every migration of every component this build knows (Homeport's and the
+    /// product's); else 503 with `database_unavailable`, or `migrations_pending` with Homeport's
+    /// versions in `pending` and every component's in `components`.
+    mutating func addReadinessRoute(database: any Database, migrators: [Migrator] = [HomeportSchema.migrator]) {
         let ready = Data(#"{"status":"ready"}"#.utf8)
         group("/readyz", middleware: [NoStoreMiddleware()]) { readiness in
             readiness.get("") { _, _ in
-                let pending: [Int]
+                var pending: [String: [Int]] = [:]
                 do {
-                    pending = try HomeportSchema.migrator.pendingVersions(database)
+                    for migrator in migrators {
+                        let versions = try migrator.pendingVersions(database)
+                        if !versions.isEmpty { pending[migrator.component] = versions }
+                    }
                 } catch {
                     return .json(bytes: Data(#"{"status":"database_unavailable"}"#.utf8), status: 503)
                 }
                 guard pending.isEmpty else {
-                    return try .json(ReadinessAnswer(status: "migrations_pending", pending: pending), status: 503)
+                    return try .json(
+                        ReadinessAnswer(
+                            status: "migrations_pending", pending: pending[Migrator.homeportComponent] ?? [],
+                            components: pending),
+                        status: 503)
                 }
                 return .json(bytes: ready)
             }
@@ -67,5 +75,8 @@ extension Router where Context == RequestContext {
 /// `/readyz`'s answer when migrations are missing.
 private struct ReadinessAnswer: Encodable {
     var status: String
+    /// Homeport's own pending versions.
     var pending: [Int]
+    /// Every component with pending versions, by name.
+    var components: [String: [Int]]
 }

@@ -1,7 +1,6 @@
 import Foundation
 import HomeportCommandLine
 import HomeportLogging
-import HomeportServer
 import HomeportStorage
 
 /// `homeport-server push send|devices`
@@ -35,7 +34,7 @@ enum PushCommand {
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
         guard let action = arguments.first, !action.hasPrefix("-") else {
             if arguments.contains("--help") || arguments.contains("-h") {
-                Output.line(
+                ServerCLI.line(
                     "Usage: homeport-server push send|devices [options]\n\n\(sendSpec.summary)\n\(devicesSpec.summary)")
                 return .success
             }
@@ -53,7 +52,7 @@ enum PushCommand {
         _ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String], settings: PushSettings
     ) throws -> (any Database, PushCenter) {
         let database = try ServerCLI.database(parsed, spec, environment).open()
-        try HomeportSchema.migrator.migrate(database)
+        try ServerCLI.migrate(database)
         let logger = Logger(label: "homeport.cli", minimumLevel: .warning)
         return (
             database,
@@ -80,6 +79,7 @@ enum PushCommand {
             objectID = value
         }
         let settings = try PushOptions.settings(parsed, sendSpec, environment, sender: false)
+            .serving(ServerCLI.product.withLock { $0 })
         let (database, push) = try center(parsed, sendSpec, environment, settings: settings)
         defer { database.close() }
         do {
@@ -91,10 +91,10 @@ enum PushCommand {
                 ? "no push: the thread is muted"
                 : settings.topic == nil
                     ? "no push: pushes are off (no --apns-topic)" : "\(delivery.queued) push(es) queued"
-            Output.line("notification \(delivery.seq) for \(email); \(pushes)")
+            ServerCLI.line("notification \(delivery.seq) for \(email); \(pushes)")
             return .success
         } catch let refusal as PushCenter.Refusal {
-            Output.error("homeport-server: \(refusal.description)")
+            ServerCLI.error("homeport-server: \(refusal.description)")
             return .failure
         }
     }
@@ -115,12 +115,12 @@ enum PushCommand {
                 ] as [String: Any]
             }
             let data = try JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys])
-            Output.line(String(decoding: data, as: UTF8.self))
+            ServerCLI.line(String(decoding: data, as: UTF8.self))
         } else if devices.isEmpty {
-            Output.line("no devices registered")
+            ServerCLI.line("no devices registered")
         } else {
             for entry in devices {
-                Output.line(
+                ServerCLI.line(
                     "\(entry.device.token.prefix(8))…  \(entry.device.environment.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)) \(entry.email)"
                 )
             }

@@ -3,7 +3,6 @@ import Foundation
 import HomeportCommandLine
 import HomeportHTTP
 import HomeportLogging
-import HomeportServer
 import HomeportWire
 
 /// `homeport-server serve`
@@ -153,7 +152,8 @@ enum ServeCommand {
             return source
         }
 
-        let application = try HomeportApplication(configuration: configuration, logger: logger)
+        let application = try HomeportApplication(
+            configuration: configuration, product: ServerCLI.product.withLock { $0 }, logger: logger)
         if let files = try tlsFiles(parsed, environment: environment) {
             let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
             reload.setEventHandler {
@@ -172,7 +172,7 @@ enum ServeCommand {
         let port = try application.start()
         let shown = ListenAddress(host: configuration.listen.host, port: port)
         let scheme = configuration.http.tls == nil ? "http" : "https"
-        Output.line(
+        ServerCLI.line(
             "homeport-server listening on \(scheme)://\(shown) (product \(configuration.product), database \(configuration.database))"
         )
         if let metricsPort = application.metricsPort, let address = configuration.metricsListen {
@@ -373,12 +373,17 @@ enum ServeCommand {
         if let text = parsed.value("rate-limits", spec: spec, environment: environment) {
             for item in text.split(separator: ",") {
                 let parts = item.split(separator: "=", maxSplits: 1)
+                let budgets = ServerCLI.product.withLock { $0.budgets.map(\.name) }
                 guard parts.count == 2, let limit = RateLimit(parsing: parts[1]),
                     configuration.accounts.rateLimits.set(String(parts[0]), to: limit)
+                        || budgets.contains(String(parts[0]))
                 else {
                     throw UsageError(
                         "--rate-limits takes NAME=N/SECONDS items (N up to 1000000, SECONDS up to a year); '\(item)' is not one. Names: "
-                            + RateLimitPolicy.names.joined(separator: ", "))
+                            + (RateLimitPolicy.names + budgets).joined(separator: ", "))
+                }
+                if budgets.contains(String(parts[0])) {
+                    configuration.accounts.rateLimits.productLimits[String(parts[0])] = limit
                 }
             }
             // A window shorter than a code's life would let more tries through than the limit says.

@@ -1,5 +1,5 @@
 import HomeportCommandLine
-import HomeportServer
+import HomeportStorage
 
 /// `homeport-server migrate`
 enum MigrateCommand {
@@ -14,13 +14,16 @@ enum MigrateCommand {
         let url = try ServerCLI.database(parsed, spec, environment)
         let database = try url.open()
         defer { database.close() }
-        let applied = try HomeportSchema.migrator.migrate(database)
-        let all = try HomeportSchema.migrator.appliedVersions(database)
-        if applied.isEmpty {
-            Output.line("\(url): up to date (schema version \(all.last ?? 0))")
-        } else {
-            Output.line(
-                "\(url): applied \(applied.map(String.init).joined(separator: ", ")); schema version \(all.last ?? 0)")
+        let components = try ServerCLI.migrate(database)
+        for (component, applied, all) in components {
+            // Homeport's own line reads as it always has; a product's names its component.
+            let name = component == Migrator.homeportComponent ? "\(url)" : "\(url) [\(component)]"
+            if applied.isEmpty {
+                ServerCLI.line("\(name): up to date (schema version \(all.last ?? 0))")
+            } else {
+                ServerCLI.line(
+                    "\(name): applied \(applied.map(String.init).joined(separator: ", ")); schema version \(all.last ?? 0)")
+            }
         }
         return .success
     }

@@ -1,7 +1,6 @@
 import Foundation
 import HomeportCommandLine
 import HomeportLogging
-import HomeportServer
 
 /// `homeport-server users list|approve|reject|hold|verify`
 enum UsersCommand {
@@ -42,7 +41,7 @@ enum UsersCommand {
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
         guard let action = arguments.first, !action.hasPrefix("-") else {
             if arguments.contains("--help") || arguments.contains("-h") {
-                Output.line(overview)
+                ServerCLI.line(overview)
                 return .success
             }
             throw UsageError("users needs an action: list, approve, reject, hold or verify")
@@ -62,7 +61,7 @@ enum UsersCommand {
         throws -> AccountService
     {
         let database = try ServerCLI.database(parsed, spec, environment).open()
-        try HomeportSchema.migrator.migrate(database)
+        try ServerCLI.migrate(database)
         return AccountService(
             database: database, settings: AccountSettings(), mailer: OutboxMailer(directory: "/nonexistent"),
             logger: Logger(label: "homeport.cli", minimumLevel: .warning))
@@ -82,12 +81,12 @@ enum UsersCommand {
                 ] as [String: Any]
             }
             let data = try JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys])
-            Output.line(String(decoding: data, as: UTF8.self))
+            ServerCLI.line(String(decoding: data, as: UTF8.self))
         } else if accounts.isEmpty {
-            Output.line("no accounts yet")
+            ServerCLI.line("no accounts yet")
         } else {
             for account in accounts {
-                Output.line(
+                ServerCLI.line(
                     "\(account.approval.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(account.email)")
             }
         }
@@ -98,10 +97,10 @@ enum UsersCommand {
         guard let parsed = try ServerCLI.parse(verifySpec, arguments) else { return .success }
         let email = parsed.positionals[0]
         guard try service(parsed, verifySpec, environment).markEmailVerified(email: email) else {
-            Output.error("homeport-server: no account uses '\(email)'")
+            ServerCLI.error("homeport-server: no account uses '\(email)'")
             return .failure
         }
-        Output.line("\(email): address verified")
+        ServerCLI.line("\(email): address verified")
         return .success
     }
 
@@ -112,10 +111,10 @@ enum UsersCommand {
         guard let parsed = try ServerCLI.parse(spec, arguments) else { return .success }
         let email = parsed.positionals[0]
         guard try service(parsed, spec, environment).setApproval(approval, email: email) else {
-            Output.error("homeport-server: no account uses '\(email)'")
+            ServerCLI.error("homeport-server: no account uses '\(email)'")
             return .failure
         }
-        Output.line("\(email): \(approval.rawValue)")
+        ServerCLI.line("\(email): \(approval.rawValue)")
         return .success
     }
 }

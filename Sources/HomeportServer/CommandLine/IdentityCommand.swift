@@ -1,6 +1,5 @@
 import Foundation
 import HomeportCommandLine
-import HomeportServer
 import HomeportStorage
 import HomeportWire
 
@@ -35,7 +34,7 @@ enum IdentityCommand {
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
         guard let action = arguments.first, !action.hasPrefix("-") else {
             if arguments.contains("--help") || arguments.contains("-h") {
-                Output.line(
+                ServerCLI.line(
                     "Usage: homeport-server identity show|reset [options]\n\n\(showSpec.summary)\n\(resetSpec.summary)")
                 return .success
             }
@@ -53,7 +52,7 @@ enum IdentityCommand {
         -> (any Database, IdentityStore)
     {
         let database = try ServerCLI.database(parsed, spec, environment).open()
-        try HomeportSchema.migrator.migrate(database)
+        try ServerCLI.migrate(database)
         return (database, IdentityStore(database: database))
     }
 
@@ -68,11 +67,11 @@ enum IdentityCommand {
                 object["createdAt"] = ISO8601DateFormatter().string(from: created)
             }
             let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-            Output.line(String(decoding: data, as: UTF8.self))
+            ServerCLI.line(String(decoding: data, as: UTF8.self))
         } else if let stored {
-            Output.line(stored.instanceID.description)
+            ServerCLI.line(stored.instanceID.description)
         } else {
-            Output.line("none yet: the first request to \(HomeportPath.serverIdentity) creates it")
+            ServerCLI.line("none yet: the first request to \(HomeportPath.serverIdentity) creates it")
         }
         return .success
     }
@@ -80,7 +79,7 @@ enum IdentityCommand {
     static func reset(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
         guard let parsed = try ServerCLI.parse(resetSpec, arguments) else { return .success }
         guard parsed.flag("replicas-stopped") else {
-            Output.error(
+            ServerCLI.error(
                 """
                 homeport-server: refusing to reset the installation identity.
                 Stop every homeport-server replica that uses this database, then run again with --replicas-stopped.
@@ -98,7 +97,7 @@ enum IdentityCommand {
             let lines = refused.replicas.map {
                 "  \($0.host) pid \($0.pid), listening on \($0.listen), last heartbeat \(formatter.string(from: $0.seenAt))"
             }
-            Output.error(
+            ServerCLI.error(
                 """
                 homeport-server: refusing to reset the installation identity: these replicas are serving.
                 \(lines.joined(separator: "\n"))
@@ -114,7 +113,7 @@ enum IdentityCommand {
                 "Removed a damaged identity row (it held '\(Output.printable(text))', not a UUID)."
             case .nothingStored: "No instanceId was stored."
             }
-        Output.line(
+        ServerCLI.line(
             """
             \(removed)
             The next request to the server creates a new one. Signed-in apps keep using the address they signed in \

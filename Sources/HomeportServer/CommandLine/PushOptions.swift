@@ -2,7 +2,6 @@ import Foundation
 import HomeportAPNs
 import HomeportCommandLine
 import HomeportCrypto
-import HomeportServer
 
 /// The push options `serve` and `push send` share, and how they become ``PushSettings``.
 enum PushOptions {

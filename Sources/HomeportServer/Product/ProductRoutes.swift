@@ -1,0 +1,106 @@
+import HomeportHTTP
+
+/// A product route's handler: the request and the signed-in caller; it never sees the token.
+public typealias SignedInHandler = @Sendable (HTTPRequest, SignedIn) throws -> HTTPResponse
+
+/// A handler of a route declared public: the request alone (no session is read for it).
+public typealias PublicHandler = @Sendable (HTTPRequest) throws -> HTTPResponse
+
+/// The routes a product declares, relative to `/api/v1` (`/books` is `/api/v1/books`).
+///
+/// Every route is signed-in unless declared with ``addPublic(_:_:placement:_:)``: it passes
+/// through the API prefix's middleware (header-only token, a token sent twice refused,
+/// `no-store`, the signed-in check) and its handler gets the ``SignedIn`` caller. Paths are
+/// literal segments and `:name` parameters (`/books/:id`), read from
+/// `request.pathParameters`. Homeport's own paths (`/server-identity`, `/app-info`, `/auth`,
+/// `/push`, `/notifications`, `/product`) cannot be taken.
+public struct ProductRoutes {
+    /// What handlers work with.
+    public let services: ProductServices
+
+    struct Declared {
+        var method: HTTPMethod
+        var path: String
+        var placement: HandlerPlacement
+        var signedIn: SignedInHandler?
+        var open: PublicHandler?
+    }
+    private(set) var declared: [Declared] = []
+
+    init(services: ProductServices) {
+        self.services = services
+    }
+
+    /// Adds a signed-in route. `placement` `.pool` runs the handler off the worker threads (for
+    /// work that spends CPU, such as hashing), with the connection suspended meanwhile.
+    public mutating func add(
+        _ method: HTTPMethod, _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+    ) {
+        declared.append(Declared(method: method, path: path, placement: placement, signedIn: handler))
+    }
+
+    /// Adds a route that needs no session, on purpose: no credential is read for it, and its
+    /// answer is the same with or without one. Nothing may be signed-in under its path.
+    public mutating func addPublic(
+        _ method: HTTPMethod, _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping PublicHandler
+    ) {
+        declared.append(Declared(method: method, path: path, placement: placement, open: handler))
+    }
+
+    /// Adds a signed-in `GET` route (which answers `HEAD` too).
+    public mutating func get(_ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler) {
+        add(.get, path, placement: placement, handler)
+    }
+
+    /// Adds a signed-in `POST` route.
+    public mutating func post(_ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler) {
+        add(.post, path, placement: placement, handler)
+    }
+
+    /// Adds a signed-in `PUT` route.
+    public mutating func put(_ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler) {
+        add(.put, path, placement: placement, handler)
+    }
+
+    /// Adds a signed-in `PATCH` route.
+    public mutating func patch(_ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler) {
+        add(.patch, path, placement: placement, handler)
+    }
+
+    /// Adds a signed-in `DELETE` route.
+    public mutating func delete(
+        _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+    ) {
+        add(.delete, path, placement: placement, handler)
+    }
+
+    /// Paths under `/api/v1` that are Homeport's.
+    static let reserved = ["server-identity", "app-info", "auth", "push", "notifications", "product"]
+
+    /// The segments of a declared path, or a sentence saying what is wrong with it.
+    static func segments(of path: String) throws -> [Substring] {
+        guard path.hasPrefix("/"), path.count > 1, !path.hasSuffix("/") else {
+            throw ConfigurationError("a product route's path starts with / and does not end with one: not '\(path.prefix(80))'")
+        }
+        let segments = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        for segment in segments {
+            let name = segment.hasPrefix(":") ? segment.dropFirst() : segment
+            guard !name.isEmpty, segment != ".", segment != "..",
+                name.utf8.allSatisfy({
+                    (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
+                        || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "-")
+                        || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
+                })
+            else {
+                throw ConfigurationError(
+                    "a product route's path is segments of letters, digits and -_. or :name parameters: not '\(path.prefix(80))'")
+            }
+        }
+        guard let first = segments.first, !first.hasPrefix(":"), !reserved.contains(first.lowercased()) else {
+            throw ConfigurationError(
+                "'\(path.prefix(80))' is under a path Homeport serves itself (/api/v1/"
+                    + reserved.joined(separator: ", /api/v1/") + "); a product's routes start with a literal of its own")
+        }
+        return segments
+    }
+}

@@ -1,0 +1,54 @@
+import HomeportHTTP
+import HomeportLogging
+import HomeportStorage
+import HomeportWire
+
+/// What a product's handlers and tasks work with: the server's database, notifications,
+/// identity, clock, logger and the product's budgets.
+public struct ProductServices: Sendable {
+    /// The database (Homeport's tables and the product's, one transaction can span both).
+    public let database: any Database
+    /// Notifications: `notify` logs one for the in-app stream and queues its pushes.
+    public let notifications: PushCenter
+    /// The installation identity (its `instanceId` is the `s` of every push).
+    public let identity: IdentityStore
+    /// The wall clock (a test's manual clock, when one is injected).
+    public let clock: any WallClock
+    /// The product's logger, labelled with its name.
+    public let logger: Logger
+    /// Each budget's limit in force (the declared default, or the operator's override).
+    public let budgets: [String: (limit: RateLimit, key: ProductBudget.Key)]
+
+    /// Charges one `budget` action to `caller` (its account, its client address, or both, as the
+    /// budget declares), in the counters every door and replica share. Past the limit it throws
+    /// 429 `rate_limited` with `Retry-After`, and the action should do nothing.
+    public func charge(_ budget: String, _ caller: SignedIn) throws {
+        try charge(budget, accountID: caller.accountID, clientAddress: caller.clientAddress)
+    }
+
+    /// Charges one `budget` action to a client address, for a route without a session (the
+    /// budget must be counted by client address only).
+    public func charge(_ budget: String, clientAddress: String) throws {
+        try charge(budget, accountID: nil, clientAddress: clientAddress)
+    }
+
+    private func charge(_ budget: String, accountID: Int64?, clientAddress: String) throws {
+        guard let (limit, key) = budgets[budget] else {
+            preconditionFailure("the budget '\(budget)' is not declared in the product")
+        }
+        var keys: [String] = []
+        if key != .clientAddress {
+            guard let accountID else { preconditionFailure("the budget '\(budget)' is counted by account") }
+            keys.append("account:\(accountID)")
+        }
+        if key != .account { keys.append("ip:" + RateLimiter.clientKey(clientAddress)) }
+        do {
+            try RateLimiter(database, policy: RateLimitPolicy()).charge(
+                budget: budget, keys: keys, limit: limit, now: clock.unixSeconds)
+        } catch let refusal as RateLimiter.Refusal {
+            throw HTTPError(
+                status: 429, code: APIErrorCode.rateLimited, message: "Too many requests of this kind; try again later.",
+                headers: ["Retry-After": String(refusal.retryAfter)])
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import HomeportHTTP
+import HomeportWire
+
+extension Router where Context == RequestContext {
+    /// Mounts a product's routes under the API prefix, after Homeport's own: signed-in routes
+    /// inside the prefix's group (its middleware has refused everyone not signed in before the
+    /// handler runs), public ones each in a group of their own with `no-store` only. Throws, with
+    /// nothing mounted, when a path is malformed, taken twice, Homeport's, or signed-in under a
+    /// public one.
+    mutating func addProduct(_ declared: [ProductRoutes.Declared]) throws {
+        var seen = Set<String>()
+        var publicPaths: [[Substring]] = []
+        var checked: [(ProductRoutes.Declared, [Substring])] = []
+        for route in declared {
+            let segments = try ProductRoutes.segments(of: route.path)
+            let shape = segments.map { $0.hasPrefix(":") ? ":" : $0.lowercased() }.joined(separator: "/")
+            guard seen.insert("\(route.method.rawValue) \(shape)").inserted else {
+                throw ConfigurationError("the product declares \(route.method.rawValue) \(route.path) twice")
+            }
+            if route.open != nil { publicPaths.append(segments) }
+            checked.append((route, segments))
+        }
+        for (route, segments) in checked where route.signedIn != nil {
+            if let open = publicPaths.first(where: { Self.covers($0, segments) }) {
+                throw ConfigurationError(
+                    "\(route.method.rawValue) \(route.path) is signed-in under the public path /"
+                        + open.joined(separator: "/") + "; a public path's group would take it")
+            }
+        }
+        // Public paths first: a group is declared before the routes under it.
+        var grouped: [String: [ProductRoutes.Declared]] = [:]
+        for (route, _) in checked where route.open != nil { grouped[route.path, default: []].append(route) }
+        for path in grouped.keys.sorted() {
+            group(HomeportPath.apiPrefix + path, middleware: [NoStoreMiddleware()]) { group in
+                for route in grouped[path] ?? [] {
+                    guard let handler = route.open else { continue }
+                    group.add(route.method, "", placement: route.placement) { request, _ in try handler(request) }
+                }
+            }
+        }
+        for (route, _) in checked {
+            guard let handler = route.signedIn else { continue }
+            add(route.method, HomeportPath.apiPrefix + route.path, placement: route.placement) { request, context in
+                // The group's middleware refused everyone else; this is the typed form of its check.
+                guard case .signedIn(let session, let account) = context.caller else { throw RequireSignedIn.refusal }
+                return try handler(request, SignedIn(session: session, account: account, clientAddress: request.remoteAddress))
+            }
+        }
+    }
+
+    /// Whether the path `prefix` covers `path` (a parameter matches any segment either way).
+    private static func covers(_ prefix: [Substring], _ path: [Substring]) -> Bool {
+        path.count >= prefix.count
+            && zip(prefix, path).allSatisfy { $0.hasPrefix(":") || $1.hasPrefix(":") || $0.lowercased() == $1.lowercased() }
+    }
+}
