@@ -9,6 +9,8 @@ let package = Package(
         .library(name: "HomeportWire", targets: ["HomeportWire"]),
         .library(name: "HomeportServer", targets: ["HomeportServer"]),
         .library(name: "HomeportClient", targets: ["HomeportClient"]),
+        // Test doubles and real-process helpers, for products' own tests (as Examples/BookOrbit's).
+        .library(name: "HomeportTestSupport", targets: ["HomeportTestSupport"]),
         .executable(name: "homeport-server", targets: ["homeport-server"]),
         .executable(name: "homeport", targets: ["homeport"]),
     ],

@@ -35,6 +35,11 @@ extension HomeportClient {
     ) async throws
         -> (answer: Answer, choice: Choice)
     {
+        guard path.hasPrefix("/"), !path.contains(where: { $0.isWhitespace || $0 == "#" || $0.asciiValue.map { $0 < 0x20 } == true })
+        else {
+            throw ClientError.invalidInput(
+                "an API path starts with / and has no spaces, '#' or control characters: '\(ServerText.clean(path, limit: 80))'")
+        }
         if let refused = headers.keys.first(where: { !Self.extraHeaderNames.contains($0.lowercased()) }) {
             throw ClientError.invalidInput(
                 "the header \(ServerText.clean(refused, limit: 80)) cannot be added to an API request; only "
@@ -84,7 +89,10 @@ extension HomeportClient {
         at choice: Choice, record: ServerRecord
     ) async throws -> Answer {
         let address = choice.address
-        guard var url = address.url(path) else { throw ClientError.invalidAddress(address.url + path) }
+        // The token goes to the chosen address's origin and nowhere else, whatever the path says.
+        guard var url = address.url(path), ServerAddress.origin(of: url) == address.origin else {
+            throw ClientError.invalidAddress(address.url + path)
+        }
         for _ in 0...3 {
             var headers = extra
             headers[HomeportHeader.sessionToken] = token

@@ -12,6 +12,8 @@ public struct CommandSpec: Sendable {
     public var options: [Option]
     /// Paragraphs after the option list: examples, exit codes, caveats.
     public var discussion: String
+    /// How many of ``arguments`` may be left out (the command reads what it got).
+    public var optionalArguments = 0
 
     /// Creates a command description.
     public init(

@@ -79,7 +79,8 @@ extension CommandSpec {
                 parsed.options[key] = "true"
             }
         }
-        if !parsed.wantsHelp && parsed.positionals.count != self.arguments.count {
+        let accepted = (self.arguments.count - optionalArguments)...self.arguments.count
+        if !parsed.wantsHelp && !accepted.contains(parsed.positionals.count) {
             let expected = self.arguments.isEmpty ? "no arguments" : self.arguments.map(\.name).joined(separator: " ")
             throw UsageError("\(name) takes \(expected); see '\(name) --help'")
         }

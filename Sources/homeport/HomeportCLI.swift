@@ -40,6 +40,9 @@ enum HomeportCLI {
           push test SERVER           Ask SERVER to push a test notification to this account's devices.
           mute SERVER THREAD         Mute a thread on SERVER (unmute SERVER THREAD undoes it; mutes SERVER lists).
           notifications watch SERVER Print SERVER's notifications as they come, reconnecting with Last-Event-ID.
+          api SERVER [METHOD] PATH [--data JSON|-]
+                                     Call any route of SERVER's API (a product's own) with this device's session,
+                                     through the verified address; exit 5 for a 4xx answer, 6 for a 5xx.
           conformance URL            Check the server at URL against the Homeport protocol: a pass/fail table.
 
         Every command that prints a result takes --json; every command that reaches a server takes
@@ -55,7 +58,7 @@ enum HomeportCLI {
         Exit codes: 0 success, 1 failure, 2 bad command line, 3 refused for safety (another installation, not
         the API, an off-host redirect, plain HTTP not allowed, no verified address, an unsafe state directory,
         a push that cannot be attributed to an enrolled server; the message says whether anything was sent),
-        4 signed out.
+        4 signed out; 'api' adds 5 and 6 for the server's 4xx and 5xx answers.
         """
 
     static func main() async {
@@ -124,6 +127,7 @@ enum HomeportCLI {
         case "network": return try Commands.network(rest, environment)
         case "mute", "unmute", "mutes": return try await Commands.mute(command, rest, environment)
         case "conformance": return try await Commands.conformance(rest, environment)
+        case "api": return try await Commands.api(rest, environment)
         default: throw UsageError("unknown command '\(command)'; run 'homeport --help'")
         }
     }

@@ -173,7 +173,7 @@ enum ServeCommand {
         let shown = ListenAddress(host: configuration.listen.host, port: port)
         let scheme = configuration.http.tls == nil ? "http" : "https"
         ServerCLI.line(
-            "homeport-server listening on \(scheme)://\(shown) (product \(configuration.product), database \(configuration.database))"
+            "homeport-server listening on \(scheme)://\(shown) (product \(application.configuration.product), database \(configuration.database))"
         )
         if let metricsPort = application.metricsPort, let address = configuration.metricsListen {
             logger.notice(

@@ -1,0 +1,29 @@
+import HomeportServer
+
+extension Product {
+    /// BookOrbit: a reading list per account, and loans that notify their owner once ready.
+    public static let bookOrbit = Product(
+        name: "bookorbit", version: "1.0.0",
+        migrations: BookOrbitSchema.migrations,
+        notificationCodes: [CatalogueCode(code: BookOrbitCode.loanReady, title: "A loan is ready")],
+        budgets: [ProductBudget("books-added-per-account", limit: RateLimit(30, per: 3600), per: .account)],
+        features: ["bookorbit-books", "bookorbit-loans"],
+        tasks: [ProductTask("loans", every: .milliseconds(250)) { try Loans(services: $0).notifyReady() }],
+        pushAppDataKey: "bookorbit"
+    ) { api in
+        let books = Books(services: api.services)
+        let loans = Loans(services: api.services)
+        api.get("/books") { _, caller in try books.list(caller) }
+        api.post("/books") { request, caller in try books.add(request, caller) }
+        api.delete("/books/:id") { request, caller in try books.remove(request, caller) }
+        api.post("/books/:id/loan") { request, caller in try loans.start(request, caller) }
+        api.get("/books/:id/loan") { request, caller in try loans.show(request, caller) }
+        api.addPublic(.get, "/bookorbit-status") { _ in try .json(["status": "open"]) }
+    }
+}
+
+/// BookOrbit's notification codes.
+public enum BookOrbitCode {
+    /// A loan is ready: thread `loan:{id}`, object id the loan's id.
+    public static let loanReady = "bookorbit:loan.ready"
+}

@@ -1,0 +1,84 @@
+import HomeportServer
+
+/// A book on an account's reading list, as the API shows it.
+public struct Book: Codable, Sendable, Hashable {
+    public var id: Int64
+    public var title: String
+    public var author: String?
+    public var addedAt: Int64
+    /// The book's loan, when one was started.
+    public var loan: Loan?
+}
+
+/// `GET`, `POST /api/v1/books` and `DELETE /api/v1/books/{id}`: the caller's own books only.
+struct Books {
+    let services: ProductServices
+
+    func list(_ caller: SignedIn) throws -> HTTPResponse {
+        let rows = try services.database.execute(
+            """
+            SELECT b.id, b.title, b.author, b.added_at, l.id AS loan_id, l.state, l.ready_at
+            FROM bookorbit_books b LEFT JOIN bookorbit_loans l ON l.book_id = b.id
+            WHERE b.user_id = $1 ORDER BY b.id
+            """, [.integer(caller.accountID)])
+        return try .json(["books": rows.compactMap(Self.book)])
+    }
+
+    func add(_ request: HTTPRequest, _ caller: SignedIn) throws -> HTTPResponse {
+        struct Body: Decodable {
+            var title: String?
+            var author: String?
+        }
+        let body = try request.decodeJSON(Body.self)
+        guard let title = body.title.flatMap(Self.text), !title.isEmpty else {
+            throw HTTPError.invalidField("title", "A title is 1–200 characters, without control characters.")
+        }
+        let author = body.author.flatMap(Self.text)
+        guard body.author == nil || author != nil else {
+            throw HTTPError.invalidField("author", "An author is at most 200 characters, without control characters.")
+        }
+        // Bad input costs nothing; a book that would be added does.
+        try services.charge("books-added-per-account", caller)
+        let now = services.clock.unixSeconds
+        let row = try services.database.execute(
+            "INSERT INTO bookorbit_books (user_id, title, author, added_at) VALUES ($1, $2, $3, $4) RETURNING id",
+            [.integer(caller.accountID), .text(title), author.map { .text($0) } ?? .null, .integer(now)])
+        guard let id = row.first?.int("id") else { throw HTTPError.internalError }
+        return try .json(Book(id: id, title: title, author: author?.isEmpty == true ? nil : author, addedAt: now), status: 201)
+    }
+
+    func remove(_ request: HTTPRequest, _ caller: SignedIn) throws -> HTTPResponse {
+        let id = try Self.bookID(request)
+        let deleted = try services.database.execute(
+            "DELETE FROM bookorbit_books WHERE id = $1 AND user_id = $2 RETURNING id", [.integer(id), .integer(caller.accountID)])
+        guard !deleted.isEmpty else { throw Self.noSuchBook }
+        return HTTPResponse(status: 204)
+    }
+
+    /// Another account's book and a book that never existed get the same answer.
+    static let noSuchBook = HTTPError(status: 404, code: "book_not_found", message: "No such book on your list.")
+
+    /// The `:id` of the path, or 404.
+    static func bookID(_ request: HTTPRequest) throws -> Int64 {
+        guard let text = request.pathParameters["id"], let id = Int64(text), id > 0 else { throw noSuchBook }
+        return id
+    }
+
+    /// A title or an author: trimmed, at most 200 characters, no control characters; `nil` if not.
+    static func text(_ raw: String) -> String? {
+        let text = raw.trimmingCharacters(in: .whitespaces)
+        guard text.count <= 200, !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else { return nil }
+        return text
+    }
+
+    static func book(_ row: Row) -> Book? {
+        guard let id = row.int("id"), let title = row.string("title"), let added = row.int("added_at") else {
+            return nil
+        }
+        let loan = row.int("loan_id").flatMap { loanID in
+            row.string("state").map { Loan(id: loanID, bookID: id, state: $0, readyAt: row.int("ready_at") ?? 0) }
+        }
+        return Book(id: id, title: title, author: row.string("author"), addedAt: added, loan: loan)
+    }
+}

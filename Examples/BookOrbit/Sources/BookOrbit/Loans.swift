@@ -1,0 +1,80 @@
+import HomeportServer
+
+/// A loan of a book, as the API shows it.
+public struct Loan: Codable, Sendable, Hashable {
+    public var id: Int64
+    public var bookID: Int64
+    /// `preparing`, then `ready`.
+    public var state: String
+    /// When it is (or was) ready, in Unix seconds.
+    public var readyAt: Int64
+}
+
+/// `POST` and `GET /api/v1/books/{id}/loan`, and the task that readies loans and notifies their
+/// owners with `bookorbit:loan.ready` (thread `loan:{id}`, object id the loan's).
+struct Loans {
+    /// How long a loan takes to prepare, in seconds.
+    static let preparation: Int64 = 1
+
+    let services: ProductServices
+
+    func start(_ request: HTTPRequest, _ caller: SignedIn) throws -> HTTPResponse {
+        let bookID = try Books.bookID(request)
+        let now = services.clock.unixSeconds
+        let loan: Loan = try services.database.transaction { db in
+            guard
+                !(try db.execute(
+                    "SELECT id FROM bookorbit_books WHERE id = $1 AND user_id = $2",
+                    [.integer(bookID), .integer(caller.accountID)])).isEmpty
+            else { throw Books.noSuchBook }
+            // One loan per book: of two started at once, the second finds the first's row.
+            let row = try db.execute(
+                """
+                INSERT INTO bookorbit_loans (book_id, user_id, state, ready_at, created_at)
+                VALUES ($1, $2, 'preparing', $3, $4) ON CONFLICT (book_id) DO NOTHING RETURNING id
+                """, [.integer(bookID), .integer(caller.accountID), .integer(now + Self.preparation), .integer(now)])
+            guard let id = row.first?.int("id") else {
+                throw HTTPError(status: 409, code: "loan_exists", message: "This book already has a loan.")
+            }
+            return Loan(id: id, bookID: bookID, state: "preparing", readyAt: now + Self.preparation)
+        }
+        return try .json(["loan": loan], status: 202)
+    }
+
+    func show(_ request: HTTPRequest, _ caller: SignedIn) throws -> HTTPResponse {
+        let bookID = try Books.bookID(request)
+        guard
+            let row = try services.database.execute(
+                "SELECT id, state, ready_at FROM bookorbit_loans WHERE book_id = $1 AND user_id = $2",
+                [.integer(bookID), .integer(caller.accountID)]
+            ).first, let id = row.int("id"), let state = row.string("state")
+        else { throw HTTPError(status: 404, code: "loan_not_found", message: "This book has no loan.") }
+        return try .json(["loan": Loan(id: id, bookID: bookID, state: state, readyAt: row.int("ready_at") ?? 0)])
+    }
+
+    /// Readies every loan whose preparation is over and notifies its owner. A loan is claimed by
+    /// one statement (so of several replicas, one notifies); when notifying fails, the claim is
+    /// undone and the next run tries again.
+    func notifyReady() throws {
+        let due = try services.database.execute(
+            """
+            UPDATE bookorbit_loans SET state = 'ready' WHERE state = 'preparing' AND ready_at <= $1
+            RETURNING id, user_id, book_id
+            """, [.integer(services.clock.unixSeconds)])
+        for row in due {
+            guard let id = row.int("id"), let userID = row.int("user_id"), let bookID = row.int("book_id") else { continue }
+            do {
+                let title = try services.database.execute(
+                    "SELECT title FROM bookorbit_books WHERE id = $1", [.integer(bookID)]
+                ).first?.string("title") ?? "A book"
+                try services.notifications.notify(
+                    userID: userID, code: BookOrbitCode.loanReady, title: "Your loan is ready",
+                    body: "\(title.prefix(150)) is ready to read.", thread: "loan:\(id)", objectID: id)
+            } catch {
+                try services.database.execute(
+                    "UPDATE bookorbit_loans SET state = 'preparing' WHERE id = $1", [.integer(id)])
+                throw error
+            }
+        }
+    }
+}

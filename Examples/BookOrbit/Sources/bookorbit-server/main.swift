@@ -1,0 +1,4 @@
+import BookOrbit
+import HomeportServer
+
+ServerCommandLine.main(product: .bookOrbit)
