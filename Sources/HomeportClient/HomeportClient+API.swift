@@ -35,10 +35,12 @@ extension HomeportClient {
     ) async throws
         -> (answer: Answer, choice: Choice)
     {
-        guard path.hasPrefix("/"), !path.contains(where: { $0.isWhitespace || $0 == "#" || $0.asciiValue.map { $0 < 0x20 } == true })
+        guard path.hasPrefix("/"),
+            !path.contains(where: { $0.isWhitespace || $0 == "#" || $0.asciiValue.map { $0 < 0x20 } == true })
         else {
             throw ClientError.invalidInput(
-                "an API path starts with / and has no spaces, '#' or control characters: '\(ServerText.clean(path, limit: 80))'")
+                "an API path starts with / and has no spaces, '#' or control characters: '\(ServerText.clean(path, limit: 80))'"
+            )
         }
         if let refused = headers.keys.first(where: { !Self.extraHeaderNames.contains($0.lowercased()) }) {
             throw ClientError.invalidInput(

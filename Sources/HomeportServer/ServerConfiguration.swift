@@ -80,6 +80,8 @@ public struct ServerConfiguration: Sendable {
         return configuration
     }
 
+    /// `name` when it can be announced as the product (1–64 letters, digits, `.`, `_`, `-`);
+    /// otherwise throws a sentence saying so.
     public static func validateProduct(_ name: String) throws -> String {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
         guard (1...64).contains(name.count), name.allSatisfy(allowed.contains) else {

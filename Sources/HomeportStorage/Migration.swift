@@ -65,7 +65,8 @@ public struct Migrator: Sendable {
         }
         return name.utf8.count <= 64
             && name.utf8.allSatisfy {
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
                     || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_")
             }
     }
@@ -179,7 +180,8 @@ public struct Migrator: Sendable {
                 _ = try connection.execute(statement, [])
             }
             let record: [SQLValue] = [
-                .integer(Int64(migration.version)), .text(migration.name), .integer(Int64(Date().timeIntervalSince1970)),
+                .integer(Int64(migration.version)), .text(migration.name),
+                .integer(Int64(Date().timeIntervalSince1970)),
             ]
             _ = try connection.execute(
                 isHomeport

@@ -105,10 +105,12 @@ func withAccounts<T>(
     rateLimits: RateLimitPolicy = RateLimitPolicy(),
     publicURL: String? = nil, failingMailer: Bool = false, hasher: GatedHasher? = nil,
     push: PushSettings = PushSettings(), clockStart: Date = Date(timeIntervalSince1970: 1_800_000_000),
-    workerThreads: Int = 2, poolThreads: Int = 4, _ body: (AccountsHarness) throws -> T
+    workerThreads: Int = 2, poolThreads: Int = 4, product: Product = .homeport, database: DatabaseURL? = nil,
+    _ body: (AccountsHarness) throws -> T
 ) throws -> T {
-    let (url, cleanUp) = try backend.makeDatabaseURL()
+    let (fresh, cleanUp) = try backend.makeDatabaseURL()
     defer { cleanUp() }
+    let url = database ?? fresh
     var configuration = ServerConfiguration(listen: .init(host: "127.0.0.1", port: 0), database: url)
     configuration.http.workerThreads = workerThreads
     // Enough pool threads that requests held at a gated hash on purpose do not queue behind
@@ -122,8 +124,8 @@ func withAccounts<T>(
     let mailer = MemoryMailer(fails: failingMailer)
     let log = MemoryLogSink()
     let application = try HomeportApplication(
-        configuration: configuration, logger: Logger(label: "test", minimumLevel: .debug, sink: log), mailer: mailer,
-        clock: clock, hasher: hasher)
+        configuration: configuration, product: product,
+        logger: Logger(label: "test", minimumLevel: .debug, sink: log), mailer: mailer, clock: clock, hasher: hasher)
     try application.start()
     defer { application.shutdown() }
     return try body(AccountsHarness(application: application, clock: clock, mailer: mailer, log: log, url: url))

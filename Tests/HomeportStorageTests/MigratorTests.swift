@@ -29,6 +29,28 @@ struct MigratorTests {
         }
     }
 
+    @Test("components number their migrations apart: the same versions apply once each", arguments: Backend.allCases)
+    func components(backend: Backend) throws {
+        try withDatabase(backend) { database, _ in
+            let own = Migrator(migrations: Self.migrations)
+            let product = Migrator(
+                component: "shelf",
+                migrations: [
+                    Migration(
+                        version: 1, name: "shelf", statements: ["CREATE TABLE IF NOT EXISTS shelf_items (id INTEGER)"])
+                ])
+            #expect(try own.migrate(database) == [1, 2])
+            #expect(try product.pendingVersions(database) == [1], "Homeport's version 1 is not the product's")
+            #expect(try product.migrate(database) == [1])
+            #expect(try product.migrate(database) == [])
+            #expect(try own.appliedVersions(database) == [1, 2])
+            #expect(try product.appliedVersions(database) == [1])
+            #expect(try Migrator(component: "other", migrations: []).appliedVersions(database) == [])
+            let recorded = try database.execute("SELECT component, version FROM component_migrations")
+            #expect(recorded.map { $0.string("component") } == ["shelf"])
+        }
+    }
+
     @Test("a table an earlier build already created migrates cleanly (IF NOT EXISTS)", arguments: Backend.allCases)
     func preexistingTable(backend: Backend) throws {
         try withDatabase(backend) { database, _ in

@@ -13,4 +13,9 @@ public final class LockedBox<Value>: @unchecked Sendable {
         get { lock.withLock { stored } }
         set { lock.withLock { stored = newValue } }
     }
+
+    /// Changes the value under the lock (a read and a write that nothing comes between).
+    public func mutate<T>(_ body: (inout Value) -> T) -> T {
+        lock.withLock { body(&stored) }
+    }
 }

@@ -22,7 +22,8 @@ enum MigrateCommand {
                 ServerCLI.line("\(name): up to date (schema version \(all.last ?? 0))")
             } else {
                 ServerCLI.line(
-                    "\(name): applied \(applied.map(String.init).joined(separator: ", ")); schema version \(all.last ?? 0)")
+                    "\(name): applied \(applied.map(String.init).joined(separator: ", ")); schema version \(all.last ?? 0)"
+                )
             }
         }
         return .success

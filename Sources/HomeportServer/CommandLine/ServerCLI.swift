@@ -19,7 +19,9 @@ public enum ServerCommandLine {
     /// Runs the process's command line for `product` and exits with its code.
     public static func main(product: Product = .homeport) -> Never {
         exit(
-            run(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment, product: product))
+            run(
+                Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment,
+                product: product))
     }
 }
 
@@ -32,7 +34,9 @@ enum ServerCLI {
     static var programName: String { product.withLock { $0.commandName } }
 
     static var version: String {
-        product.withLock { $0.isHomeport ? ServerDefaults.version : "\($0.version) (Homeport \(ServerDefaults.version))" }
+        product.withLock {
+            $0.isHomeport ? ServerDefaults.version : "\($0.version) (Homeport \(ServerDefaults.version))"
+        }
     }
 
     /// `text` with the program's name in place of `homeport-server`.

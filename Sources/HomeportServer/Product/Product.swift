@@ -66,7 +66,8 @@ public struct Product: Sendable {
 
     /// Every component's migrator: Homeport's first, then the product's.
     var migrators: [Migrator] {
-        isHomeport ? [HomeportSchema.migrator] : [HomeportSchema.migrator, Migrator(component: name, migrations: migrations)]
+        isHomeport
+            ? [HomeportSchema.migrator] : [HomeportSchema.migrator, Migrator(component: name, migrations: migrations)]
     }
 
     /// What every table and index of the product starts with: its name, `-` as `_`, then `_`.
@@ -106,7 +107,8 @@ public struct Product: Sendable {
                 for statement in migration.statements(for: dialect) {
                     if let created = Self.createdObject(statement), !created.hasPrefix(tablePrefix) {
                         throw ConfigurationError(
-                            "\(name) migration \(migration.version) creates '\(created.prefix(80))': a product's tables and indexes start with '\(tablePrefix)', so they never meet Homeport's")
+                            "\(name) migration \(migration.version) creates '\(created.prefix(80))': a product's tables and indexes start with '\(tablePrefix)', so they never meet Homeport's"
+                        )
                     }
                 }
             }
@@ -114,18 +116,21 @@ public struct Product: Sendable {
         for code in notificationCodes {
             guard ServerCatalogue.isCode(code.code), (1...200).contains(code.title.count) else {
                 throw ConfigurationError(
-                    "\(name): '\(code.code.prefix(80))' is not a catalogue code (namespace:name) with a 1–200 character title")
+                    "\(name): '\(code.code.prefix(80))' is not a catalogue code (namespace:name) with a 1–200 character title"
+                )
             }
         }
         var budgetNames = Set(RateLimitPolicy.names)
         for budget in budgets {
             guard ProductBudget.isName(budget.name), budgetNames.insert(budget.name).inserted else {
                 throw ConfigurationError(
-                    "\(name): the budget '\(budget.name.prefix(80))' needs a name of its own (a-z 0-9 -), unlike Homeport's and the product's other budgets")
+                    "\(name): the budget '\(budget.name.prefix(80))' needs a name of its own (a-z 0-9 -), unlike Homeport's and the product's other budgets"
+                )
             }
         }
         for feature in features where feature.isEmpty || feature.count > 64 || feature.contains(where: \.isWhitespace) {
-            throw ConfigurationError("\(name): a feature is 1–64 characters without spaces, not '\(feature.prefix(80))'")
+            throw ConfigurationError(
+                "\(name): a feature is 1–64 characters without spaces, not '\(feature.prefix(80))'")
         }
     }
 }

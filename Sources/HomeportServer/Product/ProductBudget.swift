@@ -32,7 +32,8 @@ public struct ProductBudget: Sendable, Hashable {
     static func isName(_ name: String) -> Bool {
         (1...64).contains(name.utf8.count)
             && name.utf8.allSatisfy {
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
                     || $0 == UInt8(ascii: "-")
             }
     }

@@ -34,7 +34,8 @@ public struct ProductRoutes {
     /// Adds a signed-in route. `placement` `.pool` runs the handler off the worker threads (for
     /// work that spends CPU, such as hashing), with the connection suspended meanwhile.
     public mutating func add(
-        _ method: HTTPMethod, _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+        _ method: HTTPMethod, _ path: String, placement: HandlerPlacement = .worker,
+        _ handler: @escaping SignedInHandler
     ) {
         declared.append(Declared(method: method, path: path, placement: placement, signedIn: handler))
     }
@@ -48,22 +49,30 @@ public struct ProductRoutes {
     }
 
     /// Adds a signed-in `GET` route (which answers `HEAD` too).
-    public mutating func get(_ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler) {
+    public mutating func get(
+        _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+    ) {
         add(.get, path, placement: placement, handler)
     }
 
     /// Adds a signed-in `POST` route.
-    public mutating func post(_ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler) {
+    public mutating func post(
+        _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+    ) {
         add(.post, path, placement: placement, handler)
     }
 
     /// Adds a signed-in `PUT` route.
-    public mutating func put(_ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler) {
+    public mutating func put(
+        _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+    ) {
         add(.put, path, placement: placement, handler)
     }
 
     /// Adds a signed-in `PATCH` route.
-    public mutating func patch(_ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler) {
+    public mutating func patch(
+        _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+    ) {
         add(.patch, path, placement: placement, handler)
     }
 
@@ -80,26 +89,30 @@ public struct ProductRoutes {
     /// The segments of a declared path, or a sentence saying what is wrong with it.
     static func segments(of path: String) throws -> [Substring] {
         guard path.hasPrefix("/"), path.count > 1, !path.hasSuffix("/") else {
-            throw ConfigurationError("a product route's path starts with / and does not end with one: not '\(path.prefix(80))'")
+            throw ConfigurationError(
+                "a product route's path starts with / and does not end with one: not '\(path.prefix(80))'")
         }
         let segments = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
         for segment in segments {
             let name = segment.hasPrefix(":") ? segment.dropFirst() : segment
             guard !name.isEmpty, segment != ".", segment != "..",
                 name.utf8.allSatisfy({
-                    (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
+                    (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                        || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
                         || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "-")
                         || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
                 })
             else {
                 throw ConfigurationError(
-                    "a product route's path is segments of letters, digits and -_. or :name parameters: not '\(path.prefix(80))'")
+                    "a product route's path is segments of letters, digits and -_. or :name parameters: not '\(path.prefix(80))'"
+                )
             }
         }
         guard let first = segments.first, !first.hasPrefix(":"), !reserved.contains(first.lowercased()) else {
             throw ConfigurationError(
                 "'\(path.prefix(80))' is under a path Homeport serves itself (/api/v1/"
-                    + reserved.joined(separator: ", /api/v1/") + "); a product's routes start with a literal of its own")
+                    + reserved.joined(separator: ", /api/v1/") + "); a product's routes start with a literal of its own"
+            )
         }
         return segments
     }

@@ -47,7 +47,8 @@ public struct ProductServices: Sendable {
                 budget: budget, keys: keys, limit: limit, now: clock.unixSeconds)
         } catch let refusal as RateLimiter.Refusal {
             throw HTTPError(
-                status: 429, code: APIErrorCode.rateLimited, message: "Too many requests of this kind; try again later.",
+                status: 429, code: APIErrorCode.rateLimited,
+                message: "Too many requests of this kind; try again later.",
                 headers: ["Retry-After": String(refusal.retryAfter)])
         }
     }

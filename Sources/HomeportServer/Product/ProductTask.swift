@@ -13,7 +13,8 @@ public struct ProductTask: Sendable {
     public var work: @Sendable (ProductServices) throws -> Void
 
     /// Declares a task.
-    public init(_ name: String, every interval: Duration, _ work: @escaping @Sendable (ProductServices) throws -> Void) {
+    public init(_ name: String, every interval: Duration, _ work: @escaping @Sendable (ProductServices) throws -> Void)
+    {
         self.name = name
         self.interval = interval
         self.work = work

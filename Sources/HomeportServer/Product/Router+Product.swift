@@ -43,7 +43,8 @@ extension Router where Context == RequestContext {
             add(route.method, HomeportPath.apiPrefix + route.path, placement: route.placement) { request, context in
                 // The group's middleware refused everyone else; this is the typed form of its check.
                 guard case .signedIn(let session, let account) = context.caller else { throw RequireSignedIn.refusal }
-                return try handler(request, SignedIn(session: session, account: account, clientAddress: request.remoteAddress))
+                return try handler(
+                    request, SignedIn(session: session, account: account, clientAddress: request.remoteAddress))
             }
         }
     }
@@ -51,6 +52,8 @@ extension Router where Context == RequestContext {
     /// Whether the path `prefix` covers `path` (a parameter matches any segment either way).
     private static func covers(_ prefix: [Substring], _ path: [Substring]) -> Bool {
         path.count >= prefix.count
-            && zip(prefix, path).allSatisfy { $0.hasPrefix(":") || $1.hasPrefix(":") || $0.lowercased() == $1.lowercased() }
+            && zip(prefix, path).allSatisfy {
+                $0.hasPrefix(":") || $1.hasPrefix(":") || $0.lowercased() == $1.lowercased()
+            }
     }
 }

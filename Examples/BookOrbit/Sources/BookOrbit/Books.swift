@@ -2,9 +2,13 @@ import HomeportServer
 
 /// A book on an account's reading list, as the API shows it.
 public struct Book: Codable, Sendable, Hashable {
+    /// Its id on this server.
     public var id: Int64
+    /// Its title.
     public var title: String
+    /// Its author, when given.
     public var author: String?
+    /// When it was added, in Unix seconds.
     public var addedAt: Int64
     /// The book's loan, when one was started.
     public var loan: Loan?
@@ -44,13 +48,15 @@ struct Books {
             "INSERT INTO bookorbit_books (user_id, title, author, added_at) VALUES ($1, $2, $3, $4) RETURNING id",
             [.integer(caller.accountID), .text(title), author.map { .text($0) } ?? .null, .integer(now)])
         guard let id = row.first?.int("id") else { throw HTTPError.internalError }
-        return try .json(Book(id: id, title: title, author: author?.isEmpty == true ? nil : author, addedAt: now), status: 201)
+        return try .json(
+            Book(id: id, title: title, author: author?.isEmpty == true ? nil : author, addedAt: now), status: 201)
     }
 
     func remove(_ request: HTTPRequest, _ caller: SignedIn) throws -> HTTPResponse {
         let id = try Self.bookID(request)
         let deleted = try services.database.execute(
-            "DELETE FROM bookorbit_books WHERE id = $1 AND user_id = $2 RETURNING id", [.integer(id), .integer(caller.accountID)])
+            "DELETE FROM bookorbit_books WHERE id = $1 AND user_id = $2 RETURNING id",
+            [.integer(id), .integer(caller.accountID)])
         guard !deleted.isEmpty else { throw Self.noSuchBook }
         return HTTPResponse(status: 204)
     }

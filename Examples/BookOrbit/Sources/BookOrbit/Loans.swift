@@ -2,7 +2,9 @@ import HomeportServer
 
 /// A loan of a book, as the API shows it.
 public struct Loan: Codable, Sendable, Hashable {
+    /// Its id on this server (the notification's object id).
     public var id: Int64
+    /// The book lent.
     public var bookID: Int64
     /// `preparing`, then `ready`.
     public var state: String
@@ -62,11 +64,14 @@ struct Loans {
             RETURNING id, user_id, book_id
             """, [.integer(services.clock.unixSeconds)])
         for row in due {
-            guard let id = row.int("id"), let userID = row.int("user_id"), let bookID = row.int("book_id") else { continue }
+            guard let id = row.int("id"), let userID = row.int("user_id"), let bookID = row.int("book_id") else {
+                continue
+            }
             do {
-                let title = try services.database.execute(
-                    "SELECT title FROM bookorbit_books WHERE id = $1", [.integer(bookID)]
-                ).first?.string("title") ?? "A book"
+                let title =
+                    try services.database.execute(
+                        "SELECT title FROM bookorbit_books WHERE id = $1", [.integer(bookID)]
+                    ).first?.string("title") ?? "A book"
                 try services.notifications.notify(
                     userID: userID, code: BookOrbitCode.loanReady, title: "Your loan is ready",
                     body: "\(title.prefix(150)) is ready to read.", thread: "loan:\(id)", objectID: id)

@@ -1,0 +1,290 @@
+import Foundation
+import HomeportServer
+import HomeportTestSupport
+import Testing
+
+/// A small product for the tests: a signed-in route that says who called, a public one, a
+/// budget, a migration, a code, a feature and a task.
+private func shelf(
+    handled: LockedBox<[SignedIn]> = LockedBox([]), ticks: LockedBox<Int>? = nil,
+    budget: RateLimit = RateLimit(3, per: 3600),
+    migrations: [Migration] = [
+        Migration(version: 1, name: "items", statements: ["CREATE TABLE IF NOT EXISTS shelf_items (id INTEGER)"])
+    ],
+    routes: @escaping @Sendable (inout ProductRoutes) throws -> Void = { _ in }
+) -> Product {
+    Product(
+        name: "shelf", version: "2.3.4", migrations: migrations,
+        notificationCodes: [CatalogueCode(code: "shelf:item.ready", title: "An item is ready")],
+        budgets: [ProductBudget("items-per-account", limit: budget, per: .account)],
+        features: ["shelf-items"],
+        tasks: ticks.map { ticks in [ProductTask("tick", every: .milliseconds(20)) { _ in ticks.mutate { $0 += 1 } }] }
+            ?? []
+    ) { api in
+        let services = api.services
+        api.get("/me") { _, caller in
+            handled.mutate { $0.append(caller) }
+            return try .json(["email": caller.email])
+        }
+        api.post("/items") { _, caller in
+            try services.charge("items-per-account", caller)
+            return HTTPResponse(status: 201)
+        }
+        api.addPublic(.get, "/shelf-status") { _ in try .json(["open": true]) }
+        try routes(&api)
+    }
+}
+
+@Suite("A product's routes, migrations, codes and budgets live inside Homeport's rules")
+struct ProductFaceTests {
+    @Test("a signed-in route gets the caller from the one reader; every other credential is refused before it runs")
+    func signedInRoute() throws {
+        let handled = LockedBox<[SignedIn]>([])
+        try withAccounts(.sqlite, product: shelf(handled: handled)) { server in
+            let token = try server.signIn("ada@example.com")
+            let ok = try server.app("GET", "/api/v1/me", token: token)
+            #expect(ok.status == 200)
+            #expect(ok.header("Cache-Control") == "no-store")
+            let caller = try #require(handled.value.first)
+            #expect(caller.email == "ada@example.com")
+            #expect(caller.sessionHandle.count == 32 && !token.contains(caller.sessionHandle))
+            #expect(caller.clientAddress == "127.0.0.1")
+
+            // The same session keeps its handle; another session of the same account has another.
+            _ = try server.app("GET", "/api/v1/me", token: token)
+            let other = try server.signIn("ada@example.com")
+            _ = try server.app("GET", "/api/v1/me", token: other)
+            #expect(handled.value.count == 3)
+            #expect(handled.value[0].sessionHandle == handled.value[1].sessionHandle)
+            #expect(handled.value[2].sessionHandle != handled.value[0].sessionHandle)
+            #expect(handled.value[2].accountID == caller.accountID)
+
+            let before = handled.value.count
+            let refusals: [(String, [(String, String)])] = [
+                ("no credential", []),
+                ("the token as a cookie", [("Cookie", "homeport_session=\(token); sessionid=\(token)")]),
+                ("the token twice", [("X-Session-Token", token), ("X-Session-Token", token)]),
+                ("a token never issued", [("X-Session-Token", token.withFirstCharacterChanged)]),
+                ("a blank token", [("X-Session-Token", "  ")]),
+            ]
+            for (what, headers) in refusals {
+                let response = try RawHTTP.request(port: server.port, path: "/api/v1/me", headers: headers)
+                #expect(response.status == 401, "\(what)")
+                #expect((response.jsonObject?["error"] as? [String: Any])?["code"] as? String == "not_authenticated")
+                #expect(response.header("Cache-Control") == "no-store", "\(what)")
+            }
+            #expect(try server.app("DELETE", "auth/session", token: token).status == 401)
+            #expect(try server.app("GET", "/api/v1/me", token: token).status == 401, "a signed-out token")
+            #expect(handled.value.count == before, "no refused request reached the handler")
+        }
+    }
+
+    @Test("a pre-login token (approval pending) does not open a product route")
+    func preLogin() throws {
+        let handled = LockedBox<[SignedIn]>([])
+        try withAccounts(.sqlite, signup: .approval, product: shelf(handled: handled)) { server in
+            let signup = try server.app(
+                "POST", "auth/signup", json: ["email": "wait@example.com", "password": "correct horse battery"])
+            let pending = try #require(signup.sessionToken)
+            #expect(try server.app("GET", "/api/v1/me", token: pending).status == 401)
+            #expect(handled.value.isEmpty)
+        }
+    }
+
+    @Test("a route declared public reads no credential and answers the same with or without one")
+    func publicRoute() throws {
+        try withAccounts(.sqlite, product: shelf()) { server in
+            let token = try server.signIn("ada@example.com")
+            let bare = try server.app("GET", "/api/v1/shelf-status")
+            let withToken = try server.app("GET", "/api/v1/shelf-status", token: token)
+            let withNonsense = try server.app("GET", "/api/v1/shelf-status", token: "garbage")
+            for response in [bare, withToken, withNonsense] {
+                #expect(response.status == 200 && response.text == #"{"open":true}"#)
+                #expect(response.header("Cache-Control") == "no-store")
+                #expect(response.header("Set-Cookie") == nil)
+            }
+            #expect(try server.app("POST", "/api/v1/shelf-status").status == 405)
+        }
+    }
+
+    @Test("app-info announces the product's version and features; the identity route its name")
+    func announces() throws {
+        try withAccounts(.sqlite, product: shelf()) { server in
+            let token = try server.signIn("ada@example.com")
+            let info = try #require(try server.appInfo(token).jsonObject)
+            #expect(info["product"] as? String == "shelf" && info["version"] as? String == "2.3.4")
+            let features = info["features"] as? [String] ?? []
+            #expect(features.contains("shelf-items") && features.contains("server-connection-identity"))
+            let identity = try RawHTTP.request(port: server.port, path: "/api/v1/server-identity").jsonObject
+            #expect(identity?["product"] as? String == "shelf")
+        }
+    }
+
+    @Test(
+        "the product's codes join the catalogue and change its version; notify takes them", arguments: Backend.allCases)
+    func catalogue(backend: Backend) throws {
+        let homeportVersion = ServerCatalogue().version
+        try withAccounts(backend, product: shelf()) { server in
+            let token = try server.signIn("ada@example.com")
+            let answer = try #require(try server.app("GET", "/api/v1/notifications/catalogue", token: token).jsonObject)
+            let codes = (answer["codes"] as? [[String: Any]] ?? []).compactMap { $0["code"] as? String }
+            #expect(codes.contains("shelf:item.ready") && codes.contains(ServerCatalogue.testCode))
+            #expect(answer["version"] as? String != homeportVersion)
+            let delivery = try server.application.push.notify(
+                email: "ada@example.com", code: "shelf:item.ready", title: "Ready")
+            #expect(delivery.seq == 1)
+            #expect(throws: PushCenter.Refusal.unknownCode("shelf:unknown")) {
+                try server.application.push.notify(email: "ada@example.com", code: "shelf:unknown", title: "No")
+            }
+        }
+    }
+
+    @Test(
+        "migrations are numbered per component, recorded apart, and /readyz names a missing one",
+        arguments: Backend.allCases)
+    func migrations(backend: Backend) throws {
+        try withAccounts(backend, product: shelf()) { server in
+            let database = server.application.database
+            let homeport = try HomeportSchema.migrator.appliedVersions(database)
+            #expect(homeport.contains(1), "Homeport's version 1 and the product's version 1 both apply")
+            let product = try Migrator(component: "shelf", migrations: []).appliedVersions(database)
+            #expect(product == [1])
+            #expect(try database.execute("SELECT count(*) AS n FROM shelf_items").first?.int("n") == 0)
+            #expect(try RawHTTP.request(port: server.port, path: "/readyz").status == 200)
+
+            try database.execute("DELETE FROM component_migrations WHERE component = 'shelf'")
+            let pending = try RawHTTP.request(port: server.port, path: "/readyz")
+            #expect(pending.status == 503)
+            #expect(pending.jsonObject?["status"] as? String == "migrations_pending")
+            #expect(pending.jsonObject?["pending"] as? [Int] == [], "Homeport's own are all there")
+            #expect((pending.jsonObject?["components"] as? [String: [Int]])?["shelf"] == [1])
+        }
+    }
+
+    @Test(
+        "a budget refuses past its limit with Retry-After, per account, and holds across two servers on one database",
+        arguments: Backend.allCases)
+    func budget(backend: Backend) throws {
+        let (url, cleanUp) = try backend.makeDatabaseURL()
+        defer { cleanUp() }
+        try withAccounts(backend, product: shelf(), database: url) { first in
+            try withAccounts(backend, product: shelf(), database: url) { second in
+                let ada = try first.signIn("ada@example.com")
+                let bob = try second.signIn("bob@example.com")
+                #expect(try first.app("POST", "/api/v1/items", token: ada).status == 201)
+                #expect(try second.app("POST", "/api/v1/items", token: ada).status == 201)
+                #expect(try first.app("POST", "/api/v1/items", token: ada).status == 201)
+                let refused = try second.app("POST", "/api/v1/items", token: ada)
+                #expect(refused.status == 429)
+                #expect((refused.jsonObject?["error"] as? [String: Any])?["code"] as? String == "rate_limited")
+                let retry = try #require(refused.header("Retry-After").flatMap(Int.init))
+                #expect((1...3600).contains(retry))
+                #expect(try first.app("POST", "/api/v1/items", token: bob).status == 201, "another account's budget")
+            }
+        }
+    }
+
+    @Test("requests sent at once never spend more than the budget", arguments: Backend.allCases)
+    func budgetUnderRace(backend: Backend) throws {
+        try withAccounts(backend, workerThreads: 8, product: shelf(budget: RateLimit(5, per: 3600))) { server in
+            let token = try server.signIn("ada@example.com")
+            let statuses = LockedBox<[Int]>([])
+            let group = DispatchGroup()
+            let start = DispatchSemaphore(value: 0)
+            for _ in 0..<24 {
+                group.enter()
+                DispatchQueue.global().async {
+                    start.wait()
+                    let status = (try? server.app("POST", "/api/v1/items", token: token).status) ?? 0
+                    statuses.mutate { $0.append(status) }
+                    group.leave()
+                }
+            }
+            for _ in 0..<24 { start.signal() }
+            group.wait()
+            #expect(statuses.value.filter { $0 == 201 }.count == 5)
+            #expect(statuses.value.filter { $0 == 429 }.count == 19)
+        }
+    }
+
+    @Test("the operator's --rate-limits override a product's budget")
+    func budgetOverride() throws {
+        var limits = RateLimitPolicy()
+        limits.productLimits["items-per-account"] = RateLimit(1, per: 60)
+        try withAccounts(.sqlite, rateLimits: limits, product: shelf()) { server in
+            let token = try server.signIn("ada@example.com")
+            #expect(try server.app("POST", "/api/v1/items", token: token).status == 201)
+            let refused = try server.app("POST", "/api/v1/items", token: token)
+            #expect(refused.status == 429 && refused.header("Retry-After").flatMap(Int.init).map { $0 <= 60 } == true)
+        }
+    }
+
+    @Test("a product's task runs in the background until the server stops")
+    func task() throws {
+        let ticks = LockedBox(0)
+        try withAccounts(.sqlite, product: shelf(ticks: ticks)) { _ in
+            let deadline = Date().addingTimeInterval(10)
+            while ticks.value < 2 && Date() < deadline { usleep(10_000) }
+            #expect(ticks.value >= 2)
+        }
+        let stopped = ticks.value
+        usleep(100_000)
+        #expect(ticks.value == stopped, "no run after the server stopped")
+    }
+
+    @Test(
+        "a declaration that would break a rule is refused before anything is served",
+        arguments: [
+            ("/app-info", "Homeport serves"), ("/auth/forward", "Homeport serves"), ("/push/x", "Homeport serves"),
+            ("/notifications", "Homeport serves"), ("books", "starts with /"), ("/books/", "starts with /"),
+            ("/bo oks", "segments"), ("/books/../app-info", "segments"), ("/:id", "literal of its own"),
+            ("/shelf-status/:id", "under the public path"), ("/me", "twice"),
+        ])
+    func refusedDeclarations(path: String, reason: String) throws {
+        let product = shelf { api in api.get(path) { _, _ in HTTPResponse(status: 204) } }
+        #expect {
+            try withAccounts(.sqlite, product: product) { _ in }
+        } throws: { error in
+            (error as? ConfigurationError)?.description.contains(reason) == true
+        }
+    }
+
+    @Test(
+        "a product whose schema or budgets would meet Homeport's is refused",
+        arguments: [
+            (
+                Product(
+                    name: "shelf", version: "1",
+                    migrations: [
+                        Migration(version: 1, name: "x", statements: ["CREATE TABLE IF NOT EXISTS sessions (x INT)"])
+                    ]),
+                "start with 'shelf_'"
+            ),
+            (
+                Product(
+                    name: "shelf", version: "1",
+                    migrations: [
+                        Migration(version: 1, name: "x", statements: ["create unique index users_x on users (email)"])
+                    ]),
+                "start with 'shelf_'"
+            ),
+            (
+                Product(
+                    name: "shelf", version: "1",
+                    budgets: [ProductBudget("signup-per-address", limit: RateLimit(1, per: 1), per: .account)]),
+                "name of its own"
+            ),
+            (Product(name: "Shelf!", version: "1"), "a product's name"),
+            (
+                Product(name: "shelf", version: "1", notificationCodes: [CatalogueCode(code: "nocolon", title: "x")]),
+                "not a catalogue code"
+            ),
+        ])
+    func refusedProducts(product: Product, reason: String) throws {
+        #expect {
+            try withAccounts(.sqlite, product: product) { _ in }
+        } throws: { error in
+            (error as? ConfigurationError)?.description.contains(reason) == true
+        }
+    }
+}
