@@ -3,7 +3,7 @@ import Synchronization
 
 /// What a server counts for Prometheus: answers by route group and status, and a latency
 /// histogram. Recorded with each access-log line, rendered by ``render()``.
-public final class HTTPMetrics: Sendable {
+package final class HTTPMetrics: Sendable {
     /// The latency histogram's bucket bounds, in seconds.
     static let bounds: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
@@ -19,10 +19,10 @@ public final class HTTPMetrics: Sendable {
 
     /// Creates empty counters, not counting until ``enable()`` (counting costs every request a
     /// lock and a route lookup: only a server whose metrics are served pays it).
-    public init() {}
+    package init() {}
 
     /// Starts counting.
-    public func enable() { enabled.store(true, ordering: .relaxed) }
+    package func enable() { enabled.store(true, ordering: .relaxed) }
 
     /// Whether answers are counted.
     var isEnabled: Bool { enabled.load(ordering: .relaxed) }
@@ -39,7 +39,7 @@ public final class HTTPMetrics: Sendable {
     }
 
     /// The counters in Prometheus's text format.
-    public func render() -> String {
+    package func render() -> String {
         let snapshot = state.withLock { $0 }
         var lines = [
             "# HELP homeport_http_requests_total Requests answered, by route group and status.",

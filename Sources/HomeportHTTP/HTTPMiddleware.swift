@@ -1,26 +1,26 @@
 /// Per-request state that middleware fills in and handlers read, such as who is calling.
 ///
 /// The server makes an empty one for every request before any middleware runs.
-public protocol HTTPRequestContext: Sendable {
+package protocol HTTPRequestContext: Sendable {
     /// An empty context.
     init()
 }
 
 /// A context with nothing in it, for routers whose handlers need none.
-public struct EmptyRequestContext: HTTPRequestContext {
+package struct EmptyRequestContext: HTTPRequestContext {
     /// Creates the context.
-    public init() {}
+    package init() {}
 }
 
 /// A request handler: synchronous, run on one of the server's worker threads.
 ///
 /// Throw ``HTTPError`` to answer with a specific status; any other error answers 500
 /// and is logged without the request's credentials.
-public typealias HTTPHandler<Context: HTTPRequestContext> = @Sendable (HTTPRequest, Context) throws -> HTTPResponse
+package typealias HTTPHandler<Context: HTTPRequestContext> = @Sendable (HTTPRequest, Context) throws -> HTTPResponse
 
 /// A step every request of a route group passes through before its handler: it may read the
 /// request, fill in the context, answer by itself, or change the answer on its way out.
-public protocol HTTPMiddleware<Context>: Sendable {
+package protocol HTTPMiddleware<Context>: Sendable {
     /// The request context the middleware works with.
     associatedtype Context: HTTPRequestContext
 
@@ -31,12 +31,12 @@ public protocol HTTPMiddleware<Context>: Sendable {
 }
 
 /// Sets `Cache-Control: no-store` on every answer of its group, errors included.
-public struct NoStoreMiddleware<Context: HTTPRequestContext>: HTTPMiddleware {
+package struct NoStoreMiddleware<Context: HTTPRequestContext>: HTTPMiddleware {
     /// Creates the middleware.
-    public init() {}
+    package init() {}
 
     /// Runs the rest of the chain and marks its answer not to be stored.
-    public func handle(
+    package func handle(
         _ request: HTTPRequest, context: Context, next: (HTTPRequest, Context) throws -> HTTPResponse
     ) throws -> HTTPResponse {
         var response: HTTPResponse

@@ -15,11 +15,11 @@ import Synchronization
 /// ``HTTPServerConfiguration``, writes one access-log line per request (method, path without
 /// the query, status, bytes, time, peer — never a header, cookie or query value), and shuts
 /// down gracefully: ``shutdown()`` stops accepting, lets requests in flight finish, then stops.
-public final class HTTPServer: @unchecked Sendable {
+package final class HTTPServer: @unchecked Sendable {
     /// The configuration the server was created with.
-    public let configuration: HTTPServerConfiguration
+    package let configuration: HTTPServerConfiguration
     /// What answers the requests (a ``Router``).
-    public let responder: any HTTPResponder
+    package let responder: any HTTPResponder
     let connections: ConnectionRegistry
     let logger: Logger
     let accessLogger: Logger
@@ -36,7 +36,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// The threads that run ``HandlerPlacement/pool`` routes.
     let pool: WorkPool
     /// Answers by route group and status, and their latency (for `/metrics`).
-    public let metrics = HTTPMetrics()
+    package let metrics = HTTPMetrics()
     /// Requests whose work is queued or running on the pool, their connections suspended; `nil`
     /// once the server stops (no connection may be suspended after that).
     let offloads = Mutex<[ObjectIdentifier: OffloadedRequest]?>([:])
@@ -53,7 +53,7 @@ public final class HTTPServer: @unchecked Sendable {
     private var retired: [(daemon: OpaquePointer, material: TLSMaterial?)] = []
 
     /// Creates a server answering with `responder` (a ``Router``); nothing is bound until ``start()``.
-    public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger) {
+    package init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger) {
         self.configuration = configuration
         self.responder = responder
         self.connections = ConnectionRegistry(configuration: configuration)
@@ -67,7 +67,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Binds the listen address and starts the worker threads.
-    public func start() throws {
+    package func start() throws {
         if configuration.tls != nil && homeport_mhd_has_tls() == 0 { throw HTTPServerError.tlsUnavailable }
         raiseDescriptorLimit()
         let socket = try ListenSocket.open(host: configuration.host, port: configuration.port)
@@ -110,7 +110,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// connection: a new daemon starts on the same listening socket with them, and the old one
     /// stops accepting and finishes the connections it holds, then stops. Throws, and keeps the
     /// old certificate, when the new one will not start.
-    public func reloadTLS(_ credentials: TLSCredentials) throws {
+    package func reloadTLS(_ credentials: TLSCredentials) throws {
         try lock.withLock {
             guard case .running(let old, let listen, let sweeper) = lifecycle else { return }
             let duplicate = dup(listen.descriptor)
@@ -177,7 +177,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// The port the server listens on (useful after binding port 0); 0 before ``start()``.
-    public var port: Int {
+    package var port: Int {
         lock.withLock {
             if case .running(_, let listen, _) = lifecycle { return listen.port }
             return 0
@@ -185,7 +185,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// Requests read but not yet fully answered.
-    public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
+    package var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
 
     /// Graceful stop: stops listening at once, waits up to the drain timeout for requests in
     /// flight (their responses carry `Connection: close`), then closes every connection.
@@ -196,7 +196,7 @@ public final class HTTPServer: @unchecked Sendable {
     ///
     /// Returns the number of requests still in flight when the wait ended (0 in a clean drain).
     @discardableResult
-    public func shutdown() -> Int {
+    package func shutdown() -> Int {
         let daemon: OpaquePointer? = lock.withLock {
             if case .running(let daemon, _, _) = lifecycle { return daemon }
             return nil

@@ -8,7 +8,7 @@
 /// (see ``group(_:middleware:routes:)``). The claim covers each route whose path falls under
 /// the prefix, however the route is added, so a new route cannot skip its group's checks by
 /// forgetting a call; the longest claiming prefix wins.
-public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods {
+package struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods {
     private var exact: [String: [HTTPMethod: Route<Context>]] = [:]
     private var parameterized: [(segments: [Segment], method: HTTPMethod, route: Route<Context>)] = []
     private var groups: [(prefix: [Substring], middleware: [any HTTPMiddleware<Context>])] = []
@@ -28,7 +28,7 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
     }
 
     /// What a method and path resolve to.
-    public enum Resolution: Sendable {
+    package enum Resolution: Sendable {
         /// A route (its handler wrapped in its group's middleware), with the values of the
         /// pattern's parameters.
         case handler(Route<Context>, parameters: [String: String])
@@ -39,7 +39,7 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
     }
 
     /// Creates an empty router.
-    public init() {}
+    package init() {}
 
     /// Claims `prefix` for a group: every route whose path is `prefix` or lies under it passes
     /// through `middleware` (the first outermost), then adds the group's routes, whose patterns
@@ -47,7 +47,7 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
     ///
     /// Declare a group before any route under its prefix. A more specific group (a longer
     /// prefix) takes its routes from a broader one, with only its own middleware.
-    public mutating func group(
+    package mutating func group(
         _ prefix: String, middleware: [any HTTPMiddleware<Context>],
         routes: (inout RouterGroup<Context>) -> Void = { _ in }
     ) {
@@ -69,12 +69,12 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
     /// (a route's answer, 404, 405 or 413), so a secret carried in such a path (a reset key in a
     /// link) never reaches a log. Extra or repeated slashes, `.` segments and letter case do not
     /// escape the mask.
-    public mutating func logsSecrets(under prefix: String) {
+    package mutating func logsSecrets(under prefix: String) {
         secretPrefixes.append(Self.split(Self.canonical(prefix)))
     }
 
     /// Adds a route. A later route for the same method and pattern replaces the earlier one.
-    public mutating func add(
+    package mutating func add(
         _ method: HTTPMethod, _ pattern: String, placement: HandlerPlacement,
         _ handler: @escaping HTTPHandler<Context>
     ) {
@@ -92,14 +92,14 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
 
     /// Every route as `METHOD /pattern` (parameters as `:name`), sorted: what the router serves,
     /// for documentation and the tests that keep the documentation true.
-    public var routeTable: [String] {
+    package var routeTable: [String] {
         let literal = exact.flatMap { path, methods in methods.keys.map { "\($0.rawValue) \(path)" } }
         let patterns = parameterized.map { "\($0.method.rawValue) /" + $0.segments.map(\.text).joined(separator: "/") }
         return (literal + patterns).sorted()
     }
 
     /// Finds the handler for a method and path.
-    public func resolve(_ method: HTTPMethod, _ path: String) -> Resolution {
+    package func resolve(_ method: HTTPMethod, _ path: String) -> Resolution {
         resolveRoute(method, path).resolution
     }
 
@@ -128,7 +128,7 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
     /// every failure into the JSON error shape. A ``HandlerPlacement/pool`` route's handler does
     /// not run here: the answer carries it as ``HTTPAnswer/deferred``, for the server to run on
     /// its pool.
-    public func respond(to request: HTTPRequest) -> HTTPAnswer {
+    package func respond(to request: HTTPRequest) -> HTTPAnswer {
         let (resolution, literal) = resolveRoute(request.method, request.path)
         // A literal route's path carries no secret: only other paths are checked against the masks.
         let logged = literal ? request.path : loggedPath(request.path)
@@ -162,7 +162,7 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
     }
 
     /// The path as the access log may show it: `prefix/***` under a secret prefix, else the path.
-    public func loggedPath(_ path: String) -> String {
+    package func loggedPath(_ path: String) -> String {
         guard !secretPrefixes.isEmpty else { return path }
         let parts = Self.split(Self.canonical(path))
         for prefix in secretPrefixes where Self.isUnder(parts, prefix) {
@@ -172,7 +172,7 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
     }
 
     /// The prefix of the group with the longest prefix covering `path`, or `other`.
-    public func group(of path: String) -> String {
+    package func group(of path: String) -> String {
         let parts = Self.split(path)
         guard
             let prefix = groups.filter({ Self.isUnder(parts, $0.prefix) }).max(by: { $0.prefix.count < $1.prefix.count }
@@ -234,9 +234,9 @@ public struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods 
 }
 
 /// The routes of one group, with patterns relative to its prefix.
-public struct RouterGroup<Context: HTTPRequestContext>: RouterMethods {
+package struct RouterGroup<Context: HTTPRequestContext>: RouterMethods {
     /// The group's prefix.
-    public let prefix: String
+    package let prefix: String
     fileprivate var routes:
         [(method: HTTPMethod, pattern: String, placement: HandlerPlacement, handler: HTTPHandler<Context>)] = []
 
@@ -245,7 +245,7 @@ public struct RouterGroup<Context: HTTPRequestContext>: RouterMethods {
     }
 
     /// Adds a route at `prefix + pattern` (`""` is the prefix itself).
-    public mutating func add(
+    package mutating func add(
         _ method: HTTPMethod, _ pattern: String, placement: HandlerPlacement,
         _ handler: @escaping HTTPHandler<Context>
     ) {
@@ -254,7 +254,7 @@ public struct RouterGroup<Context: HTTPRequestContext>: RouterMethods {
 }
 
 /// What routes are added through: a ``Router``, or a ``RouterGroup`` inside one.
-public protocol RouterMethods<Context> {
+package protocol RouterMethods<Context> {
     /// The request context the handlers get.
     associatedtype Context: HTTPRequestContext
     /// Adds a route for `method` at `pattern`, its handler run where `placement` says.
@@ -265,33 +265,33 @@ public protocol RouterMethods<Context> {
 
 extension RouterMethods {
     /// Adds a route for `method` at `pattern`, run on the worker thread.
-    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
+    package mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler<Context>) {
         add(method, pattern, placement: .worker, handler)
     }
 
     /// Adds a `GET` route (which answers `HEAD` too).
-    public mutating func get(
+    package mutating func get(
         _ pattern: String, placement: HandlerPlacement = .worker, _ handler: @escaping HTTPHandler<Context>
     ) {
         add(.get, pattern, placement: placement, handler)
     }
 
     /// Adds a `POST` route.
-    public mutating func post(
+    package mutating func post(
         _ pattern: String, placement: HandlerPlacement = .worker, _ handler: @escaping HTTPHandler<Context>
     ) {
         add(.post, pattern, placement: placement, handler)
     }
 
     /// Adds a `PUT` route.
-    public mutating func put(
+    package mutating func put(
         _ pattern: String, placement: HandlerPlacement = .worker, _ handler: @escaping HTTPHandler<Context>
     ) {
         add(.put, pattern, placement: placement, handler)
     }
 
     /// Adds a `DELETE` route.
-    public mutating func delete(
+    package mutating func delete(
         _ pattern: String, placement: HandlerPlacement = .worker, _ handler: @escaping HTTPHandler<Context>
     ) {
         add(.delete, pattern, placement: placement, handler)
@@ -310,15 +310,15 @@ public enum HandlerPlacement: Sendable, Equatable {
 
 /// A route as the router keeps it: its handler, wrapped in its group's middleware, and where it
 /// runs.
-public struct Route<Context: HTTPRequestContext>: Sendable {
+package struct Route<Context: HTTPRequestContext>: Sendable {
     /// The handler, wrapped in the middleware of the route's group.
-    public let handler: HTTPHandler<Context>
+    package let handler: HTTPHandler<Context>
     /// Where the handler runs.
-    public let placement: HandlerPlacement
+    package let placement: HandlerPlacement
 }
 
 /// Answers requests: what ``HTTPServer`` calls for each complete request.
-public protocol HTTPResponder: Sendable {
+package protocol HTTPResponder: Sendable {
     /// The answer to a complete request.
     func respond(to request: HTTPRequest) -> HTTPAnswer
     /// The path the access log may show for `path` (for requests refused before a route ran).
@@ -329,29 +329,29 @@ public protocol HTTPResponder: Sendable {
 
 extension HTTPResponder {
     /// Every path in one group, `other`.
-    public func group(of path: String) -> String { "other" }
+    package func group(of path: String) -> String { "other" }
 }
 
 /// What answering a request came to.
-public struct HTTPAnswer: Sendable {
+package struct HTTPAnswer: Sendable {
     /// The response to send.
-    public var response: HTTPResponse
+    package var response: HTTPResponse
     /// An error a handler threw that was not an ``HTTPError`` (answered 500), for the log.
-    public var failure: (any Error)?
+    package var failure: (any Error)?
     /// The path to write in the access log (masked under a secret prefix).
-    public var loggedPath: String
+    package var loggedPath: String
     /// Set for a ``HandlerPlacement/pool`` route: the work that makes the real answer, for the
     /// server to run off its worker thread (``response`` is then unused). ``settled()`` runs it
     /// in place.
-    public var deferred: (@Sendable () -> HTTPAnswer)?
+    package var deferred: (@Sendable () -> HTTPAnswer)?
 
     /// Creates an answer.
-    public init(response: HTTPResponse, failure: (any Error)? = nil, loggedPath: String) {
+    package init(response: HTTPResponse, failure: (any Error)? = nil, loggedPath: String) {
         self.response = response
         self.failure = failure
         self.loggedPath = loggedPath
     }
 
     /// The answer with its deferred work done, on the calling thread.
-    public func settled() -> HTTPAnswer { deferred?() ?? self }
+    package func settled() -> HTTPAnswer { deferred?() ?? self }
 }
