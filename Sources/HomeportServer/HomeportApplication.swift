@@ -104,7 +104,8 @@ public final class HomeportApplication: Sendable {
             database: database, settings: accountSettings, mailer: chosenMailer, clock: clock, hasher: hasher,
             sessionCache: sessionCache, logger: logger)
         self.push = PushCenter(
-            database: database, identity: identity, settings: configuration.push, clock: clock, logger: logger)
+            database: database, identity: identity, settings: configuration.push, clock: clock,
+            rateLimits: configuration.accounts.rateLimits, logger: logger)
         self.hub = StreamHub(
             database: database, identity: identity, settings: configuration.push, clock: clock, logger: logger)
         self.retention = NotificationRetention(
@@ -139,7 +140,7 @@ public final class HomeportApplication: Sendable {
             version: product.isHomeport ? ServerDefaults.version : product.version,
             features: AppInfoEndpoint.features + product.features.filter { !AppInfoEndpoint.features.contains($0) },
             logger: logger)
-        router.addPush(push, hub: hub, accounts: accounts)
+        router.addPush(push, hub: hub)
         try router.addProduct(productRoutes.declared)
         router.addAppDoor(accounts)
         router.addWebDoor(

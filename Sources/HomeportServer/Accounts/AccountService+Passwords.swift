@@ -57,7 +57,7 @@ extension AccountService {
                     try AccountStore(db).replacePasswordHash(
                         id: account.id, from: account.passwordHash, to: newHash, at: now)
                 else { return false }
-                try SessionStore(db).deleteAll(userID: account.id)
+                try SessionEnding(db).endAll(userID: account.id)
                 try ResetKeyStore(db).deleteAll(userID: account.id)
                 guard try SessionStore(db).insertSignedIn(replacement.session, now: now, passwordHash: newHash) else {
                     // The account left `approved` meanwhile: no new password, and no session.
@@ -175,7 +175,7 @@ extension AccountService {
             else { return false }
             try ResetKeyStore(db).deleteAll(userID: account.id)
             try AccountStore(db).setPasswordHash(id: account.id, to: newHash, at: now)
-            try SessionStore(db).deleteAll(userID: account.id)
+            try SessionEnding(db).endAll(userID: account.id)
             return true
         }
         guard reset else { return .invalidKey }

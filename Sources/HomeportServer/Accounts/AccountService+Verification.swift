@@ -86,7 +86,7 @@ extension AccountService {
                 return (stillWaiting ? .incorrect : .noneWaiting, nil)
             }
             let sessions = SessionStore(db)
-            guard try sessions.delete(keyHash: session.keyHash),
+            guard try SessionEnding(db).end(keyHash: session.keyHash),
                 let account = try AccountStore(db).find(id: claimed.userID)
             else { return (.noneWaiting, nil) }
             try verifications.markVerified(userID: account.id, now: now)

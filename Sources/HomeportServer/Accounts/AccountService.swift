@@ -122,10 +122,10 @@ public final class AccountService: Sendable {
                 } catch let refusal as RateLimiter.Refusal {
                     return (.rateLimited(retryAfter: refusal.retryAfter), true)
                 }
-                if let old = current.session, old.kind == kind { try sessions.delete(keyHash: old.keyHash) }
+                if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
                 return (.verificationPending(token: decoy.preLogin.token), true)
             }
-            if let old = current.session, old.kind == kind { try sessions.delete(keyHash: old.keyHash) }
+            if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
             if let verification {
                 // A new account's mail budget is whole: this cannot be refused.
                 try beginVerification(verification, account: account, authenticatedAt: nil, db, now: now)
@@ -211,7 +211,7 @@ public final class AccountService: Sendable {
             }
             if try sessions.insertSignedIn(newSession.session, now: now, passwordHash: hash) {
                 // Rotation: the session the caller held at this door ends as the new one begins.
-                if let old = current.session, old.kind == kind { try sessions.delete(keyHash: old.keyHash) }
+                if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
                 return .signedIn(token: newSession.token, account: account, session: newSession.session)
             }
             // No session: the password changed while it was checked, or the account is not
@@ -256,7 +256,7 @@ public final class AccountService: Sendable {
             } catch let refusal as RateLimiter.Refusal {
                 return .tooManyFailedLogins(retryAfter: refusal.retryAfter)
             }
-            if let old = current.session, old.kind == kind { try SessionStore(db).delete(keyHash: old.keyHash) }
+            if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
             return .verificationPending(token: verification.preLogin.token)
         }
         if case .verificationPending = outcome { mailVerification(verification, to: account.email) }
@@ -285,26 +285,12 @@ public final class AccountService: Sendable {
 
     /// Signs out: deletes the session row, so its token stops working everywhere at once.
     public func logout(_ session: Session) throws {
-        try SessionStore(database).delete(keyHash: session.keyHash)
+        try SessionEnding(database).end(keyHash: session.keyHash)
     }
 
     /// The caller a token names at `kind`'s door (the one session reader).
     public func caller(token: String?, kind: SessionKind) throws -> Caller {
         try reader.caller(token: token, kind: kind)
-    }
-
-    /// Charges a test notification to the account's budget: `nil` when allowed, else the seconds
-    /// to wait.
-    func chargePushTest(account: Account) throws -> Int64? {
-        do {
-            try database.transaction {
-                try RateLimiter($0, policy: settings.rateLimits).chargePushTest(
-                    account: account.id, now: clock.unixSeconds)
-            }
-            return nil
-        } catch let refusal as RateLimiter.Refusal {
-            return refusal.retryAfter
-        }
     }
 
     // MARK: Operators
@@ -322,7 +308,7 @@ public final class AccountService: Sendable {
             guard let account = try AccountStore(db).find(email: email),
                 try AccountStore(db).setApproval(approval, id: account.id)
             else { return false }
-            if approval != .approved { try SessionStore(db).deleteAll(userID: account.id) }
+            if approval != .approved { try SessionEnding(db).endAll(userID: account.id) }
             return true
         }
     }

@@ -68,6 +68,13 @@ struct EmailVerificationStore {
         try db.execute("DELETE FROM email_verifications WHERE key_hash = $1", [.text(keyHash)])
     }
 
+    /// Gives up every verification waiting for the account's address; returns the pre-login
+    /// sessions they waited on.
+    func deleteAll(userID: Int64) throws -> [String] {
+        try db.execute("DELETE FROM email_verifications WHERE user_id = $1 RETURNING key_hash", [.integer(userID)])
+            .compactMap { $0.string("key_hash") }
+    }
+
     /// Whether the account's address has been verified.
     func isVerified(userID: Int64) throws -> Bool {
         !(try db.execute("SELECT user_id FROM verified_emails WHERE user_id = $1", [.integer(userID)]).isEmpty)
@@ -75,7 +82,7 @@ struct EmailVerificationStore {
 
     /// The ids of the accounts whose address is verified.
     func verifiedUserIDs() throws -> Set<Int64> {
-        Set(try db.execute("SELECT user_id FROM verified_emails").compactMap { $0.int(at: 0) })
+        Set(try db.execute("SELECT user_id FROM verified_emails").compactMap { $0.int("user_id") })
     }
 
     /// Records that the account's address is verified.
@@ -91,13 +98,8 @@ struct EmailVerificationStore {
     }
 
     private static func pending(_ row: Row) -> Pending? {
-        guard let user = row.int(at: 0), let code = row.string(at: 1) else { return nil }
-        let authenticatedAt: Double? =
-            switch row[2] {
-            case .real(let value): value
-            case .integer(let value): Double(value)
-            default: nil
-            }
+        guard let user = row.int("user_id"), let code = row.string("code_hash") else { return nil }
+        let authenticatedAt = row.double("authenticated_at")
         return Pending(userID: user, codeHash: code, authenticatedAt: authenticatedAt)
     }
 }

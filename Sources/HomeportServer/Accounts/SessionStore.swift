@@ -36,24 +36,17 @@ struct SessionStore {
     }
 
     /// A live session of `kind` and, in the same query, its account (the one session reader's query).
-    ///
-    /// Read by position: this runs once per authenticated request.
     func lookup(keyHash: String, kind: SessionKind, now: Int64) throws -> (session: Session, account: Account?)? {
         let rows = try db.execute(Self.lookupSQL, [.text(keyHash), .text(kind.rawValue), .integer(now)])
-        guard let row = rows.first, let expires = row.int(at: 1) else { return nil }
-        let authenticatedAt: Double? =
-            switch row[2] {
-            case .real(let value): value
-            case .integer(let value): Double(value)
-            default: nil
-            }
+        guard let row = rows.first, let expires = row.int("expires_at") else { return nil }
         let session = Session(
-            keyHash: keyHash, userID: row.int(at: 0), kind: kind, expiresAt: expires,
-            authenticatedAt: authenticatedAt, standing: row.string(at: 3).flatMap(Standing.init(rawValue:)))
-        return (session, AccountStore.account(row, from: 4))
+            keyHash: keyHash, userID: row.int("user_id"), kind: kind, expiresAt: expires,
+            authenticatedAt: row.double("authenticated_at"),
+            standing: row.string("standing").flatMap(Standing.init(rawValue:)))
+        return (session, AccountStore.account(row))
     }
 
-    /// The session's columns, then the account's in ``AccountStore/columns``' order.
+    /// The session's columns, then the account's (``AccountStore/columns``, whose names differ).
     private static let lookupSQL = """
         SELECT s.user_id, s.expires_at, s.authenticated_at, s.standing,
                u.id, u.email, u.password_hash, u.approval, u.created_at
@@ -105,26 +98,23 @@ struct SessionStore {
         return true
     }
 
-    /// Deletes one session and the verification waiting on it, and says so (see
-    /// ``announceEnded()``); returns whether there was such a session.
+    /// Deletes these sessions, and says so (see ``announceEnded()``); returns how many there were.
     @discardableResult
-    func delete(keyHash: String) throws -> Bool {
-        let ended = try db.execute("DELETE FROM sessions WHERE key_hash = $1 RETURNING key_hash", [.text(keyHash)])
-        try db.execute("DELETE FROM email_verifications WHERE key_hash = $1", [.text(keyHash)])
-        ServerMetrics.add(ServerMetrics.sessionsEnded, ended.count)
+    func delete(keyHashes: [String]) throws -> Int {
+        guard !keyHashes.isEmpty else { return 0 }
+        var count = 0
+        for keyHash in keyHashes {
+            count += try db.execute("DELETE FROM sessions WHERE key_hash = $1 RETURNING key_hash", [.text(keyHash)])
+                .count
+        }
+        ServerMetrics.add(ServerMetrics.sessionsEnded, count)
         try announceEnded()
-        return !ended.isEmpty
+        return count
     }
 
-    /// Deletes every session of an account, and every verification waiting for its address with
-    /// the pre-login session it waits on (a password change, a reset or a hold leaves no way in
-    /// that was opened before it), and says so (see ``announceEnded()``).
+    /// Deletes every session of an account, and says so (see ``announceEnded()``).
     func deleteAll(userID: Int64) throws {
         let ended = try db.execute("DELETE FROM sessions WHERE user_id = $1 RETURNING key_hash", [.integer(userID)])
-        try db.execute(
-            "DELETE FROM sessions WHERE key_hash IN (SELECT key_hash FROM email_verifications WHERE user_id = $1)",
-            [.integer(userID)])
-        try db.execute("DELETE FROM email_verifications WHERE user_id = $1", [.integer(userID)])
         ServerMetrics.add(ServerMetrics.sessionsEnded, ended.count)
         try announceEnded()
     }
@@ -143,6 +133,22 @@ struct SessionStore {
         try db.execute(
             "UPDATE sessions SET standing = $1 WHERE key_hash = $2 AND user_id IS NULL",
             [standing.map { .text($0.rawValue) } ?? .null, .text(keyHash)])
+    }
+
+    /// Which of `keyHashes` name a live (present, unexpired) session.
+    func live(keyHashes: [String], now: Int64) throws -> Set<String> {
+        var live = Set<String>()
+        for start in stride(from: 0, to: keyHashes.count, by: 500) {
+            let chunk = keyHashes[start..<min(start + 500, keyHashes.count)]
+            let placeholders = (2...(chunk.count + 1)).map { "$\($0)" }.joined(separator: ", ")
+            for row in try db.execute(
+                "SELECT key_hash FROM sessions WHERE expires_at > $1 AND key_hash IN (\(placeholders))",
+                [.integer(now)] + chunk.map(SQLValue.text))
+            {
+                if let key = row.string("key_hash") { live.insert(key) }
+            }
+        }
+        return live
     }
 
     /// Deletes expired sessions.

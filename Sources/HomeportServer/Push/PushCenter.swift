@@ -23,13 +23,16 @@ public final class PushCenter: Sendable {
     let clock: any WallClock
     let random: any RandomSource
     let logger: Logger
+    /// The budgets, of which the test notification's is charged here.
+    let rateLimits: RateLimitPolicy
     private let listeners = Mutex<[@Sendable () -> Void]>([])
 
     /// Creates the center.
     public init(
         database: any Database, identity: IdentityStore, settings: PushSettings, clock: any WallClock,
-        random: any RandomSource = SystemRandom(), logger: Logger
+        random: any RandomSource = SystemRandom(), rateLimits: RateLimitPolicy = RateLimitPolicy(), logger: Logger
     ) {
+        self.rateLimits = rateLimits
         self.database = database
         self.identity = identity
         self.settings = settings
@@ -140,6 +143,17 @@ public final class PushCenter: Sendable {
     /// wake at once instead of at their next look).
     func onNotify(_ listener: @escaping @Sendable () -> Void) {
         listeners.withLock { $0.append(listener) }
+    }
+
+    /// Charges a test notification to the account's budget: `nil` when allowed, else the seconds
+    /// to wait.
+    func chargeTest(account: Account) throws -> Int64? {
+        do {
+            try RateLimiter(database, policy: rateLimits).chargePushTest(account: account.id, now: clock.unixSeconds)
+            return nil
+        } catch let refusal as RateLimiter.Refusal {
+            return refusal.retryAfter
+        }
     }
 
     // MARK: Registrations and mutes

@@ -164,16 +164,7 @@ final class StreamHub: @unchecked Sendable {
         guard !subscribers.isEmpty else { return }
         let keys = Array(Set(subscribers.values.map(\.sessionKeyHash)))
         do {
-            var live = Set<String>()
-            for chunk in stride(from: 0, to: keys.count, by: 500).map({ Array(keys[$0..<min($0 + 500, keys.count)]) }) {
-                let placeholders = (2...(chunk.count + 1)).map { "$\($0)" }.joined(separator: ", ")
-                for row in try database.execute(
-                    "SELECT key_hash FROM sessions WHERE expires_at > $1 AND key_hash IN (\(placeholders))",
-                    [.integer(clock.unixSeconds)] + chunk.map(SQLValue.text))
-                {
-                    if let key = row.string(at: 0) { live.insert(key) }
-                }
-            }
+            let live = try SessionStore(database).live(keyHashes: keys, now: clock.unixSeconds)
             for (key, subscriber) in subscribers where !live.contains(subscriber.sessionKeyHash) {
                 subscriber.stream.finish()
                 subscribers[key] = nil

@@ -6,8 +6,8 @@ extension Router where Context == RequestContext {
     /// Adds the push and notification routes under the API prefix (signed-in, header token only,
     /// like every route there): device registration, the catalogue, mutes, a test push and the
     /// in-app stream.
-    mutating func addPush(_ push: PushCenter, hub: StreamHub, accounts: AccountService) {
-        let routes = PushRoutes(push: push, hub: hub, accounts: accounts)
+    mutating func addPush(_ push: PushCenter, hub: StreamHub) {
+        let routes = PushRoutes(push: push, hub: hub)
         post(HomeportPath.pushDevices) { try routes.register($0, $1.caller) }
         delete(HomeportPath.pushDevices + "/:token") { try routes.unregister($0, $1.caller) }
         post(HomeportPath.pushTest) { try routes.test($0, $1.caller) }
@@ -23,7 +23,6 @@ extension Router where Context == RequestContext {
 struct PushRoutes: Sendable {
     let push: PushCenter
     let hub: StreamHub
-    let accounts: AccountService
 
     private func signedIn(_ caller: Caller) throws -> (Session, Account) {
         guard case .signedIn(let session, let account) = caller else { throw RequireSignedIn.refusal }
@@ -62,7 +61,7 @@ struct PushRoutes: Sendable {
 
     func test(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
         let (_, account) = try signedIn(caller)
-        if let retryAfter = try accounts.chargePushTest(account: account) {
+        if let retryAfter = try push.chargeTest(account: account) {
             throw HTTPError(
                 status: 429, code: APIErrorCode.rateLimited, message: "Too many test notifications; try again later.",
                 headers: ["Retry-After": String(retryAfter)])

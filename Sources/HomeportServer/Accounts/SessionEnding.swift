@@ -1,0 +1,28 @@
+import HomeportStorage
+
+/// Ends sessions as every use case must, through the stores that own each table: a session goes
+/// with the verification waiting on it; an account's sessions go with every verification waiting
+/// for its address and the pre-login sessions those wait on (a password change, a reset or a hold
+/// leaves no way in that was opened before it).
+struct SessionEnding {
+    let db: any SQLExecutor
+
+    init(_ db: any SQLExecutor) {
+        self.db = db
+    }
+
+    /// Ends one session (and the verification waiting on it); returns whether there was one.
+    @discardableResult
+    func end(keyHash: String) throws -> Bool {
+        try EmailVerificationStore(db).delete(keyHash: keyHash)
+        return try SessionStore(db).delete(keyHashes: [keyHash]) > 0
+    }
+
+    /// Ends every session of the account, and every verification waiting for its address with
+    /// the pre-login session it waits on.
+    func endAll(userID: Int64) throws {
+        let waiting = try EmailVerificationStore(db).deleteAll(userID: userID)
+        try SessionStore(db).delete(keyHashes: waiting)
+        try SessionStore(db).deleteAll(userID: userID)
+    }
+}
