@@ -52,6 +52,15 @@ public struct Row: Sendable, Hashable {
         Self.int(self[column])
     }
 
+    /// The value of `column` as a floating-point number (an integer one too), or `nil`.
+    public func double(_ column: String) -> Double? {
+        switch self[column] {
+        case .real(let value): value
+        case .integer(let value): Double(value)
+        default: nil
+        }
+    }
+
     /// The value at a position of the select list, or `.null` past its end (for hot statements,
     /// where looking a column up by name costs more than reading it).
     public subscript(position: Int) -> SQLValue {

@@ -71,17 +71,16 @@ struct AccountStore {
             [.text(new), .integer(now), .integer(id)])
     }
 
-    /// The columns an ``Account`` is read from, in the order ``account(_:from:)`` reads them.
+    /// The columns an ``Account`` is read from (by name: a join may select them among others).
     static let columns = "id, email, password_hash, approval, created_at"
 
-    /// The account in `row` from `offset` on (the ``columns``, perhaps after others), or `nil`
-    /// when they are NULL (a pre-login session's empty join).
-    static func account(_ row: Row, from offset: Int = 0) -> Account? {
-        guard let id = row.int(at: offset), let email = row.string(at: offset + 1),
-            let hash = row.string(at: offset + 2),
-            let approval = row.string(at: offset + 3).flatMap(Approval.init(rawValue:))
+    /// The account in `row` (its ``columns``, by name), or `nil` when they are NULL (a pre-login
+    /// session's empty join).
+    static func account(_ row: Row) -> Account? {
+        guard let id = row.int("id"), let email = row.string("email"), let hash = row.string("password_hash"),
+            let approval = row.string("approval").flatMap(Approval.init(rawValue:))
         else { return nil }
-        let created = Date(timeIntervalSince1970: TimeInterval(row.int(at: offset + 4) ?? 0))
+        let created = Date(timeIntervalSince1970: TimeInterval(row.int("created_at") ?? 0))
         return Account(id: id, email: email, passwordHash: hash, approval: approval, createdAt: created)
     }
 }

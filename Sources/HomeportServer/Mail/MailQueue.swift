@@ -41,13 +41,13 @@ struct MailQueue {
               AND claimed_until <= $1
             RETURNING id, kind, recipient, subject, body, standing_key_hash, attempts
             """, [.integer(now), .integer(now + seconds)])
-        guard let row = rows.first, let id = row.int(at: 0) else { return nil }
+        guard let row = rows.first, let id = row.int("id") else { return nil }
         return QueuedMail(
             id: id,
             mail: Mail(
-                to: row.string(at: 2) ?? "", subject: row.string(at: 3) ?? "", body: row.string(at: 4) ?? "",
-                kind: row.string(at: 1) ?? ""),
-            standingKeyHash: row.string(at: 5), attempts: Int(row.int(at: 6) ?? 0))
+                to: row.string("recipient") ?? "", subject: row.string("subject") ?? "", body: row.string("body") ?? "",
+                kind: row.string("kind") ?? ""),
+            standingKeyHash: row.string("standing_key_hash"), attempts: Int(row.int("attempts") ?? 0))
     }
 
     /// Removes a mail (sent, or given up).
@@ -64,6 +64,6 @@ struct MailQueue {
 
     /// Mails waiting, for tests and operators.
     func count() throws -> Int {
-        Int(try db.execute("SELECT count(*) AS n FROM mail_queue").first?.int(at: 0) ?? 0)
+        Int(try db.execute("SELECT count(*) AS n FROM mail_queue").first?.int("n") ?? 0)
     }
 }

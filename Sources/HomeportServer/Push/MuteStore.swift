@@ -24,7 +24,7 @@ struct MuteStore {
     func threads(userID: Int64) throws -> [String] {
         try db.execute(
             "SELECT thread FROM notification_mutes WHERE user_id = $1 ORDER BY thread", [.integer(userID)]
-        ).compactMap { $0.string(at: 0) }
+        ).compactMap { $0.string("thread") }
     }
 
     func isMuted(_ thread: String, userID: Int64) throws -> Bool {

@@ -55,7 +55,7 @@ struct NotificationLog {
                 .text(catalogueVersion), .integer(now),
             ]
         ).first
-        guard let seq = row?.int(at: 0) else { return nil }
+        guard let seq = row?.int("seq") else { return nil }
         return NotificationRecord(
             seq: seq, userID: userID, code: code, title: title, body: body, thread: thread, objectID: objectID,
             catalogueVersion: catalogueVersion, createdAt: now)
@@ -80,10 +80,10 @@ struct NotificationLog {
         }) {
             let placeholders = (1...chunk.count).map { "$\($0)" }.joined(separator: ", ")
             for row in try db.execute(
-                "SELECT user_id, MAX(seq) FROM notifications WHERE user_id IN (\(placeholders)) GROUP BY user_id",
+                "SELECT user_id, MAX(seq) AS seq FROM notifications WHERE user_id IN (\(placeholders)) GROUP BY user_id",
                 chunk.map(SQLValue.integer))
             {
-                if let user = row.int(at: 0), let seq = row.int(at: 1) { result[user] = seq }
+                if let user = row.int("user_id"), let seq = row.int("seq") { result[user] = seq }
             }
         }
         return result
@@ -95,11 +95,11 @@ struct NotificationLog {
     }
 
     private static func record(_ row: Row) -> NotificationRecord? {
-        guard let seq = row.int(at: 0), let user = row.int(at: 1), let code = row.string(at: 2),
-            let title = row.string(at: 3), let created = row.int(at: 8)
+        guard let seq = row.int("seq"), let user = row.int("user_id"), let code = row.string("code"),
+            let title = row.string("title"), let created = row.int("created_at")
         else { return nil }
         return NotificationRecord(
-            seq: seq, userID: user, code: code, title: title, body: row.string(at: 4), thread: row.string(at: 5),
-            objectID: row.int(at: 6), catalogueVersion: row.string(at: 7), createdAt: created)
+            seq: seq, userID: user, code: code, title: title, body: row.string("body"), thread: row.string("thread"),
+            objectID: row.int("object_id"), catalogueVersion: row.string("catalogue_version"), createdAt: created)
     }
 }

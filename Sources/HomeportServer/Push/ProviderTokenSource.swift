@@ -85,8 +85,8 @@ final class ProviderTokenSource: Sendable {
         guard
             let row = try database.execute(
                 "SELECT key_id, team_id, token, issued_at FROM apns_provider_token WHERE id = 1"
-            ).first, let keyID = row.string(at: 0), let teamID = row.string(at: 1), let jwt = row.string(at: 2),
-            let issued = row.int(at: 3)
+            ).first, let keyID = row.string("key_id"), let teamID = row.string("team_id"),
+            let jwt = row.string("token"), let issued = row.int("issued_at")
         else { return nil }
         return ProviderToken(jwt: jwt, keyID: keyID, teamID: teamID, issuedAt: issued)
     }

@@ -66,15 +66,16 @@ struct PushDeviceStore {
     func all() throws -> [(device: PushDevice, email: String)] {
         try db.execute(
             """
-            SELECT d.token, d.environment, d.topic, d.user_id, d.updated_at, u.email
+            SELECT d.token, d.environment, d.topic, d.user_id, d.updated_at, u.email AS email
             FROM push_devices d JOIN users u ON u.id = d.user_id ORDER BY u.email, d.token
             """
-        ).compactMap { row in Self.device(row).map { ($0, row.string(at: 5) ?? "") } }
+        ).compactMap { row in Self.device(row).map { ($0, row.string("email") ?? "") } }
     }
 
     private static func device(_ row: Row) -> PushDevice? {
-        guard let token = row.string(at: 0), let environment = row.string(at: 1).flatMap(PushEnvironment.init),
-            let topic = row.string(at: 2), let userID = row.int(at: 3), let updated = row.int(at: 4)
+        guard let token = row.string("token"),
+            let environment = row.string("environment").flatMap(PushEnvironment.init),
+            let topic = row.string("topic"), let userID = row.int("user_id"), let updated = row.int("updated_at")
         else { return nil }
         return PushDevice(token: token, environment: environment, topic: topic, userID: userID, updatedAt: updated)
     }

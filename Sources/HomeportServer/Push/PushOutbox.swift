@@ -94,8 +94,8 @@ struct PushOutbox {
     /// Rows by state.
     func counts() throws -> [String: Int64] {
         var result: [String: Int64] = [:]
-        for row in try db.execute("SELECT state, COUNT(*) FROM push_outbox GROUP BY state") {
-            if let state = row.string(at: 0), let count = row.int(at: 1) { result[state] = count }
+        for row in try db.execute("SELECT state, COUNT(*) AS count FROM push_outbox GROUP BY state") {
+            if let state = row.string("state"), let count = row.int("count") { result[state] = count }
         }
         return result
     }
@@ -106,13 +106,14 @@ struct PushOutbox {
     }
 
     private static func item(_ row: Row) -> OutboxItem? {
-        guard let id = row.int(at: 0), let apnsID = row.string(at: 1), let token = row.string(at: 2),
-            let environment = row.string(at: 3).flatMap(PushEnvironment.init), let topic = row.string(at: 4),
-            let payload = row.string(at: 5), let priority = row.int(at: 7), let expiration = row.int(at: 8),
-            let attempts = row.int(at: 9)
+        guard let id = row.int("id"), let apnsID = row.string("apns_id"), let token = row.string("device_token"),
+            let environment = row.string("environment").flatMap(PushEnvironment.init), let topic = row.string("topic"),
+            let payload = row.string("payload"), let priority = row.int("priority"),
+            let expiration = row.int("expiration"), let attempts = row.int("attempts")
         else { return nil }
         return OutboxItem(
             id: id, apnsID: apnsID, deviceToken: token, environment: environment, topic: topic, payload: payload,
-            collapseID: row.string(at: 6), priority: Int(priority), expiration: expiration, attempts: Int(attempts))
+            collapseID: row.string("collapse_id"), priority: Int(priority), expiration: expiration,
+            attempts: Int(attempts))
     }
 }
