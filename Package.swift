@@ -89,6 +89,7 @@ let package = Package(
             name: "homeport-push-benchmark",
             dependencies: ["HomeportAPNs", "HomeportCrypto"]
         ),
+        .executableTarget(name: "homeport-product-benchmark", dependencies: ["HomeportServer"]),
         .executableTarget(
             name: "homeport-failover-benchmark",
             dependencies: ["HomeportClient", "HomeportWire"]
