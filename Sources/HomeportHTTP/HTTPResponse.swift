@@ -34,16 +34,16 @@ public struct HTTPResponse: Sendable {
             body: bytes)
     }
 
-    /// The one JSON encoder of every answer: sorted keys, slashes as they are.
-    public static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
+    /// `value` as every answer writes JSON: keys sorted, slashes as they are (the bytes of
+    /// Foundation's `JSONEncoder` with `.sortedKeys` and `.withoutEscapingSlashes`, written
+    /// several times faster). Throws for a number JSON cannot hold.
+    public static func encode<T: Encodable>(_ value: T) throws -> Data {
+        try JSONWriter().encode(value)
+    }
 
-    /// A JSON response encoding `value` with ``encoder``.
+    /// A JSON response encoding `value` with ``encode(_:)``.
     public static func json<T: Encodable>(_ value: T, status: Int = 200) throws -> HTTPResponse {
-        .json(bytes: try encoder.encode(value), status: status)
+        .json(bytes: try encode(value), status: status)
     }
 
     /// The Homeport JSON error shape `{"error": {"code", "message", "field"?}}`.
@@ -51,7 +51,7 @@ public struct HTTPResponse: Sendable {
         let envelope = ErrorEnvelope(code: code, message: message, field: field)
         // Encoding two strings cannot fail; fall back to a fixed body rather than crash.
         let body =
-            (try? encoder.encode(envelope))
+            (try? encode(envelope))
             ?? Data(#"{"error":{"code":"internal_error","message":"error"}}"#.utf8)
         var response = HTTPResponse.json(bytes: body, status: status)
         response.headers.set("Cache-Control", "no-store")

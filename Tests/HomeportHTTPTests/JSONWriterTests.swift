@@ -1,0 +1,151 @@
+import Foundation
+import HomeportHTTP
+import HomeportWire
+import Testing
+
+@Suite("Answers are written as Foundation's JSONEncoder writes them (sorted keys, slashes as they are)")
+struct JSONWriterTests {
+    private static let reference: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    private func same<T: Encodable>(_ value: T, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let expected = String(decoding: try Self.reference.encode(value), as: UTF8.self)
+        let written = String(decoding: try HTTPResponse.encode(value), as: UTF8.self)
+        #expect(written == expected, sourceLocation: sourceLocation)
+    }
+
+    /// A JSON-shaped value of random shape, encoded through every kind of container.
+    indirect enum Tree: Encodable {
+        case null, bool(Bool), int(Int64), unsigned(UInt64), double(Double), float(Float), string(String)
+        case array([Tree]), object([String: Tree]), data(Data)
+
+        func encode(to encoder: any Encoder) throws {
+            var single = encoder.singleValueContainer()
+            switch self {
+            case .null: try single.encodeNil()
+            case .bool(let value): try single.encode(value)
+            case .int(let value): try single.encode(value)
+            case .unsigned(let value): try single.encode(value)
+            case .double(let value): try single.encode(value)
+            case .float(let value): try single.encode(value)
+            case .string(let value): try single.encode(value)
+            case .array(let value): try single.encode(value)
+            case .object(let value): try single.encode(value)
+            case .data(let value): try single.encode(value)
+            }
+        }
+
+        static func random(depth: Int, using rng: inout some RandomNumberGenerator) -> Tree {
+            let pick = Int.random(in: 0..<(depth > 3 ? 8 : 10), using: &rng)
+            switch pick {
+            case 0: return .null
+            case 1: return .bool(Bool.random(using: &rng))
+            case 2: return .int(Int64.random(in: .min ... .max, using: &rng))
+            case 3: return .unsigned(UInt64.random(in: 0 ... .max, using: &rng))
+            case 4:
+                let choices: [Double] = [
+                    0, -0.0, 1, 1.5, 0.1, 1e21, 1e-7, 123_456_789_012, 2.5e300, .leastNonzeroMagnitude,
+                    Double.random(in: -1e6...1e6, using: &rng), Double(Int.random(in: -1000...1000, using: &rng)),
+                ]
+                return .double(choices.randomElement(using: &rng) ?? 0)
+            case 5: return .float(Float.random(in: -1000...1000, using: &rng))
+            case 6: return .string(randomString(using: &rng))
+            case 7:
+                return .data(
+                    Data((0..<Int.random(in: 0...9, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }))
+            case 8:
+                return .array(
+                    (0..<Int.random(in: 0...4, using: &rng)).map { _ in random(depth: depth + 1, using: &rng) })
+            default:
+                var members: [String: Tree] = [:]
+                for _ in 0..<Int.random(in: 0...4, using: &rng) {
+                    members[randomString(using: &rng)] = random(depth: depth + 1, using: &rng)
+                }
+                return .object(members)
+            }
+        }
+
+        static func randomString(using rng: inout some RandomNumberGenerator) -> String {
+            let pool: [Unicode.Scalar] =
+                (0...0x20).compactMap(Unicode.Scalar.init) + [
+                    "\"", "\\", "/", "a", "B", "_", "é", "\u{7f}", "\u{2028}", "😀", "z", "0",
+                ]
+            return String(
+                String.UnicodeScalarView(
+                    (0..<Int.random(in: 0...8, using: &rng)).map { _ in
+                        pool.randomElement(using: &rng) ?? "a"
+                    }))
+        }
+    }
+
+    @Test("the wire types, byte for byte")
+    func wireTypes() throws {
+        let id = InstanceID(UUID())
+        try same(ServerIdentity(product: "bookorbit", instanceId: id))
+        try same(AppInfo(product: "p", version: "1.0", features: ["a", "b/c"], instanceId: id))
+        try same(AppInfo(product: "p", version: "1.0", features: [], instanceId: nil))
+        try same(ErrorEnvelope(code: "invalid_field", message: "A \"title\" is 1–200 characters.\n", field: "title"))
+        try same(NotificationCatalogue(version: "abc", codes: [.init(code: "x:y", title: "T")]))
+        try same(["books": [["id": "1", "title": "Dune"]]])
+        try same(URL(string: "https://example.net/a?b=c")!)
+    }
+
+    @Test("every control character, quote, backslash and non-ASCII scalar")
+    func strings() throws {
+        try same((0..<0x80).map { String(UnicodeScalar(UInt8($0))) }.joined())
+        try same(["\u{0}": "\u{1f}", "\u{2028}\u{2029}": "😀é/\\\""])
+    }
+
+    @Test("numbers of every width, at their extremes")
+    func numbers() throws {
+        try same([Int8.min, Int8.max].map(Int64.init))
+        try same(Int8.min)
+        try same(Int16.max)
+        try same(Int32.min)
+        try same(UInt.max)
+        try same(UInt8.max)
+        try same(UInt16.max)
+        try same(UInt32.max)
+        try same(UInt64.max)
+        try same(Int64.min)
+        try same([Float(0.1), 1e-7, 3e38, -0.0])
+        try same([0.1, 1e21, 1e-7, 1.0, -0.0, 123_456_789_012.0, 2.5e300, 5e-324, 1.7976931348623157e308])
+    }
+
+    @Test("a non-finite number is refused, as Foundation refuses it")
+    func nonFinite() {
+        #expect(throws: (any Error).self) { try HTTPResponse.encode([Double.nan]) }
+        #expect(throws: (any Error).self) { try HTTPResponse.encode(["x": Double.infinity]) }
+    }
+
+    @Test("two thousand values of random shape")
+    func randomTrees() throws {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let tree = Tree.random(depth: 0, using: &rng)
+            try same(tree)
+            try same(["wrapped": tree])
+        }
+    }
+
+    @Test("optionals: nil members are left out by encodeIfPresent and null when encoded")
+    func optionals() throws {
+        struct Members: Encodable {
+            var a: Int?
+            var b: String?
+            var c: [Int?]
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encodeIfPresent(a, forKey: .a)
+                try container.encode(b, forKey: .b)
+                try container.encode(c, forKey: .c)
+            }
+            enum CodingKeys: String, CodingKey { case a, b, c }
+        }
+        try same(Members(a: nil, b: nil, c: [1, nil]))
+        try same(Members(a: 3, b: "x", c: []))
+    }
+}
