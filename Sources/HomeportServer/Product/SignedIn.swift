@@ -9,7 +9,12 @@ public struct SignedIn: Sendable, Hashable {
     public var email: String
     /// A name for this session that is not a secret: the same for every request of the session,
     /// different for another session, and useless as a credential (log it, key a cache on it).
-    public var sessionHandle: String
+    /// Computed when asked (a digest), so a handler that does not ask does not pay for it.
+    public var sessionHandle: String {
+        String(Digest.sha256Hex("homeport-session-handle\u{0}" + sessionKeyHash).prefix(32))
+    }
+    /// The session's stored form (a digest of the token), which the handle is derived from.
+    private let sessionKeyHash: String
     /// When the session expires, in Unix seconds.
     public var sessionExpiresAt: Int64
     /// The client's address (the forwarded one behind a trusted proxy).
@@ -18,13 +23,8 @@ public struct SignedIn: Sendable, Hashable {
     init(session: Session, account: Account, clientAddress: String) {
         accountID = account.id
         email = account.email
-        sessionHandle = Self.handle(of: session)
+        sessionKeyHash = session.keyHash
         sessionExpiresAt = session.expiresAt
         self.clientAddress = clientAddress
-    }
-
-    /// A non-secret name for a session: a digest of its stored form (itself a digest of the token).
-    static func handle(of session: Session) -> String {
-        String(Digest.sha256Hex("homeport-session-handle\u{0}" + session.keyHash).prefix(32))
     }
 }
