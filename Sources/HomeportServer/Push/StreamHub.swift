@@ -155,7 +155,7 @@ final class StreamHub: @unchecked Sendable {
             id: record.seq, s: try? identity.instanceID(), c: record.code, object: record.objectID,
             thread: record.thread,
             mv: record.catalogueVersion, title: record.title, body: record.body, at: record.createdAt)
-        let json = (try? HTTPResponse.encoder.encode(data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        let json = (try? HTTPResponse.encode(data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         return "id: \(record.seq)\nevent: notification\ndata: \(json)\n\n"
     }
 

@@ -67,7 +67,7 @@ final class AppInfoEndpoint: Sendable {
         }
         if let id, let known = cached.withLock({ $0 }), known.id == id { return known.bytes }
         let info = AppInfo(product: product, version: version, features: features, instanceId: id)
-        let bytes = (try? HTTPResponse.encoder.encode(info)) ?? Data("{}".utf8)
+        let bytes = (try? HTTPResponse.encode(info)) ?? Data("{}".utf8)
         if let id { cached.withLock { $0 = (id, bytes) } }
         return bytes
     }

@@ -259,7 +259,7 @@ struct AppDoor: Sendable {
         switch try service.checkVerificationCode(key, caller: caller) {
         case .valid(let account):
             let userObject =
-                (try? JSONSerialization.jsonObject(with: HTTPResponse.encoder.encode(user(account)))) ?? [:]
+                (try? JSONSerialization.jsonObject(with: HTTPResponse.encode(user(account)))) ?? [:]
             let object: [String: Any] = [
                 "status": 200, "data": ["email": account.email, "user": userObject],
                 "meta": ["is_authenticating": true],
@@ -383,7 +383,7 @@ struct AppDoor: Sendable {
 
     /// The envelope as the answer, its status repeated in the body.
     func answer(_ envelope: AuthEnvelope) -> HTTPResponse {
-        let body = (try? HTTPResponse.encoder.encode(envelope)) ?? Data(#"{"status":500}"#.utf8)
+        let body = (try? HTTPResponse.encode(envelope)) ?? Data(#"{"status":500}"#.utf8)
         return .json(bytes: body, status: envelope.status)
     }
 

@@ -27,7 +27,7 @@ extension Router where Context == RequestContext {
                         message: "The server cannot read its installation identity right now. Try again later.")
                 }
                 if let cached = body.withLock({ $0 }), cached.id == id { return .json(bytes: cached.bytes) }
-                let bytes = try HTTPResponse.encoder.encode(ServerIdentity(product: product, instanceId: id))
+                let bytes = try HTTPResponse.encode(ServerIdentity(product: product, instanceId: id))
                 body.withLock { $0 = (id, bytes) }
                 return .json(bytes: bytes)
             }
