@@ -232,6 +232,27 @@ struct ProductFaceTests {
         #expect(ticks.value == stopped, "no run after the server stopped")
     }
 
+    @Test("a stop waits for a task's run in progress, so nothing runs on a closed database")
+    func taskDrains() throws {
+        let runs = LockedBox((started: 0, finished: 0))
+        let product = Product(
+            name: "shelf", version: "1",
+            tasks: [
+                ProductTask("slow", every: .milliseconds(10)) { services in
+                    runs.mutate { $0.started += 1 }
+                    usleep(100_000)
+                    _ = try services.database.execute("SELECT 1 AS one")
+                    runs.mutate { $0.finished += 1 }
+                }
+            ])
+        try withAccounts(.sqlite, product: product) { _ in
+            let deadline = Date().addingTimeInterval(10)
+            while runs.value.started < 2 && Date() < deadline { usleep(10_000) }
+        }
+        #expect(runs.value.started >= 2)
+        #expect(runs.value.started == runs.value.finished, "a run was cut off by the stop")
+    }
+
     @Test(
         "a declaration that would break a rule is refused before anything is served",
         arguments: [
