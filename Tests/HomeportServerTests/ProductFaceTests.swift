@@ -31,6 +31,15 @@ private func shelf(
             return HTTPResponse(status: 201)
         }
         api.addPublic(.get, "/shelf-status") { _ in try .json(["open": true]) }
+        // Two mistakes a product can make: a 500 its log explains, never a crash.
+        api.addPublic(.post, "/shelf-status") { request in
+            try services.charge("items-per-account", clientAddress: request.remoteAddress)
+            return HTTPResponse(status: 204)
+        }
+        api.post("/undeclared") { _, caller in
+            try services.charge("no-such-budget", caller)
+            return HTTPResponse(status: 204)
+        }
         try routes(&api)
     }
 }
@@ -103,7 +112,10 @@ struct ProductFaceTests {
                 #expect(response.header("Cache-Control") == "no-store")
                 #expect(response.header("Set-Cookie") == nil)
             }
-            #expect(try server.app("POST", "/api/v1/shelf-status").status == 405)
+            #expect(try server.app("PUT", "/api/v1/shelf-status").status == 405)
+            #expect(try server.app("POST", "/api/v1/shelf-status").status == 500)
+            #expect(try server.app("POST", "/api/v1/undeclared", token: token).status == 500)
+            #expect(server.log.lines.contains { $0.contains("does not declare") && $0.contains("no-such-budget") })
         }
     }
 
@@ -287,6 +299,36 @@ struct ProductFaceTests {
                     migrations: [
                         Migration(version: 1, name: "x", statements: ["create unique index users_x on users (email)"])
                     ]),
+                "start with 'shelf_'"
+            ),
+            (
+                Product(
+                    name: "shelf", version: "1",
+                    migrations: [
+                        Migration(version: 1, name: "x", statements: ["create unique index shelf_x on users (email)"])
+                    ]),
+                "start with 'shelf_'"
+            ),
+            (
+                Product(
+                    name: "shelf", version: "1",
+                    migrations: [
+                        Migration(
+                            version: 1, name: "x", statements: ["ALTER TABLE users ADD COLUMN shelf_points INTEGER"])
+                    ]),
+                "start with 'shelf_'"
+            ),
+            (
+                Product(
+                    name: "shelf", version: "1",
+                    migrations: [Migration(version: 1, name: "x", statements: ["DROP TABLE IF EXISTS sessions"])]),
+                "start with 'shelf_'"
+            ),
+            (
+                Product(
+                    name: "shelf", version: "1",
+                    migrations: [Migration(version: 1, name: "x", statements: ["CREATE TABLE \"push_devices\"(x INT)"])]
+                ),
                 "start with 'shelf_'"
             ),
             (

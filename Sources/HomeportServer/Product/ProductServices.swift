@@ -33,12 +33,18 @@ public struct ProductServices: Sendable {
     }
 
     private func charge(_ budget: String, accountID: Int64?, clientAddress: String) throws {
+        // A product's mistake, not the client's: a 500 that the log explains, never a crash.
         guard let (limit, key) = budgets[budget] else {
-            preconditionFailure("the budget '\(budget)' is not declared in the product")
+            logger.error("a handler charged a budget the product does not declare", metadata: ["budget": budget])
+            throw HTTPError.internalError
         }
         var keys: [String] = []
         if key != .clientAddress {
-            guard let accountID else { preconditionFailure("the budget '\(budget)' is counted by account") }
+            guard let accountID else {
+                logger.error(
+                    "a route without a session charged a budget counted by account", metadata: ["budget": budget])
+                throw HTTPError.internalError
+            }
             keys.append("account:\(accountID)")
         }
         if key != .account { keys.append("ip:" + RateLimiter.clientKey(clientAddress)) }
