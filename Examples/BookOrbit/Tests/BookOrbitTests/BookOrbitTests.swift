@@ -61,6 +61,24 @@ struct BookOrbitTests {
             transport: HomeportClient.defaultTransport(), configuration: configuration, networkPath: "home")
     }
 
+    /// Signs ada up at `address` (open sign-up) and returns the enrolled record.
+    func signUp(_ client: HomeportClient, at address: ServerAddress) async throws -> ServerRecord {
+        guard
+            case .signedIn(let record) = try await client.signup(
+                at: address, email: "ada@example.com", password: Self.password)
+        else { throw RawHTTPError("no session at \(address.url)") }
+        return record
+    }
+
+    /// A session token from a sign-up sent as raw HTTP (for requests no client would send).
+    func rawToken(port: Int, email: String) throws -> String {
+        let answer = try RawHTTP.request(
+            port: port, method: "POST", path: "/_allauth/app/v1/auth/signup",
+            headers: [("Content-Type", "application/json")],
+            body: Data(#"{"email":"\#(email)","password":"\#(Self.password)"}"#.utf8))
+        return try #require((answer.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
+    }
+
     func json(_ answer: HomeportClient.Answer) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: answer.response.body)) as? [String: Any] ?? [:]
     }
@@ -73,13 +91,7 @@ struct BookOrbitTests {
         defer { home.remove() }
         let books = try Installation(hosts: ["127.0.0.1", "127.0.0.2"])
         let client = try client(home)
-        guard
-            case .signedIn(let record) = try await client.signup(
-                at: try books.address("127.0.0.1"), email: "ada@example.com", password: Self.password)
-        else {
-            Issue.record("no session")
-            return
-        }
+        let record = try await signUp(client, at: try books.address("127.0.0.1"))
         #expect(record.product == "bookorbit")
         _ = try await client.setDeviceToken(Self.device, environment: .sandbox)
         _ = try await client.addAddress(try books.address("127.0.0.2"), to: record.key)
@@ -134,12 +146,7 @@ struct BookOrbitTests {
     func sessionRules() async throws {
         let books = try Installation(hosts: ["127.0.0.1"])
         let port = try #require(books.processes["127.0.0.1"]?.port)
-        let signup = try RawHTTP.request(
-            port: port, method: "POST", path: "/_allauth/app/v1/auth/signup",
-            headers: [("Content-Type", "application/json")],
-            body: Data(#"{"email":"bob@example.com","password":"\#(Self.password)"}"#.utf8))
-        let meta = try #require(signup.jsonObject?["meta"] as? [String: Any])
-        let token = try #require(meta["session_token"] as? String)
+        let token = try rawToken(port: port, email: "bob@example.com")
         #expect(
             try RawHTTP.request(port: port, path: "/api/v1/books", headers: [("X-Session-Token", token)]).status == 200)
         let cookie = try RawHTTP.request(
@@ -164,13 +171,7 @@ struct BookOrbitTests {
         let books = try Installation(
             hosts: ["127.0.0.1"], arguments: ["--rate-limits", "books-added-per-account=2/3600"])
         let client = try client(home)
-        guard
-            case .signedIn(let record) = try await client.signup(
-                at: try books.address("127.0.0.1"), email: "ada@example.com", password: Self.password)
-        else {
-            Issue.record("no session")
-            return
-        }
+        let record = try await signUp(client, at: try books.address("127.0.0.1"))
         let bad = try await client.send("POST", "/api/v1/books", to: record.key, json: Data(#"{"title":""}"#.utf8))
         #expect(bad.response.status == 400)
         let notJSON = try await client.send("POST", "/api/v1/books", to: record.key, json: Data("{".utf8))
@@ -193,15 +194,8 @@ struct BookOrbitTests {
     func ownership() async throws {
         let books = try Installation(hosts: ["127.0.0.1"])
         let port = try #require(books.processes["127.0.0.1"]?.port)
-        func token(_ email: String) throws -> String {
-            let answer = try RawHTTP.request(
-                port: port, method: "POST", path: "/_allauth/app/v1/auth/signup",
-                headers: [("Content-Type", "application/json")],
-                body: Data(#"{"email":"\#(email)","password":"\#(Self.password)"}"#.utf8))
-            return try #require((answer.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
-        }
-        let ada = try token("ada@example.com")
-        let eve = try token("eve@example.com")
+        let ada = try rawToken(port: port, email: "ada@example.com")
+        let eve = try rawToken(port: port, email: "eve@example.com")
         let added = try RawHTTP.request(
             port: port, method: "POST", path: "/api/v1/books",
             headers: [("X-Session-Token", ada), ("Content-Type", "application/json")],
