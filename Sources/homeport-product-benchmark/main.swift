@@ -15,6 +15,7 @@ struct Shelf: Encodable {
     var features = ["server-connection-identity", "session-token", "push-server-id"]
     var account: Int64
     var email: String
+    var note = "answered per caller"
 }
 
 let product = Product(name: "benchproduct", version: "1.0.0") { api in
