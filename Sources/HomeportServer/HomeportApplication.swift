@@ -102,7 +102,9 @@ public final class HomeportApplication: Sendable {
             ? MailSender(database: database, mailer: chosenMailer, clock: clock, logger: logger) : nil
         self.accounts = AccountService(
             database: database, settings: accountSettings, mailer: chosenMailer, clock: clock, hasher: hasher,
-            sessionCache: sessionCache, logger: logger)
+            logger: logger)
+        // The one session reader, for every door and the API prefix (a product's routes included).
+        let reader = SessionReader(database: database, clock: clock, cache: sessionCache)
         self.push = PushCenter(
             database: database, identity: identity, settings: configuration.push, clock: clock,
             rateLimits: configuration.accounts.rateLimits, logger: logger)
@@ -136,15 +138,15 @@ public final class HomeportApplication: Sendable {
         router.addReadinessRoute(database: database, migrators: product.migrators)
         router.addIdentityRoute(store: identity, product: configuration.product, logger: logger)
         router.addAPI(
-            accounts, identity: identity, product: configuration.product,
+            reader: reader, identity: identity, product: configuration.product,
             version: product.isHomeport ? ServerDefaults.version : product.version,
             features: AppInfoEndpoint.features + product.features.filter { !AppInfoEndpoint.features.contains($0) },
             logger: logger)
         router.addPush(push, hub: hub)
         try router.addProduct(productRoutes.declared)
-        router.addAppDoor(accounts)
+        router.addAppDoor(accounts, reader: reader)
         router.addWebDoor(
-            accounts, product: configuration.product,
+            accounts, reader: reader, product: configuration.product,
             csrfKey: try ServerSecrets(database, logger: logger.withLabel("homeport.server")).secret(named: "csrf"))
         let server = HTTPServer(configuration: configuration.effectiveHTTP, responder: router, logger: logger)
         self.server = server

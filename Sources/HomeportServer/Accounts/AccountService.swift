@@ -19,25 +19,12 @@ public final class AccountService: Sendable {
     let clock: any WallClock
     let random: any RandomSource
     let logger: Logger
-    /// The one session reader.
-    let reader: SessionReader
 
-    /// Creates the service; `hasher` defaults to PBKDF2 at `settings.passwordIterations`. Every
-    /// caller is read from the database (the server's own service keeps a ``SessionCache``).
-    public convenience init(
+    /// Creates the service; `hasher` defaults to PBKDF2 at `settings.passwordIterations`. Who is
+    /// calling is not its business: the one ``SessionReader`` (the application's) tells the doors.
+    public init(
         database: any Database, settings: AccountSettings, mailer: any Mailer, clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SystemRandom(), hasher: (any PasswordHashing)? = nil, logger: Logger
-    ) {
-        self.init(
-            database: database, settings: settings, mailer: mailer, clock: clock, random: random, hasher: hasher,
-            sessionCache: nil, logger: logger)
-    }
-
-    /// Creates the service with a session cache in front of the session reader.
-    init(
-        database: any Database, settings: AccountSettings, mailer: any Mailer, clock: any WallClock,
-        random: any RandomSource = SystemRandom(), hasher: (any PasswordHashing)?, sessionCache: SessionCache?,
-        logger: Logger
     ) {
         self.settings = settings
         self.database = database
@@ -46,7 +33,6 @@ public final class AccountService: Sendable {
         self.clock = clock
         self.random = random
         self.logger = logger.withLabel("homeport.accounts")
-        self.reader = SessionReader(database: database, clock: clock, cache: sessionCache)
     }
 
     /// What a sign-up or sign-in attempt came to.
@@ -286,11 +272,6 @@ public final class AccountService: Sendable {
     /// Signs out: deletes the session row, so its token stops working everywhere at once.
     public func logout(_ session: Session) throws {
         try SessionEnding(database).end(keyHash: session.keyHash)
-    }
-
-    /// The caller a token names at `kind`'s door (the one session reader).
-    public func caller(token: String?, kind: SessionKind) throws -> Caller {
-        try reader.caller(token: token, kind: kind)
     }
 
     // MARK: Operators

@@ -12,10 +12,10 @@ extension Router where Context == RequestContext {
     /// is nothing for another site to ride on, hence no CSRF check) and the signed-in check.
     /// The two exceptions are groups of their own: the public identity route and standing.
     mutating func addAPI(
-        _ service: AccountService, identity: IdentityStore, product: String, version: String,
+        reader: SessionReader, identity: IdentityStore, product: String, version: String,
         features: [String] = AppInfoEndpoint.features, logger: Logger
     ) {
-        let session = SessionMiddleware(reader: service.reader, credential: .header)
+        let session = SessionMiddleware(reader: reader, credential: .header)
         group(HomeportPath.apiPrefix, middleware: [NoStoreMiddleware(), session, RequireSignedIn()])
         group(HomeportPath.authStanding, middleware: [NoStoreMiddleware(), session]) { standing in
             // The one API route that answers the pre-login token; a stranger gets the same 200 as nobody.

@@ -11,10 +11,10 @@ extension Router where Context == RequestContext {
     ///
     /// Every route passes through `no-store`, the session reader (header only) and
     /// ``AppDoorMiddleware`` (410 for an invalid token, 415 for a body that is not JSON).
-    mutating func addAppDoor(_ service: AccountService) {
+    mutating func addAppDoor(_ service: AccountService, reader: SessionReader) {
         let door = AppDoor(service: service)
         let middleware: [any HTTPMiddleware<RequestContext>] = [
-            NoStoreMiddleware(), SessionMiddleware(reader: service.reader, credential: .header),
+            NoStoreMiddleware(), SessionMiddleware(reader: reader, credential: .header),
             AppDoorMiddleware(door: door),
         ]
         group(AllauthAppPath.base, middleware: middleware) { app in

@@ -8,13 +8,13 @@ extension Router where Context == RequestContext {
     /// the verification code's step under `/account`, with a cookie session, a CSRF token (``CSRFMiddleware``) and a honeypot
     /// field. Limits are charged through the same ``AccountService`` functions as the app door,
     /// so both spend one budget. Paths under the reset-key prefix never reach the log.
-    mutating func addWebDoor(_ service: AccountService, product: String, csrfKey: [UInt8]) {
+    mutating func addWebDoor(_ service: AccountService, reader: SessionReader, product: String, csrfKey: [UInt8]) {
         let cookies = WebCookies(
             secure: service.settings.secureCookies, sessionLifetime: service.settings.sessionLifetime)
         let door = WebDoor(service: service, product: product, cookies: cookies)
         let trusted = service.settings.publicURL.flatMap(CSRFMiddleware.authority).map { [$0] } ?? []
         let middleware: [any HTTPMiddleware<RequestContext>] = [
-            SessionMiddleware(reader: service.reader, credential: .cookie(cookies.session)),
+            SessionMiddleware(reader: reader, credential: .cookie(cookies.session)),
             CSRFMiddleware(key: csrfKey, cookies: cookies, trustedAuthorities: trusted, refusal: door.formExpired),
         ]
         group(WebDoor.base, middleware: middleware) { account in
