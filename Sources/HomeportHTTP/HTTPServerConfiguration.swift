@@ -4,7 +4,7 @@ import Foundation
 public struct HTTPServerConfiguration: Sendable, Equatable {
     /// The address to bind: an IPv4 or IPv6 literal, or a name such as `localhost`.
     public var host: String
-    /// The TCP port; 0 picks a free one (read it back from ``HTTPServer/port``).
+    /// The TCP port; 0 picks a free one (read it back from the running server: `HomeportApplication.port`).
     public var port: Int
     /// Worker threads, each running an epoll loop and handlers; defaults to the core count.
     public var workerThreads: Int

@@ -11,7 +11,7 @@ import Synchronization
 /// an identifier it has not read from the database.
 ///
 /// In a serving replica the cache holds on a lease that each heartbeat written renews
-/// (``renewLease(until:)``): past it, ``instanceID()`` throws ``IdentityError/leaseLapsed``, so a
+/// (`renewLease(until:)`): past it, ``instanceID()`` throws ``IdentityError/leaseLapsed``, so a
 /// replica that cannot reach its database stops answering an identity that `identity reset` may
 /// have replaced meanwhile.
 public final class IdentityStore: Sendable {

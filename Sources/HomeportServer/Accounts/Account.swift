@@ -48,7 +48,7 @@ public enum Credentials {
     ///
     /// The syntax is the one django-allauth (Django's validator) accepts for the local part, and
     /// a host name for the domain, in ASCII only: a dot-atom of letters, digits and
-    /// ``!#$%&'*+/=?^_`{|}~-`` before the one `@`, dot-separated labels of letters, digits and
+    /// the characters !#$%&'*+/=?^_`{|}~- before the one `@`, dot-separated labels of letters, digits and
     /// inner hyphens after it. So no list (`a@b.c,d`), no display name (`<a@b.c>`), no comment
     /// (`a@b.c(x)`), no quoting, and no look-alike: an invisible character (U+200B), a letter of
     /// another script (Cyrillic а) or a decomposed accent cannot make a second account that reads

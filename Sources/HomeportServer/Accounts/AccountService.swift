@@ -21,7 +21,7 @@ public final class AccountService: Sendable {
     let logger: Logger
 
     /// Creates the service; `hasher` defaults to PBKDF2 at `settings.passwordIterations`. Who is
-    /// calling is not its business: the one ``SessionReader`` (the application's) tells the doors.
+    /// calling is not its business: the one `SessionReader` (the application's) tells the doors.
     public init(
         database: any Database, settings: AccountSettings, mailer: any Mailer, clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SystemRandom(), hasher: (any PasswordHashing)? = nil, logger: Logger
@@ -154,7 +154,7 @@ public final class AccountService: Sendable {
     }
 
     /// Signs in with an address and a password. Wrong credentials and unknown addresses answer
-    /// alike and cost the same (see ``PasswordHashing/checkEqualized(_:against:)``); only the right
+    /// alike and cost the same (see `PasswordHashing.checkEqualized(_:against:)`); only the right
     /// password learns the account's standing. A session the caller already holds at this door
     /// ends (rotation); a hash made at another cost than the configured one is remade.
     public func login(email rawEmail: String, password: String, address: String, kind: SessionKind, current: Caller)
@@ -329,7 +329,7 @@ public final class AccountService: Sendable {
         return new.token
     }
 
-    /// Sends a mail, or queues it for the ``MailSender`` when the mailer queues (SMTP). A failure
+    /// Sends a mail, or queues it for the `MailSender` when the mailer queues (SMTP). A failure
     /// is logged (without the address) and recorded, together with the standing `mail_failed` on
     /// the pre-login session `keyHash` when there is one; returns false.
     func deliver(_ mail: Mail, standingOf keyHash: String?) -> Bool {

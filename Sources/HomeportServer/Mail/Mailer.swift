@@ -25,7 +25,7 @@ public struct Mail: Sendable, Hashable {
 public protocol Mailer: Sendable {
     /// Sends one mail.
     func send(_ mail: Mail) throws
-    /// Whether a request only queues its mail (sent later by ``MailSender``, off the request's
+    /// Whether a request only queues its mail (sent later by `MailSender`, off the request's
     /// thread, kept across a restart) instead of sending it at once.
     var queues: Bool { get }
 }

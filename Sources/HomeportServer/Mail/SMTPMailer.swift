@@ -42,7 +42,7 @@ struct SMTPFailure: Error, CustomStringConvertible {
     var description: String { reason }
 }
 
-/// Sends mail through an SMTP relay with libcurl. Used by ``MailSender`` from its own thread: a
+/// Sends mail through an SMTP relay with libcurl. Used by `MailSender` from its own thread: a
 /// request only queues its mail.
 public struct SMTPMailer: Mailer {
     /// The relay and the sender.
@@ -56,10 +56,10 @@ public struct SMTPMailer: Mailer {
         self.messageHost = messageHost
     }
 
-    /// SMTP mail is queued and sent by ``MailSender``.
+    /// SMTP mail is queued and sent by `MailSender`.
     public var queues: Bool { true }
 
-    /// Sends one mail now, waiting for the relay's answer; throws ``SMTPFailure``.
+    /// Sends one mail now, waiting for the relay's answer; throws `SMTPFailure`.
     public func send(_ mail: Mail) throws {
         guard !mail.to.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "<" || $0 == ">" }) else {
             throw SMTPFailure(reason: "the address is not one", permanent: true)
