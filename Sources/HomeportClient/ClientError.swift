@@ -113,4 +113,12 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
         if case .unreachable = self { return true }
         return false
     }
+
+    /// Whether the exchange ran out of its time (as both transports word it), rather than failing
+    /// at once (refused, a TLS failure): the address may still be there and slow.
+    var isTimeout: Bool {
+        guard case .unreachable(_, let reason) = self else { return false }
+        return reason.hasPrefix("no answer within") || reason.hasPrefix("no connection within")
+            || reason == "timed out"
+    }
 }

@@ -54,10 +54,16 @@ extension HomeportClient {
         var failed: Set<String> = []
         var firstFailure: ClientError?
         var csrfRetried = false
+        // Once an alternative has answered as the installation, the primary's standing trust is
+        // out of this command, its retries included.
+        var alternativeMatched = false
         while true {
             let choice: Choice
             do {
-                choice = try await choose(for: record, excluding: failed)
+                choice = try await choose(for: record, excluding: failed, matchOnly: alternativeMatched)
+                if case .matched = choice.grounds, choice.address.url != record.primary.url {
+                    alternativeMatched = true
+                }
             } catch let error as ClientError {
                 // The request already went to an address that did not answer: say that, not
                 // that nothing was sent.
@@ -65,7 +71,8 @@ extension HomeportClient {
             }
             do {
                 let answer = try await sendOnce(
-                    method, path, json: json, headers: headers, token: token, at: choice, record: record)
+                    method, path, json: json, headers: headers, token: token,
+                    to: .chosen(choice, alternativeMatched: alternativeMatched), record: record)
                 if answer.response.status == 403, !csrfRetried,
                     Self.errorCodes(answer.response).contains(AuthErrorCode.csrfInvalid)
                 {
@@ -84,12 +91,13 @@ extension HomeportClient {
         }
     }
 
-    /// One exchange with an address: the token is attached here and only here; same-origin
-    /// redirects are followed with it, any other redirect is refused with nothing sent.
+    /// One exchange with an address: the token is attached by ``credentialed(_:token:for:)``;
+    /// same-origin redirects are followed with it, any other redirect is refused with nothing sent.
     private func sendOnce(
         _ method: String, _ path: String, json: Data?, headers extra: [String: String], token: String,
-        at choice: Choice, record: ServerRecord
+        to target: CredentialTarget, record: ServerRecord
     ) async throws -> Answer {
+        guard case .chosen(let choice, _) = target else { throw ClientError.invalidAddress(target.address.url) }
         let address = choice.address
         // The token goes to the chosen address's origin and nowhere else, whatever the path says.
         guard var url = address.url(path), ServerAddress.origin(of: url) == address.origin else {
@@ -97,13 +105,14 @@ extension HomeportClient {
         }
         for _ in 0...3 {
             var headers = extra
-            headers[HomeportHeader.sessionToken] = token
             headers["Accept"] = "application/json"
             if json != nil { headers["Content-Type"] = "application/json" }
             let response = try await transport.send(
-                ClientRequest(
-                    method: method, url: url, headers: headers, body: json, byteLimit: configuration.byteLimit,
-                    deadline: configuration.requestDeadline))
+                try credentialed(
+                    ClientRequest(
+                        method: method, url: url, headers: headers, body: json, byteLimit: configuration.byteLimit,
+                        deadline: configuration.requestDeadline),
+                    token: token, for: target))
             if Self.isRedirect(response.status) {
                 // A write is never sent twice: only a read follows a redirect.
                 guard method == "GET" || method == "HEAD" else {

@@ -82,6 +82,7 @@ extension HomeportClient {
         case .productMismatch, .identityUnavailable: .probeFailed(address: address.url, outcome: outcome.description)
         case .offHostRedirect(let target): .offHostRedirect(address: address.url, target: target)
         case .unreachable(let reason): .unreachable(address: address.url, reason: reason)
+        case .noAnswerInTime: .unreachable(address: address.url, reason: outcome.description)
         }
     }
 }

@@ -40,7 +40,7 @@ extension HomeportClient {
         -> SignInResult
     {
         let body = try JSONEncoder().encode(AuthRequest.Credentials(email: email, password: password))
-        let response = try await authRequest("POST", flow, at: address, token: nil, body: body)
+        let response = try await authRequest("POST", flow, at: address, body: body)
         return try await finishSignIn(response, at: address, email: email)
     }
 
@@ -52,7 +52,8 @@ extension HomeportClient {
     public func verifyEmail(_ pending: PendingVerification, code: String) async throws -> SignInResult {
         let body = try JSONEncoder().encode(AuthRequest.EmailVerification(key: code))
         let response = try await authRequest(
-            "POST", AllauthAppPath.emailVerify, at: pending.address, token: pending.token, body: body)
+            "POST", AllauthAppPath.emailVerify, at: pending.address,
+            credential: (pending.token, .issuer(pending.address)), body: body)
         return try await finishSignIn(response, at: pending.address, email: pending.email, pending: pending)
     }
 
@@ -61,7 +62,8 @@ extension HomeportClient {
     /// and 409 when nothing waits any more.
     public func resendVerificationCode(_ pending: PendingVerification) async throws {
         let response = try await authRequest(
-            "POST", AllauthAppPath.emailVerifyResend, at: pending.address, token: pending.token, body: nil)
+            "POST", AllauthAppPath.emailVerifyResend, at: pending.address,
+            credential: (pending.token, .issuer(pending.address)), body: nil)
         guard response.status == 200 else {
             throw ClientError.rejected(
                 status: response.status, errors: (try? decodeEnvelope(response, pending.address))?.errors ?? [])
@@ -91,7 +93,7 @@ extension HomeportClient {
             record = try await enroll(address, email: account, token: token)
         } catch let error as ClientError {
             // Never leave behind a live session nobody holds: give it back to the server that issued it.
-            let ended = await endSession(token, at: address) == .revoked
+            let ended = await endSession(token, to: .issuer(address)) == .revoked
             throw ClientError.signInNotKept(error, sessionEnded: ended)
         }
         // Pushes follow the session: the device's token is registered with every server signed in on.
@@ -103,10 +105,11 @@ extension HomeportClient {
     private func standing(at address: ServerAddress, token: String?) async throws -> Standing? {
         guard let token, let url = address.url(HomeportPath.authStanding) else { return nil }
         let response = try await transport.send(
-            ClientRequest(
-                url: url, headers: [HomeportHeader.sessionToken: token, "Accept": "application/json"],
-                byteLimit: 16 * 1024,
-                deadline: configuration.requestDeadline))
+            try credentialed(
+                ClientRequest(
+                    url: url, headers: ["Accept": "application/json"], byteLimit: 16 * 1024,
+                    deadline: configuration.requestDeadline),
+                token: token, for: .issuer(address)))
         return (try? JSONDecoder().decode(StandingAnswer.self, from: response.body))?.standing
     }
 
@@ -147,16 +150,18 @@ extension HomeportClient {
     func endSession(_ token: String, of record: ServerRecord) async -> SignOutOutcome {
         do {
             let choice = try await choose(for: record, matchOnly: true)
-            return await endSession(token, at: choice.address)
+            return await endSession(token, to: .chosen(choice, alternativeMatched: false))
         } catch {
             return .notConfirmed("\(error)")
         }
     }
 
-    /// `DELETE auth/session` with `token` at `address`: revoked only when the app door answers.
-    func endSession(_ token: String, at address: ServerAddress) async -> SignOutOutcome {
+    /// `DELETE auth/session` with `token` at `target`: revoked only when the app door answers.
+    func endSession(_ token: String, to target: CredentialTarget) async -> SignOutOutcome {
+        let address = target.address
         do {
-            let response = try await authRequest("DELETE", AllauthAppPath.session, at: address, token: token, body: nil)
+            let response = try await authRequest(
+                "DELETE", AllauthAppPath.session, at: address, credential: (token, target), body: nil)
             guard response.confirmsLogout else {
                 return .notConfirmed("\(address.url) answered with \(response.kind), not the app door's answer")
             }
@@ -188,7 +193,7 @@ extension HomeportClient {
     public func requestPasswordReset(at address: ServerAddress, email: String) async throws {
         let body = try JSONEncoder().encode(AuthRequest.PasswordResetRequest(email: email))
         let response = try await authRequest(
-            "POST", AllauthAppPath.passwordResetRequest, at: address, token: nil, body: body)
+            "POST", AllauthAppPath.passwordResetRequest, at: address, body: body)
         guard response.status == 200 else {
             throw ClientError.rejected(
                 status: response.status, errors: try decodeEnvelope(response, address).errors ?? [])
@@ -208,19 +213,20 @@ extension HomeportClient {
         try directory.devices.record(nil, for: record.key)
     }
 
-    /// One request to the auth API at a given address; redirects are not followed.
-    func authRequest(_ method: String, _ path: String, at address: ServerAddress, token: String?, body: Data?)
-        async throws
-        -> ClientResponse
-    {
+    /// One request to the auth API at a given address, with a session token for its target or
+    /// none; redirects are not followed.
+    func authRequest(
+        _ method: String, _ path: String, at address: ServerAddress,
+        credential: (token: String, target: CredentialTarget)? = nil, body: Data?
+    ) async throws -> ClientResponse {
         guard let url = address.url(AllauthAppPath.path(path)) else { throw ClientError.invalidAddress(address.url) }
         var headers = ["Accept": "application/json"]
-        if let token { headers[HomeportHeader.sessionToken] = token }
         if body != nil { headers["Content-Type"] = "application/json" }
-        let response = try await transport.send(
-            ClientRequest(
-                method: method, url: url, headers: headers, body: body, byteLimit: configuration.byteLimit,
-                deadline: configuration.requestDeadline))
+        var request = ClientRequest(
+            method: method, url: url, headers: headers, body: body, byteLimit: configuration.byteLimit,
+            deadline: configuration.requestDeadline)
+        if let credential { request = try credentialed(request, token: credential.token, for: credential.target) }
+        let response = try await transport.send(request)
         if response.isHTML { throw ClientError.notAnAPI(address: address.url, answer: response.kind) }
         if (300..<400).contains(response.status) {
             throw ClientError.offHostRedirect(

@@ -45,7 +45,7 @@ extension HomeportClient {
         record.signedInPath = networkPath
         record.lastWinner = address.url
 
-        let replaced = await replaceSession(of: existing, with: token, ending: confirmation?.address ?? address)
+        let replaced = await replaceSession(of: existing, with: token)
         if existing.key != record.key {
             try vault.remove(server: existing.key)
             try moveNotificationState(from: existing.key, to: record.key)
@@ -76,11 +76,13 @@ extension HomeportClient {
     /// App-info read with the new session at the sign-in address: `nil` for a server without it
     /// (404); an error for any other answer that is not app-info.
     private func signInAppInfo(at address: ServerAddress, token: String) async throws -> AppInfo? {
+        guard let url = address.url(HomeportPath.appInfo) else { throw ClientError.invalidAddress(address.url) }
         let response = try await transport.send(
-            ClientRequest(
-                url: address.url(HomeportPath.appInfo)!,
-                headers: [HomeportHeader.sessionToken: token, "Accept": "application/json"],
-                byteLimit: configuration.byteLimit, deadline: configuration.requestDeadline))
+            try credentialed(
+                ClientRequest(
+                    url: url, headers: ["Accept": "application/json"], byteLimit: configuration.byteLimit,
+                    deadline: configuration.requestDeadline),
+                token: token, for: .issuer(address)))
         if response.status == 404 { return nil }
         if response.isHTML { throw ClientError.notAnAPI(address: address.url, answer: response.kind) }
         guard response.status == 200, let info = try? JSONDecoder().decode(AppInfo.self, from: response.body) else {
@@ -103,11 +105,15 @@ extension HomeportClient {
                 address: address.url, server: server.key,
                 detail: "none of its addresses answered as it on this network")
         }
+        guard let url = choice.address.url(HomeportPath.appInfo) else {
+            throw ClientError.invalidAddress(choice.address.url)
+        }
         let response = try? await transport.send(
-            ClientRequest(
-                url: choice.address.url(HomeportPath.appInfo)!,
-                headers: [HomeportHeader.sessionToken: token, "Accept": "application/json"],
-                byteLimit: configuration.byteLimit, deadline: configuration.requestDeadline))
+            try credentialed(
+                ClientRequest(
+                    url: url, headers: ["Accept": "application/json"], byteLimit: configuration.byteLimit,
+                    deadline: configuration.requestDeadline),
+                token: token, for: .chosen(choice, alternativeMatched: false)))
         guard let response, response.status == 200, !response.isHTML,
             let info = try? JSONDecoder().decode(AppInfo.self, from: response.body),
             info.instanceId == server.instanceID
@@ -121,11 +127,10 @@ extension HomeportClient {
     }
 
     /// Ends, on the server, the live session this device held for `record` before a new sign-in
-    /// replaces it, through `address` (an address that answered as the installation, or the
-    /// primary the person just signed in at again). `nil` when there was no live session to end.
-    private func replaceSession(of record: ServerRecord, with token: String, ending address: ServerAddress) async
-        -> SignOutOutcome?
-    {
+    /// replaces it, through an address that answers the probe, now, as the installation that
+    /// session belongs to — never the sign-in address on its word alone: it may now be another
+    /// installation. `nil` when there was no live session to end.
+    private func replaceSession(of record: ServerRecord, with token: String) async -> SignOutOutcome? {
         guard !record.signedOut else { return nil }
         let old: String?
         do {
@@ -134,6 +139,6 @@ extension HomeportClient {
             return .notConfirmed("the stored credential could not be read (\(error)), so it could not be ended")
         }
         guard let old, old != token else { return nil }
-        return await endSession(old, at: address)
+        return await endSession(old, of: record)
     }
 }

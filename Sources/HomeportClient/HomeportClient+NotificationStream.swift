@@ -194,14 +194,14 @@ extension HomeportClient {
         let path = HomeportPath.notificationsStream
         guard var url = address.url(path) else { throw ClientError.invalidAddress(address.url + path) }
         for _ in 0...3 {
-            var headers = [
-                HomeportHeader.sessionToken: token, "Accept": "text/event-stream", "Cache-Control": "no-cache",
-            ]
+            var headers = ["Accept": "text/event-stream", "Cache-Control": "no-cache"]
             if let lastEventID { headers["Last-Event-ID"] = lastEventID }
             let stream = try await transport.open(
-                ClientRequest(
-                    url: url, headers: headers, byteLimit: configuration.streamEventLimit,
-                    deadline: configuration.requestDeadline))
+                try credentialed(
+                    ClientRequest(
+                        url: url, headers: headers, byteLimit: configuration.streamEventLimit,
+                        deadline: configuration.requestDeadline),
+                    token: token, for: .chosen(choice, alternativeMatched: false)))
             if Self.isRedirect(stream.status) {
                 stream.cancel()
                 url = try Self.sameOriginTarget(

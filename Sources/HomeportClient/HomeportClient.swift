@@ -139,7 +139,7 @@ public final class HomeportClient: Sendable {
             }
             return Choice(address: record.primary, grounds: .singleAddress)
         }
-        if failed.isEmpty, let cached = state.withLock({ $0.winners[record.key] }), cached.path == path,
+        if failed.isEmpty, !matchOnly, let cached = state.withLock({ $0.winners[record.key] }), cached.path == path,
             ContinuousClock.now - cached.at < configuration.winnerLifetime
         {
             return Choice(address: cached.address, grounds: .matched)
@@ -197,8 +197,10 @@ public final class HomeportClient: Sendable {
             var windowStarted = false
             func best() -> Int? {
                 if let match = qualified.filter({ $0.value == .match }).keys.min() { return match }
-                // Standing trust counts only once every verified address has answered without a match.
-                return results.count == candidates.count ? qualified.keys.min() : nil
+                // Standing trust counts only once every verified address has answered without a match;
+                // a probe that ran out of time has not answered.
+                guard results.count == candidates.count, !results.values.contains(.noAnswerInTime) else { return nil }
+                return qualified.keys.min()
             }
             func decided() -> Bool {
                 guard let best = best(), qualified[best] == .match else { return false }

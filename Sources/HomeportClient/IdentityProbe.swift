@@ -20,8 +20,11 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
     case notAnAPI
     /// A redirect to another origin (not followed).
     case offHostRedirect(String)
-    /// No answer (refused, timed out, TLS failure, too large).
+    /// No answer (refused, TLS failure, too large).
     case unreachable(String)
+    /// No answer within the probe's deadline: not an answer, so it cannot let the primary's
+    /// standing trust win over a verified address that may still be the installation.
+    case noAnswerInTime
 
     /// A short description.
     public var description: String {
@@ -36,6 +39,7 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
         case .notAnAPI: "an HTML page, not the API"
         case .offHostRedirect(let target): "redirect to another address (\(target))"
         case .unreachable(let reason): "unreachable (\(reason))"
+        case .noAnswerInTime: "no answer within the probe deadline"
         }
     }
 
@@ -46,7 +50,7 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
     var keepsPrimaryTrust: Bool {
         switch self {
         case .match, .mismatch, .productMismatch, .identityUnavailable, .notHomeport, .olderServer, .notAnAPI: true
-        case .unreachable, .offHostRedirect: false
+        case .unreachable, .offHostRedirect, .noAnswerInTime: false
         }
     }
 
@@ -79,6 +83,7 @@ public struct IdentityProbe: Sendable {
     public func probe(_ address: ServerAddress, expected: ServerIdentity?) async -> ProbeOutcome {
         guard var url = address.url(HomeportPath.serverIdentity) else { return .notHomeport("bad URL") }
         let origin = address.origin
+        let started = ContinuousClock.now
         for _ in 0...maximumRedirects {
             let response: ClientResponse
             do {
@@ -86,8 +91,10 @@ public struct IdentityProbe: Sendable {
                     ClientRequest(
                         url: url, headers: ["Accept": "application/json"], byteLimit: byteLimit, deadline: deadline))
             } catch let error as ClientError {
-                return .unreachable(Self.reason(error))
+                return error.isTimeout ? .noAnswerInTime : .unreachable(Self.reason(error))
             } catch {
+                // Not the transport's own word: a failure that took the whole deadline is a timeout.
+                if ContinuousClock.now - started >= deadline - .milliseconds(50) { return .noAnswerInTime }
                 return .unreachable(String(describing: error))
             }
             if (300..<400).contains(response.status) {
