@@ -1,6 +1,12 @@
 import Foundation
 import HomeportWire
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// One enrolled server: its identity, its account, and every address that reaches it.
 public struct ServerRecord: Codable, Hashable, Sendable {
     /// The installation's id once known (the key the server is stored under).
@@ -94,16 +100,18 @@ public final class ServerDirectory: @unchecked Sendable {
         path = directory + "/servers.json"
         catalogues = try CatalogueStore(directory: directory)
         devices = try DeviceRegistry(directory: directory)
-        if let data = FileManager.default.contents(atPath: path) {
-            do {
-                let decoder = JSONDecoder()
-                decoder.dateDecodingStrategy = .iso8601
-                servers = try decoder.decode([ServerRecord].self, from: data)
-            } catch {
-                throw ClientError.badAnswer(address: path, detail: "the server directory is damaged: \(error)")
-            }
-        } else {
-            servers = []
+        servers = try Self.read(path)
+    }
+
+    /// The records stored at `path` (none when there is no file yet).
+    private static func read(_ path: String) throws -> [ServerRecord] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        do {
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            return try decoder.decode([ServerRecord].self, from: data)
+        } catch {
+            throw ClientError.badAnswer(address: path, detail: "the server directory is damaged: \(error)")
         }
     }
 
@@ -130,11 +138,10 @@ public final class ServerDirectory: @unchecked Sendable {
 
     /// Inserts or replaces the record stored under `previousKey` (or under its own key), then saves.
     public func save(_ record: ServerRecord, replacing previousKey: String? = nil) throws {
-        try lock.withLock {
+        try mutate { servers in
             let key = previousKey ?? record.key
             servers.removeAll { $0.key == key || $0.key == record.key }
             servers.append(record)
-            try persist()
         }
     }
 
@@ -143,19 +150,36 @@ public final class ServerDirectory: @unchecked Sendable {
     /// Returns the saved record, or `nil` when there is no such record any more.
     @discardableResult
     public func update(_ key: String, _ change: (inout ServerRecord) -> Void) throws -> ServerRecord? {
-        try lock.withLock {
+        try mutate { servers in
             guard let index = servers.firstIndex(where: { $0.key == key }) else { return nil }
             change(&servers[index])
-            try persist()
             return servers[index]
         }
     }
 
     /// Removes a server's record, then saves.
     public func remove(_ key: String) throws {
+        try mutate { servers in servers.removeAll { $0.key == key } }
+    }
+
+    /// Changes the records as they are on disk now, under an exclusive lock on `servers.json.lock`
+    /// that every process using this directory takes: two processes (a running `notifications
+    /// watch`, a `homeport remove` in another terminal) never undo each other's changes.
+    private func mutate<T>(_ change: (inout [ServerRecord]) throws -> T) throws -> T {
         try lock.withLock {
-            servers.removeAll { $0.key == key }
+            let fd = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                throw ClientError.vault("cannot open \(path).lock: \(String(cString: strerror(errno)))")
+            }
+            // Closing the descriptor releases the lock, whatever happens below.
+            defer { close(fd) }
+            guard flock(fd, LOCK_EX) == 0 else {
+                throw ClientError.vault("cannot lock \(path): \(String(cString: strerror(errno)))")
+            }
+            servers = try Self.read(path)
+            let result = try change(&servers)
             try persist()
+            return result
         }
     }
 
