@@ -34,6 +34,13 @@ public struct ClientConfiguration: Sendable {
     /// The longest wait before reconnecting.
     public var streamMaximumRetryDelay: Duration = .seconds(60)
 
+    /// Where the client reads the network path before it chooses an address (every request, every
+    /// reconnection of the stream): a change is handled as ``HomeportClient/networkPathChanged(to:)``
+    /// handles it, so a long-lived client re-verifies after a move even when nobody tells it.
+    /// `nil` (the default) leaves the path to the app (`NetworkPathMonitor` on Apple platforms);
+    /// on Linux, `SystemNetworkPath.current` reads the default route cheaply.
+    public var networkPathSource: (@Sendable () -> String)?
+
     /// The defaults.
     public init() {}
 }

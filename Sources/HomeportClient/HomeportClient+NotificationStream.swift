@@ -123,8 +123,13 @@ extension HomeportClient {
         }
         yield(.connected(via: choice.address.url, resumingAfter: cursor.lastEventID))
         var parser = ServerSentEventParser(limit: configuration.streamEventLimit, lastEventID: cursor.lastEventID ?? "")
-        let expires = ContinuousClock.now + configuration.streamLifetime
-        var healthy = false
+        let opened = ContinuousClock.now
+        let expires = opened + configuration.streamLifetime
+        // A connection is healthy (the next wait starts again from the first) when it delivered an
+        // event, or stayed open at least as long as the stream may be silent: a server that sends
+        // one heartbeat and closes is backed off, not reconnected every second forever.
+        var delivered = false
+        var healthy: Bool { delivered || ContinuousClock.now - opened >= configuration.streamIdleTimeout }
         while true {
             let read: Read
             do {
@@ -144,7 +149,6 @@ extension HomeportClient {
                 return ConnectionEnd(reason: "the connection reached its lifetime", healthy: true, immediate: true)
             }
             for item in parser.feed(chunk) {
-                healthy = true
                 switch item {
                 case .comment: break
                 case .overflow(let limit): throw ClientError.tooLarge(address: choice.address.url, limit: limit)
@@ -152,7 +156,10 @@ extension HomeportClient {
                     cursor.retry = min(
                         max(.milliseconds(milliseconds), .milliseconds(500)), configuration.streamMaximumRetryDelay)
                 case .event(let event):
-                    if let delivered = deliver(event, of: record, after: cursor.lastDelivered) { yield(delivered) }
+                    delivered = true
+                    if let notification = deliver(event, of: record, after: cursor.lastDelivered) {
+                        yield(notification)
+                    }
                     if let id = Self.sendableEventID(event.lastEventID) { cursor.lastEventID = id }
                 }
             }

@@ -127,6 +127,10 @@ public final class HomeportClient: Sendable {
     func choose(for record: ServerRecord, excluding failed: Set<String> = [], matchOnly: Bool = false) async throws
         -> Choice
     {
+        if let source = configuration.networkPathSource {
+            let current = source()
+            if current != networkPath { networkPathChanged(to: current) }
+        }
         let path = networkPath
         let primaryTrusted = record.primary.url.hasPrefix("https://") || record.signedInPath == path
         guard let expected = record.expectedIdentity else {

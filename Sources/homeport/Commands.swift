@@ -31,6 +31,10 @@ enum Commands {
             let vault: any CredentialVault = KeychainVault()
         #endif
         var configuration = ClientConfiguration()
+        // Read again before every choice, so that a long-running command (notifications watch)
+        // notices a move; a path set by hand stays as it is.
+        let path = networkPath(environment)
+        if path.source == "system" { configuration.networkPathSource = { SystemNetworkPath.current() } }
         configure(&configuration)
         return HomeportClient(
             directory: directory, vault: vault, transport: HomeportClient.defaultTransport(proxy: proxy),
