@@ -91,8 +91,19 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
 
     /// Creates the transport; every request goes through `proxy` (an `http://HOST:PORT` URL) when
     /// one is given, and directly otherwise: no proxy is taken from the system or the environment.
+    ///
+    /// On Linux, Foundation's URLSession (libcurl underneath) does not implement proxy settings
+    /// and libcurl reads `http_proxy`, `ALL_PROXY` and their kin from the environment: without a
+    /// proxy, this transport sets `no_proxy=*` for the process so that none is ever used, and a
+    /// `proxy` is not honoured there (``CurlTransport``, the default on Linux, honours it).
     public init(proxy: URL? = nil) {
         self.proxy = proxy
+        #if os(Linux)
+            if proxy == nil {
+                setenv("no_proxy", "*", 1)
+                setenv("NO_PROXY", "*", 1)
+            }
+        #endif
         super.init()
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
@@ -144,9 +155,9 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
         let task = session.dataTask(with: urlRequest)
         let state = TaskState(limit: request.byteLimit)
         let address = ServerAddress.origin(of: request.url) ?? request.url.absoluteString
-        let timer = DispatchWorkItem { [lock] in
-            lock.withLock { state.timedOut = true }
-            task.cancel()
+        // The deadline ends the exchange at once; the task is stopped as soon as libcurl lets go.
+        let timer = DispatchWorkItem { [weak self] in
+            self?.finish(task, state, throwing: TransportFailure(error: nil, tooLarge: false, timedOut: true))
         }
         defer { timer.cancel() }
         do {
@@ -207,18 +218,35 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
         completionHandler(.allow)
     }
 
-    /// Accumulates the body up to the limit; past it, cancels.
+    /// Accumulates the body up to the limit; past it, ends the exchange at once (what arrives
+    /// afterwards, before the task stops, is dropped).
     public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let cancel: Bool = lock.withLock {
-            guard let state = tasks[dataTask.taskIdentifier], !state.tooLarge else { return false }
+        let overflowing: TaskState? = lock.withLock {
+            guard let state = tasks[dataTask.taskIdentifier], !state.tooLarge else { return nil }
             if state.data.count + data.count > state.limit {
                 state.tooLarge = true
-                return true
+                return state
             }
             state.data.append(data)
-            return false
+            return nil
         }
-        if cancel { dataTask.cancel() }
+        if let overflowing {
+            finish(dataTask, overflowing, throwing: TransportFailure(error: nil, tooLarge: true, timedOut: false))
+        }
+    }
+
+    /// Ends an exchange before its task completes (its limit or its deadline): the caller hears
+    /// at once, and the task is suspended and cancelled so libcurl stops reading.
+    private func finish(_ task: URLSessionTask, _ state: TaskState, throwing failure: TransportFailure) {
+        let continuation: CheckedContinuation<ClientResponse, any Error>? = lock.withLock {
+            if failure.timedOut { state.timedOut = true }
+            tasks[task.taskIdentifier] = nil
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(throwing: failure)
+        task.suspend()
+        task.cancel()
     }
 
     /// Finishes the exchange.
@@ -228,7 +256,8 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
             defer { state.continuation = nil }
             return (state.continuation, state.timedOut)
         }
-        if let response = state.response, error == nil || isRedirectRefusal(error, response) {
+        if let response = state.response, !state.tooLarge, !timedOut, error == nil || isRedirectRefusal(error, response)
+        {
             var headers: [String: String] = [:]
             for (key, value) in response.allHeaderFields {
                 if let name = key as? String, let text = value as? String { headers[name.lowercased()] = text }
