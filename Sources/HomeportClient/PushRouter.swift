@@ -49,7 +49,12 @@ public struct PushRouter: Sendable {
             record = named
             attribution = .serverID
         } else {
-            guard servers.count == 1 else { throw PushRoutingFailure.unattributable(enrolled: servers.count) }
+            // Only an older server (no installation id) sends pushes without `s`: a server with an
+            // id always names itself, so a push without `s` is not from it — with one server
+            // left after another was removed, the removed one's pushes must not land here.
+            guard servers.count == 1, servers[0].instanceID == nil else {
+                throw PushRoutingFailure.unattributable(enrolled: servers.count)
+            }
             record = servers[0]
             attribution = .onlyServer
         }
@@ -113,7 +118,8 @@ public struct RoutedPush: Sendable, Equatable {
     public enum Attribution: String, Sendable, Equatable {
         /// The payload's `s` is the server's `instanceId`.
         case serverID
-        /// The payload has no `s`, and this is the only enrolled server.
+        /// The payload has no `s`, and this is the only enrolled server, an older one without an
+        /// installation id (which never names itself).
         case onlyServer
     }
 

@@ -55,13 +55,20 @@ struct PushRouterTests {
         }
     }
 
-    @Test("a payload without s is attributed only when exactly one server is enrolled")
+    @Test("a payload without s is attributed only to the one enrolled server, an older one without an id")
     func missingSID() throws {
         let router = PushRouter()
-        let only = try router.route(try payload(s: nil), among: [try servers()[0]])
-        #expect(only.server == a.description)
+        var older = try servers()[0]
+        older.instanceID = nil
+        let only = try router.route(try payload(s: nil), among: [older])
+        #expect(only.server == older.key)
         #expect(only.attribution == .onlyServer)
-        #expect(only.threadID == "\(a):chat:42", "a bare thread id is namespaced with the server it was routed to")
+        #expect(
+            only.threadID == "\(older.key):chat:42", "a bare thread id is namespaced with the server it was routed to")
+        // One server left, with an id: it always names itself, so this push is another's (one removed).
+        #expect(throws: PushRoutingFailure.unattributable(enrolled: 1)) {
+            try router.route(try payload(s: nil), among: [try servers()[0]])
+        }
         #expect(throws: PushRoutingFailure.unattributable(enrolled: 2)) {
             try router.route(try payload(s: nil), among: try servers())
         }

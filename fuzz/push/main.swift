@@ -72,7 +72,8 @@ func checkRouting(_ payload: Data, among servers: [ServerRecord], router: PushRo
         require(routed.attribution == .serverID && server.instanceID == s, "s = \(s) routed to \(routed.server)")
     } else {
         require(
-            routed.attribution == .onlyServer && servers.count == 1, "a push without s routed among \(servers.count)")
+            routed.attribution == .onlyServer && servers.count == 1 && server.instanceID == nil,
+            "a push without s routed among \(servers.count), to a server with an id")
     }
     require(routed.objectID == app.id, "routed object \(String(describing: routed.objectID)) is not the payload's id")
     require((routed.thread == nil) == (push.aps.threadID == nil), "a thread appeared or vanished")
