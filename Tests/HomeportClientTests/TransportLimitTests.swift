@@ -8,7 +8,8 @@ import Testing
 #endif
 
 /// A loopback server that answers every request with a body that never ends: as fast as it can
-/// (`endless`) or a byte every 100 ms (`drip`), and counts what it managed to write.
+/// (`endless`) or a byte every 100 ms (`drip`), up to `ceiling` bytes a connection, and counts
+/// what it managed to write.
 final class EndlessListener: @unchecked Sendable {
     enum Pace: Sendable { case endless, drip }
 
@@ -18,7 +19,7 @@ final class EndlessListener: @unchecked Sendable {
     /// Bytes written to clients so far.
     var bytesWritten: Int { written.value }
 
-    init(pace: Pace, ceiling: Int = 3 << 30) throws {
+    init(pace: Pace, ceiling: Int = 512 << 20) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.fd = fd
         let written = LockedBox(0)
