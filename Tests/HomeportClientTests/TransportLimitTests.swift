@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// A loopback server that answers every request with a body that never ends: as fast as it can
-/// (`endless`) or a byte every 100 ms (`drip`), up to `ceiling` bytes a connection, and counts
+/// (`endless`) or a byte every 100 ms (`drip`), up to `ceiling` bytes in all, and counts
 /// what it managed to write.
 final class EndlessListener: @unchecked Sendable {
     enum Pace: Sendable { case endless, drip }
