@@ -75,5 +75,7 @@ func checkClassification(_ response: ClientResponse, expected: ServerIdentity?) 
         break
     case .offHostRedirect:
         fatalError("classify followed a redirect")
+    case .noAnswerInTime:
+        fatalError("classify judged an answer that came as no answer in time")
     }
 }
