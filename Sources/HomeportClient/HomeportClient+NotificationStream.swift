@@ -29,7 +29,8 @@ extension HomeportClient {
     /// doubling delay; the stream ends with an error on the API's own refusal of the session
     /// (``ClientError/signedOut(server:)``, the account is signed out as for any request), and on
     /// any answer that is not the stream (a web page, a proxy's 401 — the session is kept —, an
-    /// off-host redirect, an event over ``ClientConfiguration/streamEventLimit``).
+    /// off-host redirect). An event over ``ClientConfiguration/streamEventLimit`` is skipped and
+    /// reported as ``NotificationStreamEvent/discarded(eventID:reason:)``; the stream goes on.
     ///
     /// - Parameters:
     ///   - server: the server's key, a unique prefix of its instance id, or its primary URL.
@@ -151,7 +152,14 @@ extension HomeportClient {
             for item in parser.feed(chunk) {
                 switch item {
                 case .comment: break
-                case .overflow(let limit): throw ClientError.tooLarge(address: choice.address.url, limit: limit)
+                case .overflow(let limit, let skippedID):
+                    // Skipped, not the end of the stream: the resume point moves past it.
+                    delivered = true
+                    yield(
+                        .discarded(
+                            eventID: ServerText.clean(skippedID, limit: 128), reason: "it is larger than \(limit) bytes"
+                        ))
+                    if let id = Self.sendableEventID(skippedID) { cursor.lastEventID = id }
                 case .retry(let milliseconds):
                     cursor.retry = min(
                         max(.milliseconds(milliseconds), .milliseconds(500)), configuration.streamMaximumRetryDelay)

@@ -21,8 +21,9 @@ public struct ServerSentEvent: Sendable, Equatable {
 /// line dispatches; a line starting with `:` is a comment (a heartbeat); an `id` containing NUL is
 /// ignored; an event still open when the body ends is never dispatched (the caller discards it and
 /// resumes after the last whole event). One event — its lines as they are read — may hold at most
-/// `limit` bytes: a larger one ends the chunk's items with ``Item/overflow(limit:)``, after the
-/// events completed before it, and nothing more is read.
+/// `limit` bytes: a larger one is skipped, nothing of it kept but its `id`, and reported as
+/// ``Item/overflow(limit:)`` where it ends (the resume point moves past it); the events after it
+/// are read as usual.
 struct ServerSentEventParser {
     /// What a chunk yielded, in order.
     enum Item: Equatable {
@@ -32,8 +33,8 @@ struct ServerSentEventParser {
         case comment
         /// The server's reconnection time, in milliseconds.
         case retry(Int)
-        /// An event (or a line) over the limit: the last item; the parser reads nothing more.
-        case overflow(limit: Int)
+        /// An event over the limit ended, skipped: only its `id` was kept (the resume point after it).
+        case overflow(limit: Int, lastEventID: String)
     }
 
     let limit: Int
@@ -46,7 +47,10 @@ struct ServerSentEventParser {
     private var eventBytes = 0
     private var afterCR = false
     private var firstLine = true
-    private var overflowed = false
+    /// Inside an event over the limit: only its `id` counts until it ends.
+    private var skipping = false
+    /// The line the limit was passed in: discarded, whatever it holds.
+    private var discardingLine = false
 
     init(limit: Int, lastEventID: String = "") {
         self.limit = limit
@@ -56,7 +60,6 @@ struct ServerSentEventParser {
 
     /// Feeds a chunk; returns what it completed, in order.
     mutating func feed(_ chunk: some Sequence<UInt8>) -> [Item] {
-        guard !overflowed else { return [] }
         var items: [Item] = []
         for byte in chunk {
             if afterCR {
@@ -70,12 +73,16 @@ struct ServerSentEventParser {
             case 0x0A:
                 if let item = endLine() { items.append(item) }
             default:
-                line.append(byte)
-                eventBytes += 1
+                // While skipping, a line is kept only as long as an `id` line can be.
+                if !skipping || line.count < limit { line.append(byte) }
+                if !skipping { eventBytes += 1 }
             }
-            if eventBytes > limit {
-                overflowed = true
-                return items + [.overflow(limit: limit)]
+            if !skipping && eventBytes > limit {
+                skipping = true
+                discardingLine = !line.isEmpty
+                line.removeAll(keepingCapacity: true)
+                data.removeAll()
+                type = ""
             }
         }
         return items
@@ -85,11 +92,25 @@ struct ServerSentEventParser {
         var bytes = line[...]
         let length = line.count
         line.removeAll(keepingCapacity: true)
+        if discardingLine {
+            discardingLine = false
+            return nil
+        }
         if firstLine {
             firstLine = false
             if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
         }
         if bytes.isEmpty { return dispatch() }
+        if skipping {
+            // Of a skipped event, only the id counts: the resume point must move past it.
+            let text = String(decoding: bytes, as: UTF8.self)
+            if text.hasPrefix("id:") {
+                var value = text.dropFirst(3)
+                if value.first == " " { value = value.dropFirst() }
+                if !value.contains("\u{0}") { idBuffer = String(value) }
+            }
+            return nil
+        }
         if bytes.first == UInt8(ascii: ":") {
             // A heartbeat is not part of an event: it never adds up towards the limit.
             eventBytes -= length
@@ -125,6 +146,10 @@ struct ServerSentEventParser {
             eventBytes = 0
         }
         lastEventID = idBuffer
+        if skipping {
+            skipping = false
+            return .overflow(limit: limit, lastEventID: lastEventID)
+        }
         guard !data.isEmpty else { return nil }
         return .event(
             ServerSentEvent(

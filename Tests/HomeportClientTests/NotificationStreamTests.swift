@@ -204,7 +204,7 @@ struct NotificationStreamTests {
         #expect(events.all.contains(.signedOut(server: enrolled.key)))
     }
 
-    @Test("an event over the limit ends the stream; an event naming another server is discarded")
+    @Test("an event over the limit is skipped and the stream goes on; an event naming another server is discarded")
     func limitsAndForeignEvents() async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
@@ -213,13 +213,16 @@ struct NotificationStreamTests {
             [
                 .write(SSE.head), .write(SSE.notification(1, s: other)),
                 .write("id: 2\nevent: notification\ndata: {}\n\n"),
-                .write(SSE.notification(3, s: id, title: String(repeating: "x", count: 4096))), .hold,
+                .write(SSE.notification(3, s: id, title: String(repeating: "x", count: 4096))),
+                .write(SSE.notification(4, s: id)), .hold,
             ]
         ])
         let (configured, _, _) = try multiServerClient(home, records: [try record(id, primary: server.url)]) {
             $0.streamEventLimit = 1024
         }
-        let watched = await watch(configured.notificationStream(id.description, sleep: Naps().sleep)) { _ in false }
+        let watched = await watch(configured.notificationStream(id.description, sleep: Naps().sleep)) { watched in
+            watched.ids.contains(4)
+        }
         #expect(
             watched.events.contains {
                 if case .discarded("1", let reason) = $0 { return reason.contains("another server") }
@@ -230,8 +233,14 @@ struct NotificationStreamTests {
                 if case .discarded("2", _) = $0 { return true }
                 return false
             })
-        #expect(watched.notifications.isEmpty)
-        #expect(watched.error as? ClientError == .tooLarge(address: server.url, limit: 1024), "\(watched.events)")
+        #expect(watched.ids == [4], "only the notification after the oversized one is this server's")
+        // The oversized event is skipped, not the end of the stream.
+        #expect(
+            watched.events.contains {
+                if case .discarded("3", let reason) = $0 { return reason.contains("larger than 1024 bytes") }
+                return false
+            }, "\(watched.events)")
+        #expect(watched.error == nil)
     }
 
     @Test("a silent stream is dropped after the idle time and reopened")

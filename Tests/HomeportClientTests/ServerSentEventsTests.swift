@@ -54,14 +54,30 @@ struct ServerSentEventsTests {
         #expect(items == [.retry(2500), event("message", "no-space", "")])
     }
 
-    @Test("an event over the limit ends the items, after the events before it; heartbeats never add up towards it")
+    @Test(
+        "an event over the limit is skipped where it ends, its id kept; the events after it are read; heartbeats never add up"
+    )
     func limit() throws {
-        #expect(parse(["data: " + String(repeating: "x", count: 100)], limit: 64) == [.overflow(limit: 64)])
-        #expect(parse(Array(repeating: "data: 0123456789\n", count: 10), limit: 64) == [.overflow(limit: 64)])
-        #expect(parse(Array(repeating: "foo: 0123456789\n", count: 10), limit: 64) == [.overflow(limit: 64)])
+        // An oversized event that has not ended yet yields nothing (and keeps nothing of its data).
+        #expect(parse(["data: " + String(repeating: "x", count: 100)], limit: 64) == [])
+        #expect(parse(Array(repeating: "data: 0123456789\n", count: 10), limit: 64) == [])
         #expect(
-            parse(["data: a\n\ndata: " + String(repeating: "x", count: 100) + "\n\ndata: b\n\n"], limit: 64) == [
-                event("message", "a", ""), .overflow(limit: 64),
+            parse(Array(repeating: "foo: 0123456789\n", count: 10) + ["\n"], limit: 64) == [
+                .overflow(limit: 64, lastEventID: "")
+            ])
+        #expect(
+            parse(["data: a\n\nid: 5\ndata: " + String(repeating: "x", count: 100) + "\n\ndata: b\n\n"], limit: 64) == [
+                event("message", "a", ""), .overflow(limit: 64, lastEventID: "5"), event("message", "b", "5"),
+            ])
+        // Its id may come after the data: it still moves the resume point, and is not cut off.
+        #expect(
+            parse(["data: " + String(repeating: "x", count: 100) + "\nid: 9\n\ndata: c\n\n"], limit: 64) == [
+                .overflow(limit: 64, lastEventID: "9"), event("message", "c", "9"),
+            ])
+        // The line the limit is passed in is discarded whatever its end holds.
+        #expect(
+            parse(["data: " + String(repeating: "x", count: 58) + "id: 66\n\n"], limit: 64) == [
+                .overflow(limit: 64, lastEventID: "")
             ])
         let heartbeats = parse(Array(repeating: ": keepalive\n", count: 1000) + ["data: x\n\n"], limit: 64)
         #expect(heartbeats.count == 1001)

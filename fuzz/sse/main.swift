@@ -35,12 +35,15 @@ func parse(_ bytes: [UInt8], limit: Int, chunks: [Int]) -> ([ServerSentEventPars
     return (items, parser.lastEventID)
 }
 
-/// An overflow is the last item; no field holds a line break, and no id a NUL.
+/// An overflow names the limit; no field holds a line break, and no id a NUL.
 func checkItems(_ items: [ServerSentEventParser.Item], limit: Int) {
     for (index, item) in items.enumerated() {
         switch item {
-        case .overflow(let reported):
-            require(index == items.count - 1 && reported == limit, "overflow(\(reported)) is not the last item")
+        case .overflow(let reported, let id):
+            require(reported == limit, "overflow(\(reported)) names another limit than \(limit)")
+            require(
+                !id.unicodeScalars.contains { $0 == "\r" || $0 == "\n" || $0 == "\0" },
+                "a skipped id \(id.debugDescription)")
         case .event(let event):
             require(!event.type.isEmpty, "an event without a type")
             for text in [event.type, event.lastEventID] {
