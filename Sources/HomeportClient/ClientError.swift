@@ -114,11 +114,24 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
         return false
     }
 
-    /// Whether the exchange ran out of its time (as both transports word it), rather than failing
-    /// at once (refused, a TLS failure): the address may still be there and slow.
+    /// Whether the exchange ran out of its time, rather than failing at once (refused, a TLS
+    /// failure): the address may still be there and slow. Transports word a timeout with
+    /// ``deadlineReason(seconds:sent:)``, so that this can tell.
     var isTimeout: Bool {
         guard case .unreachable(_, let reason) = self else { return false }
-        return reason.hasPrefix("no answer within") || reason.hasPrefix("no connection within")
-            || reason == "timed out"
+        return reason.hasPrefix(Self.noAnswer) || reason.hasPrefix(Self.noConnection)
+    }
+
+    private static let noAnswer = "no answer within "
+    private static let noConnection = "no connection within "
+
+    /// What every transport says of a request that used up its deadline of `seconds`: whether it
+    /// had been sent (`sent`), had not (`false`), or may have been (`nil`).
+    static func deadlineReason(seconds: Int, sent: Bool?) -> String {
+        switch sent {
+        case true?: noAnswer + "\(seconds) s after the request was sent"
+        case false?: noConnection + "\(seconds) s; nothing was sent"
+        case nil: noAnswer + "\(seconds) s (the request may have been sent)"
+        }
     }
 }

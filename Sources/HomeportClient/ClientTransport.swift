@@ -178,18 +178,21 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
             if failure.timedOut {
                 throw ClientError.unreachable(
                     address: address,
-                    reason: "no answer within \(Int(seconds.rounded(.up))) s (the request may have been sent)")
+                    reason: ClientError.deadlineReason(seconds: Int(seconds.rounded(.up)), sent: nil))
             }
             try Task.checkCancellation()
-            let reason = (failure.error as? URLError).map { Self.describe($0) } ?? "the connection failed"
+            let reason =
+                (failure.error as? URLError).map { Self.describe($0, deadline: Int(seconds.rounded(.up))) }
+                ?? "the connection failed"
             throw ClientError.unreachable(address: address, reason: reason)
         }
     }
 
-    private static func describe(_ error: URLError) -> String {
+    private static func describe(_ error: URLError, deadline: Int) -> String {
         switch error.code {
         case .cannotConnectToHost: "connection refused"
-        case .timedOut: "timed out"
+        // URLSession's own timeout, set to the request's deadline.
+        case .timedOut: ClientError.deadlineReason(seconds: deadline, sent: nil)
         case .cannotFindHost, .dnsLookupFailed: "the name does not resolve"
         case .networkConnectionLost: "the connection was lost"
         case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,

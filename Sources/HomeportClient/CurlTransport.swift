@@ -186,8 +186,7 @@
         /// Why a transfer failed, in words, saying whether the request had been sent.
         static func reason(_ result: CURLcode, requestSent: Bool, seconds: Int) -> String {
             switch result {
-            case CURLE_OPERATION_TIMEDOUT where requestSent: "no answer within \(seconds) s after the request was sent"
-            case CURLE_OPERATION_TIMEDOUT: "no connection within \(seconds) s; nothing was sent"
+            case CURLE_OPERATION_TIMEDOUT: ClientError.deadlineReason(seconds: seconds, sent: requestSent)
             case CURLE_COULDNT_CONNECT: "connection refused"
             case CURLE_COULDNT_RESOLVE_HOST: "the name does not resolve"
             case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR: "TLS failed (certificate not trusted)"

@@ -111,7 +111,12 @@ final class StreamOpener: NSObject, URLSessionDataDelegate, @unchecked Sendable 
         if overrun {
             failure = .tooLarge(address: address, limit: request.byteLimit)
         } else if timedOut {
-            failure = .unreachable(address: address, reason: "no answer in time (the request may have been sent)")
+            failure = .unreachable(
+                address: address,
+                reason: ClientError.deadlineReason(
+                    seconds: Int(request.deadline.components.seconds)
+                        + (request.deadline.components.attoseconds > 0 ? 1 : 0),
+                    sent: nil))
         } else if let error {
             if !delivered, let response, (300..<400).contains(response.statusCode) {
                 // A refused redirect: the 3xx is the answer.
