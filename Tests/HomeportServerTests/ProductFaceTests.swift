@@ -302,6 +302,18 @@ struct ProductFaceTests {
         }
     }
 
+    @Test("the command line refuses such a product before any command: migrate creates nothing")
+    func commandLineRefuses() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("refused.sqlite")
+        let status = ServerCommandLine.run(
+            ["migrate", "--database", "sqlite:" + path], environment: [:],
+            product: Self.migrating("CREATE TABLE IF NOT EXISTS sessions_copy (x INT)"))
+        #expect(status == 1)
+        #expect(!FileManager.default.fileExists(atPath: path), "migrate ran for a refused product")
+    }
+
     @Test(
         "a product whose budgets, name or codes would meet Homeport's is refused",
         arguments: [

@@ -371,9 +371,9 @@ enum ServeCommand {
             configuration.accounts.passwordIterations = iterations
         }
         if let text = parsed.value("rate-limits", spec: spec, environment: environment) {
+            let budgets = ServerCLI.product.withLock { $0.budgets.map(\.name) }
             for item in text.split(separator: ",") {
                 let parts = item.split(separator: "=", maxSplits: 1)
-                let budgets = ServerCLI.product.withLock { $0.budgets.map(\.name) }
                 guard parts.count == 2, let limit = RateLimit(parsing: parts[1]),
                     configuration.accounts.rateLimits.set(String(parts[0]), to: limit)
                         || budgets.contains(String(parts[0]))

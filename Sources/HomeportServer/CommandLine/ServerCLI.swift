@@ -8,10 +8,17 @@ import Synchronization
 /// every command, flag and `--help` by calling ``main(product:)`` from its `main.swift`.
 public enum ServerCommandLine {
     /// Runs the command in `arguments` (without the program's name) for `product`; returns the
-    /// exit code (0 success, 1 failure, 2 bad command line, 3 refused without confirmation).
+    /// exit code (0 success, 1 failure, 2 bad command line, 3 refused without confirmation). A
+    /// product whose declaration breaks a rule runs no command at all (`migrate` included).
     public static func run(_ arguments: [String], environment: [String: String], product: Product = .homeport)
         -> Int32
     {
+        do {
+            try product.validate()
+        } catch {
+            Output.error("\(product.commandName): \(error)")
+            return ExitCode.failure.rawValue
+        }
         ServerCLI.product.withLock { $0 = product }
         return ServerCLI.run(arguments, environment: environment).rawValue
     }

@@ -103,7 +103,7 @@ public struct Product: Sendable {
         guard Migrator.isComponentName(name) else {
             throw ConfigurationError("a product's name is 1–64 of a-z 0-9 - _, starting with a letter: not '\(name)'")
         }
-        guard isHomeport || migrations.isEmpty || !migrations.contains(where: { $0.version < 1 }) else {
+        guard !migrations.contains(where: { $0.version < 1 }) else {
             throw ConfigurationError("\(name): migrations are numbered from 1")
         }
         guard Set(migrations.map(\.version)).count == migrations.count else {
