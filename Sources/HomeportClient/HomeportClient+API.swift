@@ -71,8 +71,8 @@ extension HomeportClient {
             }
             do {
                 let answer = try await sendOnce(
-                    method, path, json: json, headers: headers, token: token,
-                    to: .chosen(choice, alternativeMatched: alternativeMatched), record: record)
+                    method, path, json: json, headers: headers, token: token, at: choice,
+                    alternativeMatched: alternativeMatched, record: record)
                 if answer.response.status == 403, !csrfRetried,
                     Self.errorCodes(answer.response).contains(AuthErrorCode.csrfInvalid)
                 {
@@ -95,14 +95,10 @@ extension HomeportClient {
     /// same-origin redirects are followed with it, any other redirect is refused with nothing sent.
     private func sendOnce(
         _ method: String, _ path: String, json: Data?, headers extra: [String: String], token: String,
-        to target: CredentialTarget, record: ServerRecord
+        at choice: Choice, alternativeMatched: Bool, record: ServerRecord
     ) async throws -> Answer {
-        guard case .chosen(let choice, _) = target else { throw ClientError.invalidAddress(target.address.url) }
         let address = choice.address
-        // The token goes to the chosen address's origin and nowhere else, whatever the path says.
-        guard var url = address.url(path), ServerAddress.origin(of: url) == address.origin else {
-            throw ClientError.invalidAddress(address.url + path)
-        }
+        guard var url = address.url(path) else { throw ClientError.invalidAddress(address.url + path) }
         for _ in 0...3 {
             var headers = extra
             headers["Accept"] = "application/json"
@@ -112,7 +108,7 @@ extension HomeportClient {
                     ClientRequest(
                         method: method, url: url, headers: headers, body: json, byteLimit: configuration.byteLimit,
                         deadline: configuration.requestDeadline),
-                    token: token, for: target))
+                    token: token, for: .chosen(choice, alternativeMatched: alternativeMatched)))
             if Self.isRedirect(response.status) {
                 // A write is never sent twice: only a read follows a redirect.
                 guard method == "GET" || method == "HEAD" else {
