@@ -17,6 +17,7 @@ extension Commands {
                     "data", "JSON|-",
                     help: "Send this JSON body ('-' reads it from standard input); it must parse as JSON."),
                 .flag("json", help: "Print JSON: {server, method, path, status, via, contentType, body}."), proxyOption,
+                caFileOption,
             ],
             discussion: """
                 The request goes through the address chosen on this network, as every command's: the session token is
@@ -65,7 +66,7 @@ extension Commands {
             }
             body = Data(text.utf8)
         }
-        let client = try client(environment, proxy: try proxy(parsed))
+        let client = try client(environment, parsed)
         let record = try client.directory.find(server)
         let answer = try await client.send(method, path, to: record.key, json: body)
         let response = answer.response

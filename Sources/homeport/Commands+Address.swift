@@ -11,7 +11,10 @@ extension Commands {
                 summary:
                     "Add an alternative address after checking it is the same installation (nothing secret is sent).",
                 arguments: [serverArgument, .init("URL", help: "The address.")],
-                options: [.flag("allow-http", help: "Allow plain HTTP for this address."), jsonOption, proxyOption],
+                options: [
+                    .flag("allow-http", help: "Allow plain HTTP for this address."), jsonOption, proxyOption,
+                    caFileOption,
+                ],
                 discussion: "An address that already is an alternative is probed again, and kept verified only if "
                     + "it still answers as the installation.")
         case "remove":
@@ -21,7 +24,7 @@ extension Commands {
         default:
             CommandSpec(
                 name: "homeport address verify", summary: "Probe every address of SERVER on this network.",
-                arguments: [serverArgument], options: [jsonOption, proxyOption],
+                arguments: [serverArgument], options: [jsonOption, proxyOption, caFileOption],
                 discussion: "Exits 3 when an address does not answer as the installation.")
         }
     }
@@ -32,7 +35,7 @@ extension Commands {
             throw UsageError("unknown address action '\(action)'; use add, remove or verify")
         }
         guard let parsed = try parse(addressSpec(action), arguments) else { return 0 }
-        let client = try client(environment, proxy: try proxy(parsed))
+        let client = try client(environment, parsed)
         let server = parsed.positionals[0]
         let json = parsed.flag("json")
         switch action {

@@ -65,7 +65,7 @@ extension Commands {
                     + "(the test account)")
         }
         let timeout = try conformanceTimeout(parsed.options["timeout"])
-        let caFile = try conformanceCAFile(parsed.options["ca-file"])
+        let caFile = try caFile(parsed)
         let address = try conformanceAddress(parsed.positionals[0], allowHTTP: parsed.flag("allow-http"))
         let proxy = try proxy(parsed)
         let account = try email.map { email in
@@ -107,20 +107,6 @@ extension Commands {
             throw UsageError("--timeout needs a number of seconds above 0 and at most 600, such as 10")
         }
         return seconds
-    }
-
-    /// `--ca-file`'s path, once it names a readable file.
-    private static func conformanceCAFile(_ path: String?) throws -> String? {
-        guard let path else { return nil }
-        #if os(Linux)
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-                FileManager.default.isReadableFile(atPath: path)
-            else { throw UsageError("--ca-file \(path): no readable file there") }
-            return path
-        #else
-            throw UsageError("--ca-file needs libcurl (Linux); here, add the CA to the system's trust instead")
-        #endif
     }
 
     /// The URL to check; a bad one, or plain HTTP without `--allow-http`, is a usage error.

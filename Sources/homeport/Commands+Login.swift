@@ -12,7 +12,7 @@ extension Commands {
             .flag("password-stdin", help: "Read the password from standard input (the only way to pass it)."),
             .flag("allow-http", help: "Allow plain HTTP for this address."),
             .flag("signup", help: "Create the account first."),
-            jsonOption, proxyOption,
+            jsonOption, proxyOption, caFileOption,
         ],
         discussion: """
             The password is sent once and never stored; the session token goes to the vault.
@@ -31,7 +31,7 @@ extension Commands {
         let password = try readSecret("password")
         let address = try ServerAddress(parsing: parsed.positionals[0], allowHTTP: parsed.flag("allow-http"))
         let events = Events()
-        let client = try client(environment, proxy: try proxy(parsed), events: events)
+        let client = try client(environment, parsed, events: events)
         var result =
             parsed.flag("signup")
             ? try await client.signup(at: address, email: email, password: password)

@@ -12,7 +12,7 @@ extension Commands {
             .value("last-event-id", "ID", help: "Resume after this event id (otherwise: new notifications only)."),
             .value("count", "N", help: "Stop after N notifications."),
             .flag("json", help: "Print one JSON object a line: {server, eventId, notification}."),
-            proxyOption,
+            proxyOption, caFileOption,
         ],
         discussion: """
             Every connection goes through the address race with the session token header only. After a drop,
@@ -32,7 +32,7 @@ extension Commands {
             guard let count = Int(text), count > 0 else { throw UsageError("--count needs a positive number") }
             limit = count
         }
-        let client = try client(environment, proxy: try proxy(parsed))
+        let client = try client(environment, parsed)
         let record = try client.directory.find(parsed.positionals[0])
         let json = parsed.flag("json")
         var printed = 0

@@ -10,7 +10,7 @@ extension Commands {
             .flag(
                 "password-stdin",
                 help: "Read the current password, then the new one, from standard input, one a line (the only way)."),
-            jsonOption, proxyOption,
+            jsonOption, proxyOption, caFileOption,
         ],
         discussion: "The server renews this device's session token; the vault keeps the new one.")
 
@@ -19,7 +19,7 @@ extension Commands {
         arguments: [.init("URL", help: "The server's address.")],
         options: [
             .value("email", "EMAIL", help: "The account's address."),
-            .flag("allow-http", help: "Allow plain HTTP for this address."), jsonOption, proxyOption,
+            .flag("allow-http", help: "Allow plain HTTP for this address."), jsonOption, proxyOption, caFileOption,
         ],
         discussion: "No credential is sent. The server answers the same whether or not the address has an account.")
 
@@ -34,7 +34,7 @@ extension Commands {
             }
             let current = try readSecret("current password")
             let new = try readSecret("new password")
-            let client = try client(environment, proxy: try proxy(parsed))
+            let client = try client(environment, parsed)
             let record = try client.directory.find(parsed.positionals[0])
             let renewed = try await client.changePassword(record.key, current: current, new: new)
             if parsed.flag("json") {
@@ -48,7 +48,7 @@ extension Commands {
             guard let parsed = try parse(passwordResetSpec, arguments) else { return 0 }
             guard let email = parsed.options["email"] else { throw UsageError("password reset needs --email EMAIL") }
             let address = try ServerAddress(parsing: parsed.positionals[0], allowHTTP: parsed.flag("allow-http"))
-            let client = try client(environment, proxy: try proxy(parsed))
+            let client = try client(environment, parsed)
             try await client.requestPasswordReset(at: address, email: email)
             if parsed.flag("json") {
                 try printJSON(["address": address.url, "email": email, "requested": true])

@@ -17,7 +17,7 @@ extension Commands {
                     .value(
                         "environment", "ENV", help: "sandbox (development builds) or production.",
                         default: "production"),
-                    jsonOption, proxyOption,
+                    jsonOption, proxyOption, caFileOption,
                 ],
                 discussion: """
                     The token goes only where the session token goes: to an address that answered as the
@@ -28,7 +28,7 @@ extension Commands {
             CommandSpec(
                 name: "homeport push unregister",
                 summary: "Withdraw the push token this device registered with SERVER.",
-                arguments: [serverArgument], options: [jsonOption, proxyOption])
+                arguments: [serverArgument], options: [jsonOption, proxyOption, caFileOption])
         case "route":
             CommandSpec(
                 name: "homeport push route",
@@ -57,12 +57,13 @@ extension Commands {
                 arguments: [serverArgument],
                 options: [
                     .flag("kept", help: "Show the copy kept here without asking the server."), jsonOption, proxyOption,
+                    caFileOption,
                 ])
         default:
             CommandSpec(
                 name: "homeport push test",
                 summary: "Ask SERVER to send one notification to this account's registered devices.",
-                arguments: [serverArgument], options: [jsonOption, proxyOption])
+                arguments: [serverArgument], options: [jsonOption, proxyOption, caFileOption])
         }
     }
 
@@ -73,7 +74,7 @@ extension Commands {
         if action == "route" { return try route(arguments, environment) }
         guard let parsed = try parse(pushSpec(action), arguments) else { return 0 }
         let events = Events()
-        let client = try client(environment, proxy: try proxy(parsed), events: events)
+        let client = try client(environment, parsed, events: events)
         let record = try client.directory.find(parsed.positionals[0])
         let json = parsed.flag("json")
         switch action {
@@ -218,15 +219,15 @@ extension Commands {
         case "mute":
             CommandSpec(
                 name: "homeport mute", summary: "Mute a thread on SERVER: its notifications are not pushed.",
-                arguments: [serverArgument, threadArgument], options: [jsonOption, proxyOption])
+                arguments: [serverArgument, threadArgument], options: [jsonOption, proxyOption, caFileOption])
         case "unmute":
             CommandSpec(
                 name: "homeport unmute", summary: "Unmute a thread on SERVER.",
-                arguments: [serverArgument, threadArgument], options: [jsonOption, proxyOption])
+                arguments: [serverArgument, threadArgument], options: [jsonOption, proxyOption, caFileOption])
         default:
             CommandSpec(
                 name: "homeport mutes", summary: "List the threads muted on SERVER.",
-                arguments: [serverArgument], options: [jsonOption, proxyOption])
+                arguments: [serverArgument], options: [jsonOption, proxyOption, caFileOption])
         }
     }
 
@@ -236,7 +237,7 @@ extension Commands {
 
     static func mute(_ command: String, _ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(muteSpec(command), arguments) else { return 0 }
-        let client = try client(environment, proxy: try proxy(parsed))
+        let client = try client(environment, parsed)
         let record = try client.directory.find(parsed.positionals[0])
         let json = parsed.flag("json")
         switch command {

@@ -6,11 +6,11 @@ extension Commands {
     static let whoamiSpec = CommandSpec(
         name: "homeport whoami", summary: "Call app-info through the address chosen on this network, and say which.",
         arguments: [serverArgument],
-        options: [.flag("json", help: "Print JSON: {server, email, via, appInfo}."), proxyOption])
+        options: [.flag("json", help: "Print JSON: {server, email, via, appInfo}."), proxyOption, caFileOption])
 
     static func whoami(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(whoamiSpec, arguments) else { return 0 }
-        let client = try client(environment, proxy: try proxy(parsed))
+        let client = try client(environment, parsed)
         let before = try client.directory.find(parsed.positionals[0])
         let (info, via) = try await client.appInfo(before.key)
         // After an identity change the server is stored under its new id.
@@ -33,7 +33,7 @@ extension Commands {
 
     static let logoutSpec = CommandSpec(
         name: "homeport logout", summary: "Sign out; the local session is erased even when the server cannot be asked.",
-        arguments: [serverArgument], options: [jsonOption, proxyOption],
+        arguments: [serverArgument], options: [jsonOption, proxyOption, caFileOption],
         discussion: """
             The server is asked to end the session only through an address that answers as the installation.
             "the server ended the session" is said only when its app door confirmed it; otherwise the session
@@ -42,7 +42,7 @@ extension Commands {
 
     static func logout(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(logoutSpec, arguments) else { return 0 }
-        let client = try client(environment, proxy: try proxy(parsed))
+        let client = try client(environment, parsed)
         let record = try client.directory.find(parsed.positionals[0])
         let outcome = try await client.logout(record.key)
         if parsed.flag("json") {
@@ -62,7 +62,7 @@ extension Commands {
 
     static let removeSpec = CommandSpec(
         name: "homeport remove", summary: "Forget SERVER locally (not a remote sign-out).",
-        arguments: [serverArgument], options: [jsonOption, proxyOption],
+        arguments: [serverArgument], options: [jsonOption, proxyOption, caFileOption],
         discussion: """
             The push token this device registered with SERVER is withdrawn first when the server can be asked;
             offline, SERVER is removed all the same.
@@ -70,7 +70,7 @@ extension Commands {
 
     static func remove(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(removeSpec, arguments) else { return 0 }
-        let client = try client(environment, proxy: try proxy(parsed))
+        let client = try client(environment, parsed)
         let record = try client.directory.find(parsed.positionals[0])
         try await client.remove(record.key)
         if parsed.flag("json") {

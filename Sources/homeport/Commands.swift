@@ -17,12 +17,14 @@ enum Commands {
         return (SystemNetworkPath.current(), "system")
     }
 
-    /// The client over `$HOMEPORT_HOME`, sending through `proxy` only when one was named.
-    /// Events are printed to standard error and kept in `events`.
+    /// The client over `$HOMEPORT_HOME`, sending through the proxy `--proxy` names and trusting
+    /// the CA file `--ca-file` names, when `parsed` has them (directly, and the system's CAs,
+    /// otherwise). Events are printed to standard error and kept in `events`.
     static func client(
-        _ environment: [String: String], proxy: URL? = nil, events: Events = Events(),
+        _ environment: [String: String], _ parsed: ParsedArguments? = nil, events: Events = Events(),
         configure: (inout ClientConfiguration) -> Void = { _ in }
     ) throws -> HomeportClient {
+        let transport = try parsed.map(transport) ?? HomeportClient.defaultTransport()
         let home = home(environment)
         let directory = try ServerDirectory(directory: home)
         #if os(Linux)
@@ -37,7 +39,7 @@ enum Commands {
         if path.source == "system" { configuration.networkPathSource = { SystemNetworkPath.current() } }
         configure(&configuration)
         return HomeportClient(
-            directory: directory, vault: vault, transport: HomeportClient.defaultTransport(proxy: proxy),
+            directory: directory, vault: vault, transport: transport,
             configuration: configuration, networkPath: networkPath(environment).path,
             onEvent: { event in
                 events.add(event)
@@ -91,6 +93,33 @@ enum Commands {
         return url
     }
 
+    /// The transport for `--proxy` and `--ca-file`.
+    static func transport(_ parsed: ParsedArguments) throws -> any ClientTransport {
+        let proxy = try proxy(parsed)
+        guard let caFile = try caFile(parsed) else { return HomeportClient.defaultTransport(proxy: proxy) }
+        #if os(Linux)
+            return CurlTransport(proxy: proxy, certificateAuthorities: caFile)
+        #else
+            _ = caFile
+            return HomeportClient.defaultTransport(proxy: proxy)
+        #endif
+    }
+
+    /// `--ca-file`'s path, once it names a readable file; on Apple platforms, refused (URLSession
+    /// trusts the system's CAs only).
+    static func caFile(_ parsed: ParsedArguments) throws -> String? {
+        guard let path = parsed.options["ca-file"] else { return nil }
+        #if os(Linux)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+                FileManager.default.isReadableFile(atPath: path)
+            else { throw UsageError("--ca-file \(path): no readable file there") }
+            return path
+        #else
+            throw UsageError("--ca-file needs libcurl (Linux); here, add the CA to the system's trust instead")
+        #endif
+    }
+
     /// Prints a result line, without any terminal control a server's text could have carried.
     static func say(_ text: String) {
         Output.line(ServerText.clean(text, limit: nil))
@@ -124,6 +153,10 @@ enum Commands {
         help: "Send every request through this HTTP proxy. It sees every request, the session token included, "
             + "and can answer identity probes itself: use only a proxy you trust as much as the server. "
             + "No proxy is ever taken from the environment (http_proxy, ALL_PROXY, …).")
+    static let caFileOption = CommandSpec.Option.value(
+        "ca-file", "PATH",
+        help: "Trust the CAs in this PEM file instead of the system's (a private CA, such as Caddy's internal "
+            + "one). The name in the certificate is still checked.")
 }
 
 /// The events of one command, for its JSON result.

@@ -46,8 +46,9 @@ enum HomeportCLI {
           conformance URL            Check the server at URL against the Homeport protocol: a pass/fail table.
 
         Every command that prints a result takes --json; every command that reaches a server takes
-        --proxy URL (no proxy is ever taken from the environment: http_proxy, ALL_PROXY, … are ignored).
-        Run 'homeport COMMAND --help' for its options.
+        --proxy URL (no proxy is ever taken from the environment: http_proxy, ALL_PROXY, … are ignored)
+        and --ca-file PATH (a private CA to trust instead of the system's; the certificate's name is still
+        checked). Run 'homeport COMMAND --help' for its options.
 
         SERVER is an instance id, a unique prefix of one, or the primary URL.
         State lives in $HOMEPORT_HOME (default $XDG_CONFIG_HOME/homeport, else ~/.config/homeport): created

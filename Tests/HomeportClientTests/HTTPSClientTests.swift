@@ -51,4 +51,52 @@ struct HTTPSClientTests {
             #expect(info.instanceId == server.instanceID)
         }
     }
+
+    @Test(
+        "the CLI trusts a private CA with --ca-file, for that command only; without it, or for another name, nothing is sent"
+    )
+    func commandLineCAFile() throws {
+        let certificates = try TestCertificates(names: "IP:127.0.0.1")
+        defer { certificates.directory.remove() }
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let server = try ServerProcess(serve: [
+            "--database", "sqlite:" + data.file("h.sqlite"), "--signup", "open", "--password-iterations", "1000",
+            "--tls-cert", certificates.certificateFile, "--tls-key", certificates.keyFile,
+        ])
+        defer { server.stop() }
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let environment = ["HOMEPORT_HOME": home.path, "HOMEPORT_NETWORK_PATH": "home"]
+        let login = ["login", "https://127.0.0.1:\(server.port)", "--email", "ada@example.com", "--password-stdin"]
+
+        let untrusted = try ServerProcess.runClient(
+            login + ["--signup"], environment: environment, input: password + "\n")
+        #expect(untrusted.status != 0)
+        #expect(try ServerDirectory(directory: home.path).all.isEmpty)
+        let missing = try ServerProcess.runClient(
+            login + ["--ca-file", home.file("no-such.pem")], environment: environment, input: password + "\n")
+        #expect(missing.status == 2)
+        #expect(missing.error.contains("no readable file there"))
+
+        let trusted = try ServerProcess.runClient(
+            login + ["--signup", "--ca-file", certificates.caFile], environment: environment, input: password + "\n")
+        #expect(trusted.status == 0, "\(trusted.error)")
+        let whoami = try ServerProcess.runClient(
+            ["whoami", "https://127.0.0.1:\(server.port)", "--ca-file", certificates.caFile], environment: environment)
+        #expect(whoami.status == 0, "\(whoami.error)")
+        // The same CA, the same server, reached by a name its certificate does not carry.
+        let otherName = try ServerProcess.runClient(
+            [
+                "address", "add", "https://127.0.0.1:\(server.port)", "https://localhost:\(server.port)", "--ca-file",
+                certificates.caFile,
+            ], environment: environment)
+        #expect(otherName.status != 0)
+        #expect(otherName.error.contains("localhost"), "\(otherName.error)")
+        #expect(try ServerDirectory(directory: home.path).all.first?.alternatives.isEmpty == true)
+        // Without the CA, the next command trusts only the system's.
+        let withoutCA = try ServerProcess.runClient(
+            ["whoami", "https://127.0.0.1:\(server.port)"], environment: environment)
+        #expect(withoutCA.status != 0)
+    }
 }

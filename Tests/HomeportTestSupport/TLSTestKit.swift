@@ -4,7 +4,8 @@ import Foundation
     import Glibc
 #endif
 
-/// A throwaway CA and a certificate for 127.0.0.1 and localhost, made with the openssl CLI.
+/// A throwaway CA and a certificate it signed (for 127.0.0.1 and localhost unless told otherwise),
+/// made with the openssl CLI.
 public struct TestCertificates: Sendable {
     /// Where the files are.
     public let directory: TemporaryDirectory
@@ -15,11 +16,11 @@ public struct TestCertificates: Sendable {
     /// The server's key (PEM).
     public var keyFile: String { directory.file("server.key") }
 
-    /// Makes the CA and the certificate.
-    public init() throws {
+    /// Makes the CA and a certificate for `names` (a `subjectAltName` value).
+    public init(names: String = "DNS:localhost,IP:127.0.0.1") throws {
         directory = try TemporaryDirectory()
         let d = directory
-        try d.file("san.ext").write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+        try d.file("san.ext").write("subjectAltName=\(names)\n")
         for arguments in [
             [
                 "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
