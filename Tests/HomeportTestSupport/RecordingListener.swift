@@ -72,14 +72,31 @@ public final class RecordingListener: @unchecked Sendable {
         /// Answers `streamPath` with the scripts in turn (the last one again once they run out),
         /// and every other request by route.
         case routesAndStreams([String: Canned], streamPath: String, [[StreamStep]])
+        /// Passes every request on to the server on 127.0.0.1:`port`, and its answers back, with
+        /// `fault` (see ``RecordingListener/RelayFault``).
+        case relay(port: Int, fault: RelayFault)
+    }
+
+    /// What a relay does wrong.
+    public enum RelayFault: Sendable {
+        /// Nothing: every request and answer passes as it is.
+        case none
+        /// Holds every request this many seconds before passing it on (the server answers late).
+        case late(Double)
+        /// Passes identity probes on, and holds any other request forever, unanswered.
+        case hangsOnAPI
+        /// Passes identity probes on, and closes the connection on any other request.
+        case dropsAPI
     }
 
     private let fd: Int32
-    private let lock = NSLock()
+    let lock = NSLock()
     private var script: Behaviour
     private var heads: [String] = []
-    private var open: [Int32] = []
-    private var running = true
+    /// Every byte each connection sent, by connection, in the order they were accepted.
+    private var bytes: [[UInt8]] = []
+    var open: [Int32] = []
+    var running = true
     private var sequenceTurn = 0
     private var streamTurn = 0
     /// The port.
@@ -181,6 +198,40 @@ public final class RecordingListener: @unchecked Sendable {
     /// Every request head received so far (request line and headers).
     public var requests: [String] { lock.withLock { heads } }
 
+    /// Every byte received so far, connection by connection: heads, bodies, and whatever came
+    /// after an answer.
+    public var received: [[UInt8]] { lock.withLock { bytes } }
+
+    /// How many bytes received so far belong to an occurrence of one of `secrets` (a token, a
+    /// password, a device token), counted over each connection's bytes as they came.
+    public func credentialBytes(_ secrets: [String]) -> Int {
+        received.reduce(0) { total, connection in
+            secrets.filter { !$0.isEmpty }.reduce(total) { total, secret in
+                var count = 0
+                var rest = connection[...]
+                let needle = Array(secret.utf8)
+                while let range = rest.firstRange(of: needle) {
+                    count += needle.count
+                    rest = rest[range.upperBound...]
+                }
+                return total + count
+            }
+        }
+    }
+
+    /// Appends `chunk` to the bytes of connection `index`.
+    func record(_ chunk: ArraySlice<UInt8>, connection index: Int) {
+        lock.withLock { bytes[index] += chunk }
+    }
+
+    /// Forgets every request and byte received so far (a test that set the scene and now attacks).
+    public func forgetReceived() {
+        lock.withLock {
+            heads.removeAll()
+            bytes = bytes.map { _ in [] }
+        }
+    }
+
     /// Whether any request carried a credential: a session token, a cookie or an Authorization header.
     public var sawCredential: Bool {
         requests.contains { head in
@@ -207,13 +258,22 @@ public final class RecordingListener: @unchecked Sendable {
     public var streamsOpened: Int { lock.withLock { streamTurn } }
 
     private func serve(_ client: Int32) {
+        let connection = lock.withLock {
+            bytes.append([])
+            return bytes.count - 1
+        }
         var buffer = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 4096)
         var holdOpen = false
         reading: while true {
             let count = recv(client, &chunk, chunk.count, 0)
             if count <= 0 { break }
+            record(chunk[0..<count], connection: connection)
             buffer += chunk[0..<count]
+            if case .relay(let port, let fault) = behaviour {
+                holdOpen = relay(client, connection: connection, buffered: buffer, to: port, fault: fault)
+                break
+            }
             guard let end = buffer.firstRange(of: [13, 10, 13, 10]) else { continue }
             let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
             lock.withLock { heads.append(head) }
@@ -237,6 +297,7 @@ public final class RecordingListener: @unchecked Sendable {
             case .blackhole:
                 holdOpen = true
                 continue
+            case .relay: continue
             case .routesAndStreams(let routes, let streamPath, let scripts):
                 if path.split(separator: "?").first.map(String.init) == streamPath, !scripts.isEmpty {
                     let turn = lock.withLock {
@@ -259,6 +320,13 @@ public final class RecordingListener: @unchecked Sendable {
             for line in answer.extraHeaderLines { text += line + "\r\n" }
             text += "\r\n" + answer.body
             RawHTTP.send(client, text)
+            // Whatever the client still sends (a body after its head) is counted too, until it
+            // closes (the answer said it would).
+            while true {
+                let count = recv(client, &chunk, chunk.count, 0)
+                if count <= 0 { break }
+                record(chunk[0..<count], connection: connection)
+            }
             break
         }
         if holdOpen {

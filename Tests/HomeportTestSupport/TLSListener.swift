@@ -4,18 +4,18 @@ import Foundation
     import Glibc
 #endif
 
-/// An HTTPS listener on 127.0.0.1 with a fresh self-signed certificate (which no system trusts),
-/// answering every GET with a fixed JSON body and writing every request's headers to a file.
-/// It shows that the client never bypasses TLS trust.
+/// An HTTPS listener on 127.0.0.1 with a fresh self-signed certificate (which no system trusts) or
+/// a test CA's, answering every request with a fixed JSON body and writing every request that got
+/// past the handshake to a file. It shows that the client never bypasses TLS trust.
 public final class TLSListener: @unchecked Sendable {
     private let process = Process()
     private let directory: TemporaryDirectory
     /// The port.
     public let port: Int
 
-    /// Starts the listener; `body` is what it answers.
-    public init(body: String) throws {
-        directory = try TemporaryDirectory()
+    /// Starts the listener with a fresh self-signed certificate; `body` is what it answers.
+    public convenience init(body: String) throws {
+        let directory = try TemporaryDirectory()
         let openssl = Process()
         openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         openssl.arguments = [
@@ -28,6 +28,20 @@ public final class TLSListener: @unchecked Sendable {
         try openssl.run()
         openssl.waitUntilExit()
         guard openssl.terminationStatus == 0 else { throw RawHTTPError("openssl could not make a certificate") }
+        try self.init(
+            body: body, certificate: directory.file("cert.pem"), key: directory.file("key.pem"), directory: directory)
+    }
+
+    /// Starts the listener with `certificates`' certificate (a test CA's, for whatever names
+    /// it was made for); `body` is what it answers.
+    public convenience init(body: String, certificates: TestCertificates) throws {
+        try self.init(
+            body: body, certificate: certificates.certificateFile, key: certificates.keyFile,
+            directory: try TemporaryDirectory())
+    }
+
+    private init(body: String, certificate: String, key: String, directory: TemporaryDirectory) throws {
+        self.directory = directory
         try body.write(toFile: directory.file("body.json"), atomically: true, encoding: .utf8)
         port = try RawHTTP.freePort()
         let server = """
@@ -35,12 +49,15 @@ public final class TLSListener: @unchecked Sendable {
             port, cert, key, body, log = int(sys.argv[1]), sys.argv[2], sys.argv[3], open(sys.argv[4], 'rb').read(), sys.argv[5]
             class Handler(http.server.BaseHTTPRequestHandler):
                 def do_GET(self):
-                    with open(log, 'a') as f: f.write(repr(dict(self.headers)) + '\\n')
+                    length = int(self.headers.get('Content-Length') or 0)
+                    sent = self.rfile.read(length) if length else b''
+                    with open(log, 'a') as f: f.write(repr((self.requestline, dict(self.headers), sent)) + '\\n')
                     self.send_response(200)
                     self.send_header('Content-Type', 'application/json')
                     self.send_header('Content-Length', str(len(body)))
                     self.end_headers()
                     self.wfile.write(body)
+                do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
                 def log_message(self, *args): pass
             server = http.server.HTTPServer(('127.0.0.1', port), Handler)
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -50,8 +67,8 @@ public final class TLSListener: @unchecked Sendable {
             """
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [
-            "python3", "-c", server, String(port), directory.file("cert.pem"), directory.file("key.pem"),
-            directory.file("body.json"), directory.file("requests.log"),
+            "python3", "-c", server, String(port), certificate, key, directory.file("body.json"),
+            directory.file("requests.log"),
         ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -73,7 +90,7 @@ public final class TLSListener: @unchecked Sendable {
     /// The base URL.
     public var url: String { "https://127.0.0.1:\(port)" }
 
-    /// The headers of every request that got past the TLS handshake.
+    /// Every request that got past the TLS handshake: its request line, headers and body.
     public var requests: [String] {
         ((try? String(contentsOfFile: directory.file("requests.log"), encoding: .utf8)) ?? "")
             .split(separator: "\n").map(String.init)

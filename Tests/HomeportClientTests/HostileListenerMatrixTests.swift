@@ -1,0 +1,317 @@
+import Foundation
+import HomeportClient
+import HomeportTestSupport
+import Testing
+
+/// Every `homeport` command that reaches a server, run as a person runs it, against every kind of
+/// listener that lies: no listener that did not answer as the enrolled installation ever receives
+/// one byte of a credential (the session token, the password, a new password, a device token).
+///
+/// Each case signs a fresh account up at a real server, registers a push token, then points the
+/// enrolled record at the scenario's listeners: a primary that answers as another installation,
+/// a proxy's HTML page, an off-host redirect or a certificate for another name, beside a verified
+/// alternative (a relay to the real server) that is late, hangs or drops its connections.
+@Suite("The hostile-listener matrix: no credential byte at any listener that did not answer as the installation")
+struct HostileListenerMatrixTests {
+    /// What the listeners do.
+    enum Scenario: String, CaseIterable, Sendable {
+        /// The primary answers as another installation; the verified alternative answers 0.1 s late.
+        case alternativeLate100ms
+        /// The same, 1 s late.
+        case alternativeLate1s
+        /// The same, 5 s late: past the probe deadline, so no answer at all.
+        case alternativeLate5s
+        /// The primary answers as another installation; the alternative answers the probe, then
+        /// holds every API request forever.
+        case alternativeHangsOnAPI
+        /// The same, but the alternative closes the connection on every API request.
+        case alternativeDropsAPI
+        /// The primary is a proxy answering every request with an HTML page; the alternative is fine.
+        case primaryHTMLProxy
+        /// The primary redirects every request to another host that claims the installation's
+        /// (public) id; the alternative is fine.
+        case primaryRedirectsOffHost
+        /// The primary is HTTPS with a certificate from a CA the command trusts, for another name;
+        /// the alternative is fine.
+        case primaryWrongNameTLS
+        /// The primary is fine; the four alternatives, each verified earlier on this network, now
+        /// answer as another installation, with HTML, with an off-host redirect and with a
+        /// certificate for another name.
+        case everyAlternativeHostile
+
+        /// Whether a command that needs the installation gets its answer through some address.
+        var commandsSucceed: Bool {
+            switch self {
+            case .alternativeLate5s, .alternativeHangsOnAPI, .alternativeDropsAPI: false
+            default: true
+            }
+        }
+
+        /// Whether the session token goes to the address that answered as the installation (when
+        /// it then hangs or drops the request, the command fails; past the probe deadline it is
+        /// no answer, and nothing goes anywhere).
+        var tokenGoesToTheInstallation: Bool { self != .alternativeLate5s }
+    }
+
+    /// One command of the matrix.
+    struct Command: Sendable, CustomStringConvertible {
+        /// The arguments after `homeport`; `SERVER`, `PRIMARY`, `HOSTILE`, `EMAIL` and
+        /// `OTHER_DEVICE` are replaced by the record's key, its primary URL, one hostile listener's
+        /// URL, the account's address and a device token of the account's own.
+        var arguments: [String]
+        /// Standard input; `PASSWORD` and `NEW_PASSWORD` are replaced by the account's.
+        var input = ""
+        /// Whether it sends the session token (then the relay to the installation must see it
+        /// exactly when the scenario lets it through, which shows the command did not just fail
+        /// early).
+        var sendsCredential = true
+        /// Whether it exits 0 when the installation answers it, and not 0 when it cannot.
+        var exitSaysWhetherItReached = true
+        /// Whether the password is a credential here: `login` sends it where the person said.
+        var passwordIsSecret = true
+        /// Seconds after which it is stopped (a watch runs until stopped).
+        var timeout: Double = 60
+
+        var description: String { arguments.prefix(2).joined(separator: " ") }
+    }
+
+    /// Every command of the CLI that reaches a server.
+    static let commands: [Command] = [
+        Command(arguments: ["whoami", "SERVER"]),
+        Command(arguments: ["api", "SERVER", "GET", "/api/v1/app-info"]),
+        Command(
+            arguments: [
+                "api", "SERVER", "POST", "/api/v1/push/devices", "--data",
+                #"{"token":"OTHER_DEVICE","environment":"sandbox"}"#,
+            ]),
+        Command(arguments: ["password", "change", "SERVER", "--password-stdin"], input: "PASSWORD\nNEW_PASSWORD\n"),
+        Command(arguments: ["push", "register", "SERVER", "OTHER_DEVICE", "--environment", "sandbox"]),
+        Command(arguments: ["push", "unregister", "SERVER"]),
+        Command(arguments: ["push", "catalogue", "SERVER"]),
+        Command(arguments: ["push", "test", "SERVER"], exitSaysWhetherItReached: false),
+        Command(arguments: ["mute", "SERVER", "chat:1"]),
+        Command(arguments: ["unmute", "SERVER", "chat:1"]),
+        Command(arguments: ["mutes", "SERVER"]),
+        Command(
+            arguments: ["notifications", "watch", "SERVER", "--count", "1"], exitSaysWhetherItReached: false,
+            timeout: 8),
+        Command(arguments: ["logout", "SERVER"], exitSaysWhetherItReached: false),
+        Command(arguments: ["remove", "SERVER"], exitSaysWhetherItReached: false),
+        Command(arguments: ["address", "verify", "SERVER"], sendsCredential: false, exitSaysWhetherItReached: false),
+        Command(
+            arguments: ["address", "add", "SERVER", "HOSTILE", "--allow-http"], sendsCredential: false,
+            exitSaysWhetherItReached: false),
+        Command(
+            arguments: ["login", "PRIMARY", "--email", "EMAIL", "--password-stdin", "--allow-http"],
+            input: "PASSWORD\n", sendsCredential: false, exitSaysWhetherItReached: false, passwordIsSecret: false),
+        Command(
+            arguments: ["password", "reset", "PRIMARY", "--email", "EMAIL", "--allow-http"], sendsCredential: false,
+            exitSaysWhetherItReached: false),
+        Command(
+            arguments: ["conformance", "PRIMARY", "--allow-http", "--timeout", "2"], sendsCredential: false,
+            exitSaysWhetherItReached: false),
+    ]
+
+    @Test(
+        "every command that reaches a server sends no credential byte to a listener that did not answer as the installation",
+        .timeLimit(.minutes(5)), arguments: Scenario.allCases)
+    func matrix(scenario: Scenario) async throws {
+        let installation = try Installation(hosts: ["127.0.0.1"])
+        let stage = try Stage(scenario, installationPort: try #require(installation.ports["127.0.0.1"]))
+        defer { stage.stop() }
+
+        // A few at a time: each command has its own account and state directory.
+        var results: [(Command, Outcome)] = []
+        for batch in stride(from: 0, to: Self.commands.count, by: 5) {
+            let commands = Self.commands[batch..<min(batch + 5, Self.commands.count)]
+            try await withThrowingTaskGroup(of: (Command, Outcome).self) { group in
+                for (offset, command) in commands.enumerated() {
+                    group.addTask { (command, try await stage.play(command, account: batch + offset)) }
+                }
+                for try await result in group { results.append(result) }
+            }
+        }
+
+        for (command, outcome) in results {
+            let context = "\(scenario) · homeport \(command) → exit \(outcome.status): \(outcome.error.prefix(300))"
+            #expect(
+                outcome.credentialBytesAtHostileListeners == 0,
+                "\(outcome.credentialBytesAtHostileListeners) credential bytes reached a listener that did not answer as the installation: \(context)"
+            )
+            if command.sendsCredential {
+                #expect(
+                    outcome.tokenAtTheInstallation == scenario.tokenGoesToTheInstallation,
+                    "the token \(outcome.tokenAtTheInstallation ? "went" : "did not go") to the installation: \(context)"
+                )
+            }
+            if command.exitSaysWhetherItReached {
+                #expect((outcome.status == 0) == scenario.commandsSucceed, "\(context)")
+            }
+        }
+        // No request got past the handshake of a certificate for another name.
+        #expect(stage.tls?.requests ?? [] == [])
+    }
+}
+
+/// What one command did.
+struct Outcome: Sendable {
+    var status: Int32
+    var error: String
+    var credentialBytesAtHostileListeners: Int
+    var tokenAtTheInstallation: Bool
+}
+
+/// One scenario's listeners around one real installation.
+final class Stage: @unchecked Sendable {
+    let scenario: HostileListenerMatrixTests.Scenario
+    let installationPort: Int
+    /// Relays to the installation: the record's verified alternative (or its primary, when the
+    /// alternatives are the hostile ones).
+    let relay: RecordingListener
+    /// Plain-HTTP listeners that must get nothing.
+    let hostile: [RecordingListener]
+    /// The HTTPS listener with a certificate for another name, and the CA the commands trust.
+    let tls: TLSListener?
+    let certificates: TestCertificates?
+    let id = UUID().uuidString.prefix(8).lowercased()
+
+    init(_ scenario: HostileListenerMatrixTests.Scenario, installationPort: Int) throws {
+        self.scenario = scenario
+        self.installationPort = installationPort
+        let fault: RecordingListener.RelayFault =
+            switch scenario {
+            case .alternativeLate100ms: .late(0.1)
+            case .alternativeLate1s: .late(1)
+            case .alternativeLate5s: .late(5)
+            case .alternativeHangsOnAPI: .hangsOnAPI
+            case .alternativeDropsAPI: .dropsAPI
+            default: .none
+            }
+        relay = try RecordingListener(
+            host: scenario == .everyAlternativeHostile ? "127.0.0.1" : "127.0.0.2",
+            behaviour: .relay(port: installationPort, fault: fault))
+        let impostor = try RecordingListener(
+            host: "127.0.0.3",
+            behaviour: .respond(
+                status: 200, headers: Peer.json,
+                body: #"{"instanceId":"\#(UUID())","product":"homeport","protocolVersion":1}"#))
+        let html = try RecordingListener(
+            host: "127.0.0.4",
+            behaviour: .respond(
+                status: 200, headers: ["Content-Type": "text/html"],
+                body: "<html><body>Sign in to the Wi-Fi</body></html>"))
+        // The redirect's target claims the installation's id, which is public.
+        let claimant = try RecordingListener(host: "127.0.0.5", behaviour: .blackhole)
+        let redirector = try RecordingListener(
+            host: "127.0.0.6", behaviour: .respond(status: 302, headers: ["Location": claimant.url + "/"], body: ""))
+        switch scenario {
+        case .alternativeLate100ms, .alternativeLate1s, .alternativeLate5s, .alternativeHangsOnAPI,
+            .alternativeDropsAPI:
+            hostile = [impostor]
+        case .primaryHTMLProxy: hostile = [html]
+        case .primaryRedirectsOffHost: hostile = [redirector, claimant]
+        case .primaryWrongNameTLS: hostile = []
+        case .everyAlternativeHostile: hostile = [impostor, html, redirector, claimant]
+        }
+        if scenario == .primaryWrongNameTLS || scenario == .everyAlternativeHostile {
+            let certificates = try TestCertificates(names: "DNS:other.invalid")
+            self.certificates = certificates
+            tls = try TLSListener(
+                body: #"{"instanceId":"\#(UUID())","product":"homeport","protocolVersion":1}"#,
+                certificates: certificates)
+        } else {
+            certificates = nil
+            tls = nil
+        }
+    }
+
+    func stop() {
+        relay.stop()
+        hostile.forEach { $0.stop() }
+        certificates?.directory.remove()
+    }
+
+    /// The record's primary and alternatives.
+    var addresses: (primary: String, alternatives: [String]) {
+        switch scenario {
+        case .everyAlternativeHostile:
+            return (relay.url, hostile.filter { $0.host != "127.0.0.5" }.map(\.url) + [tls!.url])
+        case .primaryWrongNameTLS: return (tls!.url, [relay.url])
+        default: return (hostile[0].url, [relay.url])
+        }
+    }
+
+    /// Signs `account` up at the installation itself, registers a push token, points the record
+    /// at the scenario's addresses, then runs `command` as a person would. Every secret is the
+    /// account's own, so that bytes found anywhere belong to this command.
+    func play(_ command: HostileListenerMatrixTests.Command, account: Int) async throws -> Outcome {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let email = "m\(id)-\(account)@example.com"
+        let secret = String(format: "%08x", account)
+        let (password, newPassword) = ("correct horse \(secret)", "a new password, never astray \(secret)")
+        let (device, otherDevice) = (
+            String(repeating: "5e1ec7ed", count: 7) + secret, String(repeating: "0badc0de", count: 7) + secret
+        )
+        let environment = ["HOMEPORT_HOME": home.path, "HOMEPORT_NETWORK_PATH": "home"]
+        let signup = try await Self.homeport(
+            [
+                "login", "http://127.0.0.1:\(installationPort)", "--email", email, "--password-stdin", "--allow-http",
+                "--signup",
+            ], environment, input: password + "\n")
+        guard signup.status == 0 else { throw RawHTTPError("sign-up failed: \(signup.error)") }
+        let directory = try ServerDirectory(directory: home.path)
+        let key = try #require(directory.all.first?.key)
+        let token = try #require(try FileVault(directory: home.file("vault")).token(for: key))
+        let registered = try await Self.homeport(
+            ["push", "register", key, device, "--environment", "sandbox"], environment)
+        guard registered.status == 0 else { throw RawHTTPError("push register failed: \(registered.error)") }
+
+        let (primaryURL, alternativeURLs) = addresses
+        let primary = try ServerAddress(parsing: primaryURL, allowHTTP: true)
+        let alternatives = try alternativeURLs.map { try ServerAddress(parsing: $0, allowHTTP: true) }
+        _ = try directory.update(key) { record in
+            record.primary = primary
+            record.alternatives = alternatives.map { .init(address: $0, verifiedPaths: ["home": Date()]) }
+            record.lastWinner = nil
+        }
+        let tokenAtRelayBefore = relay.credentialBytes([token])
+
+        let fill = { (text: String) -> String in
+            text.replacingOccurrences(of: "NEW_PASSWORD", with: newPassword)
+                .replacingOccurrences(of: "PASSWORD", with: password)
+                .replacingOccurrences(of: "OTHER_DEVICE", with: otherDevice)
+        }
+        var arguments = command.arguments.map { argument in
+            switch argument {
+            case "SERVER": key
+            case "PRIMARY": primaryURL
+            case "HOSTILE": hostile.first?.url ?? tls!.url
+            case "EMAIL": email
+            default: fill(argument)
+            }
+        }
+        if let certificates { arguments += ["--ca-file", certificates.caFile] }
+        let run = try await Self.homeport(arguments, environment, input: fill(command.input), timeout: command.timeout)
+
+        let secrets = [token, device, otherDevice] + (command.passwordIsSecret ? [password, newPassword] : [])
+        return Outcome(
+            status: run.status, error: run.error,
+            credentialBytesAtHostileListeners: hostile.reduce(0) { $0 + $1.credentialBytes(secrets) },
+            tokenAtTheInstallation: relay.credentialBytes([token]) > tokenAtRelayBefore)
+    }
+
+    /// Runs `homeport` on a thread of its own, so that waiting for it blocks no task.
+    static func homeport(
+        _ arguments: [String], _ environment: [String: String], input: String = "", timeout: Double = 60
+    ) async throws -> (status: Int32, output: String, error: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(
+                    with: Result {
+                        try ServerProcess.runClient(arguments, environment: environment, input: input, timeout: timeout)
+                    })
+            }
+        }
+    }
+}
