@@ -23,8 +23,10 @@ extension HomeportClient {
     /// ``ClientConfiguration/streamIdleTimeout``), the end of a connection's lifetime
     /// (``ClientConfiguration/streamLifetime``) or a network-path change, it reconnects through a
     /// fresh race with `Last-Event-ID`, so nothing is lost; an event only half received when the
-    /// connection drops is discarded and comes again, and an event whose numeric id is not past
-    /// the last one delivered is dropped, so nothing is delivered twice. Failures that may pass
+    /// connection drops is discarded and comes again, and an event whose id is one of the last
+    /// 1,024 delivered is dropped, so nothing is delivered twice. Ids are not
+    /// compared as numbers: one huge id (a server restored from a backup numbers again from
+    /// lower) must not silence every event after it. Failures that may pass
     /// (no answer, no verified address, 5xx, 429 with its `Retry-After`) are retried with a
     /// doubling delay; the stream ends with an error on the API's own refusal of the session
     /// (``ClientError/signedOut(server:)``, the account is signed out as for any request), and on
@@ -97,12 +99,29 @@ extension HomeportClient {
         }
     }
 
-    /// Where the stream stands: the id to resume after, the last id delivered, the server's retry time.
-    private struct StreamCursor {
+    /// Where the stream stands: the id to resume after, the ids delivered lately, the server's
+    /// retry time.
+    struct StreamCursor {
+        /// How many delivered ids are remembered to drop a repeat.
+        static let remembered = 1024
+
         var lastEventID: String?
         var retry: Duration?
+        private var order: [String] = []
+        private var seen: Set<String> = []
 
-        var lastDelivered: Int64? { lastEventID.flatMap { Int64($0) } }
+        init(lastEventID: String?) {
+            self.lastEventID = lastEventID
+        }
+
+        /// Notes `id` as delivered; `false` when it was delivered already (a repeat to drop).
+        mutating func firstDelivery(of id: String) -> Bool {
+            guard !id.isEmpty else { return true }
+            guard seen.insert(id).inserted else { return false }
+            order.append(id)
+            if order.count > Self.remembered { seen.remove(order.removeFirst()) }
+            return true
+        }
     }
 
     /// One connection: chosen through the race, opened, read until it ends.
@@ -165,7 +184,7 @@ extension HomeportClient {
                         max(.milliseconds(milliseconds), .milliseconds(500)), configuration.streamMaximumRetryDelay)
                 case .event(let event):
                     delivered = true
-                    if let notification = deliver(event, of: record, after: cursor.lastDelivered) {
+                    if cursor.firstDelivery(of: event.lastEventID), let notification = deliver(event, of: record) {
                         yield(notification)
                     }
                     if let id = Self.sendableEventID(event.lastEventID) { cursor.lastEventID = id }
@@ -177,12 +196,9 @@ extension HomeportClient {
     }
 
     /// What an event becomes: a notification of this server, a note that it was discarded, or
-    /// nothing (another type of event, or one delivered already).
-    private func deliver(_ event: ServerSentEvent, of record: ServerRecord, after lastDelivered: Int64?)
-        -> NotificationStreamEvent?
-    {
+    /// nothing (another type of event).
+    private func deliver(_ event: ServerSentEvent, of record: ServerRecord) -> NotificationStreamEvent? {
         let id = ServerText.clean(event.lastEventID, limit: 128)
-        if let number = Int64(event.lastEventID), let lastDelivered, number <= lastDelivered { return nil }
         guard event.type == "notification" else { return nil }
         guard let notification = try? JSONDecoder().decode(StreamNotification.self, from: Data(event.data.utf8)) else {
             return .discarded(eventID: id, reason: "its data is not a notification")

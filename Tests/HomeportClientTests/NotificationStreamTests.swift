@@ -137,6 +137,26 @@ struct NotificationStreamTests {
         #expect(streamHeads(server).last?.contains("Last-Event-ID: 3") == true)
     }
 
+    @Test("one huge event id does not silence what follows: repeats are dropped by id, not by comparing numbers")
+    func hugeIDDoesNotSilence() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let server = try peer([
+            [
+                .write(SSE.head), .write(SSE.notification(1, s: id) + SSE.notification(Int64.max, s: id)),
+                .write(SSE.notification(2, s: id)), .close,
+            ],
+            // The server sends 2 again on the next connection: a repeat, dropped.
+            [.write(SSE.head), .write(SSE.notification(2, s: id) + SSE.notification(3, s: id)), .hold],
+        ])
+        let (client, _) = try scriptedClient(home, record: try record(id, primary: server.url))
+        let watched = await watch(client.notificationStream(id.description, sleep: Naps().sleep)) {
+            $0.ids.count >= 4
+        }
+        #expect(watched.ids == [1, Int64.max, 2, 3])
+        #expect(streamHeads(server).last?.contains("Last-Event-ID: 2") == true)
+    }
+
     @Test("when the address drops, the stream reconnects through the race to another verified address")
     func failover() async throws {
         let home = try TemporaryDirectory()

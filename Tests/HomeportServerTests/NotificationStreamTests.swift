@@ -66,6 +66,21 @@ struct NotificationStreamTests {
     }
 
     @Test(
+        "a Last-Event-ID past the account's newest event (a restored database, a made-up number) starts with what is new, not silence",
+        arguments: Backend.allCases)
+    func resumePastTheNewest(backend: Backend) throws {
+        try withAccounts(backend) { server in
+            let ada = try server.signIn("ada@example.com")
+            try notify(server, "ada@example.com", "already seen")
+            let stream = try server.openStream(ada, lastEventID: Int64.max)
+            defer { close(stream.fd) }
+            try notify(server, "ada@example.com", "new")
+            #expect(stream.wait(for: #""title":"new""#))
+            #expect(!stream.text.contains("already seen"))
+        }
+    }
+
+    @Test(
         "ending the session ends its streams: logout, password change, hold", arguments: ["logout", "change", "hold"])
     func sessionEnd(how: String) throws {
         try withAccounts(.sqlite) { server in

@@ -82,9 +82,13 @@ final class StreamHub: @unchecked Sendable {
     }
 
     /// Opens a stream for a signed-in session, resuming after `lastEventID` when the client gives
-    /// one (within the log's retention), else starting with the next notification.
+    /// one (within the log's retention), else starting with the next notification. An id past the
+    /// account's newest event was never sent to it (a database restored from a backup numbers
+    /// again from lower, or a client made the number up): the stream starts with the next
+    /// notification, rather than waiting, silent, until the log catches up.
     func open(session: Session, account: Account, lastEventID: Int64?) throws -> HTTPBodyStream {
-        let start = try lastEventID ?? (NotificationLog(database).latest(userIDs: [account.id])[account.id] ?? 0)
+        let newest = try NotificationLog(database).latest(userIDs: [account.id])[account.id] ?? 0
+        let start = min(lastEventID ?? newest, newest)
         let stream = HTTPBodyStream()
         let subscriber = Subscriber(
             stream: stream, userID: account.id, sessionKeyHash: session.keyHash, lastSeq: max(0, start))
