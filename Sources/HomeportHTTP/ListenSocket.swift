@@ -91,7 +91,9 @@ func addressText(_ address: UnsafePointer<sockaddr>?) -> String {
         return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
             var raw = v6.pointee.sin6_addr
             guard inet_ntop(AF_INET6, &raw, &buffer, socklen_t(buffer.count)) != nil else { return "unknown" }
-            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            // A dual-stack socket reports an IPv4 client as ::ffff:a.b.c.d: it is that IPv4 client.
+            return AddressRange.canonical(
+                String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
     default:
         return "unknown"

@@ -42,6 +42,15 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
         return "\(text)/\(prefixLength)"
     }
 
+    /// `address` as one client is always spelled: an IPv4 address mapped into IPv6
+    /// (`::ffff:192.0.2.7`, as a dual-stack socket or a proxy reports it) as the IPv4 address
+    /// (`192.0.2.7`), anything else as it is. Budgets, logs and caps then count an IPv4 client
+    /// once, and never in the one IPv6 block every mapped address shares.
+    public static func canonical(_ address: String) -> String {
+        guard address.contains(":"), let bytes = bytes(of: address), bytes.count == 4 else { return address }
+        return bytes.map(String.init).joined(separator: ".")
+    }
+
     /// The bytes of an IP literal, or `nil`; `::ffff:a.b.c.d` gives the IPv4 address's four.
     static func bytes(of text: String) -> [UInt8]? {
         var v4 = in_addr()
@@ -83,20 +92,36 @@ public struct AddressRangeError: Error, CustomStringConvertible, Equatable {
 }
 
 /// The reverse proxies whose word about the client is taken: from one of them, the client's
-/// address comes from `Forwarded` (RFC 7239) or else `X-Forwarded-For`. From anyone else those
-/// headers are ignored.
+/// address comes from the one header the operator named (`X-Forwarded-For` unless told
+/// otherwise); the other is ignored, whoever sends it. From anyone else both are ignored.
+///
+/// One header, not a preference between two: nginx and Caddy add to `X-Forwarded-For` and pass a
+/// client's own `Forwarded` through untouched, so a server that preferred `Forwarded` let every
+/// client behind them name its own address.
 public struct TrustedProxies: Sendable, Equatable {
+    /// The header a trusted proxy names the client in.
+    public enum Header: String, Sendable, CaseIterable {
+        /// `X-Forwarded-For: client, proxy1, …` (nginx's `$proxy_add_x_forwarded_for`, Caddy, Traefik).
+        case xForwardedFor = "x-forwarded-for"
+        /// `Forwarded: for=client, for=proxy1` (RFC 7239).
+        case forwarded = "forwarded"
+    }
+
     /// The blocks proxies connect from.
     public var ranges: [AddressRange]
+    /// The one header read.
+    public var header: Header
 
-    /// Trusts proxies in `ranges` (none: every header is ignored).
-    public init(_ ranges: [AddressRange] = []) {
+    /// Trusts proxies in `ranges` (none: every header is ignored), reading `header`.
+    public init(_ ranges: [AddressRange] = [], header: Header = .xForwardedFor) {
         self.ranges = ranges
+        self.header = header
     }
 
     /// Parses `CIDR,CIDR,…`.
-    public init(parsing list: String) throws {
+    public init(parsing list: String, header: Header = .xForwardedFor) throws {
         ranges = try list.split(separator: ",").map { try AddressRange(parsing: String($0)) }
+        self.header = header
     }
 
     /// Whether `address` is a trusted proxy's.
@@ -104,26 +129,28 @@ public struct TrustedProxies: Sendable, Equatable {
         ranges.contains { $0.contains(address) }
     }
 
-    /// The client's address for a request from `peer` with `headers`.
+    /// The client's address for a request from `peer` with `headers`, in its
+    /// ``AddressRange/canonical(_:)`` spelling.
     ///
-    /// From an untrusted peer: the peer. From a trusted one, the hops the proxies recorded
-    /// (`Forwarded`'s `for=`, else `X-Forwarded-For`, every such field in order) are read from
-    /// the right, the nearest first: the first that is not a trusted proxy is the client, since
-    /// the hops to its left are whatever the client chose to send. Every hop trusted: the
-    /// leftmost. A hop that is not an IP address (`unknown`, an obfuscated name, garbage) ends
-    /// the search with the peer itself, so a client can never pick its own address.
+    /// From an untrusted peer: the peer. From a trusted one, the hops the proxies recorded in
+    /// ``header`` (every such field in order) are read from the right, the nearest first: the
+    /// first that is not a trusted proxy is the client, since the hops to its left are whatever
+    /// the client chose to send. Every hop trusted: the leftmost. A hop that is not an IP address
+    /// (`unknown`, an obfuscated name, garbage) ends the search with the peer itself, so a client
+    /// can never pick its own address.
     public func clientAddress(peer: String, headers: [(name: String, value: String)]) -> String {
+        let peer = AddressRange.canonical(peer)
         guard !ranges.isEmpty, trusts(peer) else { return peer }
-        let forwarded = headers.filter { $0.name.caseInsensitiveEquals("Forwarded") }
-        let hops =
-            forwarded.isEmpty
-            ? headers.filter { $0.name.caseInsensitiveEquals("X-Forwarded-For") }.flatMap {
-                $0.value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let fields = headers.filter { $0.name.caseInsensitiveEquals(header.rawValue) }
+        let hops: [String] =
+            switch header {
+            case .xForwardedFor:
+                fields.flatMap { $0.value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+            case .forwarded: fields.flatMap { Self.forwardedFor($0.value) }
             }
-            : forwarded.flatMap { Self.forwardedFor($0.value) }
         var leftmost = peer
         for hop in hops.reversed() {
-            guard let address = Self.address(of: hop) else { return peer }
+            guard let address = Self.address(of: hop).map(AddressRange.canonical) else { return peer }
             guard trusts(address) else { return address }
             leftmost = address
         }

@@ -50,6 +50,7 @@ struct CommandLineTests {
             (["serve", "--rate-limits", "reset-per-email=1/999999999999"], "--rate-limits takes NAME=N/SECONDS"),
             (["serve", "--session-lifetime", "9223372036854775807"], "--session-lifetime must be a duration"),
             (["serve", "--public-url", "ftp://x"], "--public-url must start with http"),
+            (["serve", "--forwarded-header", "x-real-ip"], "is not x-forwarded-for or forwarded"),
             (["users", "promote", "a@example.com"], "unknown users action"),
         ])
     func usageErrors(arguments: [String], message: String) throws {

@@ -1,7 +1,12 @@
 import Foundation
 import HomeportStorage
 import HomeportTestSupport
+import HomeportWire
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The fenced blocks of docs/deploy.md: (language, label, text).
 private func deployBlocks() throws -> [(language: String, label: String, text: String)] {
@@ -93,6 +98,117 @@ struct DeployDocTests {
             "/usr/bin/caddy", ["validate", "--config", directory.file("Caddyfile"), "--adapter", "caddyfile"],
             environment: ["HOME": directory.path, "XDG_DATA_HOME": directory.path, "XDG_CONFIG_HOME": directory.path])
         #expect(run.status == 0, "\(run.error)")
+    }
+
+    @Test(
+        "behind the documented nginx and Caddy sites a client cannot name its own address: forged Forwarded and X-Forwarded-For spread no budget"
+    )
+    func proxiesNameTheClient() throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let server = try ServerProcess(serve: [
+            "--database", "sqlite:" + data.file("h.sqlite"), "--signup", "open", "--password-iterations", "1000",
+            "--trusted-proxies", "127.0.0.1", "--max-connections-per-address", "0", "--rate-limits",
+            "login-per-address=4/600",
+        ])
+        defer { server.stop() }
+        let certificates = try TestCertificates()
+        defer { certificates.directory.remove() }
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+
+        // nginx, the page's site with this machine's ports and files.
+        let nginxPort = try RawHTTP.freePort()
+        let site = try block("nginx")
+            .replacingOccurrences(of: "server 127.0.0.1:8080;", with: "server 127.0.0.1:\(server.port);")
+            .replacingOccurrences(of: "listen 443 ssl;", with: "listen 127.0.0.1:\(nginxPort) ssl;")
+            .replacingOccurrences(of: "/etc/ssl/books.example.net.crt", with: certificates.certificateFile)
+            .replacingOccurrences(of: "/etc/ssl/books.example.net.key", with: certificates.keyFile)
+        let d = scratch.path
+        try """
+        daemon off; master_process off; worker_processes 1; pid \(d)/nginx.pid; error_log \(d)/error.log;
+        events {}
+        http { access_log off; client_body_temp_path \(d); proxy_temp_path \(d); \(site) }
+        """.write(toFile: scratch.file("nginx.conf"), atomically: true, encoding: .utf8)
+        let nginx = try Self.start("/usr/sbin/nginx", ["-c", scratch.file("nginx.conf"), "-p", d], port: nginxPort)
+        defer { Self.kill(nginx) }
+
+        // Caddy, the page's site on a plain-HTTP address of this machine (its admin endpoint off).
+        let caddyPort = try RawHTTP.freePort()
+        let caddyfile = try block("caddy").replacingOccurrences(
+            of: "books.example.net {", with: "http://127.0.0.1:\(caddyPort) {"
+        ).replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
+        try ("{\n\tadmin off\n}\n" + caddyfile).write(
+            toFile: scratch.file("Caddyfile"), atomically: true, encoding: .utf8)
+        let caddy = try Self.start(
+            "/usr/bin/caddy", ["run", "--config", scratch.file("Caddyfile"), "--adapter", "caddyfile"],
+            port: caddyPort, environment: ["HOME": d, "XDG_DATA_HOME": d, "XDG_CONFIG_HOME": d])
+        defer { Self.kill(caddy) }
+
+        let signup = try Self.curl(
+            "http://127.0.0.1:\(server.port)" + AllauthAppPath.base + "/" + AllauthAppPath.signup, from: "127.0.0.1")
+        #expect(signup.status == 200, "\(signup)")
+        for (proxy, attacker, bystander) in [
+            ("https://127.0.0.1:\(nginxPort)", "127.0.0.2", "127.0.0.3"),
+            ("http://127.0.0.1:\(caddyPort)", "127.0.0.4", "127.0.0.5"),
+        ] {
+            let login = proxy + AllauthAppPath.base + "/" + AllauthAppPath.login
+            // Each sign-in names another client, in both headers, each sent twice.
+            let statuses = try (1...6).map { attempt in
+                try Self.curl(
+                    login, from: attacker, caFile: certificates.caFile,
+                    headers: [
+                        "Forwarded: for=198.51.100.\(attempt)", "Forwarded: for=\"[2001:db8::\(attempt)]\"",
+                        "X-Forwarded-For: 203.0.113.\(attempt)", "X-Forwarded-For: 203.0.113.\(attempt + 100)",
+                    ]
+                ).status
+            }
+            #expect(statuses == [200, 200, 200, 200, 429, 429], "\(proxy): \(statuses)")
+            let bystanderStatus = try Self.curl(login, from: bystander, caFile: certificates.caFile).status
+            #expect(bystanderStatus == 200, "\(proxy): another client keeps its own budget")
+        }
+        let log = server.standardError
+        #expect(log.contains("127.0.0.2") && log.contains("127.0.0.4"), "the log names the clients")
+        #expect(!log.contains("198.51.100.") && !log.contains("203.0.113.") && !log.contains("2001:db8"))
+    }
+
+    /// Starts a proxy and waits for its port.
+    private static func start(
+        _ executable: String, _ arguments: [String], port: Int, environment: [String: String] = [:]
+    ) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        guard RawHTTP.waitUntilListening(port: port) else {
+            kill(process)
+            throw RawHTTPError("\(executable) did not start")
+        }
+        return process
+    }
+
+    /// Stops a proxy (SIGKILL: a child of a test thread inherits its blocked SIGTERM).
+    private static func kill(_ process: Process) {
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Ada's sign-in as curl sends it from `source`, with `headers` added.
+    private static func curl(
+        _ url: String, from source: String, caFile: String? = nil, headers: [String] = []
+    ) throws -> (status: Int, body: String) {
+        var arguments = ["-s", "-o", "-", "-w", "\n%{http_code}", "--interface", source]
+        if let caFile { arguments += ["--cacert", caFile] }
+        for header in headers + ["Content-Type: application/json"] { arguments += ["-H", header] }
+        arguments += ["--data-binary", #"{"email":"ada@example.com","password":"correct horse battery"}"#, url]
+        let run = try ServerProcess.runProgram("/usr/bin/curl", arguments, timeout: 20)
+        guard let split = run.output.range(of: "\n", options: .backwards),
+            let status = Int(run.output[split.upperBound...])
+        else { throw RawHTTPError("curl \(url) failed (\(run.status)): \(run.error)") }
+        return (status, String(run.output[..<split.lowerBound]))
     }
 
     @Test("backup and restore keep the installation id; a clone gets another")

@@ -284,7 +284,12 @@ struct HardeningTests {
         #expect(RateLimiter.clientKey("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64")
         #expect(RateLimiter.clientKey("2001:db8:1:2:bbbb::9") == RateLimiter.clientKey("2001:db8:1:2:aaaa::1"))
         #expect(RateLimiter.clientKey("::1") == "0:0:0:0::/64")
+        // IPv4 clients a dual-stack socket or a proxy reports as ::ffff:a.b.c.d are each their own
+        // IPv4 address, not one /64 shared by every IPv4 client.
+        #expect(RateLimiter.clientKey("::ffff:192.0.2.7") == "192.0.2.7")
+        #expect(RateLimiter.clientKey("::ffff:192.0.2.8") != RateLimiter.clientKey("::ffff:192.0.2.7"))
     }
+
     @Test(
         "addresses are one dot-atom, one @ and a host name, in ASCII: lists, names, comments and look-alikes are refused",
         arguments: [

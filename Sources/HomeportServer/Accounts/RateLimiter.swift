@@ -254,6 +254,7 @@ struct RateLimiter {
     /// its /64 (one household or one host gets a whole /64, so counting single addresses would
     /// let it rotate through them).
     static func clientKey(_ address: String) -> String {
+        let address = AddressRange.canonical(address)
         guard address.contains(":") else { return address }
         var raw = in6_addr()
         guard inet_pton(AF_INET6, address, &raw) == 1 else { return address }

@@ -93,8 +93,13 @@ enum ServeCommand {
             .value(
                 "trusted-proxies", "CIDR,…",
                 help:
-                    "Reverse proxies whose Forwarded / X-Forwarded-For name the client (for rate limits and the log); from anyone else those headers are ignored.",
+                    "Reverse proxies whose --forwarded-header names the client (for rate limits, caps and the log); from anyone else it is ignored.",
                 environment: "HOMEPORT_TRUSTED_PROXIES"),
+            .value(
+                "forwarded-header", "x-forwarded-for|forwarded",
+                help:
+                    "The one header a trusted proxy names the client in (the rightmost hop that is not a trusted proxy); the other is ignored, whoever sends it.",
+                environment: "HOMEPORT_FORWARDED_HEADER", default: "x-forwarded-for"),
             .value(
                 "session-cache-seconds", "N",
                 help:
@@ -318,9 +323,14 @@ enum ServeCommand {
                 throw UsageError("--metrics-listen: \(error)")
             }
         }
+        let headerName = parsed.value("forwarded-header", spec: spec, environment: environment) ?? "x-forwarded-for"
+        guard let header = TrustedProxies.Header(rawValue: headerName.lowercased()) else {
+            throw UsageError("--forwarded-header: '\(headerName)' is not x-forwarded-for or forwarded")
+        }
+        configuration.http.trustedProxies.header = header
         if let list = parsed.value("trusted-proxies", spec: spec, environment: environment) {
             do {
-                configuration.http.trustedProxies = try TrustedProxies(parsing: list)
+                configuration.http.trustedProxies = try TrustedProxies(parsing: list, header: header)
             } catch {
                 throw UsageError("--trusted-proxies: \(error)")
             }
