@@ -24,6 +24,8 @@ public enum APIErrorCode {
     public static let invalidField = "invalid_field"
     /// Too many requests of this kind; `Retry-After` says when to try again.
     public static let rateLimited = "rate_limited"
+    /// An account or a client address holds as many notification streams as it may; `Retry-After` says when to try again.
+    public static let tooManyStreams = "too_many_streams"
 }
 
 /// The `code`s of the app door's 400 errors, shared with django-allauth.

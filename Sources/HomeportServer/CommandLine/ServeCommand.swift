@@ -39,6 +39,16 @@ enum ServeCommand {
                 help: "Connections open at once from one client address (IPv6: one /64); 0 for no cap.",
                 environment: "HOMEPORT_MAX_CONNECTIONS_PER_ADDRESS", default: "100"),
             .value(
+                "max-streams-per-account", "N",
+                help:
+                    "In-app notification streams one account holds open at once (per process); one more is refused with 429. 0 for no cap.",
+                environment: "HOMEPORT_MAX_STREAMS_PER_ACCOUNT", default: "10"),
+            .value(
+                "max-streams-per-address", "N",
+                help:
+                    "In-app notification streams one client address (IPv6: one /64; behind a trusted proxy, the forwarded one) holds open at once; 0 for no cap.",
+                environment: "HOMEPORT_MAX_STREAMS_PER_ADDRESS", default: "50"),
+            .value(
                 "header-timeout", "SECONDS",
                 help: "Time a connection has to send a whole request head, from opening or from its last answer.",
                 environment: "HOMEPORT_HEADER_TIMEOUT", default: "20"),
@@ -297,6 +307,13 @@ enum ServeCommand {
             "max-connections-per-address", parsed, spec, environment, range: 0...1_000_000)
         {
             configuration.http.maxConnectionsPerAddress = count
+        }
+        if let count = try ServerCLI.integer("max-streams-per-account", parsed, spec, environment, range: 0...100_000) {
+            configuration.push.streamLimits.perAccount = count
+        }
+        if let count = try ServerCLI.integer("max-streams-per-address", parsed, spec, environment, range: 0...1_000_000)
+        {
+            configuration.push.streamLimits.perClient = count
         }
         if let seconds = try ServerCLI.integer("header-timeout", parsed, spec, environment, range: 1...3600) {
             configuration.http.headerTimeoutSeconds = seconds

@@ -20,6 +20,8 @@ public struct PushSettings: Sendable {
     public var streamHeartbeat: Double
     /// How often the in-app stream looks for notifications made by other processes, in seconds.
     public var streamPollInterval: Double
+    /// How many in-app streams a session, an account and a client address hold at once (per process).
+    public var streamLimits = StreamLimits()
 
     /// Creates settings; pushes are off until ``apns`` is set.
     public init(

@@ -44,6 +44,8 @@ final class StreamHub: @unchecked Sendable {
     private var lastSessionCheck = Date.distantPast
     private var lastHeartbeat = Date()
     private static let keepAlive = Array(": keepalive\n\n".utf8)
+    /// The open streams by their census number, and who holds them (any thread, briefly).
+    private let census: Mutex<(census: StreamCensus, streams: [Int: HTTPBodyStream], next: Int)>
 
     init(database: any Database, identity: IdentityStore, settings: PushSettings, clock: any WallClock, logger: Logger)
     {
@@ -52,6 +54,7 @@ final class StreamHub: @unchecked Sendable {
         self.settings = settings
         self.clock = clock
         self.logger = logger.withLabel("homeport.stream")
+        census = Mutex((StreamCensus(limits: settings.streamLimits), [:], 0))
     }
 
     /// Starts the timer.
@@ -81,20 +84,43 @@ final class StreamHub: @unchecked Sendable {
         queue.async { [weak self] in self?.deliver() }
     }
 
-    /// Opens a stream for a signed-in session, resuming after `lastEventID` when the client gives
+    /// Opens a stream for a signed-in session from `client` (an address), resuming after `lastEventID` when the client gives
     /// one (within the log's retention), else starting with the next notification. An id past the
     /// account's newest event was never sent to it (a database restored from a backup numbers
     /// again from lower, or a client made the number up): the stream starts with the next
     /// notification, rather than waiting, silent, until the log catches up.
-    func open(session: Session, account: Account, lastEventID: Int64?) throws -> HTTPBodyStream {
+    ///
+    /// Within ``StreamLimits``: a session's stream past its share replaces the session's oldest;
+    /// past the account's or the address's cap, 429 `too_many_streams` with `Retry-After`.
+    func open(session: Session, account: Account, client: String, lastEventID: Int64?) throws -> HTTPBodyStream {
         let newest = try NotificationLog(database).latest(userIDs: [account.id])[account.id] ?? 0
         let start = min(lastEventID ?? newest, newest)
         let stream = HTTPBodyStream()
+        let (number, admission, replaced) = census.withLock { state in
+            state.next += 1
+            let number = state.next
+            let admission = state.census.admit(
+                number, session: session.keyHash, account: account.id, client: RateLimiter.clientKey(client))
+            guard case .admitted(let replacing) = admission else { return (number, admission, [HTTPBodyStream]()) }
+            state.streams[number] = stream
+            return (number, admission, replacing.compactMap { state.streams.removeValue(forKey: $0) })
+        }
+        switch admission {
+        case .accountFull:
+            throw Self.tooMany("This account has \(settings.streamLimits.perAccount) notification streams open")
+        case .clientFull:
+            throw Self.tooMany("This address has \(settings.streamLimits.perClient) notification streams open")
+        case .admitted: replaced.forEach { $0.finish() }
+        }
         let subscriber = Subscriber(
             stream: stream, userID: account.id, sessionKeyHash: session.keyHash, lastSeq: max(0, start))
         let key = ObjectIdentifier(subscriber)
         stream.onClose = { [weak self] in
             guard let hub = self else { return }
+            hub.census.withLock { state in
+                state.census.remove(number)
+                state.streams[number] = nil
+            }
             hub.queue.async { hub.subscribers[key] = nil }
         }
         // The client learns at once that the stream is open (and a proxy flushes its headers).
@@ -109,6 +135,13 @@ final class StreamHub: @unchecked Sendable {
 
     /// Streams open right now.
     var openCount: Int { queue.sync { subscribers.count } }
+
+    /// 429 `too_many_streams`: the client's stream retries after `Retry-After`.
+    private static func tooMany(_ what: String) -> HTTPError {
+        HTTPError(
+            status: 429, code: APIErrorCode.tooManyStreams, message: what + "; close one, or try again later.",
+            headers: ["Retry-After": "30"])
+    }
 
     // MARK: On the hub's queue
 

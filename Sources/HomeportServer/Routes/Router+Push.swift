@@ -109,7 +109,8 @@ struct PushRoutes: Sendable {
             }
             resume = value
         }
-        let stream = try hub.open(session: session, account: account, lastEventID: resume)
+        let stream = try hub.open(
+            session: session, account: account, client: request.remoteAddress, lastEventID: resume)
         return .streaming(
             stream,
             headers: [
