@@ -28,6 +28,8 @@ final class ConnectionRegistry: @unchecked Sendable {
         /// The streamed response it carries, until the sweeper finds its client gone (guarded by
         /// the registry's lock).
         var stream: HTTPBodyStream?
+        /// Bytes of the request body received since the body phase began.
+        let bodyBytes = Atomic<Int>(0)
 
         init(descriptor: Int32, address: AddressKey, client: String) {
             self.descriptor = descriptor
@@ -64,6 +66,9 @@ final class ConnectionRegistry: @unchecked Sendable {
     private var live = 0
     private let headerDeadline: UInt64
     private let bodyDeadline: UInt64
+    /// Bytes a second a body must average once ``bodyGrace`` milliseconds have passed (0: none).
+    private let minBodyRate: UInt64
+    private let bodyGrace: UInt64
     private let bodyBudget: Int
     /// The most of the body budget one address may hold: an eighth, or one largest body.
     private let addressShare: Int
@@ -78,6 +83,8 @@ final class ConnectionRegistry: @unchecked Sendable {
         maxConnections = max(1, configuration.maxConnections)
         headerDeadline = UInt64(max(1, configuration.headerTimeoutSeconds)) * 1000
         bodyDeadline = UInt64(max(1, configuration.bodyTimeoutSeconds)) * 1000
+        minBodyRate = UInt64(max(0, configuration.minBodyBytesPerSecond))
+        bodyGrace = UInt64(max(1, configuration.bodyRateGraceSeconds)) * 1000
         bodyBudget = configuration.maxBufferedBodyBytes
         addressShare = max(configuration.maxBodyBytes, configuration.maxBufferedBodyBytes / 8)
         smallBodyReserve = min(
@@ -86,34 +93,51 @@ final class ConnectionRegistry: @unchecked Sendable {
 
     /// Whether one more connection from `address` may open (checked before any byte is read).
     ///
-    /// Past its address's cap, no. At the server's cap, it takes the place of a connection that
-    /// is waiting for a request (see ``shedOne()``), so that a few addresses holding every slot
-    /// with requests they never finish cannot keep everyone else out; when every connection is
-    /// busy with a request, no.
+    /// Past its address's cap, no. At the server's cap, it takes the place of a connection of the
+    /// address that holds the most (see ``shedOne()``) — one waiting for a request, sending a
+    /// body, or holding a stream — so that a few addresses holding every slot with requests they
+    /// never finish, bodies they trickle or streams cannot keep everyone else out; when every
+    /// connection is being answered, no.
     func admits(_ address: AddressKey) -> Bool {
-        lock.withLock {
-            if maxPerAddress > 0 && perAddress[address, default: 0] >= maxPerAddress { return false }
-            return live < maxConnections || shedOne()
+        let (admitted, stream): (Bool, HTTPBodyStream?) = lock.withLock {
+            if maxPerAddress > 0 && perAddress[address, default: 0] >= maxPerAddress { return (false, nil) }
+            if live < maxConnections { return (true, nil) }
+            guard let shed = shedOne() else { return (false, nil) }
+            return (true, shed.stream)
         }
+        // A stream's connection is suspended, out of libmicrohttpd's loop: finishing the stream
+        // resumes it, and its shut-down socket then closes it.
+        stream?.finish()
+        return admitted
     }
 
-    /// Shuts down the connection to give up first: waiting for a request line and headers, from
-    /// the address with the most connections, the longest-waiting of them. Under the lock.
-    private func shedOne() -> Bool {
+    /// Shuts down the connection to give up first, and returns it: of the address with the most
+    /// connections, one waiting for a request, else one sending a body, else one holding a
+    /// stream; the longest in its phase. Never one being answered. Under the lock.
+    private func shedOne() -> Connection? {
         var chosen: Connection?
-        var chosenRank = (count: 0, since: UInt64.max)
+        var chosenRank = (count: 0, phase: UInt64.max, since: UInt64.max)
         for connection in connections.values where !connection.cut {
             let state = connection.state.load(ordering: .relaxed)
-            guard Phase(rawValue: state >> 62) == .awaitingHead else { continue }
-            let rank = (count: perAddress[connection.address, default: 0], since: state & (1 << 62 - 1))
-            if rank.count > chosenRank.count || (rank.count == chosenRank.count && rank.since < chosenRank.since) {
+            let phase = state >> 62
+            guard phase != Phase.answering.rawValue else { continue }
+            // Waiting for a head first, then a body, then a stream (answering ranks between, never chosen).
+            let order = phase == Phase.streaming.rawValue ? 3 : phase == Phase.readingBody.rawValue ? 1 : 0
+            let rank = (
+                count: perAddress[connection.address, default: 0], phase: UInt64(order), since: state & (1 << 62 - 1)
+            )
+            if rank.count > chosenRank.count
+                || (rank.count == chosenRank.count
+                    && (rank.phase < chosenRank.phase
+                        || (rank.phase == chosenRank.phase && rank.since < chosenRank.since)))
+            {
                 chosen = connection
                 chosenRank = rank
             }
         }
-        guard let chosen else { return false }
+        guard let chosen else { return nil }
         cut(chosen)
-        return true
+        return chosen
     }
 
     /// Shuts a connection down (under the lock). libmicrohttpd sees the end of the stream and
@@ -154,6 +178,7 @@ final class ConnectionRegistry: @unchecked Sendable {
 
     /// Moves a connection into `phase`, whose deadline starts now.
     func enter(_ phase: Phase, _ connection: Connection) {
+        if phase == .readingBody { connection.bodyBytes.store(0, ordering: .relaxed) }
         connection.state.store(phase.rawValue << 62 | milliseconds(), ordering: .relaxed)
     }
 
@@ -219,7 +244,18 @@ final class ConnectionRegistry: @unchecked Sendable {
                 let limit: UInt64
                 switch Phase(rawValue: state >> 62) {
                 case .awaitingHead: limit = headerDeadline
-                case .readingBody: limit = bodyDeadline
+                case .readingBody:
+                    limit = bodyDeadline
+                    // Past the grace, a body slower than the minimum rate is a connection held, not
+                    // a body sent.
+                    let elapsed = now - since
+                    if minBodyRate > 0, elapsed > bodyGrace,
+                        UInt64(connection.bodyBytes.load(ordering: .relaxed)) * 1000 < minBodyRate * elapsed
+                    {
+                        cut(connection)
+                        count += 1
+                        continue
+                    }
                 case .streaming:
                     // A suspended connection is out of libmicrohttpd's event loop: shutting its
                     // socket down would go unseen, so the stream is finished instead.

@@ -132,6 +132,7 @@ extension HTTPServer {
         if uploadDataSize.pointee > 0 {
             let size = uploadDataSize.pointee
             uploadDataSize.pointee = 0
+            request.connection?.bodyBytes.add(size, ordering: .relaxed)
             if request.answered { return .YES }
             if request.refusal == nil {
                 if request.body.count + size > configuration.maxBodyBytes {

@@ -27,6 +27,12 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     /// Seconds a request has, once its headers are in, to deliver its whole body; then the
     /// connection is closed.
     public var bodyTimeoutSeconds: Int
+    /// The slowest a body may arrive, in bytes a second on average, once ``bodyRateGraceSeconds``
+    /// have passed since its headers; slower, the connection is closed (a body trickled to hold a
+    /// connection frees it long before ``bodyTimeoutSeconds``). 0 checks no rate.
+    public var minBodyBytesPerSecond = 1024
+    /// Seconds a body has before ``minBodyBytesPerSecond`` is checked.
+    public var bodyRateGraceSeconds = 5
     /// Request bodies held in memory at once, over every connection; a request whose body does
     /// not fit is answered 503 and its connection closed.
     public var maxBufferedBodyBytes: Int
@@ -38,8 +44,8 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     /// Pool requests that may wait for a thread; a further one is answered 503 with
     /// `Retry-After` at once.
     public var poolQueueLimit: Int
-    /// The reverse proxies whose `Forwarded` / `X-Forwarded-For` name the client (its address
-    /// then counts for rate limits and the access log); none by default.
+    /// The reverse proxies whose ``TrustedProxies/header`` names the client (its address then
+    /// counts for rate limits, stream caps and the access log); none by default.
     public var trustedProxies: TrustedProxies
     /// A certificate and key to serve HTTPS with (libmicrohttpd's GnuTLS); `nil` serves HTTP.
     public var tls: TLSCredentials?

@@ -84,26 +84,97 @@ struct SlowClientTests {
         #expect(server.connections.count(in: phase) == count)
     }
 
-    @Test("at the server's cap, when every connection is busy with a request, a newcomer is closed")
-    func refusesAtCapWhenAllBusy() throws {
-        let configuration = HTTPServerConfiguration(
+    @Test("at the server's cap a newcomer takes the place of a body trickled by the address holding the most")
+    func shedsTrickledBodyAtCap() throws {
+        var configuration = HTTPServerConfiguration(
             port: 0, workerThreads: 2, idleTimeoutSeconds: 60, maxConnections: 20, maxConnectionsPerAddress: 0,
             headerTimeoutSeconds: 60, bodyTimeoutSeconds: 60)
+        configuration.minBodyBytesPerSecond = 0
         try withServer(sampleRouter(), configuration: configuration) { server throws in
-            let busy = try (0..<20).map { _ in
-                try unfinishedBody(server, from: "127.0.0.2", length: 100, sent: 10)
-            }
+            let busy =
+                try (0..<8).map { _ in try unfinishedBody(server, from: "127.0.0.2", length: 100, sent: 10) }
+                + (0..<12).map { _ in try unfinishedBody(server, from: "127.0.0.3", length: 100, sent: 10) }
             defer { busy.forEach { close($0) } }
             try waitUntil(server, holds: 20, in: .readingBody)
-            // Reading bodies, not waiting for a request: none of them may be shed.
-            var refused = false
-            for _ in 0..<100 where !refused {
-                let fd = try RawHTTP.connect(port: server.port, timeout: 5)
-                refused = RawHTTP.isClosedByPeer(fd, timeout: 0.5)
-                close(fd)
+            let newcomer = try RawHTTP.connect(port: server.port, source: "127.0.0.4", timeout: 5)
+            defer { close(newcomer) }
+            RawHTTP.send(newcomer, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try RawHTTP.readResponse(newcomer).status == 200)
+            let shed = busy.indices.filter { RawHTTP.isClosedByPeer(busy[$0], timeout: 0.05) }
+            #expect(shed.count == 1 && shed.allSatisfy { $0 >= 8 }, "one body of the address holding 12: \(shed)")
+        }
+    }
+
+    @Test(
+        "the registry gives up a waiting head first, then a body, then a stream, of the address holding the most; never one being answered"
+    )
+    func shedOrder() throws {
+        let configuration = HTTPServerConfiguration(port: 0, maxConnections: 4, maxConnectionsPerAddress: 0)
+        let registry = ConnectionRegistry(configuration: configuration)
+        var pairs: [[Int32]] = []
+        defer { pairs.flatMap { $0 }.forEach { close($0) } }
+        func open(_ address: UInt64, _ phase: ConnectionRegistry.Phase) -> ConnectionRegistry.Connection {
+            var fds: [Int32] = [0, 0]
+            socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds)
+            pairs.append(fds)
+            let connection = registry.opened(
+                descriptor: fds[0], address: .init(family: AF_INET, bits: address), client: "a\(address)")
+            registry.enter(phase, connection)
+            return connection
+        }
+        let key = ConnectionRegistry.AddressKey(family: AF_INET, bits: 9)
+        _ = open(1, .answering)
+        _ = open(2, .awaitingHead)
+        let stream = open(3, .streaming)
+        let body = open(3, .readingBody)
+        // Address 3 holds the most: its body goes before its stream.
+        #expect(registry.admits(key))
+        #expect(body.cut && !stream.cut)
+        registry.closed(body)
+        _ = open(3, .answering)
+        // Address 3 again (a stream and an answer): its stream, never its answer.
+        #expect(registry.admits(key))
+        #expect(stream.cut)
+        registry.closed(stream)
+        _ = open(1, .answering)
+        // Addresses 1 (two answers) and 2 (a head): the head, though its address holds fewer.
+        #expect(registry.admits(key))
+        #expect(registry.count(in: .awaitingHead) == 0)
+        #expect(registry.count(in: .answering) == 3)
+        _ = open(4, .answering)
+        // Every connection is being answered: nobody is given up.
+        #expect(!registry.admits(key))
+    }
+
+    @Test(
+        "a body slower than the minimum rate is cut after the grace, long before the body deadline; a slow but steady upload is not"
+    )
+    func minimumBodyRate() throws {
+        var configuration = HTTPServerConfiguration(
+            port: 0, workerThreads: 2, idleTimeoutSeconds: 60, bodyTimeoutSeconds: 60)
+        configuration.minBodyBytesPerSecond = 1024
+        configuration.bodyRateGraceSeconds = 1
+        try withServer(sampleRouter(), configuration: configuration) { server throws in
+            let trickler = try RawHTTP.connect(port: server.port, source: "127.0.0.2", timeout: 5)
+            defer { close(trickler) }
+            RawHTTP.send(trickler, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
+            var cut = false
+            for _ in 0..<50 where !cut {
+                cut = !RawHTTP.send(trickler, "aaaaaaaaaa") || RawHTTP.isClosedByPeer(trickler, timeout: 0.2)
             }
-            #expect(refused)
-            #expect(busy.allSatisfy { !RawHTTP.isClosedByPeer($0, timeout: 0.01) })
+            #expect(cut, "100 bytes a second is cut within ten seconds, not at the 60-second deadline")
+
+            // 4 KiB a second for three seconds: slow, but a body, not a hold.
+            let steady = try RawHTTP.connect(port: server.port, timeout: 5)
+            defer { close(steady) }
+            RawHTTP.send(steady, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 12288\r\n\r\n")
+            for _ in 0..<12 {
+                #expect(RawHTTP.send(steady, [UInt8](repeating: 0x61, count: 1024)))
+                usleep(250_000)
+            }
+            let answer = try RawHTTP.readResponse(steady)
+            #expect(answer.status == 200)
+            #expect(answer.jsonObject?["bytes"] as? Int == 12288)
         }
     }
 
@@ -232,8 +303,8 @@ struct SlowClientTests {
             defer { announced.forEach { close($0) } }
             // Eight announcements of 2,000 bytes would be 16,000: four times the budget.
             #expect(try eventually(200) { try post(server, size: 2000) } == 200)
-            // (1,500 bytes: the previous request's memory may come back a moment after its answer.)
-            for _ in 0..<5 { #expect(try post(server, size: 1500) == 200) }
+            // (The previous request's memory comes back a moment after its answer: each waits for it.)
+            for _ in 0..<5 { #expect(try eventually(200) { try post(server, size: 1500) } == 200) }
         }
     }
 

@@ -56,6 +56,11 @@ enum ServeCommand {
                 "body-timeout", "SECONDS", help: "Time a request has to send its whole body once its head is in.",
                 environment: "HOMEPORT_BODY_TIMEOUT", default: "30"),
             .value(
+                "min-body-rate", "BYTES",
+                help:
+                    "Bytes a second a request body must average once it has had 5 seconds; slower, the connection is closed. 0 checks no rate.",
+                environment: "HOMEPORT_MIN_BODY_RATE", default: "1024"),
+            .value(
                 "max-buffered-body-bytes", "N",
                 help: "Request bodies held in memory at once, all connections together; beyond it, 503.",
                 environment: "HOMEPORT_MAX_BUFFERED_BODY_BYTES", default: "67108864"),
@@ -320,6 +325,9 @@ enum ServeCommand {
         }
         if let seconds = try ServerCLI.integer("body-timeout", parsed, spec, environment, range: 1...3600) {
             configuration.http.bodyTimeoutSeconds = seconds
+        }
+        if let rate = try ServerCLI.integer("min-body-rate", parsed, spec, environment, range: 0...(1 << 30)) {
+            configuration.http.minBodyBytesPerSecond = rate
         }
         if let bytes = try ServerCLI.integer("max-buffered-body-bytes", parsed, spec, environment, range: limit) {
             configuration.http.maxBufferedBodyBytes = bytes
