@@ -71,7 +71,8 @@ extension HTTPServer {
         }
         request.offloaded = offloaded
         let descriptor = request.connection?.descriptor
-        let queued = pool.submit { [weak self] in
+        let pool = self.pool
+        let queued = pool.submit(bucket: AddressRange.bucket(request.client(connection))) { [weak self] in
             // A request the server gave up on at a stop (answered 503) must not happen after all.
             guard offloaded.isWaiting else { return }
             // A client that gave up while its request waited is not worth the work.
@@ -79,6 +80,12 @@ extension HTTPServer {
             let answer =
                 gone ? HTTPAnswer(response: Self.poolBusy(retryAfter: 1).response, loggedPath: loggedPath) : work()
             offloaded.complete(with: answer)
+            _ = self?.offloads.withLock { $0?.removeValue(forKey: key) }
+        } refused: { [weak self] in
+            // Displaced by a client holding fewer places in the queue.
+            offloaded.complete(
+                with: HTTPAnswer(
+                    response: Self.poolBusy(retryAfter: pool.retryAfterSeconds).response, loggedPath: loggedPath))
             _ = self?.offloads.withLock { $0?.removeValue(forKey: key) }
         }
         if !queued {

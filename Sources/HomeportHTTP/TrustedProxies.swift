@@ -51,6 +51,16 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
         return bytes.map(String.init).joined(separator: ".")
     }
 
+    /// The bucket a client address counts in for budgets and fair shares: an IPv4 address (mapped
+    /// ones included) as it is, an IPv6 address by its /64 (`2001:db8:1:2::/64`: one subscriber's
+    /// network, which hands out as many addresses as it likes), anything else as it is.
+    public static func bucket(_ address: String) -> String {
+        let address = canonical(address)
+        guard address.contains(":"), let bytes = bytes(of: address), bytes.count == 16 else { return address }
+        return stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+            .joined(separator: ":") + "::/64"
+    }
+
     /// The bytes of an IP literal, or `nil`; `::ffff:a.b.c.d` gives the IPv4 address's four.
     static func bytes(of text: String) -> [UInt8]? {
         var v4 = in_addr()

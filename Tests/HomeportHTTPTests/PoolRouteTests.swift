@@ -17,9 +17,12 @@ private final class GatedRoute: Sendable {
     let entered = DispatchSemaphore(value: 0)
     let release = DispatchSemaphore(value: 0)
     let runs = Atomic<Int>(0)
+    /// The client of each run, in order.
+    let clients = Mutex<[String]>([])
 
-    func handle() throws -> HTTPResponse {
+    func handle(from client: String = "") throws -> HTTPResponse {
         let run = runs.add(1, ordering: .relaxed).newValue
+        clients.withLock { $0.append(client) }
         entered.signal()
         release.wait()
         return try .json(["run": run])
@@ -30,7 +33,7 @@ private final class GatedRoute: Sendable {
 struct PoolRouteTests {
     private func router(_ gate: GatedRoute) -> TestRouter {
         var router = sampleRouter()
-        router.post("/hash", placement: .pool) { _, _ in try gate.handle() }
+        router.post("/hash", placement: .pool) { request, _ in try gate.handle(from: request.remoteAddress) }
         router.get("/slow") { _, _ in try gate.handle() }
         return router
     }
@@ -96,6 +99,42 @@ struct PoolRouteTests {
             #expect(try RawHTTP.readResponse(running).status == 200)
             for fd in queued { #expect(try RawHTTP.readResponse(fd).status == 200) }
             #expect(gate.runs.load(ordering: .relaxed) == 3)
+        }
+    }
+
+    @Test(
+        "the queue is fair between clients: one holding every place gives its newest to another, which is served next in turn"
+    )
+    func fairQueue() throws {
+        let gate = GatedRoute()
+        let configuration = HTTPServerConfiguration(port: 0, workerThreads: 1, poolThreads: 1, poolQueueLimit: 4)
+        try withServer(router(gate), configuration: configuration) { server in
+            let flood = try (0..<5).map { _ in try RawHTTP.connect(port: server.port, source: "127.0.0.2") }
+            defer { flood.forEach { close($0) } }
+            post(flood[0])
+            #expect(gate.entered.wait(timeout: .now() + 10) == .success)
+            for fd in flood.dropFirst() {
+                post(fd)
+                // Read and queued once this one worker answers the next request.
+                #expect(try RawHTTP.request(port: server.port, path: "/hello").status == 200)
+            }
+            // The queue is full of 127.0.0.2's sign-ins; 127.0.0.2 itself gets no more.
+            let more = try RawHTTP.connect(port: server.port, source: "127.0.0.2")
+            defer { close(more) }
+            post(more)
+            #expect(try RawHTTP.readResponse(more).status == 503)
+            let other = try RawHTTP.connect(port: server.port, source: "127.0.0.3")
+            defer { close(other) }
+            post(other)
+            // The newest of 127.0.0.2's gives its place, answered at once.
+            let displaced = try RawHTTP.readResponse(flood[4])
+            #expect(displaced.status == 503)
+            #expect(Int(displaced.header("Retry-After") ?? "") ?? 0 >= 1)
+            for _ in 0..<5 { gate.release.signal() }
+            #expect(try RawHTTP.readResponse(other).status == 200)
+            for fd in flood.prefix(4) { #expect(try RawHTTP.readResponse(fd).status == 200) }
+            // Turns: the running one, then one of each client in turn.
+            #expect(gate.clients.withLock { $0 } == ["127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.2", "127.0.0.2"])
         }
     }
 

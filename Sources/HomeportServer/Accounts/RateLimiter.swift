@@ -254,13 +254,7 @@ struct RateLimiter {
     /// its /64 (one household or one host gets a whole /64, so counting single addresses would
     /// let it rotate through them).
     static func clientKey(_ address: String) -> String {
-        let address = AddressRange.canonical(address)
-        guard address.contains(":") else { return address }
-        var raw = in6_addr()
-        guard inet_pton(AF_INET6, address, &raw) == 1 else { return address }
-        let bytes = withUnsafeBytes(of: raw) { Array($0) }
-        return stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
-            .joined(separator: ":") + "::/64"
+        AddressRange.bucket(address)
     }
 
     /// Adds one hit to every bucket (atomically per bucket); throws when any went past its limit,
