@@ -26,6 +26,8 @@ public enum APIErrorCode {
     public static let rateLimited = "rate_limited"
     /// An account or a client address holds as many notification streams as it may; `Retry-After` says when to try again.
     public static let tooManyStreams = "too_many_streams"
+    /// An account holds as many muted threads as it may: unmute one first.
+    public static let tooManyMutes = "too_many_mutes"
 }
 
 /// The `code`s of the app door's 400 errors, shared with django-allauth.

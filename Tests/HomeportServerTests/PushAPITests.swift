@@ -307,3 +307,90 @@ struct PushAPITests {
         }
     }
 }
+
+@Suite("Registrations and mutes have caps and a budget; a notification never fans out past the cap")
+struct PushCapTests {
+    private static func device(_ index: Int) -> String { String(format: "%064x", 0xD0D0_0000 + index) }
+
+    private static var capped: PushSettings {
+        var settings = PushSettings(topic: "net.example.books")
+        settings.maxDevicesPerAccount = 3
+        settings.maxMutesPerAccount = 3
+        return settings
+    }
+
+    @Test(
+        "past the device cap the least recently registered goes, never the new one; a test push reaches the cap at most",
+        arguments: Backend.allCases)
+    func deviceCap(backend: Backend) throws {
+        try withAccounts(backend, push: Self.capped) { server in
+            let ada = try server.signIn("ada@example.com")
+            let bob = try server.signIn("bob@example.com")
+            #expect(try server.register(Self.device(99), token: bob).status == 200)
+            for index in 0..<3 {
+                #expect(try server.register(Self.device(index), token: ada).status == 200)
+                server.clock.advance(by: 1)
+            }
+            // Registering device 0 again makes it the newest: device 1 is the least recent.
+            #expect(try server.register(Self.device(0), token: ada).status == 200)
+            server.clock.advance(by: 1)
+            #expect(try server.register(Self.device(3), token: ada).status == 200)
+            #expect(
+                try server.registeredDevices()
+                    == [Self.device(0), Self.device(2), Self.device(3), Self.device(99)].sorted())
+            // Several in one second: each new one stays.
+            for index in 4..<7 { #expect(try server.register(Self.device(index), token: ada).status == 200) }
+            let adas = try server.application.push.devices(userID: 1).map(\.token)
+            #expect(adas.count == 3 && adas.contains(Self.device(6)), "\(adas)")
+
+            // Rows written before the cap (a server upgraded) are not all pushed to.
+            for index in 10..<20 {
+                try server.application.database.execute(
+                    """
+                    INSERT INTO push_devices (token, environment, topic, user_id, session_key_hash, created_at, updated_at)
+                    VALUES ($1, 'sandbox', '', 1, NULL, 0, 0)
+                    """, [.text(Self.device(index))])
+            }
+            let queued = try server.app("POST", "/api/v1/push/test", token: ada)
+            #expect(queued.status == 202)
+            #expect(queued.jsonObject?["queued"] as? Int == 3)
+        }
+    }
+
+    @Test("past the mute cap a new mute is 409 too_many_mutes; muting again, and unmuting, still work")
+    func muteCap() throws {
+        try withAccounts(.sqlite, push: Self.capped) { server in
+            let ada = try server.signIn("ada@example.com")
+            for thread in ["a", "b", "c", "a"] {
+                #expect(try server.app("PUT", "/api/v1/notifications/mutes/\(thread)", token: ada).status == 204)
+            }
+            let refused = try server.app("PUT", "/api/v1/notifications/mutes/d", token: ada)
+            #expect(refused.status == 409)
+            #expect(
+                (refused.jsonObject?["error"] as? [String: Any])?["code"] as? String == APIErrorCode.tooManyMutes)
+            #expect(try server.app("DELETE", "/api/v1/notifications/mutes/b", token: ada).status == 204)
+            #expect(try server.app("PUT", "/api/v1/notifications/mutes/d", token: ada).status == 204)
+            let threads = try server.app("GET", "/api/v1/notifications/mutes", token: ada).jsonObject?["threads"]
+            #expect(threads as? [String] == ["a", "c", "d"])
+        }
+    }
+
+    @Test("registrations and mutes share one budget per account: past it 429 with Retry-After, and nothing changes")
+    func changeBudget() throws {
+        var limits = RateLimitPolicy()
+        limits.pushChangesPerAccount = RateLimit(4, per: 3600)
+        try withAccounts(.sqlite, rateLimits: limits, push: Self.capped) { server in
+            let ada = try server.signIn("ada@example.com")
+            for index in 0..<3 { #expect(try server.register(Self.device(index), token: ada).status == 200) }
+            #expect(try server.app("PUT", "/api/v1/notifications/mutes/a", token: ada).status == 204)
+            let refused = try server.register(Self.device(9), token: ada)
+            #expect(refused.status == 429)
+            #expect(Int(refused.header("Retry-After") ?? "") ?? 0 > 0)
+            #expect(try server.app("PUT", "/api/v1/notifications/mutes/b", token: ada).status == 429)
+            #expect(try !server.registeredDevices().contains(Self.device(9)))
+            // Another account has its own budget.
+            let bob = try server.signIn("bob@example.com")
+            #expect(try server.register(Self.device(9), token: bob).status == 200)
+        }
+    }
+}

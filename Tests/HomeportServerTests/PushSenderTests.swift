@@ -236,7 +236,7 @@ struct PushReplicaTests {
         let sent = try ServerProcess.run([
             "push", "send", "--database", url.rawText, "--email", "ada@example.com", "--code",
             "homeport/core:push.test",
-            "--title", "To every device", "--apns-topic", APNsStandIn.topic,
+            "--title", "To every device", "--apns-topic", APNsStandIn.topic, "--max-devices-per-account", "1000",
         ])
         #expect(sent.status == 0 && sent.output.contains("1000 push(es) queued"), "\(sent.output) \(sent.error)")
         let apns = [

@@ -59,6 +59,9 @@ public struct RateLimitPolicy: Sendable, Hashable {
     public var resetPerEmail = RateLimit(3, per: 900)
     /// Test notifications per account.
     public var pushTestPerAccount = RateLimit(5, per: 600)
+    /// Device registrations and mutes per account (a phone registers at launch and when its token
+    /// changes; a person mutes a thread now and then).
+    public var pushChangesPerAccount = RateLimit(60, per: 3600)
     /// Verification codes mailed per account (at sign-up, sign-in or resend): as django-allauth,
     /// one per three minutes.
     public var verificationMailPerAccount = RateLimit(1, per: 180)
@@ -77,7 +80,8 @@ public struct RateLimitPolicy: Sendable, Hashable {
     public static let names = [
         "signup-per-address", "login-per-address", "failed-login-per-address", "failed-login-per-account",
         "failed-password-change-per-session", "password-change-per-account", "reset-per-address", "reset-per-email",
-        "push-test-per-account", "verification-mail-per-account", "verification-attempt-per-session",
+        "push-test-per-account", "push-changes-per-account", "verification-mail-per-account",
+        "verification-attempt-per-session",
     ]
 
     /// Sets one limit by name; false for an unknown name.
@@ -92,6 +96,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
         case "reset-per-address": resetPerAddress = limit
         case "reset-per-email": resetPerEmail = limit
         case "push-test-per-account": pushTestPerAccount = limit
+        case "push-changes-per-account": pushChangesPerAccount = limit
         case "verification-mail-per-account": verificationMailPerAccount = limit
         case "verification-attempt-per-session": verificationAttemptPerSession = limit
         default: return false
@@ -203,6 +208,11 @@ struct RateLimiter {
     /// Charges one test notification to the account.
     func chargePushTest(account: Int64, now: Int64) throws {
         try charge([("push_test:account:\(account)", policy.pushTestPerAccount)], now: now)
+    }
+
+    /// One device registration or mute of `account`.
+    func chargePushChange(account: Int64, now: Int64) throws {
+        try charge([("push_change:account:\(account)", policy.pushChangesPerAccount)], now: now)
     }
 
     /// Charges one mailed verification code to the account; a `decoy` (the mail a sign-up with a

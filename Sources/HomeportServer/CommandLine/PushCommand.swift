@@ -17,7 +17,7 @@ enum PushCommand {
             .value(
                 "thread", "ID", help: "The conversation it belongs to, such as chat:42 (muted threads get no push)."),
             .value("id", "N", help: "The id of the object it is about (the deep link's id)."),
-            PushOptions.catalogue, PushOptions.pushKey, PushOptions.topic,
+            PushOptions.catalogue, PushOptions.pushKey, PushOptions.topic, PushOptions.devicesPerAccount,
         ],
         discussion: """
             The push is queued in the database; a running 'serve' with an APNs key sends it within a second.

@@ -16,9 +16,15 @@ enum PushOptions {
         "apns-topic", "BUNDLE_ID", help: "The app's bundle id; with it, notifications queue pushes.",
         environment: "HOMEPORT_APNS_TOPIC")
 
+    static let devicesPerAccount = CommandSpec.Option.value(
+        "max-devices-per-account", "N",
+        help:
+            "Devices one account keeps registered; one more removes its least recently registered. A notification goes to at most this many.",
+        environment: "HOMEPORT_MAX_DEVICES_PER_ACCOUNT", default: "20")
+
     /// The options of `serve` (the sender's too).
     static let all: [CommandSpec.Option] = [
-        catalogue, pushKey, topic,
+        catalogue, pushKey, topic, devicesPerAccount,
         .value(
             "apns-key-file", "FILE", help: "The APNs auth key (.p8) of the developer account; read once, never logged.",
             environment: "HOMEPORT_APNS_KEY_FILE"),
@@ -57,6 +63,9 @@ enum PushOptions {
                 throw UsageError("--apns-topic must be the app's bundle id, such as net.example.books, not '\(topic)'")
             }
             settings.topic = topic
+        }
+        if let count = try ServerCLI.integer("max-devices-per-account", parsed, spec, environment, range: 1...100_000) {
+            settings.maxDevicesPerAccount = count
         }
         if sender { settings.apns = try apns(parsed, spec, environment, topic: settings.topic) }
         return settings

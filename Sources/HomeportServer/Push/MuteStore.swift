@@ -16,6 +16,13 @@ struct MuteStore {
             """, [.integer(userID), .text(thread), .integer(now)])
     }
 
+    /// How many threads the account muted.
+    func count(userID: Int64) throws -> Int {
+        Int(
+            try db.execute("SELECT COUNT(*) AS n FROM notification_mutes WHERE user_id = $1", [.integer(userID)])
+                .first?.int("n") ?? 0)
+    }
+
     func unmute(_ thread: String, userID: Int64) throws {
         try db.execute(
             "DELETE FROM notification_mutes WHERE user_id = $1 AND thread = $2", [.integer(userID), .text(thread)])

@@ -111,7 +111,9 @@ public final class PushCenter: Sendable {
             else { throw Refusal.noAccount }
             let muted = try thread.map { try MuteStore(db).isMuted($0, userID: userID) } ?? false
             guard !muted, let topic = settings.topic else { return Delivery(seq: record.seq, queued: 0, muted: muted) }
-            let devices = try PushDeviceStore(db).devices(userID: userID)
+            // The newest registrations only: an account never fans out past its cap, even over rows
+            // written before the cap.
+            let devices = try PushDeviceStore(db).devices(userID: userID, newest: settings.maxDevicesPerAccount)
             for device in devices {
                 try PushOutbox(db).enqueue(
                     OutboxItem(
@@ -158,11 +160,19 @@ public final class PushCenter: Sendable {
 
     // MARK: Registrations and mutes
 
-    /// Registers the caller's device token, through its session (ending the session drops it).
+    /// Registers the caller's device token, through its session (ending the session drops it),
+    /// charged to the account's budget of push changes; past ``PushSettings/maxDevicesPerAccount``
+    /// the account's least recently registered device goes.
     func register(_ registration: PushDeviceRegistration, session: Session, account: Account) throws {
-        try PushDeviceStore(database).register(
-            token: registration.token, environment: registration.environment, topic: settings.topic ?? "",
-            userID: account.id, session: session.keyHash, now: clock.unixSeconds)
+        let now = clock.unixSeconds
+        try database.transaction { db in
+            try RateLimiter(db, policy: rateLimits).chargePushChange(account: account.id, now: now)
+            let devices = PushDeviceStore(db)
+            try devices.register(
+                token: registration.token, environment: registration.environment, topic: settings.topic ?? "",
+                userID: account.id, session: session.keyHash, now: now)
+            try devices.keepNewest(settings.maxDevicesPerAccount, keeping: registration.token, userID: account.id)
+        }
     }
 
     /// Removes one of the account's device tokens; removing an unknown one changes nothing.
@@ -180,8 +190,25 @@ public final class PushCenter: Sendable {
         try PushDeviceStore(database).all()
     }
 
+    /// Mutes a thread, charged to the account's budget of push changes; refused with
+    /// ``MuteRefusal`` past ``PushSettings/maxMutesPerAccount`` (muting a thread muted already
+    /// changes nothing and costs nothing).
     func mute(_ thread: String, account: Account) throws {
-        try MuteStore(database).mute(thread, userID: account.id, now: clock.unixSeconds)
+        let now = clock.unixSeconds
+        try database.transaction { db in
+            let mutes = MuteStore(db)
+            guard try !mutes.isMuted(thread, userID: account.id) else { return }
+            guard try mutes.count(userID: account.id) < settings.maxMutesPerAccount else {
+                throw MuteRefusal(limit: settings.maxMutesPerAccount)
+            }
+            try RateLimiter(db, policy: rateLimits).chargePushChange(account: account.id, now: now)
+            try mutes.mute(thread, userID: account.id, now: now)
+        }
+    }
+
+    /// The account holds as many mutes as it may.
+    struct MuteRefusal: Error {
+        var limit: Int
     }
 
     func unmute(_ thread: String, account: Account) throws {

@@ -38,6 +38,29 @@ struct PushDeviceStore {
             [.text(token), .text(environment.rawValue), .text(topic), .integer(userID), .text(keyHash), .integer(now)])
     }
 
+    /// Keeps `token` and the account's `newest - 1` other most recently registered devices, and
+    /// removes the rest; returns how many went. (Registrations in the same second tie; the one
+    /// just made is never the one to go.)
+    @discardableResult
+    func keepNewest(_ newest: Int, keeping token: String, userID: Int64) throws -> Int {
+        let before = try count(userID: userID)
+        guard before > newest else { return 0 }
+        try db.execute(
+            """
+            DELETE FROM push_devices WHERE user_id = $1 AND token <> $2 AND token NOT IN (
+                SELECT token FROM push_devices WHERE user_id = $1 AND token <> $2
+                ORDER BY updated_at DESC, token DESC LIMIT $3)
+            """, [.integer(userID), .text(token), .integer(Int64(max(0, newest - 1)))])
+        return before - newest
+    }
+
+    /// How many devices the account holds.
+    func count(userID: Int64) throws -> Int {
+        Int(
+            try db.execute("SELECT COUNT(*) AS n FROM push_devices WHERE user_id = $1", [.integer(userID)]).first?
+                .int("n") ?? 0)
+    }
+
     /// Removes a token, if the account holds it.
     func remove(token: String, userID: Int64) throws {
         try db.execute("DELETE FROM push_devices WHERE token = $1 AND user_id = $2", [.text(token), .integer(userID)])
@@ -54,11 +77,19 @@ struct PushDeviceStore {
         }
     }
 
-    /// An account's devices.
-    func devices(userID: Int64) throws -> [PushDevice] {
-        try db.execute(
-            "SELECT token, environment, topic, user_id, updated_at FROM push_devices WHERE user_id = $1 ORDER BY token",
-            [.integer(userID)]
+    /// An account's devices; with `newest`, only that many of the most recently registered.
+    func devices(userID: Int64, newest: Int? = nil) throws -> [PushDevice] {
+        guard let newest else {
+            return try db.execute(
+                "SELECT token, environment, topic, user_id, updated_at FROM push_devices WHERE user_id = $1 ORDER BY token",
+                [.integer(userID)]
+            ).compactMap(Self.device)
+        }
+        return try db.execute(
+            """
+            SELECT token, environment, topic, user_id, updated_at FROM push_devices WHERE user_id = $1
+            ORDER BY updated_at DESC, token DESC LIMIT $2
+            """, [.integer(userID), .integer(Int64(newest))]
         ).compactMap(Self.device)
     }
 

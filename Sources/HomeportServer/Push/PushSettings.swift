@@ -22,6 +22,11 @@ public struct PushSettings: Sendable {
     public var streamPollInterval: Double
     /// How many in-app streams a session, an account and a client address hold at once (per process).
     public var streamLimits = StreamLimits()
+    /// Devices one account keeps registered: registering one more removes its least recently
+    /// registered (a phone reinstalled leaves its old token behind until Apple refuses it).
+    public var maxDevicesPerAccount = 20
+    /// Threads one account may keep muted; muting one more is refused until one is unmuted.
+    public var maxMutesPerAccount = 1000
 
     /// Creates settings; pushes are off until ``apns`` is set.
     public init(

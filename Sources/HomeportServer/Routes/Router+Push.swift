@@ -46,8 +46,20 @@ struct PushRoutes: Sendable {
             throw HTTPError.invalidField("environment", "The environment is sandbox or production.")
         }
         let registration = PushDeviceRegistration(token: token, environment: environment)
-        try push.register(registration, session: session, account: account)
+        do {
+            try push.register(registration, session: session, account: account)
+        } catch let refusal as RateLimiter.Refusal {
+            throw Self.tooManyChanges(refusal)
+        }
         return try .json(registration)
+    }
+
+    /// 429 `rate_limited`: the account's budget of registrations and mutes is spent.
+    static func tooManyChanges(_ refusal: RateLimiter.Refusal) -> HTTPError {
+        HTTPError(
+            status: 429, code: APIErrorCode.rateLimited,
+            message: "Too many device registrations and mutes; try again later.",
+            headers: ["Retry-After": String(refusal.retryAfter)])
     }
 
     func unregister(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
@@ -96,7 +108,15 @@ struct PushRoutes: Sendable {
         guard let thread = request.pathParameters["thread"], PushCenter.isThread(thread) else {
             throw HTTPError.invalidField("thread", "A thread id is 1–128 characters of letters, digits and ':._-'.")
         }
-        if muted { try push.mute(thread, account: account) } else { try push.unmute(thread, account: account) }
+        do {
+            if muted { try push.mute(thread, account: account) } else { try push.unmute(thread, account: account) }
+        } catch let refusal as RateLimiter.Refusal {
+            throw Self.tooManyChanges(refusal)
+        } catch let refusal as PushCenter.MuteRefusal {
+            throw HTTPError(
+                status: 409, code: APIErrorCode.tooManyMutes,
+                message: "This account has \(refusal.limit) muted threads; unmute one first.")
+        }
         return HTTPResponse(status: 204)
     }
 
