@@ -9,7 +9,7 @@
 struct RequestTarget {
     /// The bytes after the first `?`, not yet decoded; `nil` when the target has no `?`.
     var rawQuery: [UInt8]?
-    /// Whether the target holds a NUL byte (the request is refused).
+    /// Whether the target holds a NUL byte, or `%00` in its path (the request is refused).
     var hasNUL = false
 
     /// Reads the target libmicrohttpd hands its URI callback and takes the query out of it.
@@ -39,6 +39,13 @@ struct RequestTarget {
                 result.hasNUL = true
             } else if byte == UInt8(ascii: "?") && questionMark == nil {
                 questionMark = index
+            } else if byte == UInt8(ascii: "%") && questionMark == nil && target[index + 1] == 0x30
+                && target[index + 2] == 0x30
+            {
+                // `%00` in the path: libmicrohttpd decodes it into a NUL that ends the path early
+                // (`mutes/chat:1%00x` would act on `chat:1`). (A `%` two bytes before the target's
+                // end reads the NUL and `H` of the line's end, never past it.)
+                result.hasNUL = true
             }
             index += 1
         }

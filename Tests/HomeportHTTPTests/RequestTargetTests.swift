@@ -96,6 +96,20 @@ struct RequestTargetTests {
         }
     }
 
+    @Test("%00 in the path is 400 bad_request: libmicrohttpd's decoding would cut the path short")
+    func escapedNULInPath() throws {
+        try withServer(queryRouter()) { server in
+            for path in ["/query%00x", "/query%00", "/qu%00ery?a=1", "/%00"] {
+                let response = try RawHTTP.request(port: server.port, path: path, timeout: 3)
+                #expect(response.status == 400, "\(path)")
+                #expect((response.jsonObject?["error"] as? [String: Any])?["code"] as? String == "bad_request")
+            }
+            // In the query it is a value's byte, decoded by the server's own parser; %0 and %000 are not %00.
+            #expect(try RawHTTP.request(port: server.port, path: "/query?a=%00", timeout: 3).status == 200)
+            #expect(try RawHTTP.request(port: server.port, path: "/query%30", timeout: 3).status != 400)
+        }
+    }
+
     @Test("the raw query is decoded without the server: edge cases of the parser")
     func parserEdges() throws {
         try withServer(queryRouter()) { server in

@@ -370,6 +370,8 @@ struct PushCapTests {
                 (refused.jsonObject?["error"] as? [String: Any])?["code"] as? String == APIErrorCode.tooManyMutes)
             #expect(try server.app("DELETE", "/api/v1/notifications/mutes/b", token: ada).status == 204)
             #expect(try server.app("PUT", "/api/v1/notifications/mutes/d", token: ada).status == 204)
+            // A %00 would have cut the thread short (acting on "a"): refused, nothing changes.
+            #expect(try server.app("DELETE", "/api/v1/notifications/mutes/a%00x", token: ada).status == 400)
             let threads = try server.app("GET", "/api/v1/notifications/mutes", token: ada).jsonObject?["threads"]
             #expect(threads as? [String] == ["a", "c", "d"])
         }
