@@ -215,6 +215,29 @@ extension HTTPServer {
                 connection, request, .badRequest(message: "The request target holds a NUL byte."), url: url,
                 method: method)
         }
+        // libmicrohttpd's memory per connection is larger than the header limit (it parses every
+        // cookie into a table of its own, and builds the answer's head there too): the limit
+        // itself is kept here.
+        let targetBytes = (url.map { strlen($0) } ?? 0) + (request.target.rawQuery?.count ?? 0)
+        if targetBytes > configuration.maxHeaderBytes {
+            return refuse(
+                connection, request,
+                HTTPError(
+                    status: 414, code: "uri_too_long",
+                    message: "The request target is longer than the \(configuration.maxHeaderBytes)-byte limit."),
+                url: url, method: method)
+        }
+        if request.headers.reduce(0, { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 })
+            > configuration.maxHeaderBytes
+        {
+            return refuse(
+                connection, request,
+                HTTPError(
+                    status: 431, code: "request_header_fields_too_large",
+                    message:
+                        "The request's header fields are larger than the \(configuration.maxHeaderBytes)-byte limit."),
+                url: url, method: method)
+        }
         let framing: Framing
         switch Framing.of(request.headers, http10: version.map { strcmp($0, MHD_HTTP_VERSION_1_0) == 0 } ?? false) {
         case .success(let value): framing = value

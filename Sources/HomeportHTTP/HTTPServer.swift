@@ -100,10 +100,18 @@ package final class HTTPServer: @unchecked Sendable {
         let context = Unmanaged.passUnretained(self).toOpaque()
         return homeport_mhd_start(
             UInt32(flags), descriptor, UInt32(max(1, configuration.workerThreads)),
-            UInt32(max(1, configuration.idleTimeoutSeconds)), max(4096, configuration.maxHeaderBytes),
+            UInt32(max(1, configuration.idleTimeoutSeconds)), Self.connectionMemory(configuration),
             UInt32(Self.daemonConnectionLimit(configuration)), acceptPolicyCallback,
             accessHandlerCallback, requestCompletedCallback, notifyConnectionCallback, uriLogCallback,
             tls?.certificate, tls?.key, context)
+    }
+
+    /// libmicrohttpd's memory per connection: the request head (up to the header limit), the
+    /// table it parses the `Cookie` field into (about as large again), and the answer's head.
+    /// Held to the header limit alone, a browser with a hundred ordinary cookies (5 KB) was
+    /// closed without an answer on the web door; the limit is kept by the server instead.
+    static func connectionMemory(_ configuration: HTTPServerConfiguration) -> Int {
+        2 * max(4096, configuration.maxHeaderBytes) + (16 << 10)
     }
 
     /// Serves new connections with another certificate and key (a renewal), without dropping a

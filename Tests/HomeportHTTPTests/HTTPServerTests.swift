@@ -82,6 +82,32 @@ struct HTTPServerTests {
         }
     }
 
+    @Test("a hundred ordinary cookies (5 KB) get their answer, a long one included; past the header limit, 431")
+    func manyCookies() throws {
+        var router = sampleRouter()
+        router.get("/page") { _, _ in
+            var response = try HTTPResponse.json(["page": true])
+            for index in 0..<20 {
+                response.headers.add("X-Policy-\(index)", String(repeating: "p", count: 100))
+            }
+            return response
+        }
+        let configuration = HTTPServerConfiguration(port: 0, workerThreads: 2, maxHeaderBytes: 16 << 10)
+        try withServer(router, configuration: configuration) { server in
+            let cookies = (0..<100).map { "cookie_name_\($0)=value_\($0)_abcdefghijklmnopqrstu" }.joined(
+                separator: "; ")
+            let answer = try RawHTTP.request(port: server.port, path: "/page", headers: [("Cookie", cookies)])
+            #expect(answer.status == 200)
+            #expect(answer.header("X-Policy-19") != nil)
+            // 17 KB of header fields: within libmicrohttpd's memory, past the server's limit.
+            let over = try RawHTTP.request(
+                port: server.port, path: "/page", headers: [("X-Big", String(repeating: "a", count: 17 << 10))])
+            #expect(over.status == 431)
+            #expect(
+                (over.jsonObject?["error"] as? [String: Any])?["code"] as? String == "request_header_fields_too_large")
+        }
+    }
+
     @Test("garbage, oversized headers and a thousand malformed requests leave the server answering")
     func hostileInput() throws {
         // A thousand connections in a row from one address: the per-address cap is not what this tests.
