@@ -25,7 +25,8 @@ enum ServeCommand {
                 "max-body-bytes", "N", help: "Largest request body; larger ones get 413.",
                 environment: "HOMEPORT_MAX_BODY_BYTES", default: "1048576"),
             .value(
-                "max-header-bytes", "N", help: "The largest request target (414 past it) and header block (431 past it).",
+                "max-header-bytes", "N",
+                help: "The largest request target (414 past it) and header block (431 past it).",
                 environment: "HOMEPORT_MAX_HEADER_BYTES", default: "16384"),
             .value(
                 "idle-timeout", "SECONDS", help: "Close a connection silent this long.",
