@@ -29,9 +29,10 @@ static inline struct MHD_Daemon *homeport_mhd_start(
     void *(*uri_log)(void *context, const char *uri, struct MHD_Connection *connection),
     const char *tls_certificate,
     const char *tls_key,
+    const char *tls_priorities,
     void *context)
 {
-    struct MHD_OptionItem options[13];
+    struct MHD_OptionItem options[14];
     int count = 0;
     options[count++] = (struct MHD_OptionItem) { MHD_OPTION_LISTEN_SOCKET, (intptr_t) listen_socket, NULL };
     options[count++] = (struct MHD_OptionItem) { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t) connection_timeout_seconds, NULL };
@@ -47,6 +48,8 @@ static inline struct MHD_Daemon *homeport_mhd_start(
         flags |= MHD_USE_TLS;
         options[count++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_MEM_CERT, 0, (void *) tls_certificate };
         options[count++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_MEM_KEY, 0, (void *) tls_key };
+        if (tls_priorities != NULL)
+            options[count++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_PRIORITIES, 0, (void *) tls_priorities };
     }
     options[count++] = (struct MHD_OptionItem) { MHD_OPTION_END, 0, NULL };
     return MHD_start_daemon(

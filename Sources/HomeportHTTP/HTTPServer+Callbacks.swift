@@ -310,6 +310,10 @@ extension HTTPServer {
         if draining.load(ordering: .relaxed) && !response.headers.contains("Connection") {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
         }
+        // Served over HTTPS by this server: browsers keep to HTTPS for this host from now on.
+        if configuration.tls != nil && !response.headers.contains("Strict-Transport-Security") {
+            _ = MHD_add_response_header(mhdResponse, "Strict-Transport-Security", "max-age=31536000")
+        }
         let result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
         logAccess(
             method: method, path: path, status: response.status, bytes: response.body.count,

@@ -103,7 +103,7 @@ package final class HTTPServer: @unchecked Sendable {
             UInt32(max(1, configuration.idleTimeoutSeconds)), Self.connectionMemory(configuration),
             UInt32(Self.daemonConnectionLimit(configuration)), acceptPolicyCallback,
             accessHandlerCallback, requestCompletedCallback, notifyConnectionCallback, uriLogCallback,
-            tls?.certificate, tls?.key, context)
+            tls?.certificate, tls?.key, tls?.priorities, context)
     }
 
     /// libmicrohttpd's memory per connection: the request head (up to the header limit), the
@@ -123,6 +123,9 @@ package final class HTTPServer: @unchecked Sendable {
             guard case .running(let old, let listen, let sweeper) = lifecycle else { return }
             let duplicate = dup(listen.descriptor)
             guard duplicate >= 0 else { throw HTTPServerError.daemonFailed }
+            // A renewal changes the pair, never the priorities the server started with.
+            var credentials = credentials
+            if let priorities = configuration.tls?.priorities { credentials.priorities = priorities }
             let material = TLSMaterial(credentials)
             guard let daemon = startDaemon(on: duplicate, ipv6: listen.isIPv6, tls: material) else {
                 close(duplicate)
@@ -289,10 +292,12 @@ package final class HTTPServer: @unchecked Sendable {
 final class TLSMaterial: @unchecked Sendable {
     let certificate: UnsafeMutablePointer<CChar>?
     let key: UnsafeMutablePointer<CChar>?
+    let priorities: UnsafeMutablePointer<CChar>?
 
     init(_ credentials: TLSCredentials) {
         certificate = strdup(credentials.certificatePEM)
         key = strdup(credentials.keyPEM)
+        priorities = strdup(credentials.priorities)
     }
 
     deinit {
@@ -302,6 +307,7 @@ final class TLSMaterial: @unchecked Sendable {
             free(key)
         }
         free(certificate)
+        free(priorities)
     }
 }
 

@@ -149,6 +149,15 @@ public struct TLSCredentials: Sendable, Equatable {
     public var certificatePEM: String
     /// The private key (PEM, unencrypted).
     public var keyPEM: String
+    /// The GnuTLS priority string: which protocol versions, key exchanges and ciphers are
+    /// offered (``modernPriorities`` unless the operator says otherwise).
+    public var priorities = TLSCredentials.modernPriorities
+
+    /// TLS 1.2 and 1.3 only, forward-secret key exchanges only, AEAD ciphers only (AES-GCM,
+    /// ChaCha20-Poly1305): no TLS 1.0 or 1.1, no static RSA, no CBC, no SHA-1 MACs.
+    public static let modernPriorities =
+        "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:+CHACHA20-POLY1305"
+        + ":-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:+DHE-RSA"
 
     /// Credentials from PEM text.
     public init(certificatePEM: String, keyPEM: String) {

@@ -122,7 +122,8 @@ public enum HTTPServerError: Error, CustomStringConvertible, Equatable {
         case .tlsUnavailable:
             "this libmicrohttpd was built without TLS: install Debian's libmicrohttpd12 (it links GnuTLS), or serve plain HTTP behind a proxy that terminates TLS"
         case .tlsRefused:
-            "libmicrohttpd would not serve HTTPS with this certificate and key (is the key the certificate's, and both PEM?)"
+            "libmicrohttpd would not serve HTTPS with this certificate and key (is the key the certificate's, and both PEM? "
+                + "with --tls-priority, is it a GnuTLS priority string this GnuTLS knows?)"
         }
     }
 }

@@ -121,6 +121,64 @@ struct HTTPSTests {
         #expect(server.stop() == 0)
     }
 
+    @Test(
+        "HTTPS offers TLS 1.2 and 1.3 with forward-secret AEAD suites only, and says HSTS; --tls-priority changes the offer"
+    )
+    func modernTLS() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // An RSA key: the only kind static-RSA suites could use.
+        let made = try ServerProcess.runProgram(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", directory.file("k.pem"), "-out",
+                directory.file("c.pem"), "-days", "1", "-subj", "/CN=homeport", "-addext",
+                "subjectAltName=IP:127.0.0.1",
+            ])
+        #expect(made.status == 0)
+        /// Whether a handshake with `arguments` (openssl s_client's) succeeds.
+        func handshakes(_ port: Int, _ arguments: [String]) throws -> Bool {
+            try ServerProcess.runProgram(
+                "/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(port)"] + arguments, timeout: 20
+            ).status == 0
+        }
+        let old = [
+            ["-tls1_1", "-cipher", "DEFAULT:@SECLEVEL=0"],  // TLS 1.1
+            ["-tls1_2", "-cipher", "AES128-SHA:@SECLEVEL=0"],  // static RSA, CBC, SHA-1
+            ["-tls1_2", "-cipher", "ECDHE-RSA-AES128-SHA:@SECLEVEL=0"],  // CBC, SHA-1
+        ]
+        for priority in [nil, "NORMAL"] {
+            let server = try ServerProcess(
+                serve: [
+                    "--database", "sqlite:" + directory.file("h.sqlite"), "--tls-cert", directory.file("c.pem"),
+                    "--tls-key", directory.file("k.pem"),
+                ] + (priority.map { ["--tls-priority", $0] } ?? []))
+            for arguments in old {
+                #expect(
+                    try handshakes(server.port, arguments) == (priority == "NORMAL"),
+                    "\(priority ?? "default"): \(arguments)")
+            }
+            #expect(try handshakes(server.port, ["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"]))
+            #expect(try handshakes(server.port, ["-tls1_3"]))
+            let head = try ServerProcess.runProgram(
+                "/usr/bin/curl", ["-sk", "-D", "-", "-o", "/dev/null", "https://127.0.0.1:\(server.port)/healthz"])
+            #expect(head.output.lowercased().contains("strict-transport-security: max-age=31536000"))
+            #expect(server.stop() == 0)
+        }
+        // Over plain HTTP, no HSTS (a browser would ignore it, and a proxy in front says its own).
+        let plain = try ServerProcess(serve: ["--database", "sqlite:" + directory.file("h.sqlite")])
+        defer { plain.stop() }
+        #expect(try RawHTTP.request(port: plain.port, path: "/healthz").header("Strict-Transport-Security") == nil)
+        let lone = try ServerProcess.run(["serve", "--listen", "127.0.0.1:0", "--tls-priority", "NORMAL"], timeout: 20)
+        #expect(lone.status == 2 && lone.error.contains("--tls-priority needs --tls-cert"))
+        let bogus = try ServerProcess.run(
+            [
+                "serve", "--listen", "127.0.0.1:0", "--database", "sqlite:" + directory.file("h.sqlite"), "--tls-cert",
+                directory.file("c.pem"), "--tls-key", directory.file("k.pem"), "--tls-priority", "NO-SUCH-THING",
+            ], timeout: 20)
+        #expect(bogus.status != 0 && bogus.error.contains("--tls-priority"), "\(bogus.error)")
+    }
+
     @Test("--tls-cert and --tls-key go together, and must be PEM files")
     func usage() throws {
         let certificates = try CertificatePair()

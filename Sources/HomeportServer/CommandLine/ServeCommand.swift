@@ -107,6 +107,11 @@ enum ServeCommand {
                 "tls-key", "FILE", help: "The certificate's private key (PEM, unencrypted).",
                 environment: "HOMEPORT_TLS_KEY"),
             .value(
+                "tls-priority", "STRING",
+                help:
+                    "The GnuTLS priority string for HTTPS (default: TLS 1.2 and 1.3, forward-secret key exchanges, AEAD ciphers only).",
+                environment: "HOMEPORT_TLS_PRIORITY"),
+            .value(
                 "trusted-proxies", "CIDR,…",
                 help:
                     "Reverse proxies whose --forwarded-header names the client (for rate limits, caps and the log); from anyone else it is ignored.",
@@ -341,6 +346,15 @@ enum ServeCommand {
             } catch {
                 throw UsageError("--tls-cert/--tls-key: \(error)")
             }
+        }
+        if let priorities = parsed.value("tls-priority", spec: spec, environment: environment) {
+            guard configuration.http.tls != nil else {
+                throw UsageError("--tls-priority needs --tls-cert and --tls-key")
+            }
+            guard !priorities.isEmpty, priorities.utf8.count <= 1024,
+                priorities.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 })
+            else { throw UsageError("--tls-priority must be a GnuTLS priority string, such as NORMAL:-VERS-TLS1.0") }
+            configuration.http.tls?.priorities = priorities
         }
         if let text = parsed.value("metrics-listen", spec: spec, environment: environment) {
             do {
