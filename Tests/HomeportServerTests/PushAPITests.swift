@@ -357,6 +357,23 @@ struct PushCapTests {
         }
     }
 
+    @Test("a device whose session expired (not ended, so not pruned yet) gets no push", arguments: Backend.allCases)
+    func expiredSessionDevice(backend: Backend) throws {
+        try withAccounts(backend, push: Self.capped) { server in
+            let first = try server.signIn("ada@example.com")
+            #expect(try server.register(Self.device(1), token: first).status == 200)
+            server.clock.advance(by: 200 * 86400)
+            let second = try server.signIn("ada@example.com")
+            #expect(try server.register(Self.device(2), token: second).status == 200)
+            // The first session (a year's lifetime) has expired; the second has not.
+            server.clock.advance(by: 200 * 86400)
+            let delivery = try server.application.push.notify(
+                email: "ada@example.com", code: ServerCatalogue.testCode, title: "Hello")
+            #expect(delivery.queued == 1)
+            #expect(try server.outbox().map(\.token) == [Self.device(2)])
+        }
+    }
+
     @Test("past the mute cap a new mute is 409 too_many_mutes; muting again, and unmuting, still work")
     func muteCap() throws {
         try withAccounts(.sqlite, push: Self.capped) { server in

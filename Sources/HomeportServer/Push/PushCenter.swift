@@ -113,7 +113,11 @@ public final class PushCenter: Sendable {
             guard !muted, let topic = settings.topic else { return Delivery(seq: record.seq, queued: 0, muted: muted) }
             // The newest registrations only: an account never fans out past its cap, even over rows
             // written before the cap.
-            let devices = try PushDeviceStore(db).devices(userID: userID, newest: settings.maxDevicesPerAccount)
+            let newest = try PushDeviceStore(db).devices(userID: userID, newest: settings.maxDevicesPerAccount)
+            // A registration belongs to its session: one whose session expired (not ended, so not
+            // yet pruned) gets nothing.
+            let live = try SessionStore(db).live(keyHashes: newest.compactMap(\.sessionKeyHash), now: now)
+            let devices = newest.filter { $0.sessionKeyHash.map(live.contains) ?? true }
             for device in devices {
                 try PushOutbox(db).enqueue(
                     OutboxItem(

@@ -13,6 +13,8 @@ public struct PushDevice: Sendable, Hashable {
     public var userID: Int64
     /// When it was registered (or registered again), in Unix seconds.
     public var updatedAt: Int64
+    /// The key hash of the session that registered it (`nil` for a row written without one).
+    var sessionKeyHash: String?
 }
 
 /// The `push_devices` table: one row per device token on this server.
@@ -87,8 +89,8 @@ struct PushDeviceStore {
         }
         return try db.execute(
             """
-            SELECT token, environment, topic, user_id, updated_at FROM push_devices WHERE user_id = $1
-            ORDER BY updated_at DESC, token DESC LIMIT $2
+            SELECT token, environment, topic, user_id, updated_at, session_key_hash FROM push_devices
+            WHERE user_id = $1 ORDER BY updated_at DESC, token DESC LIMIT $2
             """, [.integer(userID), .integer(Int64(newest))]
         ).compactMap(Self.device)
     }
@@ -108,6 +110,8 @@ struct PushDeviceStore {
             let environment = row.string("environment").flatMap(PushEnvironment.init),
             let topic = row.string("topic"), let userID = row.int("user_id"), let updated = row.int("updated_at")
         else { return nil }
-        return PushDevice(token: token, environment: environment, topic: topic, userID: userID, updatedAt: updated)
+        return PushDevice(
+            token: token, environment: environment, topic: topic, userID: userID, updatedAt: updated,
+            sessionKeyHash: row.string("session_key_hash"))
     }
 }
