@@ -208,6 +208,27 @@ struct EmailVerificationTests {
         }
     }
 
+    @Test(
+        "sign-ups in a row are answered alike whether the address has an account or not", arguments: Backend.allCases)
+    func signupsInARowTellNothing(backend: Backend) throws {
+        try withAccounts(backend, emailVerification: .code) { server in
+            let owner = try server.signupPending("ada@example.com")
+            let code = try #require(server.mailer.verificationCode(for: "ada@example.com"))
+            #expect(try server.verify(owner, code).status == 200)
+            server.clock.advance(by: 3600)
+            func three(_ email: String) throws -> [Int] {
+                try (0..<3).map { _ in
+                    try server.app("POST", "auth/signup", json: ["email": email, "password": "correct horse battery"])
+                        .status
+                }
+            }
+            let taken = try three("ada@example.com")
+            let new = try three("bob@example.com")
+            #expect(taken == new, "taken \(taken), new \(new)")
+            #expect(new.first == 401)
+        }
+    }
+
     @Test("strangers signing up with an unverified owner's address do not keep the owner from codes")
     func decoysSpendTheirOwnBudget() throws {
         try withAccounts(.sqlite, emailVerification: .code) { server in

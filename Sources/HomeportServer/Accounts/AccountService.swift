@@ -113,7 +113,12 @@ public final class AccountService: Sendable {
             }
             if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
             if let verification {
-                // A new account's mail budget is whole: this cannot be refused.
+                // A new account's mail budget is whole: this cannot be refused. Its budget for
+                // sign-ups with a taken address is charged too, as a sign-up with a taken address
+                // charges it: sign-ups in a row are then answered alike whether the address had
+                // an account or not.
+                try RateLimiter(db, policy: settings.rateLimits).chargeVerificationMail(
+                    account: account.id, decoy: true, now: now)
                 try beginVerification(verification, account: account, authenticatedAt: nil, db, now: now)
                 return (.verificationPending(token: verification.preLogin.token), false)
             }
