@@ -1,8 +1,9 @@
 import Foundation
-import HomeportServer
 import HomeportStorage
 import HomeportTestSupport
 import Testing
+
+@testable import HomeportServer
 
 @Suite("Rate limits: two doors, one budget")
 struct RateLimitTests {
@@ -107,6 +108,49 @@ struct RateLimitTests {
             #expect(try request("ada@example.com") == 429, "and so is the address without one")
             #expect(try request("ada.b+1@example.com") == 200, "another mailbox has its own budget")
             #expect(try request("Ada+1@example.com") == 429, "whatever its case")
+        }
+    }
+
+    @Test("Gmail ignores dots and has two names: every spelling of one Gmail mailbox shares its budget")
+    func gmailSpellings() throws {
+        #expect(RateLimiter.mailbox("a.d.a+x@googlemail.com") == "ada@gmail.com")
+        #expect(RateLimiter.mailbox("A.Da@GMail.com") == "ada@gmail.com")
+        #expect(RateLimiter.mailbox("a.da@example.com") == "a.da@example.com", "other providers keep their dots")
+        var policy = RateLimitPolicy()
+        policy.resetPerEmail = RateLimit(2, per: 900)
+        try withAccounts(.sqlite, rateLimits: policy) { server in
+            let statuses = try ["ada@gmail.com", "a.d.a@gmail.com", "ad.a@googlemail.com", "a.da+x@gmail.com"].map {
+                try server.app("POST", "auth/password/request", json: ["email": $0]).status
+            }
+            #expect(statuses == [200, 200, 429, 429])
+        }
+    }
+
+    @Test("one mailbox gets at most the day's mail, whatever the kind: reset links and codes share it")
+    func mailPerMailboxPerDay() throws {
+        var policy = RateLimitPolicy()
+        policy.mailPerMailbox = RateLimit(3, per: 86400)
+        try withAccounts(.sqlite, emailVerification: .code, rateLimits: policy) { server in
+            // The sign-up's code is the first mail of the day.
+            _ = try server.signupPending("ada@example.com")
+            let reset = { (email: String) in
+                try server.app("POST", "auth/password/request", json: ["email": email]).status
+            }
+            #expect(try reset("ada@example.com") == 200)
+            server.clock.advance(by: 3600)
+            #expect(try reset("ada+x@example.com") == 200)
+            server.clock.advance(by: 3600)
+            // Each kind's own budget is whole again; the day's is spent.
+            #expect(try reset("ada@example.com") == 429)
+            let login = try server.app(
+                "POST", "auth/login", json: ["email": "ada@example.com", "password": "correct horse battery"])
+            // Refused as allauth refuses a sign-in it will not mail a code for.
+            #expect(login.status == 400 && login.errorCodes == ["too_many_login_attempts"], "\(login.text)")
+            #expect(server.mailer.mails.count == 3)
+            // Another mailbox has its own day.
+            #expect(try reset("bob@example.com") == 200)
+            server.clock.advance(by: 86400)
+            #expect(try reset("ada@example.com") == 200, "a new day")
         }
     }
 

@@ -156,7 +156,7 @@ extension AccountService {
         do {
             try database.transaction {
                 try RateLimiter($0, policy: settings.rateLimits).chargeVerificationMail(
-                    account: account.id, decoy: decoy, now: now)
+                    account: account.id, email: account.email, decoy: decoy, now: now)
             }
         } catch let refusal as RateLimiter.Refusal {
             return .rateLimited(retryAfter: refusal.retryAfter)
@@ -224,7 +224,7 @@ extension AccountService {
         _ new: NewVerification, account: Account, authenticatedAt: Double?, _ db: any SQLExecutor, now: Int64
     ) throws {
         try RateLimiter(db, policy: settings.rateLimits).chargeVerificationMail(
-            account: account.id, decoy: new.code == nil, now: now)
+            account: account.id, email: account.email, decoy: new.code == nil, now: now)
         let keyHash = new.preLogin.session.keyHash
         try SessionStore(db).insertPreLogin(new.preLogin.session, now: now)
         try EmailVerificationStore(db).insert(

@@ -118,7 +118,7 @@ public final class AccountService: Sendable {
                 // charges it: sign-ups in a row are then answered alike whether the address had
                 // an account or not.
                 try RateLimiter(db, policy: settings.rateLimits).chargeVerificationMail(
-                    account: account.id, decoy: true, now: now)
+                    account: account.id, email: account.email, decoy: true, mailed: false, now: now)
                 try beginVerification(verification, account: account, authenticatedAt: nil, db, now: now)
                 return (.verificationPending(token: verification.preLogin.token), false)
             }

@@ -65,6 +65,9 @@ public struct RateLimitPolicy: Sendable, Hashable {
     /// Verification codes mailed per account (at sign-up, sign-in or resend): as django-allauth,
     /// one per three minutes.
     public var verificationMailPerAccount = RateLimit(1, per: 180)
+    /// Mail of every kind (codes, reset links, "someone signed up with your address") to one
+    /// mailbox a day: each kind's own budget alone would let one address be sent hundreds.
+    public var mailPerMailbox = RateLimit(20, per: 86400)
     /// Tries of the codes mailed to one pending verification (a pre-login session), right or
     /// wrong: as django-allauth, three; the third wrong one gives the verification up.
     public var verificationAttemptPerSession = RateLimit(3, per: 900)
@@ -81,7 +84,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
         "signup-per-address", "login-per-address", "failed-login-per-address", "failed-login-per-account",
         "failed-password-change-per-session", "password-change-per-account", "reset-per-address", "reset-per-email",
         "push-test-per-account", "push-changes-per-account", "verification-mail-per-account",
-        "verification-attempt-per-session",
+        "verification-attempt-per-session", "mail-per-mailbox",
     ]
 
     /// Sets one limit by name; false for an unknown name.
@@ -98,6 +101,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
         case "push-test-per-account": pushTestPerAccount = limit
         case "push-changes-per-account": pushChangesPerAccount = limit
         case "verification-mail-per-account": verificationMailPerAccount = limit
+        case "mail-per-mailbox": mailPerMailbox = limit
         case "verification-attempt-per-session": verificationAttemptPerSession = limit
         default: return false
         }
@@ -168,6 +172,7 @@ struct RateLimiter {
             [
                 ("reset:ip:" + Self.clientKey(address), policy.resetPerAddress),
                 ("reset:email:" + Digest.sha256Hex(Self.mailbox(email)), policy.resetPerEmail),
+                Self.mailboxDay(email, policy),
             ], now: now)
     }
 
@@ -218,9 +223,18 @@ struct RateLimiter {
     /// Charges one mailed verification code to the account; a `decoy` (the mail a sign-up with a
     /// taken address sends its owner) to a budget of its own, so that strangers cannot spend the
     /// owner's.
-    func chargeVerificationMail(account: Int64, decoy: Bool = false, now: Int64) throws {
+    /// `mailed: false` charges the kind's budget only (no mail goes out this time).
+    func chargeVerificationMail(account: Int64, email: String, decoy: Bool = false, mailed: Bool = true, now: Int64)
+        throws
+    {
         let bucket = (decoy ? "verify_decoy:account:" : "verify_mail:account:") + String(account)
-        try charge([(bucket, policy.verificationMailPerAccount)], now: now)
+        try charge(
+            [(bucket, policy.verificationMailPerAccount)] + (mailed ? [Self.mailboxDay(email, policy)] : []), now: now)
+    }
+
+    /// The day's budget of mail to `email`'s mailbox.
+    private static func mailboxDay(_ email: String, _ policy: RateLimitPolicy) -> (String, RateLimit) {
+        ("mail:mailbox:" + Digest.sha256Hex(mailbox(email)), policy.mailPerMailbox)
     }
 
     /// Charges one try of the verification code waiting on the pre-login session `keyHash`, before
@@ -241,10 +255,17 @@ struct RateLimiter {
     }
 
     /// The mailbox an address delivers to, as far as a budget is concerned: without a `+tag`
-    /// (`ada+1@example.com` and `ada+2@example.com` reach ada's mailbox and share her budget).
+    /// (`ada+1@example.com` and `ada+2@example.com` reach ada's mailbox and share her budget),
+    /// and for Gmail without the dots it ignores and under one of its two names
+    /// (`a.d.a@googlemail.com` is `ada@gmail.com`).
     static func mailbox(_ email: String) -> String {
-        guard let at = email.lastIndex(of: "@"), let plus = email[..<at].firstIndex(of: "+") else { return email }
-        return String(email[..<plus] + email[at...])
+        guard let at = email.lastIndex(of: "@") else { return email }
+        var local = email[..<at]
+        var domain = email[email.index(after: at)...].lowercased()
+        if let plus = local.firstIndex(of: "+") { local = local[..<plus] }
+        if domain == "googlemail.com" { domain = "gmail.com" }
+        let name = domain == "gmail.com" ? local.lowercased().replacingOccurrences(of: ".", with: "") : String(local)
+        return name + "@" + domain
     }
 
     /// Deletes counters whose window ended long ago.
