@@ -121,7 +121,7 @@ final class ConnectionRegistry: @unchecked Sendable {
             let state = connection.state.load(ordering: .relaxed)
             let phase = state >> 62
             guard phase != Phase.answering.rawValue else { continue }
-            // Waiting for a head first, then a body, then a stream (answering ranks between, never chosen).
+            // Waiting for a head first, then a body, then a stream.
             let order = phase == Phase.streaming.rawValue ? 3 : phase == Phase.readingBody.rawValue ? 1 : 0
             let rank = (
                 count: perAddress[connection.address, default: 0], phase: UInt64(order), since: state & (1 << 62 - 1)

@@ -17,7 +17,8 @@ final class WorkPool: @unchecked Sendable {
 
     /// Threads running jobs.
     let threadCount: Int
-    /// Jobs that may wait for a thread; past them, ``submit(_:)`` refuses.
+    /// Jobs that may wait for a thread; past them, ``submit(bucket:_:refused:)`` refuses (or
+    /// displaces one of the client holding the most).
     let queueLimit: Int
 
     private let condition = NSCondition()

@@ -84,8 +84,9 @@ final class StreamHub: @unchecked Sendable {
         queue.async { [weak self] in self?.deliver() }
     }
 
-    /// Opens a stream for a signed-in session from `client` (an address), resuming after `lastEventID` when the client gives
-    /// one (within the log's retention), else starting with the next notification. An id past the
+    /// Opens a stream for a signed-in session from `client` (an address), resuming after
+    /// `lastEventID` when the client gives one (within the log's retention), else starting with
+    /// the next notification. An id past the
     /// account's newest event was never sent to it (a database restored from a backup numbers
     /// again from lower, or a client made the number up): the stream starts with the next
     /// notification, rather than waiting, silent, until the log catches up.
