@@ -9,6 +9,10 @@ public enum HomeportPath {
     public static let appInfo = apiPrefix + "/app-info"
     /// `GET`: what a pre-login session earned on its last attempt to get in.
     public static let authStanding = apiPrefix + "/auth/standing"
+    /// `GET`: forward auth for a reverse proxy in front of a product in any language: 200 with
+    /// the account in ``HomeportHeader/accountID`` and its siblings for a signed-in session
+    /// token, the API's 401 for anything else.
+    public static let authForward = apiPrefix + "/auth/forward"
     /// `POST`: register the caller's device token for pushes.
     public static let pushDevices = apiPrefix + "/push/devices"
     /// `DELETE pushDevices/{token}`: unregister a device token.
@@ -33,6 +37,14 @@ public enum HomeportHeader {
     public static let passwordResetKey = "X-Password-Reset-Key"
     /// The verification code of `GET auth/email/verify` on the app door.
     public static let emailVerificationKey = "X-Email-Verification-Key"
+    /// Forward auth's answer, which a reverse proxy copies onto the request it passes on: the
+    /// signed-in account's id.
+    public static let accountID = "X-Homeport-Account-Id"
+    /// Forward auth's answer: the signed-in account's sign-in address.
+    public static let accountEmail = "X-Homeport-Account-Email"
+    /// Forward auth's answer: a name for the session that is not a secret (the same for every
+    /// request of the session, useless as a credential).
+    public static let sessionHandle = "X-Homeport-Session"
 }
 
 /// The app door: django-allauth headless's app-client API, whose paths Homeport shares.

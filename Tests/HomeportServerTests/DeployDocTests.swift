@@ -52,7 +52,10 @@ struct DeployDocTests {
     func everyBlockChecked() throws {
         let kinds = try deployBlocks().map { "\($0.language) \($0.label)" }
         #expect(
-            Set(kinds) == ["systemd ", "nginx ", "caddy ", "sh backup", "sh restore", "sh clone", "sh postgres"],
+            Set(kinds) == [
+                "systemd ", "nginx ", "caddy ", "nginx forward-auth", "caddy forward-auth", "yaml traefik",
+                "sh backup", "sh restore", "sh clone", "sh postgres",
+            ],
             "\(kinds)")
     }
 
@@ -69,15 +72,17 @@ struct DeployDocTests {
         #expect(!run.error.contains("Unknown"), "\(run.error)")
     }
 
-    @Test("the nginx site passes nginx -t")
-    func nginxSite() throws {
+    @Test("the nginx sites pass nginx -t", arguments: ["", "forward-auth"])
+    func nginxSite(label: String) throws {
         let certificates = try TestCertificates()
         defer { certificates.directory.remove() }
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let site = try block("nginx")
+        let site = try block("nginx", label)
             .replacingOccurrences(of: "/etc/ssl/books.example.net.crt", with: certificates.certificateFile)
             .replacingOccurrences(of: "/etc/ssl/books.example.net.key", with: certificates.keyFile)
+            .replacingOccurrences(of: "/etc/ssl/journal.example.net.crt", with: certificates.certificateFile)
+            .replacingOccurrences(of: "/etc/ssl/journal.example.net.key", with: certificates.keyFile)
         let configuration = """
             pid \(directory.path)/nginx.pid; error_log \(directory.path)/error.log;
             events {}
@@ -89,11 +94,11 @@ struct DeployDocTests {
         #expect(run.status == 0, "\(run.error)")
     }
 
-    @Test("the Caddy site validates")
-    func caddySite() throws {
+    @Test("the Caddy sites validate", arguments: ["", "forward-auth"])
+    func caddySite(label: String) throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try block("caddy").write(toFile: directory.file("Caddyfile"), atomically: true, encoding: .utf8)
+        try block("caddy", label).write(toFile: directory.file("Caddyfile"), atomically: true, encoding: .utf8)
         let run = try ServerProcess.runProgram(
             "/usr/bin/caddy", ["validate", "--config", directory.file("Caddyfile"), "--adapter", "caddyfile"],
             environment: ["HOME": directory.path, "XDG_DATA_HOME": directory.path, "XDG_CONFIG_HOME": directory.path])
@@ -170,6 +175,168 @@ struct DeployDocTests {
         let log = server.standardError
         #expect(log.contains("127.0.0.2") && log.contains("127.0.0.4"), "the log names the clients")
         #expect(!log.contains("198.51.100.") && !log.contains("203.0.113.") && !log.contains("2001:db8"))
+    }
+
+    @Test(
+        "forward auth behind the documented nginx and Caddy sites: the product hears the account, never a client's own claim or the token; a signed-out call is the API's 401"
+    )
+    func forwardAuthSites() throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let server = try ServerProcess(serve: [
+            "--database", "sqlite:" + data.file("h.sqlite"), "--signup", "open", "--password-iterations", "1000",
+            "--trusted-proxies", "127.0.0.1", "--max-connections-per-address", "0",
+        ])
+        defer { server.stop() }
+        let certificates = try TestCertificates()
+        defer { certificates.directory.remove() }
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let d = scratch.path
+
+        // The product: answers /api/v1/journal with the header fields it was given, and counts its requests.
+        let productPort = try RawHTTP.freePort()
+        let product = Process()
+        product.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        product.arguments = [
+            "-c",
+            """
+            import http.server, json, sys
+            class Handler(http.server.BaseHTTPRequestHandler):
+                def do_GET(self):
+                    with open(sys.argv[2], 'a') as f: f.write(self.path + '\\n')
+                    body = json.dumps({k.lower(): v for k, v in self.headers.items()}).encode()
+                    self.send_response(200)
+                    self.send_header('Content-Type', 'application/json')
+                    self.send_header('Content-Length', str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                def log_message(self, *args): pass
+            http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), Handler).serve_forever()
+            """,
+            String(productPort), scratch.file("product.log"),
+        ]
+        try product.run()
+        defer { Self.kill(product) }
+        #expect(RawHTTP.waitUntilListening(port: productPort))
+
+        let nginxPort = try RawHTTP.freePort()
+        let site = try block("nginx", "forward-auth")
+            .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
+            .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(productPort)")
+            .replacingOccurrences(of: "listen 443 ssl;", with: "listen 127.0.0.1:\(nginxPort) ssl;")
+            .replacingOccurrences(of: "/etc/ssl/journal.example.net.crt", with: certificates.certificateFile)
+            .replacingOccurrences(of: "/etc/ssl/journal.example.net.key", with: certificates.keyFile)
+        try """
+        daemon off; master_process off; worker_processes 1; pid \(d)/nginx.pid; error_log \(d)/error.log;
+        events {}
+        http { access_log off; client_body_temp_path \(d); proxy_temp_path \(d); \(site) }
+        """.write(toFile: scratch.file("nginx.conf"), atomically: true, encoding: .utf8)
+        let nginx = try Self.start("/usr/sbin/nginx", ["-c", scratch.file("nginx.conf"), "-p", d], port: nginxPort)
+        defer { Self.kill(nginx) }
+
+        let caddyPort = try RawHTTP.freePort()
+        let caddyfile = try block("caddy", "forward-auth")
+            .replacingOccurrences(of: "journal.example.net {", with: "http://127.0.0.1:\(caddyPort) {")
+            .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
+            .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(productPort)")
+        try ("{\n\tadmin off\n}\n" + caddyfile).write(
+            toFile: scratch.file("Caddyfile"), atomically: true, encoding: .utf8)
+        let caddy = try Self.start(
+            "/usr/bin/caddy", ["run", "--config", scratch.file("Caddyfile"), "--adapter", "caddyfile"],
+            port: caddyPort, environment: ["HOME": d, "XDG_DATA_HOME": d, "XDG_CONFIG_HOME": d])
+        defer { Self.kill(caddy) }
+
+        let forged = [
+            "X-Homeport-Account-Id: 999", "X-Homeport-Account-Email: eve@example.com", "X-Homeport-Session: forged",
+        ]
+        for (index, (front, allowHTTP)) in [
+            ("https://127.0.0.1:\(nginxPort)", false), ("http://127.0.0.1:\(caddyPort)", true),
+        ]
+        .enumerated() {
+            let email = "reader\(index)@example.com"
+            let signup = try Self.call(
+                front + AllauthAppPath.base + "/" + AllauthAppPath.signup, method: "POST", caFile: certificates.caFile,
+                json: #"{"email":"\#(email)","password":"correct horse battery"}"#)
+            #expect(signup.status == 200, "\(front): \(signup.body)")
+            let token = try #require(
+                ((try? JSONSerialization.jsonObject(with: Data(signup.body.utf8))) as? [String: Any])
+                    .flatMap { ($0["meta"] as? [String: Any])?["session_token"] as? String })
+            let seen = try Self.call(
+                front + "/api/v1/journal", caFile: certificates.caFile,
+                headers: forged + ["\(HomeportHeader.sessionToken): \(token)"])
+            #expect(seen.status == 200, "\(front): \(seen.body)")
+            let heard = (try? JSONSerialization.jsonObject(with: Data(seen.body.utf8))) as? [String: String] ?? [:]
+            #expect(heard["x-homeport-account-email"] == email, "\(front): \(heard)")
+            #expect(heard["x-homeport-account-id"].flatMap(Int.init) != nil && heard["x-homeport-account-id"] != "999")
+            #expect(heard["x-homeport-session"]?.count == 32, "\(front): \(heard)")
+            #expect(heard["x-session-token"] == nil && !seen.body.contains(token), "the token stays at the proxy")
+
+            // Without a session: the API's own 401, and the product never hears of it.
+            let before = (try? String(contentsOfFile: scratch.file("product.log"), encoding: .utf8)) ?? ""
+            let stranger = try Self.call(front + "/api/v1/journal", caFile: certificates.caFile, headers: forged)
+            #expect(stranger.status == 401)
+            #expect(stranger.body.contains(#""code":"not_authenticated""#), "\(front): \(stranger.body)")
+            #expect(((try? String(contentsOfFile: scratch.file("product.log"), encoding: .utf8)) ?? "") == before)
+
+            // The CLI, as a person uses it: sign in at the site, then call the product's route.
+            let home = try TemporaryDirectory()
+            defer { home.remove() }
+            let environment = ["HOMEPORT_HOME": home.path, "HOMEPORT_NETWORK_PATH": "home"]
+            let reach = allowHTTP ? ["--allow-http"] : ["--ca-file", certificates.caFile]
+            let login = try ServerProcess.runClient(
+                ["login", front, "--email", email, "--password-stdin"] + reach, environment: environment,
+                input: "correct horse battery\n")
+            #expect(login.status == 0, "\(front): \(login.error)")
+            let api = try ServerProcess.runClient(
+                ["api", front, "GET", "/api/v1/journal"] + (allowHTTP ? [] : ["--ca-file", certificates.caFile]),
+                environment: environment)
+            #expect(api.status == 0 && api.output.contains(email), "\(front): \(api.output) \(api.error)")
+
+            // Signed out: the next call is the API's 401 (the CLI says signed out, exit 4).
+            let logout = try Self.call(
+                front + AllauthAppPath.base + "/" + AllauthAppPath.session, method: "DELETE",
+                caFile: certificates.caFile,
+                headers: ["\(HomeportHeader.sessionToken): \(token)"])
+            #expect(logout.status == 401)
+            #expect(
+                try Self.call(
+                    front + "/api/v1/journal", caFile: certificates.caFile,
+                    headers: ["\(HomeportHeader.sessionToken): \(token)"]
+                ).status == 401)
+            let out = try ServerProcess.runClient(
+                ["logout", front] + (allowHTTP ? [] : ["--ca-file", certificates.caFile]), environment: environment)
+            #expect(out.status == 0, "\(out.error)")
+            let after = try ServerProcess.runClient(
+                ["api", front, "GET", "/api/v1/journal"] + (allowHTTP ? [] : ["--ca-file", certificates.caFile]),
+                environment: environment)
+            #expect(after.status == 4, "\(front): \(after.error)")
+        }
+    }
+
+    /// A request as curl sends it: the status and the body.
+    private static func call(
+        _ url: String, method: String = "GET", caFile: String, headers: [String] = [], json: String? = nil
+    ) throws -> (status: Int, body: String) {
+        var arguments = ["-s", "-o", "-", "-w", "\n%{http_code}", "--cacert", caFile, "-X", method]
+        for header in headers { arguments += ["-H", header] }
+        if let json { arguments += ["-H", "Content-Type: application/json", "--data-binary", json] }
+        let run = try ServerProcess.runProgram("/usr/bin/curl", arguments + [url], timeout: 20)
+        guard let split = run.output.range(of: "\n", options: .backwards),
+            let status = Int(run.output[split.upperBound...])
+        else { throw RawHTTPError("curl \(url) failed (\(run.status)): \(run.error)") }
+        return (status, String(run.output[..<split.lowerBound]))
+    }
+
+    @Test("the Traefik example names the forward-auth route and copies the three fields onto the product's requests")
+    func traefikExample() throws {
+        let yaml = try block("yaml", "traefik")
+        #expect(yaml.contains("address: \"http://127.0.0.1:8080\(HomeportPath.authForward)\""))
+        for field in [HomeportHeader.accountID, HomeportHeader.accountEmail, HomeportHeader.sessionHandle] {
+            #expect(yaml.contains("- \(field)"), "\(field)")
+        }
+        #expect(yaml.contains("X-Session-Token: \"\""), "the token stays at the proxy")
+        #expect(yaml.contains("middlewares: [homeport-auth, no-token]"))
     }
 
     /// Starts a proxy and waits for its port.

@@ -26,6 +26,7 @@ extension Router where Context == RequestContext {
         let appInfo = AppInfoEndpoint(
             identity: identity, product: product, version: version, features: features, logger: logger)
         get(HomeportPath.appInfo) { _, _ in appInfo.response() }
+        addForwardAuth()
     }
 }
 

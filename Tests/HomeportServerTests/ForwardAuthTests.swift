@@ -1,0 +1,119 @@
+import Foundation
+import HomeportStorage
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+@testable import HomeportServer
+
+@Suite("Forward auth: a reverse proxy asks who a request is, and the one session reader answers")
+struct ForwardAuthTests {
+    private func forward(_ server: AccountsHarness, _ headers: [(String, String)]) throws -> RawResponse {
+        try server.app("GET", HomeportPath.authForward, headers: headers)
+    }
+
+    @Test(
+        "a signed-in token gets 200 with the account in X-Homeport-* and no token anywhere; no-store",
+        arguments: Backend.allCases)
+    func signedIn(backend: Backend) throws {
+        try withAccounts(backend) { server in
+            let token = try server.signIn("ada@example.com")
+            let answer = try forward(server, [(HomeportHeader.sessionToken, token)])
+            #expect(answer.status == 200)
+            let account = try #require(try server.application.accounts.accounts().first)
+            #expect(answer.header(HomeportHeader.accountID) == String(account.id))
+            #expect(answer.header(HomeportHeader.accountEmail) == "ada@example.com")
+            let handle = try #require(answer.header(HomeportHeader.sessionHandle))
+            #expect(handle.count == 32 && !token.contains(handle))
+            let body = try JSONDecoder().decode(ForwardAuthAnswer.self, from: answer.body)
+            #expect(body == ForwardAuthAnswer(accountId: account.id, email: "ada@example.com", session: handle))
+            #expect(answer.header("Cache-Control") == "no-store")
+            #expect(!answer.text.contains(token) && !answer.headers.contains { $0.1.contains(token) })
+            // The same session, the same handle; another session, another one.
+            #expect(
+                try forward(server, [(HomeportHeader.sessionToken, token)]).header(HomeportHeader.sessionHandle)
+                    == handle)
+            let other = try server.app(
+                "POST", "auth/login", json: ["email": "ada@example.com", "password": "correct horse battery"])
+            let otherToken = try #require(other.sessionToken)
+            #expect(
+                try forward(server, [(HomeportHeader.sessionToken, otherToken)]).header(HomeportHeader.sessionHandle)
+                    != handle)
+        }
+    }
+
+    @Test(
+        "the API's one 401 for no token, a cookie, a token sent twice, a made-up, pre-login, ended or held one",
+        arguments: Backend.allCases)
+    func refusals(backend: Backend) throws {
+        try withAccounts(backend, signup: .approval) { server in
+            let waiting = try #require(
+                try server.app(
+                    "POST", "auth/signup", json: ["email": "bob@example.com", "password": "correct horse battery"]
+                )
+                .sessionToken)
+            _ = try server.app(
+                "POST", "auth/signup", json: ["email": "ada@example.com", "password": "correct horse battery"])
+            #expect(try server.application.accounts.setApproval(.approved, email: "ada@example.com"))
+            let token = try server.signIn("ada@example.com")
+            let ended = try server.signIn("ada@example.com")
+            _ = try server.app("DELETE", "auth/session", token: ended)
+            let cases: [(String, [(String, String)])] = [
+                ("no token", []),
+                ("a cookie", [("Cookie", "homeport_session=\(token); sessionid=\(token)")]),
+                ("twice", [(HomeportHeader.sessionToken, token), (HomeportHeader.sessionToken, token)]),
+                ("made up", [(HomeportHeader.sessionToken, String(repeating: "x", count: 43))]),
+                ("pre-login", [(HomeportHeader.sessionToken, waiting)]),
+                ("ended", [(HomeportHeader.sessionToken, ended)]),
+            ]
+            for (name, headers) in cases {
+                let answer = try forward(server, headers)
+                #expect(answer.status == 401, "\(name)")
+                #expect(
+                    (answer.jsonObject?["error"] as? [String: Any])?["code"] as? String
+                        == APIErrorCode.notAuthenticated,
+                    "\(name)")
+                #expect(answer.header(HomeportHeader.accountID) == nil, "\(name)")
+            }
+            #expect(try forward(server, [(HomeportHeader.sessionToken, token)]).status == 200)
+            #expect(try server.application.accounts.setApproval(.held, email: "ada@example.com"))
+            #expect(try forward(server, [(HomeportHeader.sessionToken, token)]).status == 401, "held")
+        }
+    }
+
+    @Test("a logout on one replica is refused by forward auth on another within a second, whatever its cache holds")
+    func logoutOnEveryReplica() throws {
+        let (url, cleanUp) = try Backend.postgres.makeDatabaseURL()
+        defer { cleanUp() }
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        // Entries that would live half a minute: only the replicas' announcements can refuse in time.
+        let replicas = try ServerProcess.replicas(
+            2, database: url.rawText, outbox: scratch.file("outbox"), ["--session-cache-seconds", "30"])
+        defer { replicas.forEach { _ = $0.stop() } }
+        let signup = try RawHTTP.request(
+            port: replicas[0].port, method: "POST", path: AllauthAppPath.base + "/" + AllauthAppPath.signup,
+            headers: [("Content-Type", "application/json")],
+            body: Data(#"{"email":"ada@example.com","password":"correct horse battery"}"#.utf8))
+        let token = try #require(signup.sessionToken)
+        let ask = { (port: Int) in
+            try RawHTTP.request(
+                port: port, path: HomeportPath.authForward, headers: [(HomeportHeader.sessionToken, token)]
+            ).status
+        }
+        #expect(try ask(replicas[1].port) == 200, "the other replica knows the session, and caches it")
+        let logout = try RawHTTP.request(
+            port: replicas[0].port, method: "DELETE", path: AllauthAppPath.base + "/" + AllauthAppPath.session,
+            headers: [(HomeportHeader.sessionToken, token)])
+        #expect(logout.status == 401)
+        let loggedOut = ContinuousClock.now
+        while try ask(replicas[1].port) == 200 {
+            guard ContinuousClock.now - loggedOut < .seconds(1) else {
+                Issue.record(
+                    "forward auth on the other replica still let the session through a second after the logout")
+                return
+            }
+            usleep(5_000)
+        }
+    }
+}
