@@ -6,6 +6,10 @@ import Testing
 
 @testable import HomeportServer
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite("Forward auth: a reverse proxy asks who a request is, and the one session reader answers")
 struct ForwardAuthTests {
     private func forward(_ server: AccountsHarness, _ headers: [(String, String)]) throws -> RawResponse {
@@ -27,8 +31,21 @@ struct ForwardAuthTests {
             #expect(handle.count == 32 && !token.contains(handle))
             let body = try JSONDecoder().decode(ForwardAuthAnswer.self, from: answer.body)
             #expect(body == ForwardAuthAnswer(accountId: account.id, email: "ada@example.com", session: handle))
+            // Written by hand for speed: the same bytes as every other answer's encoder.
+            #expect(answer.body == (try HTTPResponse.encode(body)))
             #expect(answer.header("Cache-Control") == "no-store")
             #expect(!answer.text.contains(token) && !answer.headers.contains { $0.1.contains(token) })
+            // HEAD (what the documented nginx site asks): the same fields, no body.
+            let fd = try RawHTTP.connect(port: server.port)
+            defer { close(fd) }
+            RawHTTP.send(
+                fd,
+                "HEAD \(HomeportPath.authForward) HTTP/1.1\r\nHost: x\r\n\(HomeportHeader.sessionToken): \(token)\r\n"
+                    + "Connection: close\r\n\r\n")
+            let head = String(decoding: try RawHTTP.readToEnd(fd), as: UTF8.self)
+            #expect(head.hasPrefix("HTTP/1.1 200"))
+            #expect(head.contains("\(HomeportHeader.sessionHandle): \(handle)\r\n"))
+            #expect(head.hasSuffix("\r\n\r\n"), "no body")
             // The same session, the same handle; another session, another one.
             #expect(
                 try forward(server, [(HomeportHeader.sessionToken, token)]).header(HomeportHeader.sessionHandle)

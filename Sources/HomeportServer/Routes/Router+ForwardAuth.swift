@@ -1,3 +1,4 @@
+import Foundation
 import HomeportHTTP
 import HomeportWire
 
@@ -18,12 +19,22 @@ extension Router where Context == RequestContext {
             guard case .signedIn(let session, let account) = context.caller else { throw RequireSignedIn.refusal }
             let caller = SignedIn(session: session, account: account, clientAddress: request.remoteAddress)
             let handle = caller.sessionHandle
-            var response = try HTTPResponse.json(
-                ForwardAuthAnswer(accountId: caller.accountID, email: caller.email, session: handle))
-            response.headers.set(HomeportHeader.accountID, String(caller.accountID))
-            response.headers.set(HomeportHeader.accountEmail, caller.email)
-            response.headers.set(HomeportHeader.sessionHandle, handle)
+            var response = HTTPResponse.json(bytes: try Self.forwardAuthBody(caller, handle: handle))
+            response.headers.add(HomeportHeader.accountID, String(caller.accountID))
+            response.headers.add(HomeportHeader.accountEmail, caller.email)
+            response.headers.add(HomeportHeader.sessionHandle, handle)
             return response
         }
+    }
+
+    /// ``ForwardAuthAnswer``'s bytes, as the JSON encoder writes them: written directly, since
+    /// an address is a dot-atom with nothing JSON escapes (the encoder still writes one that has).
+    static func forwardAuthBody(_ caller: SignedIn, handle: String) throws -> Data {
+        guard !caller.email.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 })
+        else {
+            return try HTTPResponse.encode(
+                ForwardAuthAnswer(accountId: caller.accountID, email: caller.email, session: handle))
+        }
+        return Data(#"{"accountId":\#(caller.accountID),"email":"\#(caller.email)","session":"\#(handle)"}"#.utf8)
     }
 }
