@@ -247,10 +247,12 @@ final class ConnectionRegistry: @unchecked Sendable {
                 case .readingBody:
                     limit = bodyDeadline
                     // Past the grace, a body slower than the minimum rate is a connection held, not
-                    // a body sent.
+                    // a body sent; unless bytes wait unread in the socket (the server, not the
+                    // client, was slow to read them).
                     let elapsed = now - since
                     if minBodyRate > 0, elapsed > bodyGrace,
-                        UInt64(connection.bodyBytes.load(ordering: .relaxed)) * 1000 < minBodyRate * elapsed
+                        UInt64(connection.bodyBytes.load(ordering: .relaxed)) * 1000 < minBodyRate * elapsed,
+                        Self.peek(connection.descriptor) <= 0
                     {
                         cut(connection)
                         count += 1

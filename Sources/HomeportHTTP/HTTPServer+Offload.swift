@@ -4,9 +4,10 @@ import HomeportWire
 
 /// A request whose handler runs on the server's ``WorkPool`` while its connection is suspended.
 ///
-/// Exactly one of two parties resumes the connection: the job, with its answer, or a server
-/// that stops before the job is done, with a 503. Both resume under the lock, so once
-/// ``abandon()`` has returned, no resume of this connection is under way.
+/// Exactly one party resumes the connection: the job, with its answer; the queue, with a 503,
+/// when a client holding fewer places displaces it; or a server that stops before the job is
+/// done, with a 503. Each resumes under the lock, so once ``abandon(with:)`` has returned, no
+/// resume of this connection is under way.
 final class OffloadedRequest: @unchecked Sendable {
     private let lock = NSLock()
     /// The suspended connection; `nil` once resumed.

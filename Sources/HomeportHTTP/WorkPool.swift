@@ -62,7 +62,7 @@ final class WorkPool: @unchecked Sendable {
             guard !stopping else { return false }
             if waiting >= queueLimit + max(0, threadCount - busy) {
                 guard let fattest = lines.max(by: { $0.value.count < $1.value.count }),
-                    fattest.value.count > lines[bucket, default: []].count + 1
+                    fattest.value.count > lines[bucket, default: []].count
                 else { return false }
                 displaced = lines[fattest.key]?.removeLast()
                 waiting -= 1

@@ -32,6 +32,11 @@ struct StreamLimitTests {
         census.remove(7)
         #expect(census.admit(11, session: "t3", account: 4, client: "a") == .admitted(replacing: []))
         #expect(census.admit(12, session: "t4", account: 5, client: "a") == .clientFull)
+        // Full, but a session that holds a stream there reconnects: its oldest makes room.
+        // (t3 holds 10 on "c" and 11 on "a": its share, and the address's place, both make room.)
+        #expect(census.admit(13, session: "t3", account: 4, client: "a") == .admitted(replacing: [10, 11]))
+        #expect(census.admit(14, session: "s2", account: 1, client: "a") == .admitted(replacing: [4]))
+        #expect(census.admit(15, session: "t9", account: 9, client: "a") == .clientFull, "a session holding nothing")
     }
 
     @Test("0 is no cap")

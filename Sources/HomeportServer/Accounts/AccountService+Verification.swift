@@ -156,7 +156,8 @@ extension AccountService {
         do {
             try database.transaction {
                 try RateLimiter($0, policy: settings.rateLimits).chargeVerificationMail(
-                    account: account.id, email: account.email, decoy: decoy, now: now)
+                    account: account.id, email: account.email, decoy: decoy,
+                    mailboxDay: pending.authenticatedAt == nil, now: now)
             }
         } catch let refusal as RateLimiter.Refusal {
             return .rateLimited(retryAfter: refusal.retryAfter)
@@ -223,8 +224,11 @@ extension AccountService {
     func beginVerification(
         _ new: NewVerification, account: Account, authenticatedAt: Double?, _ db: any SQLExecutor, now: Int64
     ) throws {
+        // A code mailed at a sign-in with the right password is the owner's: it spends none of
+        // the mailbox's day, which strangers can spend.
         try RateLimiter(db, policy: settings.rateLimits).chargeVerificationMail(
-            account: account.id, email: account.email, decoy: new.code == nil, now: now)
+            account: account.id, email: account.email, decoy: new.code == nil, mailboxDay: authenticatedAt == nil,
+            now: now)
         let keyHash = new.preLogin.session.keyHash
         try SessionStore(db).insertPreLogin(new.preLogin.session, now: now)
         try EmailVerificationStore(db).insert(

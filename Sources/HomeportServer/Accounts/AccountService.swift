@@ -91,49 +91,58 @@ public final class AccountService: Sendable {
         let verification = settings.emailVerification == .code ? try makeVerification(kind: kind, now: now) : nil
         // The outcome, and whether the address was taken (`nil` outcome: say so, unless a code
         // is due, which keeps the answer the same either way).
-        let (outcome, taken): (SignInOutcome?, Bool) = try database.transaction { db in
-            let sessions = SessionStore(db)
-            guard
-                let account = try AccountStore(db).create(
-                    email: email, passwordHash: passwordHash, approval: approval, at: now)
-            else {
-                // Under verification by code, as allauth: the same answer as a new account, a
-                // verification no code completes, and a mail to the address's owner instead.
-                guard var decoy = verification, let owner = try AccountStore(db).find(email: email) else {
-                    return (nil, true)
-                }
-                decoy.code = nil
-                do {
-                    try beginVerification(decoy, account: owner, authenticatedAt: nil, db, now: now)
-                } catch let refusal as RateLimiter.Refusal {
-                    return (.rateLimited(retryAfter: refusal.retryAfter), true)
+        let outcome: SignInOutcome?
+        let taken: Bool
+        do {
+            (outcome, taken) = try database.transaction { db in
+                let sessions = SessionStore(db)
+                guard
+                    let account = try AccountStore(db).create(
+                        email: email, passwordHash: passwordHash, approval: approval, at: now)
+                else {
+                    // Under verification by code, as allauth: the same answer as a new account, a
+                    // verification no code completes, and a mail to the address's owner instead.
+                    guard var decoy = verification, let owner = try AccountStore(db).find(email: email) else {
+                        return (nil, true)
+                    }
+                    decoy.code = nil
+                    do {
+                        try beginVerification(decoy, account: owner, authenticatedAt: nil, db, now: now)
+                    } catch let refusal as RateLimiter.Refusal {
+                        return (.rateLimited(retryAfter: refusal.retryAfter), true)
+                    }
+                    if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
+                    return (.verificationPending(token: decoy.preLogin.token), true)
                 }
                 if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
-                return (.verificationPending(token: decoy.preLogin.token), true)
-            }
-            if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
-            if let verification {
-                // A new account's mail budget is whole: this cannot be refused. Its budget for
-                // sign-ups with a taken address is charged too, as a sign-up with a taken address
-                // charges it: sign-ups in a row are then answered alike whether the address had
-                // an account or not.
-                try RateLimiter(db, policy: settings.rateLimits).chargeVerificationMail(
-                    account: account.id, email: account.email, decoy: true, mailed: false, now: now)
-                try beginVerification(verification, account: account, authenticatedAt: nil, db, now: now)
-                return (.verificationPending(token: verification.preLogin.token), false)
-            }
-            if approval == .approved {
-                // Like allauth, a sign-up records no authentication method (no password login happened).
-                var session = newSession.session
-                session.userID = account.id
-                guard try sessions.insertSignedIn(session, now: now, passwordHash: passwordHash) else {
-                    throw StorageError.statementFailed(code: "session", message: "the new session was not created")
+                if let verification {
+                    // A new account's own budgets are whole, but the mailbox's day may be spent (by
+                    // resets asked for the address): then the sign-up is refused as a taken address's
+                    // would be, and nothing is created (the refusal leaves the transaction). Its
+                    // budget for sign-ups with a taken address is charged too, as such a sign-up
+                    // charges it: sign-ups in a row are answered alike whether the address had an
+                    // account or not.
+                    try RateLimiter(db, policy: settings.rateLimits).chargeVerificationMail(
+                        account: account.id, email: account.email, decoy: true, mailboxDay: false, now: now)
+                    try beginVerification(verification, account: account, authenticatedAt: nil, db, now: now)
+                    return (.verificationPending(token: verification.preLogin.token), false)
                 }
-                return (.signedIn(token: newSession.token, account: account, session: session), false)
+                if approval == .approved {
+                    // Like allauth, a sign-up records no authentication method (no password login happened).
+                    var session = newSession.session
+                    session.userID = account.id
+                    guard try sessions.insertSignedIn(session, now: now, passwordHash: passwordHash) else {
+                        throw StorageError.statementFailed(code: "session", message: "the new session was not created")
+                    }
+                    return (.signedIn(token: newSession.token, account: account, session: session), false)
+                }
+                return (
+                    .pending(standing: .waiting, token: try insertPreLogin(newSession, standing: .waiting, db, now)),
+                    false
+                )
             }
-            return (
-                .pending(standing: .waiting, token: try insertPreLogin(newSession, standing: .waiting, db, now)), false
-            )
+        } catch let refusal as RateLimiter.Refusal {
+            return .rateLimited(retryAfter: refusal.retryAfter)
         }
         guard let outcome else {
             return .invalid([

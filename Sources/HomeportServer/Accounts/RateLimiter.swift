@@ -172,8 +172,9 @@ struct RateLimiter {
             [
                 ("reset:ip:" + Self.clientKey(address), policy.resetPerAddress),
                 ("reset:email:" + Digest.sha256Hex(Self.mailbox(email)), policy.resetPerEmail),
-                Self.mailboxDay(email, policy),
             ], now: now)
+        // Charged once the reset's own budgets allowed it: a refused request spends none of the day.
+        try charge([Self.mailboxDay(email, policy)], now: now)
     }
 
     /// Charges a password change before the current password is checked (atomically, like
@@ -223,13 +224,17 @@ struct RateLimiter {
     /// Charges one mailed verification code to the account; a `decoy` (the mail a sign-up with a
     /// taken address sends its owner) to a budget of its own, so that strangers cannot spend the
     /// owner's.
-    /// `mailed: false` charges the kind's budget only (no mail goes out this time).
-    func chargeVerificationMail(account: Int64, email: String, decoy: Bool = false, mailed: Bool = true, now: Int64)
-        throws
-    {
+    /// With `mailboxDay`, the mailbox's day of mail is charged too, once the kind's own budget
+    /// allowed it (a refusal there spends none of the day's): every mail a stranger can cause
+    /// (a sign-up's code, the mail about a taken address, their resends) counts; a code mailed
+    /// at a sign-in with the right password does not, so strangers who spent the day cannot keep
+    /// the owner out.
+    func chargeVerificationMail(
+        account: Int64, email: String, decoy: Bool = false, mailboxDay: Bool = true, now: Int64
+    ) throws {
         let bucket = (decoy ? "verify_decoy:account:" : "verify_mail:account:") + String(account)
-        try charge(
-            [(bucket, policy.verificationMailPerAccount)] + (mailed ? [Self.mailboxDay(email, policy)] : []), now: now)
+        try charge([(bucket, policy.verificationMailPerAccount)], now: now)
+        if mailboxDay { try charge([Self.mailboxDay(email, policy)], now: now) }
     }
 
     /// The day's budget of mail to `email`'s mailbox.

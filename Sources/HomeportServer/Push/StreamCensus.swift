@@ -20,8 +20,9 @@ public struct StreamLimits: Sendable, Equatable {
 /// connection with streams.
 ///
 /// A stream of a session that already holds its share replaces the session's oldest (an app that
-/// reconnects before its old connection was noticed gone is not refused); past the account's or
-/// the address's cap, a new stream is refused, and those already open stay.
+/// reconnects before its old connection was noticed gone is not refused), and so does one of a
+/// session holding any stream when the account or the address is full; otherwise, past the
+/// account's or the address's cap, a new stream is refused, and those already open stay.
 struct StreamCensus {
     typealias Limits = StreamLimits
 
@@ -59,14 +60,27 @@ struct StreamCensus {
         if limits.perSession > 0, let open = bySession[session], open.count >= limits.perSession {
             replacing = Array(open.prefix(open.count - limits.perSession + 1))
         }
-        let freedForAccount = replacing.count
-        let freedForClient = replacing.filter { holders[$0]?.client == client }.count
-        if limits.perAccount > 0 && byAccount[account, default: 0] - freedForAccount >= limits.perAccount {
-            return .accountFull
+        var freedForAccount = replacing.count
+        var freedForClient = replacing.filter { holders[$0]?.client == client }.count
+        var accountFull: Bool {
+            limits.perAccount > 0 && byAccount[account, default: 0] - freedForAccount >= limits.perAccount
         }
-        if limits.perClient > 0 && byClient[client, default: 0] - freedForClient >= limits.perClient {
-            return .clientFull
+        var clientFull: Bool {
+            limits.perClient > 0 && byClient[client, default: 0] - freedForClient >= limits.perClient
         }
+        // Full, but the session holds a stream already (an app reconnecting before its old
+        // connection was noticed gone): its oldest makes room, one on this address when the
+        // address is what is full.
+        if accountFull || clientFull {
+            let own = (bySession[session] ?? []).filter { !replacing.contains($0) }
+            if let oldest = (clientFull ? own.filter { holders[$0]?.client == client } : own).first {
+                replacing.append(oldest)
+                freedForAccount += 1
+                if holders[oldest]?.client == client { freedForClient += 1 }
+            }
+        }
+        if accountFull { return .accountFull }
+        if clientFull { return .clientFull }
         replacing.forEach { remove($0) }
         holders[id] = Holder(session: session, account: account, client: client)
         bySession[session, default: []].append(id)
