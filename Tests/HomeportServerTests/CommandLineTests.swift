@@ -51,6 +51,7 @@ struct CommandLineTests {
             (["serve", "--session-lifetime", "9223372036854775807"], "--session-lifetime must be a duration"),
             (["serve", "--public-url", "ftp://x"], "--public-url must start with http"),
             (["serve", "--forwarded-header", "x-real-ip"], "is not x-forwarded-for or forwarded"),
+            (["serve", "--max-streams-per-session", "-1"], "--max-streams-per-session"),
             (["users", "promote", "a@example.com"], "unknown users action"),
         ])
     func usageErrors(arguments: [String], message: String) throws {

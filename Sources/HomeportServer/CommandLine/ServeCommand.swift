@@ -40,6 +40,11 @@ enum ServeCommand {
                 help: "Connections open at once from one client address (IPv6: one /64); 0 for no cap.",
                 environment: "HOMEPORT_MAX_CONNECTIONS_PER_ADDRESS", default: "100"),
             .value(
+                "max-streams-per-session", "N",
+                help:
+                    "In-app notification streams one session holds open at once; a newer one ends the oldest. 0 for no cap.",
+                environment: "HOMEPORT_MAX_STREAMS_PER_SESSION", default: "2"),
+            .value(
                 "max-streams-per-account", "N",
                 help:
                     "In-app notification streams one account holds open at once (per process); one more is refused with 429. 0 for no cap.",
@@ -318,6 +323,9 @@ enum ServeCommand {
             "max-connections-per-address", parsed, spec, environment, range: 0...1_000_000)
         {
             configuration.http.maxConnectionsPerAddress = count
+        }
+        if let count = try ServerCLI.integer("max-streams-per-session", parsed, spec, environment, range: 0...100_000) {
+            configuration.push.streamLimits.perSession = count
         }
         if let count = try ServerCLI.integer("max-streams-per-account", parsed, spec, environment, range: 0...100_000) {
             configuration.push.streamLimits.perAccount = count
