@@ -28,6 +28,8 @@ public final class HomeportApplication: Sendable {
     private let server: HTTPServer
     /// `/metrics`, on its own address when configured.
     private let metricsServer: HTTPServer?
+    /// The product API, on its own address when configured.
+    private let productServer: HTTPServer?
     private let heartbeat: ReplicaHeartbeat
     /// Sends queued mail (with an SMTP relay).
     private let mailSender: MailSender?
@@ -165,6 +167,16 @@ public final class HomeportApplication: Sendable {
         } else {
             metricsServer = nil
         }
+        if let address = configuration.productListen {
+            var http = HTTPServerConfiguration(host: address.host, port: address.port, workerThreads: 2)
+            http.maxBodyBytes = 64 << 10
+            http.poolThreads = 1
+            productServer = HTTPServer(
+                configuration: http, responder: ProductAPI(database: database, push: push, clock: clock).router(),
+                logger: logger)
+        } else {
+            productServer = nil
+        }
         self.heartbeat = try ReplicaHeartbeat(
             database: database, identity: identity, timing: configuration.heartbeat,
             listen: configuration.listen.description, logger: logger)
@@ -178,6 +190,7 @@ public final class HomeportApplication: Sendable {
         do {
             try server.start()
             try metricsServer?.start()
+            try productServer?.start()
         } catch {
             server.shutdown()
             heartbeat.stop()
@@ -209,6 +222,9 @@ public final class HomeportApplication: Sendable {
     /// The bound port of `/metrics`, when it is served.
     public var metricsPort: Int? { metricsServer?.port }
 
+    /// The bound port of the product API, when it is served.
+    public var productPort: Int? { productServer?.port }
+
     /// Serves new connections with a renewed certificate and key; connections open now finish
     /// on the old ones. Throws, and keeps the old ones, when the new pair will not serve.
     public func reloadTLS(_ credentials: TLSCredentials) throws {
@@ -224,6 +240,7 @@ public final class HomeportApplication: Sendable {
         mailSender?.stop()
         let left = server.shutdown()
         metricsServer?.shutdown()
+        productServer?.shutdown()
         sender?.stop()
         if left > 0 {
             logger.warning("drain timeout passed with requests in flight", metadata: ["requests": String(left)])

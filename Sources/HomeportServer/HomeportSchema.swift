@@ -210,6 +210,32 @@ public enum HomeportSchema {
                 "CREATE INDEX IF NOT EXISTS email_verifications_user ON email_verifications (user_id)",
             ]
         },
+        // Keys of products in other languages for the product API (stored hashed), and the
+        // notifications each sent under an Idempotency-Key, so that a retry delivers once.
+        Migration(version: 7, name: "product_keys") { dialect in
+            let id = dialect == .postgres ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
+            return [
+                """
+                CREATE TABLE IF NOT EXISTS product_keys (
+                    id \(id),
+                    name TEXT NOT NULL UNIQUE,
+                    key_hash TEXT NOT NULL UNIQUE,
+                    created_at BIGINT NOT NULL,
+                    revoked_at BIGINT
+                )
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS product_notifications (
+                    key_id BIGINT NOT NULL REFERENCES product_keys (id) ON DELETE CASCADE,
+                    idempotency_key TEXT NOT NULL,
+                    seq BIGINT NOT NULL,
+                    queued BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    PRIMARY KEY (key_id, idempotency_key)
+                )
+                """,
+            ]
+        },
     ]
 
     /// A migrator over ``migrations``.

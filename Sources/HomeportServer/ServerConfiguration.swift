@@ -26,6 +26,9 @@ public struct ServerConfiguration: Sendable {
     public var smtp: SMTPSettings?
     /// Where `GET /metrics` (Prometheus's text format) is served, apart from the API; off when `nil`.
     public var metricsListen: ListenAddress?
+    /// Where the product API (product keys, `/product/v1/…`) is served, apart from the app's
+    /// listener; off when `nil`. Reach it only from the product's own host or network.
+    public var productListen: ListenAddress?
     /// Notifications: the payload's key, the catalogue, APNs.
     public var push: PushSettings
     /// How long a signed-in session read from the database serves later requests from memory;

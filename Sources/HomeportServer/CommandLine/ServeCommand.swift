@@ -101,6 +101,11 @@ enum ServeCommand {
                 help: "On smtp://, use STARTTLS when the relay offers it, or refuse to send without it.",
                 environment: "HOMEPORT_MAIL_STARTTLS", default: "try"),
             .value(
+                "product-listen", "HOST:PORT",
+                help:
+                    "Serve the product API (/product/v1/…, product keys) on this address, apart from the app's; off by default.",
+                environment: "HOMEPORT_PRODUCT_LISTEN"),
+            .value(
                 "metrics-listen", "HOST:PORT",
                 help: "Serve GET /metrics (Prometheus text) on this address, apart from the API; off by default.",
                 environment: "HOMEPORT_METRICS_LISTEN"),
@@ -210,6 +215,11 @@ enum ServeCommand {
             logger.notice(
                 "serving /metrics",
                 metadata: ["address": ListenAddress(host: address.host, port: metricsPort).description])
+        }
+        if let productPort = application.productPort, let address = configuration.productListen {
+            logger.notice(
+                "serving the product API",
+                metadata: ["address": ListenAddress(host: address.host, port: productPort).description])
         }
         if configuration.http.tls == nil && configuration.http.trustedProxies.ranges.isEmpty
             && !Self.isLoopback(configuration.listen.host)
@@ -363,6 +373,13 @@ enum ServeCommand {
                 priorities.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 })
             else { throw UsageError("--tls-priority must be a GnuTLS priority string, such as NORMAL:-VERS-TLS1.0") }
             configuration.http.tls?.priorities = priorities
+        }
+        if let text = parsed.value("product-listen", spec: spec, environment: environment) {
+            do {
+                configuration.productListen = try ListenAddress(parsing: text)
+            } catch {
+                throw UsageError("--product-listen: \(error)")
+            }
         }
         if let text = parsed.value("metrics-listen", spec: spec, environment: environment) {
             do {

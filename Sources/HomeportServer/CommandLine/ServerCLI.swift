@@ -74,6 +74,7 @@ enum ServerCLI {
           users             List accounts; approve, reject or hold one.
           push send         Notify an account (in-app stream and pushes).
           push devices      List the devices registered for pushes.
+          product-keys      Make, list or revoke keys of the product API (serve --product-listen).
 
         Run 'homeport-server COMMAND --help' for a command's options.
         Exit codes: 0 success, 1 failure, 2 bad command line, 3 refused without confirmation.
@@ -104,6 +105,8 @@ enum ServerCLI {
                 return try UsersCommand.run(rest, environment: environment)
             case "push":
                 return try PushCommand.run(rest, environment: environment)
+            case "product-keys":
+                return try ProductKeysCommand.run(rest, environment: environment)
             default:
                 throw UsageError("unknown command '\(command)'; run 'homeport-server --help'")
             }

@@ -1,0 +1,160 @@
+import Foundation
+import HomeportCrypto
+import HomeportHTTP
+import HomeportStorage
+import HomeportWire
+
+/// The product API: what a product written in another language, behind forward auth, asks of
+/// Homeport server to server, on a listener of its own (`--product-listen`), with a product key
+/// (`Authorization: Bearer KEY`, made by `homeport-server product-keys create`).
+///
+/// - `POST /product/v1/notifications` notifies one account through the same path as
+///   ``PushCenter/notify(userID:code:title:body:thread:objectID:collapseID:)``: the log, the
+///   in-app stream, mutes and the push outbox. An `Idempotency-Key` makes a retry deliver once.
+/// - `GET /product/v1/accounts/{id}` says an account's address, whether it is verified, and
+///   its standing.
+///
+/// The key is looked up on every request, so a revocation holds at once on every replica.
+struct ProductAPI: Sendable {
+    let database: any Database
+    let push: PushCenter
+    let clock: any WallClock
+
+    /// The routes of the product listener.
+    func router() -> Router<EmptyRequestContext> {
+        var router = Router<EmptyRequestContext>()
+        router.post(ProductAPIPath.notifications) { request, _ in try notify(request) }
+        router.get(ProductAPIPath.accounts + "/:id") { request, _ in try account(request) }
+        return router
+    }
+
+    /// The key the request carries, once, in `Authorization: Bearer`; 401 otherwise.
+    func authenticate(_ request: HTTPRequest) throws -> ProductKey {
+        let values = request.headers.values("Authorization")
+        guard values.count == 1, let value = values.first, value.lowercased().hasPrefix("bearer "),
+            let key = try ProductKeyStore(database).live(
+                keyHash: SecretToken.storedForm(of: value.dropFirst(7).trimmingCharacters(in: .whitespaces)))
+        else {
+            throw HTTPError(
+                status: 401, code: APIErrorCode.notAuthenticated,
+                message: "Send a working product key, once: Authorization: Bearer KEY.",
+                headers: ["WWW-Authenticate": "Bearer"])
+        }
+        return key
+    }
+
+    func notify(_ request: HTTPRequest) throws -> HTTPResponse {
+        let key = try authenticate(request)
+        let body = try ProductNotificationRequest.decode(request.body)
+        let idempotency = try Self.idempotencyKey(request)
+        let store = ProductKeyStore(database)
+        if let idempotency, !(try store.claim(key: key.id, idempotencyKey: idempotency, now: clock.unixSeconds)) {
+            return try Self.answer(for: store.sent(key: key.id, idempotencyKey: idempotency))
+        }
+        do {
+            let userID = try account(of: body)
+            let delivery = try push.notify(
+                userID: userID, code: body.code, title: body.title, body: body.body, thread: body.thread,
+                objectID: body.id)
+            if let idempotency {
+                try store.complete(
+                    key: key.id, idempotencyKey: idempotency, seq: delivery.seq, queued: delivery.queued)
+            }
+            return try Self.accepted(seq: delivery.seq, queued: delivery.queued)
+        } catch {
+            if let idempotency { try? store.release(key: key.id, idempotencyKey: idempotency) }
+            if let refusal = error as? PushCenter.Refusal { throw Self.refusal(refusal, body) }
+            throw error
+        }
+    }
+
+    func account(_ request: HTTPRequest) throws -> HTTPResponse {
+        _ = try authenticate(request)
+        guard let id = request.pathParameters["id"].flatMap({ Int64($0) }), id > 0,
+            let account = try AccountStore(database).find(id: id)
+        else { throw HTTPError(status: 404, code: APIErrorCode.notFound, message: "No account has this id.") }
+        let verified = try EmailVerificationStore(database).isVerified(userID: id)
+        return try .json(
+            ProductAccount(
+                id: account.id, email: account.email, verified: verified, standing: account.approval.rawValue))
+    }
+
+    /// The account a notification is for: by id, or by address.
+    private func account(of body: ProductNotificationRequest) throws -> Int64 {
+        if let id = body.accountId {
+            guard id > 0, try AccountStore(database).find(id: id) != nil else {
+                throw HTTPError.invalidField("accountId", "No account has this id.")
+            }
+            return id
+        }
+        guard let email = body.email.flatMap(Credentials.normalizedEmail),
+            let account = try AccountStore(database).find(email: email)
+        else { throw HTTPError.invalidField("email", "No account signs in with this address.") }
+        return account.id
+    }
+
+    /// `Idempotency-Key`: 1–200 printable ASCII characters, sent once; `nil` without one.
+    static func idempotencyKey(_ request: HTTPRequest) throws -> String? {
+        let values = request.headers.values("Idempotency-Key")
+        guard !values.isEmpty else { return nil }
+        guard values.count == 1, let key = values.first, (1...200).contains(key.utf8.count),
+            key.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+        else {
+            throw HTTPError.invalidField(
+                "Idempotency-Key", "An Idempotency-Key is 1–200 printable ASCII characters, sent once.")
+        }
+        return key
+    }
+
+    /// The answer to a retry: the first request's, or 409 while it is still at work.
+    static func answer(for sent: (seq: Int64, queued: Int)?) throws -> HTTPResponse {
+        guard let sent, sent.seq > 0 else {
+            throw HTTPError(
+                status: 409, code: "idempotency_in_progress",
+                message: "A request with this Idempotency-Key is still at work; try again.",
+                headers: ["Retry-After": "1"])
+        }
+        return try accepted(seq: sent.seq, queued: sent.queued)
+    }
+
+    static func accepted(seq: Int64, queued: Int) throws -> HTTPResponse {
+        try .json(ProductNotificationAnswer(id: seq, queued: queued), status: 202)
+    }
+
+    /// A refusal of the notification, naming the field at fault.
+    static func refusal(_ refusal: PushCenter.Refusal, _ body: ProductNotificationRequest) -> HTTPError {
+        switch refusal {
+        case .unknownCode: .invalidField("code", refusal.description)
+        case .invalidThread: .invalidField("thread", refusal.description)
+        case .invalidText:
+            .invalidField(
+                (1...200).contains(body.title.count) && !body.title.unicodeScalars.contains { $0.value < 0x20 }
+                    ? "body" : "title", refusal.description)
+        case .payloadTooLarge: .invalidField("body", refusal.description)
+        case .noAccount: .invalidField(body.accountId != nil ? "accountId" : "email", refusal.description)
+        case .identityUnavailable:
+            .unavailable(code: APIErrorCode.unavailable, message: "The installation's identity cannot be read.")
+        }
+    }
+}
+
+extension ProductNotificationRequest {
+    /// Decodes a request body; a 400 naming the field at fault otherwise.
+    static func decode(_ data: Data) throws -> ProductNotificationRequest {
+        let request: ProductNotificationRequest
+        do {
+            request = try JSONDecoder().decode(ProductNotificationRequest.self, from: data)
+        } catch DecodingError.keyNotFound(let key, _) {
+            throw HTTPError.invalidField(key.stringValue, "\(key.stringValue) is required.")
+        } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {
+            let field = context.codingPath.last?.stringValue ?? "body"
+            throw HTTPError.invalidField(field, "\(field) is not of the right type.")
+        } catch {
+            throw HTTPError.invalidField("body", "Send a JSON object.")
+        }
+        guard (request.email == nil) != (request.accountId == nil) else {
+            throw HTTPError.invalidField("email", "Name the account by email or by accountId, one of them.")
+        }
+        return request
+    }
+}

@@ -1,0 +1,100 @@
+import HomeportCrypto
+import HomeportStorage
+
+/// A key a product in another language sends to the product API (`Authorization: Bearer KEY`).
+struct ProductKey: Sendable, Hashable {
+    /// Its row id.
+    var id: Int64
+    /// The name the operator gave it (the product's, say).
+    var name: String
+    /// When it was made, in Unix seconds.
+    var createdAt: Int64
+    /// When it was revoked, in Unix seconds; `nil` while it works.
+    var revokedAt: Int64?
+}
+
+/// The `product_keys` table: product API keys, stored as their SHA-256 only, and the
+/// `product_notifications` table that remembers each key's idempotency keys.
+struct ProductKeyStore {
+    let db: any SQLExecutor
+
+    init(_ db: any SQLExecutor) {
+        self.db = db
+    }
+
+    /// Stores a new key's digest under `name`; `nil` when the name is taken.
+    func create(name: String, keyHash: String, now: Int64) throws -> ProductKey? {
+        let row = try db.execute(
+            """
+            INSERT INTO product_keys (name, key_hash, created_at) VALUES ($1, $2, $3)
+            ON CONFLICT (name) DO NOTHING RETURNING id
+            """, [.text(name), .text(keyHash), .integer(now)]
+        ).first
+        return row?.int("id").map { ProductKey(id: $0, name: name, createdAt: now, revokedAt: nil) }
+    }
+
+    /// Every key, oldest first.
+    func all() throws -> [ProductKey] {
+        try db.execute("SELECT id, name, created_at, revoked_at FROM product_keys ORDER BY id").compactMap(Self.key)
+    }
+
+    /// The working key whose digest is `keyHash`, if any.
+    func live(keyHash: String) throws -> ProductKey? {
+        try db.execute(
+            "SELECT id, name, created_at, revoked_at FROM product_keys WHERE key_hash = $1 AND revoked_at IS NULL",
+            [.text(keyHash)]
+        ).first.flatMap(Self.key)
+    }
+
+    /// Revokes the key named `name`; false when there is none that works.
+    func revoke(name: String, now: Int64) throws -> Bool {
+        !(try db.execute(
+            "UPDATE product_keys SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL RETURNING id",
+            [.text(name), .integer(now)]
+        ).isEmpty)
+    }
+
+    /// What `key` sent under `idempotencyKey`: the notification's number (0 while the first
+    /// request with it is still at work) and how many pushes it queued; `nil` for nothing yet.
+    func sent(key: Int64, idempotencyKey: String) throws -> (seq: Int64, queued: Int)? {
+        guard
+            let row = try db.execute(
+                "SELECT seq, queued FROM product_notifications WHERE key_id = $1 AND idempotency_key = $2",
+                [.integer(key), .text(idempotencyKey)]
+            ).first, let seq = row.int("seq"), let queued = row.int("queued")
+        else { return nil }
+        return (seq, Int(queued))
+    }
+
+    /// Claims `idempotencyKey` for `key` before the notification is made; false when another
+    /// request claimed it first.
+    func claim(key: Int64, idempotencyKey: String, now: Int64) throws -> Bool {
+        !(try db.execute(
+            """
+            INSERT INTO product_notifications (key_id, idempotency_key, seq, queued, created_at)
+            VALUES ($1, $2, 0, 0, $3) ON CONFLICT (key_id, idempotency_key) DO NOTHING RETURNING key_id
+            """, [.integer(key), .text(idempotencyKey), .integer(now)]
+        ).isEmpty)
+    }
+
+    /// Records what the claimed request made.
+    func complete(key: Int64, idempotencyKey: String, seq: Int64, queued: Int) throws {
+        try db.execute(
+            "UPDATE product_notifications SET seq = $3, queued = $4 WHERE key_id = $1 AND idempotency_key = $2",
+            [.integer(key), .text(idempotencyKey), .integer(seq), .integer(Int64(queued))])
+    }
+
+    /// Gives a claim back (the notification was refused): a retry may make it.
+    func release(key: Int64, idempotencyKey: String) throws {
+        try db.execute(
+            "DELETE FROM product_notifications WHERE key_id = $1 AND idempotency_key = $2 AND seq = 0",
+            [.integer(key), .text(idempotencyKey)])
+    }
+
+    private static func key(_ row: Row) -> ProductKey? {
+        guard let id = row.int("id"), let name = row.string("name"), let created = row.int("created_at") else {
+            return nil
+        }
+        return ProductKey(id: id, name: name, createdAt: created, revokedAt: row.int("revoked_at"))
+    }
+}

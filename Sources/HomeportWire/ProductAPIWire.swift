@@ -1,0 +1,75 @@
+/// The paths of the product API, on its own listener (`homeport-server serve --product-listen`).
+public enum ProductAPIPath {
+    /// `POST`: notify one account (``ProductNotificationRequest``; 202 ``ProductNotificationAnswer``).
+    public static let notifications = "/product/v1/notifications"
+    /// `GET accounts/{id}`: one account (``ProductAccount``).
+    public static let accounts = "/product/v1/accounts"
+}
+
+/// `POST /product/v1/notifications`: one notification to one account, named by `email` or by
+/// `accountId` (one of them).
+public struct ProductNotificationRequest: Codable, Hashable, Sendable {
+    /// The account's sign-in address.
+    public var email: String?
+    /// The account's id (as forward auth's `X-Homeport-Account-Id` says it).
+    public var accountId: Int64?
+    /// A code of the server's catalogue (the product's own, declared with `--catalogue`).
+    public var code: String
+    /// The title, 1–200 characters.
+    public var title: String
+    /// The body, at most 2,000 characters.
+    public var body: String?
+    /// The product's thread id (`journal:42`): mutes act on it.
+    public var thread: String?
+    /// The product's object id the notification is about.
+    public var id: Int64?
+
+    /// Creates a request.
+    public init(
+        email: String? = nil, accountId: Int64? = nil, code: String, title: String, body: String? = nil,
+        thread: String? = nil, id: Int64? = nil
+    ) {
+        self.email = email
+        self.accountId = accountId
+        self.code = code
+        self.title = title
+        self.body = body
+        self.thread = thread
+        self.id = id
+    }
+}
+
+/// 202 to a notification: its number in the account's log (the stream's event id) and the
+/// pushes it queued (none when the thread is muted or pushes are off).
+public struct ProductNotificationAnswer: Codable, Hashable, Sendable {
+    /// The notification's number.
+    public var id: Int64
+    /// Pushes queued.
+    public var queued: Int
+
+    /// Creates an answer.
+    public init(id: Int64, queued: Int) {
+        self.id = id
+        self.queued = queued
+    }
+}
+
+/// `GET /product/v1/accounts/{id}`.
+public struct ProductAccount: Codable, Hashable, Sendable {
+    /// The account's id.
+    public var id: Int64
+    /// Its sign-in address.
+    public var email: String
+    /// Whether the address was verified by a mailed code.
+    public var verified: Bool
+    /// Its approval stage: `approved`, `waiting`, `rejected` or `held`.
+    public var standing: String
+
+    /// Creates an answer.
+    public init(id: Int64, email: String, verified: Bool, standing: String) {
+        self.id = id
+        self.email = email
+        self.verified = verified
+        self.standing = standing
+    }
+}
