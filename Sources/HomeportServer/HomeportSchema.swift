@@ -228,6 +228,7 @@ public enum HomeportSchema {
                 CREATE TABLE IF NOT EXISTS product_notifications (
                     key_id BIGINT NOT NULL REFERENCES product_keys (id) ON DELETE CASCADE,
                     idempotency_key TEXT NOT NULL,
+                    request_hash TEXT NOT NULL,
                     seq BIGINT NOT NULL,
                     queued BIGINT NOT NULL,
                     created_at BIGINT NOT NULL,

@@ -120,6 +120,10 @@ struct ProductAPITests {
         let again = try stage.notify(body2, key: key, headers: [("Idempotency-Key", "share-42")])
         #expect(again.status == 202)
         #expect(try JSONDecoder().decode(ProductNotificationAnswer.self, from: again.body).id == ids.first)
+        // The same key with another request is refused, and delivers nothing.
+        let reused = try stage.notify(body, key: key, headers: [("Idempotency-Key", "share-42")])
+        #expect(reused.status == 422)
+        #expect((reused.jsonObject?["error"] as? [String: Any])?["code"] as? String == "idempotency_key_reused")
         #expect(stream.wait(for: #""title":"Cy shared an entry""#))
         usleep(500_000)
         #expect(stream.count(of: #""title":"Cy shared an entry""#) == 1, "delivered once")

@@ -10,7 +10,8 @@ import HomeportWire
 ///
 /// - `POST /product/v1/notifications` notifies one account through the same path as
 ///   ``PushCenter/notify(userID:code:title:body:thread:objectID:collapseID:)``: the log, the
-///   in-app stream, mutes and the push outbox. An `Idempotency-Key` makes a retry deliver once.
+///   in-app stream, mutes and the push outbox. An `Idempotency-Key` makes a retry (the same
+///   body) deliver once; the key with another body is refused (422).
 /// - `GET /product/v1/accounts/{id}` says an account's address, whether it is verified, and
 ///   its standing.
 ///
@@ -48,8 +49,19 @@ struct ProductAPI: Sendable {
         let body = try ProductNotificationRequest.decode(request.body)
         let idempotency = try Self.idempotencyKey(request)
         let store = ProductKeyStore(database)
-        if let idempotency, !(try store.claim(key: key.id, idempotencyKey: idempotency, now: clock.unixSeconds)) {
-            return try Self.answer(for: store.sent(key: key.id, idempotencyKey: idempotency))
+        // A retry is the same request: its body's digest is kept with the claim.
+        let requestHash = Digest.hex(Digest.sha256(Array(request.body)))
+        if let idempotency,
+            !(try store.claim(
+                key: key.id, idempotencyKey: idempotency, requestHash: requestHash, now: clock.unixSeconds))
+        {
+            let sent = try store.sent(key: key.id, idempotencyKey: idempotency)
+            guard sent.map({ $0.requestHash == requestHash }) ?? true else {
+                throw HTTPError(
+                    status: 422, code: "idempotency_key_reused",
+                    message: "This Idempotency-Key was sent with another request; use a new one.")
+            }
+            return try Self.answer(for: sent.map { ($0.seq, $0.queued) })
         }
         do {
             let userID = try account(of: body)

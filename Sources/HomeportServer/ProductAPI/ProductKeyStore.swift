@@ -54,26 +54,29 @@ struct ProductKeyStore {
         ).isEmpty)
     }
 
-    /// What `key` sent under `idempotencyKey`: the notification's number (0 while the first
-    /// request with it is still at work) and how many pushes it queued; `nil` for nothing yet.
-    func sent(key: Int64, idempotencyKey: String) throws -> (seq: Int64, queued: Int)? {
+    /// What `key` sent under `idempotencyKey`: the digest of that request's body, the
+    /// notification's number (0 while the first request with it is still at work) and how many
+    /// pushes it queued; `nil` for nothing yet.
+    func sent(key: Int64, idempotencyKey: String) throws -> (requestHash: String, seq: Int64, queued: Int)? {
         guard
             let row = try db.execute(
-                "SELECT seq, queued FROM product_notifications WHERE key_id = $1 AND idempotency_key = $2",
-                [.integer(key), .text(idempotencyKey)]
-            ).first, let seq = row.int("seq"), let queued = row.int("queued")
+                """
+                SELECT request_hash, seq, queued FROM product_notifications
+                WHERE key_id = $1 AND idempotency_key = $2
+                """, [.integer(key), .text(idempotencyKey)]
+            ).first, let hash = row.string("request_hash"), let seq = row.int("seq"), let queued = row.int("queued")
         else { return nil }
-        return (seq, Int(queued))
+        return (hash, seq, Int(queued))
     }
 
     /// Claims `idempotencyKey` for `key` before the notification is made; false when another
     /// request claimed it first.
-    func claim(key: Int64, idempotencyKey: String, now: Int64) throws -> Bool {
+    func claim(key: Int64, idempotencyKey: String, requestHash: String, now: Int64) throws -> Bool {
         !(try db.execute(
             """
-            INSERT INTO product_notifications (key_id, idempotency_key, seq, queued, created_at)
-            VALUES ($1, $2, 0, 0, $3) ON CONFLICT (key_id, idempotency_key) DO NOTHING RETURNING key_id
-            """, [.integer(key), .text(idempotencyKey), .integer(now)]
+            INSERT INTO product_notifications (key_id, idempotency_key, request_hash, seq, queued, created_at)
+            VALUES ($1, $2, $3, 0, 0, $4) ON CONFLICT (key_id, idempotency_key) DO NOTHING RETURNING key_id
+            """, [.integer(key), .text(idempotencyKey), .text(requestHash), .integer(now)]
         ).isEmpty)
     }
 
