@@ -11,7 +11,11 @@ import Testing
 /// enrolled record at the scenario's listeners: a primary that answers as another installation,
 /// a proxy's HTML page, an off-host redirect or a certificate for another name, beside a verified
 /// alternative (a relay to the real server) that is late, hangs or drops its connections.
-@Suite("The hostile-listener matrix: no credential byte at any listener that did not answer as the installation")
+// One scenario at a time (each runs five CLI processes at once): all nine at once would starve the
+// rest of the suite on a small machine.
+@Suite(
+    "The hostile-listener matrix: no credential byte at any listener that did not answer as the installation",
+    .serialized)
 struct HostileListenerMatrixTests {
     /// What the listeners do.
     enum Scenario: String, CaseIterable, Sendable {
