@@ -139,15 +139,11 @@ struct DeployDocTests {
         defer { Self.kill(nginx) }
 
         // Caddy, the page's site on a plain-HTTP address of this machine (its admin endpoint off).
-        let caddyPort = try RawHTTP.freePort()
-        let caddyfile = try block("caddy").replacingOccurrences(
-            of: "books.example.net {", with: "http://127.0.0.1:\(caddyPort) {"
-        ).replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
-        try ("{\n\tadmin off\n}\n" + caddyfile).write(
-            toFile: scratch.file("Caddyfile"), atomically: true, encoding: .utf8)
-        let caddy = try Self.start(
-            "/usr/bin/caddy", ["run", "--config", scratch.file("Caddyfile"), "--adapter", "caddyfile"],
-            port: caddyPort, environment: ["HOME": d, "XDG_DATA_HOME": d, "XDG_CONFIG_HOME": d])
+        let caddySite = try block("caddy")
+        let (caddy, caddyPort) = try Self.startCaddy(in: scratch) { port in
+            caddySite.replacingOccurrences(of: "books.example.net {", with: "http://127.0.0.1:\(port) {")
+                .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
+        }
         defer { Self.kill(caddy) }
 
         let signup = try Self.curl(
@@ -235,16 +231,12 @@ struct DeployDocTests {
         let nginx = try Self.start("/usr/sbin/nginx", ["-c", scratch.file("nginx.conf"), "-p", d], port: nginxPort)
         defer { Self.kill(nginx) }
 
-        let caddyPort = try RawHTTP.freePort()
-        let caddyfile = try block("caddy", "forward-auth")
-            .replacingOccurrences(of: "journal.example.net {", with: "http://127.0.0.1:\(caddyPort) {")
-            .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
-            .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(productPort)")
-        try ("{\n\tadmin off\n}\n" + caddyfile).write(
-            toFile: scratch.file("Caddyfile"), atomically: true, encoding: .utf8)
-        let caddy = try Self.start(
-            "/usr/bin/caddy", ["run", "--config", scratch.file("Caddyfile"), "--adapter", "caddyfile"],
-            port: caddyPort, environment: ["HOME": d, "XDG_DATA_HOME": d, "XDG_CONFIG_HOME": d])
+        let forwardSite = try block("caddy", "forward-auth")
+        let (caddy, caddyPort) = try Self.startCaddy(in: scratch) { port in
+            forwardSite.replacingOccurrences(of: "journal.example.net {", with: "http://127.0.0.1:\(port) {")
+                .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
+                .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(productPort)")
+        }
         defer { Self.kill(caddy) }
 
         let forged = [
@@ -356,6 +348,32 @@ struct DeployDocTests {
             throw RawHTTPError("\(executable) did not start")
         }
         return process
+    }
+
+    /// Caddy with `site(port)` (its admin endpoint off) on a free port. A port found free can be
+    /// taken by another test's connection before Caddy binds it: Caddy then exits, and another
+    /// port is tried.
+    private static func startCaddy(in scratch: TemporaryDirectory, _ site: (Int) -> String) throws -> (Process, Int) {
+        let d = scratch.path
+        for _ in 0..<5 {
+            let port = try RawHTTP.freePort()
+            try ("{\n\tadmin off\n}\n" + site(port)).write(
+                toFile: scratch.file("Caddyfile"), atomically: true, encoding: .utf8)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/caddy")
+            process.arguments = ["run", "--config", scratch.file("Caddyfile"), "--adapter", "caddyfile"]
+            process.environment = ProcessInfo.processInfo.environment.merging(
+                ["HOME": d, "XDG_DATA_HOME": d, "XDG_CONFIG_HOME": d]) { $1 }
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            // Caddy can take seconds to start on a loaded machine: waiting is not what is tested.
+            for _ in 0..<300 where process.isRunning {
+                if RawHTTP.waitUntilListening(port: port, seconds: 0.1) { return (process, port) }
+            }
+            kill(process)
+        }
+        throw RawHTTPError("caddy did not start on any of five ports")
     }
 
     /// Stops a proxy (SIGKILL: a child of a test thread inherits its blocked SIGTERM).
