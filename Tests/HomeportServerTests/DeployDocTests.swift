@@ -129,13 +129,7 @@ struct DeployDocTests {
             .replacingOccurrences(of: "listen 443 ssl;", with: "listen 127.0.0.1:\(nginxPort) ssl;")
             .replacingOccurrences(of: "/etc/ssl/books.example.net.crt", with: certificates.certificateFile)
             .replacingOccurrences(of: "/etc/ssl/books.example.net.key", with: certificates.keyFile)
-        let d = scratch.path
-        try """
-        daemon off; master_process off; worker_processes 1; pid \(d)/nginx.pid; error_log \(d)/error.log;
-        events {}
-        http { access_log off; client_body_temp_path \(d); proxy_temp_path \(d); \(site) }
-        """.write(toFile: scratch.file("nginx.conf"), atomically: true, encoding: .utf8)
-        let nginx = try Self.start("/usr/sbin/nginx", ["-c", scratch.file("nginx.conf"), "-p", d], port: nginxPort)
+        let nginx = try Self.startNginx(site, port: nginxPort, in: scratch)
         defer { Self.kill(nginx) }
 
         // Caddy, the page's site on a plain-HTTP address of this machine (its admin endpoint off).
@@ -146,7 +140,7 @@ struct DeployDocTests {
         }
         defer { Self.kill(caddy) }
 
-        let signup = try Self.curl(
+        let signup = try Self.signIn(
             "http://127.0.0.1:\(server.port)" + AllauthAppPath.base + "/" + AllauthAppPath.signup, from: "127.0.0.1")
         #expect(signup.status == 200, "\(signup)")
         for (proxy, attacker, bystander) in [
@@ -156,7 +150,7 @@ struct DeployDocTests {
             let login = proxy + AllauthAppPath.base + "/" + AllauthAppPath.login
             // Each sign-in names another client, in both headers, each sent twice.
             let statuses = try (1...6).map { attempt in
-                try Self.curl(
+                try Self.signIn(
                     login, from: attacker, caFile: certificates.caFile,
                     headers: [
                         "Forwarded: for=198.51.100.\(attempt)", "Forwarded: for=\"[2001:db8::\(attempt)]\"",
@@ -165,7 +159,7 @@ struct DeployDocTests {
                 ).status
             }
             #expect(statuses == [200, 200, 200, 200, 429, 429], "\(proxy): \(statuses)")
-            let bystanderStatus = try Self.curl(login, from: bystander, caFile: certificates.caFile).status
+            let bystanderStatus = try Self.signIn(login, from: bystander, caFile: certificates.caFile).status
             #expect(bystanderStatus == 200, "\(proxy): another client keeps its own budget")
         }
         let log = server.standardError
@@ -188,7 +182,6 @@ struct DeployDocTests {
         defer { certificates.directory.remove() }
         let scratch = try TemporaryDirectory()
         defer { scratch.remove() }
-        let d = scratch.path
 
         // The product: answers /api/v1/journal with the header fields it was given, and counts its requests.
         let productPort = try RawHTTP.freePort()
@@ -223,12 +216,7 @@ struct DeployDocTests {
             .replacingOccurrences(of: "listen 443 ssl;", with: "listen 127.0.0.1:\(nginxPort) ssl;")
             .replacingOccurrences(of: "/etc/ssl/journal.example.net.crt", with: certificates.certificateFile)
             .replacingOccurrences(of: "/etc/ssl/journal.example.net.key", with: certificates.keyFile)
-        try """
-        daemon off; master_process off; worker_processes 1; pid \(d)/nginx.pid; error_log \(d)/error.log;
-        events {}
-        http { access_log off; client_body_temp_path \(d); proxy_temp_path \(d); \(site) }
-        """.write(toFile: scratch.file("nginx.conf"), atomically: true, encoding: .utf8)
-        let nginx = try Self.start("/usr/sbin/nginx", ["-c", scratch.file("nginx.conf"), "-p", d], port: nginxPort)
+        let nginx = try Self.startNginx(site, port: nginxPort, in: scratch)
         defer { Self.kill(nginx) }
 
         let forwardSite = try block("caddy", "forward-auth")
@@ -306,11 +294,14 @@ struct DeployDocTests {
         }
     }
 
-    /// A request as curl sends it: the status and the body.
+    /// A request as curl sends it (from `source`, trusting `caFile` when given): the status and
+    /// the body.
     private static func call(
-        _ url: String, method: String = "GET", caFile: String, headers: [String] = [], json: String? = nil
+        _ url: String, method: String = "GET", from source: String = "127.0.0.1", caFile: String? = nil,
+        headers: [String] = [], json: String? = nil
     ) throws -> (status: Int, body: String) {
-        var arguments = ["-s", "-o", "-", "-w", "\n%{http_code}", "--cacert", caFile, "-X", method]
+        var arguments = ["-s", "-o", "-", "-w", "\n%{http_code}", "--interface", source, "-X", method]
+        if let caFile { arguments += ["--cacert", caFile] }
         for header in headers { arguments += ["-H", header] }
         if let json { arguments += ["-H", "Content-Type: application/json", "--data-binary", json] }
         let run = try ServerProcess.runProgram("/usr/bin/curl", arguments + [url], timeout: 20)
@@ -331,21 +322,25 @@ struct DeployDocTests {
         #expect(yaml.contains("middlewares: [homeport-auth, no-token]"))
     }
 
-    /// Starts a proxy and waits for its port.
-    private static func start(
-        _ executable: String, _ arguments: [String], port: Int, environment: [String: String] = [:]
-    ) throws -> Process {
+    /// Debian's nginx with `site` (one process, no privilege drop, files in `scratch`), once it
+    /// listens on `port`.
+    private static func startNginx(_ site: String, port: Int, in scratch: TemporaryDirectory) throws -> Process {
+        let d = scratch.path
+        try """
+        daemon off; master_process off; worker_processes 1; pid \(d)/nginx.pid; error_log \(d)/error.log;
+        events {}
+        http { access_log off; client_body_temp_path \(d); proxy_temp_path \(d); \(site) }
+        """.write(toFile: scratch.file("nginx.conf"), atomically: true, encoding: .utf8)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        process.arguments = ["-c", scratch.file("nginx.conf"), "-p", d]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        // Caddy can take seconds to start on a loaded machine: waiting is not what is tested.
         guard RawHTTP.waitUntilListening(port: port, seconds: 30) else {
             kill(process)
-            throw RawHTTPError("\(executable) did not start")
+            throw RawHTTPError(
+                "nginx did not start: \((try? String(contentsOfFile: d + "/error.log", encoding: .utf8)) ?? "")")
         }
         return process
     }
@@ -382,19 +377,13 @@ struct DeployDocTests {
         process.waitUntilExit()
     }
 
-    /// Ada's sign-in as curl sends it from `source`, with `headers` added.
-    private static func curl(
+    /// Ada's sign-in at `url`, as curl sends it from `source`, with `headers` added.
+    private static func signIn(
         _ url: String, from source: String, caFile: String? = nil, headers: [String] = []
     ) throws -> (status: Int, body: String) {
-        var arguments = ["-s", "-o", "-", "-w", "\n%{http_code}", "--interface", source]
-        if let caFile { arguments += ["--cacert", caFile] }
-        for header in headers + ["Content-Type: application/json"] { arguments += ["-H", header] }
-        arguments += ["--data-binary", #"{"email":"ada@example.com","password":"correct horse battery"}"#, url]
-        let run = try ServerProcess.runProgram("/usr/bin/curl", arguments, timeout: 20)
-        guard let split = run.output.range(of: "\n", options: .backwards),
-            let status = Int(run.output[split.upperBound...])
-        else { throw RawHTTPError("curl \(url) failed (\(run.status)): \(run.error)") }
-        return (status, String(run.output[..<split.lowerBound]))
+        try call(
+            url, method: "POST", from: source, caFile: caFile, headers: headers,
+            json: #"{"email":"ada@example.com","password":"correct horse battery"}"#)
     }
 
     @Test("backup and restore keep the installation id; a clone gets another")

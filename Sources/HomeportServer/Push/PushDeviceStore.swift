@@ -41,26 +41,15 @@ struct PushDeviceStore {
     }
 
     /// Keeps `token` and the account's `newest - 1` other most recently registered devices, and
-    /// removes the rest; returns how many went. (Registrations in the same second tie; the one
-    /// just made is never the one to go.)
-    @discardableResult
-    func keepNewest(_ newest: Int, keeping token: String, userID: Int64) throws -> Int {
-        let before = try count(userID: userID)
-        guard before > newest else { return 0 }
+    /// removes the rest. (Registrations in the same second tie; the one just made is never the
+    /// one to go.)
+    func keepNewest(_ newest: Int, keeping token: String, userID: Int64) throws {
         try db.execute(
             """
             DELETE FROM push_devices WHERE user_id = $1 AND token <> $2 AND token NOT IN (
                 SELECT token FROM push_devices WHERE user_id = $1 AND token <> $2
                 ORDER BY updated_at DESC, token DESC LIMIT $3)
             """, [.integer(userID), .text(token), .integer(Int64(max(0, newest - 1)))])
-        return before - newest
-    }
-
-    /// How many devices the account holds.
-    func count(userID: Int64) throws -> Int {
-        Int(
-            try db.execute("SELECT COUNT(*) AS n FROM push_devices WHERE user_id = $1", [.integer(userID)]).first?
-                .int("n") ?? 0)
     }
 
     /// Removes a token, if the account holds it.
