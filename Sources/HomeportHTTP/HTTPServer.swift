@@ -70,7 +70,9 @@ package final class HTTPServer: @unchecked Sendable {
     package func start() throws {
         if configuration.tls != nil && homeport_mhd_has_tls() == 0 { throw HTTPServerError.tlsUnavailable }
         raiseDescriptorLimit()
-        let socket = try ListenSocket.open(host: configuration.host, port: configuration.port)
+        let socket =
+            try configuration.unixSocketPath.map { try ListenSocket.openUnix(path: $0) }
+            ?? ListenSocket.open(host: configuration.host, port: configuration.port)
         let material = configuration.tls.map(TLSMaterial.init)
         guard let daemon = startDaemon(on: socket.descriptor, ipv6: socket.isIPv6, tls: material) else {
             close(socket.descriptor)
@@ -284,6 +286,7 @@ package final class HTTPServer: @unchecked Sendable {
             return retired
         }
         for entry in leftovers { withExtendedLifetime(entry.material) { MHD_stop_daemon(entry.daemon) } }
+        if let path = configuration.unixSocketPath { unlink(path) }
         pool.stop()
     }
 }

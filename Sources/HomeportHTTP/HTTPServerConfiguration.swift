@@ -6,6 +6,9 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     public var host: String
     /// The TCP port; 0 picks a free one (read it back from the running server: `HomeportApplication.port`).
     public var port: Int
+    /// A Unix-domain socket to listen on instead of ``host`` and ``port`` (mode 0660), removed
+    /// when the server stops.
+    public var unixSocketPath: String? = nil
     /// Worker threads, each running an epoll loop and handlers; defaults to the core count.
     public var workerThreads: Int
     /// Largest accepted request body; larger ones are answered 413 without being read.

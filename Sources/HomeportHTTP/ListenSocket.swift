@@ -55,6 +55,64 @@ struct ListenSocket {
             reason: String(cString: strerror(lastError)))
     }
 
+    /// Binds a Unix-domain socket at `path` (mode 0660: its owner and group connect) and listens.
+    /// A socket file left by a server that is gone is replaced; a live one, or a path that is not
+    /// a socket, is refused.
+    static func openUnix(path: String, backlog: Int32 = 1024) throws -> ListenSocket {
+        let refuse = { (reason: String) in HTTPServerError.cannotListen(address: path, reason: reason) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard path.utf8.count < capacity, !path.utf8.contains(0) else {
+            throw refuse("a socket path is at most \(capacity - 1) bytes")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: path.utf8)
+        }
+        var status = stat()
+        if lstat(path, &status) == 0 {
+            guard (status.st_mode & S_IFMT) == S_IFSOCK else { throw refuse("the path exists and is not a socket") }
+            guard !isServed(&address) else { throw refuse("another server listens on this socket") }
+            unlink(path)
+        }
+        #if canImport(Glibc)
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            let fd = socket(AF_UNIX, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw refuse(String(cString: strerror(errno))) }
+        // Bound with the process's umask (022 lets no one else write, so connect), then opened
+        // to the group.
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, chmod(path, 0o660) == 0, listen(fd, backlog) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw refuse(reason)
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        return ListenSocket(descriptor: fd, port: 0, isIPv6: false)
+    }
+
+    /// Whether a server accepts connections on the socket at `address`.
+    private static func isServed(_ address: inout sockaddr_un) -> Bool {
+        #if canImport(Glibc)
+            let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            let probe = socket(AF_UNIX, SOCK_STREAM, 0)
+        #endif
+        guard probe >= 0 else { return false }
+        defer { close(probe) }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0
+            }
+        }
+    }
+
     private static func boundPort(_ fd: Int32) -> Int {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -95,6 +153,9 @@ func addressText(_ address: UnsafePointer<sockaddr>?) -> String {
             return AddressRange.canonical(
                 String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
+    case AF_UNIX:
+        // A peer on the same host, through the product's socket.
+        return "unix"
     default:
         return "unknown"
     }

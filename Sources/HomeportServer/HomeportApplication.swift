@@ -167,8 +167,10 @@ public final class HomeportApplication: Sendable {
         } else {
             metricsServer = nil
         }
-        if let address = configuration.productListen {
+        if configuration.productListen != nil || configuration.productSocket != nil {
+            let address = configuration.productListen ?? ListenAddress(host: "127.0.0.1", port: 0)
             var http = HTTPServerConfiguration(host: address.host, port: address.port, workerThreads: 2)
+            http.unixSocketPath = configuration.productSocket
             http.maxBodyBytes = 64 << 10
             http.poolThreads = 1
             productServer = HTTPServer(
@@ -223,7 +225,7 @@ public final class HomeportApplication: Sendable {
     public var metricsPort: Int? { metricsServer?.port }
 
     /// The bound port of the product API, when it is served.
-    public var productPort: Int? { productServer?.port }
+    public var productPort: Int? { configuration.productSocket == nil ? productServer?.port : nil }
 
     /// Serves new connections with a renewed certificate and key; connections open now finish
     /// on the old ones. Throws, and keeps the old ones, when the new pair will not serve.

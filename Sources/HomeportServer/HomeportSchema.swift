@@ -237,6 +237,21 @@ public enum HomeportSchema {
                 """,
             ]
         },
+        // The codes products declare through the product API (PUT /product/v1/catalogue), each
+        // owned by one key; and the product's own values a notification carries (`data`).
+        Migration(version: 8, name: "product_catalogue") { _ in
+            [
+                """
+                CREATE TABLE IF NOT EXISTS product_codes (
+                    code TEXT PRIMARY KEY,
+                    key_id BIGINT NOT NULL REFERENCES product_keys (id) ON DELETE CASCADE,
+                    title TEXT NOT NULL
+                )
+                """,
+                "CREATE INDEX IF NOT EXISTS product_codes_key ON product_codes (key_id)",
+                "ALTER TABLE notifications ADD COLUMN data TEXT",
+            ]
+        },
     ]
 
     /// A migrator over ``migrations``.

@@ -29,6 +29,9 @@ public struct ServerConfiguration: Sendable {
     /// Where the product API (product keys, `/product/v1/…`) is served, apart from the app's
     /// listener; off when `nil`. Reach it only from the product's own host or network.
     public var productListen: ListenAddress?
+    /// A Unix-domain socket to serve the product API on instead of ``productListen`` (mode 0660:
+    /// the product's user reaches it through the group).
+    public var productSocket: String?
     /// Notifications: the payload's key, the catalogue, APNs.
     public var push: PushSettings
     /// How long a signed-in session read from the database serves later requests from memory;

@@ -81,12 +81,15 @@ public struct StreamNotification: Codable, Hashable, Sendable {
     public var body: String?
     /// When it was made, in Unix seconds.
     public var at: Int64
+    /// The product's own small string values (``NotificationData``); absent when none.
+    public var data: [String: String]?
 
     /// Creates a stream notification.
     public init(
         id: Int64, s: InstanceID?, c: String, object: Int64?, thread: String?, mv: String?, title: String,
-        body: String?, at: Int64
+        body: String?, at: Int64, data: [String: String]? = nil
     ) {
+        self.data = data
         self.id = id
         self.s = s
         self.c = c
@@ -112,5 +115,36 @@ public enum NotificationThread {
         let prefix = "\(server):"
         guard namespaced.hasPrefix(prefix) else { return nil }
         return String(namespaced.dropFirst(prefix.count))
+    }
+}
+
+/// The rules for a notification's `data`: the product's own string values that travel with it
+/// (`d` in a push's app data, `data` on the stream), such as the id of an entry to open.
+public enum NotificationData {
+    /// At most this many keys.
+    public static let maximumKeys = 16
+    /// A key's longest spelling, in characters.
+    public static let maximumKeyLength = 64
+    /// A value's longest spelling, in characters.
+    public static let maximumValueLength = 256
+
+    /// Why `data` breaks the rules, in a sentence; `nil` when it keeps them: at most 16 keys of
+    /// 1–64 characters of `A-Z a-z 0-9 _ . -`, each value at most 256 characters without control
+    /// characters.
+    public static func problem(_ data: [String: String]) -> String? {
+        guard data.count <= maximumKeys else { return "data holds at most \(maximumKeys) keys" }
+        for (key, value) in data {
+            let keyAllowed = key.utf8.allSatisfy {
+                (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+                    || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-")
+            }
+            guard (1...maximumKeyLength).contains(key.count), keyAllowed else {
+                return "a data key is 1–\(maximumKeyLength) characters of letters, digits and '_.-'"
+            }
+            guard value.count <= maximumValueLength,
+                !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+            else { return "a data value is at most \(maximumValueLength) characters, without control characters" }
+        }
+        return nil
     }
 }

@@ -4,6 +4,9 @@ public enum ProductAPIPath {
     public static let notifications = "/product/v1/notifications"
     /// `GET accounts/{id}`: one account (``ProductAccount``).
     public static let accounts = "/product/v1/accounts"
+    /// `PUT`: the product's notification codes (``ProductCatalogueRequest``; 200
+    /// ``NotificationCatalogue``, the server's whole catalogue with its new version).
+    public static let catalogue = "/product/v1/catalogue"
 }
 
 /// `POST /product/v1/notifications`: one notification to one account, named by `email` or by
@@ -23,12 +26,16 @@ public struct ProductNotificationRequest: Codable, Hashable, Sendable {
     public var thread: String?
     /// The product's object id the notification is about.
     public var id: Int64?
+    /// The product's own string values for the app (``NotificationData``): `d` in the push's app
+    /// data, `data` on the stream.
+    public var data: [String: String]?
 
     /// Creates a request.
     public init(
         email: String? = nil, accountId: Int64? = nil, code: String, title: String, body: String? = nil,
-        thread: String? = nil, id: Int64? = nil
+        thread: String? = nil, id: Int64? = nil, data: [String: String]? = nil
     ) {
+        self.data = data
         self.email = email
         self.accountId = accountId
         self.code = code
@@ -71,5 +78,21 @@ public struct ProductAccount: Codable, Hashable, Sendable {
         self.email = email
         self.verified = verified
         self.standing = standing
+    }
+}
+
+/// `PUT /product/v1/catalogue`: every notification code the product sends, with its title. It
+/// replaces what the same key declared before; the server's catalogue version (`mv`) changes
+/// when the codes do.
+public struct ProductCatalogueRequest: Codable, Hashable, Sendable {
+    /// The most codes one key declares.
+    public static let maximumCodes = 500
+
+    /// The codes, `namespace:name` (the namespace `homeport/core` is Homeport's own).
+    public var codes: [NotificationCatalogue.Code]
+
+    /// Creates a request.
+    public init(codes: [NotificationCatalogue.Code]) {
+        self.codes = codes
     }
 }

@@ -123,12 +123,15 @@ public struct PushAppData: Codable, Hashable, Sendable {
     public var id: Int64?
     /// The version of that server's catalogue (``NotificationCatalogue/version``).
     public var mv: String?
+    /// The product's own small string values for the app (``NotificationData``); absent when none.
+    public var d: [String: String]?
 
     /// Creates app data.
-    public init(s: InstanceID?, c: String, id: Int64?, mv: String?) {
+    public init(s: InstanceID?, c: String, id: Int64?, mv: String?, d: [String: String]? = nil) {
         self.s = s
         self.c = c
         self.id = id
         self.mv = mv
+        self.d = d
     }
 }

@@ -19,15 +19,17 @@ struct ProductAPITests {
         let productPort: Int
         var database: String { "sqlite:" + data.file("h.sqlite") }
 
-        init() throws {
+        init(_ extra: [String] = []) throws {
             data = try TemporaryDirectory()
             try #"{"codes": [{"code": "journal:entry.shared", "title": "An entry was shared with you"}]}"#.write(
                 toFile: data.file("catalogue.json"), atomically: true, encoding: .utf8)
             productPort = try RawHTTP.freePort()
-            server = try ServerProcess(serve: [
-                "--database", "sqlite:" + data.file("h.sqlite"), "--signup", "open", "--password-iterations", "1000",
-                "--catalogue", data.file("catalogue.json"), "--product-listen", "127.0.0.1:\(productPort)",
-            ])
+            server = try ServerProcess(
+                serve: [
+                    "--database", "sqlite:" + data.file("h.sqlite"), "--signup", "open", "--password-iterations",
+                    "1000", "--catalogue", data.file("catalogue.json"), "--product-listen",
+                    "127.0.0.1:\(productPort)",
+                ] + extra)
         }
 
         deinit {
@@ -37,6 +39,13 @@ struct ProductAPITests {
 
         func keys(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
             try ServerProcess.run(["product-keys"] + arguments + ["--database", database])
+        }
+
+        func declare(_ json: String, key: String) throws -> RawResponse {
+            try RawHTTP.request(
+                port: productPort, method: "PUT", path: ProductAPIPath.catalogue,
+                headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(key)")],
+                body: Data(json.utf8))
         }
 
         func notify(_ json: String, key: String?, headers: [(String, String)] = []) throws -> RawResponse {

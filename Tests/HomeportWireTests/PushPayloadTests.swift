@@ -23,6 +23,20 @@ struct PushPayloadTests {
         #expect(otherKey.appData == nil, "another product's key is not ours")
     }
 
+    @Test("a product's data travels as d, and a payload without it has none")
+    func productData() throws {
+        let payload = PushPayload(
+            aps: .init(alert: .init(title: "Shared")),
+            appData: PushAppData(s: server, c: "journal:entry.shared", id: nil, mv: "v", d: ["entry": "42"]))
+        let text = String(decoding: try payload.encoded(), as: UTF8.self)
+        #expect(text.contains(#""d":{"entry":"42"}"#))
+        #expect(try PushPayload(decoding: Data(text.utf8)) == payload)
+        #expect(NotificationData.problem(["entry": "42", "path.to-x_1": ""]) == nil)
+        #expect(NotificationData.problem(["é": "x"]) != nil)
+        #expect(NotificationData.problem(["k": "line\nbreak"]) != nil)
+        #expect(NotificationData.problem(Dictionary(uniqueKeysWithValues: (0..<17).map { ("k\($0)", "") })) != nil)
+    }
+
     @Test("a payload without s, or with an s that is not a UUID")
     func optionalServer() throws {
         let old = #"{"aps":{"alert":{"title":"x"}},"homeport":{"c":"a:b","id":1}}"#

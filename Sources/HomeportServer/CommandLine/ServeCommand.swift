@@ -101,9 +101,9 @@ enum ServeCommand {
                 help: "On smtp://, use STARTTLS when the relay offers it, or refuse to send without it.",
                 environment: "HOMEPORT_MAIL_STARTTLS", default: "try"),
             .value(
-                "product-listen", "HOST:PORT",
+                "product-listen", "HOST:PORT|/PATH",
                 help:
-                    "Serve the product API (/product/v1/…, product keys) on this address, apart from the app's; off by default.",
+                    "Serve the product API (/product/v1/…, product keys) on this address, or on a Unix socket at /PATH (mode 0660), apart from the app's; off by default.",
                 environment: "HOMEPORT_PRODUCT_LISTEN"),
             .value(
                 "metrics-listen", "HOST:PORT",
@@ -220,6 +220,9 @@ enum ServeCommand {
             logger.notice(
                 "serving the product API",
                 metadata: ["address": ListenAddress(host: address.host, port: productPort).description])
+        }
+        if let path = configuration.productSocket {
+            logger.notice("serving the product API", metadata: ["socket": path])
         }
         if configuration.http.tls == nil && configuration.http.trustedProxies.ranges.isEmpty
             && !Self.isLoopback(configuration.listen.host)
@@ -375,10 +378,14 @@ enum ServeCommand {
             configuration.http.tls?.priorities = priorities
         }
         if let text = parsed.value("product-listen", spec: spec, environment: environment) {
-            do {
-                configuration.productListen = try ListenAddress(parsing: text)
-            } catch {
-                throw UsageError("--product-listen: \(error)")
+            if text.hasPrefix("/") {
+                configuration.productSocket = text
+            } else {
+                do {
+                    configuration.productListen = try ListenAddress(parsing: text)
+                } catch {
+                    throw UsageError("--product-listen: \(error); or a Unix socket's absolute path")
+                }
             }
         }
         if let text = parsed.value("metrics-listen", spec: spec, environment: environment) {

@@ -12,6 +12,8 @@ import HomeportWire
 ///   ``PushCenter/notify(userID:code:title:body:thread:objectID:collapseID:)``: the log, the
 ///   in-app stream, mutes and the push outbox. An `Idempotency-Key` makes a retry (the same
 ///   body) deliver once; the key with another body is refused (422).
+/// - `PUT /product/v1/catalogue` declares the product's notification codes: they join the
+///   server's catalogue, on every replica within a second, and its version (`mv`) changes.
 /// - `GET /product/v1/accounts/{id}` says an account's address, whether it is verified, and
 ///   its standing.
 ///
@@ -26,6 +28,7 @@ struct ProductAPI: Sendable {
         var router = Router<EmptyRequestContext>()
         router.post(ProductAPIPath.notifications) { request, _ in try notify(request) }
         router.get(ProductAPIPath.accounts + "/:id") { request, _ in try account(request) }
+        router.put(ProductAPIPath.catalogue) { request, _ in try declare(request) }
         return router
     }
 
@@ -46,7 +49,10 @@ struct ProductAPI: Sendable {
 
     func notify(_ request: HTTPRequest) throws -> HTTPResponse {
         let key = try authenticate(request)
-        let body = try ProductNotificationRequest.decode(request.body)
+        let body = try Self.decode(ProductNotificationRequest.self, request.body)
+        guard (body.email == nil) != (body.accountId == nil) else {
+            throw HTTPError.invalidField("email", "Name the account by email or by accountId, one of them.")
+        }
         let idempotency = try Self.idempotencyKey(request)
         let store = ProductKeyStore(database)
         // A retry is the same request: its body's digest is kept with the claim.
@@ -67,7 +73,7 @@ struct ProductAPI: Sendable {
             let userID = try account(of: body)
             let delivery = try push.notify(
                 userID: userID, code: body.code, title: body.title, body: body.body, thread: body.thread,
-                objectID: body.id)
+                objectID: body.id, data: body.data)
             if let idempotency {
                 try store.complete(
                     key: key.id, idempotencyKey: idempotency, seq: delivery.seq, queued: delivery.queued)
@@ -78,6 +84,51 @@ struct ProductAPI: Sendable {
             if let refusal = error as? PushCenter.Refusal { throw Self.refusal(refusal, body) }
             throw error
         }
+    }
+
+    /// `PUT /product/v1/catalogue`: replaces the key's codes; 200 with the whole catalogue.
+    func declare(_ request: HTTPRequest) throws -> HTTPResponse {
+        let key = try authenticate(request)
+        let codes = try Self.decode(ProductCatalogueRequest.self, request.body).codes
+        guard codes.count <= ProductCatalogueRequest.maximumCodes else {
+            throw HTTPError.invalidField(
+                "codes", "Declare at most \(ProductCatalogueRequest.maximumCodes) codes with one key.")
+        }
+        var seen: Set<String> = []
+        for (index, code) in codes.enumerated() {
+            let field = "codes[\(index)]"
+            if let problem = ServerCatalogue.problem(code) {
+                throw HTTPError.invalidField(
+                    ServerCatalogue.isCode(code.code) ? field + ".title" : field + ".code",
+                    problem.capitalizedFirst + ".")
+            }
+            guard !code.code.hasPrefix(Self.reservedNamespace + ":") else {
+                throw HTTPError.invalidField(
+                    field + ".code", "The namespace \(Self.reservedNamespace) is Homeport's own; use the product's.")
+            }
+            guard seen.insert(code.code).inserted else {
+                throw HTTPError.invalidField(field + ".code", "\(code.code) is declared twice.")
+            }
+            guard !push.settings.extraCodes.contains(where: { $0.code == code.code }) else {
+                throw Self.taken(field, code.code, by: "the operator's catalogue")
+            }
+        }
+        try database.transaction { db in
+            let taken = try ProductCatalogueStore(db).replace(key: key.id, with: codes)
+            if let first = taken.first, let index = codes.firstIndex(where: { $0.code == first }) {
+                throw Self.taken("codes[\(index)]", first, by: "another product key")
+            }
+        }
+        return try .json(push.refreshCatalogue().answer)
+    }
+
+    /// The namespace of Homeport's own codes, which no product declares.
+    static let reservedNamespace = "homeport/core"
+
+    static func taken(_ field: String, _ code: String, by owner: String) -> HTTPError {
+        HTTPError(
+            status: 409, code: "code_taken", message: "\(code) is declared by \(owner); use another name.",
+            field: field + ".code")
     }
 
     func account(_ request: HTTPRequest) throws -> HTTPResponse {
@@ -144,29 +195,37 @@ struct ProductAPI: Sendable {
                     ? "body" : "title", refusal.description)
         case .payloadTooLarge: .invalidField("body", refusal.description)
         case .noAccount: .invalidField(body.accountId != nil ? "accountId" : "email", refusal.description)
+        case .invalidData: .invalidField("data", refusal.description.capitalizedFirst + ".")
         case .identityUnavailable:
             .unavailable(code: APIErrorCode.unavailable, message: "The installation's identity cannot be read.")
         }
     }
 }
 
-extension ProductNotificationRequest {
-    /// Decodes a request body; a 400 naming the field at fault otherwise.
-    static func decode(_ data: Data) throws -> ProductNotificationRequest {
-        let request: ProductNotificationRequest
+extension ProductAPI {
+    /// Decodes a request body; a 400 naming the field at fault (`codes[2].title`) otherwise.
+    static func decode<Body: Decodable>(_ type: Body.Type, _ data: Data) throws -> Body {
+        func name(_ path: [any CodingKey]) -> String {
+            path.reduce("") { name, key in
+                key.intValue.map { "\(name)[\($0)]" } ?? (name.isEmpty ? key.stringValue : "\(name).\(key.stringValue)")
+            }
+        }
         do {
-            request = try JSONDecoder().decode(ProductNotificationRequest.self, from: data)
-        } catch DecodingError.keyNotFound(let key, _) {
-            throw HTTPError.invalidField(key.stringValue, "\(key.stringValue) is required.")
+            return try JSONDecoder().decode(type, from: data)
+        } catch DecodingError.keyNotFound(let key, let context) {
+            let field = name(context.codingPath + [key])
+            throw HTTPError.invalidField(field, "\(field) is required.")
         } catch DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context) {
-            let field = context.codingPath.last?.stringValue ?? "body"
-            throw HTTPError.invalidField(field, "\(field) is not of the right type.")
+            let field = context.codingPath.isEmpty ? "body" : name(context.codingPath)
+            throw HTTPError.invalidField(
+                field, field == "body" ? "Send a JSON object." : "\(field) is not of the right type.")
         } catch {
             throw HTTPError.invalidField("body", "Send a JSON object.")
         }
-        guard (request.email == nil) != (request.accountId == nil) else {
-            throw HTTPError.invalidField("email", "Name the account by email or by accountId, one of them.")
-        }
-        return request
     }
+}
+
+extension String {
+    /// The sentence with its first letter in capitals.
+    fileprivate var capitalizedFirst: String { prefix(1).uppercased() + dropFirst() }
 }

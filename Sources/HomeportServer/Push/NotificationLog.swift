@@ -1,3 +1,4 @@
+import Foundation
 import HomeportStorage
 import HomeportWire
 
@@ -21,6 +22,8 @@ public struct NotificationRecord: Sendable, Hashable {
     public var catalogueVersion: String?
     /// When, in Unix seconds.
     public var createdAt: Int64
+    /// The product's own string values (``NotificationData``), when it sent any.
+    public var data: [String: String]? = nil
 }
 
 /// The `notifications` table: every account's notifications, numbered per account.
@@ -39,33 +42,34 @@ struct NotificationLog {
     /// inside a transaction.
     func append(
         userID: Int64, code: String, title: String, body: String?, thread: String?, objectID: Int64?,
-        catalogueVersion: String, now: Int64
+        catalogueVersion: String, data: [String: String]? = nil, now: Int64
     ) throws -> NotificationRecord? {
         // The account's row first: it serialises the account's sequence numbers.
         guard try AccountStore(db).lock(id: userID) else { return nil }
         let row = try db.execute(
             """
-            INSERT INTO notifications (user_id, seq, code, title, body, thread, object_id, catalogue_version, created_at)
-            SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8 FROM notifications WHERE user_id = $1
+            INSERT INTO notifications
+                (user_id, seq, code, title, body, thread, object_id, catalogue_version, created_at, data)
+            SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, $9 FROM notifications WHERE user_id = $1
             RETURNING seq
             """,
             [
                 .integer(userID), .text(code), .text(title), body.map(SQLValue.text) ?? .null,
                 thread.map(SQLValue.text) ?? .null, objectID.map(SQLValue.integer) ?? .null,
-                .text(catalogueVersion), .integer(now),
+                .text(catalogueVersion), .integer(now), data.map { .text(Self.encode($0)) } ?? .null,
             ]
         ).first
         guard let seq = row?.int("seq") else { return nil }
         return NotificationRecord(
             seq: seq, userID: userID, code: code, title: title, body: body, thread: thread, objectID: objectID,
-            catalogueVersion: catalogueVersion, createdAt: now)
+            catalogueVersion: catalogueVersion, createdAt: now, data: data)
     }
 
     /// An account's notifications after `seq`, oldest first.
     func after(userID: Int64, seq: Int64, limit: Int = 500) throws -> [NotificationRecord] {
         try db.execute(
             """
-            SELECT seq, user_id, code, title, body, thread, object_id, catalogue_version, created_at
+            SELECT seq, user_id, code, title, body, thread, object_id, catalogue_version, created_at, data
             FROM notifications WHERE user_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
             """, [.integer(userID), .integer(seq), .integer(Int64(limit))]
         ).compactMap(Self.record)
@@ -100,6 +104,18 @@ struct NotificationLog {
         else { return nil }
         return NotificationRecord(
             seq: seq, userID: user, code: code, title: title, body: row.string("body"), thread: row.string("thread"),
-            objectID: row.int("object_id"), catalogueVersion: row.string("catalogue_version"), createdAt: created)
+            objectID: row.int("object_id"), catalogueVersion: row.string("catalogue_version"), createdAt: created,
+            data: row.string("data").flatMap(Self.decode))
+    }
+
+    /// `data` as the column keeps it: JSON with sorted keys.
+    static func encode(_ data: [String: String]) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    static func decode(_ text: String) -> [String: String]? {
+        try? JSONDecoder().decode([String: String].self, from: Data(text.utf8))
     }
 }

@@ -16,8 +16,17 @@ import Synchronization
 public final class PushCenter: Sendable {
     /// The settings in force.
     public let settings: PushSettings
-    /// The catalogue.
-    public let catalogue: ServerCatalogue
+    /// The catalogue: the built-in codes, those products declared through the product API and
+    /// the operator's (`--catalogue`), read again from the database at most a second late, so
+    /// every replica answers a product's change (and its new `mv`) within a second.
+    public var catalogue: ServerCatalogue {
+        let now = ContinuousClock.now
+        let cached = declared.withLock { state in
+            state.readAt.map { now - $0 < .seconds(1) } == true ? state.catalogue : nil
+        }
+        if let cached { return cached }
+        return refreshCatalogue()
+    }
     let database: any Database
     let identity: IdentityStore
     let clock: any WallClock
@@ -26,6 +35,7 @@ public final class PushCenter: Sendable {
     /// The budgets, of which the test notification's is charged here.
     let rateLimits: RateLimitPolicy
     private let listeners = Mutex<[@Sendable () -> Void]>([])
+    private let declared: Mutex<(catalogue: ServerCatalogue, readAt: ContinuousClock.Instant?)>
 
     /// Creates the center.
     public init(
@@ -36,10 +46,30 @@ public final class PushCenter: Sendable {
         self.database = database
         self.identity = identity
         self.settings = settings
-        self.catalogue = ServerCatalogue(extra: settings.extraCodes)
+        self.declared = Mutex((ServerCatalogue(extra: settings.extraCodes), nil))
         self.clock = clock
         self.random = random
         self.logger = logger.withLabel("homeport.push")
+    }
+
+    /// Reads the products' codes again and returns the catalogue they make; the last one read
+    /// when the database cannot be read.
+    @discardableResult
+    func refreshCatalogue() -> ServerCatalogue {
+        let readAt = ContinuousClock.now
+        do {
+            let products = try ProductCatalogueStore(database).codes()
+            // The operator's codes come last: they win over a product's of the same name.
+            let catalogue = ServerCatalogue(extra: products + settings.extraCodes)
+            declared.withLock { $0 = (catalogue, readAt) }
+            return catalogue
+        } catch {
+            logger.warning("the products' codes were not read", metadata: ["error": String(describing: error)])
+            return declared.withLock { state in
+                state.readAt = readAt
+                return state.catalogue
+            }
+        }
     }
 
     /// What notifying came to.
@@ -66,6 +96,8 @@ public final class PushCenter: Sendable {
         case invalidText
         /// The installation's identity cannot be read, so `s` cannot be set.
         case identityUnavailable
+        /// `data` breaks ``NotificationData``'s rules (the sentence says which).
+        case invalidData(String)
 
         /// A sentence for operators and products.
         public var description: String {
@@ -77,28 +109,34 @@ public final class PushCenter: Sendable {
             case .invalidThread: "a thread id is 1–128 characters of letters, digits and ':._-'"
             case .invalidText: "a title is 1–200 characters and a body at most 2000, without control characters"
             case .identityUnavailable: "the installation identity cannot be read"
+            case .invalidData(let problem): problem
             }
         }
     }
 
     /// Notifies one account: logs the notification and queues a push to each of its devices,
     /// unless the thread is muted. Refuses a payload over 4096 bytes rather than cutting it.
+    /// `data` is the product's own string values for the app (``NotificationData``): `d` in the
+    /// push's app data and `data` on the stream.
     @discardableResult
     public func notify(
         userID: Int64, code: String, title: String, body: String? = nil, thread: String? = nil, objectID: Int64? = nil,
-        collapseID: String? = nil
+        collapseID: String? = nil, data: [String: String]? = nil
     ) throws -> Delivery {
+        let catalogue = catalogue
         guard catalogue.contains(code) else { throw Refusal.unknownCode(code) }
         guard (1...200).contains(title.count), body.map({ $0.count <= 2000 }) ?? true,
             !(title + (body ?? "")).unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\n" })
         else { throw Refusal.invalidText }
         if let thread, !Self.isThread(thread) { throw Refusal.invalidThread }
+        if let data, let problem = NotificationData.problem(data) { throw Refusal.invalidData(problem) }
+        let data = data?.isEmpty == true ? nil : data
         guard let server = try? identity.instanceID() else { throw Refusal.identityUnavailable }
         let payload = PushPayload(
             aps: .init(
                 alert: .init(title: title, body: body),
                 threadID: thread.map { NotificationThread.namespaced($0, server: server) }),
-            appData: PushAppData(s: server, c: code, id: objectID, mv: catalogue.version))
+            appData: PushAppData(s: server, c: code, id: objectID, mv: catalogue.version, d: data))
         let encoded = try payload.encoded(appDataKey: settings.appDataKey)
         guard encoded.count <= PushPayload.maximumBytes else { throw Refusal.payloadTooLarge(bytes: encoded.count) }
         let text = String(decoding: encoded, as: UTF8.self)
@@ -107,7 +145,7 @@ public final class PushCenter: Sendable {
             guard
                 let record = try NotificationLog(db).append(
                     userID: userID, code: code, title: title, body: body, thread: thread, objectID: objectID,
-                    catalogueVersion: catalogue.version, now: now)
+                    catalogueVersion: catalogue.version, data: data, now: now)
             else { throw Refusal.noAccount }
             let muted = try thread.map { try MuteStore(db).isMuted($0, userID: userID) } ?? false
             guard !muted, let topic = settings.topic else { return Delivery(seq: record.seq, queued: 0, muted: muted) }
@@ -136,13 +174,14 @@ public final class PushCenter: Sendable {
     /// Notifies the account that signs in with `email`.
     @discardableResult
     public func notify(
-        email: String, code: String, title: String, body: String? = nil, thread: String? = nil, objectID: Int64? = nil
+        email: String, code: String, title: String, body: String? = nil, thread: String? = nil, objectID: Int64? = nil,
+        data: [String: String]? = nil
     ) throws -> Delivery {
         guard let email = Credentials.normalizedEmail(email),
             let account = try AccountStore(database).find(email: email)
         else { throw Refusal.noAccount }
         return try notify(
-            userID: account.id, code: code, title: title, body: body, thread: thread, objectID: objectID)
+            userID: account.id, code: code, title: title, body: body, thread: thread, objectID: objectID, data: data)
     }
 
     /// Calls `listener` after every notification this process makes (the sender and the stream

@@ -47,15 +47,20 @@ public struct ServerCatalogue: Sendable, Hashable {
                 "\(path) is not a catalogue: expected {\"codes\": [{\"code\": \"namespace:name\", \"title\": \"…\"}]}")
         }
         for code in file.codes {
-            guard isCode(code.code) else {
-                throw ConfigurationError(
-                    "'\(code.code.prefix(80))' in \(path) is not a code: use namespace:name, such as homeport/core:chat.turn-ended"
-                )
-            }
-            guard (1...200).contains(code.title.count), !code.title.unicodeScalars.contains(where: { $0.value < 0x20 })
-            else { throw ConfigurationError("the title of \(code.code) in \(path) must be 1–200 printable characters") }
+            if let problem = problem(code) { throw ConfigurationError("\(path): \(problem)") }
         }
         return file.codes
+    }
+
+    /// What is wrong with `code`, in a sentence; `nil` when nothing is.
+    public static func problem(_ code: CatalogueCode) -> String? {
+        guard isCode(code.code) else {
+            return
+                "'\(code.code.prefix(80))' is not a code: use namespace:name, such as homeport/core:chat.turn-ended"
+        }
+        guard (1...200).contains(code.title.count), !code.title.unicodeScalars.contains(where: { $0.value < 0x20 })
+        else { return "the title of \(code.code) must be 1–200 printable characters" }
+        return nil
     }
 
     /// `namespace:name`: lowercase letters, digits, `.`, `_`, `-` and `/` in the namespace; 3–128 characters.

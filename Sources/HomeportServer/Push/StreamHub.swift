@@ -192,7 +192,8 @@ final class StreamHub: @unchecked Sendable {
         let data = StreamNotification(
             id: record.seq, s: try? identity.instanceID(), c: record.code, object: record.objectID,
             thread: record.thread,
-            mv: record.catalogueVersion, title: record.title, body: record.body, at: record.createdAt)
+            mv: record.catalogueVersion, title: record.title, body: record.body, at: record.createdAt,
+            data: record.data)
         let json = (try? HTTPResponse.encode(data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         return "id: \(record.seq)\nevent: notification\ndata: \(json)\n\n"
     }

@@ -87,13 +87,14 @@ struct PushRoutes: Sendable {
     }
 
     func catalogue(_ request: HTTPRequest) -> HTTPResponse {
-        let etag = "\"\(push.catalogue.version)\""
+        let catalogue = push.catalogue
+        let etag = "\"\(catalogue.version)\""
         let asked = request.headers.values("If-None-Match").flatMap { $0.split(separator: ",") }
             .map { $0.trimmingCharacters(in: .whitespaces) }
-        if asked.contains(where: { $0 == etag || $0 == "W/" + etag || $0 == "*" || $0 == push.catalogue.version }) {
+        if asked.contains(where: { $0 == etag || $0 == "W/" + etag || $0 == "*" || $0 == catalogue.version }) {
             return HTTPResponse(status: 304, headers: ["ETag": etag])
         }
-        var response = (try? HTTPResponse.json(push.catalogue.answer)) ?? HTTPError.internalError.response
+        var response = (try? HTTPResponse.json(catalogue.answer)) ?? HTTPError.internalError.response
         response.headers.set("ETag", etag)
         return response
     }

@@ -1,0 +1,191 @@
+import Foundation
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The product's own codes (`PUT /product/v1/catalogue`), the values a notification carries
+/// (`data`), and the product API on a Unix socket.
+@Suite("The product API: a product's catalogue, its data, its socket")
+struct ProductAPICatalogueTests {
+    typealias Stage = ProductAPITests.Stage
+
+    func catalogue(_ port: Int, token: String) throws -> NotificationCatalogue {
+        let answer = try RawHTTP.request(
+            port: port, path: HomeportPath.notificationsCatalogue, headers: [("X-Session-Token", token)])
+        return try JSONDecoder().decode(NotificationCatalogue.self, from: answer.body)
+    }
+
+    func errorField(_ answer: RawResponse) -> String? {
+        (answer.jsonObject?["error"] as? [String: Any])?["field"] as? String
+    }
+
+    @Test(
+        "declared codes join the catalogue on every replica within a second and change mv; bad, reserved, doubled or taken codes are refused and change nothing"
+    )
+    func declare() throws {
+        let stage = try Stage()
+        // A second replica on the same database.
+        let other = try ServerProcess(serve: [
+            "--database", stage.database, "--signup", "open", "--password-iterations", "1000",
+            "--catalogue", stage.data.file("catalogue.json"),
+        ])
+        defer { other.stop() }
+        let key = try stage.keys(["create", "sundown"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let rival = try stage.keys(["create", "rival"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let ada = try stage.signUp("ada@example.com")
+        let before = try catalogue(other.port, token: ada)
+        let stream = try stage.stream(ada)
+        defer { close(stream.fd) }
+
+        let declared = try stage.declare(
+            #"{"codes":[{"code":"sundown:entry.shared","title":"An entry was shared"},{"code":"sundown:entry.liked","title":"Liked"}]}"#,
+            key: key)
+        #expect(declared.status == 200, "\(declared.text)")
+        let answer = try JSONDecoder().decode(NotificationCatalogue.self, from: declared.body)
+        #expect(answer.version != before.version)
+        #expect(answer.codes.map(\.code).contains("sundown:entry.shared"))
+        #expect(answer.codes.map(\.code).contains("journal:entry.shared"), "the operator's codes stay")
+        #expect(try catalogue(stage.server.port, token: ada) == answer, "at once on the replica that took it")
+        usleep(1_100_000)
+        #expect(try catalogue(other.port, token: ada) == answer, "within a second on another replica")
+
+        // A notification with the new code carries the new version.
+        let sent = try stage.notify(
+            #"{"email":"ada@example.com","code":"sundown:entry.shared","title":"Shared"}"#, key: key)
+        #expect(sent.status == 202, "\(sent.text)")
+        #expect(stream.wait(for: #""mv":"\#(answer.version)""#))
+
+        let refused: [(String, Int, String)] = [
+            (#"{"codes":[{"code":"no-colon","title":"x"}]}"#, 400, "codes[0].code"),
+            (
+                #"{"codes":[{"code":"sundown:ok","title":"x"},{"code":"sundown:bad","title":""}]}"#, 400,
+                "codes[1].title"
+            ),
+            (#"{"codes":[{"code":"sundown:x"}]}"#, 400, "codes[0].title"),
+            (#"{"codes":[{"code":"homeport/core:push.test","title":"x"}]}"#, 400, "codes[0].code"),
+            (#"{"codes":[{"code":"sundown:a","title":"x"},{"code":"sundown:a","title":"y"}]}"#, 400, "codes[1].code"),
+            (#"{"codes":[{"code":"journal:entry.shared","title":"mine"}]}"#, 409, "codes[0].code"),
+            (#"{"codes":"sundown:a"}"#, 400, "codes"), (#"{}"#, 400, "codes"), ("<html>", 400, "body"),
+        ]
+        for (body, status, field) in refused {
+            let refusal = try stage.declare(body, key: key)
+            #expect(refusal.status == status && errorField(refusal) == field, "\(body): \(refusal.text)")
+        }
+        // Another key cannot take the codes, and its refused declaration changes nothing of its own either.
+        #expect(try stage.declare(#"{"codes":[{"code":"rival:ping","title":"Ping"}]}"#, key: rival).status == 200)
+        let taken = try stage.declare(
+            #"{"codes":[{"code":"rival:pong","title":"Pong"},{"code":"sundown:entry.liked","title":"Mine"}]}"#,
+            key: rival)
+        #expect(taken.status == 409 && errorField(taken) == "codes[1].code", "\(taken.text)")
+        let now = try catalogue(stage.server.port, token: ada)
+        #expect(now.codes.map(\.code).contains("rival:ping") && !now.codes.map(\.code).contains("rival:pong"))
+        #expect(now.codes.first { $0.code == "sundown:entry.liked" }?.title == "Liked")
+
+        // Declaring fewer codes drops the others; a revoked key's codes leave the catalogue.
+        #expect(
+            try stage.declare(#"{"codes":[{"code":"sundown:entry.shared","title":"Shared"}]}"#, key: key).status == 200)
+        #expect(!(try catalogue(stage.server.port, token: ada).codes.map(\.code).contains("sundown:entry.liked")))
+        #expect(try stage.keys(["revoke", "sundown"]).status == 0)
+        usleep(1_100_000)
+        let after = try catalogue(stage.server.port, token: ada)
+        #expect(!after.codes.map(\.code).contains("sundown:entry.shared"))
+        let gone = try stage.notify(
+            #"{"email":"ada@example.com","code":"sundown:entry.shared","title":"x"}"#, key: rival)
+        #expect(gone.status == 400 && errorField(gone) == "code")
+    }
+
+    @Test("data travels with the notification to the stream; data that breaks the rules is refused naming data")
+    func data() throws {
+        let stage = try Stage()
+        let key = try stage.keys(["create", "journal"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let ada = try stage.signUp("ada@example.com")
+        let stream = try stage.stream(ada)
+        defer { close(stream.fd) }
+        let sent = try stage.notify(
+            #"{"email":"ada@example.com","code":"journal:entry.shared","title":"With data","data":{"entry":"42","url":"/journal/42"}}"#,
+            key: key)
+        #expect(sent.status == 202, "\(sent.text)")
+        #expect(stream.wait(for: #""data":{"#))
+        let line = try #require(
+            stream.text.split(separator: "\n").first { $0.hasPrefix("data: {") && $0.contains("With data") })
+        let event = try JSONDecoder().decode(StreamNotification.self, from: Data(line.dropFirst(6).utf8))
+        #expect(event.data == ["entry": "42", "url": "/journal/42"])
+
+        let many = (0..<17).map { #""k\#($0)":"v""# }.joined(separator: ",")
+        for data in [
+            "{\(many)}", #"{"bad key":"v"}"#, #"{"":"v"}"#, #"{"k":"a\u0007b"}"#,
+            #"{"k":"\#(String(repeating: "x", count: 257))"}"#, #"{"k":1}"#, #""text""#,
+        ] {
+            let refused = try stage.notify(
+                #"{"email":"ada@example.com","code":"journal:entry.shared","title":"x","data":\#(data)}"#, key: key)
+            #expect(refused.status == 400 && errorField(refused)?.hasPrefix("data") == true, "\(data): \(refused.text)")
+        }
+        let count = try ServerProcess.runProgram(
+            "/usr/bin/sqlite3", [stage.data.file("h.sqlite"), "SELECT COUNT(*) FROM notifications"])
+        #expect(count.output.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "nothing else was queued")
+    }
+
+    @Test(
+        "the product API on a Unix socket: mode 0660, served, removed at stop; a live socket or a file that is not one is refused"
+    )
+    func unixSocket() throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let socket = data.file("product.sock")
+        let database = "sqlite:" + data.file("h.sqlite")
+        let key = try ServerProcess.run(["product-keys", "create", "journal", "--database", database]).output
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let server = try ServerProcess(serve: [
+            "--database", database, "--signup", "open", "--password-iterations", "1000", "--product-listen", socket,
+        ])
+        var status = stat()
+        #expect(lstat(socket, &status) == 0 && (status.st_mode & S_IFMT) == S_IFSOCK)
+        #expect(status.st_mode & 0o777 == 0o660)
+        let answer = try ServerProcess.runProgram(
+            "/usr/bin/curl",
+            [
+                "-s", "--unix-socket", socket, "-H", "Authorization: Bearer \(key)", "-X", "PUT",
+                "--data", #"{"codes":[{"code":"journal:entry.shared","title":"Shared"}]}"#,
+                "-w", "\n%{http_code}", "http://product/product/v1/catalogue",
+            ])
+        #expect(answer.output.hasSuffix("\n200") && answer.output.contains("journal:entry.shared"), "\(answer)")
+        let unauthenticated = try ServerProcess.runProgram(
+            "/usr/bin/curl",
+            ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", socket, "http://p/product/v1/accounts/1"])
+        #expect(unauthenticated.output == "401")
+
+        // A second server on the same socket is refused, and the first keeps it.
+        let second = try ServerProcess.run(
+            [
+                "serve", "--database", "sqlite:" + data.file("h2.sqlite"), "--listen", "127.0.0.1:0",
+                "--product-listen", socket,
+            ],
+            timeout: 30)
+        #expect(second.status != 0 && second.error.contains("another server listens"), "\(second.error)")
+        #expect(lstat(socket, &status) == 0)
+        server.stop()
+        #expect(lstat(socket, &status) != 0, "removed at stop")
+
+        // A socket left by a server that was killed is taken over.
+        let killed = try ServerProcess(serve: ["--database", database, "--product-listen", socket])
+        killed.stop(signal: SIGKILL)
+        #expect(lstat(socket, &status) == 0, "left behind")
+        let next = try ServerProcess(serve: ["--database", database, "--product-listen", socket])
+        let served = try ServerProcess.runProgram(
+            "/usr/bin/curl",
+            ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--unix-socket", socket, "http://p/product/v1/accounts/1"])
+        #expect(served.output == "401")
+        next.stop()
+
+        // A regular file at the path is never replaced.
+        try "keep me".write(toFile: socket, atomically: true, encoding: .utf8)
+        let onFile = try ServerProcess.run(
+            ["serve", "--database", database, "--listen", "127.0.0.1:0", "--product-listen", socket], timeout: 30)
+        #expect(onFile.status != 0 && onFile.error.contains("not a socket"), "\(onFile.error)")
+        #expect(try String(contentsOfFile: socket, encoding: .utf8) == "keep me")
+    }
+}
