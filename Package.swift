@@ -32,6 +32,10 @@ let package = Package(
             providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]
         ),
         .systemLibrary(
+            name: "CCrypt",
+            providers: [.apt(["libcrypt-dev"])]
+        ),
+        .systemLibrary(
             name: "CCurl",
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
@@ -52,7 +56,10 @@ let package = Package(
 
         // Server-side building blocks, one concern each.
         .target(name: "HomeportLogging"),
-        .target(name: "HomeportCrypto", dependencies: ["COpenSSL"]),
+        .target(
+            name: "HomeportCrypto",
+            dependencies: ["COpenSSL", .target(name: "CCrypt", condition: .when(platforms: [.linux]))]
+        ),
         .target(name: "HomeportCommandLine"),
         .target(
             name: "HomeportHTTP",

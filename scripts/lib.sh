@@ -26,7 +26,7 @@ ensure_packages() {
 }
 
 # The C libraries the package links against, and pkg-config to find them.
-BUILD_PACKAGES=(pkg-config libsqlite3-dev libpq-dev libssl-dev libmicrohttpd-dev libcurl4-openssl-dev libnghttp2-dev)
+BUILD_PACKAGES=(pkg-config libsqlite3-dev libpq-dev libssl-dev libcrypt-dev libmicrohttpd-dev libcurl4-openssl-dev libnghttp2-dev)
 
 ensure_swift() {
     command -v swift >/dev/null 2>&1 && return 0

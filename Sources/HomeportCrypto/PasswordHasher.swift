@@ -71,8 +71,11 @@ public struct PasswordHasher: PasswordHashing {
         return "pbkdf2_sha256$\(iterations)$\(salt)$\(Data(derived).base64EncodedString())"
     }
 
-    /// Whether `password` matches `encoded`; false for any malformed hash.
+    /// Whether `password` matches `encoded`; false for any malformed hash. A bcrypt hash brought
+    /// by `users import` (``BcryptHash``) is checked too; it reports no PBKDF2 iterations, so the
+    /// equalized check spends the configured cost besides, and the sign-in rehashes it.
     public func verify(_ password: String, against encoded: String) -> PasswordCheck {
+        if let bcrypt = BcryptHash(encoded) { return PasswordCheck(matches: bcrypt.verify(password), iterations: 0) }
         let parts = encoded.split(separator: "$", omittingEmptySubsequences: false)
         guard parts.count == 4, parts[0] == "pbkdf2_sha256", let rounds = Self.iterations(of: encoded),
             let expected = Data(base64Encoded: String(parts[3])),
@@ -85,6 +88,20 @@ public struct PasswordHasher: PasswordHashing {
     public func spend(iterations: Int) {
         guard iterations > 0 else { return }
         _ = try? Self.derive("", salt: "0000000000000000", iterations: iterations)
+    }
+
+    /// Whether a hash from another system can be stored as it is (`homeport-server users import`):
+    /// Django's `pbkdf2_sha256$…` (Homeport's own format), bcrypt in a spelling ``BcryptHash``
+    /// reads (where this system checks bcrypt), or Django's unusable password (`!…`, an account
+    /// that signs in only after a reset).
+    public static func isImportable(_ encoded: String) -> Bool {
+        if encoded.hasPrefix("!") { return encoded.utf8.count <= 128 }
+        if BcryptHash(encoded) != nil { return BcryptHash.isSupported }
+        let parts = encoded.split(separator: "$", omittingEmptySubsequences: false)
+        guard iterations(of: encoded) != nil, (1...128).contains(parts[2].utf8.count),
+            !parts[2].utf8.contains(UInt8(ascii: "$")), let hash = Data(base64Encoded: String(parts[3]))
+        else { return false }
+        return hash.count == 32
     }
 
     /// The iteration count stored in a hash, or `nil` when it is not one of ours.

@@ -34,6 +34,42 @@ struct PasswordAndTokenTests {
 
     static let pythonDigest = "BVALGMmC/K/8ELErc5VgJxyPFApArIZRCQsqjEgZWJ4="
 
+    @Test("bcrypt hashes made by Python's bcrypt verify through libcrypt, in all three spellings; none is ours to keep")
+    func bcrypt() {
+        // python3 -c "import bcrypt; print(bcrypt.hashpw(b'correct horse battery', bcrypt.gensalt(4)).decode())"
+        let plain = "$2b$04$J5ILeWTV7TdC1.1fWvcpJOTdFfCOLiNNK6O2IpsnIA2RK9qtp7ihC"
+        // ... of hexlify(sha256(b'correct horse battery')), as Django's BCryptSHA256PasswordHasher does.
+        let prehashed = "bcrypt_sha256$$2b$05$22n9ZZ41393H7QBogHsx6eATlXDZoFzpkSGcFOZolevdDRGBuokKm"
+        // ... of 'pässwörd ünicode' in UTF-8, with the 2a prefix.
+        let unicode = "$2a$04$VTW1kTGlw6CB7YYt5w.dsOKWO3oqK8.v36OhhgLhjF03QpAzeXVNO"
+        let hasher = PasswordHasher(iterations: 1000)
+        #expect(hasher.verify("correct horse battery", against: plain) == PasswordCheck(matches: true, iterations: 0))
+        #expect(hasher.verify("correct horse battery", against: "bcrypt$" + plain).matches)
+        #expect(hasher.verify("correct horse battery", against: prehashed).matches)
+        #expect(hasher.verify("pässwörd ünicode", against: unicode).matches)
+        #expect(!hasher.verify("correct horse batterY", against: plain).matches)
+        #expect(!hasher.verify("correct horse battery", against: "bcrypt_sha256$" + plain).matches, "prehash differs")
+        #expect(!hasher.verify("correct horse battery\u{0}x", against: plain).matches)
+        #expect(hasher.needsUpgrade(plain) && hasher.needsUpgrade(prehashed), "rehashed at the first sign-in")
+        for malformed in [
+            "$2b$04$short", "$2x$04$J5ILeWTV7TdC1.1fWvcpJOTdFfCOLiNNK6O2IpsnIA2RK9qtp7ihC",
+            "$2b$4$J5ILeWTV7TdC1.1fWvcpJOTdFfCOLiNNK6O2IpsnIA2RK9qtp7ihC", plain + "x", "bcrypt$$" + plain,
+            "bcrypt_sha256$bcrypt$" + plain,
+        ] {
+            #expect(BcryptHash(malformed) == nil, "\(malformed)")
+            #expect(!hasher.verify("correct horse battery", against: malformed).matches)
+            #expect(!PasswordHasher.isImportable(malformed))
+        }
+        for importable in [plain, prehashed, "bcrypt$" + plain, "!unusablePasswordFromDjango", try! hasher.hash("x")] {
+            #expect(PasswordHasher.isImportable(importable), "\(importable)")
+        }
+        for refused in [
+            "md5$salt$hash", "pbkdf2_sha256$1000$salt$notbase64!", "pbkdf2_sha256$1000$salt$AAAA", "", "argon2$x",
+        ] {
+            #expect(!PasswordHasher.isImportable(refused), "\(refused)")
+        }
+    }
+
     @Test("tokens are 256 random bits in base64url, and only their SHA-256 is stored")
     func tokens() throws {
         let token = try SecretToken.generate()

@@ -10,6 +10,9 @@ import Foundation
 public final class AllauthPeer: @unchecked Sendable {
     private let process = Process()
     private let directory: TemporaryDirectory
+    private let python: String
+    private let source: String
+    private let environment: [String: String]
     /// Its port.
     public let port: Int
 
@@ -26,11 +29,14 @@ public final class AllauthPeer: @unchecked Sendable {
             )
         }
         directory = try TemporaryDirectory()
+        self.python = python
+        self.source = source
         var peerEnvironment = environment
         peerEnvironment["ALLAUTH_DB"] = directory.file("allauth.sqlite3")
         peerEnvironment["ALLAUTH_MAIL"] = directory.file("mail")
         if fastHasher { peerEnvironment["ALLAUTH_FAST_HASHER"] = "1" }
         if verifyByCode { peerEnvironment["ALLAUTH_VERIFY_BY_CODE"] = "1" }
+        self.environment = peerEnvironment
 
         let migrate = Process()
         migrate.executableURL = URL(fileURLWithPath: python)
@@ -74,6 +80,30 @@ public final class AllauthPeer: @unchecked Sendable {
             process.waitUntilExit()
         }
         directory.remove()
+    }
+
+    /// The peer's own SQLite database.
+    public var databasePath: String { directory.file("allauth.sqlite3") }
+
+    /// Runs Python in the peer's Django (`manage.py shell -c CODE`); throws with its error output
+    /// when it fails.
+    @discardableResult
+    public func shell(_ code: String) throws -> String {
+        let run = Process()
+        run.executableURL = URL(fileURLWithPath: python)
+        run.arguments = ["manage.py", "shell", "-c", code]
+        run.currentDirectoryURL = URL(fileURLWithPath: source)
+        run.environment = environment
+        let output = Pipe()
+        let errors = Pipe()
+        run.standardOutput = output
+        run.standardError = errors
+        try run.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let error = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        run.waitUntilExit()
+        guard run.terminationStatus == 0 else { throw RawHTTPError("manage.py shell failed: \(error)") }
+        return text
     }
 
     /// The mails allauth wrote (file backend), concatenated.

@@ -51,7 +51,18 @@ else:
 EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
 EMAIL_FILE_PATH = os.environ.get("ALLAUTH_MAIL", "/tmp/homeport-allauth-mail")
 # Django's default PBKDF2 hasher (1,000,000 iterations in Django 5.2), unless a run lowers it.
+# Django's default list, plus plain bcrypt, so a test can make users with either bcrypt hasher
+# (the bcrypt package is in requirements.txt) as a site that once used them would have.
 if os.environ.get("ALLAUTH_FAST_HASHER"):
     PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+else:
+    PASSWORD_HASHERS = [
+        "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+        "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+        "django.contrib.auth.hashers.Argon2PasswordHasher",
+        "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
+        "django.contrib.auth.hashers.BCryptPasswordHasher",
+        "django.contrib.auth.hashers.ScryptPasswordHasher",
+    ]
 USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.AutoField"

@@ -2,7 +2,7 @@ import Foundation
 import HomeportCommandLine
 import HomeportLogging
 
-/// `homeport-server users list|approve|reject|hold|verify`
+/// `homeport-server users list|approve|reject|hold|verify|import`
 enum UsersCommand {
     static let listSpec = CommandSpec(
         name: "homeport-server users list",
@@ -32,10 +32,10 @@ enum UsersCommand {
             "For --email-verification code, when you know the address is the person's and the code does not arrive.")
 
     static let overview = """
-        Usage: homeport-server users list|approve|reject|hold|verify [EMAIL] [options]
+        Usage: homeport-server users list|approve|reject|hold|verify|import [EMAIL|FILE] [options]
 
-        Manage accounts: list them, move one between approval stages (approved, waiting, rejected, held), or mark
-        its address verified.
+        Manage accounts: list them, move one between approval stages (approved, waiting, rejected, held), mark
+        its address verified, or import accounts from another system (homeport-server users import --help).
         """
 
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
@@ -44,7 +44,7 @@ enum UsersCommand {
                 ServerCLI.line(overview)
                 return .success
             }
-            throw UsageError("users needs an action: list, approve, reject, hold or verify")
+            throw UsageError("users needs an action: list, approve, reject, hold, verify or import")
         }
         let rest = Array(arguments.dropFirst())
         switch action {
@@ -53,7 +53,9 @@ enum UsersCommand {
         case "reject": return try setStage(.rejected, action, rest, environment: environment)
         case "hold": return try setStage(.held, action, rest, environment: environment)
         case "verify": return try verify(rest, environment: environment)
-        default: throw UsageError("unknown users action '\(action)'; use list, approve, reject, hold or verify")
+        case "import": return try importAccounts(rest, environment: environment)
+        default:
+            throw UsageError("unknown users action '\(action)'; use list, approve, reject, hold, verify or import")
         }
     }
 

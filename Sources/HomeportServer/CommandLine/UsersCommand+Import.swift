@@ -1,0 +1,51 @@
+import Foundation
+import HomeportCommandLine
+
+extension UsersCommand {
+    static let importSpec = CommandSpec(
+        name: "homeport-server users import",
+        summary: "Bring accounts from another system, with their passwords: all of the file, or none of it.",
+        arguments: [.init("FILE", help: "JSON lines, one account each; - reads standard input.")],
+        options: [ServerCLI.databaseOption],
+        discussion: """
+            Each line: {"email": "ada@example.com", "passwordHash": "pbkdf2_sha256$…", "verified": true,
+            "stage": "approved", "createdAt": "2024-05-01T09:30:00Z"}. Only email is required; verified defaults
+            to false, stage to approved (or waiting, rejected, held), createdAt (ISO 8601 or Unix seconds) to now.
+
+            passwordHash is taken as it is: Django's pbkdf2_sha256$… (Homeport's own format), bcrypt ($2b$…, or
+            Django's bcrypt$… and bcrypt_sha256$…, checked through the system's libcrypt), or null or ! for an
+            account without a password (it signs in after a password reset). Each is rehashed at the configured
+            cost at its first successful sign-in.
+
+            A wrong line, an address listed twice or already in use: every such line is reported by number,
+            exit status 1, and nothing of the file is imported. Django's users come out with SQL, for example:
+            SELECT json_object('email', email, 'passwordHash', password, 'createdAt', date_joined) FROM auth_user;
+            """)
+
+    static func importAccounts(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let parsed = try ServerCLI.parse(importSpec, arguments) else { return .success }
+        let path = parsed.positionals[0]
+        let data: Data
+        do {
+            data =
+                path == "-"
+                ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            ServerCLI.error("homeport-server: cannot read \(path): \(error.localizedDescription)")
+            return .failure
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        do {
+            let accounts = try AccountImport(jsonLines: data, now: now)
+            let database = try ServerCLI.database(parsed, importSpec, environment).open()
+            try ServerCLI.migrate(database)
+            let count = try accounts.apply(to: database, now: now)
+            let verified = accounts.entries.filter(\.verified).count
+            ServerCLI.line("imported \(count) account\(count == 1 ? "" : "s") (\(verified) verified)")
+            return .success
+        } catch let failure as AccountImportFailure {
+            ServerCLI.error("homeport-server: \(path) was not imported; nothing changed:\n\(failure)")
+            return .failure
+        }
+    }
+}

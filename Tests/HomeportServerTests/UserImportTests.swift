@@ -1,0 +1,143 @@
+import Foundation
+import HomeportStorage
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+/// `homeport-server users import`: the accounts of a stock django-allauth site, read out of its
+/// own database with SQL, sign in to Homeport with the same passwords, on both backends.
+@Suite("Bringing the users along: users import from django-allauth")
+struct UserImportTests {
+    static let passwords = [
+        "ada@example.com": "ada's first good password",
+        "bo@example.com": "bo's bcrypt sha256 password",
+        "cy@example.com": "cy's plain bcrypt password",
+    ]
+
+    /// A stock allauth peer with three users: one signed up through its API (Django's PBKDF2, a
+    /// million iterations), two made with Django's bcrypt hashers (as a site that used them has).
+    static func djangoSite() throws -> AllauthPeer {
+        let peer = try AllauthPeer(fastHasher: false)
+        let signup = try RawHTTP.request(
+            port: peer.port, method: "POST", path: "/_allauth/app/v1/auth/signup",
+            headers: [("Content-Type", "application/json")],
+            body: Data(#"{"email":"Ada@Example.com","password":"\#(passwords["ada@example.com"]!)"}"#.utf8))
+        #expect(signup.status == 200, "\(signup.text)")
+        try peer.shell(
+            """
+            from django.contrib.auth.models import User
+            from django.contrib.auth.hashers import make_password
+            from allauth.account.models import EmailAddress
+            bo = User.objects.create(username="bo", email="bo@example.com",
+                password=make_password("\(passwords["bo@example.com"]!)", hasher="bcrypt_sha256"))
+            EmailAddress.objects.create(user=bo, email=bo.email, verified=True, primary=True)
+            User.objects.create(username="cy", email="cy@example.com", is_active=True,
+                password=make_password("\(passwords["cy@example.com"]!)", hasher="bcrypt"))
+            """)
+        return peer
+    }
+
+    /// The site's users as JSON lines, by SQL on its own database.
+    static func export(_ peer: AllauthPeer) throws -> String {
+        let sql = """
+            SELECT json_object('email', u.email, 'passwordHash', u.password,
+              'verified', json(CASE WHEN e.verified THEN 'true' ELSE 'false' END),
+              'createdAt', strftime('%Y-%m-%dT%H:%M:%SZ', u.date_joined))
+            FROM auth_user u LEFT JOIN account_emailaddress e ON e.user_id = u.id AND e."primary"
+            ORDER BY u.id;
+            """
+        let result = try ServerProcess.runProgram("/usr/bin/sqlite3", [peer.databasePath, sql])
+        #expect(result.status == 0, "\(result.error)")
+        return result.output
+    }
+
+    func signIn(_ port: Int, _ email: String, _ password: String) throws -> RawResponse {
+        try RawHTTP.request(
+            port: port, method: "POST", path: AllauthAppPath.base + "/" + AllauthAppPath.login,
+            headers: [("Content-Type", "application/json")],
+            body: try JSONSerialization.data(withJSONObject: ["email": email, "password": password]))
+    }
+
+    func storedHash(_ database: DatabaseURL, _ email: String) throws -> String {
+        let query = "SELECT password_hash FROM users WHERE email = '\(email)'"
+        let result =
+            switch database {
+            case .sqlite(let path): try ServerProcess.runProgram("/usr/bin/sqlite3", [path, query])
+            case .postgres(let url): try ServerProcess.runProgram("/usr/bin/psql", [url, "-Atc", query])
+            }
+        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test(
+        "a django-allauth site's users (PBKDF2, bcrypt_sha256, bcrypt) sign in with their passwords, rehashed at the first sign-in",
+        arguments: Backend.allCases)
+    func importsDjangoUsers(backend: Backend) throws {
+        let peer = try Self.djangoSite()
+        let lines = try Self.export(peer)
+        #expect(lines.contains("pbkdf2_sha256$1000000$") && lines.contains("bcrypt_sha256$$2b$"), "\(lines)")
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        try lines.write(toFile: data.file("users.jsonl"), atomically: true, encoding: .utf8)
+        let (database, cleanUp) = try backend.makeDatabaseURL()
+        defer { cleanUp() }
+
+        let imported = try ServerProcess.run(
+            ["users", "import", data.file("users.jsonl"), "--database", database.rawText])
+        #expect(imported.status == 0, "\(imported.error)")
+        #expect(imported.output.contains("imported 3 accounts (1 verified)"))
+        let listed = try ServerProcess.run(["users", "list", "--json", "--database", database.rawText]).output
+        #expect(listed.contains(#""email":"bo@example.com","emailVerified":true"#), "\(listed)")
+
+        let server = try ServerProcess(serve: [
+            "--database", database.rawText, "--password-iterations", "1000", "--email-verification", "none",
+        ])
+        defer { server.stop() }
+        for (email, password) in Self.passwords.sorted(by: { $0.key < $1.key }) {
+            #expect(try signIn(server.port, email, password + "!").status == 400, "a wrong password is refused")
+            #expect(try !storedHash(database, email).hasPrefix("pbkdf2_sha256$1000$"), "not rehashed by a failure")
+            let answer = try signIn(server.port, email, password)
+            #expect(answer.status == 200 && answer.sessionToken != nil, "\(email): \(answer.text)")
+            #expect(try storedHash(database, email).hasPrefix("pbkdf2_sha256$1000$"), "\(email): rehashed")
+            #expect(try signIn(server.port, email, password).status == 200, "\(email): signs in again after")
+        }
+    }
+
+    @Test("a wrong line is reported by its number and nothing of the file is imported", arguments: Backend.allCases)
+    func malformedLine(backend: Backend) throws {
+        let (database, cleanUp) = try backend.makeDatabaseURL()
+        defer { cleanUp() }
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let good =
+            #"{"email":"ada@example.com","passwordHash":"$2b$04$J5ILeWTV7TdC1.1fWvcpJOTdFfCOLiNNK6O2IpsnIA2RK9qtp7ihC"}"#
+        let files: [(String, String)] = [
+            ("\(good)\n\n{\"email\":\"bo@example.com\",\"stage\":\"boss\"}\n", "line 3: stage"),
+            ("\(good)\n{\"email\":\"bo@example.com\",\"passwordHash\":\"md5$$abc\"}\n", "line 2: passwordHash"),
+            ("\(good)\n{\"email\":\"ADA@example.com\"}\n", "line 2: email: ada@example.com is on line 1 too"),
+            ("\(good)\n{\"email\":\"bo@example.com\",\"verified\":\"yes\"}\n", "line 2: verified"),
+            ("\(good)\n<html>\n", "line 2: not a JSON object"),
+            ("\(good)\n{\"email\":\"bo@exa mple.com\"}\n", "line 2: email"),
+            ("\(good)\n{\"email\":\"bo@example.com\",\"createdAt\":\"yesterday\"}\n", "line 2: createdAt"),
+        ]
+        for (text, report) in files {
+            try text.write(toFile: data.file("users.jsonl"), atomically: true, encoding: .utf8)
+            let result = try ServerProcess.run(
+                ["users", "import", data.file("users.jsonl"), "--database", database.rawText])
+            #expect(result.status == 1 && result.error.contains(report), "\(report): \(result.error)")
+            let listed = try ServerProcess.run(["users", "list", "--json", "--database", database.rawText])
+            #expect(listed.output.trimmingCharacters(in: .whitespacesAndNewlines) == "[]", "nothing imported")
+        }
+        // An address already in use refuses the whole file too.
+        try "\(good)\n".write(toFile: data.file("users.jsonl"), atomically: true, encoding: .utf8)
+        #expect(
+            try ServerProcess.run(["users", "import", data.file("users.jsonl"), "--database", database.rawText]).status
+                == 0)
+        try "{\"email\":\"bo@example.com\"}\n\(good)\n".write(
+            toFile: data.file("users.jsonl"), atomically: true, encoding: .utf8)
+        let again = try ServerProcess.run(["users", "import", data.file("users.jsonl"), "--database", database.rawText])
+        #expect(again.status == 1 && again.error.contains("line 2: email: an account already uses ada@example.com"))
+        let listed = try ServerProcess.run(["users", "list", "--database", database.rawText]).output
+        #expect(!listed.contains("bo@example.com"), "bo, on a good line, was not imported either")
+        #expect(try ServerProcess.run(["users", "import", data.file("none.jsonl")]).status != 0)
+    }
+}
