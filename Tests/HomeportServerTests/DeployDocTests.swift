@@ -129,16 +129,16 @@ struct DeployDocTests {
             .replacingOccurrences(of: "listen 443 ssl;", with: "listen 127.0.0.1:\(nginxPort) ssl;")
             .replacingOccurrences(of: "/etc/ssl/books.example.net.crt", with: certificates.certificateFile)
             .replacingOccurrences(of: "/etc/ssl/books.example.net.key", with: certificates.keyFile)
-        let nginx = try Self.startNginx(site, port: nginxPort, in: scratch)
-        defer { Self.kill(nginx) }
+        let nginx = try ReverseProxy.nginx(site, port: nginxPort, in: scratch)
+        defer { ReverseProxy.stop(nginx) }
 
         // Caddy, the page's site on a plain-HTTP address of this machine (its admin endpoint off).
         let caddySite = try block("caddy")
-        let (caddy, caddyPort) = try Self.startCaddy(in: scratch) { port in
+        let (caddy, caddyPort) = try ReverseProxy.caddy(in: scratch) { port in
             caddySite.replacingOccurrences(of: "books.example.net {", with: "http://127.0.0.1:\(port) {")
                 .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
         }
-        defer { Self.kill(caddy) }
+        defer { ReverseProxy.stop(caddy) }
 
         let signup = try Self.signIn(
             "http://127.0.0.1:\(server.port)" + AllauthAppPath.base + "/" + AllauthAppPath.signup, from: "127.0.0.1")
@@ -206,7 +206,7 @@ struct DeployDocTests {
             String(productPort), scratch.file("product.log"),
         ]
         try product.run()
-        defer { Self.kill(product) }
+        defer { ReverseProxy.stop(product) }
         #expect(RawHTTP.waitUntilListening(port: productPort))
 
         let nginxPort = try RawHTTP.freePort()
@@ -216,16 +216,16 @@ struct DeployDocTests {
             .replacingOccurrences(of: "listen 443 ssl;", with: "listen 127.0.0.1:\(nginxPort) ssl;")
             .replacingOccurrences(of: "/etc/ssl/journal.example.net.crt", with: certificates.certificateFile)
             .replacingOccurrences(of: "/etc/ssl/journal.example.net.key", with: certificates.keyFile)
-        let nginx = try Self.startNginx(site, port: nginxPort, in: scratch)
-        defer { Self.kill(nginx) }
+        let nginx = try ReverseProxy.nginx(site, port: nginxPort, in: scratch)
+        defer { ReverseProxy.stop(nginx) }
 
         let forwardSite = try block("caddy", "forward-auth")
-        let (caddy, caddyPort) = try Self.startCaddy(in: scratch) { port in
+        let (caddy, caddyPort) = try ReverseProxy.caddy(in: scratch) { port in
             forwardSite.replacingOccurrences(of: "journal.example.net {", with: "http://127.0.0.1:\(port) {")
                 .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
                 .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(productPort)")
         }
-        defer { Self.kill(caddy) }
+        defer { ReverseProxy.stop(caddy) }
 
         let forged = [
             "X-Homeport-Account-Id: 999", "X-Homeport-Account-Email: eve@example.com", "X-Homeport-Session: forged",
@@ -235,14 +235,14 @@ struct DeployDocTests {
         ]
         .enumerated() {
             let email = "reader\(index)@example.com"
-            let signup = try Self.call(
+            let signup = try Curl.call(
                 front + AllauthAppPath.base + "/" + AllauthAppPath.signup, method: "POST", caFile: certificates.caFile,
                 json: #"{"email":"\#(email)","password":"correct horse battery"}"#)
             #expect(signup.status == 200, "\(front): \(signup.body)")
             let token = try #require(
                 ((try? JSONSerialization.jsonObject(with: Data(signup.body.utf8))) as? [String: Any])
                     .flatMap { ($0["meta"] as? [String: Any])?["session_token"] as? String })
-            let seen = try Self.call(
+            let seen = try Curl.call(
                 front + "/api/v1/journal", caFile: certificates.caFile,
                 headers: forged + ["\(HomeportHeader.sessionToken): \(token)"])
             #expect(seen.status == 200, "\(front): \(seen.body)")
@@ -254,7 +254,7 @@ struct DeployDocTests {
 
             // Without a session: the API's own 401, and the product never hears of it.
             let before = (try? String(contentsOfFile: scratch.file("product.log"), encoding: .utf8)) ?? ""
-            let stranger = try Self.call(front + "/api/v1/journal", caFile: certificates.caFile, headers: forged)
+            let stranger = try Curl.call(front + "/api/v1/journal", caFile: certificates.caFile, headers: forged)
             #expect(stranger.status == 401)
             #expect(stranger.body.contains(#""code":"not_authenticated""#), "\(front): \(stranger.body)")
             #expect(((try? String(contentsOfFile: scratch.file("product.log"), encoding: .utf8)) ?? "") == before)
@@ -274,13 +274,13 @@ struct DeployDocTests {
             #expect(api.status == 0 && api.output.contains(email), "\(front): \(api.output) \(api.error)")
 
             // Signed out: the next call is the API's 401 (the CLI says signed out, exit 4).
-            let logout = try Self.call(
+            let logout = try Curl.call(
                 front + AllauthAppPath.base + "/" + AllauthAppPath.session, method: "DELETE",
                 caFile: certificates.caFile,
                 headers: ["\(HomeportHeader.sessionToken): \(token)"])
             #expect(logout.status == 401)
             #expect(
-                try Self.call(
+                try Curl.call(
                     front + "/api/v1/journal", caFile: certificates.caFile,
                     headers: ["\(HomeportHeader.sessionToken): \(token)"]
                 ).status == 401)
@@ -294,23 +294,6 @@ struct DeployDocTests {
         }
     }
 
-    /// A request as curl sends it (from `source`, trusting `caFile` when given): the status and
-    /// the body.
-    private static func call(
-        _ url: String, method: String = "GET", from source: String = "127.0.0.1", caFile: String? = nil,
-        headers: [String] = [], json: String? = nil
-    ) throws -> (status: Int, body: String) {
-        var arguments = ["-s", "-o", "-", "-w", "\n%{http_code}", "--interface", source, "-X", method]
-        if let caFile { arguments += ["--cacert", caFile] }
-        for header in headers { arguments += ["-H", header] }
-        if let json { arguments += ["-H", "Content-Type: application/json", "--data-binary", json] }
-        let run = try ServerProcess.runProgram("/usr/bin/curl", arguments + [url], timeout: 20)
-        guard let split = run.output.range(of: "\n", options: .backwards),
-            let status = Int(run.output[split.upperBound...])
-        else { throw RawHTTPError("curl \(url) failed (\(run.status)): \(run.error)") }
-        return (status, String(run.output[..<split.lowerBound]))
-    }
-
     @Test("the Traefik example names the forward-auth route and copies the three fields onto the product's requests")
     func traefikExample() throws {
         let yaml = try block("yaml", "traefik")
@@ -322,66 +305,11 @@ struct DeployDocTests {
         #expect(yaml.contains("middlewares: [homeport-auth, no-token]"))
     }
 
-    /// Debian's nginx with `site` (one process, no privilege drop, files in `scratch`), once it
-    /// listens on `port`.
-    private static func startNginx(_ site: String, port: Int, in scratch: TemporaryDirectory) throws -> Process {
-        let d = scratch.path
-        try """
-        daemon off; master_process off; worker_processes 1; pid \(d)/nginx.pid; error_log \(d)/error.log;
-        events {}
-        http { access_log off; client_body_temp_path \(d); proxy_temp_path \(d); \(site) }
-        """.write(toFile: scratch.file("nginx.conf"), atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-c", scratch.file("nginx.conf"), "-p", d]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        guard RawHTTP.waitUntilListening(port: port, seconds: 30) else {
-            kill(process)
-            throw RawHTTPError(
-                "nginx did not start: \((try? String(contentsOfFile: d + "/error.log", encoding: .utf8)) ?? "")")
-        }
-        return process
-    }
-
-    /// Caddy with `site(port)` (its admin endpoint off) on a free port. A port found free can be
-    /// taken by another test's connection before Caddy binds it: Caddy then exits, and another
-    /// port is tried.
-    private static func startCaddy(in scratch: TemporaryDirectory, _ site: (Int) -> String) throws -> (Process, Int) {
-        let d = scratch.path
-        for _ in 0..<5 {
-            let port = try RawHTTP.freePort()
-            try ("{\n\tadmin off\n}\n" + site(port)).write(
-                toFile: scratch.file("Caddyfile"), atomically: true, encoding: .utf8)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/caddy")
-            process.arguments = ["run", "--config", scratch.file("Caddyfile"), "--adapter", "caddyfile"]
-            process.environment = ProcessInfo.processInfo.environment.merging(
-                ["HOME": d, "XDG_DATA_HOME": d, "XDG_CONFIG_HOME": d]) { $1 }
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            // Caddy can take seconds to start on a loaded machine: waiting is not what is tested.
-            for _ in 0..<300 where process.isRunning {
-                if RawHTTP.waitUntilListening(port: port, seconds: 0.1) { return (process, port) }
-            }
-            kill(process)
-        }
-        throw RawHTTPError("caddy did not start on any of five ports")
-    }
-
-    /// Stops a proxy (SIGKILL: a child of a test thread inherits its blocked SIGTERM).
-    private static func kill(_ process: Process) {
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
     /// Ada's sign-in at `url`, as curl sends it from `source`, with `headers` added.
     private static func signIn(
         _ url: String, from source: String, caFile: String? = nil, headers: [String] = []
     ) throws -> (status: Int, body: String) {
-        try call(
+        try Curl.call(
             url, method: "POST", from: source, caFile: caFile, headers: headers,
             json: #"{"email":"ada@example.com","password":"correct horse battery"}"#)
     }
