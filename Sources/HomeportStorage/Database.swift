@@ -44,6 +44,8 @@ public protocol Database: SQLExecutor, Sendable {
     var poolWaits: Int { get }
     /// Closes every idle connection; the database stays usable and reopens on demand.
     func close()
+    /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
+    func transaction<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T
 }
 
 extension Database {
@@ -58,6 +60,12 @@ extension Database {
     /// On SQLite the transaction takes the write lock at once (`BEGIN IMMEDIATE`), so two writers
     /// wait for each other instead of failing mid-way.
     public func transaction<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
+        try transactionOnPooledConnection(body)
+    }
+
+    /// The transaction itself, on a connection from the pool: what ``transaction(_:)`` does
+    /// unless a backend adds to it.
+    func transactionOnPooledConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
         try withConnection { connection in
             _ = try connection.execute(dialect == .sqlite ? "BEGIN IMMEDIATE" : "BEGIN", [])
             do {

@@ -141,6 +141,12 @@ public final class SQLiteDatabase: Database {
     /// The database file.
     public let path: String
     private let pool: ConnectionPool<SQLiteConnection>
+    /// Held by this process's writer: SQLite takes one writer at a time, and one that finds the
+    /// write lock taken sleeps in steps of up to 100 ms (its busy handler) instead of starting as
+    /// soon as the lock is free. So this process's writers wait here, in turn, and only another
+    /// process's writer meets the busy handler.
+    private let writer = NSLock()
+    private let lockTimeout: Duration
 
     /// Opens (creating if needed) the file at `path` and its parent directory.
     public init(path: String, options: DatabaseOptions = DatabaseOptions()) throws {
@@ -155,6 +161,7 @@ public final class SQLiteDatabase: Database {
             }
         }
         let lockTimeout = options.lockTimeout
+        self.lockTimeout = lockTimeout
         pool = ConnectionPool(
             maximum: options.maximumConnections, waitTimeout: options.poolWaitTimeout,
             open: { try SQLiteConnection(path: path, lockTimeout: lockTimeout) },
@@ -170,6 +177,17 @@ public final class SQLiteDatabase: Database {
 
     /// Callers that had to wait for a pooled connection, since the database opened.
     public var poolWaits: Int { pool.waits.load(ordering: .relaxed) }
+
+    /// Runs `body` in one write transaction (`BEGIN IMMEDIATE`), after this process's writers
+    /// before it; ``StorageError/busy(_:)`` when the wait outlasts the lock timeout.
+    public func transaction<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
+        let seconds = Double(lockTimeout.components.seconds) + Double(lockTimeout.components.attoseconds) / 1e18
+        guard writer.lock(before: Date().addingTimeInterval(seconds)) else {
+            throw StorageError.busy("another write transaction of this process held the database")
+        }
+        defer { writer.unlock() }
+        return try transactionOnPooledConnection(body)
+    }
 
     /// Closes idle connections.
     public func close() {

@@ -68,6 +68,15 @@ public struct PushPayload: Hashable, Sendable {
         return try encoder.encode(Envelope(payload: self, appDataKey: appDataKey))
     }
 
+    /// The payload as `write` encodes it, with `appData` under `appDataKey`: the server passes
+    /// its own writer (the same bytes as ``encoded(appDataKey:)``, several times faster, for a
+    /// payload made on every notification).
+    public func encoded(appDataKey: String = PushPayload.defaultAppDataKey, with write: (any Encodable) throws -> Data)
+        rethrows -> Data
+    {
+        try write(Envelope(payload: self, appDataKey: appDataKey))
+    }
+
     /// Reads a payload whose app data is under `appDataKey`; a payload without that key has no app data.
     public init(decoding data: Data, appDataKey: String = PushPayload.defaultAppDataKey) throws {
         let decoder = JSONDecoder()

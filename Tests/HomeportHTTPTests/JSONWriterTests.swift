@@ -17,6 +17,22 @@ struct JSONWriterTests {
         #expect(written == expected, sourceLocation: sourceLocation)
     }
 
+    @Test("a push payload the server writes is byte for byte the one JSONEncoder writes, under any app-data key")
+    func pushPayload() throws {
+        let server = InstanceID("6f1c2a3b-0000-4000-8000-000000000001")!
+        for key in ["homeport", "officer", "Aaa", "zz", "a/b"] {
+            let payload = PushPayload(
+                aps: .init(
+                    alert: .init(title: "Bö \"shared\"", body: "line\nbreak/slash"), threadID: "\(server):journal:7"),
+                appData: PushAppData(
+                    s: server, c: "sundown:entry.shared", id: 7, mv: "abc",
+                    d: ["entry": "7", "Path": "/journal/7", "é": "ü", "a.b-c_d": ""]))
+            let expected = try payload.encoded(appDataKey: key)
+            let written = try payload.encoded(appDataKey: key) { try HTTPResponse.encode($0) }
+            #expect(String(decoding: written, as: UTF8.self) == String(decoding: expected, as: UTF8.self), "\(key)")
+        }
+    }
+
     /// A JSON-shaped value of random shape, encoded through every kind of container.
     indirect enum Tree: Encodable {
         case null, bool(Bool), int(Int64), unsigned(UInt64), double(Double), float(Float), string(String)

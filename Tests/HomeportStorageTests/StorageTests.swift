@@ -129,6 +129,48 @@ struct StorageTests {
             try database.execute("INSERT INTO t (v) VALUES (1)")
         }
     }
+
+    @Test(
+        "SQLite: a writer of this process waits for the one before it in the process, and past the lock timeout is busy"
+    )
+    func writersWaitInTurn() throws {
+        let options = DatabaseOptions(maximumConnections: 4, lockTimeout: .milliseconds(300))
+        try withDatabase(.sqlite, options: options) { database, _ in
+            try database.execute("CREATE TABLE t (v INTEGER)")
+            let holding = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let done = DispatchSemaphore(value: 0)
+            let failures = Failures()
+            Thread.detachNewThread {
+                do {
+                    try database.transaction { db in
+                        try db.execute("INSERT INTO t (v) VALUES (1)")
+                        holding.signal()
+                        release.wait()
+                    }
+                } catch {
+                    failures.add(error)
+                }
+                done.signal()
+            }
+            holding.wait()
+            // The second writer waits in the process, not in SQLite's busy handler: past the lock
+            // timeout it is told another of this process's transactions held the database.
+            #expect {
+                try database.transaction { db in try db.execute("INSERT INTO t (v) VALUES (2)") }
+            } throws: { error in
+                guard case StorageError.busy(let message) = error else { return false }
+                return message.contains("this process")
+            }
+            // A reader is not held up by the writer.
+            #expect(try database.execute("SELECT COUNT(*) AS n FROM t").first?.int("n") == 0)
+            release.signal()
+            done.wait()
+            try database.transaction { db in try db.execute("INSERT INTO t (v) VALUES (3)") }
+            #expect(try database.execute("SELECT v FROM t ORDER BY v").compactMap { $0.int("v") } == [1, 3])
+            #expect(failures.all.isEmpty, "\(failures.all)")
+        }
+    }
 }
 
 final class Failures: @unchecked Sendable {

@@ -54,7 +54,10 @@ public enum Credentials {
     /// another script (Cyrillic а) or a decomposed accent cannot make a second account that reads
     /// like the first. An internationalised domain is given in its `xn--` form.
     public static func normalizedEmail(_ text: String) -> String? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).precomposedStringWithCanonicalMapping
+        // Printable ASCII has no blank to trim and is its own NFC: the common case skips both.
+        let trimmed =
+            text.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+            ? text : text.trimmingCharacters(in: .whitespaces).precomposedStringWithCanonicalMapping
         guard (3...254).contains(trimmed.utf8.count), trimmed.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
             return nil
         }

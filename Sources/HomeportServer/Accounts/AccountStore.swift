@@ -59,9 +59,13 @@ struct AccountStore {
     }
 
     /// Locks the account's row until the transaction ends (an update that changes nothing);
-    /// false when there is no such account.
+    /// false when there is no such account. On SQLite the transaction holds the whole
+    /// database's write lock already (`BEGIN IMMEDIATE`), so the row is only read.
     func lock(id: Int64) throws -> Bool {
-        !(try db.execute("UPDATE users SET approval = approval WHERE id = $1 RETURNING id", [.integer(id)]).isEmpty)
+        let sql =
+            db.dialect == .sqlite
+            ? "SELECT id FROM users WHERE id = $1" : "UPDATE users SET approval = approval WHERE id = $1 RETURNING id"
+        return !(try db.execute(sql, [.integer(id)]).isEmpty)
     }
 
     /// Sets the password hash whatever it was (a reset, whose key proved the right to).

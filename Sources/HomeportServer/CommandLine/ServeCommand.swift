@@ -175,6 +175,7 @@ enum ServeCommand {
         guard let parsed = try ServerCLI.parse(spec, arguments) else { return .success }
         let configuration = try configuration(parsed, environment: environment)
         let logger = Logger(label: "homeport.server", minimumLevel: configuration.logLevel)
+        tuneAllocator(environment: environment)
 
         // Handle the signals on a queue rather than in a C handler, and before anything listens.
         signal(SIGINT, SIG_IGN)

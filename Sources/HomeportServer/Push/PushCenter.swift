@@ -1,5 +1,6 @@
 import Foundation
 import HomeportCrypto
+import HomeportHTTP
 import HomeportLogging
 import HomeportStorage
 import HomeportWire
@@ -137,7 +138,7 @@ public final class PushCenter: Sendable {
                 alert: .init(title: title, body: body),
                 threadID: thread.map { NotificationThread.namespaced($0, server: server) }),
             appData: PushAppData(s: server, c: code, id: objectID, mv: catalogue.version, d: data))
-        let encoded = try payload.encoded(appDataKey: settings.appDataKey)
+        let encoded = try payload.encoded(appDataKey: settings.appDataKey) { try HTTPResponse.encode($0) }
         guard encoded.count <= PushPayload.maximumBytes else { throw Refusal.payloadTooLarge(bytes: encoded.count) }
         let text = String(decoding: encoded, as: UTF8.self)
         let now = clock.unixSeconds

@@ -39,6 +39,7 @@ final class StreamHub: @unchecked Sendable {
     private let clock: any WallClock
     private let logger: Logger
     private let queue = DispatchQueue(label: "homeport.stream.hub")
+    private let pokePending = Atomic<Bool>(false)
     private var subscribers: [ObjectIdentifier: Subscriber] = [:]
     private var timer: (any DispatchSourceTimer)?
     private var lastSessionCheck = Date.distantPast
@@ -80,8 +81,15 @@ final class StreamHub: @unchecked Sendable {
     }
 
     /// A notification was made by this process: deliver it now rather than at the next look.
+    /// Pokes that come while one is waiting to run join it (its look reads every notification
+    /// committed before it starts), so a burst of notifications costs one look, not one each.
     func poke() {
-        queue.async { [weak self] in self?.deliver() }
+        guard pokePending.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        queue.async { [weak self] in
+            self?.pokePending.store(false, ordering: .sequentiallyConsistent)
+            self?.deliver()
+        }
     }
 
     /// Opens a stream for a signed-in session from `client` (an address), resuming after
