@@ -200,12 +200,48 @@ extension HomeportClient {
         }
     }
 
+    /// Sets a new password at `address` with the key its reset mail carried (`POST
+    /// auth/password/reset`; no session token is involved). Every session of the account ends,
+    /// this device's too: sign in again with the new password. Throws
+    /// ``ClientError/rejected(status:errors:)`` with `invalid_password_reset` for a key that is
+    /// unknown, used or expired, or the new password's problem.
+    public func completePasswordReset(at address: ServerAddress, key: String, password: String) async throws {
+        let body = try JSONEncoder().encode(AuthRequest.PasswordReset(key: key, password: password))
+        let response = try await authRequest("POST", AllauthAppPath.passwordReset, at: address, body: body)
+        let envelope = try decodeEnvelope(response, address)
+        // allauth answers a reset that took with 401 (nobody is signed in by it) and no errors.
+        guard response.status == 200 || (response.status == 401 && (envelope.errors ?? []).isEmpty) else {
+            throw ClientError.rejected(status: response.status, errors: envelope.errors ?? [])
+        }
+    }
+
+    /// Deletes the account on `server`, confirmed with its password, through the verified
+    /// address as every credentialed call; then forgets the server on this device (its
+    /// credential, record, catalogue and push registration: the server erased its side).
+    /// Throws ``ClientError/rejected(status:errors:)`` with `incorrect_password` and nothing
+    /// changes, on either side.
+    public func deleteAccount(_ server: String, password: String) async throws {
+        let body = try JSONEncoder().encode(AuthRequest.AccountDeletion(password: password))
+        let (answer, _) = try await exchange(
+            "POST", AllauthAppPath.path(AllauthAppPath.accountDelete), to: server, json: body)
+        let envelope = try decodeEnvelope(answer.response, answer.via)
+        guard answer.response.status == 200 else {
+            throw ClientError.rejected(status: answer.response.status, errors: envelope.errors ?? [])
+        }
+        try forget(try directory.find(server))
+    }
+
     /// Removes a server locally: its credential, its record and its catalogue. Not a remote
     /// revocation; this device's push registration is withdrawn first when the server can be
     /// asked (best effort: offline, the server is removed all the same).
     public func remove(_ server: String) async throws {
         let record = try directory.find(server)
         await withdrawRegistration(of: record)
+        try forget(record)
+    }
+
+    /// Erases what this device keeps of a server.
+    private func forget(_ record: ServerRecord) throws {
         try vault.remove(server: record.key)
         try directory.remove(record.key)
         forgetWinner(record.key)

@@ -249,7 +249,14 @@ public enum HomeportSchema {
                 )
                 """,
                 "CREATE INDEX IF NOT EXISTS product_codes_key ON product_codes (key_id)",
-                "ALTER TABLE notifications ADD COLUMN data TEXT",
+                // A table of its own rather than a column: every statement of a migration runs
+                // again cleanly (IF NOT EXISTS), which ADD COLUMN does not on SQLite.
+                """
+                CREATE TABLE IF NOT EXISTS notification_data (
+                    notification_id BIGINT PRIMARY KEY REFERENCES notifications (id) ON DELETE CASCADE,
+                    data TEXT NOT NULL
+                )
+                """,
             ]
         },
     ]

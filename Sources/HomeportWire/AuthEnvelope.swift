@@ -184,6 +184,17 @@ public enum AuthRequest {
         }
     }
 
+    /// `POST account/delete`: the account's password, confirming.
+    public struct AccountDeletion: Codable, Hashable, Sendable {
+        /// The account's password.
+        public var password: String
+
+        /// Creates a deletion request.
+        public init(password: String) {
+            self.password = password
+        }
+    }
+
     /// `POST auth/password/request`.
     public struct PasswordResetRequest: Codable, Hashable, Sendable {
         /// The address to send the reset key to.

@@ -46,6 +46,9 @@ public enum AuthErrorCode {
     public static let passwordTooLong = "password_too_long"
     /// Password change with a wrong current password.
     public static let enterCurrentPassword = "enter_current_password"
+    /// A password confirming an action (deleting the account) that is not the account's
+    /// (allauth's reauthentication code).
+    public static let incorrectPassword = "incorrect_password"
     /// A reset key that is unknown, used or expired.
     public static let invalidPasswordReset = "invalid_password_reset"
     /// The body is not of the JSON media type.

@@ -63,6 +63,9 @@ public enum AllauthAppPath {
     public static let passwordChange = "account/password/change"
     /// `GET`: the account's addresses (on Homeport, its one sign-in address).
     public static let emailAddresses = "account/email"
+    /// `POST`: delete the signed-in account, confirmed with its password (Homeport's own
+    /// endpoint; allauth's headless API has none).
+    public static let accountDelete = "account/delete"
     /// `POST`: mail a password-reset key.
     public static let passwordResetRequest = "auth/password/request"
     /// `GET`: check a reset key; `POST`: set a new password with it.

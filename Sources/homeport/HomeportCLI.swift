@@ -27,8 +27,12 @@ enum HomeportCLI {
           password change SERVER --password-stdin
                                      Change the password (current, then new, one a line on standard input).
           password reset URL --email EMAIL [--allow-http]
-                                     Ask the server at URL to mail a password-reset link.
+                                     Ask the server at URL to mail a password-reset key.
+          password reset URL --key KEY --password-stdin [--allow-http]
+                                     Set a new password with the mailed key (every session ends; sign in again).
           logout SERVER              Sign out (the local session is erased even if the server cannot be asked).
+          account delete SERVER --password-stdin
+                                     Delete the account on SERVER, then forget SERVER on this device.
           remove SERVER              Forget SERVER locally: its credential, its record and its catalogue.
           network                    Show the network path the client is on.
           push register SERVER DEVICE_TOKEN [--environment sandbox|production]
@@ -100,7 +104,7 @@ enum HomeportCLI {
         }
         let rest = Array(arguments.dropFirst())
         let groups = [
-            ("address", "add, remove or verify"), ("password", "change or reset"),
+            ("address", "add, remove or verify"), ("password", "change or reset"), ("account", "delete"),
             ("push", "register, unregister, route, catalogue or test"), ("notifications", "watch"),
         ]
         for (group, actions) in groups where command == group {
@@ -115,6 +119,7 @@ enum HomeportCLI {
             switch group {
             case "address": return try await Commands.address(action, arguments, environment)
             case "password": return try await Commands.password(action, arguments, environment)
+            case "account": return try await Commands.account(action, arguments, environment)
             case "push": return try await Commands.push(action, arguments, environment)
             default: return try await Commands.notifications(action, arguments, environment)
             }

@@ -58,6 +58,11 @@ struct AccountStore {
         ).isEmpty)
     }
 
+    /// Deletes the account's row; what references it goes with it (ON DELETE CASCADE).
+    func delete(id: Int64) throws {
+        try db.execute("DELETE FROM users WHERE id = $1", [.integer(id)])
+    }
+
     /// Locks the account's row until the transaction ends (an update that changes nothing);
     /// false when there is no such account. On SQLite the transaction holds the whole
     /// database's write lock already (`BEGIN IMMEDIATE`), so the row is only read.

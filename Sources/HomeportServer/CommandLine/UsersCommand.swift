@@ -2,7 +2,7 @@ import Foundation
 import HomeportCommandLine
 import HomeportLogging
 
-/// `homeport-server users list|approve|reject|hold|verify|import`
+/// `homeport-server users list|approve|reject|hold|verify|import|delete`
 enum UsersCommand {
     static let listSpec = CommandSpec(
         name: "homeport-server users list",
@@ -32,10 +32,11 @@ enum UsersCommand {
             "For --email-verification code, when you know the address is the person's and the code does not arrive.")
 
     static let overview = """
-        Usage: homeport-server users list|approve|reject|hold|verify|import [EMAIL|FILE] [options]
+        Usage: homeport-server users list|approve|reject|hold|verify|import|delete [EMAIL|FILE] [options]
 
         Manage accounts: list them, move one between approval stages (approved, waiting, rejected, held), mark
-        its address verified, or import accounts from another system (homeport-server users import --help).
+        its address verified, import accounts from another system (homeport-server users import --help), or
+        delete one with everything that was its own.
         """
 
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
@@ -44,7 +45,7 @@ enum UsersCommand {
                 ServerCLI.line(overview)
                 return .success
             }
-            throw UsageError("users needs an action: list, approve, reject, hold, verify or import")
+            throw UsageError("users needs an action: list, approve, reject, hold, verify, import or delete")
         }
         let rest = Array(arguments.dropFirst())
         switch action {
@@ -54,8 +55,10 @@ enum UsersCommand {
         case "hold": return try setStage(.held, action, rest, environment: environment)
         case "verify": return try verify(rest, environment: environment)
         case "import": return try importAccounts(rest, environment: environment)
+        case "delete": return try delete(rest, environment: environment)
         default:
-            throw UsageError("unknown users action '\(action)'; use list, approve, reject, hold, verify or import")
+            throw UsageError(
+                "unknown users action '\(action)'; use list, approve, reject, hold, verify, import or delete")
         }
     }
 
@@ -92,6 +95,30 @@ enum UsersCommand {
                     "\(account.approval.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(account.email)")
             }
         }
+        return .success
+    }
+
+    static let deleteSpec = CommandSpec(
+        name: "homeport-server users delete",
+        summary: "Delete an account with everything that was its own; its address can sign up again.",
+        arguments: [.init("EMAIL", help: "The account's sign-in address.")],
+        options: [ServerCLI.databaseOption, .flag("yes", help: "Confirm: the deletion cannot be undone.")],
+        discussion:
+            "Its sessions end on every replica (streams within a second), and its devices, the pushes queued for them, mutes, notifications, verifications, reset keys and queued mail go with it, in one transaction."
+    )
+
+    static func delete(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let parsed = try ServerCLI.parse(deleteSpec, arguments) else { return .success }
+        let email = parsed.positionals[0]
+        guard parsed.flag("yes") else {
+            ServerCLI.error("homeport-server: deleting \(email) cannot be undone; add --yes to confirm")
+            return .refused
+        }
+        guard try service(parsed, deleteSpec, environment).deleteAccount(email: email) else {
+            ServerCLI.error("homeport-server: no account uses '\(email)'")
+            return .failure
+        }
+        ServerCLI.line("\(email): deleted")
         return .success
     }
 

@@ -55,6 +55,11 @@ struct MailQueue {
         try db.execute("DELETE FROM mail_queue WHERE id = $1", [.integer(id)])
     }
 
+    /// Removes every mail waiting for `recipient` (an account that is deleted).
+    func remove(recipient: String) throws {
+        try db.execute("DELETE FROM mail_queue WHERE recipient = $1", [.text(recipient)])
+    }
+
     /// Puts a mail back, due at `at`, after one more attempt.
     func retry(_ id: Int64, attempts: Int, at: Int64) throws {
         try db.execute(

@@ -48,18 +48,22 @@ struct NotificationLog {
         guard try AccountStore(db).lock(id: userID) else { return nil }
         let row = try db.execute(
             """
-            INSERT INTO notifications
-                (user_id, seq, code, title, body, thread, object_id, catalogue_version, created_at, data)
-            SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8, $9 FROM notifications WHERE user_id = $1
-            RETURNING seq
+            INSERT INTO notifications (user_id, seq, code, title, body, thread, object_id, catalogue_version, created_at)
+            SELECT $1, COALESCE(MAX(seq), 0) + 1, $2, $3, $4, $5, $6, $7, $8 FROM notifications WHERE user_id = $1
+            RETURNING id, seq
             """,
             [
                 .integer(userID), .text(code), .text(title), body.map(SQLValue.text) ?? .null,
                 thread.map(SQLValue.text) ?? .null, objectID.map(SQLValue.integer) ?? .null,
-                .text(catalogueVersion), .integer(now), data.map { .text(Self.encode($0)) } ?? .null,
+                .text(catalogueVersion), .integer(now),
             ]
         ).first
-        guard let seq = row?.int("seq") else { return nil }
+        guard let seq = row?.int("seq"), let id = row?.int("id") else { return nil }
+        if let data {
+            try db.execute(
+                "INSERT INTO notification_data (notification_id, data) VALUES ($1, $2)",
+                [.integer(id), .text(Self.encode(data))])
+        }
         return NotificationRecord(
             seq: seq, userID: userID, code: code, title: title, body: body, thread: thread, objectID: objectID,
             catalogueVersion: catalogueVersion, createdAt: now, data: data)
@@ -69,8 +73,10 @@ struct NotificationLog {
     func after(userID: Int64, seq: Int64, limit: Int = 500) throws -> [NotificationRecord] {
         try db.execute(
             """
-            SELECT seq, user_id, code, title, body, thread, object_id, catalogue_version, created_at, data
-            FROM notifications WHERE user_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
+            SELECT n.seq, n.user_id, n.code, n.title, n.body, n.thread, n.object_id, n.catalogue_version,
+                n.created_at, d.data
+            FROM notifications n LEFT JOIN notification_data d ON d.notification_id = n.id
+            WHERE n.user_id = $1 AND n.seq > $2 ORDER BY n.seq LIMIT $3
             """, [.integer(userID), .integer(seq), .integer(Int64(limit))]
         ).compactMap(Self.record)
     }

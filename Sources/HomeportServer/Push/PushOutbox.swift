@@ -73,6 +73,15 @@ struct PushOutbox {
         }
     }
 
+    /// Deletes the pushes waiting for these devices (an account that is deleted); one being sent
+    /// right now is not recalled.
+    func deletePending(deviceTokens: [String]) throws {
+        for token in deviceTokens {
+            try db.execute(
+                "DELETE FROM push_outbox WHERE device_token = $1 AND state <> 'sending'", [.text(token)])
+        }
+    }
+
     /// Puts a row back to be tried again at `at`.
     func retry(_ id: Int64, attempts: Int, at: Int64, error: String) throws {
         try db.execute(

@@ -25,6 +25,7 @@ extension Router where Context == RequestContext {
             app.delete("/" + AllauthAppPath.session) { _, context in try door.logout(context.caller) }
             app.post("/" + AllauthAppPath.passwordChange, placement: .pool) { try door.changePassword($0, $1.caller) }
             app.get("/" + AllauthAppPath.emailAddresses) { _, context in try door.emailAddresses(context.caller) }
+            app.post("/" + AllauthAppPath.accountDelete, placement: .pool) { try door.deleteAccount($0, $1.caller) }
             app.post("/" + AllauthAppPath.passwordResetRequest) { try door.requestReset($0, $1.caller) }
             app.get("/" + AllauthAppPath.passwordReset) { request, _ in try door.checkResetKey(request) }
             app.post("/" + AllauthAppPath.passwordReset, placement: .pool) { request, _ in try door.reset(request) }
@@ -148,6 +149,23 @@ struct AppDoor: Sendable {
                 AuthEnvelope(
                     status: 200, data: userData(account, newSession),
                     meta: AuthMeta(isAuthenticated: true, sessionToken: token)))
+        }
+    }
+
+    /// `POST account/delete`: 200 with `is_authenticated: false` once the account is gone (the
+    /// token with it); 400 naming `password`; 401 without a signed-in session.
+    func deleteAccount(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        guard case .signedIn(let session, let account) = caller else { return notSignedIn() }
+        let body: AuthRequest.AccountDeletion
+        switch decode(AuthRequest.AccountDeletion.self, request, order: ["password"]) {
+        case .success(let value): body = value
+        case .failure(let problems): return invalid(problems.problems)
+        }
+        switch try service.deleteAccount(session: session, account: account, password: body.password) {
+        case .deleted: return answer(AuthEnvelope(status: 200, meta: AuthMeta(isAuthenticated: false)))
+        case .invalid(let problems): return invalid(problems)
+        case .rateLimited(let retryAfter): return tooMany(retryAfter)
+        case .sessionEnded: return gone()
         }
     }
 

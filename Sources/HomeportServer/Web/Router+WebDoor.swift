@@ -28,6 +28,8 @@ extension Router where Context == RequestContext {
             }
             account.post("/signup", placement: .pool) { try door.signup($0, $1) }
             account.post("/logout") { try door.logout($0, $1) }
+            account.get("/delete") { _, context in door.deleteForm(context) }
+            account.post("/delete", placement: .pool) { try door.deleteAccount($0, $1) }
             account.get("/password/reset") { _, context in
                 door.form(title: "Reset your password", WebPage.resetRequestForm(csrf: context.csrfToken))
             }
@@ -94,6 +96,41 @@ struct WebDoor: Sendable {
         response.headers.add("Set-Cookie", cookies.clearingSession)
         response.headers.add("Set-Cookie", cookies.settingCSRF(try SecretToken.generate()))
         return response
+    }
+
+    func deleteForm(_ context: RequestContext) -> HTTPResponse {
+        guard case .signedIn(_, let account) = context.caller else { return .seeOther("/account/login") }
+        return page("Delete your account", WebPage.deleteForm(csrf: context.csrfToken, email: account.email))
+    }
+
+    /// Deletes the signed-in account once its password is confirmed; its cookie goes too.
+    func deleteAccount(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let fields = request.formFields
+        if let refusal = honeypot(fields) { return refusal }
+        guard case .signedIn(let session, let account) = context.caller else { return .seeOther("/account/login") }
+        let retry = { (errors: [String], status: Int) in
+            page(
+                "Delete your account",
+                WebPage.deleteForm(csrf: context.csrfToken, email: account.email, errors: errors),
+                status: status)
+        }
+        switch try service.deleteAccount(session: session, account: account, password: fields["password"] ?? "") {
+        case .deleted:
+            var response = page(
+                "Account deleted",
+                WebPage.message(
+                    "Your account and everything that was its own on this server are deleted.",
+                    link: ("/account/signup", "Create an account")))
+            response.headers.add("Set-Cookie", cookies.clearingSession)
+            response.headers.add("Set-Cookie", cookies.settingCSRF(try SecretToken.generate()))
+            return response
+        case .invalid(let problems): return retry(problems.map(\.message), 400)
+        case .rateLimited(let retryAfter):
+            var response = retry(["Too many attempts. Try again in \(retryAfter) seconds."], 429)
+            response.headers.set("Retry-After", String(retryAfter))
+            return response
+        case .sessionEnded: return .seeOther("/account/login")
+        }
     }
 
     func requestReset(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {

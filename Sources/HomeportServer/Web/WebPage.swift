@@ -127,6 +127,21 @@ enum WebPage {
         return html
     }
 
+    static func deleteForm(csrf: String, email: String, errors: [String] = []) -> String {
+        """
+        \(Self.errors(errors))
+        <p class="note">Deleting <strong>\(htmlEscaped(email))</strong> signs it out everywhere and erases its
+        devices, notifications and settings on this server. It cannot be undone.</p>
+        <form method="post" action="/account/delete">
+        \(guardFields(csrf: csrf))
+        <label for="password">Password</label>
+        <input id="password" type="password" name="password" autocomplete="current-password" required>
+        <button type="submit">Delete my account</button>
+        </form>
+        <nav><a href="/account">Keep my account</a></nav>
+        """
+    }
+
     static func signedIn(email: String, csrf: String) -> String {
         """
         <p>Signed in as <strong>\(htmlEscaped(email))</strong>.</p>
@@ -134,6 +149,7 @@ enum WebPage {
         \(guardFields(csrf: csrf))
         <button type="submit">Sign out</button>
         </form>
+        <nav><a href="/account/delete">Delete your account</a></nav>
         """
     }
 }
