@@ -52,8 +52,16 @@ package final class HTTPServer: @unchecked Sendable {
     /// Daemons replaced by a certificate reload, finishing the connections they hold.
     private var retired: [(daemon: OpaquePointer, material: TLSMaterial?)] = []
 
-    /// Creates a server answering with `responder` (a ``Router``); nothing is bound until ``start()``.
-    package init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger) {
+    /// A socket bound before the server starts (port 0), which ``start()`` listens on.
+    private let bound: BoundListener?
+
+    /// Creates a server answering with `responder` (a ``Router``); nothing is bound until ``start()``,
+    /// unless `bound` is a socket bound already.
+    package init(
+        configuration: HTTPServerConfiguration, responder: any HTTPResponder, logger: Logger,
+        bound: BoundListener? = nil
+    ) {
+        self.bound = bound
         self.configuration = configuration
         self.responder = responder
         self.connections = ConnectionRegistry(configuration: configuration)
@@ -71,7 +79,7 @@ package final class HTTPServer: @unchecked Sendable {
         if configuration.tls != nil && homeport_mhd_has_tls() == 0 { throw HTTPServerError.tlsUnavailable }
         raiseDescriptorLimit()
         let socket =
-            try configuration.unixSocketPath.map { try ListenSocket.openUnix(path: $0) }
+            try bound?.take() ?? configuration.unixSocketPath.map { try ListenSocket.openUnix(path: $0) }
             ?? ListenSocket.open(host: configuration.host, port: configuration.port)
         let material = configuration.tls.map(TLSMaterial.init)
         guard let daemon = startDaemon(on: socket.descriptor, ipv6: socket.isIPv6, tls: material) else {

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -131,6 +133,35 @@ struct ListenSocket {
                 Int(UInt16(bigEndian: $0.pointee.sin_port))
             }
         }
+    }
+}
+
+/// A listening socket bound before its server starts, so that the port the system picks for
+/// port 0 is known while the rest is set up (the links mail carries, the replicas table). The
+/// server that is given it listens on it; unused, it is closed.
+package final class BoundListener: @unchecked Sendable {
+    let socket: ListenSocket
+    private let lock = NSLock()
+    private var taken = false
+
+    /// The port bound.
+    package var port: Int { socket.port }
+
+    /// Binds `host`:`port` and listens.
+    package init(host: String, port: Int) throws {
+        socket = try ListenSocket.open(host: host, port: port)
+    }
+
+    /// The socket, once: the server that starts on it owns it from then on.
+    func take() -> ListenSocket? {
+        lock.withLock {
+            defer { taken = true }
+            return taken ? nil : socket
+        }
+    }
+
+    deinit {
+        if !taken { close(socket.descriptor) }
     }
 }
 

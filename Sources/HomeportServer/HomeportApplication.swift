@@ -49,7 +49,17 @@ public final class HomeportApplication: Sendable {
         mailer: (any Mailer)? = nil, clock: any WallClock = SystemWallClock(), hasher: (any PasswordHashing)? = nil
     ) throws {
         try product.validate()
-        let configuration = configuration.serving(product)
+        var configuration = configuration.serving(product)
+        // Port 0: bound now, so that what names this server (mail links, the replicas table,
+        // the trusted origin of the web door's forms) says the port the system picked.
+        let bound: BoundListener?
+        if configuration.listen.port == 0 {
+            let listener = try BoundListener(host: configuration.listen.host, port: 0)
+            configuration.listen.port = listener.port
+            bound = listener
+        } else {
+            bound = nil
+        }
         self.configuration = configuration
         self.product = product
         self.logger = logger
@@ -150,7 +160,8 @@ public final class HomeportApplication: Sendable {
         router.addWebDoor(
             accounts, reader: reader, product: configuration.product,
             csrfKey: try ServerSecrets(database, logger: logger.withLabel("homeport.server")).secret(named: "csrf"))
-        let server = HTTPServer(configuration: configuration.effectiveHTTP, responder: router, logger: logger)
+        let server = HTTPServer(
+            configuration: configuration.effectiveHTTP, responder: router, logger: logger, bound: bound)
         self.server = server
         if let address = configuration.metricsListen {
             var metricsRouter = Router<EmptyRequestContext>()
@@ -187,6 +198,8 @@ public final class HomeportApplication: Sendable {
     /// Registers this replica's heartbeat, then starts listening; returns the bound port.
     @discardableResult
     public func start() throws -> Int {
+        // `push send` then notifies as this process does.
+        try ServingPushSettings.record(configuration.push, in: database, now: Int64(Date().timeIntervalSince1970))
         listener?.start()
         try heartbeat.start()
         do {

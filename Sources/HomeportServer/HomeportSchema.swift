@@ -259,6 +259,19 @@ public enum HomeportSchema {
                 """,
             ]
         },
+        // What a serving process uses that the command line's other commands should too (its push
+        // settings, for `push send`).
+        Migration(
+            version: 9, name: "serving_settings",
+            statements: [
+                """
+                CREATE TABLE IF NOT EXISTS serving_settings (
+                    name TEXT PRIMARY KEY,
+                    value TEXT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                )
+                """
+            ]),
     ]
 
     /// A migrator over ``migrations``.

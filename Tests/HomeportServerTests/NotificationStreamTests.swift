@@ -155,7 +155,7 @@ struct NotificationProcessTests {
             "--title", "From the command line", "--thread", "chat:9", "--id", "9",
         ])
         #expect(sent.status == 0, "\(sent.error)")
-        #expect(sent.output.contains("no push: pushes are off"))
+        #expect(sent.output.contains("no push: the server has pushes off"), "the serving process has no topic")
         #expect(stream.wait(for: #""title":"From the command line""#))
         let refused = try ServerProcess.run([
             "push", "send", "--database", url.rawText, "--email", "ada@example.com", "--code", "unknown:code",

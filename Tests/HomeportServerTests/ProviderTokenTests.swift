@@ -70,8 +70,8 @@ struct ProviderTokenTests {
         try withMigratedDatabase(backend) { database, _ in
             let clock = ManualWallClock()
             let key = try ES256Key(pem: try Self.p256())
-            let replicas = (0..<3).map { _ in
-                ProviderTokenSource(
+            let replicas = try (0..<3).map { _ in
+                try ProviderTokenSource(
                     database: database, key: key, keyID: "KEY1234567", teamID: "TEAM123456", clock: clock)
             }
             let first = try replicas.map { try $0.current() }
@@ -90,6 +90,41 @@ struct ProviderTokenTests {
             #expect(third.jwt != second[0].jwt)
             #expect(
                 try replicas[2].refresh(after: second[0]) == third, "another replica's refresh is taken, not redone")
+        }
+    }
+
+    @Test(
+        "the row keeps the token sealed with the auth key: the database alone holds no usable token; an older build's clear row is replaced",
+        arguments: Backend.allCases)
+    func sealedAtRest(backend: Backend) throws {
+        try withMigratedDatabase(backend) { database, _ in
+            let clock = ManualWallClock()
+            let key = try ES256Key(pem: try Self.p256())
+            let source = try ProviderTokenSource(
+                database: database, key: key, keyID: "KEY1234567", teamID: "TEAM123456", clock: clock)
+            let token = try source.current()
+            let stored = try #require(
+                try database.execute("SELECT token FROM apns_provider_token WHERE id = 1").first?.string("token"))
+            #expect(stored.hasPrefix(ProviderTokenSource.sealedPrefix))
+            #expect(!stored.contains(token.jwt) && !stored.contains("eyJ"), "no JWT in clear: \(stored)")
+            // Another replica with the same key reads it; one with another key cannot, and mints its own.
+            let same = try ProviderTokenSource(
+                database: database, key: key, keyID: "KEY1234567", teamID: "TEAM123456", clock: clock)
+            #expect(try same.current() == token)
+            let other = try ProviderTokenSource(
+                database: database, key: try ES256Key(pem: try Self.p256()), keyID: "KEY1234567", teamID: "TEAM123456",
+                clock: clock)
+            #expect(try other.current().jwt != token.jwt)
+            // A row an older build wrote in clear is used, then replaced sealed at its refresh.
+            try database.execute("UPDATE apns_provider_token SET token = $1", [.text(token.jwt)])
+            let legacy = try ProviderTokenSource(
+                database: database, key: key, keyID: "KEY1234567", teamID: "TEAM123456", clock: clock)
+            #expect(try legacy.current().jwt == token.jwt)
+            clock.advance(by: 41 * 60)
+            _ = try legacy.current()
+            let replaced = try #require(
+                try database.execute("SELECT token FROM apns_provider_token WHERE id = 1").first?.string("token"))
+            #expect(replaced.hasPrefix(ProviderTokenSource.sealedPrefix))
         }
     }
 }

@@ -98,6 +98,10 @@ struct PushSenderTests {
                 try server.registeredDevices() == [device(2), device(3)],
                 "Apple learned of device 1 after it was registered: gone; device 2 was registered again since: kept")
             #expect(try server.outboxRows().isEmpty)
+            // The log says what happened to each: one removed, one kept.
+            let lines = server.log.lines
+            #expect(lines.filter { $0.contains("device unregistered; registration removed") }.count == 1, "\(lines)")
+            #expect(lines.filter { $0.contains("a newer registration of the token is kept") }.count == 1, "\(lines)")
         }
     }
 
@@ -189,7 +193,13 @@ struct PushSenderTests {
             #expect(tokens.first == old.jwt)
             let stored = try server.application.database.execute("SELECT token FROM apns_provider_token").first?.string(
                 at: 0)
-            #expect(stored == tokens.last, "the new token is shared through the database")
+            #expect(
+                stored?.hasPrefix(ProviderTokenSource.sealedPrefix) == true && stored?.contains("eyJ") == false,
+                "the new token is shared through the database, sealed: \(stored ?? "nothing")")
+            let replica = try ProviderTokenSource(
+                database: server.application.database, key: key, keyID: APNsStandIn.keyID,
+                teamID: APNsStandIn.teamID, clock: server.clock)
+            #expect(try replica.current().jwt == tokens.last, "another replica with the key opens it")
         }
     }
 
@@ -299,5 +309,58 @@ struct APNsClientTrustTests {
         let trusted = APNsClient(
             configuration: .init(productionURL: standIn.url, sandboxURL: standIn.url, caFile: standIn.caFile))
         #expect(trusted.send([request()], authorization: "x").first?.status == 403, "the right CA and name get through")
+    }
+}
+
+@Suite("push send notifies as the serving process does")
+struct PushSendSettingsTests {
+    @Test(
+        "push send takes the serve's topic, payload key and catalogue it recorded; a flag given wins; never served and no topic: refused"
+    )
+    func servingSettings() throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let database = "sqlite:" + data.file("h.sqlite")
+        try #"{"codes": [{"code": "journal:entry.shared", "title": "Shared"}]}"#.write(
+            toFile: data.file("catalogue.json"), atomically: true, encoding: .utf8)
+        let send = { (extra: [String]) in
+            try ServerProcess.run(
+                [
+                    "push", "send", "--database", database, "--email", "ada@example.com", "--code",
+                    "journal:entry.shared",
+                    "--title", "Hello",
+                ] + extra)
+        }
+        #expect(try ServerProcess.run(["migrate", "--database", database]).status == 0)
+        let unknown = try send([])
+        #expect(unknown.status == 1 && unknown.error.contains("--apns-topic"), "\(unknown.error)")
+
+        let server = try ServerProcess(serve: [
+            "--database", database, "--signup", "open", "--password-iterations", "1000", "--apns-topic",
+            "net.example.books", "--push-key", "officer", "--catalogue", data.file("catalogue.json"),
+        ])
+        defer { server.stop() }
+        let signup = try RawHTTP.request(
+            port: server.port, method: "POST", path: "/_allauth/app/v1/auth/signup",
+            headers: [("Content-Type", "application/json")],
+            body: Data(#"{"email":"ada@example.com","password":"correct horse battery"}"#.utf8))
+        let token = try #require(signup.sessionToken)
+        let registered = try RawHTTP.request(
+            port: server.port, method: "POST", path: "/api/v1/push/devices",
+            headers: [("Content-Type", "application/json"), ("X-Session-Token", token)],
+            body: Data(#"{"token":"\#(String(repeating: "ab", count: 32))","environment":"sandbox"}"#.utf8))
+        #expect(registered.status == 200)
+
+        let sent = try send([])
+        #expect(sent.status == 0 && sent.output.contains("1 push(es) queued"), "\(sent.output) \(sent.error)")
+        let payload = try ServerProcess.runProgram(
+            "/usr/bin/sqlite3", [data.file("h.sqlite"), "SELECT payload FROM push_outbox ORDER BY id DESC LIMIT 1"])
+        #expect(payload.output.contains(#""officer":{"#), "the serve's payload key: \(payload.output)")
+        // A flag given on the command line wins over what serve recorded.
+        let other = try send(["--push-key", "books"])
+        #expect(other.status == 0)
+        let second = try ServerProcess.runProgram(
+            "/usr/bin/sqlite3", [data.file("h.sqlite"), "SELECT payload FROM push_outbox ORDER BY id DESC LIMIT 1"])
+        #expect(second.output.contains(#""books":{"#), "\(second.output)")
     }
 }

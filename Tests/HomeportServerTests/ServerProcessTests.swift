@@ -120,3 +120,35 @@ final class LockedList<Element>: @unchecked Sendable {
     func append(_ element: Element) { lock.withLock { elements.append(element) } }
     var all: [Element] { lock.withLock { elements } }
 }
+
+@Suite("A server on port 0 names the port it got")
+struct PortZeroTests {
+    @Test("--listen HOST:0: mail links, the replicas table and the banner carry the bound port")
+    func boundPortEverywhere() throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let outbox = data.file("outbox")
+        let server = try ServerProcess(serve: [
+            "--database", "sqlite:" + data.file("h.sqlite"), "--signup", "open", "--password-iterations", "1000",
+            "--outbox", outbox, "--listen", "127.0.0.1:0",
+        ])
+        defer { server.stop() }
+        #expect(server.port > 0 && server.banner.contains("127.0.0.1:\(server.port)"))
+        let replicas = try ServerProcess.runProgram(
+            "/usr/bin/sqlite3", [data.file("h.sqlite"), "SELECT listen FROM replicas"])
+        #expect(replicas.output.trimmingCharacters(in: .whitespacesAndNewlines) == "127.0.0.1:\(server.port)")
+        for path in ["auth/signup", "auth/password/request"] {
+            _ = try RawHTTP.request(
+                port: server.port, method: "POST", path: "/_allauth/app/v1/" + path,
+                headers: [("Content-Type", "application/json")],
+                body: Data(#"{"email":"ada@example.com","password":"correct horse battery"}"#.utf8))
+        }
+        var mail = ""
+        for _ in 0..<100 where !mail.contains("/account/password/reset/key/") {
+            usleep(50_000)
+            mail = mailText(in: outbox)
+        }
+        #expect(mail.contains("http://127.0.0.1:\(server.port)/account/password/reset/key/"), "\(mail)")
+        #expect(!mail.contains("127.0.0.1:0/"))
+    }
+}

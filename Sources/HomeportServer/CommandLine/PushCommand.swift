@@ -21,8 +21,11 @@ enum PushCommand {
         ],
         discussion: """
             The push is queued in the database; a running 'serve' with an APNs key sends it within a second.
-            Without --apns-topic (or $HOMEPORT_APNS_TOPIC) pushes are off and only the in-app stream shows it.
-            Exit codes: 0 queued, 1 refused (unknown account or code, payload over 4096 bytes), 2 bad command line.
+            Options not given take what the last 'serve' on this database recorded as it started (its topic,
+            payload key, catalogue and device cap), so the notification is the one the server would make; when
+            no 'serve' has recorded them and no --apns-topic is given, it refuses rather than guess.
+            Exit codes: 0 queued, 1 refused (unknown account or code, payload over 4096 bytes, push settings
+            unknown), 2 bad command line.
             """)
 
     static let devicesSpec = CommandSpec(
@@ -78,10 +81,29 @@ enum PushCommand {
             guard let value = Int64(text) else { throw UsageError("--id must be a whole number, not '\(text)'") }
             objectID = value
         }
-        let settings = try PushOptions.settings(parsed, sendSpec, environment, sender: false)
-            .serving(ServerCLI.product.withLock { $0 })
-        let (database, push) = try center(parsed, sendSpec, environment, settings: settings)
+        var settings = try PushOptions.settings(parsed, sendSpec, environment, sender: false)
+        let database = try ServerCLI.database(parsed, sendSpec, environment).open()
         defer { database.close() }
+        try ServerCLI.migrate(database)
+        let given = { (name: String, variable: String) in parsed.options[name] != nil || environment[variable] != nil }
+        if let serving = try ServingPushSettings.recorded(in: database) {
+            if !given("apns-topic", "HOMEPORT_APNS_TOPIC") { settings.topic = serving.topic }
+            if !given("push-key", "HOMEPORT_PUSH_KEY") { settings.appDataKey = serving.appDataKey }
+            if !given("catalogue", "HOMEPORT_CATALOGUE") { settings.extraCodes = serving.extraCodes }
+            if !given("max-devices-per-account", "HOMEPORT_MAX_DEVICES_PER_ACCOUNT") {
+                settings.maxDevicesPerAccount = serving.maxDevicesPerAccount
+            }
+        } else if settings.topic == nil {
+            ServerCLI.error(
+                "homeport-server: no 'serve' has recorded its push settings in this database, and no --apns-topic was given: "
+                    + "start 'serve' once, or pass --apns-topic BUNDLE_ID (and --catalogue, --push-key as serve has them)"
+            )
+            return .failure
+        }
+        settings = settings.serving(ServerCLI.product.withLock { $0 })
+        let push = PushCenter(
+            database: database, identity: IdentityStore(database: database), settings: settings,
+            clock: SystemWallClock(), logger: Logger(label: "homeport.cli", minimumLevel: .warning))
         do {
             let delivery = try push.notify(
                 email: email, code: code, title: title, body: parsed.value("body", spec: sendSpec, environment: [:]),
@@ -90,7 +112,7 @@ enum PushCommand {
                 delivery.muted
                 ? "no push: the thread is muted"
                 : settings.topic == nil
-                    ? "no push: pushes are off (no --apns-topic)" : "\(delivery.queued) push(es) queued"
+                    ? "no push: the server has pushes off (no --apns-topic)" : "\(delivery.queued) push(es) queued"
             ServerCLI.line("notification \(delivery.seq) for \(email); \(pushes)")
             return .success
         } catch let refusal as PushCenter.Refusal {

@@ -6,6 +6,11 @@ import Synchronization
 
 /// The APNs provider token, shared by every replica through the `apns_provider_token` row.
 ///
+/// The token is a bearer credential for an hour (anyone holding it can push to the app's
+/// devices), so the row keeps it sealed (AES-256-GCM) with a key derived from the APNs auth key,
+/// which every sending replica holds and the database never does: a copy of the database opens
+/// nothing. A row from an older build (the token in clear) is read once and replaced.
+///
 /// Apple answers `TooManyProviderTokenUpdates` when a team's token changes too often, so replicas
 /// must not each mint their own: the first that needs one (none stored, another key, or older than
 /// ``refreshAge``) mints it and stores it with a compare-and-swap; the others read it.
@@ -21,9 +26,14 @@ final class ProviderTokenSource: Sendable {
     private let teamID: String
     private let clock: any WallClock
     private let cached = Mutex<ProviderToken?>(nil)
+    /// The sealing key, derived from the auth key.
+    private let sealing: [UInt8]
+    /// The prefix of a sealed row.
+    static let sealedPrefix = "sealed:v1:"
 
-    init(database: any Database, key: ES256Key, keyID: String, teamID: String, clock: any WallClock) {
+    init(database: any Database, key: ES256Key, keyID: String, teamID: String, clock: any WallClock) throws {
         self.database = database
+        self.sealing = try key.derivedSecret("homeport apns provider token")
         self.key = key
         self.keyID = keyID
         self.teamID = teamID
@@ -35,11 +45,13 @@ final class ProviderTokenSource: Sendable {
         let now = clock.unixSeconds
         if let token = cached.withLock({ $0 }), now - token.issuedAt < Self.refreshAge { return token }
         let stored = try read()
-        if let stored, stored.keyID == keyID, stored.teamID == teamID, now - stored.issuedAt < Self.refreshAge {
-            cached.withLock { $0 = stored }
-            return stored
+        if let token = stored?.token, token.keyID == keyID, token.teamID == teamID,
+            now - token.issuedAt < Self.refreshAge
+        {
+            cached.withLock { $0 = token }
+            return token
         }
-        return try replace(stored, now: now)
+        return try replace(stored?.raw, now: now)
     }
 
     /// After Apple refused `rejected` as expired: a newer token if another replica made one, else
@@ -48,25 +60,26 @@ final class ProviderTokenSource: Sendable {
     func refresh(after rejected: ProviderToken) throws -> ProviderToken? {
         let now = clock.unixSeconds
         let stored = try read()
-        if let stored, stored.jwt != rejected.jwt, stored.keyID == keyID, stored.teamID == teamID {
-            cached.withLock { $0 = stored }
-            return stored
+        if let token = stored?.token, token.jwt != rejected.jwt, token.keyID == keyID, token.teamID == teamID {
+            cached.withLock { $0 = token }
+            return token
         }
         guard now - rejected.issuedAt >= Self.minimumAge else { return nil }
-        return try replace(stored, now: now)
+        return try replace(stored?.raw, now: now)
     }
 
-    /// Mints a token and stores it unless another replica stored one since `stored` was read;
-    /// returns whichever is stored.
-    private func replace(_ stored: ProviderToken?, now: Int64) throws -> ProviderToken {
+    /// Mints a token and stores it, sealed, unless another replica stored one since the row
+    /// `stored` (as the column held it) was read; returns whichever is stored.
+    private func replace(_ stored: String?, now: Int64) throws -> ProviderToken {
         let minted = try ProviderToken.mint(key: key, keyID: keyID, teamID: teamID, issuedAt: now)
-        let values: [SQLValue] = [.text(minted.keyID), .text(minted.teamID), .text(minted.jwt), .integer(now)]
+        let sealed = try seal(minted)
+        let values: [SQLValue] = [.text(minted.keyID), .text(minted.teamID), .text(sealed), .integer(now)]
         if let stored {
             try database.execute(
                 """
                 UPDATE apns_provider_token SET key_id = $1, team_id = $2, token = $3, issued_at = $4
                 WHERE id = 1 AND token = $5
-                """, values + [.text(stored.jwt)])
+                """, values + [.text(stored)])
         } else {
             try database.execute(
                 """
@@ -74,20 +87,40 @@ final class ProviderTokenSource: Sendable {
                 ON CONFLICT (id) DO NOTHING
                 """, values)
         }
-        guard let winner = try read() else {
-            throw StorageError.statementFailed(code: "apns", message: "the provider token could not be read back")
-        }
+        // Another replica's token wins the race; one this key cannot open (another auth key) is ours.
+        let winner = try read()?.token ?? minted
         cached.withLock { $0 = winner }
         return winner
     }
 
-    private func read() throws -> ProviderToken? {
+    /// The row: the column as stored, and the token when this key opens it (or it is an older
+    /// build's token in clear).
+    private func read() throws -> (raw: String, token: ProviderToken?)? {
         guard
             let row = try database.execute(
                 "SELECT key_id, team_id, token, issued_at FROM apns_provider_token WHERE id = 1"
             ).first, let keyID = row.string("key_id"), let teamID = row.string("team_id"),
-            let jwt = row.string("token"), let issued = row.int("issued_at")
+            let raw = row.string("token"), let issued = row.int("issued_at")
         else { return nil }
-        return ProviderToken(jwt: jwt, keyID: keyID, teamID: teamID, issuedAt: issued)
+        let jwt: String?
+        if raw.hasPrefix(Self.sealedPrefix) {
+            jwt = Data(base64Encoded: String(raw.dropFirst(Self.sealedPrefix.count))).flatMap { box in
+                try? AESGCM.open(Array(box), key: sealing, associatedData: Self.associatedData(keyID, teamID))
+            }.map { String(decoding: $0, as: UTF8.self) }
+        } else {
+            jwt = raw
+        }
+        return (raw, jwt.map { ProviderToken(jwt: $0, keyID: keyID, teamID: teamID, issuedAt: issued) })
+    }
+
+    private func seal(_ token: ProviderToken) throws -> String {
+        let box = try AESGCM.seal(
+            Array(token.jwt.utf8), key: sealing, associatedData: Self.associatedData(token.keyID, token.teamID))
+        return Self.sealedPrefix + Data(box).base64EncodedString()
+    }
+
+    /// What a sealed token is bound to: its key and team, as the row names them.
+    static func associatedData(_ keyID: String, _ teamID: String) -> [UInt8] {
+        Array("apns-provider-token\u{0}\(keyID)\u{0}\(teamID)".utf8)
     }
 }

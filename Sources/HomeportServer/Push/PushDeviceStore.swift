@@ -58,14 +58,18 @@ struct PushDeviceStore {
     }
 
     /// Removes a token Apple refused; after a `410 Unregistered`, only if nobody registered it
-    /// again after Apple's timestamp (`unless`, in Unix seconds).
-    func prune(token: String, unlessUpdatedAfter unless: Int64? = nil) throws {
+    /// again after Apple's timestamp (`unless`, in Unix seconds). Returns whether a registration
+    /// was removed.
+    @discardableResult
+    func prune(token: String, unlessUpdatedAfter unless: Int64? = nil) throws -> Bool {
         if let unless {
-            try db.execute(
-                "DELETE FROM push_devices WHERE token = $1 AND updated_at <= $2", [.text(token), .integer(unless)])
-        } else {
-            try db.execute("DELETE FROM push_devices WHERE token = $1", [.text(token)])
+            return
+                !(try db.execute(
+                    "DELETE FROM push_devices WHERE token = $1 AND updated_at <= $2 RETURNING token",
+                    [.text(token), .integer(unless)]
+                ).isEmpty)
         }
+        return !(try db.execute("DELETE FROM push_devices WHERE token = $1 RETURNING token", [.text(token)]).isEmpty)
     }
 
     /// An account's devices; with `newest`, only that many of the most recently registered.

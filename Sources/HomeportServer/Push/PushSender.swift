@@ -40,7 +40,7 @@ final class PushSender: @unchecked Sendable {
     ) throws {
         self.database = database
         self.client = APNsClient(configuration: settings.client)
-        self.tokens = ProviderTokenSource(
+        self.tokens = try ProviderTokenSource(
             database: database, key: try ES256Key(pem: settings.keyPEM), keyID: settings.keyID, teamID: settings.teamID,
             clock: clock)
         self.maximumAttempts = maximumAttempts
@@ -132,12 +132,18 @@ final class PushSender: @unchecked Sendable {
                     logger.debug("push delivered", metadata: ["apns-id": item.apnsID])
                 case .unregistered(let since):
                     done.append(item.id)
-                    try devices.prune(token: item.deviceToken, unlessUpdatedAfter: since ?? now)
-                    log("device unregistered; registration removed", item, response)
+                    let removed = try devices.prune(token: item.deviceToken, unlessUpdatedAfter: since ?? now)
+                    log(
+                        removed
+                            ? "device unregistered; registration removed"
+                            : "device unregistered; a newer registration of the token is kept", item, response)
                 case .badDevice:
                     done.append(item.id)
-                    try devices.prune(token: item.deviceToken)
-                    log("device token refused; registration removed", item, response)
+                    let removed = try devices.prune(token: item.deviceToken)
+                    log(
+                        removed
+                            ? "device token refused; registration removed" : "device token refused; no registration",
+                        item, response)
                 case .giveUp:
                     try outbox.fail(item.id, attempts: item.attempts + 1, error: detail)
                     log("push refused; not retried", item, response)
