@@ -9,7 +9,7 @@ import HomeportWire
 /// (`Authorization: Bearer KEY`, made by `homeport-server product-keys create`).
 ///
 /// - `POST /product/v1/notifications` notifies one account through the same path as
-///   ``PushCenter/notify(userID:code:title:body:thread:objectID:collapseID:)``: the log, the
+///   ``PushCenter/notify(userID:code:title:body:thread:objectID:collapseID:data:)``: the log, the
 ///   in-app stream, mutes and the push outbox. An `Idempotency-Key` makes a retry (the same
 ///   body) deliver once; the key with another body is refused (422).
 /// - `PUT /product/v1/catalogue` declares the product's notification codes: they join the

@@ -9,7 +9,7 @@ import Synchronization
 /// Notifications from this server: what a product calls to notify an account, and what the API's
 /// push and notification routes use.
 ///
-/// One call, ``notify(userID:code:title:body:thread:objectID:collapseID:)``, writes the
+/// One call, ``notify(userID:code:title:body:thread:objectID:collapseID:data:)``, writes the
 /// notification to the account's log (which the in-app stream reads) and, in the same
 /// transaction, one outbox row per registered device whose thread is not muted (which the
 /// sender delivers to APNs). The payload follows PROTOCOL §4: `s` is this installation's
