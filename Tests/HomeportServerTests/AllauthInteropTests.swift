@@ -39,6 +39,9 @@ struct AllauthInteropTests {
         var mailed: Mailed?
         var header: (name: String, value: String)?
         var difference: Difference?
+        /// Seconds to wait before the step, on both servers (allauth's reset key hashes the last
+        /// login to the second).
+        var pause: Double = 0
     }
 
     enum Token {
@@ -67,6 +70,9 @@ struct AllauthInteropTests {
             Step(
                 name: "signup, not an address", method: "POST", path: "auth/signup",
                 json: ["email": "nobody", "password": "first good password"]),
+            Step(
+                name: "signup, address taken and short password", method: "POST", path: "auth/signup",
+                json: ["email": email, "password": "x"]),
             Step(name: "signup, empty body", method: "POST", path: "auth/signup", raw: ("application/json", "")),
             Step(
                 name: "signup, text/plain", method: "POST", path: "auth/signup",
@@ -80,7 +86,21 @@ struct AllauthInteropTests {
                 json: ["email": "nobody@example.com", "password": "not the password"]),
             Step(name: "login, missing field", method: "POST", path: "auth/login", json: ["email": email]),
             Step(
+                name: "login, empty strings", method: "POST", path: "auth/login", json: ["email": "", "password": ""]),
+            Step(
+                name: "login, blank address", method: "POST", path: "auth/login",
+                json: ["email": "   ", "password": "not the password"]),
+            Step(
                 name: "login while signed in", method: "POST", path: "auth/login", token: .current,
+                json: ["email": email, "password": "first good password"]),
+            Step(
+                name: "login while signed in, wrong password", method: "POST", path: "auth/login", token: .current,
+                json: ["email": email, "password": "not the password"]),
+            Step(
+                name: "signup while signed in, not an address", method: "POST", path: "auth/signup", token: .current,
+                json: ["email": "nobody", "password": "first good password"]),
+            Step(
+                name: "signup while signed in, address taken", method: "POST", path: "auth/signup", token: .current,
                 json: ["email": email, "password": "first good password"]),
             Step(
                 name: "login", method: "POST", path: "auth/login",
@@ -92,6 +112,9 @@ struct AllauthInteropTests {
             Step(
                 name: "password change, empty body", method: "POST", path: "account/password/change",
                 token: .current, json: [:]),
+            Step(
+                name: "password change, empty strings", method: "POST", path: "account/password/change",
+                token: .current, json: ["current_password": "", "new_password": ""]),
             Step(
                 name: "password change, short new password", method: "POST", path: "account/password/change",
                 token: .current, json: ["current_password": "first good password", "new_password": "x"]),
@@ -138,6 +161,7 @@ struct AllauthInteropTests {
             Step(
                 name: "reset request, not an address", method: "POST", path: "auth/password/request",
                 json: ["email": "nope"]),
+            Step(name: "reset request, empty", method: "POST", path: "auth/password/request", json: ["email": ""]),
             Step(name: "reset request, known", method: "POST", path: "auth/password/request", json: ["email": email]),
             Step(name: "reset key check, no key", method: "GET", path: "auth/password/reset"),
             Step(
@@ -162,6 +186,16 @@ struct AllauthInteropTests {
             Step(
                 name: "login, reset password", method: "POST", path: "auth/login",
                 json: ["email": email, "password": "third good password"]),
+            Step(name: "logout after the reset", method: "DELETE", path: "auth/session", token: .current),
+            Step(
+                name: "reset request, before a login", method: "POST", path: "auth/password/request",
+                json: ["email": email]),
+            Step(
+                name: "login, after the reset request", method: "POST", path: "auth/login",
+                json: ["email": email, "password": "third good password"], pause: 1.1),
+            Step(
+                name: "reset, key mailed before the login", method: "POST", path: "auth/password/reset",
+                json: ["password": "fifth good password"], mailed: .resetKey),
         ]
     }
 
@@ -175,6 +209,11 @@ struct AllauthInteropTests {
                 name: "signup", method: "POST", path: "auth/signup",
                 json: ["email": email, "password": "first good password"]),
             Step(name: "session, verification pending", method: "GET", path: "auth/session", token: .current),
+            Step(
+                name: "login while verification pending", method: "POST", path: "auth/login", token: .current,
+                json: ["email": email, "password": "first good password"]),
+            Step(
+                name: "session after login while pending", method: "GET", path: "auth/session", token: .current),
             Step(name: "resend at once", method: "POST", path: "auth/email/verify/resend", token: .current),
             Step(name: "verify check, no key", method: "GET", path: "auth/email/verify", token: .current),
             Step(
@@ -249,6 +288,7 @@ struct AllauthInteropTests {
         var previous: String?
         var result: [(String, Int, Set<String>)] = []
         for step in steps {
+            if step.pause > 0 { usleep(UInt32(step.pause * 1_000_000)) }
             var headers: [(String, String)] = []
             let token: String? =
                 switch step.token {

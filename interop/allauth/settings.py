@@ -33,7 +33,10 @@ HEADLESS_CLIENTS = ("app",)
 # ALLAUTH_SERVE_SPEC=1 serves allauth's own OpenAPI specification (rendered for the app client), which
 # scripts/schemathesis also runs against homeport-server.
 HEADLESS_SERVE_SPECIFICATION = bool(os.environ.get("ALLAUTH_SERVE_SPEC"))
+# Every page a mail may link to: without account_reset_password, the mail to the owner of an
+# address someone signs up with again (verification on) cannot be made, and the peer answers 500.
 HEADLESS_FRONTEND_URLS = {
+    "account_reset_password": "http://app.invalid/reset",
     "account_reset_password_from_key": "http://app.invalid/reset/{key}",
     "account_confirm_email": "http://app.invalid/verify/{key}",
     "account_signup": "http://app.invalid/signup",

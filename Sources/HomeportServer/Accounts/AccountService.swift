@@ -60,6 +60,10 @@ public final class AccountService: Sendable {
         code: AuthErrorCode.emailPasswordMismatch, param: "password",
         message: "The email address and/or password you specified are not correct.")
 
+    static let emailTaken = FieldProblem(
+        code: AuthErrorCode.emailTaken, param: "email", message: "A user is already registered with this email address."
+    )
+
     static let invalidEmail = FieldProblem(
         code: AuthErrorCode.invalid, param: "email", message: "Enter a valid email address.")
 
@@ -72,11 +76,8 @@ public final class AccountService: Sendable {
         throws -> SignInOutcome
     {
         guard settings.signup != .closed else { return .signupClosed }
-        var problems: [FieldProblem] = []
-        let email = Credentials.normalizedEmail(rawEmail)
-        if email == nil { problems.append(Self.invalidEmail) }
-        if let problem = Credentials.passwordProblem(password, param: "password") { problems.append(problem) }
-        guard let email, problems.isEmpty else { return .invalid(problems) }
+        let problems = try signupProblems(email: rawEmail, password: password)
+        guard let email = Credentials.normalizedEmail(rawEmail), problems.isEmpty else { return .invalid(problems) }
         let now = clock.unixSeconds
         do {
             try database.transaction {
@@ -144,13 +145,7 @@ public final class AccountService: Sendable {
         } catch let refusal as RateLimiter.Refusal {
             return .rateLimited(retryAfter: refusal.retryAfter)
         }
-        guard let outcome else {
-            return .invalid([
-                FieldProblem(
-                    code: AuthErrorCode.emailTaken, param: "email",
-                    message: "A user is already registered with this email address.")
-            ])
-        }
+        guard let outcome else { return .invalid([Self.emailTaken]) }
         if let verification, case .verificationPending = outcome {
             if taken {
                 _ = deliver(Self.accountExistsMail(to: email), standingOf: verification.preLogin.session.keyHash)
@@ -165,6 +160,54 @@ public final class AccountService: Sendable {
         guard case .pending(_, let token) = outcome else { return outcome }
         let mailed = deliver(Self.waitingMail(to: email), standingOf: token == nil ? nil : newSession.session.keyHash)
         return .pending(standing: mailed ? .waiting : .mailFailed, token: token)
+    }
+
+    /// What is wrong with a sign-up form, every field at once, as allauth's form says it: the
+    /// address, the password, and (with verification off, where allauth says so too) an address
+    /// that has an account, beside a password problem or, with `takenAlone`, on its own (the form
+    /// of a caller signed in already, which is refused either way).
+    public func signupProblems(email rawEmail: String, password: String, takenAlone: Bool = false) throws
+        -> [FieldProblem]
+    {
+        var problems: [FieldProblem] = []
+        let email = Credentials.normalizedEmail(rawEmail)
+        if email == nil { problems.append(Self.invalidEmail) }
+        if let problem = Credentials.passwordProblem(password, param: "password") { problems.append(problem) }
+        // Without a password problem the insert itself finds a taken address (race-free); with
+        // one, allauth names both.
+        if let email, !problems.isEmpty || takenAlone, settings.emailVerification != .code,
+            try AccountStore(database).find(email: email) != nil
+        {
+            problems.insert(Self.emailTaken, at: 0)
+        }
+        return problems
+    }
+
+    /// A sign-in form checked as allauth checks it before refusing a caller who is signed in
+    /// already (409): the address, the budgets and the password, a wrong one charged as any
+    /// failed sign-in. `nil` when they are right; nothing else is done.
+    public func credentialProblem(email rawEmail: String, password: String, address: String) throws -> SignInOutcome? {
+        guard let email = Credentials.normalizedEmail(rawEmail) else { return .invalid([Self.invalidEmail]) }
+        guard password.utf8.count <= Credentials.maximumPasswordLength else { return .invalid([Self.mismatch]) }
+        let now = clock.unixSeconds
+        do {
+            try database.transaction {
+                try RateLimiter($0, policy: settings.rateLimits).chargeLoginAttempt(
+                    address: address, email: email, now: now)
+            }
+        } catch let refusal as RateLimiter.Refusal {
+            return refusal.failedLogins
+                ? .tooManyFailedLogins(retryAfter: refusal.retryAfter) : .rateLimited(retryAfter: refusal.retryAfter)
+        }
+        let found = try AccountStore(database).find(email: email)
+        guard hasher.checkEqualized(password, against: found?.passwordHash), found != nil else {
+            return .invalid([Self.mismatch])
+        }
+        try database.transaction {
+            try RateLimiter($0, policy: settings.rateLimits).refundLoginFailure(
+                address: address, email: email, now: now)
+        }
+        return nil
     }
 
     /// Signs in with an address and a password. Wrong credentials and unknown addresses answer
@@ -212,6 +255,9 @@ public final class AccountService: Sendable {
             if try sessions.insertSignedIn(newSession.session, now: now, passwordHash: hash) {
                 // Rotation: the session the caller held at this door ends as the new one begins.
                 if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
+                // As allauth (whose key hashes the last login): a reset key mailed before this
+                // sign-in opens nothing after it.
+                try ResetKeyStore(db).deleteAll(userID: account.id)
                 return .signedIn(token: newSession.token, account: account, session: newSession.session)
             }
             // No session: the password changed while it was checked, or the account is not

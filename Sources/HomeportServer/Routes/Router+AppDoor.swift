@@ -97,8 +97,13 @@ struct AppDoor: Sendable {
         case .success(let value): credentials = value
         case .failure(let problems): return invalid(problems.problems)
         }
-        // Like allauth: the form is validated first, then a live session refuses.
-        if caller.isSignedIn { return answer(AuthEnvelope(status: 409)) }
+        // Like allauth: the form is validated first (its address and password, and an address
+        // taken), then a live session refuses.
+        if caller.isSignedIn {
+            let problems = try service.signupProblems(
+                email: credentials.email, password: credentials.password, takenAlone: true)
+            return problems.isEmpty ? answer(AuthEnvelope(status: 409)) : invalid(problems)
+        }
         let outcome = try service.signup(
             email: credentials.email, password: credentials.password, address: request.remoteAddress, kind: .app,
             current: caller)
@@ -111,7 +116,15 @@ struct AppDoor: Sendable {
         case .success(let value): credentials = value
         case .failure(let problems): return invalid(problems.problems)
         }
-        if caller.isSignedIn { return answer(AuthEnvelope(status: 409)) }
+        // Like allauth: the form, the password included, is checked first; then a live session refuses.
+        if caller.isSignedIn {
+            if let failure = try service.credentialProblem(
+                email: credentials.email, password: credentials.password, address: request.remoteAddress)
+            {
+                return signInAnswer(failure, caller: caller, methods: true)
+            }
+            return answer(AuthEnvelope(status: 409))
+        }
         let outcome = try service.login(
             email: credentials.email, password: credentials.password, address: request.remoteAddress, kind: .app,
             current: caller)
@@ -420,6 +433,15 @@ struct AppDoor: Sendable {
         let body = request.body.isEmpty ? Data("{}".utf8) : request.body
         guard var object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
             return .failure(notJSON)
+        }
+        // As Django's forms: an empty field is a missing one (`required`); an address is trimmed
+        // first, a password is not.
+        for key in order {
+            if let text = object[key] as? String,
+                (key == "email" ? text.trimmingCharacters(in: .whitespacesAndNewlines) : text).isEmpty
+            {
+                object[key] = nil
+            }
         }
         var problems: [FieldProblem] = []
         while true {
