@@ -15,6 +15,9 @@ public enum ClientEvent: Sendable, Equatable {
     /// The client registered the device's push token with `server` on its own (at sign-in), or
     /// withdrew it (before signing out or removing the server), with this outcome.
     case pushDevice(server: String, outcome: PushDeviceOutcome)
+    /// `server`'s primary address moved (it redirected to `https://` on the same host, or the user
+    /// gave a new one), and the new address answered as the installation: the session goes on there.
+    case primaryMoved(server: String, from: String, to: String)
 }
 
 /// What became of a push registration the client made or withdrew on its own.

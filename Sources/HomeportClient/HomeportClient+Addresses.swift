@@ -32,6 +32,38 @@ extension HomeportClient {
         return saved
     }
 
+    /// Makes `address` the primary of `server` (a server that moved: a new name, HTTPS) once it
+    /// answers as the enrolled installation; the session stays, nothing is sent to sign in again.
+    /// Any other answer changes nothing and throws what it was.
+    @discardableResult
+    public func movePrimary(of server: String, to address: ServerAddress) async throws -> ServerRecord {
+        let record = try directory.find(server)
+        guard address.url != record.primary.url else { return record }
+        guard let expected = record.expectedIdentity else {
+            throw ClientError.notHomeport(
+                address: record.primary.url, detail: "the server has no identity route, so its primary cannot move")
+        }
+        let outcome = await probe.probe(address, expected: expected)
+        guard outcome.isMatch, let moved = try movePrimary(record, to: address) else {
+            throw Self.error(for: outcome, at: address)
+        }
+        return moved
+    }
+
+    /// Records `address`, which answered as the installation, as `record`'s primary (out of its
+    /// alternatives, if it was one); `nil` when the record changed installation meanwhile.
+    func movePrimary(_ record: ServerRecord, to address: ServerAddress) throws -> ServerRecord? {
+        let moved = try directory.update(record.key) { stored in
+            guard stored.instanceID == record.instanceID else { return }
+            stored.primary = address
+            stored.alternatives.removeAll { $0.address.url == address.url }
+            stored.lastWinner = nil
+        }
+        forgetWinner(record.key)
+        if moved != nil { onEvent(.primaryMoved(server: record.key, from: record.primary.url, to: address.url)) }
+        return moved
+    }
+
     /// Removes an alternative address.
     public func removeAddress(_ address: ServerAddress, from server: String) throws {
         var record = try directory.find(server)
@@ -81,6 +113,7 @@ extension HomeportClient {
         case .notAnAPI: .notAnAPI(address: address.url, answer: "an HTML page")
         case .productMismatch, .identityUnavailable: .probeFailed(address: address.url, outcome: outcome.description)
         case .offHostRedirect(let target): .offHostRedirect(address: address.url, target: target)
+        case .movedToHTTPS(let moved): .offHostRedirect(address: address.url, target: moved.url)
         case .unreachable(let reason): .unreachable(address: address.url, reason: reason)
         case .noAnswerInTime: .unreachable(address: address.url, reason: outcome.description)
         }

@@ -161,6 +161,14 @@ public final class HomeportClient: Sendable {
         }
         let outcomes = await race(
             candidates, expected: expected, primary: record.primary, primaryTrusted: primaryTrusted && !matchOnly)
+        // The primary moved to HTTPS on its host: the new address, once it answers as the
+        // installation, is the primary from now on, and the choice is made again with it.
+        if case .movedToHTTPS(let target)? = outcomes.results[record.primary.url],
+            await probe.probe(target, expected: expected).isMatch,
+            let moved = try movePrimary(record, to: target)
+        {
+            return try await choose(for: moved, excluding: failed, matchOnly: matchOnly)
+        }
         guard let winner = outcomes.winner else {
             let detail = candidates.map { "\($0.url): \(outcomes.results[$0.url]?.description ?? "no answer")" }
             throw ClientError.noVerifiedAddress(server: record.key, detail: detail.joined(separator: "; "))

@@ -20,6 +20,10 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
     case notAnAPI
     /// A redirect to another origin (not followed).
     case offHostRedirect(String)
+    /// A plain-HTTP address that redirects to `https://` on the same host (not followed): a
+    /// server that moved to HTTPS. The client probes the new address, and makes it the primary
+    /// only when it answers as the enrolled installation.
+    case movedToHTTPS(ServerAddress)
     /// No answer (refused, TLS failure, too large).
     case unreachable(String)
     /// No answer within the probe's deadline: not an answer, so it cannot let the primary's
@@ -38,6 +42,7 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
         case .olderServer: "older server without the identity route"
         case .notAnAPI: "an HTML page, not the API"
         case .offHostRedirect(let target): "redirect to another address (\(target))"
+        case .movedToHTTPS(let address): "moved to \(address.url)"
         case .unreachable(let reason): "unreachable (\(reason))"
         case .noAnswerInTime: "no answer within the probe deadline"
         }
@@ -50,7 +55,7 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
     var keepsPrimaryTrust: Bool {
         switch self {
         case .match, .mismatch, .productMismatch, .identityUnavailable, .notHomeport, .olderServer, .notAnAPI: true
-        case .unreachable, .offHostRedirect, .noAnswerInTime: false
+        case .unreachable, .offHostRedirect, .movedToHTTPS, .noAnswerInTime: false
         }
     }
 
@@ -102,6 +107,7 @@ public struct IdentityProbe: Sendable {
                     let next = URL(string: location, relativeTo: url)?.absoluteURL
                 else { return .notHomeport("redirect without a location") }
                 guard ServerAddress.origin(of: next) == origin else {
+                    if let moved = Self.movedToHTTPS(from: address, to: next) { return .movedToHTTPS(moved) }
                     return .offHostRedirect(ServerAddress.origin(of: next) ?? ServerText.clean(location))
                 }
                 url = next
@@ -110,6 +116,23 @@ public struct IdentityProbe: Sendable {
             return Self.classify(response, expected: expected)
         }
         return .notHomeport("too many redirects")
+    }
+
+    /// The address a plain-HTTP server moved to, when `next` is `https://` on the same host: its
+    /// base is what precedes the identity route in `next` (or the old base path, when the
+    /// redirect names another path). `nil` for any other redirect.
+    static func movedToHTTPS(from address: ServerAddress, to next: URL) -> ServerAddress? {
+        guard let old = URL(string: address.url), old.scheme?.lowercased() == "http",
+            next.scheme?.lowercased() == "https", let host = next.host?.lowercased(), host == old.host?.lowercased(),
+            var components = URLComponents(url: next, resolvingAgainstBaseURL: true)
+        else { return nil }
+        let path = components.percentEncodedPath
+        components.percentEncodedPath =
+            path.hasSuffix(HomeportPath.serverIdentity)
+            ? String(path.dropLast(HomeportPath.serverIdentity.count)) : old.path
+        components.query = nil
+        components.fragment = nil
+        return components.string.flatMap { try? ServerAddress(parsing: $0) }
     }
 
     static func classify(_ response: ClientResponse, expected: ServerIdentity?) -> ProbeOutcome {

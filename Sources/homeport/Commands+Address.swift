@@ -17,6 +17,19 @@ extension Commands {
                 ],
                 discussion: "An address that already is an alternative is probed again, and kept verified only if "
                     + "it still answers as the installation.")
+        case "primary":
+            CommandSpec(
+                name: "homeport address primary",
+                summary:
+                    "Make URL the primary address of SERVER once it answers as the installation (a server that moved).",
+                arguments: [serverArgument, .init("URL", help: "The new address.")],
+                options: [
+                    .flag("allow-http", help: "Allow plain HTTP for this address."), jsonOption, proxyOption,
+                    caFileOption,
+                ],
+                discussion: "Nothing secret is sent to check it, and the session goes on: no sign-in again. Any other "
+                    + "answer changes nothing (exit 3). A primary that redirects to https:// on its own host moves by "
+                    + "itself the same way.")
         case "remove":
             CommandSpec(
                 name: "homeport address remove", summary: "Remove an alternative address.",
@@ -31,8 +44,8 @@ extension Commands {
 
     static func address(_ action: String, _ arguments: [String], _ environment: [String: String]) async throws -> Int32
     {
-        guard ["add", "remove", "verify"].contains(action) else {
-            throw UsageError("unknown address action '\(action)'; use add, remove or verify")
+        guard ["add", "primary", "remove", "verify"].contains(action) else {
+            throw UsageError("unknown address action '\(action)'; use add, primary, remove or verify")
         }
         guard let parsed = try parse(addressSpec(action), arguments) else { return 0 }
         let client = try client(environment, parsed)
@@ -53,6 +66,15 @@ extension Commands {
                 )
             } else {
                 say("\(address.url) answers as \(record.key): added, and verified on this network")
+            }
+        case "primary":
+            let address = try ServerAddress(parsing: parsed.positionals[1], allowHTTP: parsed.flag("allow-http"))
+            let before = try client.directory.find(server).primary.url
+            let record = try await client.movePrimary(of: server, to: address)
+            if json {
+                try printJSON(["server": record.key, "primary": record.primary.url, "previous": before])
+            } else {
+                say("\(address.url) answers as \(record.key): it is the primary now (was \(before))")
             }
         case "remove":
             let address = try ServerAddress(parsing: parsed.positionals[1], allowHTTP: true)

@@ -75,6 +75,9 @@ enum Commands {
                 return "\(server) did not confirm that it dropped this device's push token (\(reason)); "
                     + "it was forgotten here, and the server drops it when the session ends"
             }
+        case .primaryMoved(let server, let from, let to):
+            return
+                "\(server) moved from \(from) to \(to), which answered as the same installation: it is the primary now"
         case .signedOut, .pathChanged: return nil
         }
     }

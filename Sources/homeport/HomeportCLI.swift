@@ -21,6 +21,8 @@ enum HomeportCLI {
           servers                    List enrolled servers and their addresses.
           address add SERVER URL [--allow-http]
                                      Add an alternative address (probed first; kept only if it is the same installation).
+          address primary SERVER URL [--allow-http]
+                                     Make URL the primary (a server that moved), once it answers as the installation.
           address remove SERVER URL  Remove an alternative address.
           address verify SERVER      Probe every address of SERVER on this network.
           whoami SERVER              Call app-info through the address chosen on this network, and say which.
@@ -104,7 +106,7 @@ enum HomeportCLI {
         }
         let rest = Array(arguments.dropFirst())
         let groups = [
-            ("address", "add, remove or verify"), ("password", "change or reset"), ("account", "delete"),
+            ("address", "add, primary, remove or verify"), ("password", "change or reset"), ("account", "delete"),
             ("push", "register, unregister, route, catalogue or test"), ("notifications", "watch"),
         ]
         for (group, actions) in groups where command == group {
