@@ -73,7 +73,7 @@ func checkClassification(_ response: ClientResponse, expected: ServerIdentity?) 
         require(response.isHTML, "not an API, but not HTML either")
     case .notHomeport, .unreachable:
         break
-    case .offHostRedirect:
+    case .offHostRedirect, .movedToHTTPS:
         fatalError("classify followed a redirect")
     case .noAnswerInTime:
         fatalError("classify judged an answer that came as no answer in time")
