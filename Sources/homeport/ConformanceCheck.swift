@@ -123,6 +123,24 @@ extension ConformanceCheck {
             with a new token that works; the old token gets 410 (and 401 on the API prefix); the second login's \
             session no longer works; then the password is changed back the same way.
             """)
+    static let pushRegistration = ConformanceCheck(
+        id: "push-registration", title: "A device token registers and unregisters",
+        explanation: """
+            POST /api/v1/push/devices with a made-up token in upper case: 200 naming it in lower case; a token \
+            that is not hex: 400; no session: 401; DELETE /api/v1/push/devices/{token} twice: 2xx both times.
+            """)
+    static let catalogueETag = ConformanceCheck(
+        id: "catalogue-etag", title: "The catalogue answers its version as the ETag, and 304 to it",
+        explanation: """
+            GET /api/v1/notifications/catalogue: 200 {version, codes: [{code, title}]} with ETag "version"; again \
+            with If-None-Match set to it: 304 with no body; with another version's: 200.
+            """)
+    static let mutes = ConformanceCheck(
+        id: "mutes", title: "A thread mutes, lists and unmutes",
+        explanation: """
+            PUT /api/v1/notifications/mutes/{thread} for a made-up thread, twice: 2xx; GET …/mutes lists it; \
+            DELETE: 2xx, and it is gone from the list; a thread id with a blank: 400.
+            """)
     static let logout = ConformanceCheck(
         id: "logout", title: "Logout ends the session",
         explanation: """
@@ -138,6 +156,7 @@ extension ConformanceCheck {
     static let all: [ConformanceCheck] = [
         identityShape, identityHeaders, identityCredentialBlind, appInfoAnonymous, standingStranger, appDoorConfig,
         appDoorInvalidToken, appDoorNoToken, appDoorEmptyToken, login, sessionStatus, appInfoSignedIn,
-        apiHeaderOnly, loginWhileSignedIn, secondLogin, passwordChange, logout, wrongPassword,
+        apiHeaderOnly, pushRegistration, catalogueETag, mutes, loginWhileSignedIn, secondLogin, passwordChange, logout,
+        wrongPassword,
     ]
 }
