@@ -141,6 +141,14 @@ extension ConformanceCheck {
             PUT /api/v1/notifications/mutes/{thread} for a made-up thread, twice: 2xx; GET …/mutes lists it; \
             DELETE: 2xx, and it is gone from the list; a thread id with a blank: 400.
             """)
+    static let stream = ConformanceCheck(
+        id: "stream", title: "The stream carries events as they happen, resumes, and ends with its session",
+        explanation: """
+            GET /api/v1/notifications/stream (text/event-stream); two POST /api/v1/push/test notifications reach \
+            it with growing ids; a second stream with Last-Event-ID set to the first id starts with the second; a \
+            stream of another session (a second login) ends within 5 s of that session's logout. Skipped when \
+            the account's test-notification budget is spent (429).
+            """)
     static let logout = ConformanceCheck(
         id: "logout", title: "Logout ends the session",
         explanation: """
@@ -156,7 +164,7 @@ extension ConformanceCheck {
     static let all: [ConformanceCheck] = [
         identityShape, identityHeaders, identityCredentialBlind, appInfoAnonymous, standingStranger, appDoorConfig,
         appDoorInvalidToken, appDoorNoToken, appDoorEmptyToken, login, sessionStatus, appInfoSignedIn,
-        apiHeaderOnly, pushRegistration, catalogueETag, mutes, loginWhileSignedIn, secondLogin, passwordChange, logout,
-        wrongPassword,
+        apiHeaderOnly, pushRegistration, catalogueETag, mutes, stream, loginWhileSignedIn, secondLogin, passwordChange,
+        logout, wrongPassword,
     ]
 }

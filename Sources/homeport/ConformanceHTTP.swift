@@ -58,6 +58,20 @@ final class ConformanceHTTP {
             "POST", path, headers: headers.merging(["Content-Type": "application/json"]) { $1 }, body: body)
     }
 
+    /// Opens a streamed answer (`GET path`, the in-app stream): its status and fields at once,
+    /// its body as it comes. A failure is a ``ProbeFailure``.
+    func open(_ path: String, headers: [String: String]) async throws -> ClientStream {
+        guard let url = URL(string: base + path) else { throw ProbeFailure("\(base + path) is not a URL") }
+        let request = ClientRequest(
+            method: "GET", url: url, headers: headers.merging(["Accept": "text/event-stream"]) { $1 },
+            byteLimit: Self.byteLimit, deadline: deadline)
+        do {
+            return try await transport.open(request)
+        } catch {
+            throw ProbeFailure("GET \(path): \(error)", unanswered: true)
+        }
+    }
+
     /// Sends one request; a failure is a ``ProbeFailure`` that says what happened and whether it had been sent.
     func send(
         _ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil,

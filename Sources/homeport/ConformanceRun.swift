@@ -82,6 +82,7 @@ final class ConformanceRun {
         await record(.pushRegistration, pushRegistration)
         await record(.catalogueETag, catalogueETag)
         await record(.mutes, mutes)
+        await record(.stream, stream)
         await record(.loginWhileSignedIn, loginWhileSignedIn)
         await record(.secondLogin, secondLogin)
         await record(.passwordChange, passwordChange)

@@ -16,17 +16,17 @@ struct ConformanceCommandTests {
         "identity-shape", "identity-headers", "identity-credential-blind", "app-info-anonymous", "standing-stranger",
         "app-door-config", "app-door-invalid-token", "app-door-no-token", "app-door-empty-token", "login",
         "session-status", "app-info-signed-in", "api-header-only", "push-registration", "catalogue-etag", "mutes",
-        "login-while-signed-in", "second-login", "password-change", "logout", "wrong-password",
+        "stream", "login-while-signed-in", "second-login", "password-change", "logout", "wrong-password",
     ]
     /// The checks that need the identity route and the `/api/v1` prefix.
     static let prefixChecks: Set = [
         "identity-shape", "identity-headers", "identity-credential-blind", "app-info-anonymous", "standing-stranger",
-        "app-info-signed-in", "api-header-only", "push-registration", "catalogue-etag", "mutes",
+        "app-info-signed-in", "api-header-only", "push-registration", "catalogue-etag", "mutes", "stream",
     ]
     /// The checks that sign the test account in.
     static let sessionChecks: Set = [
         "login", "session-status", "app-info-signed-in", "api-header-only", "push-registration", "catalogue-etag",
-        "mutes", "login-while-signed-in", "second-login", "password-change", "logout", "wrong-password",
+        "mutes", "stream", "login-while-signed-in", "second-login", "password-change", "logout", "wrong-password",
     ]
 
     func conformance(_ url: String, _ extra: [String] = [], input: String = "", timeout: Double = 120) throws -> Run {
@@ -99,7 +99,7 @@ struct ConformanceCommandTests {
         let results = tableRows(table)
         #expect(results.count == Self.ids.count, "\(table.output)")
         #expect(results.values.allSatisfy { $0 == "pass" }, "\(table.output)")
-        #expect(table.output.contains("21 checks: 21 pass, 0 fail, 0 older-server, 0 skipped"))
+        #expect(table.output.contains("22 checks: 22 pass, 0 fail, 0 older-server, 0 skipped"))
         #expect(table.output.contains("browser session from /account/login"), "a real web-door session was refused")
         for text in [table.output, table.error] {
             #expect(!text.contains(password) && !text.contains(Self.temporaryPassword))
