@@ -20,6 +20,10 @@ extension Commands {
                 "change-password",
                 help: "Also check that a password change rotates the token: the password is changed to the second "
                     + "line of standard input, then back to the first."),
+            .value(
+                "mailbox", "DIR",
+                help: "The directory the server's mail lands in (homeport-server --outbox DIR, or a maildir's new/): "
+                    + "with it, verification by code is checked with a fresh address."),
             .value("timeout", "SECONDS", help: "Total deadline of each request.", default: "10"),
             .value(
                 "ca-file", "PATH",
@@ -42,7 +46,7 @@ extension Commands {
             Results: pass; fail (the detail says what was seen instead); older-server (the identity route is \
             missing, 404: a server before Homeport's protocol, or a stock django-allauth, which a client keeps \
             single-address; rows that need the /api/v1 prefix say so too; not a failure); skipped (the check needs \
-            --email, or --change-password).
+            --email, --change-password or --mailbox, or the server does not verify addresses by code).
             Every answer is read defensively: a web page, another content type, a body that is not JSON, a \
             redirect or no answer within --timeout is a failed row, never a crash. After 3 requests in a row \
             without an answer, the rest are not sent. The sessions the checks open are signed out at the end. \
@@ -91,13 +95,24 @@ extension Commands {
             emptyHeaderTransport: privateCA ? nil : URLSessionTransport(proxy: proxy),
             deadline: .milliseconds(Int((timeout * 1000).rounded())))
         let report = ConformanceReport(
-            url: address.url, rows: await ConformanceRun(http: http, account: account).run())
+            url: address.url,
+            rows: await ConformanceRun(http: http, account: account, mailbox: try mailbox(parsed)).run())
         if parsed.flag("json") {
             try printJSON(report.json)
         } else {
             report.lines.forEach(say)
         }
         return report.passed ? 0 : 1
+    }
+
+    /// `--mailbox`: a directory that exists.
+    private static func mailbox(_ parsed: ParsedArguments) throws -> String? {
+        guard let path = parsed.options["mailbox"] else { return nil }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw UsageError("--mailbox \(path) is not a directory")
+        }
+        return path
     }
 
     /// `--timeout`'s seconds: a number above 0, at most 600.

@@ -160,11 +160,20 @@ extension ConformanceCheck {
         explanation: "POST auth/login with a wrong password: 400 with the error email_password_mismatch and no token."
     )
 
+    static let verificationByCode = ConformanceCheck(
+        id: "verification-by-code", title: "Verification by code: a wrong code is refused, the mailed one signs in",
+        explanation: """
+            With --mailbox DIR, on a server whose config enables verification by code: a fresh address signs up \
+            (401, a pre-login token, a pending verify_email flow); the code mailed to it is read from DIR; a wrong \
+            code is 400 incorrect_code; the mailed one answers 200 (or 401 waiting for approval). The account it \
+            made is then deleted (account/delete) or signed out.
+            """)
+
     /// Every check, in the order they run and are printed.
     static let all: [ConformanceCheck] = [
         identityShape, identityHeaders, identityCredentialBlind, appInfoAnonymous, standingStranger, appDoorConfig,
         appDoorInvalidToken, appDoorNoToken, appDoorEmptyToken, login, sessionStatus, appInfoSignedIn,
         apiHeaderOnly, pushRegistration, catalogueETag, mutes, stream, loginWhileSignedIn, secondLogin, passwordChange,
-        logout, wrongPassword,
+        logout, wrongPassword, verificationByCode,
     ]
 }

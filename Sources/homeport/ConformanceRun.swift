@@ -41,6 +41,8 @@ final class ConformanceRun {
     let http: ConformanceHTTP
     /// The test account, when one was given.
     let account: ConformanceAccount?
+    /// The directory the server's mail lands in (`--mailbox`), for verification by code.
+    let mailbox: String?
     private(set) var rows: [ConformanceRow] = []
 
     /// The identity route's answer without credentials, once asked.
@@ -58,9 +60,10 @@ final class ConformanceRun {
     /// What must never be printed: the passwords and every token seen.
     private var secrets: [String] = []
 
-    init(http: ConformanceHTTP, account: ConformanceAccount?) {
+    init(http: ConformanceHTTP, account: ConformanceAccount?, mailbox: String? = nil) {
         self.http = http
         self.account = account
+        self.mailbox = mailbox
         if let account { secrets = [account.password] + (account.temporaryPassword.map { [$0] } ?? []) }
     }
 
@@ -88,6 +91,7 @@ final class ConformanceRun {
         await record(.passwordChange, passwordChange)
         await record(.logout, logout)
         await record(.wrongPassword, wrongPassword)
+        await record(.verificationByCode, verificationByCode)
         await endSessions()
         return rows
     }
