@@ -25,20 +25,11 @@ extension AccountService {
                 FieldProblem(code: AuthErrorCode.required, param: "password", message: "This field is required.")
             ])
         }
-        let now = clock.unixSeconds
-        let limiter = { (db: any SQLExecutor) in RateLimiter(db, policy: self.settings.rateLimits) }
-        do {
-            try database.transaction {
-                try limiter($0).chargePasswordChangeAttempt(session: session.keyHash, account: account.id, now: now)
-            }
-        } catch let refusal as RateLimiter.Refusal {
-            return .rateLimited(retryAfter: refusal.retryAfter)
+        switch try confirmPassword(password, session: session, account: account, now: clock.unixSeconds) {
+        case .rateLimited(let retryAfter): return .rateLimited(retryAfter: retryAfter)
+        case .wrong: return .invalid([Self.wrongPassword])
+        case .confirmed: break
         }
-        guard hasher.verify(password, against: account.passwordHash).matches else {
-            try limiter(database).refundPasswordChange(account: account.id, now: now)
-            return .invalid([Self.wrongPassword])
-        }
-        try limiter(database).refundPasswordChangeFailure(session: session.keyHash, now: now)
         guard try delete(id: account.id, passwordHash: account.passwordHash) else { return .sessionEnded }
         logger.notice("account deleted by its owner", metadata: ["account": String(account.id)])
         return .deleted

@@ -34,19 +34,11 @@ extension AccountService {
         // The new password first: refusing it costs nothing, so it must not cost a hash either.
         if let problem = Credentials.passwordProblem(new, param: "new_password") { return .invalid([problem]) }
         let now = clock.unixSeconds
-        let limiter = { (db: any SQLExecutor) in RateLimiter(db, policy: self.settings.rateLimits) }
-        do {
-            try database.transaction {
-                try limiter($0).chargePasswordChangeAttempt(session: session.keyHash, account: account.id, now: now)
-            }
-        } catch let refusal as RateLimiter.Refusal {
-            return .rateLimited(retryAfter: refusal.retryAfter)
+        switch try confirmPassword(current, session: session, account: account, now: now) {
+        case .rateLimited(let retryAfter): return .rateLimited(retryAfter: retryAfter)
+        case .wrong: return .invalid([Self.wrongCurrentPassword])
+        case .confirmed: break
         }
-        guard hasher.verify(current, against: account.passwordHash).matches else {
-            try limiter(database).refundPasswordChange(account: account.id, now: now)
-            return .invalid([Self.wrongCurrentPassword])
-        }
-        try limiter(database).refundPasswordChangeFailure(session: session.keyHash, now: now)
         let newHash = try hasher.hash(new)
         var replacement = try makeSession(kind: session.kind, userID: account.id, now: now)
         replacement.session.authenticatedAt = session.authenticatedAt
@@ -71,6 +63,36 @@ extension AccountService {
         guard changed else { return .invalid([Self.wrongCurrentPassword]) }
         logger.notice("password changed; other sessions ended", metadata: ["account": String(account.id)])
         return .changed(token: replacement.token, session: replacement.session)
+    }
+
+    /// What confirming a signed-in account's password came to.
+    enum PasswordConfirmation {
+        case confirmed
+        case wrong
+        case rateLimited(retryAfter: Int64)
+    }
+
+    /// Checks the account's password before a change made with it (a new password, the
+    /// account's deletion), charged first to the session's failures and the account's changes,
+    /// so that a stolen token cannot guess at will: a wrong password gives the account's change
+    /// back, a right one the session's failure.
+    func confirmPassword(_ password: String, session: Session, account: Account, now: Int64) throws
+        -> PasswordConfirmation
+    {
+        let limiter = { (db: any SQLExecutor) in RateLimiter(db, policy: self.settings.rateLimits) }
+        do {
+            try database.transaction {
+                try limiter($0).chargePasswordChangeAttempt(session: session.keyHash, account: account.id, now: now)
+            }
+        } catch let refusal as RateLimiter.Refusal {
+            return .rateLimited(retryAfter: refusal.retryAfter)
+        }
+        guard hasher.verify(password, against: account.passwordHash).matches else {
+            try limiter(database).refundPasswordChange(account: account.id, now: now)
+            return .wrong
+        }
+        try limiter(database).refundPasswordChangeFailure(session: session.keyHash, now: now)
+        return .confirmed
     }
 
     /// A transaction given up on purpose: rolled back, answered as nothing changed.

@@ -187,27 +187,50 @@ public final class AccountService: Sendable {
     /// already (409): the address, the budgets and the password, a wrong one charged as any
     /// failed sign-in. `nil` when they are right; nothing else is done.
     public func credentialProblem(email rawEmail: String, password: String, address: String) throws -> SignInOutcome? {
-        guard let email = Credentials.normalizedEmail(rawEmail) else { return .invalid([Self.invalidEmail]) }
-        guard password.utf8.count <= Credentials.maximumPasswordLength else { return .invalid([Self.mismatch]) }
         let now = clock.unixSeconds
+        switch try authenticate(email: rawEmail, password: password, address: address, now: now) {
+        case .refused(let outcome): return outcome
+        case .authenticated(let email, _):
+            try database.transaction {
+                try RateLimiter($0, policy: settings.rateLimits).refundLoginFailure(
+                    address: address, email: email, now: now)
+            }
+            return nil
+        }
+    }
+
+    /// What the first steps of a sign-in came to.
+    enum Authentication {
+        /// Refused, with the answer to give.
+        case refused(SignInOutcome)
+        /// The password is the account's (the failure charged for it is still to give back).
+        case authenticated(email: String, account: Account)
+    }
+
+    /// The first steps of every sign-in: the address, a password no longer than sign-up allows
+    /// (refused before anything is charged or hashed: hashing a megabyte costs more than hashing
+    /// the equalising empty string), the budgets charged with a failure, and the password
+    /// checked whether or not the account exists, so that both cost the same.
+    func authenticate(email rawEmail: String, password: String, address: String, now: Int64) throws -> Authentication {
+        guard let email = Credentials.normalizedEmail(rawEmail) else { return .refused(.invalid([Self.invalidEmail])) }
+        guard password.utf8.count <= Credentials.maximumPasswordLength else {
+            return .refused(.invalid([Self.mismatch]))
+        }
         do {
             try database.transaction {
                 try RateLimiter($0, policy: settings.rateLimits).chargeLoginAttempt(
                     address: address, email: email, now: now)
             }
         } catch let refusal as RateLimiter.Refusal {
-            return refusal.failedLogins
-                ? .tooManyFailedLogins(retryAfter: refusal.retryAfter) : .rateLimited(retryAfter: refusal.retryAfter)
+            return .refused(
+                refusal.failedLogins
+                    ? .tooManyFailedLogins(retryAfter: refusal.retryAfter)
+                    : .rateLimited(retryAfter: refusal.retryAfter))
         }
         let found = try AccountStore(database).find(email: email)
-        guard hasher.checkEqualized(password, against: found?.passwordHash), found != nil else {
-            return .invalid([Self.mismatch])
-        }
-        try database.transaction {
-            try RateLimiter($0, policy: settings.rateLimits).refundLoginFailure(
-                address: address, email: email, now: now)
-        }
-        return nil
+        let matches = hasher.checkEqualized(password, against: found?.passwordHash)
+        guard let account = found, matches else { return .refused(.invalid([Self.mismatch])) }
+        return .authenticated(email: email, account: account)
     }
 
     /// Signs in with an address and a password. Wrong credentials and unknown addresses answer
@@ -217,25 +240,14 @@ public final class AccountService: Sendable {
     public func login(email rawEmail: String, password: String, address: String, kind: SessionKind, current: Caller)
         throws -> SignInOutcome
     {
-        guard let email = Credentials.normalizedEmail(rawEmail) else { return .invalid([Self.invalidEmail]) }
-        // No password is longer than sign-up allows: refused before anything is charged or hashed
-        // (hashing a megabyte costs more than hashing the equalising empty string).
-        guard password.utf8.count <= Credentials.maximumPasswordLength else { return .invalid([Self.mismatch]) }
         let now = clock.unixSeconds
-        do {
-            try database.transaction {
-                try RateLimiter($0, policy: settings.rateLimits).chargeLoginAttempt(
-                    address: address, email: email, now: now)
-            }
-        } catch let refusal as RateLimiter.Refusal {
-            return refusal.failedLogins
-                ? .tooManyFailedLogins(retryAfter: refusal.retryAfter) : .rateLimited(retryAfter: refusal.retryAfter)
+        let email: String
+        let account: Account
+        switch try authenticate(email: rawEmail, password: password, address: address, now: now) {
+        case .refused(let outcome): return outcome
+        // The failure was charged before the check; a right password gets it back below.
+        case .authenticated(let normalized, let found): (email, account) = (normalized, found)
         }
-        let found = try AccountStore(database).find(email: email)
-        // Checked whether or not the account exists, so that both cost the same. The failure was
-        // charged before the check; a right password gets it back below.
-        let matches = hasher.checkEqualized(password, against: found?.passwordHash)
-        guard let account = found, matches else { return .invalid([Self.mismatch]) }
         if settings.emailVerification == .code, try !EmailVerificationStore(database).isVerified(userID: account.id) {
             return try beginVerification(
                 account: account, address: address, email: email, kind: kind, current: current, now: now)
