@@ -196,6 +196,15 @@ struct AllauthInteropTests {
             Step(
                 name: "reset, key mailed before the login", method: "POST", path: "auth/password/reset",
                 json: ["password": "fifth good password"], mailed: .resetKey),
+            Step(
+                name: "reset request, while signed in elsewhere", method: "POST", path: "auth/password/request",
+                json: ["email": email]),
+            Step(
+                name: "reset, with the new key", method: "POST", path: "auth/password/reset",
+                json: ["password": "sixth good password"], mailed: .resetKey),
+            Step(
+                name: "session, opened before the reset", method: "GET", path: "auth/session", token: .current,
+                difference: Difference(homeportStatus: 410, documented: "after a password change or a password reset")),
         ]
     }
 
