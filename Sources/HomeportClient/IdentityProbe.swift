@@ -121,7 +121,7 @@ public struct IdentityProbe: Sendable {
     /// The address a plain-HTTP server moved to, when `next` is `https://` on the same host: its
     /// base is what precedes the identity route in `next` (or the old base path, when the
     /// redirect names another path). `nil` for any other redirect.
-    static func movedToHTTPS(from address: ServerAddress, to next: URL) -> ServerAddress? {
+    package static func movedToHTTPS(from address: ServerAddress, to next: URL) -> ServerAddress? {
         guard let old = URL(string: address.url), old.scheme?.lowercased() == "http",
             next.scheme?.lowercased() == "https", let host = next.host?.lowercased(), host == old.host?.lowercased(),
             var components = URLComponents(url: next, resolvingAgainstBaseURL: true)

@@ -67,6 +67,36 @@ struct ProbeAndRetryTests {
         "unreachable": "unreachable",
     ]
 
+    @Test(
+        "a redirect is a move to HTTPS only from http to https on the same host; anything else stays an off-host redirect, never followed"
+    )
+    func movesToHTTPS() async throws {
+        let cases: [(from: String, to: String, moved: String?)] = [
+            ("http://books.example.net:8080", "https://books.example.net/api/v1/server-identity", "https://books.example.net"),
+            ("http://books.example.net", "https://BOOKS.example.net:8443/base/api/v1/server-identity",
+             "https://books.example.net:8443/base"),
+            ("http://books.example.net/lib", "https://books.example.net/", "https://books.example.net/lib"),
+            ("http://books.example.net", "https://evil.example.net/api/v1/server-identity", nil),
+            ("http://books.example.net", "http://books.example.net:9000/api/v1/server-identity", nil),
+            ("https://books.example.net", "https://books.example.net:8443/api/v1/server-identity", nil),
+            ("http://127.0.0.1:8080", "https://127.0.0.2/api/v1/server-identity", nil),
+            ("http://books.example.net", "https://user:pw@books.example.net/api/v1/server-identity", nil),
+        ]
+        for (from, to, moved) in cases {
+            let address = try ServerAddress(parsing: from, allowHTTP: true)
+            let result = IdentityProbe.movedToHTTPS(from: address, to: try #require(URL(string: to)))
+            #expect(result?.url == moved, "\(from) → \(to)")
+        }
+        // A live listener that redirects to HTTPS on its host: the probe says so, and goes no further.
+        let redirecting = try RecordingListener(
+            behaviour: .respond(
+                status: 308, headers: ["Location": "https://127.0.0.1:1/api/v1/server-identity"], body: ""))
+        let outcome = await IdentityProbe(transport: HomeportClient.defaultTransport()).probe(
+            try ServerAddress(parsing: redirecting.url, allowHTTP: true), expected: Self.identity)
+        #expect(outcome == .movedToHTTPS(try ServerAddress(parsing: "https://127.0.0.1:1")))
+        #expect(redirecting.requests.count == 1 && !redirecting.sawCredential)
+    }
+
     @Test("only a server-declared csrf_invalid earns one retry; other refusals are not retried")
     func csrfRetry() async throws {
         let home = try TemporaryDirectory()

@@ -17,7 +17,20 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         checkClassification(response, expected: nil)
         checkClassification(response, expected: enrolled)
     }
+    checkMove(String(decoding: body, as: UTF8.self))
     return 0
+}
+
+/// The primary a redirect may move to: only `https://` on the same host, never anywhere else.
+func checkMove(_ location: String) {
+    guard let primary = try? ServerAddress(parsing: "http://books.example.net:8080", allowHTTP: true) else { return }
+    for target in [URL(string: location), URL(string: location, relativeTo: URL(string: primary.url))?.absoluteURL] {
+        guard let target, let moved = IdentityProbe.movedToHTTPS(from: primary, to: target) else { continue }
+        let url = URL(string: moved.url)
+        require(url?.scheme == "https", "moved to \(moved.url), not https")
+        require(url?.host == "books.example.net", "moved to \(moved.url), another host than the primary's")
+        require(url?.user == nil && url?.query == nil, "moved to \(moved.url), with credentials or a query")
+    }
 }
 
 /// Status and content type of the answers the body is tried as.
