@@ -72,9 +72,14 @@ struct ProbeAndRetryTests {
     )
     func movesToHTTPS() async throws {
         let cases: [(from: String, to: String, moved: String?)] = [
-            ("http://books.example.net:8080", "https://books.example.net/api/v1/server-identity", "https://books.example.net"),
-            ("http://books.example.net", "https://BOOKS.example.net:8443/base/api/v1/server-identity",
-             "https://books.example.net:8443/base"),
+            (
+                "http://books.example.net:8080", "https://books.example.net/api/v1/server-identity",
+                "https://books.example.net"
+            ),
+            (
+                "http://books.example.net", "https://BOOKS.example.net:8443/base/api/v1/server-identity",
+                "https://books.example.net:8443/base"
+            ),
             ("http://books.example.net/lib", "https://books.example.net/", "https://books.example.net/lib"),
             ("http://books.example.net", "https://evil.example.net/api/v1/server-identity", nil),
             ("http://books.example.net", "http://books.example.net:9000/api/v1/server-identity", nil),
