@@ -77,11 +77,7 @@ struct ListenSocket {
             guard !isServed(&address) else { throw refuse("another server listens on this socket") }
             unlink(path)
         }
-        #if canImport(Glibc)
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-            let fd = socket(AF_UNIX, SOCK_STREAM, 0)
-        #endif
+        let fd = unixStreamSocket()
         guard fd >= 0 else { throw refuse(String(cString: strerror(errno))) }
         // Bound with the process's umask (022 lets no one else write, so connect), then opened
         // to the group.
@@ -99,13 +95,18 @@ struct ListenSocket {
         return ListenSocket(descriptor: fd, port: 0, isIPv6: false)
     }
 
+    /// A new Unix-domain stream socket; -1 when none could be made.
+    private static func unixStreamSocket() -> Int32 {
+        #if canImport(Glibc)
+            socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            socket(AF_UNIX, SOCK_STREAM, 0)
+        #endif
+    }
+
     /// Whether a server accepts connections on the socket at `address`.
     private static func isServed(_ address: inout sockaddr_un) -> Bool {
-        #if canImport(Glibc)
-            let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-            let probe = socket(AF_UNIX, SOCK_STREAM, 0)
-        #endif
+        let probe = unixStreamSocket()
         guard probe >= 0 else { return false }
         defer { close(probe) }
         return withUnsafePointer(to: &address) {

@@ -120,6 +120,8 @@ public final class HomeportApplication: Sendable {
         self.push = PushCenter(
             database: database, identity: identity, settings: configuration.push, clock: clock,
             rateLimits: configuration.accounts.rateLimits, logger: logger)
+        // `push send` then notifies as this process does.
+        try ServingPushSettings.record(configuration.push, in: database, now: clock.unixSeconds)
         self.hub = StreamHub(
             database: database, identity: identity, settings: configuration.push, clock: clock, logger: logger)
         self.retention = NotificationRetention(
@@ -198,8 +200,6 @@ public final class HomeportApplication: Sendable {
     /// Registers this replica's heartbeat, then starts listening; returns the bound port.
     @discardableResult
     public func start() throws -> Int {
-        // `push send` then notifies as this process does.
-        try ServingPushSettings.record(configuration.push, in: database, now: Int64(Date().timeIntervalSince1970))
         listener?.start()
         try heartbeat.start()
         do {

@@ -16,24 +16,22 @@ extension ConformanceRun {
         let device = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }
             .joined()
         var problems: [String] = []
-        let registered = try await http.send(
-            "POST", HomeportPath.pushDevices, headers: jsonHeaders(token),
-            body: try Self.body(["token": device.uppercased(), "environment": "sandbox"]))
+        let session = [HomeportHeader.sessionToken: token]
+        let registered = try await http.post(
+            HomeportPath.pushDevices, json: ["token": device.uppercased(), "environment": "sandbox"], headers: session)
         let object = try registered.object(expecting: 200)
         if object["token"]?.string != device {
             problems.append("the answer names \(object["token"]?.shown ?? "no token"), not the token in lower case")
         }
-        let bad = try await http.send(
-            "POST", HomeportPath.pushDevices, headers: jsonHeaders(token),
-            body: try Self.body(["token": "not a device token", "environment": "sandbox"]))
+        let bad = try await http.post(
+            HomeportPath.pushDevices, json: ["token": "not a device token", "environment": "sandbox"], headers: session)
         if bad.status != 400 { problems.append("a token that is not hex answered \(bad.summary), not 400") }
-        let anonymous = try await http.send(
-            "POST", HomeportPath.pushDevices, headers: ["Content-Type": "application/json"],
-            body: try Self.body(["token": device, "environment": "sandbox"]))
+        let anonymous = try await http.post(
+            HomeportPath.pushDevices, json: ["token": device, "environment": "sandbox"])
         if anonymous.status != 401 { problems.append("no token answered \(anonymous.summary), not 401") }
         for attempt in ["unregistering", "unregistering again"] {
             let removed = try await http.send(
-                "DELETE", HomeportPath.pushDevice(device), headers: [HomeportHeader.sessionToken: token])
+                "DELETE", HomeportPath.pushDevice(device), headers: session)
             if !(200..<300).contains(removed.status) { problems.append("\(attempt) answered \(removed.summary)") }
         }
         return .judge(
@@ -103,13 +101,5 @@ extension ConformanceRun {
         let bad = try await http.send("PUT", HomeportPath.notificationsMute("bad%20thread"), headers: headers)
         if bad.status != 400 { problems.append("a thread id with a blank answered \(bad.summary), not 400") }
         return .judge(problems, passing: "muted twice, listed, unmuted, gone from the list; a bad thread id is 400")
-    }
-
-    private func jsonHeaders(_ token: String) -> [String: String] {
-        [HomeportHeader.sessionToken: token, "Content-Type": "application/json"]
-    }
-
-    private static func body(_ fields: [String: String]) throws -> Data {
-        try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
     }
 }

@@ -25,27 +25,24 @@ extension ConformanceRun {
             $0["id"]?.string == "verify_email" && $0["is_pending"]?.bool == true
         }
         guard pending else { return .fail("the sign-up's flows have no pending verify_email") }
-        let headers = [HomeportHeader.sessionToken: preLogin, "Content-Type": "application/json"]
+        let headers = [HomeportHeader.sessionToken: preLogin]
         let verify = AllauthAppPath.path(AllauthAppPath.emailVerify)
         guard let code = await mailedCode(to: email, in: mailbox) else {
             return .fail("no mail with a code for \(email) reached \(mailbox) within \(http.deadline)")
         }
         let wrongCode = code == "BCDF-GHJK" ? "BCDF-GHJL" : "BCDF-GHJK"
-        let wrong = try await http.send(
-            "POST", verify, headers: headers, body: try JSONSerialization.data(withJSONObject: ["key": wrongCode]))
+        let wrong = try await http.post(verify, json: ["key": wrongCode], headers: headers)
         guard wrong.status == 400, wrong.errorCode == AuthErrorCode.incorrectCode else {
             return .fail("a wrong code answered \(wrong.summary), not 400 incorrect_code")
         }
-        let right = try await http.send(
-            "POST", verify, headers: headers, body: try JSONSerialization.data(withJSONObject: ["key": code]))
+        let right = try await http.post(verify, json: ["key": code], headers: headers)
         var detail = "a wrong code is incorrect_code; the mailed one"
         if right.status == 200, let token = right.json?["meta"]?["session_token"]?.string {
             keep(token)
             detail += " signs in"
-            let deleted = try? await http.send(
-                "POST", AllauthAppPath.path(AllauthAppPath.accountDelete),
-                headers: [HomeportHeader.sessionToken: token, "Content-Type": "application/json"],
-                body: try JSONSerialization.data(withJSONObject: ["password": password]))
+            let deleted = try? await http.post(
+                AllauthAppPath.path(AllauthAppPath.accountDelete), json: ["password": password],
+                headers: [HomeportHeader.sessionToken: token])
             if deleted?.status == 200 {
                 detail += "; the account made for the check is deleted"
             } else {

@@ -51,18 +51,19 @@ enum PushCommand {
         }
     }
 
-    private static func center(
-        _ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String], settings: PushSettings
-    ) throws -> (any Database, PushCenter) {
+    /// The command line's database, migrated.
+    private static func openDatabase(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String])
+        throws -> any Database
+    {
         let database = try ServerCLI.database(parsed, spec, environment).open()
         try ServerCLI.migrate(database)
-        let logger = Logger(label: "homeport.cli", minimumLevel: .warning)
-        return (
-            database,
-            PushCenter(
-                database: database, identity: IdentityStore(database: database), settings: settings,
-                clock: SystemWallClock(), logger: logger)
-        )
+        return database
+    }
+
+    private static func center(_ database: any Database, settings: PushSettings) -> PushCenter {
+        PushCenter(
+            database: database, identity: IdentityStore(database: database), settings: settings,
+            clock: SystemWallClock(), logger: Logger(label: "homeport.cli", minimumLevel: .warning))
     }
 
     static func send(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
@@ -82,9 +83,8 @@ enum PushCommand {
             objectID = value
         }
         var settings = try PushOptions.settings(parsed, sendSpec, environment, sender: false)
-        let database = try ServerCLI.database(parsed, sendSpec, environment).open()
+        let database = try openDatabase(parsed, sendSpec, environment)
         defer { database.close() }
-        try ServerCLI.migrate(database)
         let given = { (name: String, variable: String) in parsed.options[name] != nil || environment[variable] != nil }
         if let serving = try ServingPushSettings.recorded(in: database) {
             if !given("apns-topic", "HOMEPORT_APNS_TOPIC") { settings.topic = serving.topic }
@@ -101,9 +101,7 @@ enum PushCommand {
             return .failure
         }
         settings = settings.serving(ServerCLI.product.withLock { $0 })
-        let push = PushCenter(
-            database: database, identity: IdentityStore(database: database), settings: settings,
-            clock: SystemWallClock(), logger: Logger(label: "homeport.cli", minimumLevel: .warning))
+        let push = center(database, settings: settings)
         do {
             let delivery = try push.notify(
                 email: email, code: code, title: title, body: parsed.value("body", spec: sendSpec, environment: [:]),
@@ -123,7 +121,8 @@ enum PushCommand {
 
     static func devices(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
         guard let parsed = try ServerCLI.parse(devicesSpec, arguments) else { return .success }
-        let (database, push) = try center(parsed, devicesSpec, environment, settings: PushSettings())
+        let database = try openDatabase(parsed, devicesSpec, environment)
+        let push = center(database, settings: PushSettings())
         defer { database.close() }
         let devices = try push.allDevices()
         let formatter = ISO8601DateFormatter()

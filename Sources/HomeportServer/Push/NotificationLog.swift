@@ -1,4 +1,5 @@
 import Foundation
+import HomeportHTTP
 import HomeportStorage
 import HomeportWire
 
@@ -114,11 +115,9 @@ struct NotificationLog {
             data: row.string("data").flatMap(Self.decode))
     }
 
-    /// `data` as the column keeps it: JSON with sorted keys.
+    /// `data` as the column keeps it: JSON as every answer writes it (sorted keys).
     static func encode(_ data: [String: String]) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        (try? HTTPResponse.encode(data)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
     static func decode(_ text: String) -> [String: String]? {
