@@ -46,6 +46,11 @@ let package = Package(
             providers: [.apt(["libnghttp2-dev"]), .brew(["libnghttp2"])]
         ),
         .systemLibrary(
+            name: "CQRencode",
+            pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]
+        ),
+        .systemLibrary(
             name: "CMicroHTTPD",
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]
@@ -74,7 +79,7 @@ let package = Package(
             name: "HomeportServer",
             dependencies: [
                 "HomeportWire", "HomeportHTTP", "HomeportStorage", "HomeportCrypto",
-                "HomeportLogging", "HomeportAPNs", "HomeportCommandLine", "CCurl",
+                "HomeportLogging", "HomeportAPNs", "HomeportCommandLine", "CCurl", "CQRencode",
             ]
         ),
         .executableTarget(name: "homeport-server", dependencies: ["HomeportServer"]),

@@ -39,6 +39,33 @@ public final class HomeportApplication: Sendable {
     /// Every route of the main listener as `METHOD /pattern`, sorted.
     public var routeTable: [String] { (server.responder as? ServerRouter)?.routeTable ?? [] }
 
+    /// Two-factor sign-in's settings: the key of `--secrets-key-file`; on SQLite without one, the
+    /// key file beside the database (made on first start; an in-memory database gets a key that
+    /// lives as long); on PostgreSQL without one, none (every replica must be given the same
+    /// file), which is refused once any account has a second factor. The database remembers its key
+    /// and refuses another.
+    static func secondFactors(_ configuration: ServerConfiguration, _ database: any Database) throws
+        -> SecondFactorSettings?
+    {
+        let key: SecretsKey
+        if let path = configuration.secretsKeyFile {
+            key = try SecretsKey.load(path: path, create: false)
+        } else if case .sqlite(let path) = configuration.database {
+            key =
+                path.isEmpty || path == ":memory:"
+                ? try SecretsKey.ephemeral() : try SecretsKey.load(path: path + ".secrets-key", create: true)
+        } else {
+            guard try !AuthenticatorStore(database).any() else {
+                throw ConfigurationError(
+                    "accounts on this database sign in with a second factor: give every replica the same --secrets-key-file"
+                )
+            }
+            return nil
+        }
+        try key.claim(database)
+        return SecondFactorSettings(key: key, issuer: configuration.product)
+    }
+
     /// Opens the database, applies pending migrations and prepares the routes; nothing listens yet.
     ///
     /// `product` adds a product's routes, migrations, codes, budgets, features and tasks; the
@@ -114,7 +141,7 @@ public final class HomeportApplication: Sendable {
             ? MailSender(database: database, mailer: chosenMailer, clock: clock, logger: logger) : nil
         self.accounts = AccountService(
             database: database, settings: accountSettings, mailer: chosenMailer, clock: clock, hasher: hasher,
-            logger: logger)
+            logger: logger, secondFactors: try Self.secondFactors(configuration, database))
         // The one session reader, for every door and the API prefix (a product's routes included).
         let reader = SessionReader(database: database, clock: clock, cache: sessionCache)
         self.push = PushCenter(

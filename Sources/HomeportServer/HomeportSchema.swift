@@ -272,6 +272,46 @@ public enum HomeportSchema {
                 )
                 """
             ]),
+        // Second factors (TOTP and recovery codes), and what a session knows of them: a sign-in
+        // waiting for its second factor, a TOTP secret offered for set-up, the factor it signed in
+        // with, and when it last confirmed the password or the factor.
+        Migration(version: 10, name: "second_factors") { _ in
+            [
+                """
+                CREATE TABLE IF NOT EXISTS authenticators (
+                    user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    type TEXT NOT NULL CHECK (type IN ('totp', 'recovery_codes')),
+                    sealed TEXT,
+                    last_step BIGINT NOT NULL DEFAULT 0,
+                    created_at DOUBLE PRECISION NOT NULL,
+                    last_used_at DOUBLE PRECISION,
+                    PRIMARY KEY (user_id, type)
+                )
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS recovery_codes (
+                    user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    code_hash TEXT NOT NULL,
+                    used_at BIGINT,
+                    PRIMARY KEY (user_id, code_hash)
+                )
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS session_factors (
+                    key_hash TEXT PRIMARY KEY REFERENCES sessions (key_hash) ON DELETE CASCADE,
+                    pending_user_id BIGINT REFERENCES users (id) ON DELETE CASCADE,
+                    pending_password_hash TEXT,
+                    pending_authenticated_at DOUBLE PRECISION,
+                    totp_setup TEXT,
+                    factor TEXT,
+                    factor_at DOUBLE PRECISION,
+                    reauthenticated_by TEXT,
+                    reauthenticated_at DOUBLE PRECISION
+                )
+                """,
+                "CREATE INDEX IF NOT EXISTS session_factors_pending ON session_factors (pending_user_id)",
+            ]
+        },
     ]
 
     /// A migrator over ``migrations``.

@@ -39,6 +39,9 @@ public struct ServerConfiguration: Sendable {
     /// every session end at once), an ended session is refused at once whatever this is; with
     /// several processes on one SQLite file, this is how long another process may still serve it.
     public var sessionCacheSeconds = 1
+    /// The file holding the key that seals second factors' secrets (``SecretsKey``); `nil` uses
+    /// the file beside a SQLite database, and offers no second factor on PostgreSQL.
+    public var secretsKeyFile: String?
     /// How often this replica writes its heartbeat, and how long it trusts its cached identity
     /// after the last one written (shortened by tests).
     var heartbeat = HeartbeatTiming()

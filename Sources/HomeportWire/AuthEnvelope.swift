@@ -71,37 +71,99 @@ public struct AuthUser: Codable, Hashable, Sendable {
 
 /// One way the session authenticated.
 public struct AuthMethod: Codable, Hashable, Sendable {
-    /// `password`.
+    /// `password`, or `mfa` (a second factor).
     public var method: String
     /// When, in Unix seconds.
     public var at: Double
     /// The address used.
     public var email: String?
+    /// For `mfa`, the factor: `totp` or `recovery_codes`.
+    public var type: String?
+    /// Whether this was a confirmation of a session already signed in (`auth/reauthenticate`,
+    /// `auth/2fa/reauthenticate`).
+    public var reauthenticated: Bool?
 
     /// Creates a method entry.
-    public init(method: String, at: Double, email: String?) {
+    public init(method: String, at: Double, email: String?, type: String? = nil, reauthenticated: Bool? = nil) {
         self.method = method
         self.at = at
         self.email = email
+        self.type = type
+        self.reauthenticated = reauthenticated
+    }
+}
+
+/// One of the account's second factors (`account/authenticators`), as django-allauth's MFA app
+/// describes it.
+public struct AuthenticatorInfo: Codable, Hashable, Sendable {
+    /// `totp` or `recovery_codes`.
+    public var type: String
+    /// When it was set up, in Unix seconds.
+    public var createdAt: Double
+    /// When it last let someone in, in Unix seconds.
+    public var lastUsedAt: Double?
+    /// Recovery codes: how many were made.
+    public var totalCodeCount: Int?
+    /// Recovery codes: how many are left.
+    public var unusedCodeCount: Int?
+    /// Recovery codes: the unused codes, in the one answer that shows them.
+    public var unusedCodes: [String]?
+
+    /// Creates a description.
+    public init(
+        type: String, createdAt: Double, lastUsedAt: Double?, totalCodeCount: Int? = nil, unusedCodeCount: Int? = nil,
+        unusedCodes: [String]? = nil
+    ) {
+        self.type = type
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+        self.totalCodeCount = totalCodeCount
+        self.unusedCodeCount = unusedCodeCount
+        self.unusedCodes = unusedCodes
+    }
+
+    /// `last_used_at` is written as `null` when there is none, as allauth writes it.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(type, forKey: .type)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(lastUsedAt, forKey: .lastUsedAt)
+        try container.encodeIfPresent(totalCodeCount, forKey: .totalCodeCount)
+        try container.encodeIfPresent(unusedCodeCount, forKey: .unusedCodeCount)
+        try container.encodeIfPresent(unusedCodes, forKey: .unusedCodes)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case type
+        case createdAt = "created_at"
+        case lastUsedAt = "last_used_at"
+        case totalCodeCount = "total_code_count"
+        case unusedCodeCount = "unused_code_count"
+        case unusedCodes = "unused_codes"
     }
 }
 
 /// A flow the client may start (`login`, `signup`).
 public struct AuthFlow: Codable, Hashable, Sendable {
-    /// The flow's id: `login`, `signup`, or `verify_email`.
+    /// The flow's id: `login`, `signup`, `verify_email`, `mfa_authenticate`, `reauthenticate`
+    /// or `mfa_reauthenticate`.
     public var id: String
     /// `true` for the flow the session is in the middle of (a verification waiting for its
-    /// code); absent otherwise.
+    /// code, a sign-in waiting for its second factor); absent otherwise.
     public var isPending: Bool?
+    /// The second factors the flow accepts (`mfa_authenticate`, `mfa_reauthenticate`):
+    /// `recovery_codes`, `totp`.
+    public var types: [String]?
 
     /// Creates a flow.
-    public init(id: String, isPending: Bool? = nil) {
+    public init(id: String, isPending: Bool? = nil, types: [String]? = nil) {
         self.id = id
         self.isPending = isPending
+        self.types = types
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id
+        case id, types
         case isPending = "is_pending"
     }
 }
@@ -216,6 +278,29 @@ public enum AuthRequest {
         /// Creates a reset.
         public init(key: String, password: String) {
             self.key = key
+            self.password = password
+        }
+    }
+
+    /// `auth/2fa/authenticate`, `auth/2fa/reauthenticate` and activating TOTP: a TOTP code or a
+    /// recovery code.
+    public struct SecondFactor: Codable, Hashable, Sendable {
+        /// Six digits from the authenticator app, or an eight-digit recovery code.
+        public var code: String
+
+        /// Creates a body.
+        public init(code: String) {
+            self.code = code
+        }
+    }
+
+    /// `auth/reauthenticate`: the password, again.
+    public struct Reauthentication: Codable, Hashable, Sendable {
+        /// The account's password.
+        public var password: String
+
+        /// Creates a body.
+        public init(password: String) {
             self.password = password
         }
     }

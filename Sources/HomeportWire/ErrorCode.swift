@@ -59,6 +59,8 @@ public enum AuthErrorCode {
     public static let incorrectCode = "incorrect_code"
     /// A verification key when verification by code is off (allauth's link keys; Homeport has none).
     public static let invalidOrExpiredKey = "invalid_or_expired_key"
+    /// Recovery codes asked for by an account without a second factor to recover.
+    public static let cannotGenerateRecoveryCodes = "cannot_generate_recovery_codes"
     /// A server-declared CSRF failure: the one refusal a client may retry once.
     public static let csrfInvalid = "csrf_invalid"
 }

@@ -74,6 +74,20 @@ public enum AllauthAppPath {
     public static let emailVerify = "auth/email/verify"
     /// `POST`: mail a new verification code.
     public static let emailVerifyResend = "auth/email/verify/resend"
+    /// `POST`: confirm the password again before changing the account's second factor.
+    public static let reauthenticate = "auth/reauthenticate"
+    /// `POST`: complete a sign-in that waits for its second factor (`mfa_authenticate`), with a
+    /// TOTP code or a recovery code.
+    public static let twoFactorAuthenticate = "auth/2fa/authenticate"
+    /// `POST`: confirm the second factor again before changing it.
+    public static let twoFactorReauthenticate = "auth/2fa/reauthenticate"
+    /// `GET`: the account's authenticators.
+    public static let authenticators = "account/authenticators"
+    /// `GET`: the TOTP authenticator, or (404) a new secret to set one up; `POST`: activate it
+    /// with a code; `DELETE`: turn it off.
+    public static let totp = "account/authenticators/totp"
+    /// `GET`: the recovery codes (their list only the first time); `POST`: make new ones.
+    public static let recoveryCodes = "account/authenticators/recovery-codes"
 
     /// The absolute path of an endpoint: `/_allauth/app/v1/<endpoint>`.
     public static func path(_ endpoint: String) -> String {

@@ -67,5 +67,15 @@ else:
         "django.contrib.auth.hashers.BCryptPasswordHasher",
         "django.contrib.auth.hashers.ScryptPasswordHasher",
     ]
+# ALLAUTH_MFA=1 turns on allauth's MFA app (TOTP and recovery codes) as Homeport serves it: a
+# code of the step before or after is accepted, recovery codes are shown once, and an address
+# need not be verified first (Homeport's --email-verification none has no verified addresses).
+if os.environ.get("ALLAUTH_MFA"):
+    INSTALLED_APPS.append("allauth.mfa")
+    MFA_SUPPORTED_TYPES = ["recovery_codes", "totp"]
+    MFA_TOTP_TOLERANCE = 1
+    MFA_RECOVERY_CODES_SHOW_ONCE = True
+    MFA_ALLOW_UNVERIFIED_EMAIL = True
+    MFA_TOTP_ISSUER = "Homeport"
 USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.AutoField"

@@ -19,13 +19,18 @@ public final class AccountService: Sendable {
     let clock: any WallClock
     let random: any RandomSource
     let logger: Logger
+    /// Two-factor sign-in, when a ``SecretsKey`` is at hand; `nil` offers none (and a server
+    /// refuses to start without one if any account has a second factor).
+    public let secondFactors: SecondFactorSettings?
 
     /// Creates the service; `hasher` defaults to PBKDF2 at `settings.passwordIterations`. Who is
     /// calling is not its business: the one `SessionReader` (the application's) tells the doors.
     public init(
         database: any Database, settings: AccountSettings, mailer: any Mailer, clock: any WallClock = SystemWallClock(),
-        random: any RandomSource = SystemRandom(), hasher: (any PasswordHashing)? = nil, logger: Logger
+        random: any RandomSource = SystemRandom(), hasher: (any PasswordHashing)? = nil, logger: Logger,
+        secondFactors: SecondFactorSettings? = nil
     ) {
+        self.secondFactors = secondFactors
         self.settings = settings
         self.database = database
         self.hasher = hasher ?? PasswordHasher(iterations: settings.passwordIterations, random: random)
@@ -54,6 +59,10 @@ public final class AccountService: Sendable {
         /// The address must be verified first: a code is mailed, and `token` names the new
         /// pre-login session it waits on (at the web door, its cookie).
         case verificationPending(token: String)
+        /// The password was right and the account has a second factor: `token` names the new
+        /// pre-login session that waits for a code (`auth/2fa/authenticate`); `types` are the
+        /// factors it accepts.
+        case secondFactorPending(token: String, types: [String])
     }
 
     static let mismatch = FieldProblem(
@@ -253,6 +262,11 @@ public final class AccountService: Sendable {
                 account: account, address: address, email: email, kind: kind, current: current, now: now)
         }
         let upgraded = hasher.needsUpgrade(account.passwordHash) ? try hasher.hash(password) : nil
+        if account.approval == .approved, try AuthenticatorStore(database).hasTOTP(userID: account.id) {
+            return try beginSecondFactor(
+                account: account, upgraded: upgraded, address: address, email: email, kind: kind, current: current,
+                now: now)
+        }
         let newSession = try makeSession(
             kind: kind, userID: account.id, authenticatedAt: clock.now().timeIntervalSince1970, now: now)
         let outcome: SignInOutcome = try database.transaction { db in

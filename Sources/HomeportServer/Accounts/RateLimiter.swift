@@ -71,6 +71,10 @@ public struct RateLimitPolicy: Sendable, Hashable {
     /// Tries of the codes mailed to one pending verification (a pre-login session), right or
     /// wrong: as django-allauth, three; the third wrong one gives the verification up.
     public var verificationAttemptPerSession = RateLimit(3, per: 900)
+    /// Second-factor codes tried per account, right or wrong, at sign-in, at a confirmation and at
+    /// set-up, on both doors together: as django-allauth, five per five minutes; a right one
+    /// clears the count.
+    public var failedSecondFactorPerAccount = RateLimit(5, per: 300)
 
     /// Limits the operator set for a product's budgets (``ProductBudget``), by name; a budget not
     /// named here keeps the product's default.
@@ -84,7 +88,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
         "signup-per-address", "login-per-address", "failed-login-per-address", "failed-login-per-account",
         "failed-password-change-per-session", "password-change-per-account", "reset-per-address", "reset-per-email",
         "push-test-per-account", "push-changes-per-account", "verification-mail-per-account",
-        "verification-attempt-per-session", "mail-per-mailbox",
+        "verification-attempt-per-session", "mail-per-mailbox", "failed-second-factor-per-account",
     ]
 
     /// Sets one limit by name; false for an unknown name.
@@ -103,6 +107,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
         case "verification-mail-per-account": verificationMailPerAccount = limit
         case "mail-per-mailbox": mailPerMailbox = limit
         case "verification-attempt-per-session": verificationAttemptPerSession = limit
+        case "failed-second-factor-per-account": failedSecondFactorPerAccount = limit
         default: return false
         }
         return true
@@ -195,6 +200,27 @@ struct RateLimiter {
     /// Gives the account's change back: the current password was wrong.
     func refundPasswordChange(account: Int64, now: Int64) throws {
         try refund([passwordChangeBucket(account)], now: now)
+    }
+
+    /// Charges a confirmation of the password (`auth/reauthenticate`) before it is checked, to
+    /// the session's failure budget (the one a password change spends).
+    func chargeReauthentication(session keyHash: String, now: Int64) throws {
+        try charge([failedPasswordChangeBucket(keyHash)], now: now)
+    }
+
+    /// Charges one second-factor code to the account before it is compared (atomically: two
+    /// replicas cannot both take the last try). Both doors and every flow share the budget.
+    func chargeSecondFactor(account: Int64, now: Int64) throws {
+        try charge([secondFactorBucket(account)], now: now)
+    }
+
+    /// Clears the account's second-factor count: a right code came (as django-allauth).
+    func clearSecondFactor(account: Int64) throws {
+        try db.execute("DELETE FROM rate_limits WHERE bucket = $1", [.text(secondFactorBucket(account).0)])
+    }
+
+    private func secondFactorBucket(_ account: Int64) -> (String, RateLimit) {
+        ("mfa_failed:account:\(account)", policy.failedSecondFactorPerAccount)
     }
 
     private func passwordChangeBucket(_ account: Int64) -> (String, RateLimit) {

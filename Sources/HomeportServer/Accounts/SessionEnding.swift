@@ -18,11 +18,14 @@ struct SessionEnding {
         return try SessionStore(db).delete(keyHashes: [keyHash]) > 0
     }
 
-    /// Ends every session of the account, and every verification waiting for its address with
-    /// the pre-login session it waits on.
+    /// Ends every session of the account, every verification waiting for its address with
+    /// the pre-login session it waits on, and every sign-in waiting for its second factor.
     func endAll(userID: Int64) throws {
         let waiting = try EmailVerificationStore(db).deleteAll(userID: userID)
-        try SessionStore(db).delete(keyHashes: waiting)
+        let factorPending = try db.execute(
+            "SELECT key_hash FROM session_factors WHERE pending_user_id = $1", [.integer(userID)]
+        ).compactMap { $0.string("key_hash") }
+        try SessionStore(db).delete(keyHashes: waiting + factorPending)
         try SessionStore(db).deleteAll(userID: userID)
     }
 }

@@ -155,6 +155,11 @@ enum ServeCommand {
                 "outbox", "DIR", help: "Directory the mailer writes outgoing mail to (.eml files).",
                 environment: "HOMEPORT_OUTBOX", default: "$HOMEPORT_DATA_DIR/outbox"),
             .value(
+                "secrets-key-file", "FILE",
+                help:
+                    "The key that seals two-factor secrets (32+ bytes, mode 0600; `openssl rand -hex 32`). Give every replica the same file; without it, SQLite uses DATABASE.secrets-key (made on first start) and PostgreSQL offers no two-factor sign-in.",
+                environment: "HOMEPORT_SECRETS_KEY_FILE"),
+            .value(
                 "log-level", "LEVEL", help: "debug, info, notice, warning or error (info logs every request).",
                 environment: "HOMEPORT_LOG_LEVEL", default: "info"),
         ] + PushOptions.all,
@@ -487,6 +492,7 @@ enum ServeCommand {
         configuration.outboxDirectory =
             parsed.value("outbox", spec: spec, environment: environment)
             ?? ServerDefaults.outboxDirectory(environment: environment)
+        configuration.secretsKeyFile = parsed.value("secrets-key-file", spec: spec, environment: environment)
     }
 
     /// `365d`, `12h`, `30m`, `45s` or plain seconds.

@@ -33,6 +33,7 @@ extension Router where Context == RequestContext {
             app.post("/" + AllauthAppPath.emailVerify) { try door.verifyEmail($0, $1.caller) }
             app.post("/" + AllauthAppPath.emailVerifyResend) { _, context in try door.resendVerification(context.caller)
             }
+            app.addTwoFactor(door)
         }
     }
 }
@@ -77,18 +78,19 @@ struct AppDoor: Sendable {
     // MARK: Routes
 
     func config() -> HTTPResponse {
-        let object: [String: Any] = [
-            "status": 200,
-            "data": [
-                "account": [
-                    "login_methods": ["email"], "is_open_for_signup": service.settings.signup != .closed,
-                    "email_verification_by_code_enabled": service.settings.emailVerification == .code,
-                    "login_by_code_enabled": false,
-                    "password_reset_by_code_enabled": false, "authentication_method": "email",
-                ]
-            ],
+        var data: [String: Any] = [
+            "account": [
+                "login_methods": ["email"], "is_open_for_signup": service.settings.signup != .closed,
+                "email_verification_by_code_enabled": service.settings.emailVerification == .code,
+                "login_by_code_enabled": false,
+                "password_reset_by_code_enabled": false, "authentication_method": "email",
+            ]
         ]
-        return answer(object)
+        // As allauth with its MFA app: the second factors offered (none without a secrets key).
+        if service.secondFactors != nil {
+            data["mfa"] = ["supported_types": ["recovery_codes", "totp"], "passkey_login_enabled": false]
+        }
+        return answer(["status": 200, "data": data])
     }
 
     func signup(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
@@ -132,9 +134,7 @@ struct AppDoor: Sendable {
     }
 
     func session(_ caller: Caller) throws -> HTTPResponse {
-        guard case .signedIn(let session, let account) = caller else {
-            return notSignedIn(verifying: try service.verificationPending(caller))
-        }
+        guard case .signedIn(let session, let account) = caller else { return try notSignedIn(caller) }
         return answer(
             AuthEnvelope(status: 200, data: userData(account, session), meta: AuthMeta(isAuthenticated: true)))
     }
@@ -230,9 +230,7 @@ struct AppDoor: Sendable {
     /// `GET account/email`: the account's one address, primary, and whether it is verified.
     /// Adding, changing or removing addresses is not offered (405 from the router).
     func emailAddresses(_ caller: Caller) throws -> HTTPResponse {
-        guard case .signedIn(_, let account) = caller else {
-            return notSignedIn(verifying: try service.verificationPending(caller))
-        }
+        guard case .signedIn(_, let account) = caller else { return try notSignedIn(caller) }
         let object: [String: Any] = [
             "status": 200,
             "data": [["email": account.email, "primary": true, "verified": try service.isEmailVerified(account)]],
@@ -355,33 +353,53 @@ struct AppDoor: Sendable {
                 AuthEnvelope(
                     status: 401, data: AuthData(flows: flows(verifying: true)),
                     meta: AuthMeta(isAuthenticated: false, sessionToken: token)))
+        case .secondFactorPending(let token, let types):
+            return answer(
+                AuthEnvelope(
+                    status: 401, data: AuthData(flows: flows(secondFactor: types)),
+                    meta: AuthMeta(isAuthenticated: false, sessionToken: token)))
         }
     }
 
-    private func user(_ account: Account) -> AuthUser {
+    func user(_ account: Account) -> AuthUser {
         AuthUser(
             id: Int(account.id), display: String(account.email.split(separator: "@").first ?? ""), email: account.email,
             username: account.email)
     }
 
-    private func userData(_ account: Account, _ session: Session?) -> AuthData {
-        let methods = session?.authenticatedAt.map { [AuthMethod(method: "password", at: $0, email: account.email)] }
+    /// The user and the ways the session authenticated (none for a sign-up, as allauth).
+    func userData(_ account: Account, _ session: Session?) -> AuthData {
+        guard let session else { return AuthData(user: user(account), methods: []) }
+        let fallback = session.authenticatedAt.map { [AuthMethod(method: "password", at: $0, email: account.email)] }
+        let methods = (try? service.authenticationMethods(session, account: account)) ?? fallback
         return AuthData(user: user(account), methods: methods ?? [])
     }
 
-    /// What a signed-out client can do; `verifying` adds the verification its session waits on.
-    private func flows(verifying: Bool = false) -> [AuthFlow] {
+    /// What a signed-out client can do; `verifying` adds the verification its session waits on,
+    /// `secondFactor` the second factor it waits for (`mfa_authenticate`, with the factors' types).
+    func flows(verifying: Bool = false, secondFactor: [String]? = nil) -> [AuthFlow] {
         var flows = [AuthFlow(id: "login")]
         if service.settings.signup != .closed { flows.append(AuthFlow(id: "signup")) }
         if verifying { flows.append(AuthFlow(id: "verify_email", isPending: true)) }
+        if let secondFactor { flows.append(AuthFlow(id: "mfa_authenticate", isPending: true, types: secondFactor)) }
         return flows
     }
 
-    private func notSignedIn(verifying: Bool = false) -> HTTPResponse {
+    func notSignedIn(verifying: Bool = false) -> HTTPResponse {
         answer(
             AuthEnvelope(
                 status: 401, data: AuthData(flows: flows(verifying: verifying)), meta: AuthMeta(isAuthenticated: false))
         )
+    }
+
+    /// 401 for a caller who is not signed in, with the flow its pre-login session waits on.
+    func notSignedIn(_ caller: Caller) throws -> HTTPResponse {
+        let verifying = try service.verificationPending(caller)
+        let secondFactor = try service.pendingSecondFactor(caller)
+        return answer(
+            AuthEnvelope(
+                status: 401, data: AuthData(flows: flows(verifying: verifying, secondFactor: secondFactor)),
+                meta: AuthMeta(isAuthenticated: false)))
     }
 
     /// 410: the token is invalid; the client drops it and starts clean.
@@ -389,7 +407,7 @@ struct AppDoor: Sendable {
         answer(AuthEnvelope(status: 410, data: AuthData(flows: flows()), meta: AuthMeta(isAuthenticated: nil)))
     }
 
-    private func invalid(_ problems: [FieldProblem]) -> HTTPResponse {
+    func invalid(_ problems: [FieldProblem]) -> HTTPResponse {
         answer(AuthEnvelope(status: 400, errors: problems))
     }
 
@@ -400,16 +418,18 @@ struct AppDoor: Sendable {
         invalid([Self.invalidResetKeyProblem])
     }
 
-    private func tooMany(_ retryAfter: Int64) -> HTTPResponse {
+    func tooMany(_ retryAfter: Int64) -> HTTPResponse {
         var response = answer(AuthEnvelope(status: 429))
         response.headers.set("Retry-After", String(retryAfter))
         return response
     }
 
     /// An answer of the door built from a JSON object rather than an ``AuthEnvelope`` (the
-    /// shapes the envelope type does not describe), with status 200.
-    private func answer(_ object: [String: Any]) -> HTTPResponse {
-        .json(bytes: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
+    /// shapes the envelope type does not describe), with status 200 unless told.
+    func answer(_ object: [String: Any], status: Int = 200) -> HTTPResponse {
+        .json(
+            bytes: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(),
+            status: status)
     }
 
     /// The envelope as the answer, its status repeated in the body.
@@ -426,7 +446,7 @@ struct AppDoor: Sendable {
     /// field is `required` and every field of the wrong type `invalid`, all of them at once, in
     /// `order` (the form's field order); with `email` among the fields, a malformed address is
     /// reported beside the others. A body that is not a JSON object is one `invalid` problem.
-    private func decode<T: Decodable>(_ type: T.Type, _ request: HTTPRequest, order: [String]) -> Result<T, Problems> {
+    func decode<T: Decodable>(_ type: T.Type, _ request: HTTPRequest, order: [String]) -> Result<T, Problems> {
         let notJSON = Problems(problems: [
             FieldProblem(code: AuthErrorCode.invalid, param: nil, message: "The request body is not valid JSON.")
         ])

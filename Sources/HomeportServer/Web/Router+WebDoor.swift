@@ -39,6 +39,11 @@ extension Router where Context == RequestContext {
             account.get("/verify-email") { _, context in try door.verifyForm(context) }
             account.post("/verify-email") { try door.verifyEmail($0, $1) }
             account.post("/verify-email/resend") { try door.resendVerification($0, $1) }
+            account.get("/2fa/authenticate") { _, context in try door.secondFactorForm(context) }
+            account.post("/2fa/authenticate") { try door.authenticateSecondFactor($0, $1) }
+            account.get("/2fa/totp") { _, context in try door.totpPage(context) }
+            account.post("/2fa/totp", placement: .pool) { try door.activateTOTP($0, $1) }
+            account.post("/2fa/totp/disable", placement: .pool) { try door.deactivateTOTP($0, $1) }
         }
         logsSecrets(under: WebDoor.resetKeyPrefix)
     }
@@ -239,6 +244,8 @@ struct WebDoor: Sendable {
         case .verificationPending(let token):
             // A pre-login session in the cookie: the code's step is bound to it.
             return startingSession(cookies.settingPreLoginSession(token), then: "/account/verify-email")
+        case .secondFactorPending(let token, _):
+            return startingSession(cookies.settingPreLoginSession(token), then: "/account/2fa/authenticate")
         case .pending(let standing, _):
             return pendingPage(standing)
         case .invalid(let problems):
@@ -251,7 +258,7 @@ struct WebDoor: Sendable {
     }
 
     /// Signed in: see ``startingSession(_:then:)``.
-    private func signedIn(_ token: String) -> HTTPResponse {
+    func signedIn(_ token: String) -> HTTPResponse {
         startingSession(cookies.settingSession(token), then: "/account")
     }
 
@@ -276,7 +283,7 @@ struct WebDoor: Sendable {
         return page("Not signed in yet", WebPage.message(text, link: ("/account/login", "Back to sign in")))
     }
 
-    private func tooMany(_ retryAfter: Int64) -> HTTPResponse {
+    func tooMany(_ retryAfter: Int64) -> HTTPResponse {
         let minutes = max(1, (retryAfter + 59) / 60)
         var response = page(
             "Too many attempts",
@@ -295,7 +302,7 @@ struct WebDoor: Sendable {
                 link: ("/account/password/reset", "Reset your password")), status: 400)
     }
 
-    private func page(_ title: String, _ body: String, status: Int = 200) -> HTTPResponse {
+    func page(_ title: String, _ body: String, status: Int = 200) -> HTTPResponse {
         HTTPResponse.html(WebPage.render(title: title, product: product, body: body), status: status)
     }
 
@@ -309,7 +316,7 @@ struct WebDoor: Sendable {
     }
 
     /// Refuses a form whose honeypot field is filled (400).
-    private func honeypot(_ fields: [String: String]) -> HTTPResponse? {
+    func honeypot(_ fields: [String: String]) -> HTTPResponse? {
         guard let trap = fields["website"], !trap.isEmpty else { return nil }
         return page("Not accepted", WebPage.message("This form could not be processed."), status: 400)
     }

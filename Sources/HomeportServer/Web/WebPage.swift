@@ -16,13 +16,15 @@ enum WebPage {
                box-shadow: 0 1px 3px rgba(0,0,0,.12); }
         h1 { font-size: 1.4rem; margin: 0 0 1.2rem; }
         label { display: block; margin: .8rem 0 .2rem; font-weight: 600; font-size: .9rem; }
-        input[type=email], input[type=password] { width: 100%; box-sizing: border-box; padding: .55rem .7rem;
+        input[type=email], input[type=password], input[inputmode=numeric] { width: 100%; box-sizing: border-box; padding: .55rem .7rem;
                border: 1px solid #c5cad3; border-radius: 8px; font-size: 1rem; }
         button { margin-top: 1.2rem; width: 100%; padding: .65rem; border: 0; border-radius: 8px;
                  background: #2456d3; color: #fff; font-size: 1rem; font-weight: 600; cursor: pointer; }
         .error { background: #fdecec; color: #8a1c1c; padding: .6rem .8rem; border-radius: 8px; }
         .note { color: #566074; font-size: .9rem; }
         .trap { display: none; }
+        .secret { word-break: break-all; }
+        code { font-size: .95rem; }
         nav { margin-top: 1.2rem; font-size: .9rem; display: flex; justify-content: space-between; }
         a { color: #2456d3; }
         </style>
@@ -149,7 +151,68 @@ enum WebPage {
         \(guardFields(csrf: csrf))
         <button type="submit">Sign out</button>
         </form>
-        <nav><a href="/account/delete">Delete your account</a></nav>
+        <nav><a href="/account/2fa/totp">Two-factor sign-in</a><a href="/account/delete">Delete your account</a></nav>
+        """
+    }
+
+    /// The second step of a sign-in to an account with two-factor sign-in.
+    static func secondFactorForm(csrf: String, errors: [String] = []) -> String {
+        """
+        \(Self.errors(errors))
+        <p class="note">Enter the code your authenticator app shows, or one of your recovery codes.</p>
+        <form method="post" action="/account/2fa/authenticate">
+        \(guardFields(csrf: csrf))
+        <label for="code">Code</label>
+        <input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required>
+        <button type="submit">Sign in</button>
+        </form>
+        <nav><a href="/account/login">Back to sign in</a></nav>
+        """
+    }
+
+    /// Setting up TOTP: the secret as a QR code and as text, and a form that confirms the password
+    /// and takes the first code.
+    static func totpSetupForm(csrf: String, secret: String, url: String, qr: String, errors: [String] = []) -> String {
+        """
+        \(Self.errors(errors))
+        <p class="note">Scan this code with an authenticator app, or type the key in, then enter the code it shows.</p>
+        <p>\(qr)</p>
+        <p class="note">Key: <code id="totp-secret">\(htmlEscaped(secret))</code></p>
+        <p class="note secret">Link: <code id="totp-url">\(htmlEscaped(url))</code></p>
+        <form method="post" action="/account/2fa/totp">
+        \(guardFields(csrf: csrf))
+        <label for="password">Your password</label>
+        <input id="password" type="password" name="password" autocomplete="current-password" required>
+        <label for="code">Code from the app</label>
+        <input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required>
+        <button type="submit">Turn on two-factor sign-in</button>
+        </form>
+        <nav><a href="/account">Not now</a></nav>
+        """
+    }
+
+    /// The recovery codes, shown this once.
+    static func recoveryCodes(_ codes: [String]) -> String {
+        """
+        <p>Two-factor sign-in is on. Keep these recovery codes somewhere safe: each signs you in once
+        if your phone is lost. They are shown only now.</p>
+        <ul>\(codes.map { "<li><code class=\"recovery-code\">\(htmlEscaped($0))</code></li>" }.joined())</ul>
+        <nav><a href="/account">Done</a></nav>
+        """
+    }
+
+    /// TOTP is on: turning it off takes the password.
+    static func totpActive(csrf: String, errors: [String] = []) -> String {
+        """
+        \(Self.errors(errors))
+        <p>Two-factor sign-in is on: signing in asks for a code from your authenticator app.</p>
+        <form method="post" action="/account/2fa/totp/disable">
+        \(guardFields(csrf: csrf))
+        <label for="password">Your password</label>
+        <input id="password" type="password" name="password" autocomplete="current-password" required>
+        <button type="submit">Turn off two-factor sign-in</button>
+        </form>
+        <nav><a href="/account">Back</a></nav>
         """
     }
 }

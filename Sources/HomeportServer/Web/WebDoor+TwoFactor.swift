@@ -1,0 +1,102 @@
+import HomeportHTTP
+
+/// The web door's two-factor pages: the second step of a sign-in, TOTP's set-up (a QR code drawn
+/// on the server, the key as text) with the recovery codes shown once, and turning it off. Set-up
+/// and turning off ask for the password in the same form: it is the confirmation the app door
+/// asks for with `auth/reauthenticate`.
+extension WebDoor {
+    private static let secondStepTitle = "Two-factor sign-in"
+
+    func secondFactorForm(_ context: RequestContext) throws -> HTTPResponse {
+        guard try service.pendingSecondFactor(context.caller) != nil else { return .seeOther("/account/login") }
+        return page(Self.secondStepTitle, WebPage.secondFactorForm(csrf: context.csrfToken))
+    }
+
+    func authenticateSecondFactor(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let fields = request.formFields
+        if let refusal = honeypot(fields) { return refusal }
+        switch try service.completeSecondFactor(code: fields["code"] ?? "", caller: context.caller) {
+        case .signedIn(let token?, _, _): return signedIn(token)
+        case .signedIn(nil, _, _), .noneWaiting: return .seeOther("/account/login")
+        case .incorrect:
+            return page(
+                Self.secondStepTitle,
+                WebPage.secondFactorForm(
+                    csrf: context.csrfToken, errors: ["That code is not right, or it was used already."]),
+                status: 400)
+        case .tooManyAttempts(let retryAfter): return tooMany(retryAfter)
+        }
+    }
+
+    func totpPage(_ context: RequestContext, keepingOffer: Bool = false, errors: [String] = [], status: Int = 200)
+        throws -> HTTPResponse
+    {
+        guard case .signedIn(let session, let account) = context.caller else { return .seeOther("/account/login") }
+        switch try service.totpState(session: session, account: account, keepingOffer: keepingOffer) {
+        case .active:
+            return page(
+                Self.secondStepTitle, WebPage.totpActive(csrf: context.csrfToken, errors: errors), status: status)
+        case .offered(let secret, let url):
+            let qr = QRCodeSVG.svg(url, id: "totp-qr") ?? ""
+            return page(
+                "Set up two-factor sign-in",
+                WebPage.totpSetupForm(csrf: context.csrfToken, secret: secret, url: url, qr: qr, errors: errors),
+                status: status)
+        case .unavailable:
+            return page(
+                Self.secondStepTitle,
+                WebPage.message("This server does not offer two-factor sign-in.", link: ("/account", "Back")),
+                status: 404)
+        }
+    }
+
+    func activateTOTP(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let fields = request.formFields
+        if let refusal = honeypot(fields) { return refusal }
+        guard case .signedIn(let session, let account) = context.caller else { return .seeOther("/account/login") }
+        if let refusal = try confirmPassword(fields["password"] ?? "", session, account, context) { return refusal }
+        switch try service.activateTOTP(code: fields["code"] ?? "", session: session, account: account) {
+        case .activated:
+            guard case .done(let codes) = try service.recoveryCodes(session: session, account: account) else {
+                return .seeOther("/account/2fa/totp")
+            }
+            return page("Two-factor sign-in is on", WebPage.recoveryCodes(codes.unusedCodes ?? []))
+        case .incorrect:
+            return try totpPage(
+                context, keepingOffer: true, errors: ["That code is not right. Enter the code the app shows now."],
+                status: 400)
+        case .rateLimited(let retryAfter): return tooMany(retryAfter)
+        case .reauthenticationRequired:
+            return try totpPage(context, keepingOffer: true, errors: ["Enter your password."], status: 400)
+        case .unavailable: return try totpPage(context)
+        }
+    }
+
+    func deactivateTOTP(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let fields = request.formFields
+        if let refusal = honeypot(fields) { return refusal }
+        guard case .signedIn(let session, let account) = context.caller else { return .seeOther("/account/login") }
+        if let refusal = try confirmPassword(fields["password"] ?? "", session, account, context) { return refusal }
+        switch try service.deactivateTOTP(session: session, account: account) {
+        case .done, .none:
+            return page(
+                Self.secondStepTitle,
+                WebPage.message("Two-factor sign-in is off.", link: ("/account", "Back")))
+        case .reauthenticationRequired:
+            return try totpPage(context, keepingOffer: true, errors: ["Enter your password."], status: 400)
+        }
+    }
+
+    /// Confirms the password typed into a form (the app door's `auth/reauthenticate`); the page
+    /// to answer instead when it is wrong or its tries are spent.
+    private func confirmPassword(_ password: String, _ session: Session, _ account: Account, _ context: RequestContext)
+        throws -> HTTPResponse?
+    {
+        switch try service.reauthenticate(password: password, session: session, account: account) {
+        case .confirmed: return nil
+        case .incorrect:
+            return try totpPage(context, keepingOffer: true, errors: ["That is not your password."], status: 400)
+        case .rateLimited(let retryAfter): return tooMany(retryAfter)
+        }
+    }
+}
