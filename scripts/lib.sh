@@ -26,7 +26,7 @@ ensure_packages() {
 }
 
 # The C libraries the package links against, and pkg-config to find them.
-BUILD_PACKAGES=(pkg-config libsqlite3-dev libpq-dev libssl-dev libcrypt-dev libmicrohttpd-dev libcurl4-openssl-dev libnghttp2-dev)
+BUILD_PACKAGES=(pkg-config libsqlite3-dev libpq-dev libssl-dev libcrypt-dev libmicrohttpd-dev libcurl4-openssl-dev libnghttp2-dev libqrencode-dev)
 
 ensure_swift() {
     command -v swift >/dev/null 2>&1 && return 0
@@ -85,7 +85,11 @@ ensure_venv() {
             rm -rf "$venv"
             /usr/bin/python3 -m venv "$venv"
         fi
-        "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" >&2
+        # Inside $(…) set -e does not stop the function: a failed install must not be stamped.
+        if ! "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" >&2; then
+            rm -rf "$venv"
+            die "could not install $(tr '\n' ' ' <"$requirements")into $venv"
+        fi
         cp "$requirements" "$stamp"
     fi
     echo "$venv/bin/python"
@@ -113,4 +117,14 @@ ensure_smtp_peer() {
     HOMEPORT_TEST_SMTP_PYTHON=$(ensure_venv smtp "$HOMEPORT_ROOT/interop/smtp/requirements.txt")
     export HOMEPORT_TEST_SMTP_PYTHON
     export HOMEPORT_TEST_SMTP_DIR="$HOMEPORT_ROOT/interop/smtp"
+}
+
+# ensure_browser_peer — headless Chromium, its chromedriver and Selenium, for the web door's
+# browser driver (interop/browser/webdoor.py), and zbarimg to read the QR code it sees; exports
+# HOMEPORT_TEST_BROWSER_PYTHON and HOMEPORT_TEST_BROWSER_DIR.
+ensure_browser_peer() {
+    ensure_packages chromium chromium-driver zbar-tools
+    HOMEPORT_TEST_BROWSER_PYTHON=$(ensure_venv browser "$HOMEPORT_ROOT/interop/browser/requirements.txt")
+    export HOMEPORT_TEST_BROWSER_PYTHON
+    export HOMEPORT_TEST_BROWSER_DIR="$HOMEPORT_ROOT/interop/browser"
 }

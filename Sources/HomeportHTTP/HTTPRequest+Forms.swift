@@ -46,7 +46,9 @@ extension HTTPRequest {
 }
 
 extension HTTPResponse {
-    /// An HTML page, not cached, not framed, with scripts and outside resources refused.
+    /// An HTML page, not cached, not framed, with scripts and outside resources refused. The
+    /// referrer goes to this origin only: with none at all, browsers send a same-origin form's
+    /// `Origin` as `null`, and the CSRF check must refuse that.
     public static func html(_ page: String, status: Int = 200) -> HTTPResponse {
         HTTPResponse(
             status: status,
@@ -54,7 +56,7 @@ extension HTTPResponse {
                 "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store",
                 "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
                 "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
-                "Referrer-Policy": "no-referrer",
+                "Referrer-Policy": "same-origin",
             ],
             body: Data(page.utf8))
     }

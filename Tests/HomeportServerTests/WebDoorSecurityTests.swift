@@ -100,6 +100,20 @@ struct WebDoorSecurityTests {
         }
     }
 
+    @Test(
+        "pages send their referrer to this origin only: with no referrer at all a browser sends a same-origin form's Origin as null, which the CSRF check refuses"
+    )
+    func referrerReachesOwnForms() throws {
+        try withAccounts(.sqlite, publicURL: nil) { server in
+            let browser = Browser(port: server.port)
+            let page = try browser.get("/account/signup")
+            #expect(page.header("Referrer-Policy") == "same-origin")
+            // What Chromium and Firefox send under `no-referrer`: refused, so the policy matters.
+            browser.origin = "null"
+            #expect(try browser.post("/account/signup", ["email": "a@example.com", "password": "longenough"]).status == 403)
+        }
+    }
+
     @Test("a token minted before sign-in does not work after it, nor after sign-out")
     func tokensRotate() throws {
         try withAccounts(.sqlite) { server in

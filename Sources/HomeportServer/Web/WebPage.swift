@@ -16,7 +16,7 @@ enum WebPage {
                box-shadow: 0 1px 3px rgba(0,0,0,.12); }
         h1 { font-size: 1.4rem; margin: 0 0 1.2rem; }
         label { display: block; margin: .8rem 0 .2rem; font-weight: 600; font-size: .9rem; }
-        input[type=email], input[type=password], input[inputmode=numeric] { width: 100%; box-sizing: border-box; padding: .55rem .7rem;
+        input[type=email], input[type=password], input[type=text] { width: 100%; box-sizing: border-box; padding: .55rem .7rem;
                border: 1px solid #c5cad3; border-radius: 8px; font-size: 1rem; }
         button { margin-top: 1.2rem; width: 100%; padding: .65rem; border: 0; border-radius: 8px;
                  background: #2456d3; color: #fff; font-size: 1rem; font-weight: 600; cursor: pointer; }
@@ -86,7 +86,7 @@ enum WebPage {
         <form method="post" action="/account/verify-email">
         \(guardFields(csrf: csrf))
         <label for="code">Code</label>
-        <input id="code" name="code" autocomplete="one-time-code" autocapitalize="characters" required>
+        <input id="code" type="text" name="code" autocomplete="one-time-code" autocapitalize="characters" required>
         <button type="submit">Confirm</button>
         </form>
         <form method="post" action="/account/verify-email/resend">
@@ -163,7 +163,7 @@ enum WebPage {
         <form method="post" action="/account/2fa/authenticate">
         \(guardFields(csrf: csrf))
         <label for="code">Code</label>
-        <input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required>
+        <input id="code" type="text" name="code" inputmode="numeric" autocomplete="one-time-code" required>
         <button type="submit">Sign in</button>
         </form>
         <nav><a href="/account/login">Back to sign in</a></nav>
@@ -184,7 +184,7 @@ enum WebPage {
         <label for="password">Your password</label>
         <input id="password" type="password" name="password" autocomplete="current-password" required>
         <label for="code">Code from the app</label>
-        <input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required>
+        <input id="code" type="text" name="code" inputmode="numeric" autocomplete="one-time-code" required>
         <button type="submit">Turn on two-factor sign-in</button>
         </form>
         <nav><a href="/account">Not now</a></nav>

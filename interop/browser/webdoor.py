@@ -1,0 +1,689 @@
+#!/usr/bin/env python3
+"""Drives Homeport's web door (/account) in a real browser, end to end.
+
+What a run proves, against a `homeport-server serve` this script starts itself (SQLite in a
+temporary directory, `--signup open`, `--email-verification code`, mail written to an outbox):
+
+  1. a person can create an account at /account/signup, confirm the address with the code
+     mailed to it (read from the outbox's .eml), and lands signed in on /account;
+  2. they can sign out, and sign in again with their password;
+  3. "Forgot password?" mails a link; the link opens a form that sets a new password; the link
+     then no longer works, the old password is refused and the new one signs in;
+  4. with --mfa, two-factor authentication by TOTP (the two-factor pages below): set-up with a
+     code computed here from the shown secret, recovery codes shown once, sign-in with a later
+     TOTP code, sign-in with a recovery code, and the same recovery code refused a second time.
+
+Every step is done as a person does it in headless Chromium: the real forms are filled in
+(found by their fields' names), their buttons clicked, their links followed; the CSRF token
+the form carries goes along untouched and the hidden honeypot field stays empty. After each
+step the script checks what the person would see (the page's heading, its text, the URL's
+path) and that the browser console shows no Content-Security-Policy violation. The first
+thing unexpected stops the run with a message naming the step, and exit status 1.
+
+Usage:
+    webdoor.py --server-binary PATH [--screenshots DIR] [--mfa]
+
+With --screenshots DIR, a 1000x800 PNG of each page is written there as NN-step.png (the
+NN-*.png files an earlier run left there are removed first). Exit status: 0 all steps passed,
+1 a step failed, 2 bad command line. No password, code, key or secret is ever printed.
+"""
+
+import argparse
+import base64
+import email
+import email.policy
+import hashlib
+import hmac
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException, WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
+
+# --- The web door (Sources/HomeportServer/Web) -------------------------------------------------
+
+HOME_PATH = "/account"
+SIGNUP_PATH = "/account/signup"
+LOGIN_PATH = "/account/login"
+VERIFY_PATH = "/account/verify-email"
+RESET_REQUEST_PATH = "/account/password/reset"
+RESET_KEY_PREFIX = "/account/password/reset/key/"
+IDENTITY_PATH = "/api/v1/server-identity"
+ERROR_SELECTOR = "p.error"
+HONEYPOT_FIELD = "website"
+CSRF_FIELD = "csrf_token"
+
+# --- The two-factor pages (Sources/HomeportServer/Web/WebDoor+TwoFactor.swift) ---------------------
+
+TOTP_SETUP_PATH = "/account/2fa/totp"
+TOTP_AUTHENTICATE_PATH = "/account/2fa/authenticate"
+TOTP_SECRET_ID = "totp-secret"
+TOTP_URL_ID = "totp-url"
+TOTP_QR_ID = "totp-qr"
+TOTP_CODE_FIELD = "code"
+RECOVERY_CODE_CLASS = "recovery-code"
+RECOVERY_CODE_COUNT = 10
+RECOVERY_CODE_PATTERN = re.compile(r"^[0-9]{8}$")
+TOTP_PERIOD = 30
+TOTP_DIGITS = 6
+
+# --- The run ------------------------------------------------------------------------------------
+
+CHROMEDRIVER = "/usr/bin/chromedriver"
+WINDOW = (1000, 800)
+PAGE_TIMEOUT = 15
+SERVER_TIMEOUT = 30
+MAIL_TIMEOUT = 10
+EMAIL = "ada.browser@example.com"
+
+# --- Secrets: never printed -------------------------------------------------------------------
+
+SECRETS = set()
+
+
+def secret(value):
+    """Remembers `value` as a secret (a code, a key) that no message may show; returns it."""
+    SECRETS.add(value)
+    return value
+
+
+def redacted(text):
+    """`text` without the key of any reset link, nor any secret seen so far."""
+    text = re.sub(re.escape(RESET_KEY_PREFIX) + r"[^\s\"'<>]+", RESET_KEY_PREFIX + "…", text)
+    for value in sorted(SECRETS, key=len, reverse=True):
+        text = text.replace(value, "•••")
+    return text
+
+
+class StepFailed(Exception):
+    """What a person would have seen go wrong, in words."""
+
+
+# --- The server ---------------------------------------------------------------------------------
+
+
+def free_port():
+    """A loopback port nobody listens on (now)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start_server(binary, workdir):
+    """Starts `binary serve` with its data, database and outbox in `workdir`; returns
+    (process, base URL, outbox directory, log path) once the identity route answers."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    outbox = workdir / "outbox"
+    log_path = workdir / "server.log"
+    command = [
+        str(binary), "serve",
+        "--listen", f"127.0.0.1:{port}",
+        "--database", f"sqlite:{workdir / 'homeport.sqlite'}",
+        "--signup", "open",
+        "--email-verification", "code",
+        "--outbox", str(outbox),
+        "--public-url", base,
+        "--password-iterations", "1000",
+    ]
+    environment = dict(os.environ, HOMEPORT_DATA_DIR=str(workdir / "data"))
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment)
+    wait_for_identity(process, base)
+    return process, base, outbox, log_path
+
+
+def poll(condition, timeout, what):
+    """Calls `condition()` every 0.1 s until it returns something true, and returns that;
+    fails with `what` was awaited once `timeout` seconds have passed."""
+    try:
+        return WebDriverWait(None, timeout, poll_frequency=0.1).until(lambda _: condition())
+    except TimeoutException:
+        raise StepFailed(f"waited {timeout} s for {what}") from None
+
+
+def wait_for_identity(process, base):
+    """Polls GET /api/v1/server-identity until it answers 200 (the server is up and its
+    database readable); fails if the process exits or SERVER_TIMEOUT passes first."""
+
+    def identity_answers():
+        if process.poll() is not None:
+            raise StepFailed(f"the server exited ({process.returncode}) before answering")
+        try:
+            with urllib.request.urlopen(base + IDENTITY_PATH, timeout=2) as answer:
+                return answer.status == 200 and b'"instanceId"' in answer.read()
+        except (urllib.error.URLError, OSError):
+            return False
+
+    poll(identity_answers, SERVER_TIMEOUT, f"GET {IDENTITY_PATH} to answer")
+
+
+def stop_server(process):
+    """SIGTERM (a graceful stop), then SIGKILL if it is still there after 10 s."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def log_tail(log_path, lines=20):
+    """The last lines of the server's log (which never holds a credential)."""
+    try:
+        text = Path(log_path).read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no server log)"
+    return "\n".join("  | " + line for line in text[-lines:])
+
+
+# --- Mail ---------------------------------------------------------------------------------------
+
+
+class Outbox:
+    """The server's outbox directory: each mail is an .eml file."""
+
+    def __init__(self, directory):
+        self.directory = Path(directory)
+        self.seen = set()
+
+    def mark(self):
+        """Remembers the mail there now, so that `next_mail` waits for a new one."""
+        self.seen = set(self._files())
+
+    def _files(self):
+        return list(self.directory.glob("*.eml")) if self.directory.is_dir() else []
+
+    def next_mail(self, subject):
+        """The newest mail written since `mark`, as an email.message; it must have `subject`."""
+        new = poll(lambda: [path for path in self._files() if path not in self.seen], MAIL_TIMEOUT,
+                   f"a new mail in the outbox ('{subject}')")
+        newest = max(new, key=lambda path: (path.stat().st_mtime_ns, path.name))
+        self.seen.update(new)
+        message = email.message_from_bytes(newest.read_bytes(), policy=email.policy.default)
+        if message["Subject"] != subject:
+            raise StepFailed(f"the newest mail's subject is '{message['Subject']}', not '{subject}'")
+        if message["To"] != EMAIL:
+            raise StepFailed(f"the newest mail is addressed to '{message['To']}', not to the account")
+        return message
+
+
+def mail_text(message):
+    """The plain-text body of a mail."""
+    part = message.get_body(preferencelist=("plain",))
+    if part is None:
+        raise StepFailed("the mail has no plain-text body")
+    return part.get_content()
+
+
+def verification_code(message):
+    """The code in a verification mail (the line after 'Your verification code is:')."""
+    match = re.search(r"Your verification code is:\s*\n\s*(\S+)", mail_text(message))
+    if not match:
+        raise StepFailed("the verification mail holds no code after 'Your verification code is:'")
+    return secret(match.group(1))
+
+
+def reset_link(message, base):
+    """The reset link in a password-reset mail; it must point at the public URL."""
+    match = re.search(re.escape(base + RESET_KEY_PREFIX) + r"[A-Za-z0-9_\-]+", mail_text(message))
+    if not match:
+        raise StepFailed(f"the reset mail holds no link starting {base + RESET_KEY_PREFIX}")
+    return secret(match.group(0))
+
+
+# --- TOTP (RFC 6238) ----------------------------------------------------------------------------
+
+
+def totp(key, step, digits=TOTP_DIGITS):
+    """The TOTP code of the base32 `key` for time step `step`: HMAC-SHA1 over the step's
+    8-byte big-endian counter, dynamically truncated (RFC 4226), `digits` long."""
+    compact = re.sub(r"[\s-]", "", key).upper()
+    key = base64.b32decode(compact + "=" * (-len(compact) % 8))
+    digest = hmac.new(key, struct.pack(">Q", step), hashlib.sha1).digest()
+    offset = digest[-1] & 0x0F
+    number = struct.unpack(">I", digest[offset:offset + 4])[0] & 0x7FFFFFFF
+    return str(number % 10**digits).zfill(digits)
+
+
+def current_step(now=None):
+    """The TOTP time step of `now` (default: this moment)."""
+    return int(time.time() if now is None else now) // TOTP_PERIOD
+
+
+def check_totp_function():
+    """RFC 6238 appendix B's SHA-1 vectors, so that a set-up failure is not this script's."""
+    key = base64.b32encode(b"12345678901234567890").decode()
+    for when, expected in ((59, "94287082"), (1111111109, "07081804"), (2000000000, "69279037")):
+        if totp(key, current_step(when), digits=8) != expected:
+            raise StepFailed("this script's TOTP computation does not match RFC 6238's test vectors")
+
+
+# --- The browser --------------------------------------------------------------------------------
+
+
+def make_browser(profile_dir):
+    """Headless Chromium through /usr/bin/chromedriver, window 1000x800, console kept."""
+    options = webdriver.ChromeOptions()
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     f"--window-size={WINDOW[0]},{WINDOW[1]}", f"--user-data-dir={profile_dir}",
+                     "--no-first-run", "--password-store=basic"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    browser = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    # The window's size holds the (invisible) browser frame too: pin the page's own viewport,
+    # so that each screenshot is exactly WINDOW.
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": WINDOW[0], "height": WINDOW[1], "deviceScaleFactor": 1, "mobile": False})
+    browser.set_page_load_timeout(PAGE_TIMEOUT)
+    return browser
+
+
+class Door:
+    """A person at the web door: opens pages, fills forms, clicks, and checks what they see."""
+
+    def __init__(self, browser, base, outbox, screenshots):
+        self.browser = browser
+        self.base = base
+        self.outbox = outbox
+        self.screenshots = screenshots
+        self.number = 0
+        self.console = []
+
+    # Looking
+
+    def path(self):
+        return urllib.parse.urlsplit(self.browser.current_url).path
+
+    def heading(self):
+        headings = self.browser.find_elements(By.TAG_NAME, "h1")
+        return headings[0].text.strip() if headings else None
+
+    def body_text(self):
+        return self.browser.find_element(By.TAG_NAME, "body").text
+
+    def describe(self):
+        """What is on screen now, for a failure message (no form values)."""
+        text = redacted(" ".join(self.body_text().split()))
+        return f"path {redacted(self.path())}, heading {self.heading()!r}, text {text[:300]!r}"
+
+    def see(self, step, *, heading=None, path=None, path_prefix=None, texts=(), error=False):
+        """Checks the page a person is on after `step`, the console, and takes its picture."""
+        self.number += 1
+        if heading is not None and self.heading() != heading:
+            raise StepFailed(f"{step}: expected the heading {heading!r}, got {self.describe()}")
+        if path is not None and self.path() != path:
+            raise StepFailed(f"{step}: expected path {path}, got {self.describe()}")
+        if path_prefix is not None and not self.path().startswith(path_prefix):
+            raise StepFailed(f"{step}: expected a path under {path_prefix}, got {self.describe()}")
+        shown = " ".join(self.body_text().split())
+        for text in texts:
+            if text not in shown:
+                raise StepFailed(f"{step}: expected the text {text!r}, got {self.describe()}")
+        errors = [element.text for element in self.browser.find_elements(By.CSS_SELECTOR, ERROR_SELECTOR)]
+        if error and not errors:
+            raise StepFailed(f"{step}: expected an error message, got {self.describe()}")
+        if not error and errors:
+            raise StepFailed(f"{step}: unexpected error message {errors!r} ({self.describe()})")
+        notes = self.check_console(step)
+        self.picture(step)
+        print(f"ok {self.number:2d} {step}: {redacted(self.path())} — {self.heading()!r}")
+        for note in notes:
+            print(f"   console: {note}")
+
+    def wait(self, step, condition, what, timeout=PAGE_TIMEOUT):
+        """Waits for `condition(browser)`; fails naming `what` was awaited and what is shown."""
+        try:
+            WebDriverWait(self.browser, timeout, poll_frequency=0.1).until(condition)
+        except TimeoutException:
+            raise StepFailed(f"{step}: waited {timeout} s for {what}; the page shows {self.describe()}") from None
+
+    def check_console(self, step):
+        """Fails on any Content-Security-Policy violation the console logged since the last
+        look; returns its other errors (such as a 4xx page's own status), redacted."""
+        entries = self.browser.get_log("browser")
+        self.console.extend(entries)
+        violations = [entry["message"] for entry in entries if "Content Security Policy" in entry["message"]
+                      or "Content-Security-Policy" in entry["message"]]
+        if violations:
+            raise StepFailed(f"{step}: the console shows CSP violations: {violations}")
+        return [redacted(entry["message"]) for entry in entries if entry.get("level") == "SEVERE"]
+
+    def picture(self, step):
+        if self.screenshots is None:
+            return
+        name = re.sub(r"[^a-z0-9]+", "-", step.lower()).strip("-")
+        self.browser.save_screenshot(str(self.screenshots / f"{self.number:02d}-{name}.png"))
+
+    # Doing
+
+    def open(self, path):
+        self.browser.get(self.base + path)
+
+    def open_url(self, url):
+        self.browser.get(url)
+
+    def field(self, step, name):
+        """The visible input named `name` (the one a person types into)."""
+        inputs = [element for element in self.browser.find_elements(By.NAME, name) if element.is_displayed()]
+        if len(inputs) != 1:
+            raise StepFailed(
+                f"{step}: expected one visible field named {name!r}, found {len(inputs)} ({self.describe()})")
+        return inputs[0]
+
+    def fill(self, step, values):
+        """Types each value into its field, then submits the form holding the first one with
+        its own button, and waits for the next page."""
+        first = None
+        for name, value in values.items():
+            element = self.field(step, name)
+            element.clear()
+            element.send_keys(value)
+            first = first or element
+        form = first.find_element(By.XPATH, "./ancestor::form")
+        self.check_guards(step, form)
+        self.click(step, form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
+
+    def check_guards(self, step, form):
+        """The form carries a CSRF token, and its honeypot is hidden and empty."""
+        tokens = form.find_elements(By.NAME, CSRF_FIELD)
+        if len(tokens) != 1 or not tokens[0].get_attribute("value"):
+            raise StepFailed(f"{step}: the form carries no CSRF token")
+        traps = form.find_elements(By.NAME, HONEYPOT_FIELD)
+        if len(traps) != 1:
+            raise StepFailed(f"{step}: the form has no honeypot field {HONEYPOT_FIELD!r}")
+        if traps[0].is_displayed():
+            raise StepFailed(f"{step}: the honeypot field is visible to a person")
+        if traps[0].get_attribute("value"):
+            raise StepFailed(f"{step}: the browser filled in the honeypot field")
+
+    def press(self, step, label):
+        """Clicks the button labelled `label` (checking its form's guards) and waits."""
+        buttons = self.browser.find_elements(By.XPATH, f"//button[normalize-space()='{label}']")
+        if len(buttons) != 1:
+            raise StepFailed(f"{step}: expected one button {label!r}, found {len(buttons)} ({self.describe()})")
+        self.check_guards(step, buttons[0].find_element(By.XPATH, "./ancestor::form"))
+        self.click(step, buttons[0])
+
+    def follow(self, step, label):
+        """Clicks the link labelled `label` and waits for the page it leads to."""
+        links = self.browser.find_elements(By.LINK_TEXT, label)
+        if len(links) != 1:
+            raise StepFailed(f"{step}: expected one link {label!r}, found {len(links)} ({self.describe()})")
+        self.click(step, links[0])
+
+    def click(self, step, element):
+        page = self.browser.find_element(By.TAG_NAME, "html")
+        element.click()
+        self.wait(step, expected_conditions.staleness_of(page), "the next page")
+
+
+# --- The steps without two factors --------------------------------------------------------------
+
+
+def sign_up(door, password):
+    door.open(SIGNUP_PATH)
+    door.see("sign-up", heading="Create an account", path=SIGNUP_PATH, texts=("Email", "Password"))
+    door.outbox.mark()
+    door.fill("sign-up", {"email": EMAIL, "password": password})
+    door.see("verify", heading="Confirm your address", path=VERIFY_PATH,
+             texts=("We have mailed you a code. Enter it here to confirm that the address is yours.",))
+
+
+def verify_address(door):
+    code = verification_code(door.outbox.next_mail("Your verification code"))
+    door.fill("verify", {"code": code})
+    see_home(door, "home after verification")
+
+
+def see_home(door, step):
+    door.see(step, heading="Your account", path=HOME_PATH, texts=(f"Signed in as {EMAIL}.",))
+
+
+def sign_out(door, step="sign-in"):
+    """Presses "Sign out"; `step` names the sign-in page it leads to."""
+    door.press(step, "Sign out")
+    door.see(step, heading="Sign in", path=LOGIN_PATH, texts=("Create an account", "Forgot password?"))
+
+
+def sign_in(door, step, password):
+    """Fills the sign-in form already on screen."""
+    door.fill(step, {"email": EMAIL, "password": password})
+
+
+def sign_in_refused(door, password):
+    sign_in(door, "sign-in with the old password", password)
+    door.see("sign-in with the old password", heading="Sign in", path=LOGIN_PATH, error=True,
+             texts=("The email address and/or password you specified are not correct.",))
+
+
+def reset_password(door, new_password):
+    door.follow("reset request", "Forgot password?")
+    door.see("reset request", heading="Reset your password", path=RESET_REQUEST_PATH,
+             texts=("We will send a link to set a new password.",))
+    door.outbox.mark()
+    door.fill("reset request", {"email": EMAIL})
+    door.see("reset mailed", heading="Check your mail", path=RESET_REQUEST_PATH,
+             texts=("If an account uses that address, we have sent it a link to set a new password.",))
+    link = reset_link(door.outbox.next_mail("Reset your password"), door.base)
+    door.open_url(link)
+    door.see("reset form", heading="Set a new password", path_prefix=RESET_KEY_PREFIX, texts=("New password",))
+    door.fill("reset form", {"password": new_password})
+    door.see("password changed", heading="Password changed", path_prefix=RESET_KEY_PREFIX,
+             texts=("Your password is set, and every device that was signed in has been signed out.",))
+    door.open_url(link)
+    door.see("reset link used up", heading="Link not valid", path_prefix=RESET_KEY_PREFIX,
+             texts=("This link is used up or has expired. Ask for a new one.",))
+    door.open(LOGIN_PATH)
+    door.see("sign-in after reset", heading="Sign in", path=LOGIN_PATH)
+
+
+def password_flows(door):
+    """Sign-up, verification, sign-out, sign-in, reset, sign-in with the new password.
+    Returns the password the account has at the end."""
+    first, second = secret(secrets.token_urlsafe(12)), secret(secrets.token_urlsafe(12))
+    sign_up(door, first)
+    verify_address(door)
+    sign_out(door)
+    sign_in(door, "sign-in", first)
+    see_home(door, "home after sign-in")
+    sign_out(door, "sign-in again")
+    reset_password(door, second)
+    sign_in_refused(door, first)
+    sign_in(door, "sign-in with the new password", second)
+    see_home(door, "home after sign-in with the new password")
+    return second
+
+
+# --- Two factors (the MFA CONTRACT above) -------------------------------------------------------
+
+
+def element_text(door, step, element_id):
+    elements = door.browser.find_elements(By.ID, element_id)
+    if len(elements) != 1 or not elements[0].text.strip():
+        raise StepFailed(f"{step}: no element #{element_id} with text ({door.describe()})")
+    return elements[0].text.strip()
+
+
+def check_otpauth_url(step, url, key):
+    """The otpauth:// URL is a TOTP one for the shown key, SHA1/6 digits/30 s if it says."""
+    parts = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qs(parts.query)
+    if parts.scheme != "otpauth" or parts.netloc != "totp":
+        raise StepFailed(f"{step}: #{TOTP_URL_ID} is not an otpauth://totp/ URL")
+    if [value.upper() for value in query.get("secret", [])] != [re.sub(r"[\s-]", "", key).upper()]:
+        raise StepFailed(f"{step}: the secret in #{TOTP_URL_ID} is not the one in #{TOTP_SECRET_ID}")
+    for name, expected in (("algorithm", "SHA1"), ("digits", str(TOTP_DIGITS)), ("period", str(TOTP_PERIOD))):
+        if query.get(name, [expected]) != [expected]:
+            raise StepFailed(f"{step}: the otpauth URL asks for {name}={query[name]}, not {expected}")
+
+
+def check_qr_code(door, step, url):
+    """The QR code, as the browser drew it (a screenshot of the page), reads with zbarimg, an
+    independent decoder, as the otpauth:// URL the page shows as text."""
+    picture = door.browser.get_screenshot_as_png()
+    with tempfile.NamedTemporaryFile(suffix=".png") as file:
+        file.write(picture)
+        file.flush()
+        decoded = subprocess.run(["zbarimg", "--quiet", "--raw", file.name], capture_output=True, text=True)
+    if decoded.returncode != 0 or decoded.stdout.strip() != url:
+        raise StepFailed(f"{step}: the QR code does not read as the otpauth URL shown (zbarimg exit {decoded.returncode})")
+
+
+def totp_setup(door, password):
+    """Signed in: set-up page, the password confirmed and a code from the shown key in one
+    form, recovery codes. Returns (key, the step whose code was used, one recovery code)."""
+    step = "two-factor set-up"
+    door.open(TOTP_SETUP_PATH)
+    if door.path() != TOTP_SETUP_PATH or not door.browser.find_elements(By.ID, TOTP_SECRET_ID):
+        raise StepFailed(f"{step}: GET {TOTP_SETUP_PATH} shows no set-up page (no #{TOTP_SECRET_ID}); "
+                         f"it shows {door.describe()}")
+    key = secret(element_text(door, step, TOTP_SECRET_ID))
+    check_otpauth_url(step, secret(element_text(door, step, TOTP_URL_ID)), key)
+    if not door.browser.find_elements(By.CSS_SELECTOR, f"svg#{TOTP_QR_ID}"):
+        raise StepFailed(f"{step}: no inline <svg id={TOTP_QR_ID!r}> QR code ({door.describe()})")
+    check_qr_code(door, step, element_text(door, step, TOTP_URL_ID))
+    door.see(step, path=TOTP_SETUP_PATH)
+    used = current_step()
+    door.fill(step, {"password": password, TOTP_CODE_FIELD: secret(totp(key, used))})
+    codes = recovery_codes(door, "recovery codes")
+    return key, used, codes[0]
+
+
+def recovery_codes(door, step):
+    door.wait(step, lambda browser: browser.find_elements(By.CLASS_NAME, RECOVERY_CODE_CLASS),
+              f"elements of class {RECOVERY_CODE_CLASS!r}")
+    codes = [secret(element.text.strip())
+             for element in door.browser.find_elements(By.CLASS_NAME, RECOVERY_CODE_CLASS)]
+    if len(codes) != RECOVERY_CODE_COUNT or len(set(codes)) != len(codes):
+        raise StepFailed(f"{step}: expected {RECOVERY_CODE_COUNT} distinct recovery codes, found {len(set(codes))}")
+    if not all(RECOVERY_CODE_PATTERN.match(code) for code in codes):
+        raise StepFailed(f"{step}: a recovery code is not {RECOVERY_CODE_PATTERN.pattern}")
+    door.see(step)
+    return codes
+
+
+def second_step(door, step, password):
+    """From the signed-in home page, signs out, signs in with the password, and lands on the
+    two-factor form."""
+    door.open(HOME_PATH)
+    see_home(door, f"home before {step}")
+    sign_out(door, f"sign-in before {step}")
+    sign_in(door, f"{step}: password", password)
+    door.see(f"{step}: second step", path=TOTP_AUTHENTICATE_PATH)
+    door.field(step, TOTP_CODE_FIELD)
+
+
+def sign_in_with_totp(door, password, key, used):
+    """The code used at set-up is spent: waits for a later 30-s step, then signs in with it."""
+    step = "sign-in with TOTP"
+    second_step(door, step, password)
+    door.wait(step, lambda _: current_step() > used, "a TOTP step later than set-up's", timeout=TOTP_PERIOD + 5)
+    door.fill(step, {TOTP_CODE_FIELD: secret(totp(key, current_step()))})
+    see_home(door, f"home after {step}")
+
+
+def sign_in_with_recovery_code(door, password, code):
+    step = "sign-in with a recovery code"
+    second_step(door, step, password)
+    door.fill(step, {TOTP_CODE_FIELD: code})
+    see_home(door, f"home after {step}")
+
+
+def recovery_code_refused_again(door, password, code):
+    step = "the same recovery code again"
+    second_step(door, step, password)
+    door.fill(step, {TOTP_CODE_FIELD: code})
+    door.see(f"{step}: refused", path=TOTP_AUTHENTICATE_PATH, error=True)
+
+
+def mfa_flows(door, password):
+    """Set-up, a TOTP sign-in, a recovery-code sign-in, and that code refused the second time."""
+    check_totp_function()
+    key, used, code = totp_setup(door, password)
+    sign_in_with_totp(door, password, key, used)
+    sign_in_with_recovery_code(door, password, code)
+    recovery_code_refused_again(door, password, code)
+
+
+# --- Main ---------------------------------------------------------------------------------------
+
+
+def parse_arguments():
+    parser = argparse.ArgumentParser(description="Drive Homeport's web door in headless Chromium.")
+    parser.add_argument("--server-binary", required=True, type=Path, help="the homeport-server to start")
+    parser.add_argument("--screenshots", type=Path, help="write NN-step.png of each page here")
+    parser.add_argument("--mfa", action="store_true", help="also run the two-factor steps")
+    arguments = parser.parse_args()
+    if not os.access(arguments.server_binary, os.X_OK):
+        parser.error(f"{arguments.server_binary} is not an executable")
+    return arguments
+
+
+def prepare_screenshots(directory):
+    if directory is None:
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    for old in directory.glob("[0-9][0-9]-*.png"):
+        old.unlink()
+    return directory
+
+
+def run(arguments, workdir):
+    process = browser = None
+    log_path = workdir / "server.log"
+    try:
+        process, base, outbox, log_path = start_server(arguments.server_binary.resolve(), workdir)
+        print(f"server up at {base}")
+        browser = make_browser(workdir / "profile")
+        door = Door(browser, base, Outbox(outbox), prepare_screenshots(arguments.screenshots))
+        password = password_flows(door)
+        if arguments.mfa:
+            mfa_flows(door, password)
+        print(f"passed: {door.number} pages checked{', two factors included' if arguments.mfa else ''}")
+        return 0
+    except StepFailed as failure:
+        print(f"FAILED: {redacted(str(failure))}", file=sys.stderr)
+        print(f"server log (last lines):\n{log_tail(log_path)}", file=sys.stderr)
+        return 1
+    except WebDriverException as error:
+        print(f"FAILED: the browser: {redacted(str(error.msg or error))}", file=sys.stderr)
+        return 1
+    finally:
+        if browser is not None:
+            browser.quit()
+        stop_server(process)
+
+
+def main():
+    arguments = parse_arguments()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    workdir = Path(tempfile.mkdtemp(prefix="homeport-webdoor."))
+    try:
+        return run(arguments, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
