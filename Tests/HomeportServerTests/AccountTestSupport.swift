@@ -99,6 +99,15 @@ extension RawResponse {
     }
 }
 
+/// The secrets key file of every PostgreSQL test server of this process: replicas of one
+/// database must share one (SQLite servers use the file beside their database).
+let testSecretsKeyFile: String = {
+    let path = NSTemporaryDirectory() + "homeport-test-secrets-\(getpid()).key"
+    FileManager.default.createFile(
+        atPath: path, contents: Data(String(repeating: "5e", count: 32).utf8), attributes: [.posixPermissions: 0o600])
+    return path
+}()
+
 /// Runs `body` against a fresh in-process server with accounts.
 func withAccounts<T>(
     _ backend: Backend, signup: SignupPolicy = .open, emailVerification: EmailVerificationPolicy = .none,
@@ -120,6 +129,7 @@ func withAccounts<T>(
         signup: signup, passwordIterations: 1000, rateLimits: rateLimits, publicURL: publicURL,
         emailVerification: emailVerification)
     configuration.push = push
+    if case .postgres = url { configuration.secretsKeyFile = testSecretsKeyFile }
     let clock = ManualWallClock(clockStart)
     let mailer = MemoryMailer(fails: failingMailer)
     let log = MemoryLogSink()

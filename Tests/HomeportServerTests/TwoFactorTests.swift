@@ -1,0 +1,307 @@
+import Foundation
+import HomeportCrypto
+import HomeportServer
+import HomeportStorage
+import HomeportTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Two-factor sign-in (TOTP and recovery codes) as an attacker meets it: a code is good once, on
+/// every replica; tries are charged before comparing, one budget for both doors; the session
+/// token appears only after the second factor; secrets are sealed at rest; no code is logged.
+@Suite("Two-factor sign-in")
+struct TwoFactorTests {
+    static let password = "correct horse battery"
+
+    /// An account with TOTP on: its token, its secret's bytes and its recovery codes.
+    struct Enrolled {
+        var token: String
+        var secret: [UInt8]
+        var secretText: String
+        var codes: [String]
+    }
+
+    /// Signs `email` up, confirms the password and turns TOTP on with the current step's code.
+    func enroll(_ server: AccountsHarness, _ email: String) throws -> Enrolled {
+        let token = try server.signIn(email)
+        let offer = try server.app("GET", "account/authenticators/totp", token: token)
+        #expect(offer.status == 404, "\(offer.text)")
+        let meta = try #require(offer.jsonObject?["meta"] as? [String: Any])
+        let secretText = try #require(meta["secret"] as? String)
+        #expect((meta["totp_url"] as? String)?.hasPrefix("otpauth://totp/") == true)
+        let secret = try #require(Base32.decode(secretText))
+        // The right code without a confirmation: 401, the confirmation asked for, nothing on.
+        let early = try server.app(
+            "POST", "account/authenticators/totp", token: token, json: ["code": code(secret, server)])
+        #expect(early.status == 401, "\(early.text)")
+        #expect(flowIDs(early) == ["reauthenticate"])
+        #expect(try server.app("GET", "account/authenticators", token: token).dataArray?.isEmpty == true)
+        let wrongPassword = try server.app(
+            "POST", "auth/reauthenticate", token: token, json: ["password": "nope nope nope"])
+        #expect(wrongPassword.status == 400 && wrongPassword.errorCodes == ["incorrect_password"])
+        #expect(
+            try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password]).status == 200
+        )
+        let on = try server.app(
+            "POST", "account/authenticators/totp", token: token, json: ["code": code(secret, server)])
+        #expect(on.status == 200, "\(on.text)")
+        let shown = try server.app("GET", "account/authenticators/recovery-codes", token: token)
+        let codes = try #require((shown.jsonObject?["data"] as? [String: Any])?["unused_codes"] as? [String])
+        #expect(codes.count == 10 && codes.allSatisfy { $0.count == 8 && $0.allSatisfy(\.isNumber) })
+        // Shown once: the next answer has the counts only.
+        let again = try server.app("GET", "account/authenticators/recovery-codes", token: token)
+        #expect(again.status == 200 && (again.jsonObject?["data"] as? [String: Any])?["unused_codes"] == nil)
+        return Enrolled(token: token, secret: secret, secretText: secretText, codes: codes)
+    }
+
+    func code(_ secret: [UInt8], _ server: AccountsHarness, steps: Int64 = 0) -> String {
+        OneTimeCode.code(
+            secret: secret, step: OneTimeCode.step(at: Int64(server.clock.now().timeIntervalSince1970)) + steps)
+    }
+
+    func flowIDs(_ response: RawResponse) -> [String] {
+        ((response.jsonObject?["data"] as? [String: Any])?["flows"] as? [[String: Any]] ?? []).compactMap {
+            $0["id"] as? String
+        }
+    }
+
+    /// Signs in with the password: the pre-login token of the sign-in waiting for its second factor.
+    func pendingLogin(_ server: AccountsHarness, _ email: String) throws -> String {
+        let login = try server.app("POST", "auth/login", json: ["email": email, "password": Self.password])
+        #expect(login.status == 401, "\(login.text)")
+        let pending = ((login.jsonObject?["data"] as? [String: Any])?["flows"] as? [[String: Any]])?.first {
+            $0["id"] as? String == "mfa_authenticate"
+        }
+        #expect(pending?["is_pending"] as? Bool == true)
+        #expect(pending?["types"] as? [String] == ["recovery_codes", "totp"])
+        return try #require(login.sessionToken)
+    }
+
+    @Test(
+        "a sign-in to an account with TOTP waits for a code; a code is good once, one step of skew either way; a recovery code once; the token only comes after",
+        arguments: Backend.allCases)
+    func signInWithSecondFactor(backend: Backend) throws {
+        try withAccounts(backend) { server in
+            let ada = try enroll(server, "ada@example.com")
+            let listed = try #require(try server.app("GET", "account/authenticators", token: ada.token).dataArray)
+            #expect(listed.compactMap { $0["type"] as? String } == ["recovery_codes", "totp"])
+
+            let pending = try pendingLogin(server, "ada@example.com")
+            // The pre-login token opens nothing.
+            #expect(try server.appInfo(pending).status == 401)
+            #expect(try server.app("GET", "account/authenticators", token: pending).status == 401)
+            // The code the set-up used is spent: same step, refused.
+            let replay = try server.app(
+                "POST", "auth/2fa/authenticate", token: pending, json: ["code": code(ada.secret, server)])
+            #expect(replay.status == 400 && replay.errorCodes == ["incorrect_code"], "\(replay.text)")
+            server.clock.advance(by: 30)
+            let fresh = code(ada.secret, server)
+            let done = try server.app("POST", "auth/2fa/authenticate", token: pending, json: ["code": fresh])
+            #expect(done.status == 200, "\(done.text)")
+            let token = try #require(done.sessionToken)
+            #expect(token != pending)
+            #expect(try server.appInfo(token).status == 200)
+            #expect(try server.appInfo(pending).status == 401, "the pre-login token ended")
+            let methods = (done.jsonObject?["data"] as? [String: Any])?["methods"] as? [[String: Any]] ?? []
+            #expect(methods.compactMap { $0["method"] as? String } == ["password", "mfa"])
+
+            // The same code on another sign-in, in the same step: refused.
+            let second = try pendingLogin(server, "ada@example.com")
+            #expect(try server.app("POST", "auth/2fa/authenticate", token: second, json: ["code": fresh]).status == 400)
+            // The code of the step before or after: let in (clock skew), each once.
+            server.clock.advance(by: 60)
+            let early = code(ada.secret, server, steps: -1)
+            #expect(try server.app("POST", "auth/2fa/authenticate", token: second, json: ["code": early]).status == 200)
+            let third = try pendingLogin(server, "ada@example.com")
+            let late = code(ada.secret, server, steps: 1)
+            #expect(try server.app("POST", "auth/2fa/authenticate", token: third, json: ["code": late]).status == 200)
+            // Two steps away: refused.
+            let fourth = try pendingLogin(server, "ada@example.com")
+            server.clock.advance(by: 90)
+            let stale = code(ada.secret, server, steps: -2)
+            #expect(try server.app("POST", "auth/2fa/authenticate", token: fourth, json: ["code": stale]).status == 400)
+
+            // A recovery code, once.
+            let recovery = ada.codes[3]
+            #expect(
+                try server.app("POST", "auth/2fa/authenticate", token: fourth, json: ["code": recovery]).status == 200)
+            let fifth = try pendingLogin(server, "ada@example.com")
+            #expect(
+                try server.app("POST", "auth/2fa/authenticate", token: fifth, json: ["code": recovery]).status == 400)
+            let counted = try #require(try server.app("GET", "account/authenticators", token: ada.token).dataArray)
+            #expect(counted.first?["unused_code_count"] as? Int == 9)
+
+            // A sign-in waits 15 minutes, no longer.
+            server.clock.advance(by: 901)
+            #expect(
+                try server.app("POST", "auth/2fa/authenticate", token: fifth, json: ["code": code(ada.secret, server)])
+                    .status == 410)
+        }
+    }
+
+    @Test(
+        "tries are charged before comparing, five per account for both doors together; a right code clears them",
+        arguments: Backend.allCases)
+    func oneBudgetForBothDoors(backend: Backend) throws {
+        try withAccounts(backend) { server in
+            let ada = try enroll(server, "ada@example.com")
+            server.clock.advance(by: 30)
+            let app = try pendingLogin(server, "ada@example.com")
+            for wrong in ["000000", "111111", "222222"] {
+                #expect(
+                    try server.app("POST", "auth/2fa/authenticate", token: app, json: ["code": wrong]).status == 400)
+            }
+            let browser = Browser(port: server.port)
+            _ = try browser.get("/account/login")
+            let signIn = try browser.post("/account/login", ["email": "ada@example.com", "password": Self.password])
+            #expect(signIn.status == 303 && signIn.header("Location") == "/account/2fa/authenticate", "\(signIn.text)")
+            _ = try browser.get("/account/2fa/authenticate")
+            for wrong in ["333333", "444444"] {
+                #expect(try browser.post("/account/2fa/authenticate", ["code": wrong]).status == 400)
+            }
+            // The sixth try is refused before it is compared, right code or not.
+            let spent = try server.app(
+                "POST", "auth/2fa/authenticate", token: app, json: ["code": code(ada.secret, server)])
+            #expect(spent.status == 400 && spent.errorCodes == ["too_many_login_attempts"], "\(spent.text)")
+            #expect(try browser.post("/account/2fa/authenticate", ["code": code(ada.secret, server)]).status == 429)
+            server.clock.advance(by: 301)
+            let web = try browser.post("/account/2fa/authenticate", ["code": code(ada.secret, server)])
+            #expect(web.status == 303 && web.header("Location") == "/account", "\(web.text)")
+            #expect(try browser.get("/account").text.contains("ada@example.com"))
+        }
+    }
+
+    @Test(
+        "the same code sent to two replicas at the same instant signs in once (TOTP and recovery code)",
+        arguments: Backend.allCases)
+    func oneUseAcrossReplicas(backend: Backend) throws {
+        try withAccounts(backend) { first in
+            let ada = try enroll(first, "ada@example.com")
+            try withAccounts(backend, database: first.url) { second in
+                second.clock.advance(by: first.clock.now().timeIntervalSince(second.clock.now()) + 30)
+                first.clock.advance(by: 30)
+                for code in [self.code(ada.secret, first), ada.codes[0]] {
+                    let tokens = [
+                        try pendingLogin(first, "ada@example.com"), try pendingLogin(second, "ada@example.com"),
+                    ]
+                    let statuses = LockedArray<Int>()
+                    let start = DispatchSemaphore(value: 0)
+                    let group = DispatchGroup()
+                    for (server, token) in zip([first, second], tokens) {
+                        DispatchQueue.global().async(group: group) {
+                            start.wait()
+                            let response = try? server.app(
+                                "POST", "auth/2fa/authenticate", token: token, json: ["code": code])
+                            statuses.append(response?.status ?? -1)
+                        }
+                    }
+                    start.signal()
+                    start.signal()
+                    group.wait()
+                    #expect(statuses.values.sorted() == [200, 400], "\(statuses.values)")
+                }
+            }
+        }
+    }
+
+    @Test(
+        "secrets are sealed at rest and no code or secret reaches the log; a password reset keeps the second factor",
+        arguments: Backend.allCases)
+    func sealedAndQuiet(backend: Backend) throws {
+        try withAccounts(backend) { server in
+            let ada = try enroll(server, "ada@example.com")
+            var stored: [String] = []
+            for table in ["authenticators", "recovery_codes", "session_factors", "server_secrets", "rate_limits"] {
+                for row in try server.application.database.execute("SELECT * FROM \(table)") {
+                    stored.append(row.values.map { "\($0)" }.joined(separator: " "))
+                }
+            }
+            let everything = stored.joined(separator: "\n")
+            #expect(!everything.isEmpty)
+            #expect(!everything.contains(ada.secretText), "the TOTP secret is stored in the clear")
+            for code in ada.codes { #expect(!everything.contains(code), "a recovery code is stored in the clear") }
+
+            #expect(try server.app("POST", "auth/password/request", json: ["email": "ada@example.com"]).status == 200)
+            let key = try #require(server.mailer.resetKey(for: "ada@example.com"))
+            #expect(
+                try server.app("POST", "auth/password/reset", json: ["key": key, "password": Self.password]).status
+                    == 401)
+            server.clock.advance(by: 30)
+            let pending = try pendingLogin(server, "ada@example.com")
+            let code = code(ada.secret, server)
+            #expect(try server.app("POST", "auth/2fa/authenticate", token: pending, json: ["code": code]).status == 200)
+            let log = server.log.lines.joined(separator: "\n")
+            #expect(!log.contains(ada.secretText) && !log.contains(code))
+            for recovery in ada.codes { #expect(!log.contains(recovery)) }
+        }
+    }
+
+    @Test("turning TOTP off asks for a confirmation within five minutes, and takes the recovery codes with it")
+    func turningOff() throws {
+        try withAccounts(.sqlite) { server in
+            let ada = try enroll(server, "ada@example.com")
+            server.clock.advance(by: 301)
+            let late = try server.app("DELETE", "account/authenticators/totp", token: ada.token)
+            #expect(late.status == 401 && flowIDs(late) == ["reauthenticate", "mfa_reauthenticate"], "\(late.text)")
+            #expect(try server.app("GET", "account/authenticators/recovery-codes", token: ada.token).status == 401)
+            let confirmed = try server.app(
+                "POST", "auth/2fa/reauthenticate", token: ada.token, json: ["code": code(ada.secret, server)])
+            #expect(confirmed.status == 200, "\(confirmed.text)")
+            #expect(try server.app("DELETE", "account/authenticators/totp", token: ada.token).status == 200)
+            #expect(try server.app("GET", "account/authenticators", token: ada.token).dataArray?.isEmpty == true)
+            let login = try server.app(
+                "POST", "auth/login", json: ["email": "ada@example.com", "password": Self.password])
+            #expect(login.status == 200, "signs in with the password alone again")
+            let noCodes = try server.app("POST", "account/authenticators/recovery-codes", token: ada.token)
+            #expect(noCodes.status == 400 && noCodes.errorCodes == ["cannot_generate_recovery_codes"])
+        }
+    }
+
+    @Test(
+        "a database refuses a secrets key other than its own; PostgreSQL without one refuses once an account has TOTP")
+    func keyMismatch() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let other = directory.file("other.key")
+        FileManager.default.createFile(
+            atPath: other, contents: Data(String(repeating: "7a", count: 32).utf8),
+            attributes: [.posixPermissions: 0o600])
+        let open = directory.file("open.key")
+        FileManager.default.createFile(
+            atPath: open, contents: Data(String(repeating: "7a", count: 32).utf8),
+            attributes: [.posixPermissions: 0o644])
+        try withAccounts(.postgres) { server in
+            _ = try enroll(server, "ada@example.com")
+            for (key, words) in [
+                (other, "not the one"), (open, "may be read by others"), (nil, "same --secrets-key-file"),
+            ] {
+                var configuration = ServerConfiguration(listen: .init(host: "127.0.0.1", port: 0), database: server.url)
+                configuration.secretsKeyFile = key
+                #expect {
+                    _ = try HomeportApplication(
+                        configuration: configuration, logger: Logger(label: "test", sink: MemoryLogSink()))
+                } throws: { error in
+                    String(describing: error).contains(words)
+                }
+            }
+        }
+    }
+}
+
+extension RawResponse {
+    /// `data` of an allauth envelope, when it is a list.
+    var dataArray: [[String: Any]]? { jsonObject?["data"] as? [[String: Any]] }
+}
+
+/// Values appended from several threads.
+final class LockedArray<Element: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [Element] = []
+
+    func append(_ element: Element) { lock.withLock { storage.append(element) } }
+
+    var values: [Element] { lock.withLock { storage } }
+}
