@@ -11,6 +11,9 @@ extension HomeportClient {
         /// Not signed in yet: the server mailed a code to the account's address; send it back with
         /// ``HomeportClient/verifyEmail(_:code:)``.
         case verificationRequired(PendingVerification)
+        /// Not signed in yet: the password was right and the account signs in with a second
+        /// factor; send a code with ``HomeportClient/completeSecondFactor(_:code:)``.
+        case secondFactorRequired(PendingSecondFactor)
     }
 
     /// A sign-in that waits for the code the server mailed to the account's address. It holds the
@@ -54,7 +57,7 @@ extension HomeportClient {
         let response = try await authRequest(
             "POST", AllauthAppPath.emailVerify, at: pending.address,
             credential: (pending.token, .issuer(pending.address)), body: body)
-        return try await finishSignIn(response, at: pending.address, email: pending.email, pending: pending)
+        return try await finishSignIn(response, at: pending.address, email: pending.email, pendingToken: pending.token)
     }
 
     /// Asks the server to mail a new code for a pending sign-in; the old code stops working.
@@ -71,16 +74,19 @@ extension HomeportClient {
     }
 
     /// Turns the answer of a sign-in step into its result: enrolls the server on 200.
-    private func finishSignIn(
-        _ response: ClientResponse, at address: ServerAddress, email: String, pending: PendingVerification? = nil
+    func finishSignIn(
+        _ response: ClientResponse, at address: ServerAddress, email: String, pendingToken: String? = nil
     ) async throws -> SignInResult {
         let envelope = try decodeEnvelope(response, address)
         if response.status == 401 {
-            let token = envelope.meta?.sessionToken ?? pending?.token
-            if let token, !token.isEmpty,
-                envelope.data?.flows?.contains(where: { $0.id == "verify_email" && $0.isPending == true }) == true
-            {
+            let token = envelope.meta?.sessionToken ?? pendingToken
+            let pending = envelope.data?.flows?.first { $0.isPending == true }
+            if let token, !token.isEmpty, pending?.id == "verify_email" {
                 return .verificationRequired(PendingVerification(address: address, email: email, token: token))
+            }
+            if let token, !token.isEmpty, let pending, pending.id == "mfa_authenticate" {
+                return .secondFactorRequired(
+                    PendingSecondFactor(address: address, email: email, types: pending.types ?? [], token: token))
             }
             return .pending(try await standing(at: address, token: token))
         }

@@ -15,7 +15,9 @@ extension Commands {
             jsonOption, proxyOption, caFileOption,
         ],
         discussion: """
-            The password is sent once and never stored; the session token goes to the vault.
+            The password is sent once and never stored; the session token goes to the vault. An account with
+            two-factor sign-in is asked for its code on the next line of standard input (six digits from the
+            authenticator app, or a recovery code); the code is never stored either.
             Signing in again replaces the session this device held for the server; the old one is ended on
             the server first, and you are told if the server did not confirm that. An address that says it is
             a server enrolled at another address is believed only when that server, reached at its own
@@ -39,6 +41,10 @@ extension Commands {
         if case .verificationRequired(let pending) = result {
             guard let verified = try await verify(pending, client, json: parsed.flag("json")) else { return 1 }
             result = verified
+        }
+        if case .secondFactorRequired(let pending) = result {
+            guard let completed = try await secondFactor(pending, client, json: parsed.flag("json")) else { return 1 }
+            result = completed
         }
         switch result {
         case .signedIn(let record):
@@ -78,8 +84,38 @@ extension Commands {
                 }
             warn("homeport: not signed in: \(why)")
             return 1
-        case .verificationRequired:
+        case .verificationRequired, .secondFactorRequired:
             return 1
+        }
+    }
+
+    /// Asks for the second factor on standard input (the line after the password, or after the
+    /// mailed code), as often as the server allows. `nil` when no code signed in. The code is
+    /// never written anywhere.
+    static func secondFactor(_ pending: HomeportClient.PendingSecondFactor, _ client: HomeportClient, json: Bool)
+        async throws -> HomeportClient.SignInResult?
+    {
+        while true {
+            warn(
+                "homeport: \(pending.email) signs in with a second factor; type the code from the authenticator app (or a recovery code) and press Enter"
+            )
+            guard let line = readLine(strippingNewline: true) else {
+                if json { try printJSON(["signedIn": false, "secondFactor": "pending"]) }
+                warn("homeport: not signed in: no code given")
+                return nil
+            }
+            do {
+                return try await client.completeSecondFactor(pending, code: line.trimmingCharacters(in: .whitespaces))
+            } catch ClientError.rejected(let status, let errors)
+                where status == 400 && errors.contains(where: { $0.code == AuthErrorCode.incorrectCode })
+            {
+                warn("homeport: \(errors.first?.message ?? "incorrect code")")
+            } catch ClientError.rejected(let status, let errors) where status == 400 || status == 401 {
+                if json { try printJSON(["signedIn": false, "secondFactor": status == 401 ? "expired" : "refused"]) }
+                let why = status == 401 ? "the sign-in expired; sign in again" : errors.first?.message ?? "refused"
+                warn("homeport: not signed in: \(why)")
+                return nil
+            }
         }
     }
 

@@ -35,6 +35,11 @@ enum HomeportCLI {
           logout SERVER              Sign out (the local session is erased even if the server cannot be asked).
           account delete SERVER --password-stdin
                                      Delete the account on SERVER, then forget SERVER on this device.
+          mfa totp enable|disable SERVER --password-stdin
+                                     Turn two-factor sign-in on (key shown, code read from the next line) or off.
+          mfa recovery-codes SERVER --password-stdin
+                                     Make new recovery codes and print them, this once.
+          mfa status SERVER          Say whether SERVER asks this account for a second factor.
           remove SERVER              Forget SERVER locally: its credential, its record and its catalogue.
           network                    Show the network path the client is on.
           push register SERVER DEVICE_TOKEN [--environment sandbox|production]
@@ -108,6 +113,7 @@ enum HomeportCLI {
         let groups = [
             ("address", "add, primary, remove or verify"), ("password", "change or reset"), ("account", "delete"),
             ("push", "register, unregister, route, catalogue or test"), ("notifications", "watch"),
+            ("mfa", "totp enable|disable, recovery-codes or status"),
         ]
         for (group, actions) in groups where command == group {
             guard let action = rest.first, !action.hasPrefix("-") else {
@@ -123,6 +129,7 @@ enum HomeportCLI {
             case "password": return try await Commands.password(action, arguments, environment)
             case "account": return try await Commands.account(action, arguments, environment)
             case "push": return try await Commands.push(action, arguments, environment)
+            case "mfa": return try await Commands.mfa(action, arguments, environment)
             default: return try await Commands.notifications(action, arguments, environment)
             }
         }

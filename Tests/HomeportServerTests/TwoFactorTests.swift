@@ -87,7 +87,7 @@ struct TwoFactorTests {
         try withAccounts(backend) { server in
             let ada = try enroll(server, "ada@example.com")
             let listed = try #require(try server.app("GET", "account/authenticators", token: ada.token).dataArray)
-            #expect(listed.compactMap { $0["type"] as? String } == ["recovery_codes", "totp"])
+            #expect(listed.compactMap { $0["type"] as? String } == ["totp", "recovery_codes"])
 
             let pending = try pendingLogin(server, "ada@example.com")
             // The pre-login token opens nothing.
@@ -132,7 +132,7 @@ struct TwoFactorTests {
             #expect(
                 try server.app("POST", "auth/2fa/authenticate", token: fifth, json: ["code": recovery]).status == 400)
             let counted = try #require(try server.app("GET", "account/authenticators", token: ada.token).dataArray)
-            #expect(counted.first?["unused_code_count"] as? Int == 9)
+            #expect(counted.first { $0["type"] as? String == "recovery_codes" }?["unused_code_count"] as? Int == 9)
 
             // A sign-in waits 15 minutes, no longer.
             server.clock.advance(by: 901)

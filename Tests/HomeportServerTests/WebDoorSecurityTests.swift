@@ -110,7 +110,8 @@ struct WebDoorSecurityTests {
             #expect(page.header("Referrer-Policy") == "same-origin")
             // What Chromium and Firefox send under `no-referrer`: refused, so the policy matters.
             browser.origin = "null"
-            #expect(try browser.post("/account/signup", ["email": "a@example.com", "password": "longenough"]).status == 403)
+            #expect(
+                try browser.post("/account/signup", ["email": "a@example.com", "password": "longenough"]).status == 403)
         }
     }
 

@@ -18,8 +18,10 @@ public final class AllauthPeer: @unchecked Sendable {
 
     /// Migrates a fresh SQLite database and starts gunicorn with `workers` workers; with
     /// `verifyByCode`, addresses must be verified by a mailed code
-    /// (`ACCOUNT_EMAIL_VERIFICATION_BY_CODE_ENABLED`, two resends allowed).
-    public init(workers: Int = 1, fastHasher: Bool = true, verifyByCode: Bool = false) throws {
+    /// (`ACCOUNT_EMAIL_VERIFICATION_BY_CODE_ENABLED`, two resends allowed); with `mfa` (the
+    /// default, as homeport-server offers it), allauth's MFA app is on: TOTP with one step of
+    /// skew, recovery codes shown once.
+    public init(workers: Int = 1, fastHasher: Bool = true, verifyByCode: Bool = false, mfa: Bool = true) throws {
         let environment = ProcessInfo.processInfo.environment
         guard let source = environment["HOMEPORT_TEST_ALLAUTH_DIR"],
             let python = environment["HOMEPORT_TEST_ALLAUTH_PYTHON"]
@@ -36,6 +38,7 @@ public final class AllauthPeer: @unchecked Sendable {
         peerEnvironment["ALLAUTH_MAIL"] = directory.file("mail")
         if fastHasher { peerEnvironment["ALLAUTH_FAST_HASHER"] = "1" }
         if verifyByCode { peerEnvironment["ALLAUTH_VERIFY_BY_CODE"] = "1" }
+        if mfa { peerEnvironment["ALLAUTH_MFA"] = "1" }
         self.environment = peerEnvironment
 
         let migrate = Process()

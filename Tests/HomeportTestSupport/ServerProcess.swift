@@ -116,12 +116,14 @@ public final class ServerProcess: @unchecked Sendable {
         try runProgram(binary, arguments, environment: environment, timeout: timeout)
     }
 
+    /// The `homeport` client built beside the server.
+    public static var clientPath: String { (binary as NSString).deletingLastPathComponent + "/homeport" }
+
     /// Runs the `homeport` client CLI built beside the server, with `input` on standard input.
     public static func runClient(
         _ arguments: [String], environment: [String: String] = [:], input: String = "", timeout: Double = 60
     ) throws -> (status: Int32, output: String, error: String) {
-        let path = (binary as NSString).deletingLastPathComponent + "/homeport"
-        return try runProgram(path, arguments, environment: environment, input: input, timeout: timeout)
+        try runProgram(clientPath, arguments, environment: environment, input: input, timeout: timeout)
     }
 
     /// Runs `executable` to completion with this process's environment, `environment` added and

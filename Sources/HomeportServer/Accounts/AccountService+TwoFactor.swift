@@ -46,9 +46,9 @@ extension AccountService {
 
     // MARK: Sign-in
 
-    /// The second factors an account signs in with, in django-allauth's order.
+    /// The second factors an account signs in with, by name (django-allauth's flows list them so).
     public func secondFactorTypes(userID: Int64) throws -> [String] {
-        try AuthenticatorStore(database).all(userID: userID).map(\.type)
+        try AuthenticatorStore(database).all(userID: userID).map(\.type).sorted()
     }
 
     /// The first half of a sign-in to an account with TOTP: the password was right, so its failure
@@ -74,7 +74,7 @@ extension AccountService {
                 keyHash: pending.session.keyHash,
                 .init(userID: account.id, passwordHash: hash, authenticatedAt: authenticatedAt))
             if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
-            let types = try AuthenticatorStore(db).all(userID: account.id).map(\.type)
+            let types = try AuthenticatorStore(db).all(userID: account.id).map(\.type).sorted()
             return .secondFactorPending(token: pending.token, types: types)
         }
     }

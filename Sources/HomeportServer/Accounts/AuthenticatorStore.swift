@@ -26,12 +26,13 @@ struct AuthenticatorStore {
         self.db = db
     }
 
-    /// The account's authenticators, recovery codes first (as django-allauth lists them).
+    /// The account's authenticators in the order they were made (TOTP before the recovery codes
+    /// made with it), as django-allauth lists them.
     func all(userID: Int64) throws -> [Authenticator] {
         try db.execute(
             """
             SELECT type, sealed, last_step, created_at, last_used_at FROM authenticators
-            WHERE user_id = $1 ORDER BY type
+            WHERE user_id = $1 ORDER BY created_at, CASE WHEN type = 'totp' THEN 0 ELSE 1 END
             """, [.integer(userID)]
         ).compactMap { row in
             guard let type = row.string("type"), let created = row.double("created_at") else { return nil }
