@@ -51,9 +51,19 @@ public final class HomeportApplication: Sendable {
         if let path = configuration.secretsKeyFile {
             key = try SecretsKey.load(path: path, create: false)
         } else if case .sqlite(let path) = configuration.database {
-            key =
-                path.isEmpty || path == ":memory:"
-                ? try SecretsKey.ephemeral() : try SecretsKey.load(path: path + ".secrets-key", create: true)
+            if path.isEmpty || path == ":memory:" {
+                key = try SecretsKey.ephemeral()
+            } else {
+                let file = path + ".secrets-key"
+                // A database whose second factors were sealed with a key file that is gone: say
+                // so, rather than make a new key that opens none of them.
+                if !FileManager.default.fileExists(atPath: file), try AuthenticatorStore(database).any() {
+                    throw ConfigurationError(
+                        "the secrets key file \(file) is missing, and accounts on this database sign in with a "
+                            + "second factor sealed with it: restore it from the backup (see docs/deploy.md)")
+                }
+                key = try SecretsKey.load(path: file, create: true)
+            }
         } else {
             guard try !AuthenticatorStore(database).any() else {
                 throw ConfigurationError(

@@ -1,4 +1,5 @@
 import Foundation
+import HomeportCrypto
 import HomeportStorage
 import HomeportTestSupport
 import HomeportWire
@@ -321,31 +322,83 @@ struct DeployDocTests {
         let backup = try TemporaryDirectory()
         defer { backup.remove() }
         let environment = ["HOMEPORT_DATA_DIR": data.path, "BACKUP": backup.path]
-        let server = try ServerProcess(serve: [], environment: ["HOMEPORT_DATA_DIR": data.path])
+        let server = try ServerProcess(
+            serve: ["--signup", "open", "--password-iterations", "1000"], environment: ["HOMEPORT_DATA_DIR": data.path])
         let id = try ServerProcessTests.identity(server.port)
+        // An account with two-factor sign-in: its secret is sealed with the key beside the database.
+        let secret = try turnOnTOTP(server.port)
         let saved = try runShell(try block("sh", "backup"), environment)
         #expect(saved.status == 0, "\(saved.error)")
         #expect(server.stop() == 0)
 
-        // The data is lost; the backup brings the same installation back.
-        try FileManager.default.removeItem(atPath: data.file("homeport.sqlite"))
+        // The data is lost, key included; the backup brings the same installation back, and the
+        // second factor with it.
+        for file in ["homeport.sqlite", "homeport.sqlite.secrets-key"] {
+            try FileManager.default.removeItem(atPath: data.file(file))
+        }
         let restored = try runShell(try block("sh", "restore"), environment)
         #expect(restored.status == 0, "\(restored.error)")
         #expect(restored.output.trimmingCharacters(in: .whitespacesAndNewlines) == id)
         let again = try ServerProcess(serve: [], environment: ["HOMEPORT_DATA_DIR": data.path])
         #expect(try ServerProcessTests.identity(again.port) == id)
+        #expect(try signInWithTOTP(again.port, secret: secret) == 200, "the restored key opens the restored secret")
         #expect(again.stop() == 0)
+        // Without the key the database opens no second factor, and the server says so.
+        try FileManager.default.removeItem(atPath: data.file("homeport.sqlite.secrets-key"))
+        let keyless = try ServerProcess.run(
+            ["serve", "--listen", "127.0.0.1:0"], environment: ["HOMEPORT_DATA_DIR": data.path], timeout: 20)
+        #expect(keyless.status == 1 && keyless.error.contains("is missing"), "\(keyless.error)")
+        #expect(!FileManager.default.fileExists(atPath: data.file("homeport.sqlite.secrets-key")), "no new key made")
 
         // A clone from the same backup is another installation.
         let clone = try TemporaryDirectory()
         defer { clone.remove() }
-        try FileManager.default.copyItem(atPath: backup.file("homeport.sqlite"), toPath: clone.file("homeport.sqlite"))
+        for file in ["homeport.sqlite", "homeport.sqlite.secrets-key"] {
+            try FileManager.default.copyItem(atPath: backup.file(file), toPath: clone.file(file))
+        }
         let cloned = try runShell(try block("sh", "clone"), ["CLONE": clone.path])
         #expect(cloned.status == 0, "\(cloned.error)")
         let cloneServer = try ServerProcess(serve: ["--database", "sqlite:" + clone.file("homeport.sqlite")])
         let cloneID = try ServerProcessTests.identity(cloneServer.port)
         #expect(cloneID != id)
         #expect(cloneServer.stop() == 0)
+    }
+
+    /// Signs `ada@example.com` up on the server at `port` and turns TOTP on; its secret.
+    func turnOnTOTP(_ port: Int) throws -> [UInt8] {
+        let base = "/_allauth/app/v1/"
+        func post(_ path: String, _ json: [String: String], _ token: String?) throws -> RawResponse {
+            try RawHTTP.request(
+                port: port, method: "POST", path: base + path,
+                headers: [("Content-Type", "application/json")] + (token.map { [("X-Session-Token", $0)] } ?? []),
+                body: try JSONSerialization.data(withJSONObject: json))
+        }
+        let signup = try post("auth/signup", ["email": "ada@example.com", "password": "correct horse battery"], nil)
+        let token = try #require(signup.sessionToken)
+        let offer = try RawHTTP.request(
+            port: port, path: base + "account/authenticators/totp", headers: [("X-Session-Token", token)])
+        let text = try #require((offer.jsonObject?["meta"] as? [String: Any])?["secret"] as? String)
+        let secret = try #require(Base32.decode(text))
+        #expect(try post("auth/reauthenticate", ["password": "correct horse battery"], token).status == 200)
+        let code = OneTimeCode.code(secret: secret, step: OneTimeCode.step(at: Int64(Date().timeIntervalSince1970)))
+        #expect(try post("account/authenticators/totp", ["code": code], token).status == 200)
+        return secret
+    }
+
+    /// Signs `ada@example.com` in with the password and then a TOTP code of the next step; the
+    /// second answer's status.
+    func signInWithTOTP(_ port: Int, secret: [UInt8]) throws -> Int {
+        let base = "/_allauth/app/v1/"
+        let login = try RawHTTP.request(
+            port: port, method: "POST", path: base + "auth/login", headers: [("Content-Type", "application/json")],
+            body: Data(#"{"email": "ada@example.com", "password": "correct horse battery"}"#.utf8))
+        let pending = try #require(login.sessionToken)
+        let code = OneTimeCode.code(secret: secret, step: OneTimeCode.step(at: Int64(Date().timeIntervalSince1970)) + 1)
+        return try RawHTTP.request(
+            port: port, method: "POST", path: base + "auth/2fa/authenticate",
+            headers: [("Content-Type", "application/json"), ("X-Session-Token", pending)],
+            body: Data(#"{"code": "\#(code)"}"#.utf8)
+        ).status
     }
 
     @Test("the PostgreSQL set-up creates a database the server migrates")

@@ -273,6 +273,14 @@ struct TwoFactorTests {
         FileManager.default.createFile(
             atPath: open, contents: Data(String(repeating: "7a", count: 32).utf8),
             attributes: [.posixPermissions: 0o644])
+        // While no account has a second factor, another key simply takes over.
+        try withAccounts(.postgres) { server in
+            var configuration = ServerConfiguration(listen: .init(host: "127.0.0.1", port: 0), database: server.url)
+            configuration.secretsKeyFile = other
+            let replaced = try HomeportApplication(
+                configuration: configuration, logger: Logger(label: "test", sink: MemoryLogSink()))
+            #expect(replaced.accounts.secondFactors != nil)
+        }
         try withAccounts(.postgres) { server in
             _ = try enroll(server, "ada@example.com")
             for (key, words) in [

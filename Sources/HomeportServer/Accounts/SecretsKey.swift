@@ -102,17 +102,25 @@ public struct SecretsKey: Sendable, Hashable {
     static let checkName = "secrets-key-check"
 
     /// Records this key's check in the database, or refuses if the database remembers another
-    /// key's: whatever that key sealed would no longer open.
+    /// key's while anything sealed with that one is left (a second factor): it would no longer
+    /// open. With nothing sealed, the new key takes over (a database restored without its key
+    /// file, before anyone turned two-factor sign-in on); TOTP secrets offered but not yet
+    /// activated are dropped with the old key.
     func claim(_ db: any SQLExecutor) throws {
         try db.execute(
             "INSERT INTO server_secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
             [.text(Self.checkName), .text(check), .integer(Int64(Date().timeIntervalSince1970))])
         let stored = try db.execute("SELECT value FROM server_secrets WHERE name = $1", [.text(Self.checkName)])
             .first?.string("value")
-        guard stored == check else {
+        guard let stored, stored != check else { return }
+        guard try !AuthenticatorStore(db).any() else {
             throw ConfigurationError(
                 "the secrets key is not the one this database's second factors were sealed with; "
                     + "give the server the key file it was first started with (every replica the same)")
         }
+        try db.execute("UPDATE session_factors SET totp_setup = NULL WHERE totp_setup IS NOT NULL")
+        try db.execute(
+            "UPDATE server_secrets SET value = $1, created_at = $2 WHERE name = $3 AND value = $4",
+            [.text(check), .integer(Int64(Date().timeIntervalSince1970)), .text(Self.checkName), .text(stored)])
     }
 }
