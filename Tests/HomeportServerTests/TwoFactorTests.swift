@@ -261,6 +261,75 @@ struct TwoFactorTests {
     }
 
     @Test(
+        "the web door: the set-up page draws the QR code and keeps its key through a wrong password or code; the codes show once; turning off takes the password"
+    )
+    func webDoorSetUp() throws {
+        try withAccounts(.sqlite) { server in
+            let browser = Browser(port: server.port)
+            _ = try browser.get("/account/signup")
+            #expect(
+                try browser.post("/account/signup", ["email": "ada@example.com", "password": Self.password]).status
+                    == 303)
+            let page = try browser.get("/account/2fa/totp")
+            #expect(page.status == 200 && page.text.contains("<svg id=\"totp-qr\""), "\(page.text)")
+            let secretText = try #require(
+                page.text.firstMatch(of: /id="totp-secret">([A-Z2-7]+)</).map { String($0.output.1) })
+            let secret = try #require(Base32.decode(secretText))
+            let wrongPassword = try browser.post(
+                "/account/2fa/totp", ["password": "not the password", "code": code(secret, server)])
+            #expect(wrongPassword.status == 400 && wrongPassword.text.contains("not your password"))
+            #expect(wrongPassword.text.contains(secretText), "the same key, to finish with")
+            let wrongCode = try browser.post("/account/2fa/totp", ["password": Self.password, "code": "000000"])
+            #expect(wrongCode.status == 400 && wrongCode.text.contains(secretText))
+            let accounts = server.application.accounts
+            #expect(try accounts.authenticators(userID: 1).isEmpty, "still off")
+            let on = try browser.post("/account/2fa/totp", ["password": Self.password, "code": code(secret, server)])
+            #expect(on.status == 200)
+            #expect(on.text.matches(of: /class="recovery-code">[0-9]{8}</).count == 10, "\(on.text)")
+            let again = try browser.get("/account/2fa/totp")
+            #expect(again.text.contains("Two-factor sign-in is on") && !again.text.contains("recovery-code"))
+            #expect(
+                try browser.post("/account/2fa/totp/disable", ["password": "not the password"]).status == 400)
+            #expect(try accounts.authenticators(userID: 1).count == 2, "still on")
+            let off = try browser.post("/account/2fa/totp/disable", ["password": Self.password])
+            #expect(off.status == 200 && off.text.contains("off"))
+            #expect(try accounts.authenticators(userID: 1).isEmpty)
+        }
+    }
+
+    @Test(
+        "users reset-2fa, the operator's way back in: refused without --yes; then the second factor is gone and every session with it",
+        arguments: Backend.allCases)
+    func operatorReset(backend: Backend) throws {
+        try withAccounts(backend) { server in
+            let ada = try enroll(server, "ada@example.com")
+            let pending = try pendingLogin(server, "ada@example.com")
+            let database = server.url.rawText
+            let unconfirmed = try ServerProcess.run(["users", "reset-2fa", "ada@example.com", "--database", database])
+            #expect(unconfirmed.status == 3 && unconfirmed.error.contains("--yes"), "\(unconfirmed.error)")
+            #expect(try server.app("GET", "account/authenticators", token: ada.token).dataArray?.count == 2)
+            let unknown = try ServerProcess.run(
+                ["users", "reset-2fa", "nobody@example.com", "--yes", "--database", database])
+            #expect(unknown.status == 1)
+            let done = try ServerProcess.run(["users", "reset-2fa", "ADA@example.com", "--yes", "--database", database])
+            #expect(done.status == 0, "\(done.error)")
+            // Every session ended (another process: within the session cache's second).
+            var status = 0
+            for _ in 0..<40 {
+                status = try server.appInfo(ada.token).status
+                if status == 401 { break }
+                usleep(100_000)
+            }
+            #expect(status == 401)
+            #expect(
+                try server.app("POST", "auth/2fa/authenticate", token: pending, json: ["code": "123456"]).status == 410)
+            let login = try server.app(
+                "POST", "auth/login", json: ["email": "ada@example.com", "password": Self.password])
+            #expect(login.status == 200, "the password alone signs in: \(login.text)")
+        }
+    }
+
+    @Test(
         "a database refuses a secrets key other than its own; PostgreSQL without one refuses once an account has TOTP")
     func keyMismatch() throws {
         let directory = try TemporaryDirectory()

@@ -379,6 +379,21 @@ extension AccountService {
         return .done(())
     }
 
+    /// The operator's way back in for someone who lost both the phone and the recovery codes
+    /// (`users reset-2fa`): the account's second factors go, and with them every session (and
+    /// every sign-in waiting for a second factor). False if no such account.
+    public func resetSecondFactors(email rawEmail: String) throws -> Bool {
+        guard let email = Credentials.normalizedEmail(rawEmail) else { return false }
+        let done: Bool = try database.transaction { db in
+            guard let account = try AccountStore(db).find(email: email) else { return false }
+            try AuthenticatorStore(db).deleteAll(userID: account.id)
+            try SessionEnding(db).endAll(userID: account.id)
+            return true
+        }
+        if done { logger.notice("two-factor sign-in reset by the operator") }
+        return done
+    }
+
     /// The recovery codes: their list the first time they are asked for after being made, their
     /// counts afterwards (django-allauth's `MFA_RECOVERY_CODES_SHOW_ONCE`).
     public func recoveryCodes(session: Session, account: Account) throws -> FactorChange<AuthenticatorInfo> {

@@ -2,7 +2,7 @@ import Foundation
 import HomeportCommandLine
 import HomeportLogging
 
-/// `homeport-server users list|approve|reject|hold|verify|import|delete`
+/// `homeport-server users list|approve|reject|hold|verify|reset-2fa|import|delete`
 enum UsersCommand {
     static let listSpec = CommandSpec(
         name: "homeport-server users list",
@@ -31,12 +31,21 @@ enum UsersCommand {
         discussion:
             "For --email-verification code, when you know the address is the person's and the code does not arrive.")
 
+    static let resetSecondFactorSpec = CommandSpec(
+        name: "homeport-server users reset-2fa",
+        summary: "Turn two-factor sign-in off for an account whose phone and recovery codes are lost.",
+        arguments: [.init("EMAIL", help: "The account's sign-in address.")],
+        options: [ServerCLI.databaseOption, .flag("yes", help: "Confirm: you know the person asking is the owner.")],
+        discussion:
+            "Its TOTP secret and recovery codes are deleted and every session of the account ends (on every replica within a second); it signs in with its password alone until it turns two-factor sign-in on again. Do it only for someone you know to be the owner: it undoes what the second factor protects."
+    )
+
     static let overview = """
-        Usage: homeport-server users list|approve|reject|hold|verify|import|delete [EMAIL|FILE] [options]
+        Usage: homeport-server users list|approve|reject|hold|verify|reset-2fa|import|delete [EMAIL|FILE] [options]
 
         Manage accounts: list them, move one between approval stages (approved, waiting, rejected, held), mark
-        its address verified, import accounts from another system (homeport-server users import --help), or
-        delete one with everything that was its own.
+        its address verified, turn its two-factor sign-in off, import accounts from another system
+        (homeport-server users import --help), or delete one with everything that was its own.
         """
 
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
@@ -45,7 +54,7 @@ enum UsersCommand {
                 ServerCLI.line(overview)
                 return .success
             }
-            throw UsageError("users needs an action: list, approve, reject, hold, verify, import or delete")
+            throw UsageError("users needs an action: list, approve, reject, hold, verify, reset-2fa, import or delete")
         }
         let rest = Array(arguments.dropFirst())
         switch action {
@@ -54,11 +63,13 @@ enum UsersCommand {
         case "reject": return try setStage(.rejected, action, rest, environment: environment)
         case "hold": return try setStage(.held, action, rest, environment: environment)
         case "verify": return try verify(rest, environment: environment)
+        case "reset-2fa": return try resetSecondFactor(rest, environment: environment)
         case "import": return try importAccounts(rest, environment: environment)
         case "delete": return try delete(rest, environment: environment)
         default:
             throw UsageError(
-                "unknown users action '\(action)'; use list, approve, reject, hold, verify, import or delete")
+                "unknown users action '\(action)'; use list, approve, reject, hold, verify, reset-2fa, import or delete"
+            )
         }
     }
 
@@ -119,6 +130,23 @@ enum UsersCommand {
             return .failure
         }
         ServerCLI.line("\(email): deleted")
+        return .success
+    }
+
+    static func resetSecondFactor(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let parsed = try ServerCLI.parse(resetSecondFactorSpec, arguments) else { return .success }
+        let email = parsed.positionals[0]
+        guard parsed.flag("yes") else {
+            ServerCLI.error(
+                "homeport-server: turning off \(email)'s two-factor sign-in undoes what it protects; add --yes to confirm"
+            )
+            return .refused
+        }
+        guard try service(parsed, resetSecondFactorSpec, environment).resetSecondFactors(email: email) else {
+            ServerCLI.error("homeport-server: no account uses '\(email)'")
+            return .failure
+        }
+        ServerCLI.line("\(email): two-factor sign-in off, every session ended")
         return .success
     }
 
