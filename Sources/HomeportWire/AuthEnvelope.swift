@@ -292,6 +292,21 @@ public enum AuthRequest {
         public init(code: String) {
             self.code = code
         }
+
+        /// Reads `code` as text, or as a JSON number written in decimal (as django-allauth's
+        /// form reads it: `123456` is `"123456"`).
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            if let number = try? container.decode(Int64.self, forKey: .code) {
+                code = String(number)
+            } else {
+                code = try container.decode(String.self, forKey: .code)
+            }
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case code
+        }
     }
 
     /// `auth/reauthenticate`: the password, again.
