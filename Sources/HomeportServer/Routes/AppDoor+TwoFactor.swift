@@ -163,9 +163,11 @@ extension AppDoor {
         }
     }
 
-    /// As allauth when no sign-in waits for a second factor: 401, and no session state at all.
+    /// 401 when no sign-in waits for a second factor. allauth answers `is_authenticated: null`
+    /// here, where its specification says a boolean: Homeport says `false`, as the specification
+    /// does (docs/allauth-differences.md).
     private func noSecondFactorWaiting() -> HTTPResponse {
-        answer(AuthEnvelope(status: 401, data: AuthData(flows: flows()), meta: AuthMeta(isAuthenticated: nil)))
+        notSignedIn()
     }
 
     /// 401 for a signed-in session that must confirm the password (or its second factor) first:
