@@ -5,6 +5,8 @@ import Foundation
 final class SQLiteConnection: DatabaseConnection {
     let dialect = SQLDialect.sqlite
     private var handle: OpaquePointer?
+    /// How long a statement outside a transaction keeps trying while the database is locked.
+    private let lockTimeout: Duration
     private var statements: [String: (statement: OpaquePointer, columns: [String])] = [:]
 
     /// Configures SQLite once per process, before the first connection.
@@ -15,6 +17,7 @@ final class SQLiteConnection: DatabaseConnection {
 
     init(path: String, lockTimeout: Duration) throws {
         Self.configured
+        self.lockTimeout = lockTimeout
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &db, flags, nil)
@@ -48,7 +51,23 @@ final class SQLiteConnection: DatabaseConnection {
         isBroken = true
     }
 
+    /// Runs one statement. Outside a transaction, a statement SQLite refuses at once as locked
+    /// (the busy handler is not asked in every case: while another process sets up a new WAL
+    /// database or changes the schema, a prepare or a step can fail at once) is tried again,
+    /// until the lock timeout: nothing of it took effect. Inside a transaction the refusal goes to
+    /// the caller, whose transaction must start over.
     func execute(_ sql: String, _ parameters: [SQLValue]) throws -> [Row] {
+        let deadline = ContinuousClock.now.advanced(by: lockTimeout)
+        while true {
+            do {
+                return try executeOnce(sql, parameters)
+            } catch StorageError.busy where ContinuousClock.now < deadline && handle.map(sqlite3_get_autocommit) != 0 {
+                usleep(10_000)
+            }
+        }
+    }
+
+    private func executeOnce(_ sql: String, _ parameters: [SQLValue]) throws -> [Row] {
         guard let handle else { throw StorageError.connectionFailed("connection closed") }
         let (statement, columns) = try prepared(sql, handle)
         defer {

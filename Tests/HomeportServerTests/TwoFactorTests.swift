@@ -334,6 +334,44 @@ struct TwoFactorTests {
     }
 
     @Test(
+        "servers started together on one fresh SQLite file all start, with one secrets key between them: none reads a key file still being written, none gives up on a lock"
+    )
+    func startTogether() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // Started by the shell in the same instant, as a service manager starts replicas; each
+        // round says which of the two were still running a second and a half later.
+        let script = """
+            for round in 1 2 3 4 5 6; do
+              mkdir "$DIR/$round"
+              for n in 1 2; do
+                "$SERVER" serve --listen 127.0.0.1:0 --database "sqlite:$DIR/$round/h.sqlite" \\
+                  --outbox "$DIR/$round/o" >/dev/null 2>"$DIR/$round/$n.log" &
+              done
+              sleep 1.5
+              alive=0
+              for pid in $(jobs -p); do kill -0 "$pid" 2>/dev/null && alive=$((alive + 1)); done
+              echo "round $round: $alive running"
+              kill $(jobs -p) 2>/dev/null; wait
+              ls "$DIR/$round" | grep -c '\\.new$' || true
+            done
+            """
+        let run = try ServerProcess.runProgram(
+            "/bin/bash", ["-c", script], environment: ["SERVER": ServerProcess.binary, "DIR": directory.path],
+            timeout: 60)
+        #expect(run.status == 0, "\(run.error)")
+        let lines = run.output.split(separator: "\n").map(String.init)
+        #expect(lines.filter { $0.hasSuffix(": 2 running") }.count == 6, "\(run.output)")
+        #expect(lines.filter { $0 == "0" }.count == 6, "no temporary key file is left: \(run.output)")
+        for round in 1...6 {
+            let errors = (1...2).compactMap {
+                try? String(contentsOfFile: directory.file("\(round)/\($0).log"), encoding: .utf8)
+            }
+            #expect(!errors.joined().contains(" error: "), "round \(round): \(errors.joined())")
+        }
+    }
+
+    @Test(
         "a database refuses a secrets key other than its own; PostgreSQL without one refuses once an account has TOTP")
     func keyMismatch() throws {
         let directory = try TemporaryDirectory()

@@ -34,20 +34,28 @@ public struct SecretsKey: Sendable, Hashable {
     }
 
     /// Reads the key file at `path`. With `create`, a missing file is made first (32 random
-    /// bytes in hex, mode 0600, never replaced: two processes starting at once read the same).
-    /// A file others may read is refused, as ssh refuses a private key others may read.
+    /// bytes in hex, mode 0600, never replaced). It is written whole under another name and then
+    /// linked into place, which fails if the file appeared meanwhile: two processes starting at
+    /// once on one database (replicas of a SQLite file) both read the one key, never a file still
+    /// being written. A file others may read is refused, as ssh refuses a private key others may
+    /// read.
     public static func load(path: String, create: Bool) throws -> SecretsKey {
         if create, !FileManager.default.fileExists(atPath: path) {
-            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-            if descriptor >= 0 {
-                let text = Array((Digest.hex(try SystemRandom().bytes(32)) + "\n").utf8)
-                let written = text.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-                close(descriptor)
-                guard written == text.count else {
-                    unlink(path)
-                    throw ConfigurationError("could not write the secrets key file \(path)")
-                }
-            } else if errno != EEXIST {
+            let temporary = path + ".\(getpid()).\(Digest.hex(try SystemRandom().bytes(6))).new"
+            let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+            guard descriptor >= 0 else {
+                throw ConfigurationError(
+                    "could not create the secrets key file \(path): \(String(cString: strerror(errno)))")
+            }
+            defer { unlink(temporary) }
+            let text = Array((Digest.hex(try SystemRandom().bytes(32)) + "\n").utf8)
+            let written = text.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            let synced = fsync(descriptor)
+            close(descriptor)
+            guard written == text.count, synced == 0 else {
+                throw ConfigurationError("could not write the secrets key file \(path)")
+            }
+            if link(temporary, path) != 0, errno != EEXIST {
                 throw ConfigurationError(
                     "could not create the secrets key file \(path): \(String(cString: strerror(errno)))")
             }
