@@ -95,13 +95,10 @@ extension AppDoor {
         case .activated(let info): return answer(data: info)
         case .incorrect: return invalid([Self.incorrectCodeOfFactor])
         case .rateLimited(let retryAfter):
-            var response = invalid([
+            return invalid(
                 FieldProblem(
                     code: APIErrorCode.rateLimited, param: "code",
-                    message: "Be patient, you are sending too many requests.")
-            ])
-            response.headers.set("Retry-After", String(retryAfter))
-            return response
+                    message: "Be patient, you are sending too many requests."), retryAfter: retryAfter)
         case .reauthenticationRequired: return try reauthenticationRequired(session, account)
         case .unavailable: return answer(AuthEnvelope(status: 404))
         }
@@ -152,13 +149,10 @@ extension AppDoor {
                     meta: AuthMeta(isAuthenticated: true, sessionToken: token)))
         case .incorrect: return invalid([Self.incorrectCodeOfFactor])
         case .tooManyAttempts(let retryAfter):
-            var response = invalid([
+            return invalid(
                 FieldProblem(
                     code: AuthErrorCode.tooManyLoginAttempts, param: "code",
-                    message: "Too many failed login attempts. Try again later.")
-            ])
-            response.headers.set("Retry-After", String(retryAfter))
-            return response
+                    message: "Too many failed login attempts. Try again later."), retryAfter: retryAfter)
         case .noneWaiting: return noSecondFactorWaiting()
         }
     }

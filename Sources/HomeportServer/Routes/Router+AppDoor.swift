@@ -340,13 +340,10 @@ struct AppDoor: Sendable {
         case .rateLimited(let retryAfter): return tooMany(retryAfter)
         case .tooManyFailedLogins(let retryAfter):
             // As allauth: a form error, so that a client showing form errors has one to show.
-            var response = invalid([
+            return invalid(
                 FieldProblem(
                     code: AuthErrorCode.tooManyLoginAttempts, param: nil,
-                    message: "Too many failed login attempts. Try again later.")
-            ])
-            response.headers.set("Retry-After", String(retryAfter))
-            return response
+                    message: "Too many failed login attempts. Try again later."), retryAfter: retryAfter)
         case .signupClosed: return answer(AuthEnvelope(status: 403))
         case .verificationPending(let token):
             return answer(
@@ -409,6 +406,13 @@ struct AppDoor: Sendable {
 
     func invalid(_ problems: [FieldProblem]) -> HTTPResponse {
         answer(AuthEnvelope(status: 400, errors: problems))
+    }
+
+    /// A spent budget answered as allauth answers it, a form error, with when to try again.
+    func invalid(_ problem: FieldProblem, retryAfter: Int64) -> HTTPResponse {
+        var response = invalid([problem])
+        response.headers.set("Retry-After", String(retryAfter))
+        return response
     }
 
     private static let invalidResetKeyProblem = FieldProblem(
