@@ -57,12 +57,18 @@ final class SQLiteConnection: DatabaseConnection {
     /// until the lock timeout: nothing of it took effect. Inside a transaction the refusal goes to
     /// the caller, whose transaction must start over.
     func execute(_ sql: String, _ parameters: [SQLValue]) throws -> [Row] {
-        let deadline = ContinuousClock.now.advanced(by: lockTimeout)
-        while true {
-            do {
-                return try executeOnce(sql, parameters)
-            } catch StorageError.busy where ContinuousClock.now < deadline && handle.map(sqlite3_get_autocommit) != 0 {
+        do {
+            return try executeOnce(sql, parameters)
+        } catch StorageError.busy where handle.map(sqlite3_get_autocommit) != 0 {
+            // The clock is read only once a statement was refused: not on every statement.
+            let deadline = ContinuousClock.now.advanced(by: lockTimeout)
+            while true {
                 usleep(10_000)
+                do {
+                    return try executeOnce(sql, parameters)
+                } catch StorageError.busy where ContinuousClock.now < deadline {
+                    continue
+                }
             }
         }
     }

@@ -21,10 +21,7 @@ extension Commands {
     {
         guard action == "delete" else { throw UsageError("unknown account action '\(action)'; use delete") }
         guard let parsed = try parse(accountDeleteSpec, arguments) else { return 0 }
-        guard parsed.flag("password-stdin") else {
-            throw UsageError("account delete needs --password-stdin (passwords are never taken as arguments)")
-        }
-        let password = try readSecret("password")
+        let password = try passwordFromStandardInput(parsed, for: "account delete")
         let client = try client(environment, parsed)
         let record = try client.directory.find(parsed.positionals[0])
         try await client.deleteAccount(record.key, password: password)

@@ -27,10 +27,7 @@ extension Commands {
     static func login(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(loginSpec, arguments) else { return 0 }
         guard let email = parsed.options["email"] else { throw UsageError("login needs --email EMAIL") }
-        guard parsed.flag("password-stdin") else {
-            throw UsageError("login needs --password-stdin (passwords are never taken as arguments)")
-        }
-        let password = try readSecret("password")
+        let password = try passwordFromStandardInput(parsed, for: "login")
         let address = try ServerAddress(parsing: parsed.positionals[0], allowHTTP: parsed.flag("allow-http"))
         let events = Events()
         let client = try client(environment, parsed, events: events)

@@ -54,7 +54,7 @@ extension Commands {
 
     static func totp(enable: Bool, _ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(mfaTOTPSpec, arguments) else { return 0 }
-        let password = try passwordFromStandardInput(parsed, "mfa totp")
+        let password = try passwordFromStandardInput(parsed, for: "mfa totp")
         let client = try client(environment, parsed)
         let record = try client.directory.find(parsed.positionals[0])
         guard enable else {
@@ -93,7 +93,7 @@ extension Commands {
 
     static func recoveryCodes(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(mfaRecoverySpec, arguments) else { return 0 }
-        let password = try passwordFromStandardInput(parsed, "mfa recovery-codes")
+        let password = try passwordFromStandardInput(parsed, for: "mfa recovery-codes")
         let client = try client(environment, parsed)
         let record = try client.directory.find(parsed.positionals[0])
         let codes = try await client.regenerateRecoveryCodes(record.key, password: password)
@@ -123,13 +123,5 @@ extension Commands {
             say("two-factor sign-in is off for \(record.email) on \(record.key)")
         }
         return 0
-    }
-
-    /// The password from the first line of standard input, which `--password-stdin` must ask for.
-    private static func passwordFromStandardInput(_ parsed: ParsedArguments, _ command: String) throws -> String {
-        guard parsed.flag("password-stdin") else {
-            throw UsageError("\(command) needs --password-stdin (passwords are never taken as arguments)")
-        }
-        return try readSecret("password")
     }
 }

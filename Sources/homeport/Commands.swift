@@ -149,6 +149,15 @@ enum Commands {
         return line
     }
 
+    /// The password from the first line of standard input, which `command` takes only with
+    /// `--password-stdin`.
+    static func passwordFromStandardInput(_ parsed: ParsedArguments, for command: String) throws -> String {
+        guard parsed.flag("password-stdin") else {
+            throw UsageError("\(command) needs --password-stdin (passwords are never taken as arguments)")
+        }
+        return try readSecret("password")
+    }
+
     static let serverArgument = CommandSpec.Argument("SERVER", help: "Instance id, unique prefix, or primary URL.")
     static let jsonOption = CommandSpec.Option.flag("json", help: "Print the result as JSON.")
     static let proxyOption = CommandSpec.Option.value(

@@ -129,12 +129,8 @@ extension AccountService {
     /// account's count.
     func useSecondFactor(_ code: String, userID: Int64, now: Int64) throws -> FactorUse {
         let limiter = RateLimiter(database, policy: settings.rateLimits)
-        do {
-            try database.transaction {
-                try RateLimiter($0, policy: settings.rateLimits).chargeSecondFactor(account: userID, now: now)
-            }
-        } catch let refusal as RateLimiter.Refusal {
-            return .refused(.tooManyAttempts(retryAfter: refusal.retryAfter))
+        if let retryAfter = try chargeSecondFactorTry(userID: userID, now: now) {
+            return .refused(.tooManyAttempts(retryAfter: retryAfter))
         }
         guard let key = secondFactors?.key else { return .refused(.incorrect) }
         let store = AuthenticatorStore(database)
@@ -159,6 +155,19 @@ extension AccountService {
             return .used(Authenticator.recoveryCodes)
         }
         return .refused(.incorrect)
+    }
+
+    /// Charges one second-factor try to the account (`failed-second-factor-per-account`); the
+    /// seconds to wait when its tries are spent, else `nil`.
+    private func chargeSecondFactorTry(userID: Int64, now: Int64) throws -> Int64? {
+        do {
+            try database.transaction {
+                try RateLimiter($0, policy: settings.rateLimits).chargeSecondFactor(account: userID, now: now)
+            }
+            return nil
+        } catch let refusal as RateLimiter.Refusal {
+            return refusal.retryAfter
+        }
     }
 
     // MARK: Confirmation
@@ -323,12 +332,8 @@ extension AccountService {
     public func activateTOTP(code: String, session: Session, account: Account) throws -> TOTPActivation {
         guard let settings = secondFactors else { return .unavailable }
         let now = clock.unixSeconds
-        do {
-            try database.transaction {
-                try RateLimiter($0, policy: self.settings.rateLimits).chargeSecondFactor(account: account.id, now: now)
-            }
-        } catch let refusal as RateLimiter.Refusal {
-            return .rateLimited(retryAfter: refusal.retryAfter)
+        if let retryAfter = try chargeSecondFactorTry(userID: account.id, now: now) {
+            return .rateLimited(retryAfter: retryAfter)
         }
         let store = AuthenticatorStore(database)
         guard try !store.hasTOTP(userID: account.id),
