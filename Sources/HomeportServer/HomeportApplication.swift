@@ -163,16 +163,27 @@ public final class HomeportApplication: Sendable {
             database: database, identity: identity, settings: configuration.push, clock: clock, logger: logger)
         self.retention = NotificationRetention(
             database: database, settings: configuration.push, clock: clock, logger: logger)
-        if let apns = configuration.push.apns {
+        let pushLogger = logger.withLabel("homeport.push")
+        let transport: (any PushTransport)?
+        if let gateway = configuration.push.gateway {
+            try PushGatewaySync(database).serve(gateway: gateway.url, now: clock.unixSeconds)
+            transport = PushGatewayClient(database: database, settings: gateway, logger: pushLogger)
+        } else if let apns = configuration.push.apns {
+            try PushGatewaySync(database).serveWithoutGateway()
+            transport = try APNsDelivery(database: database, settings: apns, clock: clock, logger: pushLogger)
+        } else {
+            transport = nil
+        }
+        if let transport {
             self.sender = try PushSender(
-                database: database, settings: apns, maximumAttempts: configuration.push.maximumAttempts, clock: clock,
-                logger: logger)
+                database: database, transport: transport, maximumAttempts: configuration.push.maximumAttempts,
+                clock: clock, logger: logger)
         } else {
             self.sender = nil
             logger.withLabel("homeport.push").notice(
                 configuration.push.topic == nil
-                    ? "pushes are off: no APNs key configured (registrations, the catalogue and the in-app stream work)"
-                    : "pushes are queued but not sent by this process: no APNs key configured")
+                    ? "pushes are off: no APNs key or push gateway configured (registrations, the catalogue and the in-app stream work)"
+                    : "pushes are queued but not sent by this process: no APNs key or push gateway configured")
         }
         self.services = ProductServices(
             database: database, notifications: push, identity: identity, clock: clock,

@@ -312,6 +312,63 @@ public enum HomeportSchema {
                 "CREATE INDEX IF NOT EXISTS session_factors_pending ON session_factors (pending_user_id)",
             ]
         },
+        // Device changes a push gateway has not heard of yet (`PushGatewaySync`): the triggers
+        // record every insert, update and delete of `push_devices`, while a serving process says
+        // it sends through a gateway.
+        Migration(version: 11, name: "push_gateway_changes") { dialect in
+            let table = """
+                CREATE TABLE IF NOT EXISTS push_gateway_changes (
+                    token TEXT PRIMARY KEY,
+                    environment TEXT NOT NULL,
+                    registered INTEGER NOT NULL,
+                    version BIGINT NOT NULL
+                )
+                """
+            let gatewayOn = "EXISTS (SELECT 1 FROM serving_settings WHERE name = 'push-gateway')"
+            func upsert(_ row: String, _ registered: Int) -> String {
+                """
+                INSERT INTO push_gateway_changes (token, environment, registered, version)
+                VALUES (\(row).token, \(row).environment, \(registered), 1)
+                ON CONFLICT (token) DO UPDATE SET environment = excluded.environment, registered = \(registered),
+                    version = push_gateway_changes.version + 1;
+                """
+            }
+            guard dialect == .postgres else {
+                return [table]
+                    + [("insert", "INSERT", "NEW", 1), ("update", "UPDATE", "NEW", 1), ("delete", "DELETE", "OLD", 0)]
+                    .map { name, event, row, registered in
+                        """
+                        CREATE TRIGGER IF NOT EXISTS push_devices_gateway_\(name) AFTER \(event) ON push_devices
+                        WHEN \(gatewayOn)
+                        BEGIN
+                        \(upsert(row, registered))
+                        END
+                        """
+                    }
+            }
+            return [
+                table,
+                """
+                CREATE OR REPLACE FUNCTION push_devices_gateway_change() RETURNS trigger LANGUAGE plpgsql AS $body$
+                BEGIN
+                    IF \(gatewayOn) THEN
+                        IF TG_OP = 'DELETE' THEN
+                            \(upsert("OLD", 0))
+                        ELSE
+                            \(upsert("NEW", 1))
+                        END IF;
+                    END IF;
+                    RETURN NULL;
+                END
+                $body$
+                """,
+                "DROP TRIGGER IF EXISTS push_devices_gateway ON push_devices",
+                """
+                CREATE TRIGGER push_devices_gateway AFTER INSERT OR UPDATE OR DELETE ON push_devices
+                FOR EACH ROW EXECUTE FUNCTION push_devices_gateway_change()
+                """,
+            ]
+        },
     ]
 
     /// A migrator over ``migrations``.

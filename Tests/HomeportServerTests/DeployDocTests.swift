@@ -55,7 +55,7 @@ struct DeployDocTests {
         #expect(
             Set(kinds) == [
                 "systemd ", "nginx ", "caddy ", "nginx forward-auth", "caddy forward-auth", "yaml traefik",
-                "sh backup", "sh restore", "sh clone", "sh postgres",
+                "sh backup", "sh restore", "sh clone", "sh postgres", "sh gateway-serve", "sh gateway",
             ],
             "\(kinds)")
     }
@@ -399,6 +399,46 @@ struct DeployDocTests {
             headers: [("Content-Type", "application/json"), ("X-Session-Token", pending)],
             body: Data(#"{"code": "\#(code)"}"#.utf8)
         ).status
+    }
+
+    @Test("the push gateway's command serves HTTPS with the page's flags, and its enrolment prints a credential")
+    func pushGateway() throws {
+        let standIn = try APNsStandIn()
+        let certificates = try TestCertificates()
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // In this order: the key's path before its id.
+        let replacements = [
+            ("0.0.0.0:8443", "127.0.0.1:0"), ("127.0.0.1:9101", "127.0.0.1:0"),
+            ("/etc/homeport-gateway/tls.pem", certificates.certificateFile),
+            ("/etc/homeport-gateway/tls.key", certificates.keyFile), ("/var/lib/homeport-gateway", directory.path),
+            ("/etc/homeport-gateway/AuthKey_ABC123DEFG.p8", standIn.keyFile), ("ABC123DEFG", APNsStandIn.keyID),
+            ("DEF123GHIJ", APNsStandIn.teamID), ("net.example.books", APNsStandIn.topic),
+        ]
+        var command = try block("sh", "gateway-serve").replacingOccurrences(of: "\\\n", with: " ")
+        for (from, to) in replacements { command = command.replacingOccurrences(of: from, with: to) }
+        let words = command.split(whereSeparator: \.isWhitespace).map(String.init)
+        #expect(Array(words.prefix(3)) == ["homeport-server", "gateway", "serve"])
+        let gateway = try ServerProcess(command: ["gateway", "serve"], serve: Array(words.dropFirst(3)))
+        #expect(gateway.banner.contains("homeport-server gateway listening on https://127.0.0.1:"), "\(gateway.banner)")
+        #expect(gateway.stop() == 0)
+
+        let enrol = try block("sh", "gateway").replacingOccurrences(
+            of: "/var/lib/homeport-gateway", with: directory.path)
+        let instance = UUID().uuidString.lowercased()
+        let run = try ServerProcess.runProgram(
+            "/bin/bash", ["-euo", "pipefail", "-c", "cd '\(directory.path)' && " + enrol],
+            environment: [
+                "INSTANCE_ID": instance,
+                "PATH": (ServerProcess.binary as NSString).deletingLastPathComponent + ":/usr/bin:/bin",
+            ])
+        #expect(run.status == 0, "\(run.error)")
+        let credential = try String(contentsOfFile: directory.file("ada-home.credential"), encoding: .utf8)
+        #expect(credential.trimmingCharacters(in: .whitespacesAndNewlines).count >= 40)
+        let list = try ServerProcess.run([
+            "gateway", "servers", "list", "--database", "sqlite:" + directory.file("gateway.sqlite"),
+        ])
+        #expect(list.output.contains("ada-home  \(instance)"))
     }
 
     @Test("the PostgreSQL set-up creates a database the server migrates")

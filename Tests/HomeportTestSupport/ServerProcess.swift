@@ -27,16 +27,17 @@ public final class ServerProcess: @unchecked Sendable {
     /// until it prints its listen line.
     ///
     /// `--listen 127.0.0.1:0` is added unless `arguments` has `--listen`. A `launcher` (a command
-    /// that runs the server, such as `timeout`) goes first.
+    /// that runs the server, such as `timeout`) goes first; `command` is the command that serves
+    /// (`gateway serve` for a push gateway).
     public init(
-        binary: String = ServerProcess.binary, serve arguments: [String], environment: [String: String] = [:],
-        launcher: [String] = [], startTimeout: Double = 30
+        binary: String = ServerProcess.binary, command serving: [String] = ["serve"], serve arguments: [String],
+        environment: [String: String] = [:], launcher: [String] = [], startTimeout: Double = 30
     ) throws {
         var arguments = arguments
         if !arguments.contains("--listen") { arguments += ["--listen", "127.0.0.1:0"] }
         errorLog = NSTemporaryDirectory() + "homeport-server-\(UUID().uuidString).log"
         _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
-        let command = launcher + [binary, "serve"] + arguments
+        let command = launcher + [binary] + serving + arguments
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }

@@ -20,7 +20,7 @@ enum PushCommand {
             PushOptions.catalogue, PushOptions.pushKey, PushOptions.topic, PushOptions.devicesPerAccount,
         ],
         discussion: """
-            The push is queued in the database; a running 'serve' with an APNs key sends it within a second.
+            The push is queued in the database; a running 'serve' with an APNs key or a push gateway sends it within a second.
             Options not given take what the last 'serve' on this database recorded as it started (its topic,
             payload key, catalogue and device cap), so the notification is the one the server would make; when
             no 'serve' has recorded them and no --apns-topic is given, it refuses rather than guess.

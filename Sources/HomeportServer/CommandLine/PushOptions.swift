@@ -22,9 +22,8 @@ enum PushOptions {
             "Devices one account keeps registered; one more removes its least recently registered. A notification goes to at most this many.",
         environment: "HOMEPORT_MAX_DEVICES_PER_ACCOUNT", default: "20")
 
-    /// The options of `serve` (the sender's too).
-    static let all: [CommandSpec.Option] = [
-        catalogue, pushKey, topic, devicesPerAccount,
+    /// The APNs key options, which `serve` and `gateway serve` share.
+    static let apnsKey: [CommandSpec.Option] = [
         .value(
             "apns-key-file", "FILE", help: "The APNs auth key (.p8) of the developer account; read once, never logged.",
             environment: "HOMEPORT_APNS_KEY_FILE"),
@@ -39,6 +38,25 @@ enum PushOptions {
             "apns-ca-file", "FILE", help: "A CA to trust besides the system's (a test or mirror endpoint).",
             environment: "HOMEPORT_APNS_CA_FILE"),
     ]
+
+    /// The push gateway options of `serve`.
+    static let gateway: [CommandSpec.Option] = [
+        .value(
+            "push-gateway", "URL",
+            help:
+                "Send pushes through this push gateway (homeport-server gateway serve) instead of APNs: https://, or http:// on loopback.",
+            environment: "HOMEPORT_PUSH_GATEWAY"),
+        .value(
+            "push-gateway-credential-file", "FILE",
+            help: "The credential the gateway's operator issued for this installation; read once, never logged.",
+            environment: "HOMEPORT_PUSH_GATEWAY_CREDENTIAL_FILE"),
+        .value(
+            "push-gateway-ca-file", "FILE", help: "A CA to trust for the gateway besides the system's.",
+            environment: "HOMEPORT_PUSH_GATEWAY_CA_FILE"),
+    ]
+
+    /// The options of `serve` (the sender's too).
+    static let all: [CommandSpec.Option] = [catalogue, pushKey, topic, devicesPerAccount] + apnsKey + gateway
 
     /// The settings the command line asks for. `sender` reads the APNs key options too (`serve`).
     static func settings(
@@ -67,12 +85,59 @@ enum PushOptions {
         if let count = try ServerCLI.integer("max-devices-per-account", parsed, spec, environment, range: 1...100_000) {
             settings.maxDevicesPerAccount = count
         }
-        if sender { settings.apns = try apns(parsed, spec, environment, topic: settings.topic) }
+        if sender {
+            settings.apns = try apns(parsed, spec, environment, topic: settings.topic)
+            settings.gateway = try gateway(parsed, spec, environment, topic: settings.topic)
+            if settings.apns != nil && settings.gateway != nil {
+                throw UsageError(
+                    "--push-gateway sends pushes through the gateway, which holds the APNs key: give it or --apns-key-file, not both"
+                )
+            }
+        }
         return settings
     }
 
+    /// The push gateway settings: the URL and the credential file (and the topic), or none.
+    private static func gateway(
+        _ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String], topic: String?
+    ) throws -> PushGatewaySettings? {
+        let url = parsed.value("push-gateway", spec: spec, environment: environment)
+        let file = parsed.value("push-gateway-credential-file", spec: spec, environment: environment)
+        let ca = parsed.value("push-gateway-ca-file", spec: spec, environment: environment)
+        guard let url else {
+            if file != nil || ca != nil {
+                throw UsageError("--push-gateway-credential-file and --push-gateway-ca-file need --push-gateway")
+            }
+            return nil
+        }
+        guard PushGatewaySettings.isAllowedURL(url) else {
+            throw UsageError(
+                "--push-gateway must be an https:// URL (or http:// on a loopback address), not '\(url.prefix(200))'")
+        }
+        guard let file else { throw UsageError("--push-gateway needs --push-gateway-credential-file") }
+        guard topic != nil else {
+            throw UsageError("--push-gateway needs --apns-topic, the app's bundle id the gateway serves")
+        }
+        let credential: String
+        do {
+            credential = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(
+                in: .whitespacesAndNewlines)
+        } catch {
+            throw UsageError("cannot read the push gateway credential file \(file): \(error.localizedDescription)")
+        }
+        guard !credential.isEmpty, !credential.contains(where: { $0.isWhitespace || $0.isNewline }) else {
+            throw UsageError("the push gateway credential file \(file) does not hold one credential")
+        }
+        if let ca {
+            guard FileManager.default.isReadableFile(atPath: ca) else {
+                throw UsageError("cannot read the CA file \(ca)")
+            }
+        }
+        return PushGatewaySettings(url: url, credential: credential, caFile: ca)
+    }
+
     /// The APNs key settings: all of key file, key id, team id and topic, or none.
-    private static func apns(
+    static func apns(
         _ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String], topic: String?
     ) throws -> APNsSettings? {
         let file = parsed.value("apns-key-file", spec: spec, environment: environment)

@@ -75,6 +75,8 @@ enum ServerCLI {
           push send         Notify an account (in-app stream and pushes).
           push devices      List the devices registered for pushes.
           product-keys      Make, list or revoke keys of the product API (serve --product-listen).
+          gateway serve     Run a push gateway that holds the app's APNs key for servers run by others.
+          gateway servers   Enroll, list or revoke the servers that push through a gateway.
 
         Run 'homeport-server COMMAND --help' for a command's options.
         Exit codes: 0 success, 1 failure, 2 bad command line, 3 refused without confirmation.
@@ -107,6 +109,8 @@ enum ServerCLI {
                 return try PushCommand.run(rest, environment: environment)
             case "product-keys":
                 return try ProductKeysCommand.run(rest, environment: environment)
+            case "gateway":
+                return try GatewayCommand.run(rest, environment: environment)
             default:
                 throw UsageError("unknown command '\(command)'; run 'homeport-server --help'")
             }

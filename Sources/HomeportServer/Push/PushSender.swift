@@ -7,20 +7,19 @@ import HomeportStorage
 import HomeportWire
 import Synchronization
 
-/// Delivers the outbox to APNs on a thread of its own: claims due rows (every replica's sender
-/// claims its own, never the same), sends them as one batch of HTTP/2 streams, and records each
-/// outcome, in one transaction per batch.
+/// Delivers the outbox on a thread of its own: claims due rows (every replica's sender claims its
+/// own, never the same), hands them as one batch to its transport (APNs itself, as HTTP/2
+/// streams, or a push gateway), and records each outcome, in one transaction per batch.
 ///
 /// Outcomes: delivered rows are deleted; `410 Unregistered` deletes the registration unless it
 /// was registered again after Apple's timestamp; `BadDeviceToken` and `DeviceTokenNotForTopic`
-/// delete it; `ExpiredProviderToken` gets a fresh provider token once and the batch's rejected
-/// pushes are sent again at once; no answer, 429 and 5xx are tried again later, with exponential
+/// delete it; a gateway that does not know the device from this server gets it registered again
+/// and the push is tried again later; no answer, 429 and 5xx are tried again later, with exponential
 /// backoff and jitter, up to the attempt limit; any other reason is not retried. Every outcome is
 /// logged by its `apns-id`, never with the device token, the key or the payload.
 final class PushSender: @unchecked Sendable {
     private let database: any Database
-    private let client: APNsClient
-    private let tokens: ProviderTokenSource
+    private let transport: any PushTransport
     private let maximumAttempts: Int
     private let clock: any WallClock
     private let logger: Logger
@@ -31,18 +30,15 @@ final class PushSender: @unchecked Sendable {
     private let wakeUp = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
     private let running = Atomic<Bool>(false)
-    /// One pass at a time: the APNs client is not to be shared between threads.
+    /// One pass at a time.
     private let pass = NSLock()
 
     init(
-        database: any Database, settings: APNsSettings, maximumAttempts: Int, clock: any WallClock, logger: Logger,
-        batchSize: Int = 500, lease: Int64 = 60
+        database: any Database, transport: any PushTransport, maximumAttempts: Int, clock: any WallClock,
+        logger: Logger, batchSize: Int = 500, lease: Int64 = 60
     ) throws {
         self.database = database
-        self.client = APNsClient(configuration: settings.client)
-        self.tokens = try ProviderTokenSource(
-            database: database, key: try ES256Key(pem: settings.keyPEM), keyID: settings.keyID, teamID: settings.teamID,
-            clock: clock)
+        self.transport = transport
         self.maximumAttempts = maximumAttempts
         self.clock = clock
         self.logger = logger.withLabel("homeport.push")
@@ -96,25 +92,14 @@ final class PushSender: @unchecked Sendable {
         let items = try database.transaction {
             try PushOutbox($0).claim(claimant, limit: batchSize, now: now, lease: lease, dialect: database.dialect)
         }
-        guard !items.isEmpty else { return 0 }
-        var token = try tokens.current()
-        var responses = client.send(items.map(Self.request), authorization: token.jwt)
-        let rejected = responses.indices.filter { responses[$0].outcome == .providerTokenRejected }
-        if !rejected.isEmpty, let fresh = try tokens.refresh(after: token) {
-            logger.notice("APNs refused the provider token; sending again with a new one")
-            token = fresh
-            let again = client.send(rejected.map { Self.request(items[$0]) }, authorization: token.jwt)
-            for (index, response) in zip(rejected, again) { responses[index] = response }
+        guard !items.isEmpty else {
+            try transport.idle()
+            return 0
         }
+        // A transport that throws sent nothing: the rows wait out their lease and go again.
+        let responses = try transport.deliver(items)
         try record(items, responses, now: clock.unixSeconds)
         return items.count
-    }
-
-    private static func request(_ item: OutboxItem) -> APNsRequest {
-        APNsRequest(
-            apnsID: item.apnsID, deviceToken: item.deviceToken, topic: item.topic, payload: Data(item.payload.utf8),
-            priority: item.priority, expiration: item.expiration, collapseID: item.collapseID,
-            sandbox: item.environment == .sandbox)
     }
 
     private func record(_ items: [OutboxItem], _ responses: [APNsResponse], now: Int64) throws {
@@ -125,6 +110,19 @@ final class PushSender: @unchecked Sendable {
             let devices = PushDeviceStore(db)
             for (item, response) in zip(items, responses) {
                 let detail = response.reason ?? response.transportError ?? "status \(response.status)"
+                if response.status == 403, response.reason == PushGatewayReason.unknownDevice {
+                    // The gateway lost this server's registration (or never had it): register the
+                    // device again, if it is still registered here, and try again later.
+                    let attempts = item.attempts + 1
+                    if try PushGatewaySync(db).requeue(token: item.deviceToken), attempts < maximumAttempts {
+                        try outbox.retry(item.id, attempts: attempts, at: now + Self.backoff(attempts), error: detail)
+                        log("the push gateway does not know the device; registered again", item, response)
+                    } else {
+                        done.append(item.id)
+                        log("the push gateway does not know the device; push dropped", item, response)
+                    }
+                    continue
+                }
                 switch response.outcome {
                 case .delivered:
                     delivered += 1

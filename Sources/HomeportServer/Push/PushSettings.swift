@@ -10,8 +10,12 @@ public struct PushSettings: Sendable {
     /// The app's bundle id (`apns-topic`): with it, notifications queue pushes; without it pushes are
     /// off (registrations, the log and the in-app stream still work).
     public var topic: String?
-    /// How this process sends the queued pushes to APNs; `nil` leaves them to another process.
+    /// How this process sends the queued pushes to APNs; `nil` leaves them to another process
+    /// (or to ``gateway``).
     public var apns: APNsSettings?
+    /// The push gateway this process sends the queued pushes to instead of APNs (the app's
+    /// developer holds the APNs key); `nil` for none.
+    public var gateway: PushGatewaySettings?
     /// How long the in-app notification log keeps a notification, in seconds.
     public var logRetention: Int64
     /// Attempts at one push before it is given up.
@@ -76,6 +80,43 @@ public struct APNsSettings: Sendable {
         self.client = client
     }
 
+}
+
+/// How to reach a push gateway (`homeport-server gateway serve`), and as whom.
+public struct PushGatewaySettings: Sendable {
+    /// The gateway's base URL: `https://…`, or `http://` on a loopback address.
+    public var url: String
+    /// The credential its operator issued for this installation; never logged.
+    public var credential: String
+    /// A CA file trusted besides the system's (a gateway with a private CA).
+    public var caFile: String?
+    /// Longest wait for one exchange with the gateway, in seconds.
+    public var timeoutSeconds: Int
+
+    /// Creates settings.
+    public init(url: String, credential: String, caFile: String? = nil, timeoutSeconds: Int = 30) {
+        self.url = url
+        self.credential = credential
+        self.caFile = caFile
+        self.timeoutSeconds = timeoutSeconds
+    }
+
+    /// Whether `url` may name a gateway: `https://` with a host, or `http://` on a loopback
+    /// address (`127.0.0.0/8`, `[::1]`, `localhost`), where nothing crosses a network in clear.
+    public static func isAllowedURL(_ url: String) -> Bool {
+        guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty,
+            components.query == nil, components.fragment == nil, components.user == nil
+        else { return false }
+        switch components.scheme?.lowercased() {
+        case "https": return true
+        case "http":
+            let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+            if bare == "::1" || bare.lowercased() == "localhost" { return true }
+            let parts = bare.split(separator: ".", omittingEmptySubsequences: false)
+            return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+        default: return false
+        }
+    }
 }
 
 extension PushSettings {

@@ -1,0 +1,335 @@
+import Dispatch
+import Foundation
+import HomeportCommandLine
+import HomeportCrypto
+import HomeportHTTP
+import HomeportLogging
+import HomeportStorage
+import HomeportWire
+
+/// `homeport-server gateway serve|servers`: a push gateway that holds the app developer's APNs
+/// key for servers run by other people, and the enrollment of those servers.
+enum GatewayCommand {
+    static let databaseOption = CommandSpec.Option.value(
+        "database", "URL", help: "The gateway's database: sqlite:PATH or postgres://USER@HOST:PORT/DB.",
+        environment: "HOMEPORT_GATEWAY_DATABASE", default: "sqlite:$HOMEPORT_DATA_DIR/gateway.sqlite")
+
+    static let serveSpec = CommandSpec(
+        name: "homeport-server gateway serve",
+        summary:
+            "Run a push gateway: servers enrolled with 'gateway servers add' send their pushes here, and it sends them to APNs with the app's key.",
+        options: [
+            .value(
+                "listen", "HOST:PORT", help: "Address to listen on; port 0 picks a free port.",
+                environment: "HOMEPORT_GATEWAY_LISTEN", default: "127.0.0.1:8090"),
+            databaseOption,
+            PushOptions.topic, PushOptions.pushKey,
+        ] + PushOptions.apnsKey + [
+            .value(
+                "pushes-per-minute", "N", help: "Pushes one enrolled server may send a minute, over every replica.",
+                environment: "HOMEPORT_GATEWAY_PUSHES_PER_MINUTE", default: "60000"),
+            .value(
+                "senders", "N", help: "Batches sent to APNs at once (each on its own HTTP/2 connection).",
+                environment: "HOMEPORT_GATEWAY_SENDERS", default: "4"),
+            .value(
+                "workers", "N", help: "Worker threads.", environment: "HOMEPORT_WORKERS", default: "the number of cores"
+            ),
+            .value(
+                "tls-cert", "FILE", help: "Serve HTTPS with this certificate chain (PEM).",
+                environment: "HOMEPORT_TLS_CERT"),
+            .value("tls-key", "FILE", help: "The certificate's private key (PEM).", environment: "HOMEPORT_TLS_KEY"),
+            .value(
+                "metrics-listen", "HOST:PORT", help: "Serve /metrics (per-server counters) on this address.",
+                environment: "HOMEPORT_METRICS_LISTEN"),
+            .value(
+                "log-level", "LEVEL", help: "debug, info, notice, warning or error.",
+                environment: "HOMEPORT_LOG_LEVEL", default: "info"),
+        ],
+        discussion: """
+            Servers reach it with 'homeport-server serve --push-gateway URL --push-gateway-credential-file FILE'.
+            Serve it over HTTPS (--tls-cert, or a proxy that terminates TLS): credentials and payloads cross it.
+            Replicas share one PostgreSQL database: a revocation holds on every one at once.
+
+            Example:
+              homeport-server gateway serve --listen 0.0.0.0:8443 --tls-cert gw.pem --tls-key gw.key \\
+                --apns-key-file AuthKey_ABC123DEFG.p8 --apns-key-id ABC123DEFG --apns-team-id DEF123GHIJ \\
+                --apns-topic net.example.books
+            """)
+
+    static func serversSpec(_ action: String) -> CommandSpec {
+        switch action {
+        case "add":
+            CommandSpec(
+                name: "homeport-server gateway servers add",
+                summary:
+                    "Enroll a server: its credential is printed once, bound to its installation id, and stored only as its SHA-256.",
+                options: [
+                    .value(
+                        "instance-id", "UUID",
+                        help:
+                            "The server's installation id (homeport-server identity show, or its /api/v1/server-identity)."
+                    ),
+                    .value("name", "NAME", help: "A name for the server: 1–64 of a-z 0-9 . _ -."),
+                    databaseOption,
+                ])
+        case "revoke":
+            CommandSpec(
+                name: "homeport-server gateway servers revoke",
+                summary: "Revoke a server: its pushes are refused at once on every gateway replica; the others go on.",
+                arguments: [.init("NAME", help: "The server's name.")], options: [databaseOption])
+        default:
+            CommandSpec(
+                name: "homeport-server gateway servers list",
+                summary: "List enrolled servers and what each sent (never the credentials).",
+                options: [
+                    databaseOption,
+                    .flag(
+                        "json",
+                        help:
+                            "Print a JSON array of {name, instanceId, createdAt, revokedAt, devices, delivered, refused, failed, lastPushAt}."
+                    ),
+                ])
+        }
+    }
+
+    static let overview = """
+        Usage: homeport-server gateway serve [options]
+               homeport-server gateway servers add|list|revoke [options]
+
+        A push gateway holds the app developer's APNs key for Homeport servers run by other people.
+        Each server is enrolled with a credential bound to its installation id: it may push only as
+        that installation (the payload's s), only to devices it registered, at its own rate, and a
+        revocation cuts it off alone.
+        """
+
+    static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        switch arguments.first {
+        case "serve": return try serve(Array(arguments.dropFirst()), environment: environment)
+        case "servers": return try servers(Array(arguments.dropFirst()), environment: environment)
+        case nil, "-h", "--help", "help":
+            ServerCLI.line(overview)
+            return arguments.isEmpty ? .usage : .success
+        case let other?: throw UsageError("unknown gateway command '\(other)'; use serve or servers")
+        }
+    }
+
+    static func database(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String]) throws
+        -> DatabaseURL
+    {
+        guard let text = parsed.value("database", spec: spec, environment: environment) else {
+            let directory = ServerDefaults.dataDirectory(environment: environment)
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            return .sqlite(path: directory + "/gateway.sqlite")
+        }
+        do {
+            return try DatabaseURL(parsing: text)
+        } catch let error as StorageError {
+            throw UsageError(error.description)
+        }
+    }
+
+    static func servers(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let action = arguments.first, !action.hasPrefix("-") else {
+            if arguments.contains("--help") || arguments.contains("-h") {
+                ServerCLI.line(overview)
+                return .success
+            }
+            throw UsageError("gateway servers needs an action: add, list or revoke")
+        }
+        guard ["add", "list", "revoke"].contains(action) else {
+            throw UsageError("unknown gateway servers action '\(action)'; use add, list or revoke")
+        }
+        let spec = serversSpec(action)
+        guard let parsed = try ServerCLI.parse(spec, Array(arguments.dropFirst())) else { return .success }
+        var instance: String?
+        var name: String?
+        if action == "add" {
+            guard let text = parsed.value("instance-id", spec: spec, environment: [:]),
+                let uuid = UUID(uuidString: text)
+            else { throw UsageError("gateway servers add needs --instance-id UUID, the server's installation id") }
+            guard let given = parsed.value("name", spec: spec, environment: [:]) else {
+                throw UsageError("gateway servers add needs --name NAME")
+            }
+            guard isName(given) else { throw UsageError("a server's name is 1–64 of a-z 0-9 . _ -, not '\(given)'") }
+            instance = uuid.uuidString.lowercased()
+            name = given
+        }
+        let database = try self.database(parsed, spec, environment).open()
+        defer { database.close() }
+        try GatewaySchema.migrator.migrate(database)
+        let store = GatewayServerStore(database)
+        let now = Int64(Date().timeIntervalSince1970)
+        switch action {
+        case "add":
+            guard let instance, let name else { return .usage }
+            let credential = try SecretToken.generate()
+            guard
+                try store.add(
+                    name: name, instanceID: instance, credentialHash: SecretToken.storedForm(of: credential), now: now)
+                    != nil
+            else {
+                ServerCLI.error(
+                    "homeport-server: a server named '\(name)' is enrolled (revoked servers keep their name)")
+                return .failure
+            }
+            ServerCLI.line(credential)
+            ServerCLI.error(
+                "homeport-server: server '\(name)' enrolled as \(instance); its credential is not shown again: "
+                    + "put it in the file its --push-gateway-credential-file names")
+        case "revoke":
+            let name = parsed.positionals[0]
+            guard try store.revoke(name: name, now: now) else {
+                ServerCLI.error("homeport-server: no enrolled server that may push is named '\(name)'")
+                return .failure
+            }
+            ServerCLI.line("\(name): revoked")
+        default:
+            try list(store.all(), devices: GatewayDeviceStore(database), json: parsed.flag("json"))
+        }
+        return .success
+    }
+
+    private static func list(_ servers: [GatewayServer], devices: GatewayDeviceStore, json: Bool) throws {
+        let formatter = ISO8601DateFormatter()
+        let date = { (seconds: Int64) in formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds))) }
+        if json {
+            let objects: [[String: Any]] = try servers.map {
+                [
+                    "name": $0.name, "instanceId": $0.instanceID, "createdAt": date($0.createdAt),
+                    "revokedAt": $0.revokedAt.map(date) ?? NSNull(), "devices": try devices.count(server: $0.id),
+                    "delivered": $0.delivered, "refused": $0.refused, "failed": $0.failed,
+                    "lastPushAt": $0.lastPushAt.map(date) ?? NSNull(),
+                ]
+            }
+            let data = try JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys])
+            ServerCLI.line(String(decoding: data, as: UTF8.self))
+        } else if servers.isEmpty {
+            ServerCLI.line("no servers enrolled yet")
+        } else {
+            for server in servers {
+                ServerCLI.line(
+                    "\(server.name)  \(server.instanceID)  devices \(try devices.count(server: server.id))  "
+                        + "delivered \(server.delivered)  refused \(server.refused)  failed \(server.failed)"
+                        + (server.revokedAt.map { "  revoked \(date($0))" } ?? ""))
+            }
+        }
+    }
+
+    static func isName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count)
+            && name.utf8.allSatisfy {
+                (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || [0x2E, 0x5F, 0x2D].contains($0)
+            }
+    }
+
+    static func serve(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        let spec = serveSpec
+        guard let parsed = try ServerCLI.parse(spec, arguments) else { return .success }
+        let configuration = try configuration(parsed, spec, environment)
+        var level = Logger.Level.info
+        if let text = parsed.value("log-level", spec: spec, environment: environment) {
+            guard let parsedLevel = Logger.Level(name: text) else {
+                throw UsageError("--log-level must be debug, info, notice, warning or error, not '\(text)'")
+            }
+            level = parsedLevel
+        }
+        let logger = Logger(label: "homeport.gateway", minimumLevel: level)
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let stop = DispatchSemaphore(value: 0)
+        let sources = [SIGINT, SIGTERM].map { number in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { stop.signal() }
+            source.resume()
+            return source
+        }
+        let gateway = try PushGateway(configuration: configuration, logger: logger)
+        let port = try gateway.start()
+        let shown = ListenAddress(host: configuration.http.host, port: port)
+        ServerCLI.line(
+            "homeport-server gateway listening on \(configuration.http.tls == nil ? "http" : "https")://\(shown) "
+                + "(topic \(configuration.topic), database \(configuration.database))")
+        if let metricsPort = gateway.metricsPort, let address = configuration.metricsListen {
+            logger.notice(
+                "serving /metrics",
+                metadata: ["address": ListenAddress(host: address.host, port: metricsPort).description]
+            )
+        }
+        if configuration.http.tls == nil && !ServeCommand.isLoopback(configuration.http.host) {
+            logger.warning(
+                "serving plain HTTP on a non-loopback address: credentials and payloads cross the network in clear; use --tls-cert and --tls-key, or a proxy that terminates TLS"
+            )
+        }
+        stop.wait()
+        logger.notice("shutting down: no new connections, finishing requests in flight")
+        gateway.shutdown()
+        withExtendedLifetime(sources) {}
+        return .success
+    }
+
+    static func configuration(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String]) throws
+        -> PushGatewayConfiguration
+    {
+        guard let topic = parsed.value("apns-topic", spec: spec, environment: environment) else {
+            throw UsageError("gateway serve needs --apns-topic, the app's bundle id")
+        }
+        guard PushOptions.isBundleID(topic) else {
+            throw UsageError("--apns-topic must be the app's bundle id, such as net.example.books, not '\(topic)'")
+        }
+        guard let apns = try PushOptions.apns(parsed, spec, environment, topic: topic) else {
+            throw UsageError("gateway serve needs the APNs key: --apns-key-file, --apns-key-id and --apns-team-id")
+        }
+        var http = HTTPServerConfiguration(host: "127.0.0.1", port: 8090)
+        // A batch of 1000 pushes of up to 4 KiB each, with its JSON.
+        http.maxBodyBytes = 8 << 20
+        http.maxBufferedBodyBytes = 256 << 20
+        http.poolThreads = 4
+        http.poolQueueLimit = 256
+        if let text = parsed.value("listen", spec: spec, environment: environment) {
+            do {
+                let address = try ListenAddress(parsing: text)
+                (http.host, http.port) = (address.host, address.port)
+            } catch {
+                throw UsageError(String(describing: error))
+            }
+        }
+        if let workers = try ServerCLI.integer("workers", parsed, spec, environment, range: 1...256) {
+            http.workerThreads = workers
+        }
+        if let senders = try ServerCLI.integer("senders", parsed, spec, environment, range: 1...64) {
+            http.poolThreads = senders
+        }
+        let certificate = parsed.value("tls-cert", spec: spec, environment: environment)
+        let key = parsed.value("tls-key", spec: spec, environment: environment)
+        switch (certificate, key) {
+        case (nil, nil): break
+        case (let certificate?, let key?):
+            do {
+                http.tls = try TLSCredentials(certificateFile: certificate, keyFile: key)
+            } catch {
+                throw UsageError("--tls-cert/--tls-key: \(error)")
+            }
+        default: throw UsageError("--tls-cert and --tls-key go together: give both, or neither")
+        }
+        var configuration = PushGatewayConfiguration(
+            http: http, database: try database(parsed, spec, environment), apns: apns, topic: topic)
+        if let appDataKey = parsed.value("push-key", spec: spec, environment: environment) {
+            guard PushSettings.validateAppDataKey(appDataKey) else {
+                throw UsageError(
+                    "--push-key must be 1–32 letters, digits, '_' or '-' (and not 'aps'), not '\(appDataKey)'")
+            }
+            configuration.appDataKey = appDataKey
+        }
+        if let rate = try ServerCLI.integer("pushes-per-minute", parsed, spec, environment, range: 1...100_000_000) {
+            configuration.pushesPerMinute = rate
+        }
+        if let text = parsed.value("metrics-listen", spec: spec, environment: environment) {
+            do {
+                configuration.metricsListen = try ListenAddress(parsing: text)
+            } catch {
+                throw UsageError("--metrics-listen: \(error)")
+            }
+        }
+        return configuration
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import HomeportAPNs
+import HomeportCrypto
+import HomeportHTTP
+import HomeportLogging
+import HomeportStorage
+import HomeportWire
+
+/// The gateway's two routes. Each request names its server by the credential it carries, looked
+/// up (and, for pushes, charged to the server's rate) in one statement, so a revocation holds at
+/// once on every replica.
+struct GatewayHandlers: Sendable {
+    let database: any Database
+    let apns: APNsDelivery
+    let configuration: PushGatewayConfiguration
+    let clock: any WallClock
+    let logger: Logger
+    let counters: GatewayCounters
+
+    /// `POST /gateway/v1/pushes`: checks each push, sends those that pass to APNs in one batch,
+    /// and answers each push's outcome in order.
+    func pushes(_ request: HTTPRequest) throws -> HTTPResponse {
+        let credential = try Self.credential(request)
+        let batch = try ProductAPI.decode(GatewayPushBatch.self, request.body)
+        guard (1...GatewayPushBatch.maximumCount).contains(batch.pushes.count) else {
+            throw HTTPError.invalidField("pushes", "Send 1 to \(GatewayPushBatch.maximumCount) pushes.")
+        }
+        let now = clock.unixSeconds
+        guard
+            let (server, allowed) = try GatewayServerStore(database).authenticate(
+                credentialHash: credential, charging: batch.pushes.count, perMinute: configuration.pushesPerMinute,
+                now: now)
+        else { throw Self.refused }
+        let registered = try GatewayDeviceStore(database).registered(
+            server: server.id, among: batch.pushes.map(\.deviceToken))
+        var outcomes = [GatewayPushOutcome?](repeating: nil, count: batch.pushes.count)
+        var sending: [Int] = []
+        for (index, push) in batch.pushes.enumerated() {
+            if index >= allowed {
+                outcomes[index] = GatewayPushOutcome(status: 429, reason: PushGatewayReason.tooManyRequests)
+            } else if push.topic != configuration.topic {
+                outcomes[index] = GatewayPushOutcome(status: 400, reason: PushGatewayReason.topicDisallowed)
+            } else if let refusal = check(push.payload, from: server) {
+                outcomes[index] = refusal
+            } else if !registered.contains(push.deviceToken) {
+                outcomes[index] = GatewayPushOutcome(status: 403, reason: PushGatewayReason.unknownDevice)
+            } else {
+                sending.append(index)
+            }
+        }
+        let answers = try apns.send(
+            sending.map {
+                let push = batch.pushes[$0]
+                return APNsRequest(
+                    apnsID: push.apnsId, deviceToken: push.deviceToken, topic: push.topic,
+                    payload: Data(push.payload.utf8), priority: push.priority, expiration: push.expiration,
+                    collapseID: push.collapseId, sandbox: push.environment == .sandbox)
+            })
+        let devices = GatewayDeviceStore(database)
+        for (index, answer) in zip(sending, answers) {
+            outcomes[index] = GatewayPushOutcome(
+                status: answer.status, reason: answer.reason, timestamp: answer.timestamp)
+            // Apple's word on a device ends this server's registration of it (only this one's:
+            // another server learns it from its own push).
+            let token = batch.pushes[index].deviceToken
+            switch answer.outcome {
+            case .unregistered(let since):
+                try devices.remove(server: server.id, token: token, unlessUpdatedAfter: since ?? now)
+            case .badDevice: try devices.remove(server: server.id, token: token)
+            default: break
+            }
+        }
+        let results = outcomes.map { $0 ?? GatewayPushOutcome(status: 0) }
+        let delivered = results.filter { $0.status == 200 }.count
+        let failed = results.filter { $0.status == 0 }.count
+        let refused = results.count - delivered - failed
+        try GatewayServerStore(database).count(
+            server: server.id, delivered: delivered, refused: refused, failed: failed, now: clock.unixSeconds)
+        counters.add(server: server.name, delivered: delivered, refused: refused, failed: failed)
+        let reasons = Dictionary(grouping: results.compactMap(\.reason), by: { $0 }).mapValues(\.count)
+        logger.info(
+            "pushes forwarded",
+            metadata: [
+                "server": server.name, "delivered": String(delivered), "refused": String(refused),
+                "failed": String(failed),
+                "reasons": reasons.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","),
+            ])
+        return try HTTPResponse.json(GatewayPushResults(results: results))
+    }
+
+    /// Why the payload may not go out as `server`'s, or `nil` when it may: it must be one JSON
+    /// object, no key twice, whose app-data block's `s` is the server's installation id, and
+    /// whose `thread-id`, if any, is under it.
+    func check(_ payload: String, from server: GatewayServer) -> GatewayPushOutcome? {
+        let bytes = Array(payload.utf8)
+        guard bytes.count <= 64 << 10, StrictJSON.isValidWithoutRepeatedKeys(bytes),
+            let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any],
+            let appData = object[configuration.appDataKey] as? [String: Any]
+        else { return GatewayPushOutcome(status: 400, reason: PushGatewayReason.badPayload) }
+        let instance = server.instanceID.lowercased()
+        guard (appData["s"] as? String)?.lowercased() == instance else {
+            return GatewayPushOutcome(status: 403, reason: PushGatewayReason.senderMismatch)
+        }
+        if let aps = object["aps"] as? [String: Any], let thread = aps["thread-id"] {
+            guard let thread = thread as? String, thread.lowercased().hasPrefix(instance + ":") else {
+                return GatewayPushOutcome(status: 403, reason: PushGatewayReason.senderMismatch)
+            }
+        }
+        return nil
+    }
+
+    /// `POST /gateway/v1/devices`: records the server's registrations and removals.
+    func devices(_ request: HTTPRequest) throws -> HTTPResponse {
+        let credential = try Self.credential(request)
+        let changes = try ProductAPI.decode(GatewayDeviceChanges.self, request.body)
+        guard changes.register.count + changes.remove.count <= GatewayDeviceChanges.maximumCount else {
+            throw HTTPError.invalidField("register", "Send at most \(GatewayDeviceChanges.maximumCount) changes.")
+        }
+        for (index, device) in changes.register.enumerated()
+        where PushCenter.normalizedDeviceToken(device.token) != device.token {
+            throw HTTPError.invalidField("register[\(index)].token", "A device token is 16–200 lowercase hex digits.")
+        }
+        for (index, token) in changes.remove.enumerated() where PushCenter.normalizedDeviceToken(token) != token {
+            throw HTTPError.invalidField("remove[\(index)]", "A device token is 16–200 lowercase hex digits.")
+        }
+        let now = clock.unixSeconds
+        let server: GatewayServer = try database.transaction { db in
+            guard
+                let (server, _) = try GatewayServerStore(db).authenticate(
+                    credentialHash: credential, charging: 0, perMinute: configuration.pushesPerMinute, now: now)
+            else { throw Self.refused }
+            let devices = GatewayDeviceStore(db)
+            for device in changes.register {
+                try devices.register(
+                    server: server.id, token: device.token, environment: device.environment.rawValue, now: now)
+            }
+            for token in changes.remove { try devices.remove(server: server.id, token: token) }
+            return server
+        }
+        logger.info(
+            "devices changed",
+            metadata: [
+                "server": server.name, "registered": String(changes.register.count),
+                "removed": String(changes.remove.count),
+            ])
+        return try HTTPResponse.json(["registered": changes.register.count, "removed": changes.remove.count])
+    }
+
+    /// The digest of the credential the request carries once in `Authorization: Bearer`; 401
+    /// otherwise.
+    static func credential(_ request: HTTPRequest) throws -> String {
+        let values = request.headers.values("Authorization")
+        guard values.count == 1, let value = values.first, value.lowercased().hasPrefix("bearer ") else {
+            throw refused
+        }
+        let credential = value.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        guard !credential.isEmpty else { throw refused }
+        return SecretToken.storedForm(of: credential)
+    }
+
+    static let refused = HTTPError(
+        status: 401, code: APIErrorCode.notAuthenticated,
+        message: "Send this server's working gateway credential, once: Authorization: Bearer KEY.",
+        headers: ["WWW-Authenticate": "Bearer"])
+}

@@ -1,0 +1,58 @@
+import HomeportStorage
+
+/// The push gateway's schema, as the migrations of its own component (`push-gateway`), so a
+/// gateway's database never mixes with a server's. Append only.
+public enum GatewaySchema {
+    /// Every migration, oldest first.
+    public static let migrations: [Migration] = [
+        Migration(version: 1, name: "servers_devices") { dialect in
+            let id = dialect == .postgres ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
+            return [
+                // One enrolled server: its installation id, the credential's SHA-256, its rate
+                // window, and what it sent.
+                """
+                CREATE TABLE IF NOT EXISTS gateway_servers (
+                    id \(id),
+                    name TEXT NOT NULL UNIQUE,
+                    instance_id TEXT NOT NULL,
+                    credential_hash TEXT NOT NULL UNIQUE,
+                    created_at BIGINT NOT NULL,
+                    revoked_at BIGINT,
+                    window_start BIGINT NOT NULL DEFAULT 0,
+                    window_pushes BIGINT NOT NULL DEFAULT 0,
+                    delivered BIGINT NOT NULL DEFAULT 0,
+                    refused BIGINT NOT NULL DEFAULT 0,
+                    failed BIGINT NOT NULL DEFAULT 0,
+                    last_push_at BIGINT
+                )
+                """,
+                // The devices each server registered: a server pushes to these only.
+                """
+                CREATE TABLE IF NOT EXISTS gateway_devices (
+                    server_id BIGINT NOT NULL REFERENCES gateway_servers (id) ON DELETE CASCADE,
+                    token TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (server_id, token)
+                )
+                """,
+                // The provider token, shared by every gateway replica (ProviderTokenSource).
+                """
+                CREATE TABLE IF NOT EXISTS apns_provider_token (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    key_id TEXT NOT NULL,
+                    team_id TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    issued_at BIGINT NOT NULL
+                )
+                """,
+            ]
+        }
+    ]
+
+    /// The component's name.
+    public static let component = "push-gateway"
+
+    /// A migrator over ``migrations``.
+    public static var migrator: Migrator { Migrator(component: component, migrations: migrations) }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import HomeportHTTP
+import HomeportLogging
+import HomeportStorage
+import HomeportWire
+
+/// How a push gateway runs.
+public struct PushGatewayConfiguration: Sendable {
+    /// The listener (and its TLS, workers and limits).
+    public var http: HTTPServerConfiguration
+    /// The gateway's database: SQLite for one process, PostgreSQL for replicas.
+    public var database: DatabaseURL
+    /// The developer's APNs key, and Apple's hosts.
+    public var apns: APNsSettings
+    /// The app's bundle id: the only `apns-topic` the gateway sends to.
+    public var topic: String
+    /// The payload's app-data key, whose `s` must be the sender's installation id.
+    public var appDataKey: String
+    /// Pushes one enrolled server may send a minute, over every replica.
+    public var pushesPerMinute: Int
+    /// Where `/metrics` (per-server counters) is served; `nil` for nowhere.
+    public var metricsListen: ListenAddress?
+
+    /// Creates a configuration.
+    public init(
+        http: HTTPServerConfiguration, database: DatabaseURL, apns: APNsSettings, topic: String,
+        appDataKey: String = "homeport", pushesPerMinute: Int = 60_000, metricsListen: ListenAddress? = nil
+    ) {
+        self.http = http
+        self.database = database
+        self.apns = apns
+        self.topic = topic
+        self.appDataKey = appDataKey
+        self.pushesPerMinute = pushesPerMinute
+        self.metricsListen = metricsListen
+    }
+}
+
+/// A push gateway (`homeport-server gateway serve`): holds the app developer's APNs key for
+/// servers run by strangers, and knows each server by the installation id its operator enrolled
+/// it with (`gateway servers add`).
+///
+/// What it guarantees, on every replica (PostgreSQL) at once:
+/// - a push whose `s` (or `thread-id`) is not the sender's installation id is refused, so a
+///   phone can trust `s`;
+/// - a server pushes only to the devices it registered through the gateway, so its credential,
+///   leaked, reaches its own devices and nobody else's;
+/// - a revoked server is refused from its next request; the others go on;
+/// - each server is held to its own rate;
+/// - no payload text and no whole device token is logged.
+public final class PushGateway: Sendable {
+    /// The configuration it runs with.
+    public let configuration: PushGatewayConfiguration
+    /// Its database.
+    public let database: any Database
+    private let apns: APNsDelivery
+    private let logger: Logger
+    /// Per-server counters of this process, for `/metrics`.
+    let counters: GatewayCounters
+    private let server: HTTPServer
+    private let metricsServer: HTTPServer?
+
+    /// Opens and migrates the database and prepares the routes; nothing listens yet.
+    public init(configuration: PushGatewayConfiguration, logger: Logger, clock: any WallClock = SystemWallClock())
+        throws
+    {
+        self.configuration = configuration
+        self.logger = logger.withLabel("homeport.gateway")
+        var options = DatabaseOptions()
+        options.maximumConnections = configuration.http.workerThreads + configuration.http.poolThreads + 2
+        let database = try configuration.database.open(options: options)
+        let apns: APNsDelivery
+        do {
+            let applied = try GatewaySchema.migrator.migrate(database)
+            if !applied.isEmpty {
+                self.logger.notice(
+                    "applied migrations",
+                    metadata: [
+                        "component": GatewaySchema.component,
+                        "versions": applied.map(String.init).joined(separator: ","),
+                    ])
+            }
+            apns = try APNsDelivery(database: database, settings: configuration.apns, clock: clock, logger: self.logger)
+        } catch {
+            database.close()
+            throw error
+        }
+        self.database = database
+        self.apns = apns
+        let counters = GatewayCounters()
+        self.counters = counters
+        let handlers = GatewayHandlers(
+            database: database, apns: apns, configuration: configuration, clock: clock, logger: self.logger,
+            counters: counters)
+        var router = Router<EmptyRequestContext>()
+        router.get("/healthz") { _, _ in HTTPResponse(status: 200, body: Data("ok\n".utf8)) }
+        router.post(PushGatewayPath.pushes, placement: .pool) { request, _ in try handlers.pushes(request) }
+        router.post(PushGatewayPath.devices) { request, _ in try handlers.devices(request) }
+        let server = HTTPServer(configuration: configuration.http, responder: router, logger: logger)
+        self.server = server
+        if let address = configuration.metricsListen {
+            var http = HTTPServerConfiguration(host: address.host, port: address.port, workerThreads: 1)
+            http.poolThreads = 1
+            var metricsRouter = Router<EmptyRequestContext>()
+            metricsRouter.get("/metrics") { _, _ in
+                HTTPResponse(
+                    status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
+                    body: Data((server.metrics.render() + counters.render()).utf8))
+            }
+            metricsServer = HTTPServer(configuration: http, responder: metricsRouter, logger: logger)
+            server.metrics.enable()
+        } else {
+            metricsServer = nil
+        }
+    }
+
+    /// Starts listening; returns the bound port.
+    @discardableResult
+    public func start() throws -> Int {
+        try server.start()
+        do {
+            try metricsServer?.start()
+        } catch {
+            server.shutdown()
+            throw error
+        }
+        logger.notice(
+            "push gateway listening",
+            metadata: ["port": String(server.port), "topic": configuration.topic])
+        return server.port
+    }
+
+    /// The bound port (0 before ``start()``).
+    public var port: Int { server.port }
+
+    /// The bound port of `/metrics`, when it is served.
+    public var metricsPort: Int? { metricsServer?.port }
+
+    /// Stops: no new connections, requests in flight finish, the database closes.
+    public func shutdown() {
+        server.shutdown()
+        metricsServer?.shutdown()
+        database.close()
+    }
+}

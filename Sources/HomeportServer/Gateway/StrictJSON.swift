@@ -1,0 +1,165 @@
+/// Checks that a JSON text is one value in which no object names a key twice.
+///
+/// Parsers disagree about a repeated key (the first wins in one, the last in another), so a
+/// payload `{"homeport": {"s": "A"}, "homeport": {"s": "B"}}` could pass the gateway's check of
+/// `s` with one reading and reach the phone with the other. The gateway refuses such a payload.
+enum StrictJSON {
+    /// Whether `bytes` is one JSON value, with no key twice in any object (keys compared after
+    /// their escapes are decoded), nested at most 64 deep.
+    static func isValidWithoutRepeatedKeys(_ bytes: [UInt8]) -> Bool {
+        var parser = Parser(bytes: bytes)
+        guard parser.value(depth: 0) else { return false }
+        parser.skipSpace()
+        return parser.index == bytes.count
+    }
+
+    private struct Parser {
+        let bytes: [UInt8]
+        var index = 0
+
+        init(bytes: [UInt8]) {
+            self.bytes = bytes
+        }
+
+        mutating func skipSpace() {
+            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+        }
+
+        mutating func value(depth: Int) -> Bool {
+            guard depth <= 64 else { return false }
+            skipSpace()
+            guard index < bytes.count else { return false }
+            switch bytes[index] {
+            case UInt8(ascii: "{"): return object(depth: depth)
+            case UInt8(ascii: "["): return array(depth: depth)
+            case UInt8(ascii: "\""): return string() != nil
+            case UInt8(ascii: "t"): return literal("true")
+            case UInt8(ascii: "f"): return literal("false")
+            case UInt8(ascii: "n"): return literal("null")
+            default: return number()
+            }
+        }
+
+        mutating func object(depth: Int) -> Bool {
+            index += 1
+            var keys: Set<[UInt16]> = []
+            skipSpace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                return true
+            }
+            while true {
+                skipSpace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), let key = string(),
+                    keys.insert(key).inserted
+                else { return false }
+                skipSpace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return false }
+                index += 1
+                guard value(depth: depth + 1) else { return false }
+                skipSpace()
+                guard index < bytes.count else { return false }
+                if bytes[index] == UInt8(ascii: ",") {
+                    index += 1
+                } else if bytes[index] == UInt8(ascii: "}") {
+                    index += 1
+                    return true
+                } else {
+                    return false
+                }
+            }
+        }
+
+        mutating func array(depth: Int) -> Bool {
+            index += 1
+            skipSpace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                return true
+            }
+            while true {
+                guard value(depth: depth + 1) else { return false }
+                skipSpace()
+                guard index < bytes.count else { return false }
+                if bytes[index] == UInt8(ascii: ",") {
+                    index += 1
+                } else if bytes[index] == UInt8(ascii: "]") {
+                    index += 1
+                    return true
+                } else {
+                    return false
+                }
+            }
+        }
+
+        /// A string's code units with escapes decoded. Bytes above ASCII are kept as they are,
+        /// tagged so they never equal an escape: the keys the gateway reads (the app-data key,
+        /// `s`, `aps`, `thread-id`) are ASCII, and any spelling of those is caught.
+        mutating func string() -> [UInt16]? {
+            index += 1
+            var units: [UInt16] = []
+            while index < bytes.count {
+                let byte = bytes[index]
+                index += 1
+                switch byte {
+                case UInt8(ascii: "\""): return units
+                case UInt8(ascii: "\\"):
+                    guard index < bytes.count else { return nil }
+                    let escape = bytes[index]
+                    index += 1
+                    switch escape {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): units.append(UInt16(escape))
+                    case UInt8(ascii: "b"): units.append(0x08)
+                    case UInt8(ascii: "f"): units.append(0x0C)
+                    case UInt8(ascii: "n"): units.append(0x0A)
+                    case UInt8(ascii: "r"): units.append(0x0D)
+                    case UInt8(ascii: "t"): units.append(0x09)
+                    case UInt8(ascii: "u"):
+                        guard index + 4 <= bytes.count,
+                            let unit = UInt16(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
+                        else { return nil }
+                        index += 4
+                        units.append(unit)
+                    default: return nil
+                    }
+                case 0x00..<0x20: return nil
+                default: units.append(UInt16(byte) | (byte >= 0x80 ? 0xF000 : 0))
+                }
+            }
+            return nil
+        }
+
+        mutating func literal(_ word: String) -> Bool {
+            let expected = Array(word.utf8)
+            guard index + expected.count <= bytes.count, Array(bytes[index..<index + expected.count]) == expected
+            else { return false }
+            index += expected.count
+            return true
+        }
+
+        mutating func number() -> Bool {
+            let start = index
+            if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+            let digitsStart = index
+            while index < bytes.count, (0x30...0x39).contains(bytes[index]) { index += 1 }
+            guard index > digitsStart else { return false }
+            if bytes[digitsStart] == 0x30, index - digitsStart > 1 { return false }
+            if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+                index += 1
+                let fraction = index
+                while index < bytes.count, (0x30...0x39).contains(bytes[index]) { index += 1 }
+                guard index > fraction else { return false }
+            }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+                index += 1
+                if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                    index += 1
+                }
+                let exponent = index
+                while index < bytes.count, (0x30...0x39).contains(bytes[index]) { index += 1 }
+                guard index > exponent else { return false }
+            }
+            return index > start
+        }
+    }
+}

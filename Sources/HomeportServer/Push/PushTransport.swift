@@ -1,0 +1,27 @@
+import Foundation
+import HomeportAPNs
+
+/// Where the sender hands its pushes: APNs itself (``APNsDelivery``, with this server's key) or
+/// a push gateway that holds the key (``PushGatewayClient``). Either answers with Apple's outcome
+/// of each push, in order, so the sender records them the same way.
+protocol PushTransport: AnyObject, Sendable {
+    /// Sends `items` and returns one answer per item, in order.
+    func deliver(_ items: [OutboxItem]) throws -> [APNsResponse]
+    /// Work between batches, when nothing is due (a gateway hears of device changes at once,
+    /// not only with the next push).
+    func idle() throws
+}
+
+extension PushTransport {
+    func idle() throws {}
+}
+
+extension APNsRequest {
+    /// The request for one outbox row.
+    init(_ item: OutboxItem) {
+        self.init(
+            apnsID: item.apnsID, deviceToken: item.deviceToken, topic: item.topic, payload: Data(item.payload.utf8),
+            priority: item.priority, expiration: item.expiration, collapseID: item.collapseID,
+            sandbox: item.environment == .sandbox)
+    }
+}

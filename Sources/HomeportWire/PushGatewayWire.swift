@@ -1,0 +1,118 @@
+/// The push gateway's API (`homeport-server gateway serve`), which a Homeport server sends its
+/// pushes to instead of APNs when the app's developer holds the APNs key and the server is run by
+/// someone else. Every request carries the server's credential, `Authorization: Bearer KEY`,
+/// which the gateway's operator issued bound to one installation id.
+public enum PushGatewayPath {
+    /// `POST`: a batch of pushes (``GatewayPushBatch``), answered with Apple's outcome of each
+    /// (``GatewayPushResults``), in order.
+    public static let pushes = "/gateway/v1/pushes"
+    /// `POST`: devices the server registered and removed (``GatewayDeviceChanges``); the
+    /// gateway sends a server's pushes only to devices it registered.
+    public static let devices = "/gateway/v1/devices"
+}
+
+/// Reasons the gateway itself gives (besides Apple's, which it passes on as they are).
+public enum PushGatewayReason {
+    /// 403: the push's `s` is not the sender's enrolled installation id.
+    public static let senderMismatch = "SenderMismatch"
+    /// 403: the sender never registered this device with the gateway (or removed it).
+    public static let unknownDevice = "UnknownDevice"
+    /// 400: the payload is not a JSON object with the app-data block.
+    public static let badPayload = "BadPayload"
+    /// 400: the topic is not the gateway's app.
+    public static let topicDisallowed = "TopicDisallowed"
+    /// 429: the sender is past its rate limit; try again later.
+    public static let tooManyRequests = "TooManyRequests"
+}
+
+/// One push, as the server's outbox holds it.
+public struct GatewayPush: Codable, Hashable, Sendable {
+    /// `apns-id`, the same on every attempt.
+    public var apnsId: String
+    /// The device token, lowercase hex.
+    public var deviceToken: String
+    /// Which APNs host.
+    public var environment: PushEnvironment
+    /// `apns-topic`: the app's bundle id.
+    public var topic: String
+    /// The payload as the server made it; the gateway sends these bytes.
+    public var payload: String
+    /// `apns-priority`.
+    public var priority: Int
+    /// `apns-expiration`, Unix seconds.
+    public var expiration: Int64
+    /// `apns-collapse-id`, when there is one.
+    public var collapseId: String?
+
+    /// Creates a push.
+    public init(
+        apnsId: String, deviceToken: String, environment: PushEnvironment, topic: String, payload: String,
+        priority: Int, expiration: Int64, collapseId: String?
+    ) {
+        self.apnsId = apnsId
+        self.deviceToken = deviceToken
+        self.environment = environment
+        self.topic = topic
+        self.payload = payload
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseId = collapseId
+    }
+}
+
+/// `POST /gateway/v1/pushes`.
+public struct GatewayPushBatch: Codable, Hashable, Sendable {
+    /// The most pushes one request carries.
+    public static let maximumCount = 1000
+    /// The pushes.
+    public var pushes: [GatewayPush]
+
+    /// Creates a batch.
+    public init(pushes: [GatewayPush]) {
+        self.pushes = pushes
+    }
+}
+
+/// What became of one push: Apple's answer passed on, or the gateway's refusal.
+public struct GatewayPushOutcome: Codable, Hashable, Sendable {
+    /// The HTTP status (Apple's, or the gateway's own); 0 when Apple gave no answer.
+    public var status: Int
+    /// Apple's reason, or one of ``PushGatewayReason``.
+    public var reason: String?
+    /// For a 410, when Apple learned the token stopped being valid, in milliseconds.
+    public var timestamp: Int64?
+
+    /// Creates an outcome.
+    public init(status: Int, reason: String? = nil, timestamp: Int64? = nil) {
+        self.status = status
+        self.reason = reason
+        self.timestamp = timestamp
+    }
+}
+
+/// The answer to ``GatewayPushBatch``: one outcome per push, in the batch's order.
+public struct GatewayPushResults: Codable, Hashable, Sendable {
+    /// The outcomes.
+    public var results: [GatewayPushOutcome]
+
+    /// Creates the answer.
+    public init(results: [GatewayPushOutcome]) {
+        self.results = results
+    }
+}
+
+/// `POST /gateway/v1/devices`: devices registered on the server, and devices removed from it.
+public struct GatewayDeviceChanges: Codable, Hashable, Sendable {
+    /// The most changes one request carries.
+    public static let maximumCount = 5000
+    /// Devices the server may push to from now on.
+    public var register: [PushDeviceRegistration]
+    /// Device tokens the server may no longer push to.
+    public var remove: [String]
+
+    /// Creates the changes.
+    public init(register: [PushDeviceRegistration], remove: [String]) {
+        self.register = register
+        self.remove = remove
+    }
+}

@@ -1,0 +1,510 @@
+import Foundation
+import HomeportAPNs
+import HomeportCrypto
+import HomeportHTTP
+import HomeportLogging
+import HomeportStorage
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+@testable import HomeportServer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+private func device(_ number: Int) -> String {
+    String(format: "%064x", 0x9a00 + number)
+}
+
+/// Push gateway replicas on one database, sending to an APNs stand-in.
+final class GatewayHarness {
+    let standIn: APNsStandIn
+    let replicas: [PushGateway]
+    let log = MemoryLogSink()
+    let url: DatabaseURL
+    private let cleanUp: @Sendable () -> Void
+
+    init(
+        _ backend: Backend, replicas count: Int = 1, standIn: APNsStandIn, pushesPerMinute: Int = 60_000,
+        tls: TestCertificates? = nil, metrics: Bool = false
+    ) throws {
+        self.standIn = standIn
+        let (url, cleanUp) = try backend.makeDatabaseURL()
+        self.url = url
+        self.cleanUp = cleanUp
+        var http = HTTPServerConfiguration(host: "127.0.0.1", port: 0, workerThreads: 2)
+        http.poolThreads = 2
+        http.maxBodyBytes = 8 << 20
+        if let tls { http.tls = try TLSCredentials(certificateFile: tls.certificateFile, keyFile: tls.keyFile) }
+        let settings = try pushSettings(standIn)
+        var started: [PushGateway] = []
+        for _ in 0..<count {
+            let gateway = try PushGateway(
+                configuration: PushGatewayConfiguration(
+                    http: http, database: url, apns: try #require(settings.apns), topic: APNsStandIn.topic,
+                    pushesPerMinute: pushesPerMinute,
+                    metricsListen: metrics ? ListenAddress(host: "127.0.0.1", port: 0) : nil),
+                logger: Logger(label: "test", minimumLevel: .debug, sink: log))
+            try gateway.start()
+            started.append(gateway)
+        }
+        replicas = started
+    }
+
+    deinit {
+        for replica in replicas { replica.shutdown() }
+        cleanUp()
+    }
+
+    var database: any Database { replicas[0].database }
+
+    /// Enrolls `instanceID` as `name`; returns its credential.
+    func enroll(_ name: String, instanceID: String) throws -> String {
+        let credential = try SecretToken.generate()
+        _ = try #require(
+            try GatewayServerStore(database).add(
+                name: name, instanceID: instanceID, credentialHash: SecretToken.storedForm(of: credential), now: 0))
+        return credential
+    }
+
+    /// POSTs `json` to a replica with `credential`.
+    func post(
+        _ path: String, credential: String?, json: Any, replica: Int = 0, extraHeaders: [(String, String)] = []
+    ) throws -> RawResponse {
+        var headers = [("Content-Type", "application/json")] + extraHeaders
+        if let credential { headers.append(("Authorization", "Bearer \(credential)")) }
+        return try RawHTTP.request(
+            port: replicas[replica].port, method: "POST", path: path, headers: headers,
+            body: try JSONSerialization.data(withJSONObject: json))
+    }
+
+    /// Registers devices for the credential's server, through the API.
+    func register(_ tokens: [String], credential: String, replica: Int = 0) throws {
+        let response = try post(
+            PushGatewayPath.devices, credential: credential,
+            json: ["register": tokens.map { ["token": $0, "environment": "production"] }, "remove": []],
+            replica: replica)
+        #expect(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
+    }
+
+    /// Sends pushes as raw JSON; the answer's outcomes.
+    func push(
+        _ pushes: [[String: Any]], credential: String, replica: Int = 0
+    ) throws -> (status: Int, results: [[String: Any]]) {
+        let response = try post(
+            PushGatewayPath.pushes, credential: credential, json: ["pushes": pushes], replica: replica)
+        return (response.status, response.jsonObject?["results"] as? [[String: Any]] ?? [])
+    }
+
+    /// The devices each server name registered.
+    func devices() throws -> [String: Set<String>] {
+        var result: [String: Set<String>] = [:]
+        for row in try database.execute(
+            "SELECT s.name AS name, d.token AS token FROM gateway_devices d JOIN gateway_servers s ON s.id = d.server_id"
+        ) {
+            result[row.string("name") ?? "", default: []].insert(row.string("token") ?? "")
+        }
+        return result
+    }
+}
+
+/// A push as a server sends it: `s` (and the thread) under `instance`.
+private func rawPush(
+    _ token: String, instance: String, title: String = "Hello", payload: String? = nil,
+    topic: String = APNsStandIn.topic
+) -> [String: Any] {
+    [
+        "apnsId": UUID().uuidString.lowercased(), "deviceToken": token, "environment": "production", "topic": topic,
+        "payload": payload
+            ?? #"{"aps":{"alert":{"title":"\#(title)"},"thread-id":"\#(instance):chat"},"homeport":{"c":"homeport/core:test","s":"\#(instance)"}}"#,
+        "priority": 10, "expiration": 0,
+    ]
+}
+
+/// Push settings that send through `gateway` (replica `replica`) with `credential`.
+private func gatewayPush(_ gateway: GatewayHarness, credential: String, replica: Int = 0, caFile: String? = nil)
+    -> PushSettings
+{
+    var settings = PushSettings(topic: APNsStandIn.topic)
+    let scheme = caFile == nil ? "http" : "https"
+    settings.gateway = PushGatewaySettings(
+        url: "\(scheme)://127.0.0.1:\(gateway.replicas[replica].port)", credential: credential, caFile: caFile)
+    return settings
+}
+
+extension AccountsHarness {
+    /// This installation's id.
+    var instanceID: String {
+        get throws { try application.identity.instanceID().description }
+    }
+
+    /// Runs sender passes until nothing is due, device changes included.
+    func drainThroughGateway() throws {
+        let sender = try #require(application.sender)
+        while try sender.drainOnce() > 0 {}
+        try sender.drainOnce()
+    }
+}
+
+@Suite("The push gateway: servers run by strangers push through one APNs key")
+struct PushGatewayTests {
+    @Test("three servers push through two gateway replicas on PostgreSQL: every push once, one provider token for all")
+    func threeServers() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.postgres, replicas: 2, standIn: standIn)
+        var credentials: [String] = []
+        for _ in 0..<3 { credentials.append(try SecretToken.generate()) }
+        // A phone that uses two of the servers: its one device token is registered on both.
+        let shared = device(99)
+        try withAccounts(
+            .sqlite, push: gatewayPush(gateway, credential: credentials[0], replica: 0), clockStart: Date()
+        ) { a in
+            try withAccounts(
+                .postgres, push: gatewayPush(gateway, credential: credentials[1], replica: 1), clockStart: Date()
+            ) { b in
+                try withAccounts(
+                    .sqlite, push: gatewayPush(gateway, credential: credentials[2], replica: 0), clockStart: Date()
+                ) { c in
+                    let servers = [a, b, c]
+                    for (index, server) in servers.enumerated() {
+                        _ = try #require(
+                            try GatewayServerStore(gateway.database).add(
+                                name: "server-\(index)", instanceID: try server.instanceID,
+                                credentialHash: SecretToken.storedForm(of: credentials[index]), now: 0))
+                    }
+                    for (index, server) in servers.enumerated() {
+                        let ada = try server.signIn("ada@example.com")
+                        for number in 0..<5 { _ = try server.register(device(index * 10 + number), token: ada) }
+                        if index < 2 { _ = try server.register(shared, token: ada) }
+                    }
+                    for server in servers {
+                        try server.pushToAda("from a stranger's server")
+                        try server.drainThroughGateway()
+                    }
+                    #expect(standIn.waitForRequests(17))
+                    let requests = standIn.requests()
+                    #expect(requests.count == 17, "5 + 6 + 6 devices, each push once")
+                    #expect(Set(requests.compactMap { $0["apns_id"] as? String }).count == 17)
+                    #expect(requests.allSatisfy { $0["status"] as? Int == 200 && $0["invalid"] == nil })
+                    #expect(Set(requests.compactMap { $0["jwt"] as? String }).count == 1, "one provider token for all")
+                    // Each server's pushes carry its own id, and reach its own devices.
+                    for (index, server) in servers.enumerated() {
+                        let instance = try server.instanceID
+                        let mine = requests.filter {
+                            (($0["payload"] as? [String: Any])?["homeport"] as? [String: Any])?["s"] as? String
+                                == instance
+                        }
+                        var expected = Set((0..<5).map { device(index * 10 + $0) })
+                        if index < 2 { expected.insert(shared) }
+                        #expect(Set(mine.compactMap { $0["device"] as? String }) == expected)
+                        #expect(try server.outboxRows().isEmpty, "delivered pushes leave every server's outbox")
+                    }
+                    let counts = try GatewayServerStore(gateway.database).all().map { ($0.name, $0.delivered) }
+                    #expect(counts.map(\.1) == [6, 6, 5], "\(counts)")
+                }
+            }
+        }
+    }
+
+    @Test("a push whose s or thread is another installation's is refused, also with a key sent twice")
+    func spoofedSender() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let a = UUID().uuidString.lowercased()
+        let b = UUID().uuidString.lowercased()
+        let credential = try gateway.enroll("a", instanceID: a)
+        try gateway.register([device(1)], credential: credential)
+        let spoofs: [(String, String)] = [
+            ("s of another", #"{"aps":{"alert":{"title":"x"}},"homeport":{"s":"\#(b)"}}"#),
+            (
+                "thread of another",
+                #"{"aps":{"alert":{"title":"x"},"thread-id":"\#(b):chat"},"homeport":{"s":"\#(a)"}}"#
+            ),
+            ("no s", #"{"aps":{"alert":{"title":"x"}},"homeport":{"c":"x"}}"#),
+            ("the block twice", #"{"aps":{"alert":{"title":"x"}},"homeport":{"s":"\#(a)"},"homeport":{"s":"\#(b)"}}"#),
+            ("s twice", #"{"aps":{"alert":{"title":"x"}},"homeport":{"s":"\#(a)","s":"\#(b)"}}"#),
+            ("s twice, escaped", #"{"aps":{"alert":{"title":"x"}},"homeport":{"s":"\#(a)","\u0073":"\#(b)"}}"#),
+            ("no app data", #"{"aps":{"alert":{"title":"x"}}}"#),
+            ("not JSON", "<html>"),
+        ]
+        let answer = try gateway.push(
+            spoofs.map { rawPush(device(1), instance: a, payload: $0.1) }, credential: credential)
+        #expect(answer.status == 200)
+        for ((name, _), result) in zip(spoofs, answer.results) {
+            #expect(
+                [PushGatewayReason.senderMismatch, PushGatewayReason.badPayload].contains(result["reason"] as? String),
+                "\(name): \(result)")
+            #expect(result["status"] as? Int != 200, "\(name)")
+        }
+        // Its own, the same otherwise, goes.
+        let own = try gateway.push([rawPush(device(1), instance: a)], credential: credential)
+        #expect(own.results.first?["status"] as? Int == 200)
+        #expect(standIn.waitForRequests(1))
+        #expect(standIn.requests().count == 1, "none of the spoofs reached Apple")
+    }
+
+    @Test("a server pushes only to devices it registered: another server's device is refused")
+    func othersDevices() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.postgres, replicas: 2, standIn: standIn)
+        let a = UUID().uuidString.lowercased()
+        let b = UUID().uuidString.lowercased()
+        let credentialA = try gateway.enroll("a", instanceID: a)
+        let credentialB = try gateway.enroll("b", instanceID: b)
+        try gateway.register([device(1)], credential: credentialA)
+        try gateway.register([device(2)], credential: credentialB, replica: 1)
+        let answer = try gateway.push(
+            [rawPush(device(2), instance: a), rawPush(device(1), instance: a)], credential: credentialA, replica: 1)
+        #expect(answer.results.map { $0["status"] as? Int } == [403, 200])
+        #expect(answer.results.first?["reason"] as? String == PushGatewayReason.unknownDevice)
+        // A removal holds at once, on the other replica too.
+        let removed = try gateway.post(
+            PushGatewayPath.devices, credential: credentialA, json: ["register": [], "remove": [device(1)]])
+        #expect(removed.status == 200)
+        let after = try gateway.push([rawPush(device(1), instance: a)], credential: credentialA, replica: 1)
+        #expect(after.results.first?["reason"] as? String == PushGatewayReason.unknownDevice)
+        #expect(standIn.waitForRequests(1))
+        #expect(standIn.requests().compactMap { $0["device"] as? String } == [device(1)])
+        // A server cannot remove another's registration either.
+        _ = try gateway.post(
+            PushGatewayPath.devices, credential: credentialA, json: ["register": [], "remove": [device(2)]])
+        #expect(try gateway.devices()["b"] == [device(2)])
+    }
+
+    @Test("a revoked server is refused at once on every replica; the others go on")
+    func revoked() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.postgres, replicas: 2, standIn: standIn)
+        let a = UUID().uuidString.lowercased()
+        let b = UUID().uuidString.lowercased()
+        let credentialA = try gateway.enroll("a", instanceID: a)
+        let credentialB = try gateway.enroll("b", instanceID: b)
+        try gateway.register([device(1)], credential: credentialA)
+        try gateway.register([device(2)], credential: credentialB)
+        #expect(try gateway.push([rawPush(device(1), instance: a)], credential: credentialA, replica: 1).status == 200)
+        #expect(try GatewayServerStore(gateway.database).revoke(name: "a", now: 1))
+        for replica in 0..<2 {
+            let refused = try gateway.push([rawPush(device(1), instance: a)], credential: credentialA, replica: replica)
+            #expect(refused.status == 401, "replica \(replica)")
+            let devices = try gateway.post(
+                PushGatewayPath.devices, credential: credentialA,
+                json: ["register": [["token": device(3), "environment": "production"]], "remove": []], replica: replica)
+            #expect(devices.status == 401)
+            let other = try gateway.push([rawPush(device(2), instance: b)], credential: credentialB, replica: replica)
+            #expect(other.results.first?["status"] as? Int == 200, "replica \(replica)")
+        }
+        #expect(try gateway.devices()["a"] == nil, "a revoked server's registrations go")
+        #expect(standIn.waitForRequests(3))
+        #expect(standIn.requests().count == 3)
+    }
+
+    @Test("the credential: none, wrong, sent twice or not Bearer is 401; a bad body is 400 naming the field")
+    func badRequests() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let a = UUID().uuidString.lowercased()
+        let credential = try gateway.enroll("a", instanceID: a)
+        let push = ["pushes": [rawPush(device(1), instance: a)]]
+        #expect(try gateway.post(PushGatewayPath.pushes, credential: nil, json: push).status == 401)
+        #expect(try gateway.post(PushGatewayPath.pushes, credential: credential + "x", json: push).status == 401)
+        #expect(
+            try gateway.post(
+                PushGatewayPath.pushes, credential: credential, json: push,
+                extraHeaders: [("Authorization", "Bearer \(credential)")]
+            ).status == 401)
+        #expect(
+            try gateway.post(
+                PushGatewayPath.pushes, credential: nil, json: push,
+                extraHeaders: [("Authorization", "Basic \(credential)")]
+            ).status == 401)
+        let empty = try gateway.post(PushGatewayPath.pushes, credential: credential, json: ["pushes": []])
+        #expect(empty.status == 400)
+        let missing = try gateway.post(
+            PushGatewayPath.pushes, credential: credential, json: ["pushes": [["apnsId": "x"]]])
+        #expect(missing.status == 400)
+        #expect((missing.jsonObject?["error"] as? [String: Any])?["field"] as? String == "pushes[0].deviceToken")
+        let badToken = try gateway.post(
+            PushGatewayPath.devices, credential: credential,
+            json: ["register": [["token": "../etc", "environment": "production"]], "remove": []])
+        #expect(badToken.status == 400)
+        #expect((badToken.jsonObject?["error"] as? [String: Any])?["field"] as? String == "register[0].token")
+        let wrongTopic = try gateway.push(
+            [rawPush(device(1), instance: a, topic: "net.example.other")], credential: credential)
+        #expect(wrongTopic.results.first?["reason"] as? String == PushGatewayReason.topicDisallowed)
+        #expect(try gateway.devices().isEmpty, "nothing registered by refused requests")
+        #expect(standIn.requests().isEmpty)
+    }
+
+    @Test("each server is held to its own rate, on every replica together")
+    func rateLimit() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.postgres, replicas: 2, standIn: standIn, pushesPerMinute: 3)
+        let a = UUID().uuidString.lowercased()
+        let b = UUID().uuidString.lowercased()
+        let credentialA = try gateway.enroll("a", instanceID: a)
+        let credentialB = try gateway.enroll("b", instanceID: b)
+        try gateway.register([device(1)], credential: credentialA)
+        try gateway.register([device(2)], credential: credentialB)
+        let first = try gateway.push(
+            [rawPush(device(1), instance: a), rawPush(device(1), instance: a)], credential: credentialA)
+        let second = try gateway.push(
+            [rawPush(device(1), instance: a), rawPush(device(1), instance: a)], credential: credentialA, replica: 1)
+        #expect(first.results.map { $0["status"] as? Int } == [200, 200])
+        #expect(second.results.map { $0["status"] as? Int } == [200, 429])
+        #expect(second.results.last?["reason"] as? String == PushGatewayReason.tooManyRequests)
+        let other = try gateway.push([rawPush(device(2), instance: b)], credential: credentialB, replica: 1)
+        #expect(other.results.first?["status"] as? Int == 200, "another server's rate is its own")
+    }
+
+    @Test("410 prunes the registration at the server that pushed, and only there", arguments: Backend.allCases)
+    func unregisteredPrunesRightServer(backend: Backend) throws {
+        let standIn = try APNsStandIn()
+        let shared = device(7)
+        try standIn.script(tokens: [
+            shared: [
+                [
+                    "status": 410, "reason": "Unregistered",
+                    "timestamp": (Int64(Date().timeIntervalSince1970) + 60) * 1000,
+                ]
+            ]
+        ])
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let credentials = [try SecretToken.generate(), try SecretToken.generate()]
+        try withAccounts(backend, push: gatewayPush(gateway, credential: credentials[0]), clockStart: Date()) { a in
+            try withAccounts(.sqlite, push: gatewayPush(gateway, credential: credentials[1]), clockStart: Date()) { b in
+                for (index, server) in [a, b].enumerated() {
+                    _ = try GatewayServerStore(gateway.database).add(
+                        name: "s\(index)", instanceID: try server.instanceID,
+                        credentialHash: SecretToken.storedForm(of: credentials[index]), now: 0)
+                    let ada = try server.signIn("ada@example.com")
+                    _ = try server.register(shared, token: ada)
+                    _ = try server.register(device(index), token: ada)
+                    try server.drainThroughGateway()
+                }
+                #expect(try gateway.devices() == ["s0": [shared, device(0)], "s1": [shared, device(1)]])
+                try a.pushToAda()
+                try a.drainThroughGateway()
+                #expect(try a.registeredDevices() == [device(0)], "Apple's 410 pruned it at the server that pushed")
+                #expect(try b.registeredDevices().contains(shared), "the other server keeps its own until it pushes")
+                #expect(try gateway.devices()["s0"] == [device(0)])
+                #expect(try gateway.devices()["s1"] == [shared, device(1)])
+            }
+        }
+    }
+
+    @Test(
+        "registrations and removals reach the gateway whatever made them, and a lost one is registered again",
+        arguments: Backend.allCases)
+    func deviceSync(backend: Backend) throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let credential = try SecretToken.generate()
+        try withAccounts(backend, push: gatewayPush(gateway, credential: credential), clockStart: Date()) { server in
+            _ = try GatewayServerStore(gateway.database).add(
+                name: "home", instanceID: try server.instanceID, credentialHash: SecretToken.storedForm(of: credential),
+                now: 0)
+            let ada = try server.signIn("ada@example.com")
+            let bob = try server.signIn("bob@example.com")
+            for number in 1...3 { _ = try server.register(device(number), token: ada) }
+            _ = try server.register(device(4), token: bob)
+            try server.drainThroughGateway()
+            #expect(try gateway.devices()["home"] == Set((1...4).map(device)))
+            // The app removes one; ada signs out (her session's devices go); bob's account is deleted.
+            #expect(try server.app("DELETE", "/api/v1/push/devices/\(device(1))", token: ada).status < 300)
+            #expect(try server.app("DELETE", "auth/session", token: ada).status == 401)
+            #expect(try server.application.accounts.deleteAccount(email: "bob@example.com"))
+            #expect(try server.registeredDevices().isEmpty)
+            try server.drainThroughGateway()
+            #expect(try gateway.devices()["home"] == nil, "every removal reached the gateway")
+            // The gateway loses a registration: the server registers it again and the push goes.
+            let carol = try server.signIn("carol@example.com")
+            _ = try server.register(device(5), token: carol)
+            try server.drainThroughGateway()
+            try gateway.database.execute("DELETE FROM gateway_devices")
+            try server.application.push.notify(email: "carol@example.com", code: ServerCatalogue.testCode, title: "Hi")
+            try server.drainThroughGateway()
+            #expect(try server.outboxRows().map { $0.string("state") } == ["pending"])
+            #expect(try gateway.devices()["home"] == [device(5)])
+            try server.makeDue()
+            try server.drainThroughGateway()
+            #expect(standIn.waitForRequests(1))
+            #expect(standIn.requests().compactMap { $0["device"] as? String } == [device(5)])
+            #expect(try server.outboxRows().isEmpty)
+        }
+    }
+
+    @Test(
+        "a server reaches its gateway over HTTPS with a private CA, and refuses one whose certificate it cannot trust")
+    func https() throws {
+        let standIn = try APNsStandIn()
+        let certificates = try TestCertificates()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn, tls: certificates)
+        let credential = try SecretToken.generate()
+        try withAccounts(
+            .sqlite, push: gatewayPush(gateway, credential: credential, caFile: certificates.caFile), clockStart: Date()
+        ) { server in
+            _ = try GatewayServerStore(gateway.database).add(
+                name: "home", instanceID: try server.instanceID, credentialHash: SecretToken.storedForm(of: credential),
+                now: 0)
+            let ada = try server.signIn("ada@example.com")
+            _ = try server.register(device(1), token: ada)
+            try server.pushToAda()
+            try server.drainThroughGateway()
+            #expect(standIn.waitForRequests(1))
+            #expect(try server.outboxRows().isEmpty)
+        }
+        // Without the CA, the system trust refuses the gateway: nothing is sent, the push waits.
+        try withAccounts(
+            .sqlite, push: gatewayPush(gateway, credential: credential, caFile: "/dev/null"), clockStart: Date()
+        ) { server in
+            let ada = try server.signIn("ada@example.com")
+            _ = try server.register(device(2), token: ada)
+            try server.pushToAda()
+            try server.drainThroughGateway()
+            #expect(try server.outboxRows().map { $0.string("state") } == ["pending"])
+            #expect(try server.outboxRows().first?.string("last_error")?.contains("not reached") == true)
+        }
+        #expect(standIn.requests().count == 1)
+    }
+
+    @Test("the gateway logs no payload text and no whole device token, and counts per server in /metrics")
+    func logsAndMetrics() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn, metrics: true)
+        let a = UUID().uuidString.lowercased()
+        let credential = try gateway.enroll("kitchen", instanceID: a)
+        try gateway.register([device(1), device(2)], credential: credential)
+        let answer = try gateway.push(
+            [
+                rawPush(device(1), instance: a, title: "Secret dinner plans"),
+                rawPush(device(3), instance: a, title: "Secret dinner plans"),
+            ], credential: credential)
+        #expect(answer.results.map { $0["status"] as? Int } == [200, 403])
+        let lines = gateway.log.lines
+        #expect(lines.contains { $0.contains("pushes forwarded") && $0.contains("kitchen") })
+        #expect(!lines.contains { $0.contains("Secret dinner") })
+        #expect(!lines.contains { $0.contains(device(1)) || $0.contains(device(2)) || $0.contains(device(3)) })
+        #expect(!lines.contains { $0.contains(credential) })
+        let port = try #require(gateway.replicas[0].metricsPort)
+        let metrics = String(decoding: try RawHTTP.request(port: port, path: "/metrics").body, as: UTF8.self)
+        #expect(
+            metrics.contains(#"homeport_gateway_pushes_total{server="kitchen",outcome="delivered"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"homeport_gateway_pushes_total{server="kitchen",outcome="refused"} 1"#))
+        #expect(
+            try RawHTTP.request(port: gateway.replicas[0].port, path: "/metrics").status == 404,
+            "counters are not on the public listener")
+    }
+
+    @Test(
+        "repeated keys are found in any spelling; well-formed JSON passes",
+        arguments: [
+            (#"{"a":1,"b":[1,2,{"a":2}]}"#, true), (#"{"a":1,"a":2}"#, false), (#"{"a":1,"\u0061":2}"#, false),
+            (#"{"x":{"s":1,"s":1}}"#, false), (#"[{"a":1},{"a":1}]"#, true), (#"{"a":-0.5e+3,"b":"\"\\"}"#, true),
+            (#"{"a":01}"#, false), (#"{"a":1}x"#, false), (#"{"a":"\u00"}"#, false), ("", false),
+        ])
+    func strictJSON(text: String, valid: Bool) {
+        #expect(StrictJSON.isValidWithoutRepeatedKeys(Array(text.utf8)) == valid)
+    }
+}
