@@ -166,8 +166,8 @@ public final class HomeportApplication: Sendable {
         let pushLogger = logger.withLabel("homeport.push")
         let transport: (any PushTransport)?
         if let gateway = configuration.push.gateway {
-            try PushGatewaySync(database).serve(gateway: gateway.url, now: clock.unixSeconds)
-            transport = PushGatewayClient(database: database, settings: gateway, logger: pushLogger)
+            try PushGatewaySync(database).serve(gateway: gateway, now: clock.unixSeconds)
+            transport = try PushGatewayClient(database: database, settings: gateway, clock: clock, logger: pushLogger)
         } else if let apns = configuration.push.apns {
             try PushGatewaySync(database).serveWithoutGateway()
             transport = try APNsDelivery(database: database, settings: apns, clock: clock, logger: pushLogger)
@@ -205,6 +205,9 @@ public final class HomeportApplication: Sendable {
             features: AppInfoEndpoint.features + product.features.filter { !AppInfoEndpoint.features.contains($0) },
             logger: logger)
         router.addPush(push, hub: hub)
+        if let gateway = configuration.push.gateway {
+            router.addPushGatewayEnrollment(identity: identity, credential: gateway.credential)
+        }
         try router.addProduct(productRoutes.declared)
         router.addAppDoor(accounts, reader: reader)
         router.addWebDoor(

@@ -9,6 +9,25 @@ public enum PushGatewayPath {
     /// `POST`: devices the server registered and removed (``GatewayDeviceChanges``); the
     /// gateway sends a server's pushes only to devices it registered.
     public static let devices = "/gateway/v1/devices"
+    /// `GET`, on the server (not the gateway): what the gateway enrolls it by
+    /// (``PushGatewayEnrollment``), fetched from the server's own public address, so that only
+    /// whoever serves that address can be enrolled with the credential it names.
+    public static let enrollment = "/.well-known/homeport-push-gateway"
+}
+
+/// What a server that pushes through a gateway publishes at ``PushGatewayPath/enrollment``: its
+/// installation id and the SHA-256 of the credential it holds (never the credential).
+public struct PushGatewayEnrollment: Codable, Hashable, Sendable {
+    /// The installation id, as the identity route answers it.
+    public var instanceId: InstanceID
+    /// The credential's SHA-256, lowercase hex.
+    public var credentialSha256: String
+
+    /// Creates the answer.
+    public init(instanceId: InstanceID, credentialSha256: String) {
+        self.instanceId = instanceId
+        self.credentialSha256 = credentialSha256
+    }
 }
 
 /// Reasons the gateway itself gives (besides Apple's, which it passes on as they are).

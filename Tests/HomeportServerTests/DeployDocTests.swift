@@ -1,5 +1,7 @@
 import Foundation
 import HomeportCrypto
+import HomeportLogging
+import HomeportServer
 import HomeportStorage
 import HomeportTestSupport
 import HomeportWire
@@ -423,22 +425,30 @@ struct DeployDocTests {
         #expect(gateway.banner.contains("homeport-server gateway listening on https://127.0.0.1:"), "\(gateway.banner)")
         #expect(gateway.stop() == 0)
 
+        // The server's side: a server started with a gateway and its credential file.
+        var push = PushSettings(topic: APNsStandIn.topic)
+        push.gateway = PushGatewaySettings(
+            url: "https://push.example.net:8443",
+            credential: try PushGatewaySettings.credential(fromFile: directory.file("push-gateway.credential")))
+        let (database, cleanUp) = try Backend.sqlite.makeDatabaseURL()
+        defer { cleanUp() }
+        var configuration = ServerConfiguration(listen: .init(host: "127.0.0.1", port: 0), database: database)
+        configuration.push = push
+        let server = try HomeportApplication(
+            configuration: configuration, logger: Logger(label: "test", minimumLevel: .error, sink: MemoryLogSink()))
+        try server.start()
+        defer { server.shutdown() }
         let enrol = try block("sh", "gateway").replacingOccurrences(
-            of: "/var/lib/homeport-gateway", with: directory.path)
-        let instance = UUID().uuidString.lowercased()
-        let run = try ServerProcess.runProgram(
-            "/bin/bash", ["-euo", "pipefail", "-c", "cd '\(directory.path)' && " + enrol],
-            environment: [
-                "INSTANCE_ID": instance,
-                "PATH": (ServerProcess.binary as NSString).deletingLastPathComponent + ":/usr/bin:/bin",
-            ])
+            of: "/var/lib/homeport-gateway", with: directory.path
+        )
+        .replacingOccurrences(of: "https://books.example.net", with: "http://127.0.0.1:\(server.port)")
+        let run = try runShell(enrol, [:])
         #expect(run.status == 0, "\(run.error)")
-        let credential = try String(contentsOfFile: directory.file("ada-home.credential"), encoding: .utf8)
-        #expect(credential.trimmingCharacters(in: .whitespacesAndNewlines).count >= 40)
+        let instance = try server.identity.instanceID().description
         let list = try ServerProcess.run([
             "gateway", "servers", "list", "--database", "sqlite:" + directory.file("gateway.sqlite"),
         ])
-        #expect(list.output.contains("ada-home  \(instance)"))
+        #expect(list.output.contains("ada-home  \(instance)  http://127.0.0.1:\(server.port)"), "\(list.output)")
     }
 
     @Test("the PostgreSQL set-up creates a database the server migrates")

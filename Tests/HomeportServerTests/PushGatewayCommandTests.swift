@@ -8,31 +8,13 @@ import Testing
 
 @Suite("homeport-server gateway: enrol, serve, push, revoke, as an operator would")
 struct PushGatewayCommandTests {
-    @Test("a server enrolled by its installation id pushes through a gateway process; revoked, it is cut off")
+    @Test("a server enrolled from its own address pushes through a gateway process; revoked, it is cut off")
     func operatorFlow() throws {
         let standIn = try APNsStandIn()
         let data = try TemporaryDirectory()
         defer { data.remove() }
         let serverDatabase = "sqlite:" + data.file("server.sqlite")
         let gatewayDatabase = "sqlite:" + data.file("gateway.sqlite")
-        // The server's operator reads the installation id and hands it to the gateway's operator.
-        let first = try ServerProcess(serve: ["--database", serverDatabase])
-        let instance = try ServerProcessTests.identity(first.port)
-        #expect(first.stop() == 0)
-        let added = try ServerProcess.run([
-            "gateway", "servers", "add", "--instance-id", instance.uppercased(), "--name", "home", "--database",
-            gatewayDatabase,
-        ])
-        #expect(added.status == 0, "\(added.error)")
-        let credential = added.output.trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(credential.count >= 40, "the credential is printed, alone, on standard output")
-        #expect(added.error.contains("not shown again"))
-        let again = try ServerProcess.run([
-            "gateway", "servers", "add", "--instance-id", instance, "--name", "home", "--database", gatewayDatabase,
-        ])
-        #expect(again.status == 1, "a name is enrolled once")
-        try credential.write(toFile: data.file("credential"), atomically: true, encoding: .utf8)
-
         let gateway = try ServerProcess(
             command: ["gateway", "serve"],
             serve: [
@@ -41,12 +23,36 @@ struct PushGatewayCommandTests {
                 standIn.url, "--apns-ca-file", standIn.caFile,
             ])
         #expect(gateway.banner.contains("homeport-server gateway listening on http://127.0.0.1:"))
-        let server = try ServerProcess(
-            serve: [
-                "--database", serverDatabase, "--signup", "open", "--password-iterations", "1000", "--apns-topic",
-                APNsStandIn.topic, "--push-gateway", "http://127.0.0.1:\(gateway.port)",
-                "--push-gateway-credential-file", data.file("credential"),
-            ])
+        // The server's operator starts it with the gateway: its credential file is made (0600).
+        let serving = [
+            "--database", serverDatabase, "--signup", "open", "--password-iterations", "1000", "--apns-topic",
+            APNsStandIn.topic, "--push-gateway", "http://127.0.0.1:\(gateway.port)",
+            "--push-gateway-credential-file", data.file("credential"),
+        ]
+        let server = try ServerProcess(serve: serving)
+        let credential = try String(contentsOfFile: data.file("credential"), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let mode = try FileManager.default.attributesOfItem(atPath: data.file("credential"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(credential.count == 43)
+        let instance = try ServerProcessTests.identity(server.port)
+
+        // The gateway's operator enrolls it from its address; a wrong expected id stops it.
+        let url = "http://127.0.0.1:\(server.port)"
+        let wrong = try ServerProcess.run([
+            "gateway", "servers", "add", "--url", url, "--name", "home", "--instance-id", UUID().uuidString,
+            "--database", gatewayDatabase,
+        ])
+        #expect(wrong.status == 1)
+        #expect(wrong.error.contains("not enrolled"), "\(wrong.error)")
+        let added = try ServerProcess.run([
+            "gateway", "servers", "add", "--url", url, "--name", "home", "--instance-id", instance.uppercased(),
+            "--database", gatewayDatabase,
+        ])
+        #expect(added.status == 0, "\(added.error)")
+        #expect(added.output.contains("home: enrolled as \(instance) from \(url)"))
+        #expect(!added.output.contains(credential) && !added.error.contains(credential))
+
         let signup = try RawHTTP.request(
             port: server.port, method: "POST", path: "/_allauth/app/v1/auth/signup",
             headers: [("Content-Type", "application/json")],
@@ -72,9 +78,30 @@ struct PushGatewayCommandTests {
         let servers = try #require(try JSONSerialization.jsonObject(with: Data(list.output.utf8)) as? [[String: Any]])
         #expect(servers.first?["name"] as? String == "home")
         #expect(servers.first?["instanceId"] as? String == instance)
+        #expect(servers.first?["url"] as? String == url)
         #expect(servers.first?["devices"] as? Int == 1)
         #expect(servers.first?["delivered"] as? Int == 1)
-        #expect(!list.output.contains(credential), "list never shows a credential")
+
+        // A copy of the server (the same installation id, another credential) cannot be enrolled
+        // beside it.
+        for suffix in ["", "-wal", "-shm"]
+        where FileManager.default.fileExists(atPath: data.file("server.sqlite" + suffix)) {
+            try FileManager.default.copyItem(
+                atPath: data.file("server.sqlite" + suffix), toPath: data.file("copy.sqlite" + suffix))
+        }
+        let copy = try ServerProcess(
+            serve: [
+                "--database", "sqlite:" + data.file("copy.sqlite"), "--apns-topic", APNsStandIn.topic, "--push-gateway",
+                "http://127.0.0.1:\(gateway.port)", "--push-gateway-credential-file", data.file("copy-credential"),
+            ])
+        #expect(try ServerProcessTests.identity(copy.port) == instance)
+        let claimed = try ServerProcess.run([
+            "gateway", "servers", "add", "--url", "http://127.0.0.1:\(copy.port)", "--name", "copy", "--database",
+            gatewayDatabase,
+        ])
+        #expect(claimed.status == 1)
+        #expect(claimed.error.contains("is enrolled already, as 'home'"), "\(claimed.error)")
+        #expect(copy.stop() == 0)
 
         #expect(
             try ServerProcess.run(["gateway", "servers", "revoke", "home", "--database", gatewayDatabase]).status == 0)
@@ -93,6 +120,36 @@ struct PushGatewayCommandTests {
         #expect(gateway.stop() == 0)
     }
 
+    @Test("a server without a gateway, or a credential file others may read, is refused with the reason")
+    func enrolmentRefusals() throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let plain = try ServerProcess(serve: ["--database", "sqlite:" + data.file("plain.sqlite")])
+        let refused = try ServerProcess.run([
+            "gateway", "servers", "add", "--url", "http://127.0.0.1:\(plain.port)", "--name", "plain", "--database",
+            "sqlite:" + data.file("gateway.sqlite"),
+        ])
+        #expect(refused.status == 1)
+        #expect(refused.error.contains("does not push through a gateway"), "\(refused.error)")
+        #expect(plain.stop() == 0)
+        let html = try RecordingListener(
+            behaviour: .respond(status: 200, headers: ["Content-Type": "text/html"], body: "<html>"))
+        let garbage = try ServerProcess.run([
+            "gateway", "servers", "add", "--url", html.url, "--name", "html", "--database",
+            "sqlite:" + data.file("gateway.sqlite"),
+        ])
+        #expect(garbage.status == 1)
+        #expect(garbage.error.contains("did not answer a Homeport server's identity route"), "\(garbage.error)")
+        FileManager.default.createFile(
+            atPath: data.file("open-credential"), contents: Data("x".utf8), attributes: [.posixPermissions: 0o644])
+        let open = try ServerProcess.run([
+            "serve", "--database", "sqlite:" + data.file("s.sqlite"), "--apns-topic", "net.example.books",
+            "--push-gateway", "https://gw.example.net", "--push-gateway-credential-file", data.file("open-credential"),
+        ])
+        #expect(open.status == 2)
+        #expect(open.error.contains("may be read by others"), "\(open.error)")
+    }
+
     @Test(
         "bad gateway flags are refused with a message and exit 2",
         arguments: [
@@ -106,9 +163,17 @@ struct PushGatewayCommandTests {
                     "/etc/hostname",
                 ], "--apns-topic"
             ),
-            (["gateway", "servers", "add", "--instance-id", "not-a-uuid", "--name", "x"], "--instance-id UUID"),
+            (["gateway", "servers", "add", "--name", "x"], "--url"),
+            (["gateway", "servers", "add", "--url", "http://books.example.net", "--name", "x"], "--url must be"),
             (
-                ["gateway", "servers", "add", "--instance-id", UUID().uuidString, "--name", "Not Allowed"],
+                [
+                    "gateway", "servers", "add", "--url", "https://b.example.net", "--name", "x", "--instance-id",
+                    "nope",
+                ],
+                "--instance-id must be a UUID"
+            ),
+            (
+                ["gateway", "servers", "add", "--url", "https://b.example.net", "--name", "Not Allowed"],
                 "a server's name"
             ),
             (["gateway", "serve", "--apns-topic", "net.example.books"], "the APNs key"),

@@ -28,6 +28,7 @@ final class GatewayHarness {
 
     init(
         _ backend: Backend, replicas count: Int = 1, standIn: APNsStandIn, pushesPerMinute: Int = 60_000,
+        devicesPerServer: Int = 100_000, batchesPerServer: Int = 2, apnsURL: String? = nil,
         tls: TestCertificates? = nil, metrics: Bool = false
     ) throws {
         self.standIn = standIn
@@ -38,13 +39,18 @@ final class GatewayHarness {
         http.poolThreads = 2
         http.maxBodyBytes = 8 << 20
         if let tls { http.tls = try TLSCredentials(certificateFile: tls.certificateFile, keyFile: tls.keyFile) }
-        let settings = try pushSettings(standIn)
+        var apns = try #require(try pushSettings(standIn).apns)
+        if let apnsURL {
+            apns.client.productionURL = apnsURL
+            apns.client.timeoutSeconds = 2
+        }
         var started: [PushGateway] = []
         for _ in 0..<count {
             let gateway = try PushGateway(
                 configuration: PushGatewayConfiguration(
-                    http: http, database: url, apns: try #require(settings.apns), topic: APNsStandIn.topic,
-                    pushesPerMinute: pushesPerMinute,
+                    http: http, database: url, apns: apns, topic: APNsStandIn.topic,
+                    pushesPerMinute: pushesPerMinute, devicesPerServer: devicesPerServer,
+                    batchesPerServer: batchesPerServer,
                     metricsListen: metrics ? ListenAddress(host: "127.0.0.1", port: 0) : nil),
                 logger: Logger(label: "test", minimumLevel: .debug, sink: log))
             try gateway.start()
@@ -60,12 +66,15 @@ final class GatewayHarness {
 
     var database: any Database { replicas[0].database }
 
-    /// Enrolls `instanceID` as `name`; returns its credential.
-    func enroll(_ name: String, instanceID: String) throws -> String {
-        let credential = try SecretToken.generate()
-        _ = try #require(
-            try GatewayServerStore(database).add(
-                name: name, instanceID: instanceID, credentialHash: SecretToken.storedForm(of: credential), now: 0))
+    /// Enrolls `instanceID` as `name` with `credential` (a new one by default), as `gateway servers
+    /// add` does once it has read them from the server's address; returns the credential.
+    @discardableResult
+    func enroll(_ name: String, instanceID: String, credential: String? = nil) throws -> String {
+        let credential = try credential ?? SecretToken.generate()
+        let outcome = try GatewayServerStore(database).add(
+            name: name, instanceID: instanceID, url: "https://\(name).example.net",
+            credentialHash: SecretToken.storedForm(of: credential), now: 0)
+        guard case .added = outcome else { throw RawHTTPError("\(name) was not enrolled: \(outcome)") }
         return credential
     }
 
@@ -113,14 +122,16 @@ final class GatewayHarness {
 /// A push as a server sends it: `s` (and the thread) under `instance`.
 private func rawPush(
     _ token: String, instance: String, title: String = "Hello", payload: String? = nil,
-    topic: String = APNsStandIn.topic
+    topic: String = APNsStandIn.topic, collapseID: String? = nil
 ) -> [String: Any] {
-    [
+    var push: [String: Any] = [
         "apnsId": UUID().uuidString.lowercased(), "deviceToken": token, "environment": "production", "topic": topic,
         "payload": payload
             ?? #"{"aps":{"alert":{"title":"\#(title)"},"thread-id":"\#(instance):chat"},"homeport":{"c":"homeport/core:test","s":"\#(instance)"}}"#,
         "priority": 10, "expiration": 0,
     ]
+    if let collapseID { push["collapseId"] = collapseID }
+    return push
 }
 
 /// Push settings that send through `gateway` (replica `replica`) with `credential`.
@@ -169,10 +180,8 @@ struct PushGatewayTests {
                 ) { c in
                     let servers = [a, b, c]
                     for (index, server) in servers.enumerated() {
-                        _ = try #require(
-                            try GatewayServerStore(gateway.database).add(
-                                name: "server-\(index)", instanceID: try server.instanceID,
-                                credentialHash: SecretToken.storedForm(of: credentials[index]), now: 0))
+                        try gateway.enroll(
+                            "server-\(index)", instanceID: server.instanceID, credential: credentials[index])
                     }
                     for (index, server) in servers.enumerated() {
                         let ada = try server.signIn("ada@example.com")
@@ -227,6 +236,10 @@ struct PushGatewayTests {
             ("s twice", #"{"aps":{"alert":{"title":"x"}},"homeport":{"s":"\#(a)","s":"\#(b)"}}"#),
             ("s twice, escaped", #"{"aps":{"alert":{"title":"x"}},"homeport":{"s":"\#(a)","\u0073":"\#(b)"}}"#),
             ("no app data", #"{"aps":{"alert":{"title":"x"}}}"#),
+            (
+                "a key planted beside the block",
+                #"{"aps":{"alert":{"title":"x"}},"homeport":{"s":"\#(a)"},"homeport.server":"\#(b)"}"#
+            ),
             ("not JSON", "<html>"),
         ]
         let answer = try gateway.push(
@@ -375,9 +388,7 @@ struct PushGatewayTests {
         try withAccounts(backend, push: gatewayPush(gateway, credential: credentials[0]), clockStart: Date()) { a in
             try withAccounts(.sqlite, push: gatewayPush(gateway, credential: credentials[1]), clockStart: Date()) { b in
                 for (index, server) in [a, b].enumerated() {
-                    _ = try GatewayServerStore(gateway.database).add(
-                        name: "s\(index)", instanceID: try server.instanceID,
-                        credentialHash: SecretToken.storedForm(of: credentials[index]), now: 0)
+                    try gateway.enroll("s\(index)", instanceID: server.instanceID, credential: credentials[index])
                     let ada = try server.signIn("ada@example.com")
                     _ = try server.register(shared, token: ada)
                     _ = try server.register(device(index), token: ada)
@@ -402,9 +413,7 @@ struct PushGatewayTests {
         let gateway = try GatewayHarness(.sqlite, standIn: standIn)
         let credential = try SecretToken.generate()
         try withAccounts(backend, push: gatewayPush(gateway, credential: credential), clockStart: Date()) { server in
-            _ = try GatewayServerStore(gateway.database).add(
-                name: "home", instanceID: try server.instanceID, credentialHash: SecretToken.storedForm(of: credential),
-                now: 0)
+            try gateway.enroll("home", instanceID: server.instanceID, credential: credential)
             let ada = try server.signIn("ada@example.com")
             let bob = try server.signIn("bob@example.com")
             for number in 1...3 { _ = try server.register(device(number), token: ada) }
@@ -445,9 +454,7 @@ struct PushGatewayTests {
         try withAccounts(
             .sqlite, push: gatewayPush(gateway, credential: credential, caFile: certificates.caFile), clockStart: Date()
         ) { server in
-            _ = try GatewayServerStore(gateway.database).add(
-                name: "home", instanceID: try server.instanceID, credentialHash: SecretToken.storedForm(of: credential),
-                now: 0)
+            try gateway.enroll("home", instanceID: server.instanceID, credential: credential)
             let ada = try server.signIn("ada@example.com")
             _ = try server.register(device(1), token: ada)
             try server.pushToAda()
@@ -503,8 +510,174 @@ struct PushGatewayTests {
             (#"{"a":1,"b":[1,2,{"a":2}]}"#, true), (#"{"a":1,"a":2}"#, false), (#"{"a":1,"\u0061":2}"#, false),
             (#"{"x":{"s":1,"s":1}}"#, false), (#"[{"a":1},{"a":1}]"#, true), (#"{"a":-0.5e+3,"b":"\"\\"}"#, true),
             (#"{"a":01}"#, false), (#"{"a":1}x"#, false), (#"{"a":"\u00"}"#, false), ("", false),
+            (#"{"K":1,"\u212A":2}"#, false), ("{\"K\":1,\"\u{212A}\":2}", false), ("{\"é\":1,\"e\u{301}\":2}", false),
+            (#"{"a":"\u+061"}"#, false), (#"{"\ud800":1,"\udbff":2}"#, false),
         ])
     func strictJSON(text: String, valid: Bool) {
         #expect(StrictJSON.isValidWithoutRepeatedKeys(Array(text.utf8)) == valid)
+    }
+
+    @Test("a collapse id is namespaced by the sender: one server's never replaces another's")
+    func collapseIDs() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let a = UUID().uuidString.lowercased()
+        let b = UUID().uuidString.lowercased()
+        let credentialA = try gateway.enroll("a", instanceID: a)
+        let credentialB = try gateway.enroll("b", instanceID: b)
+        try gateway.register([device(1)], credential: credentialA)
+        try gateway.register([device(1)], credential: credentialB)
+        _ = try gateway.push([rawPush(device(1), instance: a, collapseID: "chat:42")], credential: credentialA)
+        _ = try gateway.push([rawPush(device(1), instance: b, collapseID: "chat:42")], credential: credentialB)
+        #expect(standIn.waitForRequests(2))
+        let ids = standIn.requests().compactMap { $0["collapse_id"] as? String }
+        #expect(ids.count == 2 && Set(ids).count == 2, "\(ids)")
+        #expect(
+            ids.allSatisfy { $0.count == 64 && !$0.contains("chat") }, "within Apple's 64 bytes, and the server's own")
+    }
+
+    @Test("one server holds at most its share of the sending threads: a second batch in flight is 429, others go on")
+    func batchesInFlight() throws {
+        let standIn = try APNsStandIn()
+        // Apple that never answers: a batch stays in flight until the client's deadline.
+        let silentApple = try RecordingListener(behaviour: .blackhole)
+        let gateway = try GatewayHarness(
+            .sqlite, standIn: standIn, batchesPerServer: 1, apnsURL: "https://127.0.0.1:\(silentApple.port)")
+        let a = UUID().uuidString.lowercased()
+        let b = UUID().uuidString.lowercased()
+        let credentialA = try gateway.enroll("a", instanceID: a)
+        let credentialB = try gateway.enroll("b", instanceID: b)
+        try gateway.register([device(1)], credential: credentialA)
+        try gateway.register([device(2)], credential: credentialB)
+        let first = LockedBox<(status: Int, results: [[String: Any]])?>(nil)
+        let port = gateway.replicas[0].port
+        let thread = Thread {
+            let response = try? RawHTTP.request(
+                port: port, method: "POST", path: PushGatewayPath.pushes,
+                headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(credentialA)")],
+                body: try? JSONSerialization.data(withJSONObject: ["pushes": [rawPush(device(1), instance: a)]]))
+            first.value = response.map { ($0.status, $0.jsonObject?["results"] as? [[String: Any]] ?? []) }
+        }
+        thread.start()
+        // The barrier: a's batch is counted in flight (it waits on Apple) before the second is sent.
+        let inFlight = gateway.replicas[0].inFlight
+        let id = try #require(
+            try GatewayServerStore(gateway.database).live(credentialHash: SecretToken.storedForm(of: credentialA))
+        ).id
+        var waited = 0
+        while inFlight.enter(id), waited < 400 {
+            inFlight.leave(id)
+            usleep(5_000)
+            waited += 1
+        }
+        let second = try gateway.post(
+            PushGatewayPath.pushes, credential: credentialA, json: ["pushes": [rawPush(device(1), instance: a)]])
+        #expect(second.status == 429)
+        #expect(second.header("Retry-After") == "1")
+        let other = try gateway.push([rawPush(device(2), instance: b)], credential: credentialB)
+        #expect(other.status == 200, "another server is not held up by a's batches")
+        #expect(other.results.first?["status"] as? Int == 0, "Apple did not answer it either")
+        for _ in 0..<400 where first.value == nil { usleep(10_000) }
+        #expect(first.value?.results.first?["status"] as? Int == 0)
+    }
+
+    @Test("a server holds at most its cap of devices; past it, nothing of the request is recorded")
+    func deviceCap() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.postgres, standIn: standIn, devicesPerServer: 2)
+        let credential = try gateway.enroll("a", instanceID: UUID().uuidString.lowercased())
+        try gateway.register([device(1), device(2)], credential: credential)
+        let over = try gateway.post(
+            PushGatewayPath.devices, credential: credential,
+            json: [
+                "register": [
+                    ["token": device(3), "environment": "production"],
+                    ["token": device(4), "environment": "production"],
+                ],
+                "remove": [device(1)],
+            ])
+        #expect(over.status == 409)
+        #expect(
+            try gateway.devices()["a"] == [device(1), device(2)], "the removal in the refused request did not happen")
+        let swapped = try gateway.post(
+            PushGatewayPath.devices, credential: credential,
+            json: ["register": [["token": device(3), "environment": "production"]], "remove": [device(1)]])
+        #expect(swapped.status == 200, "one out, one in: still within the cap")
+        #expect(try gateway.devices()["a"] == [device(2), device(3)])
+    }
+
+    @Test("an installation is enrolled once: a second claimant of its id is refused until the first is revoked")
+    func oneEnrolmentPerInstallation() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.postgres, standIn: standIn)
+        let instance = UUID().uuidString.lowercased()
+        try gateway.enroll("real", instanceID: instance)
+        let store = GatewayServerStore(gateway.database)
+        let second = try store.add(
+            name: "claimant", instanceID: instance, url: "https://evil.example.net", credentialHash: "ab", now: 1)
+        guard case .instanceTaken(let holder) = second else {
+            Issue.record("a second enrolment of one installation: \(second)")
+            return
+        }
+        #expect(holder.name == "real")
+        // Also when the check is raced: the index refuses the second row.
+        #expect(throws: (any Error).self) {
+            try gateway.database.execute(
+                """
+                INSERT INTO gateway_servers (name, instance_id, url, credential_hash, created_at)
+                VALUES ('raced', $1, 'https://x', 'cd', 0)
+                """, [.text(instance)])
+        }
+        #expect(try store.revoke(name: "real", now: 2))
+        guard
+            case .added = try store.add(
+                name: "claimant", instanceID: instance, url: "https://new.example.net", credentialHash: "ab", now: 3)
+        else {
+            Issue.record("once revoked, the installation may be enrolled again")
+            return
+        }
+    }
+
+    @Test(
+        "device changes are forwarded by one replica at a time: a lease another replica cannot take until it ends",
+        arguments: Backend.allCases)
+    func forwardingLease(backend: Backend) throws {
+        try withAccounts(backend) { server throws in
+            let sync = PushGatewaySync(server.application.database)
+            #expect(try sync.claimForwarding("x", now: 1000, lease: 90))
+            #expect(try !sync.claimForwarding("y", now: 1000, lease: 90))
+            #expect(try sync.claimForwarding("x", now: 1050, lease: 90), "the holder renews")
+            #expect(try !sync.claimForwarding("y", now: 1139, lease: 90))
+            #expect(try sync.claimForwarding("y", now: 1141, lease: 90), "an expired lease passes on")
+            #expect(try !sync.claimForwarding("x", now: 1142, lease: 90))
+        }
+    }
+
+    @Test("a server with a gateway publishes its installation id and its credential's digest, never the credential")
+    func enrolmentRoute() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let credential = try SecretToken.generate()
+        try withAccounts(.sqlite, push: gatewayPush(gateway, credential: credential)) { server in
+            let answer = try RawHTTP.request(port: server.port, path: PushGatewayPath.enrollment)
+            #expect(answer.status == 200)
+            #expect(answer.header("Cache-Control") == "no-store")
+            #expect(answer.jsonObject?["instanceId"] as? String == (try server.instanceID))
+            #expect(answer.jsonObject?["credentialSha256"] as? String == SecretToken.storedForm(of: credential))
+            #expect(!String(decoding: answer.body, as: UTF8.self).contains(credential))
+        }
+        try withAccounts(.sqlite) { server throws in
+            #expect(try RawHTTP.request(port: server.port, path: PushGatewayPath.enrollment).status == 404)
+        }
+    }
+
+    @Test("GatewayInFlight counts per server and frees a slot when a batch ends")
+    func inFlightCounts() {
+        let counts = GatewayInFlight(limit: 2)
+        #expect(counts.enter(1) && counts.enter(1))
+        #expect(!counts.enter(1))
+        #expect(counts.enter(2))
+        counts.leave(1)
+        #expect(counts.enter(1))
     }
 }

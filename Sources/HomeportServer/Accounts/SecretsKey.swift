@@ -40,38 +40,9 @@ public struct SecretsKey: Sendable, Hashable {
     /// being written. A file others may read is refused, as ssh refuses a private key others may
     /// read.
     public static func load(path: String, create: Bool) throws -> SecretsKey {
-        if create, !FileManager.default.fileExists(atPath: path) {
-            let temporary = path + ".\(getpid()).\(Digest.hex(try SystemRandom().bytes(6))).new"
-            let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-            guard descriptor >= 0 else {
-                throw ConfigurationError(
-                    "could not create the secrets key file \(path): \(String(cString: strerror(errno)))")
-            }
-            defer { unlink(temporary) }
-            let text = Array((Digest.hex(try SystemRandom().bytes(32)) + "\n").utf8)
-            let written = text.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            let synced = fsync(descriptor)
-            close(descriptor)
-            guard written == text.count, synced == 0 else {
-                throw ConfigurationError("could not write the secrets key file \(path)")
-            }
-            if link(temporary, path) != 0, errno != EEXIST {
-                throw ConfigurationError(
-                    "could not create the secrets key file \(path): \(String(cString: strerror(errno)))")
-            }
-        }
-        var status = stat()
-        guard stat(path, &status) == 0 else {
-            throw ConfigurationError("the secrets key file \(path) cannot be read: \(String(cString: strerror(errno)))")
-        }
-        guard status.st_mode & 0o077 == 0 else {
-            throw ConfigurationError(
-                "the secrets key file \(path) may be read by others (mode \(String(status.st_mode & 0o777, radix: 8))); "
-                    + "chmod 600 it")
-        }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigurationError("the secrets key file \(path) cannot be read")
-        }
+        let data = try PrivateFile.read(
+            path, what: "secrets key file",
+            create: create ? { Digest.hex(try SystemRandom().bytes(32)) + "\n" } : nil)
         guard let key = SecretsKey(fileContents: Array(data)) else {
             throw ConfigurationError(
                 "the secrets key file \(path) holds fewer than 32 bytes; write one with: openssl rand -hex 32 > \(path)"

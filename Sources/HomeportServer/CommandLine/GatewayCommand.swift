@@ -29,6 +29,9 @@ enum GatewayCommand {
                 "pushes-per-minute", "N", help: "Pushes one enrolled server may send a minute, over every replica.",
                 environment: "HOMEPORT_GATEWAY_PUSHES_PER_MINUTE", default: "60000"),
             .value(
+                "devices-per-server", "N", help: "Devices one enrolled server may register.",
+                environment: "HOMEPORT_GATEWAY_DEVICES_PER_SERVER", default: "100000"),
+            .value(
                 "senders", "N", help: "Batches sent to APNs at once (each on its own HTTP/2 connection).",
                 environment: "HOMEPORT_GATEWAY_SENDERS", default: "4"),
             .value(
@@ -62,16 +65,29 @@ enum GatewayCommand {
             CommandSpec(
                 name: "homeport-server gateway servers add",
                 summary:
-                    "Enroll a server: its credential is printed once, bound to its installation id, and stored only as its SHA-256.",
+                    "Enroll a server from its own address: the gateway reads its installation id and its credential's SHA-256 there (the credential never leaves the server).",
                 options: [
+                    .value(
+                        "url", "URL",
+                        help:
+                            "The server's address, as its users' app reaches it: https:// (or http:// on a loopback address)."
+                    ),
+                    .value("name", "NAME", help: "A name for the server: 1–64 of a-z 0-9 . _ -."),
                     .value(
                         "instance-id", "UUID",
                         help:
-                            "The server's installation id (homeport-server identity show, or its /api/v1/server-identity)."
+                            "The installation id its operator gave you; enrolment stops if the address answers another."
                     ),
-                    .value("name", "NAME", help: "A name for the server: 1–64 of a-z 0-9 . _ -."),
+                    .value(
+                        "ca-file", "FILE", help: "The CA to trust for the server's address, instead of the system's."),
                     databaseOption,
-                ])
+                ],
+                discussion: """
+                    The server's operator starts it first with --push-gateway URL and
+                    --push-gateway-credential-file FILE (the file is made if missing). An installation is
+                    enrolled once: a second address that claims the same id is refused until the first
+                    enrolment is revoked.
+                    """)
         case "revoke":
             CommandSpec(
                 name: "homeport-server gateway servers revoke",
@@ -86,7 +102,7 @@ enum GatewayCommand {
                     .flag(
                         "json",
                         help:
-                            "Print a JSON array of {name, instanceId, createdAt, revokedAt, devices, delivered, refused, failed, lastPushAt}."
+                            "Print a JSON array of {name, instanceId, url, createdAt, revokedAt, devices, delivered, refused, failed, lastPushAt}."
                     ),
                 ])
         }
@@ -97,9 +113,9 @@ enum GatewayCommand {
                homeport-server gateway servers add|list|revoke [options]
 
         A push gateway holds the app developer's APNs key for Homeport servers run by other people.
-        Each server is enrolled with a credential bound to its installation id: it may push only as
-        that installation (the payload's s), only to devices it registered, at its own rate, and a
-        revocation cuts it off alone.
+        Each server is enrolled from its own address, by its installation id and the digest of the
+        credential it holds: it may push only as that installation (the payload's s), only to
+        devices it registered, at its own rate, and a revocation cuts it off alone.
         """
 
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
@@ -141,18 +157,42 @@ enum GatewayCommand {
         }
         let spec = serversSpec(action)
         guard let parsed = try ServerCLI.parse(spec, Array(arguments.dropFirst())) else { return .success }
-        var instance: String?
-        var name: String?
+        var fetched: (url: String, name: String, enrollment: PushGatewayEnrollment)?
         if action == "add" {
-            guard let text = parsed.value("instance-id", spec: spec, environment: [:]),
-                let uuid = UUID(uuidString: text)
-            else { throw UsageError("gateway servers add needs --instance-id UUID, the server's installation id") }
-            guard let given = parsed.value("name", spec: spec, environment: [:]) else {
+            guard let url = parsed.value("url", spec: spec, environment: [:]) else {
+                throw UsageError("gateway servers add needs --url, the server's address")
+            }
+            guard let name = parsed.value("name", spec: spec, environment: [:]) else {
                 throw UsageError("gateway servers add needs --name NAME")
             }
-            guard isName(given) else { throw UsageError("a server's name is 1–64 of a-z 0-9 . _ -, not '\(given)'") }
-            instance = uuid.uuidString.lowercased()
-            name = given
+            guard isName(name) else { throw UsageError("a server's name is 1–64 of a-z 0-9 . _ -, not '\(name)'") }
+            var expected: InstanceID?
+            if let text = parsed.value("instance-id", spec: spec, environment: [:]) {
+                guard let id = InstanceID(text) else { throw UsageError("--instance-id must be a UUID, not '\(text)'") }
+                expected = id
+            }
+            guard PushGatewaySettings.isAllowedURL(url) else {
+                throw UsageError(
+                    "--url must be the server's https:// address (or http:// on a loopback address), not '\(url)'")
+            }
+            let caFile = parsed.value("ca-file", spec: spec, environment: [:])
+            if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+                throw UsageError("cannot read the CA file \(caFile)")
+            }
+            let enrollment: PushGatewayEnrollment
+            do {
+                enrollment = try GatewayEnrollment.fetch(url, caFile: caFile)
+            } catch let refusal as GatewayEnrollment.Refusal {
+                ServerCLI.error("homeport-server: \(refusal)")
+                return .failure
+            }
+            if let expected, expected != enrollment.instanceId {
+                ServerCLI.error(
+                    "homeport-server: \(url) answers installation \(enrollment.instanceId), not \(expected): not enrolled"
+                )
+                return .failure
+            }
+            fetched = (url, name, enrollment)
         }
         let database = try self.database(parsed, spec, environment).open()
         defer { database.close() }
@@ -161,21 +201,29 @@ enum GatewayCommand {
         let now = Int64(Date().timeIntervalSince1970)
         switch action {
         case "add":
-            guard let instance, let name else { return .usage }
-            let credential = try SecretToken.generate()
-            guard
-                try store.add(
-                    name: name, instanceID: instance, credentialHash: SecretToken.storedForm(of: credential), now: now)
-                    != nil
-            else {
+            guard let (url, name, enrollment) = fetched else { return .usage }
+            let instance = enrollment.instanceId.description
+            let outcome = try database.transaction {
+                try GatewayServerStore($0).add(
+                    name: name, instanceID: instance, url: url, credentialHash: enrollment.credentialSha256, now: now)
+            }
+            switch outcome {
+            case .added:
+                ServerCLI.line("\(name): enrolled as \(instance) from \(url)")
+            case .nameTaken:
                 ServerCLI.error(
                     "homeport-server: a server named '\(name)' is enrolled (revoked servers keep their name)")
                 return .failure
+            case .instanceTaken(let other):
+                ServerCLI.error(
+                    "homeport-server: installation \(instance) is enrolled already, as '\(other.name)' from \(other.url); "
+                        + "if this address is the real one, revoke '\(other.name)' first")
+                return .failure
+            case .credentialTaken:
+                ServerCLI.error(
+                    "homeport-server: the credential \(url) publishes is another enrolled server's: not enrolled")
+                return .failure
             }
-            ServerCLI.line(credential)
-            ServerCLI.error(
-                "homeport-server: server '\(name)' enrolled as \(instance); its credential is not shown again: "
-                    + "put it in the file its --push-gateway-credential-file names")
         case "revoke":
             let name = parsed.positionals[0]
             guard try store.revoke(name: name, now: now) else {
@@ -195,7 +243,7 @@ enum GatewayCommand {
         if json {
             let objects: [[String: Any]] = try servers.map {
                 [
-                    "name": $0.name, "instanceId": $0.instanceID, "createdAt": date($0.createdAt),
+                    "name": $0.name, "instanceId": $0.instanceID, "url": $0.url, "createdAt": date($0.createdAt),
                     "revokedAt": $0.revokedAt.map(date) ?? NSNull(), "devices": try devices.count(server: $0.id),
                     "delivered": $0.delivered, "refused": $0.refused, "failed": $0.failed,
                     "lastPushAt": $0.lastPushAt.map(date) ?? NSNull(),
@@ -208,7 +256,7 @@ enum GatewayCommand {
         } else {
             for server in servers {
                 ServerCLI.line(
-                    "\(server.name)  \(server.instanceID)  devices \(try devices.count(server: server.id))  "
+                    "\(server.name)  \(server.instanceID)  \(server.url)  devices \(try devices.count(server: server.id))  "
                         + "delivered \(server.delivered)  refused \(server.refused)  failed \(server.failed)"
                         + (server.revokedAt.map { "  revoked \(date($0))" } ?? ""))
             }
@@ -322,6 +370,9 @@ enum GatewayCommand {
         }
         if let rate = try ServerCLI.integer("pushes-per-minute", parsed, spec, environment, range: 1...100_000_000) {
             configuration.pushesPerMinute = rate
+        }
+        if let count = try ServerCLI.integer("devices-per-server", parsed, spec, environment, range: 1...100_000_000) {
+            configuration.devicesPerServer = count
         }
         if let text = parsed.value("metrics-listen", spec: spec, environment: environment) {
             do {

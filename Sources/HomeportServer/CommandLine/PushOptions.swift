@@ -48,10 +48,11 @@ enum PushOptions {
             environment: "HOMEPORT_PUSH_GATEWAY"),
         .value(
             "push-gateway-credential-file", "FILE",
-            help: "The credential the gateway's operator issued for this installation; read once, never logged.",
+            help:
+                "This installation's credential for the gateway: made there (mode 0600) when missing, read once, never logged.",
             environment: "HOMEPORT_PUSH_GATEWAY_CREDENTIAL_FILE"),
         .value(
-            "push-gateway-ca-file", "FILE", help: "A CA to trust for the gateway besides the system's.",
+            "push-gateway-ca-file", "FILE", help: "The CA to trust for the gateway, instead of the system's.",
             environment: "HOMEPORT_PUSH_GATEWAY_CA_FILE"),
     ]
 
@@ -120,13 +121,9 @@ enum PushOptions {
         }
         let credential: String
         do {
-            credential = try String(contentsOfFile: file, encoding: .utf8).trimmingCharacters(
-                in: .whitespacesAndNewlines)
-        } catch {
-            throw UsageError("cannot read the push gateway credential file \(file): \(error.localizedDescription)")
-        }
-        guard !credential.isEmpty, !credential.contains(where: { $0.isWhitespace || $0.isNewline }) else {
-            throw UsageError("the push gateway credential file \(file) does not hold one credential")
+            credential = try PushGatewaySettings.credential(fromFile: file)
+        } catch let error as ConfigurationError {
+            throw UsageError(error.description)
         }
         if let ca {
             guard FileManager.default.isReadableFile(atPath: ca) else {

@@ -16,16 +16,22 @@ struct GatewayHandlers: Sendable {
     let clock: any WallClock
     let logger: Logger
     let counters: GatewayCounters
+    let inFlight: GatewayInFlight
 
     /// `POST /gateway/v1/pushes`: checks each push, sends those that pass to APNs in one batch,
     /// and answers each push's outcome in order.
     func pushes(_ request: HTTPRequest) throws -> HTTPResponse {
+        // Who it is, before the body is read: a stranger costs one indexed lookup.
         let credential = try Self.credential(request)
+        guard let known = try GatewayServerStore(database).live(credentialHash: credential) else { throw Self.refused }
+        guard inFlight.enter(known.id) else { throw Self.busy }
+        defer { inFlight.leave(known.id) }
         let batch = try ProductAPI.decode(GatewayPushBatch.self, request.body)
         guard (1...GatewayPushBatch.maximumCount).contains(batch.pushes.count) else {
             throw HTTPError.invalidField("pushes", "Send 1 to \(GatewayPushBatch.maximumCount) pushes.")
         }
         let now = clock.unixSeconds
+        // Charged, and looked up again: a revocation since the first lookup holds.
         guard
             let (server, allowed) = try GatewayServerStore(database).authenticate(
                 credentialHash: credential, charging: batch.pushes.count, perMinute: configuration.pushesPerMinute,
@@ -54,7 +60,8 @@ struct GatewayHandlers: Sendable {
                 return APNsRequest(
                     apnsID: push.apnsId, deviceToken: push.deviceToken, topic: push.topic,
                     payload: Data(push.payload.utf8), priority: push.priority, expiration: push.expiration,
-                    collapseID: push.collapseId, sandbox: push.environment == .sandbox)
+                    collapseID: push.collapseId.map { Self.collapseID($0, of: server) },
+                    sandbox: push.environment == .sandbox)
             })
         let devices = GatewayDeviceStore(database)
         for (index, answer) in zip(sending, answers) {
@@ -89,12 +96,15 @@ struct GatewayHandlers: Sendable {
     }
 
     /// Why the payload may not go out as `server`'s, or `nil` when it may: it must be one JSON
-    /// object, no key twice, whose app-data block's `s` is the server's installation id, and
-    /// whose `thread-id`, if any, is under it.
+    /// object, no key twice (in any spelling a parser could merge), with nothing at its top but
+    /// `aps` and the app-data block (a key planted beside them could speak for another server
+    /// where the app reads it), whose `s` is the server's installation id, and whose
+    /// `thread-id`, if any, is under it.
     func check(_ payload: String, from server: GatewayServer) -> GatewayPushOutcome? {
         let bytes = Array(payload.utf8)
         guard bytes.count <= 64 << 10, StrictJSON.isValidWithoutRepeatedKeys(bytes),
             let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any],
+            object.keys.allSatisfy({ $0 == "aps" || $0 == configuration.appDataKey }),
             let appData = object[configuration.appDataKey] as? [String: Any]
         else { return GatewayPushOutcome(status: 400, reason: PushGatewayReason.badPayload) }
         let instance = server.instanceID.lowercased()
@@ -109,9 +119,18 @@ struct GatewayHandlers: Sendable {
         return nil
     }
 
-    /// `POST /gateway/v1/devices`: records the server's registrations and removals.
+    /// The `apns-collapse-id` sent to Apple: the server's own, namespaced by its installation (a
+    /// digest, 64 characters, Apple's limit), so one server's notification never replaces
+    /// another's on a phone both reach.
+    static func collapseID(_ id: String, of server: GatewayServer) -> String {
+        Digest.sha256Hex(server.instanceID.lowercased() + "\u{0}" + id)
+    }
+
+    /// `POST /gateway/v1/devices`: records the server's registrations and removals; a server
+    /// holds at most ``PushGatewayConfiguration/devicesPerServer`` devices.
     func devices(_ request: HTTPRequest) throws -> HTTPResponse {
         let credential = try Self.credential(request)
+        guard try GatewayServerStore(database).live(credentialHash: credential) != nil else { throw Self.refused }
         let changes = try ProductAPI.decode(GatewayDeviceChanges.self, request.body)
         guard changes.register.count + changes.remove.count <= GatewayDeviceChanges.maximumCount else {
             throw HTTPError.invalidField("register", "Send at most \(GatewayDeviceChanges.maximumCount) changes.")
@@ -125,16 +144,19 @@ struct GatewayHandlers: Sendable {
         }
         let now = clock.unixSeconds
         let server: GatewayServer = try database.transaction { db in
-            guard
-                let (server, _) = try GatewayServerStore(db).authenticate(
-                    credentialHash: credential, charging: 0, perMinute: configuration.pushesPerMinute, now: now)
-            else { throw Self.refused }
+            guard let server = try GatewayServerStore(db).live(credentialHash: credential) else { throw Self.refused }
             let devices = GatewayDeviceStore(db)
+            for token in changes.remove { try devices.remove(server: server.id, token: token) }
             for device in changes.register {
                 try devices.register(
                     server: server.id, token: device.token, environment: device.environment.rawValue, now: now)
             }
-            for token in changes.remove { try devices.remove(server: server.id, token: token) }
+            if !changes.register.isEmpty, try devices.count(server: server.id) > configuration.devicesPerServer {
+                throw HTTPError(
+                    status: 409, code: "too_many_devices",
+                    message: "This server holds \(configuration.devicesPerServer) devices at most; nothing was changed."
+                )
+            }
             return server
         }
         logger.info(
@@ -157,6 +179,11 @@ struct GatewayHandlers: Sendable {
         guard !credential.isEmpty else { throw refused }
         return SecretToken.storedForm(of: credential)
     }
+
+    static let busy = HTTPError(
+        status: 429, code: "too_many_requests",
+        message: "This server has as many batches in flight as it may; send again in a moment.",
+        headers: ["Retry-After": "1"])
 
     static let refused = HTTPError(
         status: 401, code: APIErrorCode.notAuthenticated,

@@ -8,13 +8,14 @@ public enum GatewaySchema {
         Migration(version: 1, name: "servers_devices") { dialect in
             let id = dialect == .postgres ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
             return [
-                // One enrolled server: its installation id, the credential's SHA-256, its rate
-                // window, and what it sent.
+                // One enrolled server: its installation id, the address it was enrolled from, the
+                // credential's SHA-256, its rate window, and what it sent.
                 """
                 CREATE TABLE IF NOT EXISTS gateway_servers (
                     id \(id),
                     name TEXT NOT NULL UNIQUE,
                     instance_id TEXT NOT NULL,
+                    url TEXT NOT NULL,
                     credential_hash TEXT NOT NULL UNIQUE,
                     created_at BIGINT NOT NULL,
                     revoked_at BIGINT,
@@ -25,6 +26,12 @@ public enum GatewaySchema {
                     failed BIGINT NOT NULL DEFAULT 0,
                     last_push_at BIGINT
                 )
+                """,
+                // One working enrollment per installation: a second claimant of an id is refused
+                // until the first is revoked.
+                """
+                CREATE UNIQUE INDEX IF NOT EXISTS gateway_servers_live_instance ON gateway_servers (instance_id)
+                WHERE revoked_at IS NULL
                 """,
                 // The devices each server registered: a server pushes to these only.
                 """

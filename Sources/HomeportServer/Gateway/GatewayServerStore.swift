@@ -8,6 +8,8 @@ struct GatewayServer: Sendable, Hashable {
     var name: String
     /// The installation id its pushes must carry as `s`.
     var instanceID: String
+    /// The address it was enrolled from (where it published its credential's digest).
+    var url: String = ""
     /// When it was enrolled, in Unix seconds.
     var createdAt: Int64
     /// When it was revoked; `nil` while it may push.
@@ -32,15 +34,53 @@ struct GatewayServerStore {
     }
 
     private static let columns =
-        "id, name, instance_id, created_at, revoked_at, delivered, refused, failed, last_push_at"
+        "id, name, instance_id, url, created_at, revoked_at, delivered, refused, failed, last_push_at"
 
-    /// Enrolls a server; `nil` when the name is taken.
-    func add(name: String, instanceID: String, credentialHash: String, now: Int64) throws -> GatewayServer? {
+    /// What enrolling came to.
+    enum Enrollment {
+        /// Enrolled.
+        case added(GatewayServer)
+        /// Another server has the name (revoked ones keep theirs).
+        case nameTaken
+        /// The installation is enrolled already, and not revoked.
+        case instanceTaken(GatewayServer)
+        /// The credential is another server's.
+        case credentialTaken
+    }
+
+    /// Enrolls a server, unless its name, its installation (while enrolled) or its credential is
+    /// taken. Call it in a transaction.
+    func add(name: String, instanceID: String, url: String, credentialHash: String, now: Int64) throws -> Enrollment {
+        if let live = try db.execute(
+            "SELECT \(Self.columns) FROM gateway_servers WHERE instance_id = $1 AND revoked_at IS NULL",
+            [.text(instanceID)]
+        ).first.flatMap(Self.server) {
+            return .instanceTaken(live)
+        }
+        guard try db.execute("SELECT id FROM gateway_servers WHERE name = $1", [.text(name)]).isEmpty else {
+            return .nameTaken
+        }
+        guard
+            try db.execute("SELECT id FROM gateway_servers WHERE credential_hash = $1", [.text(credentialHash)])
+                .isEmpty
+        else { return .credentialTaken }
+        // Two enrolments at once: the unique indexes refuse the second, which throws.
+        guard
+            let added = try db.execute(
+                """
+                INSERT INTO gateway_servers (name, instance_id, url, credential_hash, created_at)
+                VALUES ($1, $2, $3, $4, $5) RETURNING \(Self.columns)
+                """, [.text(name), .text(instanceID), .text(url), .text(credentialHash), .integer(now)]
+            ).first.flatMap(Self.server)
+        else { return .nameTaken }
+        return .added(added)
+    }
+
+    /// The working server whose credential's digest is `credentialHash`, if any.
+    func live(credentialHash: String) throws -> GatewayServer? {
         try db.execute(
-            """
-            INSERT INTO gateway_servers (name, instance_id, credential_hash, created_at) VALUES ($1, $2, $3, $4)
-            ON CONFLICT (name) DO NOTHING RETURNING \(Self.columns)
-            """, [.text(name), .text(instanceID), .text(credentialHash), .integer(now)]
+            "SELECT \(Self.columns) FROM gateway_servers WHERE credential_hash = $1 AND revoked_at IS NULL",
+            [.text(credentialHash)]
         ).first.flatMap(Self.server)
     }
 
@@ -101,7 +141,8 @@ struct GatewayServerStore {
             let created = row.int("created_at")
         else { return nil }
         return GatewayServer(
-            id: id, name: name, instanceID: instance, createdAt: created, revokedAt: row.int("revoked_at"),
+            id: id, name: name, instanceID: instance, url: row.string("url") ?? "", createdAt: created,
+            revokedAt: row.int("revoked_at"),
             delivered: row.int("delivered") ?? 0, refused: row.int("refused") ?? 0, failed: row.int("failed") ?? 0,
             lastPushAt: row.int("last_push_at"))
     }

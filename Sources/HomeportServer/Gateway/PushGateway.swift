@@ -18,13 +18,19 @@ public struct PushGatewayConfiguration: Sendable {
     public var appDataKey: String
     /// Pushes one enrolled server may send a minute, over every replica.
     public var pushesPerMinute: Int
+    /// Devices one enrolled server may register.
+    public var devicesPerServer: Int
+    /// Batches one server may have in flight at once in one process (of ``http``'s pool threads,
+    /// which send to APNs).
+    public var batchesPerServer: Int
     /// Where `/metrics` (per-server counters) is served; `nil` for nowhere.
     public var metricsListen: ListenAddress?
 
     /// Creates a configuration.
     public init(
         http: HTTPServerConfiguration, database: DatabaseURL, apns: APNsSettings, topic: String,
-        appDataKey: String = "homeport", pushesPerMinute: Int = 60_000, metricsListen: ListenAddress? = nil
+        appDataKey: String = "homeport", pushesPerMinute: Int = 60_000, devicesPerServer: Int = 100_000,
+        batchesPerServer: Int = 2, metricsListen: ListenAddress? = nil
     ) {
         self.http = http
         self.database = database
@@ -32,13 +38,15 @@ public struct PushGatewayConfiguration: Sendable {
         self.topic = topic
         self.appDataKey = appDataKey
         self.pushesPerMinute = pushesPerMinute
+        self.devicesPerServer = devicesPerServer
+        self.batchesPerServer = batchesPerServer
         self.metricsListen = metricsListen
     }
 }
 
 /// A push gateway (`homeport-server gateway serve`): holds the app developer's APNs key for
-/// servers run by strangers, and knows each server by the installation id its operator enrolled
-/// it with (`gateway servers add`).
+/// servers run by strangers, and knows each server by the installation id it was enrolled with
+/// from its own address (`gateway servers add --url`), one enrolment per installation.
 ///
 /// What it guarantees, on every replica (PostgreSQL) at once:
 /// - a push whose `s` (or `thread-id`) is not the sender's installation id is refused, so a
@@ -46,7 +54,8 @@ public struct PushGatewayConfiguration: Sendable {
 /// - a server pushes only to the devices it registered through the gateway, so its credential,
 ///   leaked, reaches its own devices and nobody else's;
 /// - a revoked server is refused from its next request; the others go on;
-/// - each server is held to its own rate;
+/// - each server is held to its own rate, its own count of devices, and its own share of the
+///   threads that send to APNs;
 /// - no payload text and no whole device token is logged.
 public final class PushGateway: Sendable {
     /// The configuration it runs with.
@@ -57,6 +66,8 @@ public final class PushGateway: Sendable {
     private let logger: Logger
     /// Per-server counters of this process, for `/metrics`.
     let counters: GatewayCounters
+    /// Each server's batches in flight in this process.
+    let inFlight: GatewayInFlight
     private let server: HTTPServer
     private let metricsServer: HTTPServer?
 
@@ -89,13 +100,15 @@ public final class PushGateway: Sendable {
         self.apns = apns
         let counters = GatewayCounters()
         self.counters = counters
+        let inFlight = GatewayInFlight(limit: configuration.batchesPerServer)
+        self.inFlight = inFlight
         let handlers = GatewayHandlers(
             database: database, apns: apns, configuration: configuration, clock: clock, logger: self.logger,
-            counters: counters)
+            counters: counters, inFlight: inFlight)
         var router = Router<EmptyRequestContext>()
         router.get("/healthz") { _, _ in HTTPResponse(status: 200, body: Data("ok\n".utf8)) }
         router.post(PushGatewayPath.pushes, placement: .pool) { request, _ in try handlers.pushes(request) }
-        router.post(PushGatewayPath.devices) { request, _ in try handlers.devices(request) }
+        router.post(PushGatewayPath.devices, placement: .pool) { request, _ in try handlers.devices(request) }
         let server = HTTPServer(configuration: configuration.http, responder: router, logger: logger)
         self.server = server
         if let address = configuration.metricsListen {

@@ -2,10 +2,12 @@
 ///
 /// Parsers disagree about a repeated key (the first wins in one, the last in another), so a
 /// payload `{"homeport": {"s": "A"}, "homeport": {"s": "B"}}` could pass the gateway's check of
-/// `s` with one reading and reach the phone with the other. The gateway refuses such a payload.
+/// `s` with one reading and reach the phone with the other. The gateway refuses such a payload,
+/// and compares keys as Swift does (canonical equivalence: `K` and the Kelvin sign `\u212A` are
+/// one key to Foundation's parser, two to a literal one), so no two parsers can read it apart.
 enum StrictJSON {
     /// Whether `bytes` is one JSON value, with no key twice in any object (keys compared after
-    /// their escapes are decoded), nested at most 64 deep.
+    /// their escapes are decoded, by canonical equivalence), nested at most 64 deep.
     static func isValidWithoutRepeatedKeys(_ bytes: [UInt8]) -> Bool {
         var parser = Parser(bytes: bytes)
         guard parser.value(depth: 0) else { return false }
@@ -42,7 +44,7 @@ enum StrictJSON {
 
         mutating func object(depth: Int) -> Bool {
             index += 1
-            var keys: Set<[UInt16]> = []
+            var keys: Set<String> = []
             skipSpace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
                 index += 1
@@ -92,38 +94,49 @@ enum StrictJSON {
             }
         }
 
-        /// A string's code units with escapes decoded. Bytes above ASCII are kept as they are,
-        /// tagged so they never equal an escape: the keys the gateway reads (the app-data key,
-        /// `s`, `aps`, `thread-id`) are ASCII, and any spelling of those is caught.
-        mutating func string() -> [UInt16]? {
+        /// A string with its escapes decoded (a lone surrogate or a byte that is not UTF-8 reads
+        /// as U+FFFD: two such keys count as one, which refuses rather than lets through).
+        mutating func string() -> String? {
             index += 1
             var units: [UInt16] = []
+            var run: [UInt8] = []
+            func flush() {
+                guard !run.isEmpty else { return }
+                units.append(contentsOf: String(decoding: run, as: UTF8.self).utf16)
+                run.removeAll(keepingCapacity: true)
+            }
             while index < bytes.count {
                 let byte = bytes[index]
                 index += 1
                 switch byte {
-                case UInt8(ascii: "\""): return units
+                case UInt8(ascii: "\""):
+                    flush()
+                    return String(decoding: units, as: UTF16.self)
                 case UInt8(ascii: "\\"):
                     guard index < bytes.count else { return nil }
                     let escape = bytes[index]
                     index += 1
                     switch escape {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): units.append(UInt16(escape))
-                    case UInt8(ascii: "b"): units.append(0x08)
-                    case UInt8(ascii: "f"): units.append(0x0C)
-                    case UInt8(ascii: "n"): units.append(0x0A)
-                    case UInt8(ascii: "r"): units.append(0x0D)
-                    case UInt8(ascii: "t"): units.append(0x09)
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): run.append(escape)
+                    case UInt8(ascii: "b"): run.append(0x08)
+                    case UInt8(ascii: "f"): run.append(0x0C)
+                    case UInt8(ascii: "n"): run.append(0x0A)
+                    case UInt8(ascii: "r"): run.append(0x0D)
+                    case UInt8(ascii: "t"): run.append(0x09)
                     case UInt8(ascii: "u"):
                         guard index + 4 <= bytes.count,
+                            bytes[index..<index + 4].allSatisfy({
+                                $0 < 0x80 && Character(Unicode.Scalar($0)).isHexDigit
+                            }),
                             let unit = UInt16(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
                         else { return nil }
                         index += 4
+                        flush()
                         units.append(unit)
                     default: return nil
                     }
                 case 0x00..<0x20: return nil
-                default: units.append(UInt16(byte) | (byte >= 0x80 ? 0xF000 : 0))
+                default: run.append(byte)
                 }
             }
             return nil

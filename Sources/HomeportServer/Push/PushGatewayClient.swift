@@ -1,37 +1,41 @@
-import CCurl
 import Foundation
 import HomeportAPNs
+import HomeportCrypto
 import HomeportLogging
 import HomeportStorage
 import HomeportWire
+import Synchronization
 
 /// Sends the outbox to a push gateway instead of APNs: the device changes it has not heard of
 /// first (``PushGatewaySync``), then the batch of pushes as one request, over one kept-alive
 /// HTTPS connection (libcurl). The gateway answers with Apple's outcome of each push, so the
 /// sender records them as it would APNs' own.
 ///
+/// Device changes go from one replica at a time (a lease in `serving_settings`), in the order
+/// they were made: a removal never overtakes the registration it undoes.
+///
 /// A gateway that cannot be reached, or that refuses the request as a whole (a revoked
 /// credential, a gateway overloaded), makes every push of the batch a transient failure: they
 /// are tried again with backoff.
-final class PushGatewayClient: PushTransport, @unchecked Sendable {
+final class PushGatewayClient: PushTransport {
     private let settings: PushGatewaySettings
     private let database: any Database
+    private let clock: any WallClock
     private let logger: Logger
-    /// The handle and its connection, one exchange at a time.
-    private let lock = NSLock()
-    private var curl: UnsafeMutableRawPointer?
-    private var lastWarning: ContinuousClock.Instant?
+    private let session: CurlSession
+    private let lastWarning = Mutex<ContinuousClock.Instant?>(nil)
     private let base: String
+    /// This process's name in the forwarding lease.
+    private let claimant: String
 
-    init(database: any Database, settings: PushGatewaySettings, logger: Logger) {
+    init(database: any Database, settings: PushGatewaySettings, clock: any WallClock, logger: Logger) throws {
         self.settings = settings
         self.database = database
+        self.clock = clock
         self.logger = logger
+        self.session = CurlSession(caFile: settings.caFile, timeoutSeconds: settings.timeoutSeconds)
         self.base = settings.url.hasSuffix("/") ? String(settings.url.dropLast()) : settings.url
-    }
-
-    deinit {
-        if let curl { curl_easy_cleanup(curl) }
+        self.claimant = try SystemRandom().uuid().uuidString.lowercased()
     }
 
     func deliver(_ items: [OutboxItem]) throws -> [APNsResponse] {
@@ -52,8 +56,8 @@ final class PushGatewayClient: PushTransport, @unchecked Sendable {
                 answer.results.count == items.count
             else {
                 let failure = "the push gateway's answer is not one outcome per push"
-                lock.withLock { warn(failure, [:]) }
-                return items.map { _ in APNsResponse(status: 0, transportError: failure.description) }
+                warn(failure, [:])
+                return items.map { _ in APNsResponse(status: 0, transportError: failure) }
             }
             return answer.results.map { APNsResponse(status: $0.status, reason: $0.reason, timestamp: $0.timestamp) }
         }
@@ -67,14 +71,28 @@ final class PushGatewayClient: PushTransport, @unchecked Sendable {
     /// Logs a failed exchange, at most once a minute (the idle pass tries four times a second).
     private func warn(_ message: String, _ metadata: [String: String]) {
         let now = ContinuousClock.now
-        guard lastWarning.map({ now - $0 >= .seconds(60) }) ?? true else { return }
-        lastWarning = now
-        logger.warning(message, metadata: metadata)
+        let due = lastWarning.withLock { last in
+            guard last.map({ now - $0 >= .seconds(60) }) ?? true else { return false }
+            last = now
+            return true
+        }
+        if due { logger.warning(message, metadata: metadata) }
     }
 
-    /// Sends every device change the gateway has not acknowledged; why it could not, or `nil`.
+    /// Sends every device change the gateway has not acknowledged, unless another replica holds
+    /// the forwarding lease; why it could not, or `nil`.
     private func forwardDeviceChanges() throws -> String? {
+        // The lease outlasts an exchange that times out, so a holder's changes always land before
+        // the next holder reads any. It is claimed before the changes are read, and only when
+        // there are some (a write four times a second would be for nothing).
+        let lease = Int64(2 * settings.timeoutSeconds + 30)
+        guard try !PushGatewaySync(database).pending(limit: 1).isEmpty else { return nil }
         while true {
+            guard
+                try database.transaction({
+                    try PushGatewaySync($0).claimForwarding(claimant, now: clock.unixSeconds, lease: lease)
+                })
+            else { return nil }
             let changes = try PushGatewaySync(database).pending(limit: GatewayDeviceChanges.maximumCount)
             guard !changes.isEmpty else { return nil }
             let body = GatewayDeviceChanges(
@@ -92,53 +110,20 @@ final class PushGatewayClient: PushTransport, @unchecked Sendable {
 
     /// POSTs `body` as JSON to `path`; the answer's body when it is a 200, else why not.
     private func post(_ path: String, _ body: Data) -> Result<Data, GatewayFailure> {
-        lock.withLock {
-            if curl == nil { curl = curl_easy_init() }
-            guard let curl else { return .failure(GatewayFailure("libcurl failed")) }
-            let exchange = Exchange()
-            var headers = curl_slist_append(nil, "Content-Type: application/json")
-            headers = curl_slist_append(headers, "Authorization: Bearer \(settings.credential)")
-            headers = curl_slist_append(headers, "Expect:")
-            defer { curl_slist_free_all(headers) }
-            _ = homeport_curl_set_string(curl, CURLOPT_URL, base + path)
-            _ = homeport_curl_set_slist(curl, CURLOPT_HTTPHEADER, headers)
-            _ = homeport_curl_set_long(curl, CURLOPT_POST, 1)
-            _ = homeport_curl_set_long(curl, CURLOPT_TIMEOUT, settings.timeoutSeconds)
-            _ = homeport_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT, min(10, settings.timeoutSeconds))
-            _ = homeport_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
-            _ = homeport_curl_set_long(curl, CURLOPT_FOLLOWLOCATION, 0)
-            _ = homeport_curl_set_long(curl, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
-            if let caFile = settings.caFile { _ = homeport_curl_set_string(curl, CURLOPT_CAINFO, caFile) }
-            let context = Unmanaged.passRetained(exchange)
-            defer { context.release() }
-            _ = homeport_curl_set_pointer(curl, CURLOPT_WRITEDATA, context.toOpaque())
-            _ = homeport_curl_set_write_function(curl, gatewayWriteCallback)
-            let code: CURLcode = body.withUnsafeBytes { bytes in
-                _ = homeport_curl_set_long(curl, CURLOPT_POSTFIELDSIZE, bytes.count)
-                _ = homeport_curl_set_pointer(
-                    curl, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
-                return curl_easy_perform(curl)
-            }
-            _ = homeport_curl_set_pointer(curl, CURLOPT_POSTFIELDS, nil)
-            guard code == CURLE_OK else {
-                // The connection may be broken: the next exchange starts afresh.
-                curl_easy_cleanup(curl)
-                self.curl = nil
-                let failure = GatewayFailure(
-                    "the push gateway was not reached: " + String(cString: curl_easy_strerror(code)))
-                warn("push gateway unreachable", ["error": failure.description])
-                return .failure(failure)
-            }
-            let status = homeport_curl_status(curl)
-            guard status == 200 else {
-                let message =
-                    (try? JSONDecoder().decode(ErrorEnvelope.self, from: exchange.body))?.error.message
-                    ?? String(decoding: exchange.body.prefix(200), as: UTF8.self)
-                let failure = GatewayFailure("the push gateway answered \(status): \(message)")
-                warn("push gateway refused the request", ["status": String(status), "error": message])
-                return .failure(failure)
-            }
-            return .success(exchange.body)
+        let headers = ["Content-Type: application/json", "Authorization: Bearer \(settings.credential)"]
+        switch session.perform(base + path, headers: headers, body: body) {
+        case .failure(let failure):
+            let reason = "the push gateway was not reached: \(failure)"
+            warn("push gateway unreachable", ["error": reason])
+            return .failure(GatewayFailure(reason))
+        case .success(let answer) where answer.status == 200:
+            return .success(answer.body)
+        case .success(let answer):
+            let message =
+                (try? JSONDecoder().decode(ErrorEnvelope.self, from: answer.body))?.error.message
+                ?? String(decoding: answer.body.prefix(200), as: UTF8.self)
+            warn("push gateway refused the request", ["status": String(answer.status), "error": message])
+            return .failure(GatewayFailure("the push gateway answered \(answer.status): \(message)"))
         }
     }
 
@@ -147,18 +132,4 @@ final class PushGatewayClient: PushTransport, @unchecked Sendable {
         var description: String
         init(_ description: String) { self.description = description }
     }
-
-    /// The answer's body, as it arrives (at most 16 MiB).
-    final class Exchange {
-        var body = Data()
-    }
-}
-
-private let gatewayWriteCallback: curl_write_callback = { data, size, count, context in
-    guard let data, let context else { return 0 }
-    let exchange = Unmanaged<PushGatewayClient.Exchange>.fromOpaque(context).takeUnretainedValue()
-    let length = size * count
-    guard exchange.body.count + length <= 16 << 20 else { return 0 }
-    exchange.body.append(UnsafeRawBufferPointer(start: data, count: length).bindMemory(to: UInt8.self))
-    return length
 }

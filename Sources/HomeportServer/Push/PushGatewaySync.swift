@@ -1,3 +1,4 @@
+import HomeportCrypto
 import HomeportStorage
 import HomeportWire
 
@@ -8,7 +9,8 @@ import HomeportWire
 /// Triggers on `push_devices` (migration 11) fill it, whatever removed a device (the app, a
 /// sign-out, a session's end, the account's deletion, the per-account cap, Apple's refusal), but
 /// only while a serving process is configured with a gateway (the `push-gateway` row of
-/// `serving_settings`). The sender sends it to the gateway before each batch of pushes.
+/// `serving_settings`). One replica at a time sends it to the gateway, before each batch of
+/// pushes and whenever nothing is due.
 struct PushGatewaySync {
     let db: any SQLExecutor
 
@@ -27,18 +29,19 @@ struct PushGatewaySync {
     /// The row of `serving_settings` that switches the triggers on.
     static let settingName = "push-gateway"
 
-    /// Records that this database's pushes go to the gateway at `url`. A gateway that is new (or
-    /// another than the one recorded) hears of every registered device.
-    func serve(gateway url: String, now: Int64) throws {
+    /// Records that this database's pushes go to `gateway`. A gateway (or a credential) that is
+    /// new, or another than the one recorded, hears of every registered device.
+    func serve(gateway: PushGatewaySettings, now: Int64) throws {
+        let serving = gateway.url + " " + SecretToken.storedForm(of: gateway.credential)
         let recorded = try db.execute(
             "SELECT value FROM serving_settings WHERE name = $1", [.text(Self.settingName)]
         ).first?.string("value")
-        guard recorded != url else { return }
+        guard recorded != serving else { return }
         try db.execute(
             """
             INSERT INTO serving_settings (name, value, updated_at) VALUES ($1, $2, $3)
             ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-            """, [.text(Self.settingName), .text(url), .integer(now)])
+            """, [.text(Self.settingName), .text(serving), .integer(now)])
         try db.execute(
             """
             INSERT INTO push_gateway_changes (token, environment, registered, version)
@@ -46,6 +49,23 @@ struct PushGatewaySync {
             ON CONFLICT (token) DO UPDATE SET environment = excluded.environment, registered = 1,
                 version = push_gateway_changes.version + 1
             """)
+    }
+
+    /// The row of `serving_settings` that says which replica forwards device changes.
+    static let forwarderName = "push-gateway-forwarder"
+
+    /// Claims the forwarding of device changes for `claimant` until `now + lease` (or renews its
+    /// claim): one replica at a time forwards them, so a removal never reaches the gateway
+    /// before the registration it undoes. False while another replica's claim holds.
+    func claimForwarding(_ claimant: String, now: Int64, lease: Int64) throws -> Bool {
+        !(try db.execute(
+            """
+            INSERT INTO serving_settings (name, value, updated_at) VALUES ($1, $2, $3)
+            ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+            WHERE serving_settings.value = excluded.value OR serving_settings.updated_at < $4
+            RETURNING name
+            """, [.text(Self.forwarderName), .text(claimant), .integer(now + lease), .integer(now)]
+        ).isEmpty)
     }
 
     /// Records that this database's pushes go to APNs directly: the triggers stop, and what they

@@ -1,5 +1,6 @@
 import Foundation
 import HomeportAPNs
+import HomeportCrypto
 
 /// How the server notifies: the payload's app-data key, the catalogue, and APNs (or none).
 public struct PushSettings: Sendable {
@@ -99,6 +100,18 @@ public struct PushGatewaySettings: Sendable {
         self.credential = credential
         self.caFile = caFile
         self.timeoutSeconds = timeoutSeconds
+    }
+
+    /// The credential in the file at `path`, made there first (256 random bits, mode 0600) when
+    /// the file does not exist. Throws ``ConfigurationError`` for a file others may read or that
+    /// holds no credential.
+    public static func credential(fromFile path: String) throws -> String {
+        let data = try PrivateFile.read(
+            path, what: "push gateway credential file", create: { try SecretToken.generate() + "\n" })
+        let credential = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (32...512).contains(credential.utf8.count), credential.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else { throw ConfigurationError("the push gateway credential file \(path) does not hold one credential") }
+        return credential
     }
 
     /// Whether `url` may name a gateway: `https://` with a host, or `http://` on a loopback

@@ -1,0 +1,102 @@
+import CCurl
+import Foundation
+
+/// One libcurl handle, kept between exchanges so its connection stays open (keep-alive), for
+/// the server's exchanges with a push gateway and the gateway's fetch of an enrolling server.
+/// One exchange at a time; HTTP and HTTPS only, no redirects, no proxy from the environment.
+final class CurlSession: @unchecked Sendable {
+    private let lock = NSLock()
+    private var curl: UnsafeMutableRawPointer?
+    /// The CA file trusted instead of the system's, if any.
+    let caFile: String?
+    /// Longest wait for one exchange, in seconds.
+    let timeoutSeconds: Int
+    /// The largest answer read, in bytes.
+    let byteLimit: Int
+
+    init(caFile: String? = nil, timeoutSeconds: Int = 30, byteLimit: Int = 16 << 20) {
+        self.caFile = caFile
+        self.timeoutSeconds = timeoutSeconds
+        self.byteLimit = byteLimit
+    }
+
+    deinit {
+        if let curl { curl_easy_cleanup(curl) }
+    }
+
+    /// What came back: the status and the body.
+    struct Answer {
+        var status: Int
+        var body: Data
+    }
+
+    /// Why there was no answer.
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Sends a request (a POST when `body` is given, else a GET) and waits for the answer.
+    func perform(_ url: String, headers: [String] = [], body: Data? = nil) -> Result<Answer, Failure> {
+        lock.withLock {
+            if curl == nil { curl = curl_easy_init() }
+            guard let curl else { return .failure(Failure(description: "libcurl failed")) }
+            let exchange = Exchange(limit: byteLimit)
+            var list: UnsafeMutablePointer<curl_slist>?
+            for header in headers + ["Expect:"] { list = curl_slist_append(list, header) }
+            defer { curl_slist_free_all(list) }
+            _ = homeport_curl_set_string(curl, CURLOPT_URL, url)
+            _ = homeport_curl_set_slist(curl, CURLOPT_HTTPHEADER, list)
+            _ = homeport_curl_set_long(curl, CURLOPT_TIMEOUT, timeoutSeconds)
+            _ = homeport_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT, min(10, timeoutSeconds))
+            _ = homeport_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
+            _ = homeport_curl_set_long(curl, CURLOPT_FOLLOWLOCATION, 0)
+            _ = homeport_curl_set_string(curl, CURLOPT_PROXY, "")
+            _ = homeport_curl_set_long(curl, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
+            if let caFile { _ = homeport_curl_set_string(curl, CURLOPT_CAINFO, caFile) }
+            let context = Unmanaged.passRetained(exchange)
+            defer { context.release() }
+            _ = homeport_curl_set_pointer(curl, CURLOPT_WRITEDATA, context.toOpaque())
+            _ = homeport_curl_set_write_function(curl, curlSessionWrite)
+            let code: CURLcode
+            if let body {
+                code = body.withUnsafeBytes { bytes in
+                    _ = homeport_curl_set_long(curl, CURLOPT_POST, 1)
+                    _ = homeport_curl_set_long(curl, CURLOPT_POSTFIELDSIZE, bytes.count)
+                    _ = homeport_curl_set_pointer(
+                        curl, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+                    return curl_easy_perform(curl)
+                }
+                _ = homeport_curl_set_pointer(curl, CURLOPT_POSTFIELDS, nil)
+            } else {
+                _ = homeport_curl_set_long(curl, CURLOPT_HTTPGET, 1)
+                code = curl_easy_perform(curl)
+            }
+            guard code == CURLE_OK else {
+                // The connection may be broken: the next exchange starts afresh.
+                curl_easy_cleanup(curl)
+                self.curl = nil
+                return .failure(Failure(description: String(cString: curl_easy_strerror(code))))
+            }
+            return .success(Answer(status: homeport_curl_status(curl), body: exchange.body))
+        }
+    }
+
+    /// The answer's body, as it arrives, up to its limit.
+    final class Exchange {
+        var body = Data()
+        let limit: Int
+
+        init(limit: Int) {
+            self.limit = limit
+        }
+    }
+}
+
+private let curlSessionWrite: curl_write_callback = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let exchange = Unmanaged<CurlSession.Exchange>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    guard exchange.body.count + length <= exchange.limit else { return 0 }
+    exchange.body.append(UnsafeRawBufferPointer(start: data, count: length).bindMemory(to: UInt8.self))
+    return length
+}
