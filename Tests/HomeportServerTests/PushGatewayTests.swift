@@ -405,6 +405,32 @@ struct PushGatewayTests {
         }
     }
 
+    @Test("Apple's reasons come back through the gateway: one not to retry stops retries, a transient one is retried")
+    func reasonsComeBack() throws {
+        let standIn = try APNsStandIn()
+        try standIn.script(tokens: [
+            device(1): [["status": 413, "reason": "PayloadTooLarge"]],
+            device(2): [["status": 503, "reason": "ServiceUnavailable"], ["status": 200]],
+        ])
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let credential = try SecretToken.generate()
+        try withAccounts(.sqlite, push: gatewayPush(gateway, credential: credential), clockStart: Date()) { server in
+            try gateway.enroll("home", instanceID: server.instanceID, credential: credential)
+            let ada = try server.signIn("ada@example.com")
+            _ = try server.register(device(1), token: ada)
+            _ = try server.register(device(2), token: ada)
+            try server.pushToAda()
+            try server.drainThroughGateway()
+            let rows = try server.outboxRows().map { ($0.string("state"), $0.string("last_error")) }
+            #expect(rows.contains { $0.0 == "failed" && $0.1 == "PayloadTooLarge" }, "\(rows)")
+            #expect(rows.contains { $0.0 == "pending" && $0.1 == "ServiceUnavailable" }, "\(rows)")
+            try server.makeDue()
+            try server.drainThroughGateway()
+            #expect(try server.outboxRows().map { $0.string("state") } == ["failed"], "the retried one went through")
+            #expect(try server.registeredDevices() == [device(1), device(2)], "neither reason removes a device")
+        }
+    }
+
     @Test(
         "registrations and removals reach the gateway whatever made them, and a lost one is registered again",
         arguments: Backend.allCases)

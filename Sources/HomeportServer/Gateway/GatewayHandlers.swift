@@ -41,12 +41,20 @@ struct GatewayHandlers: Sendable {
             server: server.id, among: batch.pushes.map(\.deviceToken))
         var outcomes = [GatewayPushOutcome?](repeating: nil, count: batch.pushes.count)
         var sending: [Int] = []
+        // One notification fans out as the same payload to each device: it is read once a batch.
+        var checked: [String: GatewayPushOutcome?] = [:]
+        func refusal(of payload: String) -> GatewayPushOutcome? {
+            if let known = checked[payload] { return known }
+            let outcome = check(payload, from: server)
+            checked[payload] = .some(outcome)
+            return outcome
+        }
         for (index, push) in batch.pushes.enumerated() {
             if index >= allowed {
                 outcomes[index] = GatewayPushOutcome(status: 429, reason: PushGatewayReason.tooManyRequests)
             } else if push.topic != configuration.topic {
                 outcomes[index] = GatewayPushOutcome(status: 400, reason: PushGatewayReason.topicDisallowed)
-            } else if let refusal = check(push.payload, from: server) {
+            } else if let refusal = refusal(of: push.payload) {
                 outcomes[index] = refusal
             } else if !registered.contains(push.deviceToken) {
                 outcomes[index] = GatewayPushOutcome(status: 403, reason: PushGatewayReason.unknownDevice)
