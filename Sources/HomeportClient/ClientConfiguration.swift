@@ -8,7 +8,10 @@ public struct ClientConfiguration: Sendable {
     public var requestDeadline: Duration = .seconds(10)
     /// Largest JSON answer read.
     public var byteLimit = 1 << 20
-    /// After the first address answers with the right id, how long to wait for a more preferred one.
+    /// After the first address answers with the right id, the longest wait for a more preferred
+    /// one. The wait itself comes from the most preferred address's own round trip on this
+    /// network path, as measured before (three times it, plus a millisecond, at least two): a
+    /// blackholed LAN address costs a few of its own round trips, not this bound.
     public var preferenceWindow: Duration = .milliseconds(50)
     /// How long a chosen address is reused on the same network path before choosing again.
     public var winnerLifetime: Duration = .seconds(60)

@@ -160,7 +160,8 @@ public final class HomeportClient: Sendable {
             throw ClientError.noVerifiedAddress(server: record.key, detail: "no address left to try")
         }
         let outcomes = await race(
-            candidates, expected: expected, primary: record.primary, primaryTrusted: primaryTrusted && !matchOnly)
+            candidates, expected: expected, primary: record.primary, primaryTrusted: primaryTrusted && !matchOnly,
+            window: preferenceWindow(for: candidates[0], in: record, path: path))
         // The primary moved to HTTPS on its host: the new address, once it answers as the
         // installation, is the primary from now on, and the choice is made again with it.
         if case .movedToHTTPS(let target)? = outcomes.results[record.primary.url],
@@ -178,33 +179,50 @@ public final class HomeportClient: Sendable {
             return Choice(
                 address: winner, grounds: .primaryTrust(outcomes.results[winner.url] ?? .unreachable("no answer")))
         }
-        try remember(winner, matched: outcomes.results, in: record, path: path)
+        try remember(winner, matched: outcomes.results, roundTrips: outcomes.roundTrips, in: record, path: path)
         return Choice(address: winner, grounds: .matched)
     }
 
     struct RaceOutcome {
         var winner: ServerAddress?
         var results: [String: ProbeOutcome]
+        /// How long each address that answered took.
+        var roundTrips: [String: Duration] = [:]
+    }
+
+    /// How long to wait, after a first match, for `preferred` to answer: three of its own round
+    /// trips on this path and a millisecond (at least two), as it was last measured here; the
+    /// configured bound when it was never measured here.
+    func preferenceWindow(for preferred: ServerAddress, in record: ServerRecord, path: String) -> Duration {
+        guard let roundTrip = record.roundTrip(of: preferred.url, on: path) else {
+            return configuration.preferenceWindow
+        }
+        return min(configuration.preferenceWindow, max(.milliseconds(2), roundTrip * 3 + .milliseconds(1)))
     }
 
     /// Probes every candidate at once. After the first match, waits the preference window (or
     /// until every more preferred candidate has answered) and takes the most preferred match. The
     /// trusted primary, when it answered without matching, wins only when every candidate has
     /// answered and none matched.
-    func race(_ candidates: [ServerAddress], expected: ServerIdentity, primary: ServerAddress, primaryTrusted: Bool)
-        async -> RaceOutcome
-    {
+    func race(
+        _ candidates: [ServerAddress], expected: ServerIdentity, primary: ServerAddress, primaryTrusted: Bool,
+        window: Duration
+    ) async -> RaceOutcome {
         enum Event: Sendable {
-            case probed(Int, ProbeOutcome)
+            case probed(Int, ProbeOutcome, Duration)
             case windowEnded
         }
         let probe = self.probe
-        let window = configuration.preferenceWindow
         return await withTaskGroup(of: Event.self) { group in
             for (index, candidate) in candidates.enumerated() {
-                group.addTask { .probed(index, await probe.probe(candidate, expected: expected)) }
+                group.addTask {
+                    let started = ContinuousClock.now
+                    let outcome = await probe.probe(candidate, expected: expected)
+                    return .probed(index, outcome, ContinuousClock.now - started)
+                }
             }
             var results: [Int: ProbeOutcome] = [:]
+            var roundTrips: [String: Duration] = [:]
             var qualified: [Int: Qualification] = [:]
             var windowStarted = false
             func best() -> Int? {
@@ -219,12 +237,15 @@ public final class HomeportClient: Sendable {
                 return (0..<best).allSatisfy { results[$0] != nil }
             }
             func finish() -> RaceOutcome {
-                RaceOutcome(winner: best().map { candidates[$0] }, results: Self.keyed(results, candidates))
+                RaceOutcome(
+                    winner: best().map { candidates[$0] }, results: Self.keyed(results, candidates),
+                    roundTrips: roundTrips)
             }
             while let event = await group.next() {
                 switch event {
-                case .probed(let index, let outcome):
+                case .probed(let index, let outcome, let elapsed):
                     results[index] = outcome
+                    if outcome.isMatch { roundTrips[candidates[index].url] = elapsed }
                     if outcome.isMatch {
                         qualified[index] = .match
                         if !windowStarted {
@@ -256,17 +277,38 @@ public final class HomeportClient: Sendable {
         Dictionary(results.map { (candidates[$0.key].url, $0.value) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// How stale a stored verification may get before a match writes it again: a choice that
+    /// confirms what is stored writes nothing.
+    static let verificationRefresh: TimeInterval = 3600
+
     /// Records the choice on the stored record as it is now (not on the copy the race started
     /// from), and caches it only if the network path is still the one it was made on.
     private func remember(
-        _ winner: ServerAddress, matched: [String: ProbeOutcome], in record: ServerRecord, path: String
+        _ winner: ServerAddress, matched: [String: ProbeOutcome], roundTrips: [String: Duration],
+        in record: ServerRecord, path: String
     ) throws {
+        let now = Date()
         let saved = try directory.update(record.key) { stored in
             guard stored.instanceID == record.instanceID else { return }
             stored.lastWinner = winner.url
+            // A round trip is stored when it is new, halved or doubled: not on every race (a write
+            // is an fsync on the way to the request).
+            for (url, measured) in roundTrips {
+                let seconds = Double(measured.components.seconds) + Double(measured.components.attoseconds) / 1e18
+                let key = path + " " + url
+                if let old = stored.roundTrips?[key], seconds > old * 0.5, seconds < old * 2 { continue }
+                var kept = stored.roundTrips ?? [:]
+                // Many networks over the years: past a bound, only this path's are kept.
+                if kept.count >= 256 { kept = kept.filter { $0.key.hasPrefix(path + " ") } }
+                kept[key] = seconds
+                stored.roundTrips = kept
+            }
             for index in stored.alternatives.indices
             where matched[stored.alternatives[index].address.url]?.isMatch == true {
-                stored.alternatives[index].verifiedPaths[path] = Date()
+                let last = stored.alternatives[index].verifiedPaths[path]
+                if last.map({ now.timeIntervalSince($0) >= Self.verificationRefresh || $0 > now }) ?? true {
+                    stored.alternatives[index].verifiedPaths[path] = now
+                }
             }
         }
         guard saved != nil else { throw ClientError.unknownServer(record.key) }

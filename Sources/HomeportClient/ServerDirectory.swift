@@ -27,6 +27,10 @@ public struct ServerRecord: Codable, Hashable, Sendable {
     public var signedOut: Bool
     /// The network path the user signed in on: a plain-HTTP primary keeps its trust only there.
     public var signedInPath: String
+    /// How long each address took to answer the identity probe on each network path, in
+    /// seconds (`"<path> <url>"` → seconds): the preference window for an address is derived from
+    /// its own round trip on the path. `nil` in records written before it was kept.
+    public var roundTrips: [String: Double]?
 
     /// Creates a record.
     public init(
@@ -42,6 +46,11 @@ public struct ServerRecord: Codable, Hashable, Sendable {
         self.lastWinner = lastWinner
         self.signedOut = signedOut
         self.signedInPath = signedInPath
+    }
+
+    /// The round trip `url` took on `path`, as last stored.
+    public func roundTrip(of url: String, on path: String) -> Duration? {
+        roundTrips?[path + " " + url].map { .nanoseconds(Int64($0 * 1e9)) }
     }
 
     /// The key the server is stored and addressed under: its instance id, or its primary URL
@@ -177,8 +186,11 @@ public final class ServerDirectory: @unchecked Sendable {
                 throw ClientError.vault("cannot lock \(path): \(String(cString: strerror(errno)))")
             }
             servers = try Self.read(path)
+            let before = servers
             let result = try change(&servers)
-            try persist()
+            // Nothing changed, nothing written: a choice that confirms what is stored costs no
+            // write (and no fsync) on the way to the request.
+            if servers != before { try persist() }
             return result
         }
     }
