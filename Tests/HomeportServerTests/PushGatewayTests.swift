@@ -78,6 +78,20 @@ final class GatewayHarness {
         return credential
     }
 
+    /// Enrolls servers `a` and `b` under new installation ids and registers each one's devices;
+    /// their ids and credentials.
+    func twoServers(a devicesA: [String], b devicesB: [String], registeringBOn replicaB: Int = 0) throws -> (
+        a: String, credentialA: String, b: String, credentialB: String
+    ) {
+        let a = UUID().uuidString.lowercased()
+        let b = UUID().uuidString.lowercased()
+        let credentialA = try enroll("a", instanceID: a)
+        let credentialB = try enroll("b", instanceID: b)
+        try register(devicesA, credential: credentialA)
+        try register(devicesB, credential: credentialB, replica: replicaB)
+        return (a, credentialA, b, credentialB)
+    }
+
     /// POSTs `json` to a replica with `credential`.
     func post(
         _ path: String, credential: String?, json: Any, replica: Int = 0, extraHeaders: [(String, String)] = []
@@ -262,12 +276,7 @@ struct PushGatewayTests {
     func othersDevices() throws {
         let standIn = try APNsStandIn()
         let gateway = try GatewayHarness(.postgres, replicas: 2, standIn: standIn)
-        let a = UUID().uuidString.lowercased()
-        let b = UUID().uuidString.lowercased()
-        let credentialA = try gateway.enroll("a", instanceID: a)
-        let credentialB = try gateway.enroll("b", instanceID: b)
-        try gateway.register([device(1)], credential: credentialA)
-        try gateway.register([device(2)], credential: credentialB, replica: 1)
+        let (a, credentialA, _, _) = try gateway.twoServers(a: [device(1)], b: [device(2)], registeringBOn: 1)
         let answer = try gateway.push(
             [rawPush(device(2), instance: a), rawPush(device(1), instance: a)], credential: credentialA, replica: 1)
         #expect(answer.results.map { $0["status"] as? Int } == [403, 200])
@@ -290,12 +299,7 @@ struct PushGatewayTests {
     func revoked() throws {
         let standIn = try APNsStandIn()
         let gateway = try GatewayHarness(.postgres, replicas: 2, standIn: standIn)
-        let a = UUID().uuidString.lowercased()
-        let b = UUID().uuidString.lowercased()
-        let credentialA = try gateway.enroll("a", instanceID: a)
-        let credentialB = try gateway.enroll("b", instanceID: b)
-        try gateway.register([device(1)], credential: credentialA)
-        try gateway.register([device(2)], credential: credentialB)
+        let (a, credentialA, b, credentialB) = try gateway.twoServers(a: [device(1)], b: [device(2)])
         #expect(try gateway.push([rawPush(device(1), instance: a)], credential: credentialA, replica: 1).status == 200)
         #expect(try GatewayServerStore(gateway.database).revoke(name: "a", now: 1))
         for replica in 0..<2 {
@@ -354,12 +358,7 @@ struct PushGatewayTests {
     func rateLimit() throws {
         let standIn = try APNsStandIn()
         let gateway = try GatewayHarness(.postgres, replicas: 2, standIn: standIn, pushesPerMinute: 3)
-        let a = UUID().uuidString.lowercased()
-        let b = UUID().uuidString.lowercased()
-        let credentialA = try gateway.enroll("a", instanceID: a)
-        let credentialB = try gateway.enroll("b", instanceID: b)
-        try gateway.register([device(1)], credential: credentialA)
-        try gateway.register([device(2)], credential: credentialB)
+        let (a, credentialA, b, credentialB) = try gateway.twoServers(a: [device(1)], b: [device(2)])
         let first = try gateway.push(
             [rawPush(device(1), instance: a), rawPush(device(1), instance: a)], credential: credentialA)
         let second = try gateway.push(
@@ -547,12 +546,7 @@ struct PushGatewayTests {
     func collapseIDs() throws {
         let standIn = try APNsStandIn()
         let gateway = try GatewayHarness(.sqlite, standIn: standIn)
-        let a = UUID().uuidString.lowercased()
-        let b = UUID().uuidString.lowercased()
-        let credentialA = try gateway.enroll("a", instanceID: a)
-        let credentialB = try gateway.enroll("b", instanceID: b)
-        try gateway.register([device(1)], credential: credentialA)
-        try gateway.register([device(1)], credential: credentialB)
+        let (a, credentialA, b, credentialB) = try gateway.twoServers(a: [device(1)], b: [device(1)])
         _ = try gateway.push([rawPush(device(1), instance: a, collapseID: "chat:42")], credential: credentialA)
         _ = try gateway.push([rawPush(device(1), instance: b, collapseID: "chat:42")], credential: credentialB)
         #expect(standIn.waitForRequests(2))
@@ -569,12 +563,7 @@ struct PushGatewayTests {
         let silentApple = try RecordingListener(behaviour: .blackhole)
         let gateway = try GatewayHarness(
             .sqlite, standIn: standIn, batchesPerServer: 1, apnsURL: "https://127.0.0.1:\(silentApple.port)")
-        let a = UUID().uuidString.lowercased()
-        let b = UUID().uuidString.lowercased()
-        let credentialA = try gateway.enroll("a", instanceID: a)
-        let credentialB = try gateway.enroll("b", instanceID: b)
-        try gateway.register([device(1)], credential: credentialA)
-        try gateway.register([device(2)], credential: credentialB)
+        let (a, credentialA, b, credentialB) = try gateway.twoServers(a: [device(1)], b: [device(2)])
         let first = LockedBox<(status: Int, results: [[String: Any]])?>(nil)
         let port = gateway.replicas[0].port
         let thread = Thread {

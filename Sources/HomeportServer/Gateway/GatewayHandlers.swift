@@ -21,7 +21,7 @@ struct GatewayHandlers: Sendable {
     /// `POST /gateway/v1/pushes`: checks each push, sends those that pass to APNs in one batch,
     /// and answers each push's outcome in order.
     func pushes(_ request: HTTPRequest) throws -> HTTPResponse {
-        // Who it is, before the body is read: a stranger costs one indexed lookup.
+        // Who it is, before the body is parsed: a stranger costs one indexed lookup.
         let credential = try Self.credential(request)
         guard let known = try GatewayServerStore(database).live(credentialHash: credential) else { throw Self.refused }
         guard inFlight.enter(known.id) else { throw Self.busy }
