@@ -18,7 +18,11 @@ final class PostgresConnection: DatabaseConnection {
     /// statements are fixed texts, a few dozen of them.)
     static let preparedLimit = 256
 
+    /// The URL, as ``StatementLog`` names this database.
+    private let source: String
+
     init(url: String, options: DatabaseOptions) throws {
+        self.source = url
         let keywords = ["connect_timeout", "application_name", "dbname"]
         let values = [String(options.connectTimeoutSeconds), "homeport-server", url]
         let connection = Self.withCStrings(keywords) { keywordPointers in
@@ -55,6 +59,7 @@ final class PostgresConnection: DatabaseConnection {
     }
 
     func execute(_ sql: String, _ parameters: [SQLValue]) throws -> [Row] {
+        StatementLog.note(source: source, sql, parameters)
         guard let handle else { throw StorageError.connectionFailed("connection closed") }
         let texts: [String?] = parameters.map(Self.text)
         // libpq takes C strings: a NUL would silently cut the value, so refuse it.

@@ -15,9 +15,13 @@ final class SQLiteConnection: DatabaseConnection {
     }()
     private(set) var isBroken = false
 
+    /// The file, as ``StatementLog`` names this database.
+    private let source: String
+
     init(path: String, lockTimeout: Duration) throws {
         Self.configured
         self.lockTimeout = lockTimeout
+        self.source = path
         var db: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let status = sqlite3_open_v2(path, &db, flags, nil)
@@ -57,6 +61,7 @@ final class SQLiteConnection: DatabaseConnection {
     /// until the lock timeout: nothing of it took effect. Inside a transaction the refusal goes to
     /// the caller, whose transaction must start over.
     func execute(_ sql: String, _ parameters: [SQLValue]) throws -> [Row] {
+        StatementLog.note(source: source, sql, parameters)
         do {
             return try executeOnce(sql, parameters)
         } catch StorageError.busy where handle.map(sqlite3_get_autocommit) != 0 {
