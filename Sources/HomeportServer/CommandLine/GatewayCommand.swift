@@ -274,13 +274,7 @@ enum GatewayCommand {
         let spec = serveSpec
         guard let parsed = try ServerCLI.parse(spec, arguments) else { return .success }
         let configuration = try configuration(parsed, spec, environment)
-        var level = Logger.Level.info
-        if let text = parsed.value("log-level", spec: spec, environment: environment) {
-            guard let parsedLevel = Logger.Level(name: text) else {
-                throw UsageError("--log-level must be debug, info, notice, warning or error, not '\(text)'")
-            }
-            level = parsedLevel
-        }
+        let level = try ServerCLI.logLevel(parsed, spec, environment) ?? .info
         let logger = Logger(label: "homeport.gateway", minimumLevel: level)
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
@@ -347,25 +341,10 @@ enum GatewayCommand {
         if let senders = try ServerCLI.integer("senders", parsed, spec, environment, range: 1...64) {
             http.poolThreads = senders
         }
-        let certificate = parsed.value("tls-cert", spec: spec, environment: environment)
-        let key = parsed.value("tls-key", spec: spec, environment: environment)
-        switch (certificate, key) {
-        case (nil, nil): break
-        case (let certificate?, let key?):
-            do {
-                http.tls = try TLSCredentials(certificateFile: certificate, keyFile: key)
-            } catch {
-                throw UsageError("--tls-cert/--tls-key: \(error)")
-            }
-        default: throw UsageError("--tls-cert and --tls-key go together: give both, or neither")
-        }
+        http.tls = try ServeCommand.tlsCredentials(parsed, spec: spec, environment: environment)
         var configuration = PushGatewayConfiguration(
             http: http, database: try database(parsed, spec, environment), apns: apns, topic: topic)
-        if let appDataKey = parsed.value("push-key", spec: spec, environment: environment) {
-            guard PushSettings.validateAppDataKey(appDataKey) else {
-                throw UsageError(
-                    "--push-key must be 1–32 letters, digits, '_' or '-' (and not 'aps'), not '\(appDataKey)'")
-            }
+        if let appDataKey = try PushOptions.appDataKey(parsed, spec, environment) {
             configuration.appDataKey = appDataKey
         }
         if let rate = try ServerCLI.integer("pushes-per-minute", parsed, spec, environment, range: 1...100_000_000) {

@@ -64,12 +64,7 @@ enum PushOptions {
         _ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String], sender: Bool
     ) throws -> PushSettings {
         var settings = PushSettings()
-        if let key = parsed.value("push-key", spec: spec, environment: environment) {
-            guard PushSettings.validateAppDataKey(key) else {
-                throw UsageError("--push-key must be 1–32 letters, digits, '_' or '-' (and not 'aps'), not '\(key)'")
-            }
-            settings.appDataKey = key
-        }
+        if let key = try appDataKey(parsed, spec, environment) { settings.appDataKey = key }
         if let file = parsed.value("catalogue", spec: spec, environment: environment) {
             do {
                 settings.extraCodes = try ServerCatalogue.codes(fromFile: file)
@@ -96,6 +91,17 @@ enum PushOptions {
             }
         }
         return settings
+    }
+
+    /// `--push-key`, checked; `nil` when not given.
+    static func appDataKey(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String]) throws
+        -> String?
+    {
+        guard let key = parsed.value("push-key", spec: spec, environment: environment) else { return nil }
+        guard PushSettings.validateAppDataKey(key) else {
+            throw UsageError("--push-key must be 1–32 letters, digits, '_' or '-' (and not 'aps'), not '\(key)'")
+        }
+        return key
     }
 
     /// The push gateway settings: the URL and the credential file (and the topic), or none.

@@ -280,16 +280,32 @@ enum ServeCommand {
             caFile: environment["HOMEPORT_MAIL_CA_FILE"])
     }
 
-    /// `--tls-cert` and `--tls-key`: both or neither.
-    static func tlsFiles(_ parsed: ParsedArguments, environment: [String: String]) throws -> (
-        certificate: String, key: String
-    )? {
+    /// `--tls-cert` and `--tls-key` of `spec` (`serve`'s, or `gateway serve`'s): both or neither.
+    static func tlsFiles(
+        _ parsed: ParsedArguments, spec: CommandSpec = ServeCommand.spec, environment: [String: String]
+    ) throws
+        -> (certificate: String, key: String)?
+    {
         let certificate = parsed.value("tls-cert", spec: spec, environment: environment)
         let key = parsed.value("tls-key", spec: spec, environment: environment)
         switch (certificate, key) {
         case (nil, nil): return nil
         case (let certificate?, let key?): return (certificate, key)
         default: throw UsageError("--tls-cert and --tls-key go together: give both, or neither")
+        }
+    }
+
+    /// The certificate and key `--tls-cert` and `--tls-key` of `spec` name, loaded; `nil` for neither.
+    static func tlsCredentials(
+        _ parsed: ParsedArguments, spec: CommandSpec = ServeCommand.spec, environment: [String: String]
+    )
+        throws -> TLSCredentials?
+    {
+        guard let files = try tlsFiles(parsed, spec: spec, environment: environment) else { return nil }
+        do {
+            return try TLSCredentials(certificateFile: files.certificate, keyFile: files.key)
+        } catch {
+            throw UsageError("--tls-cert/--tls-key: \(error)")
         }
     }
 
@@ -314,12 +330,7 @@ enum ServeCommand {
                 throw UsageError(String(describing: error))
             }
         }
-        if let level = parsed.value("log-level", spec: spec, environment: environment) {
-            guard let parsedLevel = Logger.Level(name: level) else {
-                throw UsageError("--log-level must be debug, info, notice, warning or error, not '\(level)'")
-            }
-            configuration.logLevel = parsedLevel
-        }
+        if let level = try ServerCLI.logLevel(parsed, spec, environment) { configuration.logLevel = level }
         try applyAccountOptions(parsed, environment: environment, to: &configuration)
         configuration.push = try PushOptions.settings(parsed, spec, environment, sender: true)
         let limit = 1...Int(Int32.max)
@@ -367,13 +378,7 @@ enum ServeCommand {
         }
         configuration.smtp = try smtpSettings(
             parsed, environment: environment, publicURL: configuration.accounts.publicURL)
-        if let files = try tlsFiles(parsed, environment: environment) {
-            do {
-                configuration.http.tls = try TLSCredentials(certificateFile: files.certificate, keyFile: files.key)
-            } catch {
-                throw UsageError("--tls-cert/--tls-key: \(error)")
-            }
-        }
+        configuration.http.tls = try tlsCredentials(parsed, environment: environment)
         if let priorities = parsed.value("tls-priority", spec: spec, environment: environment) {
             guard configuration.http.tls != nil else {
                 throw UsageError("--tls-priority needs --tls-cert and --tls-key")

@@ -1,5 +1,6 @@
 import Foundation
 import HomeportCommandLine
+import HomeportLogging
 import HomeportStorage
 import Synchronization
 
@@ -168,6 +169,17 @@ enum ServerCLI {
         } catch let error as StorageError {
             throw UsageError(error.description)
         }
+    }
+
+    /// `--log-level`, checked; `nil` when not given.
+    static func logLevel(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String]) throws
+        -> Logger.Level?
+    {
+        guard let text = parsed.value("log-level", spec: spec, environment: environment) else { return nil }
+        guard let level = Logger.Level(name: text) else {
+            throw UsageError("--log-level must be debug, info, notice, warning or error, not '\(text)'")
+        }
+        return level
     }
 
     static func integer(
