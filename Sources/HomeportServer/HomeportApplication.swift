@@ -180,7 +180,7 @@ public final class HomeportApplication: Sendable {
                 clock: clock, logger: logger)
         } else {
             self.sender = nil
-            logger.withLabel("homeport.push").notice(
+            pushLogger.notice(
                 configuration.push.topic == nil
                     ? "pushes are off: no APNs key or push gateway configured (registrations, the catalogue and the in-app stream work)"
                     : "pushes are queued but not sent by this process: no APNs key or push gateway configured")
