@@ -50,6 +50,7 @@ let package = Package(
             pkgConfig: "libqrencode",
             providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]
         ),
+        .systemLibrary(name: "CEpoll"),
         .systemLibrary(
             name: "CMicroHTTPD",
             pkgConfig: "libmicrohttpd",
@@ -99,7 +100,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "homeport-push-benchmark",
-            dependencies: ["HomeportAPNs", "HomeportCrypto"]
+            dependencies: [
+                "HomeportAPNs", "HomeportCrypto", .target(name: "CEpoll", condition: .when(platforms: [.linux])),
+            ]
         ),
         .executableTarget(name: "homeport-product-benchmark", dependencies: ["HomeportServer"]),
         .executableTarget(

@@ -66,6 +66,40 @@ struct NotificationStreamTests {
     }
 
     @Test(
+        "streams of one account opened at different events each get every later event once, in order",
+        arguments: Backend.allCases)
+    func manyStreamsOfOneAccount(backend: Backend) throws {
+        try withAccounts(backend) { server in
+            // Three sessions (phone, tablet, laptop): a session's own streams replace each other.
+            let fromTheStart = try server.openStream(try server.signIn("ada@example.com"))
+            defer { close(fromTheStart.fd) }
+            for index in 1...3 { try notify(server, "ada@example.com", "event \(index)") }
+            #expect(fromTheStart.wait(for: #""title":"event 3""#))
+            let resumed = try server.openStream(try server.signIn("ada@example.com"), lastEventID: 1)
+            defer { close(resumed.fd) }
+            let fresh = try server.openStream(try server.signIn("ada@example.com"))
+            defer { close(fresh.fd) }
+            #expect(resumed.wait(for: #""title":"event 3""#) && fresh.wait(for: ": connected"))
+            for index in 4...6 { try notify(server, "ada@example.com", "event \(index)") }
+            for stream in [fromTheStart, resumed, fresh] { #expect(stream.wait(for: #""title":"event 6""#)) }
+            func seen(_ stream: StreamReader) -> [Int] {
+                (1...6).flatMap { index in
+                    Array(repeating: index, count: stream.count(of: #""title":"event \#(index)""#))
+                }
+            }
+            #expect(seen(fromTheStart) == [1, 2, 3, 4, 5, 6])
+            #expect(seen(resumed) == [2, 3, 4, 5, 6])
+            #expect(seen(fresh) == [4, 5, 6])
+            for stream in [fromTheStart, resumed, fresh] {
+                let ids = stream.text.split(separator: "\n").filter { $0.hasPrefix("id: ") }.compactMap {
+                    Int($0.dropFirst(4))
+                }
+                #expect(ids == ids.sorted() && Set(ids).count == ids.count, "in order, once each: \(ids)")
+            }
+        }
+    }
+
+    @Test(
         "a Last-Event-ID past the account's newest event (a restored database, a made-up number) starts with what is new, not silence",
         arguments: Backend.allCases)
     func resumePastTheNewest(backend: Backend) throws {

@@ -40,7 +40,9 @@ final class StreamHub: @unchecked Sendable {
     private let logger: Logger
     private let queue = DispatchQueue(label: "homeport.stream.hub")
     private let pokePending = Atomic<Bool>(false)
-    private var subscribers: [ObjectIdentifier: Subscriber] = [:]
+    /// The open streams by account, then by subscriber (guarded by the hub's queue): a look reads
+    /// each account once, and a stream that opens catches up on its own account alone.
+    private var subscribers: [Int64: [ObjectIdentifier: Subscriber]] = [:]
     private var timer: (any DispatchSourceTimer)?
     private var lastSessionCheck = Date.distantPast
     private var lastHeartbeat = Date()
@@ -75,7 +77,7 @@ final class StreamHub: @unchecked Sendable {
         queue.sync {
             timer?.cancel()
             timer = nil
-            subscribers.values.forEach { $0.stream.finish() }
+            subscribers.values.forEach { $0.values.forEach { $0.stream.finish() } }
             subscribers.removeAll()
         }
     }
@@ -88,7 +90,8 @@ final class StreamHub: @unchecked Sendable {
         else { return }
         queue.async { [weak self] in
             self?.pokePending.store(false, ordering: .sequentiallyConsistent)
-            self?.deliver()
+            guard let self else { return }
+            deliver(to: subscribers)
         }
     }
 
@@ -124,26 +127,29 @@ final class StreamHub: @unchecked Sendable {
         let subscriber = Subscriber(
             stream: stream, userID: account.id, sessionKeyHash: session.keyHash, lastSeq: max(0, start))
         let key = ObjectIdentifier(subscriber)
+        let userID = account.id
         stream.onClose = { [weak self] in
             guard let hub = self else { return }
             hub.census.withLock { state in
                 state.census.remove(number)
                 state.streams[number] = nil
             }
-            hub.queue.async { hub.subscribers[key] = nil }
+            hub.queue.async { hub.remove(key, of: userID) }
         }
         // The client learns at once that the stream is open (and a proxy flushes its headers).
         stream.write(Array(": connected\n\n".utf8))
         queue.async { [weak self] in
             guard let self, !stream.isClosed else { return }
-            subscribers[key] = subscriber
-            deliver()
+            subscribers[userID, default: [:]][key] = subscriber
+            // What was made between reading `newest` and now: this stream's catch-up alone, so
+            // that opening n streams costs n small looks, not n looks at every stream.
+            deliver(to: [userID: [key: subscriber]])
         }
         return stream
     }
 
     /// Streams open right now.
-    var openCount: Int { queue.sync { subscribers.count } }
+    var openCount: Int { queue.sync { subscribers.values.reduce(0) { $0 + $1.count } } }
 
     /// 429 `too_many_streams`: the client's stream retries after `Retry-After`.
     private static func tooMany(_ what: String) -> HTTPError {
@@ -154,8 +160,13 @@ final class StreamHub: @unchecked Sendable {
 
     // MARK: On the hub's queue
 
+    private func remove(_ key: ObjectIdentifier, of userID: Int64) {
+        subscribers[userID]?[key] = nil
+        if subscribers[userID]?.isEmpty == true { subscribers[userID] = nil }
+    }
+
     private func tick() {
-        deliver()
+        deliver(to: subscribers)
         let now = Date()
         if now.timeIntervalSince(lastSessionCheck) >= 1 {
             lastSessionCheck = now
@@ -163,28 +174,31 @@ final class StreamHub: @unchecked Sendable {
         }
         if now.timeIntervalSince(lastHeartbeat) >= settings.streamHeartbeat {
             lastHeartbeat = now
-            subscribers.values.forEach { $0.stream.write(Self.keepAlive) }
+            subscribers.values.forEach { $0.values.forEach { $0.stream.write(Self.keepAlive) } }
         }
     }
 
-    /// Writes each account's notifications after each of its streams' last event id.
-    private func deliver() {
-        guard !subscribers.isEmpty else { return }
-        let byAccount = Dictionary(grouping: subscribers.values, by: \.userID)
+    /// Writes each account's notifications after each of its streams' last event id. Each
+    /// notification is encoded once, and the streams that need the same events get the same bytes.
+    private func deliver(to accounts: [Int64: [ObjectIdentifier: Subscriber]]) {
+        guard !accounts.isEmpty else { return }
         do {
-            let latest = try NotificationLog(database).latest(userIDs: Array(byAccount.keys))
-            for (userID, streams) in byAccount {
-                guard let newest = latest[userID], let oldest = streams.map(\.lastSeq).min(), newest > oldest else {
-                    continue
-                }
+            let latest = try NotificationLog(database).latest(userIDs: Array(accounts.keys))
+            for (userID, streams) in accounts {
+                guard let newest = latest[userID], let oldest = streams.values.map(\.lastSeq).min(), newest > oldest
+                else { continue }
                 var after = oldest
                 while after < newest {
                     let records = try NotificationLog(database).after(userID: userID, seq: after)
                     guard let last = records.last else { break }
-                    for subscriber in streams {
-                        let events = records.filter { $0.seq > subscriber.lastSeq }.map(event)
-                        guard !events.isEmpty else { continue }
-                        subscriber.stream.write(Array(events.joined().utf8))
+                    let events = records.map(event)
+                    // The bytes from the first event a stream lacks to the last, made once per start.
+                    var bytesFrom: [Int: [UInt8]] = [:]
+                    for subscriber in streams.values {
+                        guard let first = records.firstIndex(where: { $0.seq > subscriber.lastSeq }) else { continue }
+                        let bytes = bytesFrom[first] ?? Array(events[first...].joined().utf8)
+                        bytesFrom[first] = bytes
+                        subscriber.stream.write(bytes)
                         subscriber.lastSeq = max(subscriber.lastSeq, last.seq)
                     }
                     after = last.seq
@@ -209,12 +223,14 @@ final class StreamHub: @unchecked Sendable {
     /// Ends the streams whose session no longer exists (or expired).
     private func endStreamsOfEndedSessions() {
         guard !subscribers.isEmpty else { return }
-        let keys = Array(Set(subscribers.values.map(\.sessionKeyHash)))
+        let keys = Array(Set(subscribers.values.flatMap { $0.values.map(\.sessionKeyHash) }))
         do {
             let live = try SessionStore(database).live(keyHashes: keys, now: clock.unixSeconds)
-            for (key, subscriber) in subscribers where !live.contains(subscriber.sessionKeyHash) {
-                subscriber.stream.finish()
-                subscribers[key] = nil
+            for (userID, streams) in subscribers {
+                for (key, subscriber) in streams where !live.contains(subscriber.sessionKeyHash) {
+                    subscriber.stream.finish()
+                    remove(key, of: userID)
+                }
             }
         } catch {
             logger.warning("stream sessions not checked", metadata: ["error": String(describing: error)])
