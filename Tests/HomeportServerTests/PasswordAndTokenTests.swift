@@ -82,6 +82,17 @@ struct PasswordAndTokenTests {
         #expect(!SecretToken.isWellFormed(stored))
         #expect(!SecretToken.isWellFormed(token + "A"))
         #expect(!SecretToken.isWellFormed(String(token.dropLast()) + "="))
+        // Each of the 256 bytes in each position class: accepted exactly when it is base64url.
+        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        for byte in UInt8.min...UInt8.max {
+            for position in [0, 21, 42] {
+                var bytes = Array(token.utf8)
+                bytes[position] = byte
+                let text = String(decoding: bytes, as: UTF8.self)
+                let expected = alphabet.contains(byte)
+                #expect(SecretToken.isWellFormed(text) == expected, "byte \(byte) at \(position)")
+            }
+        }
     }
 
     @Test("constant-time comparison compares")

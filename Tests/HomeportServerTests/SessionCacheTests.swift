@@ -210,15 +210,15 @@ struct SessionCacheRuleTests {
     @Test("while its listener is down, the cache serves nothing, even what it is handed")
     func distrustWhileListenerDown() {
         let cache = SessionCache(trusted: false, maximumAge: .seconds(60))
-        cache.store(session, account, generation: SessionCache.currentGeneration)
-        #expect(cache.lookup(keyHash: "k", kind: .app, now: 1_800_000_000) == nil, "not trusted before ready")
+        cache.store(session, account, token: "t", generation: SessionCache.currentGeneration)
+        #expect(cache.lookup(token: "t", kind: .app, now: 1_800_000_000) == nil, "not trusted before ready")
         cache.listenerReported(.ready)
-        cache.store(session, account, generation: SessionCache.currentGeneration)
-        #expect(cache.lookup(keyHash: "k", kind: .app, now: 1_800_000_000) != nil)
+        cache.store(session, account, token: "t", generation: SessionCache.currentGeneration)
+        #expect(cache.lookup(token: "t", kind: .app, now: 1_800_000_000) != nil)
         cache.listenerReported(.lost)
-        #expect(cache.lookup(keyHash: "k", kind: .app, now: 1_800_000_000) == nil)
-        cache.store(session, account, generation: SessionCache.currentGeneration)
-        #expect(cache.lookup(keyHash: "k", kind: .app, now: 1_800_000_000) == nil, "lost: what is stored is not served")
+        #expect(cache.lookup(token: "t", kind: .app, now: 1_800_000_000) == nil)
+        cache.store(session, account, token: "t", generation: SessionCache.currentGeneration)
+        #expect(cache.lookup(token: "t", kind: .app, now: 1_800_000_000) == nil, "lost: what is stored is not served")
     }
 
     @Test("a row read before a session ended is never served; nor one past its expiry or its door")
@@ -226,15 +226,29 @@ struct SessionCacheRuleTests {
         let cache = SessionCache(trusted: true, maximumAge: .seconds(60))
         let before = SessionCache.currentGeneration
         SessionCache.sessionsEnded()
-        cache.store(session, account, generation: before)
-        #expect(cache.lookup(keyHash: "k", kind: .app, now: 1_800_000_000) == nil)
-        cache.store(session, account, generation: SessionCache.currentGeneration)
-        #expect(cache.lookup(keyHash: "k", kind: .web, now: 1_800_000_000) == nil)
-        #expect(cache.lookup(keyHash: "k", kind: .app, now: 2_000_000_000) == nil, "expired")
-        cache.store(session, account, generation: SessionCache.currentGeneration)
-        #expect(cache.lookup(keyHash: "k", kind: .app, now: 1_800_000_000) != nil)
+        cache.store(session, account, token: "t", generation: before)
+        #expect(cache.lookup(token: "t", kind: .app, now: 1_800_000_000) == nil)
+        cache.store(session, account, token: "t", generation: SessionCache.currentGeneration)
+        #expect(cache.lookup(token: "t", kind: .web, now: 1_800_000_000) == nil)
+        #expect(cache.lookup(token: "t", kind: .app, now: 2_000_000_000) == nil, "expired")
+        cache.store(session, account, token: "t", generation: SessionCache.currentGeneration)
+        #expect(cache.lookup(token: "t", kind: .app, now: 1_800_000_000) != nil)
         SessionCache.sessionsEnded()
-        #expect(cache.lookup(keyHash: "k", kind: .app, now: 1_800_000_000) == nil)
+        #expect(cache.lookup(token: "t", kind: .app, now: 1_800_000_000) == nil)
+    }
+
+    @Test("an entry is found by the token it was read with, and by no other spelling or token")
+    func keyedByTheToken() {
+        let cache = SessionCache(trusted: true, maximumAge: .seconds(60))
+        let token = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+        cache.store(session, account, token: token, generation: SessionCache.currentGeneration)
+        #expect(cache.lookup(token: token, kind: .app, now: 1_800_000_000) != nil)
+        for other in [
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAB", token.lowercased(), " " + token, String(token.dropLast()),
+            "k",
+        ] {
+            #expect(cache.lookup(token: other, kind: .app, now: 1_800_000_000) == nil, "\(other)")
+        }
     }
 }
 
@@ -250,7 +264,7 @@ struct SessionCacheMemoryTests {
             cache.store(
                 session,
                 Account(id: 1, email: "a@example.com", passwordHash: "x", approval: .approved, createdAt: Date()),
-                generation: SessionCache.currentGeneration)
+                token: "old-\(index)", generation: SessionCache.currentGeneration)
         }
         // (A session ending in a test running alongside may drop a few stores: never most.)
         #expect(cache.count > 500)
@@ -259,7 +273,7 @@ struct SessionCacheMemoryTests {
             keyHash: "new", userID: 1, kind: .app, expiresAt: 2_000_000_000, authenticatedAt: nil, standing: nil)
         cache.store(
             fresh, Account(id: 1, email: "a@example.com", passwordHash: "x", approval: .approved, createdAt: Date()),
-            generation: SessionCache.currentGeneration)
+            token: "new", generation: SessionCache.currentGeneration)
         #expect(cache.count <= 1)
     }
 }

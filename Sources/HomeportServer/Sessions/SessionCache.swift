@@ -3,7 +3,11 @@ import HomeportStorage
 import Synchronization
 
 /// The signed-in callers this process has just read, so that a client's next requests skip the
-/// database: token hash → session and account, in front of the one ``SessionReader``.
+/// database: token → session and account, in front of the one ``SessionReader``.
+///
+/// Keyed by the token itself, so that a hit hashes nothing (SHA-256 and its hex were a tenth of
+/// a signed-in request's instructions). The tokens stay in this process's memory, as each
+/// request's header does, for at most ``maximumAge``: they are never written, logged or sent.
 ///
 /// An ended session must never get through for longer than a second anywhere. Three things
 /// keep that bound:
@@ -25,7 +29,7 @@ final class SessionCache: Sendable {
     static let channel = "homeport_sessions_ended"
 
     private struct Key: Hashable {
-        var keyHash: String
+        var token: String
         var kind: SessionKind
     }
 
@@ -70,23 +74,23 @@ final class SessionCache: Sendable {
 
     /// The cached session and account of a live, signed-in session, if fresh; `now` is the wall
     /// clock in Unix seconds (for the session's expiry).
-    func lookup(keyHash: String, kind: SessionKind, now: Int64) -> (Session, Account)? {
+    func lookup(token: String, kind: SessionKind, now: Int64) -> (Session, Account)? {
         let current = Self.currentGeneration
         let instant = ContinuousClock.now
         return state.withLock { state in
-            guard state.trusted, let entry = state.entries[Key(keyHash: keyHash, kind: kind)] else { return nil }
+            guard state.trusted, let entry = state.entries[Key(token: token, kind: kind)] else { return nil }
             guard entry.generation == current, instant - entry.readAt < maximumAge,
                 entry.session.expiresAt > now
             else {
-                state.entries[Key(keyHash: keyHash, kind: kind)] = nil
+                state.entries[Key(token: token, kind: kind)] = nil
                 return nil
             }
             return (entry.session, entry.account)
         }
     }
 
-    /// Keeps a signed-in session read at `generation` (read before the row).
-    func store(_ session: Session, _ account: Account, generation: UInt64) {
+    /// Keeps a signed-in session, read with `token` at `generation` (read before the row).
+    func store(_ session: Session, _ account: Account, token: String, generation: UInt64) {
         let instant = ContinuousClock.now
         state.withLock { state in
             guard state.trusted, generation == Self.currentGeneration else { return }
@@ -99,7 +103,7 @@ final class SessionCache: Sendable {
                 state.swept = instant
             }
             if state.entries.count >= capacity { state.entries.removeAll(keepingCapacity: true) }
-            state.entries[Key(keyHash: session.keyHash, kind: session.kind)] = Entry(
+            state.entries[Key(token: token, kind: session.kind)] = Entry(
                 session: session, account: account, readAt: instant, generation: generation)
         }
     }

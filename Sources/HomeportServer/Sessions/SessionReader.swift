@@ -14,11 +14,11 @@ struct SessionReader: Sendable {
     func caller(token: String?, kind: SessionKind) throws -> Caller {
         guard let token, token.contains(where: { $0 != " " && $0 != "\t" }) else { return .none }
         guard SecretToken.isWellFormed(token) else { return .invalid }
-        let keyHash = SecretToken.storedForm(of: token)
         let now = clock.unixSeconds
-        if let cache, let (session, account) = cache.lookup(keyHash: keyHash, kind: kind, now: now) {
+        if let cache, let (session, account) = cache.lookup(token: token, kind: kind, now: now) {
             return .signedIn(session, account)
         }
+        let keyHash = SecretToken.storedForm(of: token)
         // Read before the row: a session that ends while the row is read is not kept.
         let generation = SessionCache.currentGeneration
         guard let (session, account) = try SessionStore(database).lookup(keyHash: keyHash, kind: kind, now: now)
@@ -27,7 +27,7 @@ struct SessionReader: Sendable {
         // An account that left `approved` has no sessions (they end in the same transaction);
         // one found here anyway is refused.
         guard let account, account.approval == .approved else { return .invalid }
-        cache?.store(session, account, generation: generation)
+        cache?.store(session, account, token: token, generation: generation)
         return .signedIn(session, account)
     }
 }
