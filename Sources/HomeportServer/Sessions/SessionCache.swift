@@ -7,7 +7,8 @@ import Synchronization
 ///
 /// Keyed by the token itself, so that a hit hashes nothing (SHA-256 and its hex were a tenth of
 /// a signed-in request's instructions). The tokens stay in this process's memory, as each
-/// request's header does, for at most ``maximumAge``: they are never written, logged or sent.
+/// request's header does, until their entry is swept out (at the first store after it is past
+/// ``maximumAge``, or a lookup of it): they are never written, logged or sent.
 ///
 /// An ended session must never get through for longer than a second anywhere. Three things
 /// keep that bound:
