@@ -105,3 +105,34 @@ rps() { cut -d' ' -f1 "$work/$1.results" | median; }
 p99() { cut -d' ' -f2 "$work/$1.results" | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 nginx_version() { nginx -v 2>&1 | grep -o '[0-9.]*$'; }
+
+# start_apns_sink COUNT — an APNs stand-in on loopback: Debian's nghttpd over TLS answering 200 to
+# POST /3/device/<token> for the device tokens 1..COUNT in hexadecimal (64 digits), with its own
+# certificate and a provider key; sets sink (its URL) and apns_key (serve's flags to send to it).
+start_apns_sink() {
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/sink.key" \
+        -out "$work/sink.pem" -days 2 -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" 2>/dev/null
+    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/auth.p8" 2>/dev/null
+    python3 - "$work/www/3/device" "$1" <<'PY'
+import os, sys
+os.makedirs(sys.argv[1], exist_ok=True)
+for n in range(1, int(sys.argv[2]) + 1):
+    open(os.path.join(sys.argv[1], "%064x" % n), "w").close()
+PY
+    local port
+    port=$(free_port)
+    nghttpd --htdocs="$work/www" --max-concurrent-streams=1000 "$port" "$work/sink.key" "$work/sink.pem" >/dev/null 2>&1 &
+    bench_pids+=($!)
+    until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do sleep 0.1; done
+    sink="https://127.0.0.1:$port"
+    apns_key=(--apns-key-file "$work/auth.p8" --apns-key-id KEY1234567 --apns-team-id TEAM123456
+        --apns-topic net.example.books --apns-base-url "$sink" --apns-ca-file "$work/sink.pem")
+}
+
+# query DATABASE_URL SQL — the first column of each row (SQLite or PostgreSQL).
+query() {
+    case "$1" in
+        sqlite:*) python3 -c "import sqlite3,sys; db = sqlite3.connect(sys.argv[1], timeout=30); rows = db.execute(sys.argv[2]).fetchall(); db.commit(); [print(row[0]) for row in rows]" "${1#sqlite:}" "$2" ;;
+        *) "${PG_RUN[@]}" "$PG_BIN/psql" -tA "$1" -c "$2" ;;
+    esac
+}
