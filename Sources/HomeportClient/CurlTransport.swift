@@ -1,6 +1,7 @@
 #if canImport(CCurl)
     import CCurl
     import Foundation
+    import HomeportCrypto
 
     /// The Linux transport: libcurl, with no cookie engine, no redirect following, a byte limit
     /// enforced while reading, and a total deadline (`CURLOPT_TIMEOUT_MS`). It reaches IPv6
@@ -10,7 +11,21 @@
     /// a proxy sees every request and can answer an identity probe itself, so one is used only
     /// when the caller names it.
     public final class CurlTransport: ClientTransport {
-        private static let initialized: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+        private static let initialized: Void = {
+            // Before libcurl initializes OpenSSL, which would otherwise free its state at exit
+            // under a transfer still running on another thread.
+            CryptoLibrary.keepStateAtExit()
+            curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        }()
+
+        /// Sets up libcurl and OpenSSL for the process. Call it first thing in `main` of a program
+        /// that exits while transfers may still run (a race's losing addresses are aborted in the
+        /// background, not waited for): OpenSSL then keeps its state at exit instead of freeing it
+        /// under a thread still in a TLS handshake. Creating a transport does the same, but too late
+        /// when something else used OpenSSL first.
+        public static func prepareProcess() {
+            initialized
+        }
         let proxy: String
         /// The only CA file trusted instead of the system's; `nil` trusts the system's.
         let caFile: String?

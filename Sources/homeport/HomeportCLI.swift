@@ -74,6 +74,9 @@ enum HomeportCLI {
         """
 
     static func main() async {
+        #if canImport(Glibc)
+            CurlTransport.prepareProcess()
+        #endif
         let arguments = Array(CommandLine.arguments.dropFirst())
         let environment = ProcessInfo.processInfo.environment
         let code: Int32

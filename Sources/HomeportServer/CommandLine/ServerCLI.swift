@@ -1,5 +1,6 @@
 import Foundation
 import HomeportCommandLine
+import HomeportCrypto
 import HomeportLogging
 import HomeportStorage
 import Synchronization
@@ -26,6 +27,9 @@ public enum ServerCommandLine {
 
     /// Runs the process's command line for `product` and exits with its code.
     public static func main(product: Product = .homeport) -> Never {
+        // Before anything uses OpenSSL: a push still in its TLS handshake when the process exits
+        // must not find OpenSSL's state freed under it.
+        CryptoLibrary.keepStateAtExit()
         exit(
             run(
                 Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment,
