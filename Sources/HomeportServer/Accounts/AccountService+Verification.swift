@@ -265,12 +265,13 @@ extension AccountService {
     /// Charges one try of `code` against the verification on `session`, then reads the
     /// verification and compares (so a code a resend replaced meanwhile is compared with the new
     /// one). A wrong code that leaves no tries gives the verification up; a try refused because
-    /// others are still being compared gives nothing up and compares nothing.
+    /// others are still being compared gives nothing up and compares nothing. Every charged try is
+    /// compared, even when a later one gave the verification up first.
     private func tryCode(_ code: String, session: Session) throws -> Try {
         guard settings.emailVerification == .code else { return .none }
         let now = clock.unixSeconds
         let verifications = EmailVerificationStore(database)
-        guard try verifications.pending(keyHash: session.keyHash, now: now) != nil else { return .none }
+        guard let before = try verifications.pending(keyHash: session.keyHash, now: now) else { return .none }
         guard !VerificationCode.normalized(code).isEmpty else { return .missing }
         let left: Int
         do {
@@ -281,8 +282,14 @@ extension AccountService {
         } catch is RateLimiter.Refusal {
             return try verifications.pending(keyHash: session.keyHash, now: now) == nil ? .none : .busy
         }
-        guard let pending = try verifications.pending(keyHash: session.keyHash, now: now) else { return .none }
         let codeHash = VerificationCode.storedForm(code, session: session.keyHash)
+        guard let pending = try verifications.pending(keyHash: session.keyHash, now: now) else {
+            // A try charged after this one was compared first, was the last and gave the
+            // verification up (or a right code used it). This try was charged, so it is still
+            // compared, with the code as it was: wrong is a wrong try; right finds nothing left.
+            let right = Digest.constantTimeEquals(Array(codeHash.utf8), Array(before.codeHash.utf8))
+            return right ? .none : .wrong
+        }
         guard Digest.constantTimeEquals(Array(codeHash.utf8), Array(pending.codeHash.utf8)) else {
             if left == 0 { try verifications.delete(keyHash: session.keyHash) }
             return .wrong
