@@ -48,7 +48,9 @@ struct Watched {
     }
 }
 
-/// Reads `stream` until `done` says so, it ends, or 30 s pass (then the test fails rather than hangs).
+/// Reads `stream` until `done` says so, it ends, or 300 s pass (then the test fails rather than
+/// hangs). The guard is long because it is wall time: while the suite's synchronous tests hold
+/// every thread of the concurrency pool, a stream that would take a second waits its turn.
 /// `onEvent` runs after each event (to stop a listener, change the path, …).
 func watch(
     _ stream: AsyncThrowingStream<NotificationStreamEvent, any Error>,
@@ -69,7 +71,7 @@ func watch(
         return watched
     }
     let guardTask = Task {
-        try await Task.sleep(for: .seconds(30))
+        try await Task.sleep(for: .seconds(300))
         reader.cancel()
     }
     let watched = await reader.value

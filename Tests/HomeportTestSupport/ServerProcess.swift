@@ -152,9 +152,16 @@ public final class ServerProcess: @unchecked Sendable {
         let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
         defer { watchdog.cancel() }
-        let outData = output.fileHandleForReading.readDataToEndOfFile()
-        let errData = error.fileHandleForReading.readDataToEndOfFile()
+        // Both pipes are read at once (a program that fills one while the other is read to its
+        // end would wait for the reader forever, and the reader for it). The run ends once the
+        // program has exited and both pipes have ended, or a few seconds after it exited: a child
+        // it left behind (the crash reporter a crashing Swift program starts) may keep the pipes
+        // open, and must not hold the test.
+        let collected = CollectedOutput()
+        collected.read(output.fileHandleForReading, into: 0)
+        collected.read(error.fileHandleForReading, into: 1)
         process.waitUntilExit()
+        let (outData, errData) = collected.waitForEnds(timeout: 5)
         return (
             process.terminationStatus, String(decoding: outData, as: UTF8.self),
             String(decoding: errData, as: UTF8.self)
@@ -180,5 +187,36 @@ public final class ServerProcess: @unchecked Sendable {
         }
         guard done.wait(timeout: .now() + timeout) == .success else { return nil }
         return box.line
+    }
+}
+
+/// What a program wrote to its two pipes, read by a thread each.
+final class CollectedOutput: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var data = [Data(), Data()]
+    private var ended = [false, false]
+
+    /// Reads `handle` to its end on a thread of its own, into stream `index`.
+    func read(_ handle: FileHandle, into index: Int) {
+        Thread.detachNewThread { [self] in
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                condition.withLock { data[index].append(chunk) }
+            }
+            condition.withLock {
+                ended[index] = true
+                condition.broadcast()
+            }
+        }
+    }
+
+    /// Both streams as read when both ended, or when `timeout` seconds passed.
+    func waitForEnds(timeout: Double) -> (Data, Data) {
+        let deadline = Date().addingTimeInterval(timeout)
+        return condition.withLock {
+            while !(ended[0] && ended[1]) && condition.wait(until: deadline) {}
+            return (data[0], data[1])
+        }
     }
 }
