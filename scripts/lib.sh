@@ -128,3 +128,36 @@ ensure_browser_peer() {
     export HOMEPORT_TEST_BROWSER_PYTHON
     export HOMEPORT_TEST_BROWSER_DIR="$HOMEPORT_ROOT/interop/browser"
 }
+
+# run_watched LOG QUIET COMMAND… — runs COMMAND with its output shown and appended to LOG. When
+# LOG has not grown for QUIET seconds the run is taken to hang: every thread's stack of each test
+# process (*PackageTests.xctest) goes into LOG, read with gdb, and the process is killed, so the
+# command fails. A hung test ends the run with where it hung, instead of using up CI's time.
+run_watched() {
+    local log=$1 quiet=$2
+    shift 2
+    (
+        set -o pipefail
+        "$@" 2>&1 | tee -a "$log"
+    ) &
+    local job=$! size=-1 grown last now pid
+    last=$(date +%s)
+    while kill -0 "$job" 2>/dev/null; do
+        sleep 5
+        now=$(date +%s)
+        grown=$(stat -c %s "$log")
+        if [ "$grown" != "$size" ]; then
+            size=$grown
+            last=$now
+        elif [ $((now - last)) -ge "$quiet" ]; then
+            say "no output for $((now - last)) s: the stacks of every thread of the test processes, then they are stopped"
+            for pid in $(pgrep -f 'PackageTests\.xctest'); do
+                gdb -p "$pid" -batch -nx -iex 'set complaints 0' -ex 'info threads' -ex 'thread apply all bt 40' \
+                    2>&1 | grep -v '^During symbol reading' | tee -a "$log" >&2 || true
+                kill -KILL "$pid" 2>/dev/null || true
+            done
+            last=$now
+        fi
+    done
+    wait "$job"
+}
