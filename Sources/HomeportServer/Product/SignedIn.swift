@@ -1,5 +1,3 @@
-import HomeportCrypto
-
 /// The caller of a product's signed-in route, as the one session reader found it: a product's
 /// handler never sees the token and never checks it again.
 public struct SignedIn: Sendable, Hashable {
@@ -9,9 +7,10 @@ public struct SignedIn: Sendable, Hashable {
     public var email: String
     /// A name for this session that is not a secret: the same for every request of the session,
     /// different for another session, and useless as a credential (log it, key a cache on it).
-    /// Computed when asked (a digest), so a handler that does not ask does not pay for it.
+    /// Derived when first asked (a digest) and kept, so a handler that does not ask does not pay
+    /// for it, and one that asks on every request pays once per session.
     public var sessionHandle: String {
-        String(Digest.sha256Hex("homeport-session-handle\u{0}" + sessionKeyHash).prefix(32))
+        SessionHandles.handle(forKeyHash: sessionKeyHash)
     }
     /// The session's stored form (a digest of the token), which the handle is derived from.
     private let sessionKeyHash: String
