@@ -39,6 +39,9 @@ struct ExitWithTransfersTests {
             end
             run
             """
+        try #require(
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/gdb"),
+            "gdb is not installed (scripts/test installs it)")
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let script = directory.file("commands.gdb")
