@@ -92,21 +92,10 @@ public final class AllauthPeer: @unchecked Sendable {
     /// when it fails.
     @discardableResult
     public func shell(_ code: String) throws -> String {
-        let run = Process()
-        run.executableURL = URL(fileURLWithPath: python)
-        run.arguments = ["manage.py", "shell", "-c", code]
-        run.currentDirectoryURL = URL(fileURLWithPath: source)
-        run.environment = environment
-        let output = Pipe()
-        let errors = Pipe()
-        run.standardOutput = output
-        run.standardError = errors
-        try run.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let error = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        run.waitUntilExit()
-        guard run.terminationStatus == 0 else { throw RawHTTPError("manage.py shell failed: \(error)") }
-        return text
+        let run = try ServerProcess.runProgram(
+            python, ["manage.py", "shell", "-c", code], directory: source, environment: environment, timeout: 120)
+        guard run.status == 0 else { throw RawHTTPError("manage.py shell failed: \(run.error)") }
+        return run.output
     }
 
     /// The mails allauth wrote (file backend), concatenated.

@@ -127,16 +127,17 @@ public final class ServerProcess: @unchecked Sendable {
         try runProgram(clientPath, arguments, environment: environment, input: input, timeout: timeout)
     }
 
-    /// Runs `executable` to completion with this process's environment, `environment` added and
-    /// the variables in `removing` taken out, and `input` on standard input; a run still going
-    /// after `timeout` seconds is killed.
+    /// Runs `executable` to completion, in `directory` when given, with this process's
+    /// environment, `environment` added and the variables in `removing` taken out, and `input` on
+    /// standard input; a run still going after `timeout` seconds is killed.
     public static func runProgram(
-        _ executable: String, _ arguments: [String], environment: [String: String] = [:],
+        _ executable: String, _ arguments: [String], directory: String? = nil, environment: [String: String] = [:],
         removing: Set<String> = [], input: String = "", timeout: Double = 60
     ) throws -> (status: Int32, output: String, error: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
             .filter { !removing.contains($0.key) }
         let output = Pipe()
