@@ -35,8 +35,16 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
         fields.append((name: name, value: value))
     }
 
-    /// Replaces every field named `name` with one field.
+    /// Replaces every field named `name` with one field. Writes nothing when that one field is
+    /// already there (fields shared with another copy stay shared).
     public mutating func set(_ name: String, _ value: String) {
+        var matches = 0
+        var same = true
+        for field in fields where field.name.caseInsensitiveEquals(name) {
+            matches += 1
+            same = same && field.value == value
+        }
+        if matches == 1 && same { return }
         fields.removeAll { $0.name.caseInsensitiveEquals(name) }
         fields.append((name: name, value: value))
     }

@@ -11,6 +11,8 @@ public struct HTTPResponse: Sendable {
     public var body: Data
     /// A body written over time instead of ``body`` (server-sent events); `nil` for most answers.
     public var stream: HTTPBodyStream?
+    /// The preparation this answer came from (``PreparedResponse/response``), if any.
+    var prepared: PreparedResponse?
 
     /// Creates a response.
     public init(status: Int, headers: HTTPHeaders = [:], body: Data = Data()) {

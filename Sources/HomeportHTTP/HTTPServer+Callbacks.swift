@@ -288,6 +288,27 @@ extension HTTPServer {
         _ response: HTTPResponse, on connection: OpaquePointer, _ request: RequestState, method: String,
         path: String
     ) -> MHD_Result {
+        let result: MHD_Result
+        if let prepared = response.prepared, !draining.load(ordering: .relaxed),
+            let copy = prepared.copy(for: response, strictTransport: configuration.tls != nil)
+        {
+            // The preparation owns the copy: it lives until the copy is queued (and counted).
+            result = withExtendedLifetime(prepared) { MHD_queue_response(connection, UInt32(response.status), copy) }
+        } else {
+            guard let mhdResponse = libraryResponse(response, on: connection, request) else { return .NO }
+            result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+            MHD_destroy_response(mhdResponse)
+        }
+        logAccess(
+            method: method, path: path, status: response.status, bytes: response.body.count,
+            elapsed: ContinuousClock.now - request.started, client: request.client(connection))
+        return result
+    }
+
+    /// libmicrohttpd's form of `response`, built for this request.
+    private func libraryResponse(
+        _ response: HTTPResponse, on connection: OpaquePointer, _ request: RequestState
+    ) -> OpaquePointer? {
         let mhdResponse: OpaquePointer?
         if let stream = response.stream {
             mhdResponse = MHD_create_response_from_callback(
@@ -302,8 +323,7 @@ extension HTTPServer {
                     bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
             }
         }
-        guard let mhdResponse else { return .NO }
-        defer { MHD_destroy_response(mhdResponse) }
+        guard let mhdResponse else { return nil }
         for field in response.headers {
             _ = MHD_add_response_header(mhdResponse, field.name, field.value)
         }
@@ -312,14 +332,13 @@ extension HTTPServer {
         }
         // Served over HTTPS by this server: browsers keep to HTTPS for this host from now on.
         if configuration.tls != nil && !response.headers.contains("Strict-Transport-Security") {
-            _ = MHD_add_response_header(mhdResponse, "Strict-Transport-Security", "max-age=31536000")
+            _ = MHD_add_response_header(mhdResponse, "Strict-Transport-Security", Self.strictTransportSecurity)
         }
-        let result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
-        logAccess(
-            method: method, path: path, status: response.status, bytes: response.body.count,
-            elapsed: ContinuousClock.now - request.started, client: request.client(connection))
-        return result
+        return mhdResponse
     }
+
+    /// The `Strict-Transport-Security` value of every answer served over HTTPS.
+    static let strictTransportSecurity = "max-age=31536000"
 
     /// Remembers a streamed response until its connection is gone.
     private func track(_ stream: HTTPBodyStream, on connection: OpaquePointer) {

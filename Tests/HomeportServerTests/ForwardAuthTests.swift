@@ -60,6 +60,79 @@ struct ForwardAuthTests {
     }
 
     @Test(
+        "each session gets its own prepared answer: four accounts asking at once, many times, on kept connections",
+        arguments: Backend.allCases)
+    func preparedAnswersStayApart(backend: Backend) throws {
+        try withAccounts(backend) { server in
+            let emails = (1...4).map { "user\($0)@example.com" }
+            let callers = try emails.map { email in
+                let token = try server.signIn(email)
+                return (email, token, try forward(server, [(HomeportHeader.sessionToken, token)]))
+            }
+            #expect(Set(callers.map { $0.2.header(HomeportHeader.sessionHandle) }).count == 4)
+            let start = DispatchSemaphore(value: 0)
+            let done = DispatchGroup()
+            let wrong = LockedBox<[String]>([])
+            for (email, token, first) in callers {
+                done.enter()
+                Thread.detachNewThread {
+                    defer { done.leave() }
+                    guard let fd = try? RawHTTP.connect(port: server.port) else {
+                        wrong.mutate { $0.append("\(email): no connection") }
+                        return
+                    }
+                    defer { close(fd) }
+                    start.wait()
+                    for _ in 0..<50 {
+                        RawHTTP.send(
+                            fd,
+                            "GET \(HomeportPath.authForward) HTTP/1.1\r\nHost: x\r\n"
+                                + "\(HomeportHeader.sessionToken): \(token)\r\n\r\n")
+                        guard let answer = try? RawHTTP.readResponse(fd), answer.status == 200,
+                            answer.header(HomeportHeader.accountEmail) == email,
+                            answer.header(HomeportHeader.sessionHandle) == first.header(HomeportHeader.sessionHandle),
+                            answer.body == first.body
+                        else {
+                            wrong.mutate { $0.append(email) }
+                            return
+                        }
+                    }
+                }
+            }
+            for _ in callers { start.signal() }
+            #expect(done.wait(timeout: .now() + 60) == .success)
+            #expect(wrong.value.isEmpty, "answers that were not the caller's own: \(wrong.value)")
+        }
+    }
+
+    @Test("a prepared answer follows the account: a new address gets a new answer; a full store starts over")
+    func preparedAnswersFollowTheAccount() throws {
+        let answers = ForwardAnswers(capacity: 2)
+        let session = { (key: String) in
+            Session(keyHash: key, userID: 7, kind: .app, expiresAt: Int64.max, authenticatedAt: nil, standing: nil)
+        }
+        var account = Account(
+            id: 7, email: "ada@example.com", passwordHash: "", approval: .approved, createdAt: Date())
+        let first = try answers.response(session: session("a"), account: account)
+        #expect(first.headers[HomeportHeader.accountEmail] == "ada@example.com")
+        account.email = "ada@elsewhere.example"
+        let moved = try answers.response(session: session("a"), account: account)
+        #expect(moved.headers[HomeportHeader.accountEmail] == "ada@elsewhere.example")
+        #expect(String(decoding: moved.body, as: UTF8.self).contains(#""email":"ada@elsewhere.example""#))
+        #expect(moved.headers[HomeportHeader.sessionHandle] == first.headers[HomeportHeader.sessionHandle])
+        account.id = 8
+        #expect(try answers.response(session: session("a"), account: account).headers[HomeportHeader.accountID] == "8")
+        _ = try answers.response(session: session("b"), account: account)
+        #expect(answers.count == 2)
+        let third = try answers.response(session: session("c"), account: account)
+        #expect(answers.count == 1, "full: started over")
+        #expect(third.headers[HomeportHeader.sessionHandle] != moved.headers[HomeportHeader.sessionHandle])
+        let again = try answers.response(session: session("a"), account: account)
+        #expect(again.headers[HomeportHeader.sessionHandle] == first.headers[HomeportHeader.sessionHandle])
+        #expect(again.headers[HomeportHeader.accountID] == "8" && again.body != moved.body)
+    }
+
+    @Test(
         "the API's one 401 for no token, a cookie, a token sent twice, a made-up, pre-login, ended or held one",
         arguments: Backend.allCases)
     func refusals(backend: Backend) throws {

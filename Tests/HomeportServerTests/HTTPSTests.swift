@@ -151,7 +151,7 @@ struct HTTPSTests {
             let server = try ServerProcess(
                 serve: [
                     "--database", "sqlite:" + directory.file("h.sqlite"), "--tls-cert", directory.file("c.pem"),
-                    "--tls-key", directory.file("k.pem"),
+                    "--tls-key", directory.file("k.pem"), "--signup", "open",
                 ] + (priority.map { ["--tls-priority", $0] } ?? []))
             for arguments in old {
                 #expect(
@@ -163,6 +163,30 @@ struct HTTPSTests {
             let head = try ServerProcess.runProgram(
                 "/usr/bin/curl", ["-sk", "-D", "-", "-o", "/dev/null", "https://127.0.0.1:\(server.port)/healthz"])
             #expect(head.output.lowercased().contains("strict-transport-security: max-age=31536000"))
+            if priority == nil {
+                // Forward auth's answer is prepared once per session: HTTPS's field is in it every time.
+                let signup = try ServerProcess.runProgram(
+                    "/usr/bin/curl",
+                    [
+                        "-sk", "-H", "Content-Type: application/json", "-d",
+                        #"{"email":"ada@example.com","password":"correct horse battery"}"#,
+                        "https://127.0.0.1:\(server.port)\(AllauthAppPath.base)/\(AllauthAppPath.signup)",
+                    ])
+                let token = try #require(
+                    (try JSONSerialization.jsonObject(with: Data(signup.output.utf8)) as? [String: Any])
+                        .flatMap { $0["meta"] as? [String: Any] }?["session_token"] as? String)
+                for _ in 0..<2 {
+                    let forward = try ServerProcess.runProgram(
+                        "/usr/bin/curl",
+                        [
+                            "-sk", "-D", "-", "-o", "/dev/null", "-H", "\(HomeportHeader.sessionToken): \(token)",
+                            "https://127.0.0.1:\(server.port)\(HomeportPath.authForward)",
+                        ])
+                    #expect(forward.output.hasPrefix("HTTP/1.1 200"), "\(forward.output)")
+                    #expect(forward.output.lowercased().contains("strict-transport-security: max-age=31536000"))
+                    #expect(forward.output.lowercased().contains("x-homeport-account-email: ada@example.com"))
+                }
+            }
             #expect(server.stop() == 0)
         }
         // Over plain HTTP, no HSTS (a browser would ignore it, and a proxy in front says its own).

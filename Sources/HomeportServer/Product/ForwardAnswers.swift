@@ -1,0 +1,65 @@
+import Foundation
+import HomeportHTTP
+import HomeportWire
+import Synchronization
+
+/// Forward auth's answers, prepared once per session and sent as they are
+/// (``PreparedResponse``): a proxy asks about every request of a product, and building the same
+/// three header fields and body each time cost the route a fifth more than app-info.
+///
+/// Kept by the session's stored form, and served only while the account's id and address are
+/// still those the session reader found (an address change gets a new answer at once). Who may
+/// have an answer is decided before, on every request, by the one session reader: an ended
+/// session never reaches here. Emptied whole when it holds ``capacity`` answers (about a
+/// kilobyte each); an answer prepared again is the same.
+final class ForwardAnswers: Sendable {
+    private struct Entry {
+        var accountID: Int64
+        var email: String
+        var prepared: PreparedResponse
+    }
+
+    /// Answers kept at most.
+    let capacity: Int
+    private let known = Mutex<[String: Entry]>([:])
+
+    init(capacity: Int = 10_000) {
+        self.capacity = capacity
+    }
+
+    /// The answer for `session` of `account`: 200, the account in `X-Homeport-*` fields and the body,
+    /// `no-store` (as the API prefix's middleware leaves every answer).
+    func response(session: Session, account: Account) throws -> HTTPResponse {
+        let cached = known.withLock { $0[session.keyHash] }
+        if let cached, cached.accountID == account.id, cached.email == account.email {
+            return cached.prepared.response
+        }
+        let caller = SignedIn(session: session, account: account, clientAddress: "")
+        let handle = caller.sessionHandle
+        var answer = HTTPResponse.json(bytes: try Self.body(caller, handle: handle))
+        answer.headers.add(HomeportHeader.accountID, String(caller.accountID))
+        answer.headers.add(HomeportHeader.accountEmail, caller.email)
+        answer.headers.add(HomeportHeader.sessionHandle, handle)
+        answer.headers.set("Cache-Control", "no-store")
+        let prepared = PreparedResponse(answer)
+        known.withLock { known in
+            if known.count >= capacity { known.removeAll(keepingCapacity: true) }
+            known[session.keyHash] = Entry(accountID: account.id, email: account.email, prepared: prepared)
+        }
+        return prepared.response
+    }
+
+    /// Answers kept now.
+    var count: Int { known.withLock { $0.count } }
+
+    /// ``ForwardAuthAnswer``'s bytes, as the JSON encoder writes them: written directly, since
+    /// an address is a dot-atom with nothing JSON escapes (the encoder still writes one that has).
+    static func body(_ caller: SignedIn, handle: String) throws -> Data {
+        guard !caller.email.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 })
+        else {
+            return try HTTPResponse.encode(
+                ForwardAuthAnswer(accountId: caller.accountID, email: caller.email, session: handle))
+        }
+        return Data(#"{"accountId":\#(caller.accountID),"email":"\#(caller.email)","session":"\#(handle)"}"#.utf8)
+    }
+}
