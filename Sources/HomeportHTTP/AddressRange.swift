@@ -12,11 +12,15 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
     let network: [UInt8]
     /// How many leading bits must match.
     let prefixLength: Int
+    /// The network as the per-request checks compare it.
+    private let block: IPAddress
 
     /// Parses `ADDRESS[/BITS]`; throws a message fit for a user.
     public init(parsing text: String) throws {
         let parts = text.trimmingCharacters(in: .whitespaces).split(separator: "/", omittingEmptySubsequences: false)
-        guard (1...2).contains(parts.count), let bytes = Self.bytes(of: String(parts[0])) else {
+        guard (1...2).contains(parts.count), let bytes = Self.bytes(of: String(parts[0])),
+            let address = IPAddress(String(parts[0]))
+        else {
             throw AddressRangeError(text: text)
         }
         let maximum = bytes.count * 8
@@ -24,13 +28,18 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
         guard let length, (0...maximum).contains(length) else { throw AddressRangeError(text: text) }
         network = Self.masked(bytes, to: length)
         prefixLength = length
+        block = address.masked(to: length)
     }
 
     /// Whether `address` (an IP literal, IPv4 or IPv6; an IPv4 address mapped into IPv6 counts as
     /// IPv4) lies in the block.
     public func contains(_ address: String) -> Bool {
-        guard let bytes = Self.bytes(of: address), bytes.count == network.count else { return false }
-        return Self.masked(bytes, to: prefixLength) == network
+        IPAddress(address).map(contains) ?? false
+    }
+
+    /// Whether `address` lies in the block.
+    func contains(_ address: IPAddress) -> Bool {
+        address.isV4 == block.isV4 && address.masked(to: prefixLength) == block
     }
 
     /// `network/bits`.
@@ -47,8 +56,10 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
     /// (`192.0.2.7`), anything else as it is. Budgets, logs and caps then count an IPv4 client
     /// once, and never in the one IPv6 block every mapped address shares.
     public static func canonical(_ address: String) -> String {
-        guard address.contains(":"), let bytes = bytes(of: address), bytes.count == 4 else { return address }
-        return bytes.map(String.init).joined(separator: ".")
+        guard address.utf8.contains(UInt8(ascii: ":")), let parsed = IPAddress(address), parsed.isV4 else {
+            return address
+        }
+        return parsed.v4Text
     }
 
     /// The bucket a client address counts in for budgets and fair shares: an IPv4 address (mapped
@@ -56,7 +67,9 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
     /// network, which hands out as many addresses as it likes), anything else as it is.
     public static func bucket(_ address: String) -> String {
         let address = canonical(address)
-        guard address.contains(":"), let bytes = bytes(of: address), bytes.count == 16 else { return address }
+        guard address.utf8.contains(UInt8(ascii: ":")), let bytes = bytes(of: address), bytes.count == 16 else {
+            return address
+        }
         return stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
             .joined(separator: ":") + "::/64"
     }

@@ -35,6 +35,10 @@ public struct TrustedProxies: Sendable, Equatable {
 
     /// Whether `address` is a trusted proxy's.
     public func trusts(_ address: String) -> Bool {
+        IPAddress(address).map(trusts) ?? false
+    }
+
+    func trusts(_ address: IPAddress) -> Bool {
         ranges.contains { $0.contains(address) }
     }
 
@@ -46,51 +50,70 @@ public struct TrustedProxies: Sendable, Equatable {
     /// first that is not a trusted proxy is the client, since the hops to its left are whatever
     /// the client chose to send. Every hop trusted: the leftmost. A hop that is not an IP address
     /// (`unknown`, an obfuscated name, garbage) ends the search with the peer itself, so a client
-    /// can never pick its own address.
+    /// can never pick its own address. Read over the fields' bytes: this runs on every request
+    /// a proxy passes on.
     public func clientAddress(peer: String, headers: [(name: String, value: String)]) -> String {
         let peer = AddressRange.canonical(peer)
-        guard !ranges.isEmpty, trusts(peer) else { return peer }
-        let fields = headers.filter { $0.name.caseInsensitiveEquals(header.rawValue) }
-        let hops: [String] =
-            switch header {
-            case .xForwardedFor:
-                fields.flatMap { $0.value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-            case .forwarded: fields.flatMap { Self.forwardedFor($0.value) }
-            }
+        guard !ranges.isEmpty, let peerAddress = IPAddress(peer), trusts(peerAddress) else { return peer }
         var leftmost = peer
-        for hop in hops.reversed() {
-            guard let address = Self.address(of: hop).map(AddressRange.canonical) else { return peer }
-            guard trusts(address) else { return address }
-            leftmost = address
+        for field in headers.reversed() where field.name.caseInsensitiveEquals(header.rawValue) {
+            let hops =
+                switch header {
+                case .xForwardedFor: Self.elements(of: field.value)
+                case .forwarded: Self.forwardedFor(field.value)
+                }
+            for hop in hops.reversed() {
+                guard let found = Self.address(of: hop) else { return peer }
+                guard trusts(found.address) else { return found.text }
+                leftmost = found.text
+            }
         }
         return leftmost
     }
 
-    /// The `for=` values of a `Forwarded` field, element by element.
-    static func forwardedFor(_ value: String) -> [String] {
-        value.split(separator: ",").compactMap { element in
-            for pair in element.split(separator: ";") {
-                let parts = pair.split(separator: "=", maxSplits: 1)
-                guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).lowercased() == "for" else {
-                    continue
-                }
-                return parts[1].trimmingCharacters(in: .whitespaces)
+    /// A list field's elements (`a, b,c`), each without the spaces and tabs around it; empty
+    /// elements are skipped.
+    static func elements(of value: String) -> [Substring.UTF8View] {
+        value.utf8.split(separator: UInt8(ascii: ",")).map(trimmed)
+    }
+
+    /// The `for=` values of a `Forwarded` field, element by element (`unknown` for an element
+    /// without one).
+    static func forwardedFor(_ value: String) -> [Substring.UTF8View] {
+        elements(of: value).map { element in
+            for pair in element.split(separator: UInt8(ascii: ";")) {
+                guard let equals = pair.firstIndex(of: UInt8(ascii: "=")) else { continue }
+                let name = trimmed(pair[..<equals])
+                guard name.count == 3, name.elementsEqual("for".utf8, by: { $0 | 0x20 == $1 }) else { continue }
+                return trimmed(pair[pair.index(after: equals)...])
             }
-            return "unknown"
+            return "unknown".utf8[...]
         }
     }
 
-    /// The IP address of a hop: quotes, brackets and a port taken off; `nil` when it is none.
-    static func address(of hop: String) -> String? {
-        var text = Substring(hop)
-        if text.hasPrefix("\"") && text.hasSuffix("\"") && text.count >= 2 { text = text.dropFirst().dropLast() }
-        if text.hasPrefix("[") {
-            guard let close = text.firstIndex(of: "]") else { return nil }
+    private static func trimmed(_ text: Substring.UTF8View) -> Substring.UTF8View {
+        let blank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        guard let first = text.firstIndex(where: { !blank($0) }), let last = text.lastIndex(where: { !blank($0) })
+        else { return text[text.endIndex...] }
+        return text[first...last]
+    }
+
+    /// The IP address of a hop, in its canonical spelling and parsed: quotes, brackets and a port
+    /// taken off; `nil` when it is none.
+    static func address(of hop: Substring.UTF8View) -> (text: String, address: IPAddress)? {
+        var text = hop
+        let quote = UInt8(ascii: "\"")
+        if text.count >= 2 && text.first == quote && text.last == quote { text = text.dropFirst().dropLast() }
+        if text.first == UInt8(ascii: "[") {
+            guard let close = text.firstIndex(of: UInt8(ascii: "]")) else { return nil }
             text = text[text.index(after: text.startIndex)..<close]
-        } else if text.filter({ $0 == ":" }).count == 1, let colon = text.firstIndex(of: ":") {
+        } else if let colon = text.firstIndex(of: UInt8(ascii: ":")),
+            !text[text.index(after: colon)...].contains(UInt8(ascii: ":"))
+        {
             text = text[..<colon]
         }
-        let candidate = String(text)
-        return AddressRange.bytes(of: candidate) == nil ? nil : candidate
+        let candidate = String(decoding: text, as: UTF8.self)
+        guard let address = IPAddress(candidate) else { return nil }
+        return (address.isV4 && candidate.utf8.contains(UInt8(ascii: ":")) ? address.v4Text : candidate, address)
     }
 }

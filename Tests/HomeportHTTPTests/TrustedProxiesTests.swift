@@ -95,6 +95,24 @@ struct TrustedProxiesTests {
         }
     }
 
+    @Test("hops are read as proxies write them: spaces or tabs around, a port, brackets, any letter case of the name")
+    func hopSpellings() {
+        #expect(client("10.0.0.5", [("X-Forwarded-For", "6.6.6.6,\t198.51.100.7 \t")]) == "198.51.100.7")
+        #expect(client("10.0.0.5", [("x-FORWARDED-for", "6.6.6.6, 198.51.100.7")]) == "198.51.100.7")
+        #expect(client("10.0.0.5", [("X-Forwarded-For", "198.51.100.7:4711")]) == "198.51.100.7")
+        #expect(client("10.0.0.5", [("X-Forwarded-For", "[2001:db8::7]:4711, 10.0.0.9")]) == "2001:db8::7")
+        #expect(client("10.0.0.5", [("X-Forwarded-For", "6.6.6.6,, 198.51.100.7,")]) == "198.51.100.7")
+        #expect(client("10.0.0.5", [("X-Forwarded-For", "\"198.51.100.7\"")]) == "198.51.100.7")
+        // Only spaces and tabs surround a list element (RFC 9110's OWS): anything else is no address.
+        for value in ["\u{00A0}198.51.100.7", "198.51.100.7\u{3000}", " , ", "198.51.100.7\u{301}"] {
+            #expect(
+                client("10.0.0.5", [("X-Forwarded-For", value)]) == "10.0.0.5", "\(value.unicodeScalars.map(\.value))")
+        }
+        // A trusted proxy's block, however the hop spells it, is skipped: the client is to its left.
+        #expect(
+            client("10.0.0.5", [("X-Forwarded-For", "198.51.100.7, ::ffff:10.0.0.9, [fd00::1]:80")]) == "198.51.100.7")
+    }
+
     @Test("a server behind a trusted proxy logs and limits by the forwarded address")
     func endToEnd() throws {
         var router = TestRouter()
