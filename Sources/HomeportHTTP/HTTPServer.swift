@@ -67,7 +67,9 @@ package final class HTTPServer: @unchecked Sendable {
         self.connections = ConnectionRegistry(configuration: configuration)
         self.pool = WorkPool(threads: configuration.poolThreads, queueLimit: configuration.poolQueueLimit)
         self.logger = logger.withLabel("homeport.http")
-        self.accessLogger = logger.withLabel("homeport.access")
+        self.accessLogger = Logger(
+            label: "homeport.access", minimumLevel: logger.minimumLevel,
+            sink: configuration.accessLogDelay.map { BufferedLogSink(logger.sink, delay: $0) } ?? logger.sink)
     }
 
     deinit {
@@ -299,6 +301,7 @@ package final class HTTPServer: @unchecked Sendable {
         for entry in leftovers { withExtendedLifetime(entry.material) { MHD_stop_daemon(entry.daemon) } }
         if let path = configuration.unixSocketPath { unlink(path) }
         pool.stop()
+        (accessLogger.sink as? BufferedLogSink)?.flush()
     }
 }
 

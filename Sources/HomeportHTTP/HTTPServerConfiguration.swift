@@ -52,6 +52,9 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     public var trustedProxies: TrustedProxies
     /// A certificate and key to serve HTTPS with (libmicrohttpd's GnuTLS); `nil` serves HTTP.
     public var tls: TLSCredentials?
+    /// Access-log lines are gathered and written together, at most this long after the first of
+    /// a batch and when the server stops (``BufferedLogSink``); `nil` writes each line at once.
+    public var accessLogDelay: Duration? = nil
 
     /// Creates a configuration; every limit has a default fit for a small server.
     public init(

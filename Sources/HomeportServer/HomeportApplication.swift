@@ -235,6 +235,7 @@ public final class HomeportApplication: Sendable {
             let address = configuration.productListen ?? ListenAddress(host: "127.0.0.1", port: 0)
             var http = HTTPServerConfiguration(host: address.host, port: address.port, workerThreads: 2)
             http.unixSocketPath = configuration.productSocket
+            http.accessLogDelay = configuration.http.accessLogDelay
             http.maxBodyBytes = 64 << 10
             http.poolThreads = 1
             productServer = HTTPServer(

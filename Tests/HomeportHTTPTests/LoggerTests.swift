@@ -1,3 +1,5 @@
+import Foundation
+import HomeportHTTP
 import HomeportLogging
 import HomeportTestSupport
 import Testing
@@ -18,5 +20,70 @@ struct LoggerTests {
         #expect(line.contains(#"deadlock\nDETAIL:  forged\r\n2026-01-01 info forged"#))
         #expect(line.contains(#"error=line one\nline two?[31m"#), "an escape sequence loses its ESC")
         #expect(line.contains(#"key\nforged=\tvalue"#))
+    }
+
+    /// Every line the sink received, batches split.
+    private func lines(_ log: MemoryLogSink) -> [String] {
+        log.lines.joined().split(separator: "\n").map(String.init)
+    }
+
+    @Test("a buffered sink holds lines until a batch is full or flushed, and keeps every thread's order")
+    func bufferedBatches() {
+        let log = MemoryLogSink()
+        let sink = BufferedLogSink(log, delay: .seconds(3600), limit: 1000)
+        for index in 0..<10 { sink.write("line \(index) " + String(repeating: "x", count: 40) + "\n") }
+        #expect(log.lines.isEmpty, "under the limit, nothing is written before the delay")
+        for index in 10..<30 { sink.write("line \(index) " + String(repeating: "x", count: 40) + "\n") }
+        #expect(!log.lines.isEmpty, "a full batch is written at once")
+        // Four threads at once: nothing lost, and each thread's lines in its order.
+        let start = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        for thread in 0..<4 {
+            done.enter()
+            Thread.detachNewThread {
+                start.wait()
+                for index in 0..<500 { sink.write(bytes: Array("t\(thread) \(index)\n".utf8)) }
+                done.leave()
+            }
+        }
+        for _ in 0..<4 { start.signal() }
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        sink.flush()
+        let all = lines(log)
+        #expect(all.count == 30 + 2000)
+        #expect(all.prefix(30).map { $0.split(separator: " ")[1] } == (0..<30).map { Substring(String($0)) })
+        for thread in 0..<4 {
+            let mine = all.filter { $0.hasPrefix("t\(thread) ") }.compactMap { Int($0.split(separator: " ")[1]) }
+            #expect(mine == Array(0..<500), "thread \(thread)")
+        }
+    }
+
+    @Test("a buffered sink writes a lone line by itself once its delay has passed")
+    func bufferedDelay() {
+        let log = MemoryLogSink()
+        let sink = BufferedLogSink(log, delay: .milliseconds(50))
+        sink.write("alone\n")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while log.lines.isEmpty && ContinuousClock.now < deadline { usleep(5_000) }
+        #expect(log.lines == ["alone\n"])
+    }
+
+    @Test("a server with a delay holds its access lines, and its stop writes every one, in order")
+    func serverFlushesAtStop() throws {
+        let log = MemoryLogSink()
+        var configuration = HTTPServerConfiguration(port: 0, workerThreads: 2)
+        configuration.accessLogDelay = .seconds(3600)
+        let server = HTTPServer(
+            configuration: configuration, responder: sampleRouter(), logger: Logger(label: "test", sink: log))
+        try server.start()
+        for path in ["/hello", "/users/1", "/users/2"] {
+            #expect(try RawHTTP.request(port: server.port, path: path).status == 200)
+        }
+        _ = try RawHTTP.request(port: server.port, path: "/fail")
+        #expect(!lines(log).contains { $0.contains("homeport.access") }, "held")
+        #expect(lines(log).contains { $0.contains("handler failed") }, "every other line is written at once")
+        server.shutdown()
+        let access = lines(log).filter { $0.contains("homeport.access") }
+        #expect(access.map { $0.split(separator: " ")[5] } == ["/hello", "/users/1", "/users/2", "/fail"])
     }
 }

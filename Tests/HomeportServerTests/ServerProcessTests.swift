@@ -99,6 +99,19 @@ struct ServerProcessTests {
         #expect(server.stop() == 0)
     }
 
+    @Test("homeport-server writes its access lines a moment after their requests, and every one when it stops")
+    func accessLinesInBatches() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try ServerProcess(serve: ["--database", "sqlite:" + directory.file("h.sqlite")])
+        _ = try RawHTTP.request(port: server.port, path: "/api/v1/server-identity?first")
+        let written = server.standardError(within: 10) { $0.contains("GET /api/v1/server-identity 200") }
+        #expect(written.contains("GET /api/v1/server-identity 200"), "written while the server runs")
+        for _ in 0..<100 { _ = try RawHTTP.request(port: server.port, path: "/healthz") }
+        #expect(server.stop(signal: SIGTERM) == 0)
+        #expect(server.standardError.components(separatedBy: "GET /healthz 200").count - 1 == 100)
+    }
+
     @Test("the process's access log never holds the credentials a client sent")
     func processLogHasNoCredentials() throws {
         let directory = try TemporaryDirectory()

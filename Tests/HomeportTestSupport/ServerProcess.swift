@@ -109,6 +109,18 @@ public final class ServerProcess: @unchecked Sendable {
         (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""
     }
 
+    /// Standard error once `condition` holds of it, or as it is after `seconds`: the access log is
+    /// written in batches, up to a tenth of a second after its requests.
+    public func standardError(within seconds: Double = 5, until condition: (String) -> Bool) -> String {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        var text = standardError
+        while !condition(text) && ContinuousClock.now < deadline {
+            usleep(20_000)
+            text = standardError
+        }
+        return text
+    }
+
     /// Runs `homeport-server` with `arguments` to completion; a run still going after `timeout`
     /// seconds is killed (and then reports the signal's status), so a broken check cannot hang a test.
     public static func run(_ arguments: [String], environment: [String: String] = [:], timeout: Double = 60) throws

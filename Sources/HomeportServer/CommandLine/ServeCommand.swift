@@ -7,6 +7,9 @@ import HomeportWire
 
 /// `homeport-server serve`
 enum ServeCommand {
+    /// How long an access-log line waits at most to be written with others.
+    static let accessLogDelay: Duration = .milliseconds(100)
+
     static let spec = CommandSpec(
         name: "homeport-server serve",
         summary: "Run the Homeport HTTP server. Pending migrations are applied first.",
@@ -334,6 +337,8 @@ enum ServeCommand {
         try applyAccountOptions(parsed, environment: environment, to: &configuration)
         configuration.push = try PushOptions.settings(parsed, spec, environment, sender: true)
         let limit = 1...Int(Int32.max)
+        // One write(2) for a batch of access-log lines rather than one a request (docs/server.md).
+        configuration.http.accessLogDelay = ServeCommand.accessLogDelay
         if let workers = try ServerCLI.integer("workers", parsed, spec, environment, range: 1...256) {
             configuration.http.workerThreads = workers
         }
