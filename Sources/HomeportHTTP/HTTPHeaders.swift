@@ -49,6 +49,16 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
         fields.append((name: name, value: value))
     }
 
+    /// The same fields in the same order; at once when both share their storage (an answer
+    /// a ``PreparedResponse`` gave and no middleware changed).
+    package func hasSameFields(as other: HTTPHeaders) -> Bool {
+        guard fields.count == other.fields.count else { return false }
+        let shared = fields.withUnsafeBufferPointer { mine in
+            other.fields.withUnsafeBufferPointer { $0.baseAddress == mine.baseAddress }
+        }
+        return shared || zip(fields, other.fields).allSatisfy { $0.name == $1.name && $0.value == $1.value }
+    }
+
     /// Iterates the fields in order.
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
         fields.makeIterator()

@@ -47,9 +47,6 @@ struct IPAddress: Equatable, Sendable {
         self.isV4 = isV4
     }
 
-    /// How many bits the address has (32 or 128).
-    var bitCount: Int { isV4 ? 32 : 128 }
-
     /// The address with every bit past the first `length` cleared.
     func masked(to length: Int) -> IPAddress {
         if isV4 {

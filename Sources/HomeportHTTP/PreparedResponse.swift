@@ -77,14 +77,3 @@ public final class PreparedResponse: Sendable {
         }
     }
 }
-
-extension HTTPHeaders {
-    /// The same fields in the same order; at once when both share their storage.
-    package func hasSameFields(as other: HTTPHeaders) -> Bool {
-        guard fields.count == other.fields.count else { return false }
-        let shared = fields.withUnsafeBufferPointer { mine in
-            other.fields.withUnsafeBufferPointer { $0.baseAddress == mine.baseAddress }
-        }
-        return shared || zip(fields, other.fields).allSatisfy { $0.name == $1.name && $0.value == $1.value }
-    }
-}
