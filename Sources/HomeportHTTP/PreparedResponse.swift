@@ -37,7 +37,7 @@ public final class PreparedResponse: Sendable {
     /// `strictTransport` adds the header field HTTPS answers carry. The caller keeps `self`
     /// alive until the copy is queued.
     package func copy(for response: HTTPResponse, strictTransport: Bool) -> OpaquePointer? {
-        guard response.status == answer.status, response.body == answer.body,
+        guard response.stream == nil, response.status == answer.status, response.body == answer.body,
             response.headers.hasSameFields(as: answer.headers)
         else { return nil }
         return strictTransport

@@ -72,7 +72,7 @@ public struct TrustedProxies: Sendable, Equatable {
     }
 
     /// A list field's elements (`a, b,c`), each without the spaces and tabs around it; empty
-    /// elements are skipped.
+    /// elements (`a,,b`) are skipped, a blank one (`a, ,b`) is kept (and is no address).
     static func elements(of value: String) -> [Substring.UTF8View] {
         value.utf8.split(separator: UInt8(ascii: ",")).map(trimmed)
     }

@@ -6,7 +6,9 @@ import Synchronization
 ///
 /// A line is written at most ``delay`` after the first line of its batch, at once when
 /// ``limit`` bytes wait, and at ``flush()`` (a server flushes when it stops). Lines keep their
-/// order. What a killed process had gathered, up to ``delay`` of lines, is lost.
+/// order, and each reaches `base` whole: a batch is written in pieces of at most
+/// ``atomicWrite`` bytes, cut at line ends. What a killed process had gathered, up to ``delay``
+/// of lines, is lost.
 public final class BufferedLogSink: LogSink {
     private struct Batch {
         var bytes: [UInt8] = []
@@ -65,7 +67,32 @@ public final class BufferedLogSink: LogSink {
                 defer { batch = Batch() }
                 return batch.bytes
             }
-            if !bytes.isEmpty { base.write(bytes: bytes) }
+            Self.chunks(of: bytes).forEach { base.write(bytes: Array($0)) }
         }
+    }
+
+    /// A pipe takes a write of at most this many bytes whole (Linux's `PIPE_BUF`): a larger one
+    /// may be interleaved with another thread's line when standard error is a pipe (docker,
+    /// journald).
+    package static let atomicWrite = 4096
+
+    /// `bytes` cut at line ends into pieces of at most ``atomicWrite`` bytes (a longer line is
+    /// a piece of its own).
+    package static func chunks(of bytes: [UInt8]) -> [ArraySlice<UInt8>] {
+        var pieces: [ArraySlice<UInt8>] = []
+        var start = 0
+        while start < bytes.count {
+            var end = min(start + atomicWrite, bytes.count)
+            if end < bytes.count {
+                if let lineEnd = bytes[start..<end].lastIndex(of: 10) {
+                    end = lineEnd + 1
+                } else {
+                    end = bytes[start...].firstIndex(of: 10).map { $0 + 1 } ?? bytes.count
+                }
+            }
+            pieces.append(bytes[start..<end])
+            start = end
+        }
+        return pieces
     }
 }

@@ -49,6 +49,9 @@ struct LoggerTests {
         for _ in 0..<4 { start.signal() }
         #expect(done.wait(timeout: .now() + 30) == .success)
         sink.flush()
+        // Each write is whole lines, and no larger than a pipe takes at once.
+        #expect(log.lines.allSatisfy { $0.utf8.count <= BufferedLogSink.atomicWrite && $0.hasSuffix("\n") })
+        #expect(log.lines.count > 4)
         let all = lines(log)
         #expect(all.count == 30 + 2000)
         #expect(all.prefix(30).map { $0.split(separator: " ")[1] } == (0..<30).map { Substring(String($0)) })
@@ -56,6 +59,17 @@ struct LoggerTests {
             let mine = all.filter { $0.hasPrefix("t\(thread) ") }.compactMap { Int($0.split(separator: " ")[1]) }
             #expect(mine == Array(0..<500), "thread \(thread)")
         }
+    }
+
+    @Test("a batch is cut at line ends into pieces a pipe takes whole; a longer line is a piece of its own")
+    func batchPieces() {
+        let short = Array(String(repeating: "a", count: 99).utf8) + [10]
+        let long = Array(String(repeating: "b", count: 5000).utf8) + [10]
+        let batch = Array(repeating: short, count: 50).flatMap { $0 } + long + short + Array("tail".utf8)
+        let pieces = BufferedLogSink.chunks(of: batch)
+        #expect(pieces.flatMap { $0 } == batch, "nothing lost, nothing reordered")
+        #expect(pieces.map(\.count) == [4000, 1000, 5001, 104])
+        #expect(BufferedLogSink.chunks(of: []).isEmpty)
     }
 
     @Test("a buffered sink writes a lone line by itself once its delay has passed")

@@ -132,6 +132,9 @@ struct PreparedResponseTests {
                 == prepared.copy(for: prepared.response, strictTransport: false))
         #expect(prepared.copy(for: run("/stamped"), strictTransport: false) == nil)
         #expect(prepared.copy(for: run("/created"), strictTransport: false) == nil)
+        var streamed = prepared.response
+        streamed.stream = HTTPBodyStream()
+        #expect(prepared.copy(for: streamed, strictTransport: false) == nil, "a stream given to it is sent as a stream")
         #expect(
             prepared.copy(for: prepared.response, strictTransport: true)
                 != prepared.copy(for: prepared.response, strictTransport: false))
