@@ -332,13 +332,10 @@ extension HTTPServer {
         }
         // Served over HTTPS by this server: browsers keep to HTTPS for this host from now on.
         if configuration.tls != nil && !response.headers.contains("Strict-Transport-Security") {
-            _ = MHD_add_response_header(mhdResponse, "Strict-Transport-Security", Self.strictTransportSecurity)
+            _ = MHD_add_response_header(mhdResponse, "Strict-Transport-Security", HTTPResponse.strictTransportSecurity)
         }
         return mhdResponse
     }
-
-    /// The `Strict-Transport-Security` value of every answer served over HTTPS.
-    static let strictTransportSecurity = "max-age=31536000"
 
     /// Remembers a streamed response until its connection is gone.
     private func track(_ stream: HTTPBodyStream, on connection: OpaquePointer) {

@@ -65,7 +65,7 @@ public final class PreparedResponse: Sendable {
             _ = MHD_add_response_header(made, field.name, field.value)
         }
         if strictTransport && !answer.headers.contains("Strict-Transport-Security") {
-            _ = MHD_add_response_header(made, "Strict-Transport-Security", HTTPServer.strictTransportSecurity)
+            _ = MHD_add_response_header(made, "Strict-Transport-Security", HTTPResponse.strictTransportSecurity)
         }
         return made
     }
