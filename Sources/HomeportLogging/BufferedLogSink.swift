@@ -6,8 +6,8 @@ import Synchronization
 ///
 /// A line is written at most ``delay`` after the first line of its batch, at once when
 /// ``limit`` bytes wait, and at ``flush()`` (a server flushes when it stops). Lines keep their
-/// order, and each reaches `base` whole: a batch is written in pieces of at most
-/// ``atomicWrite`` bytes, cut at line ends. What a killed process had gathered, up to ``delay``
+/// order, and each reaches `base` whole: a batch is written in pieces of at most 4 KiB (what a
+/// pipe takes in one piece), cut at line ends. What a killed process had gathered, up to ``delay``
 /// of lines, is lost.
 public final class BufferedLogSink: LogSink {
     private struct Batch {
