@@ -58,9 +58,19 @@ struct IPAddress: Equatable, Sendable {
         return IPAddress(high: high & highMask, low: low & lowMask, isV4: false)
     }
 
-    /// The dotted text of an IPv4 address.
-    var v4Text: String {
-        let value = UInt32(truncatingIfNeeded: low)
-        return "\(value >> 24).\(value >> 16 & 0xFF).\(value >> 8 & 0xFF).\(value & 0xFF)"
+    /// The address's text: dotted for IPv4, `inet_ntop`'s shortest form for IPv6.
+    var text: String {
+        guard !isV4 else {
+            let value = UInt32(truncatingIfNeeded: low)
+            return "\(value >> 24).\(value >> 16 & 0xFF).\(value >> 8 & 0xFF).\(value & 0xFF)"
+        }
+        var address = in6_addr()
+        withUnsafeMutableBytes(of: &address) { bytes in
+            bytes.storeBytes(of: high.bigEndian, toByteOffset: 0, as: UInt64.self)
+            bytes.storeBytes(of: low.bigEndian, toByteOffset: 8, as: UInt64.self)
+        }
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        _ = inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count))
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -114,6 +114,6 @@ public struct TrustedProxies: Sendable, Equatable {
         }
         let candidate = String(decoding: text, as: UTF8.self)
         guard let address = IPAddress(candidate) else { return nil }
-        return (address.isV4 && candidate.utf8.contains(UInt8(ascii: ":")) ? address.v4Text : candidate, address)
+        return (AddressRange.canonical(candidate, address), address)
     }
 }
