@@ -28,9 +28,6 @@ public struct HTTPResponse: Sendable {
         return response
     }
 
-    /// The `Strict-Transport-Security` value the server adds to every answer over HTTPS.
-    static let strictTransportSecurity = "max-age=31536000"
-
     /// A JSON response from bytes that are already encoded.
     public static func json(bytes: Data, status: Int = 200) -> HTTPResponse {
         HTTPResponse(

@@ -309,32 +309,19 @@ extension HTTPServer {
     private func libraryResponse(
         _ response: HTTPResponse, on connection: OpaquePointer, _ request: RequestState
     ) -> OpaquePointer? {
-        let mhdResponse: OpaquePointer?
-        if let stream = response.stream {
-            mhdResponse = MHD_create_response_from_callback(
+        let closing = draining.load(ordering: .relaxed)
+        let strictTransport = configuration.tls != nil
+        guard let stream = response.stream else {
+            return response.libraryBuffer(strictTransport: strictTransport, closing: closing)
+        }
+        guard
+            let made = MHD_create_response_from_callback(
                 UInt64.max, 4096, bodyStreamReader, Unmanaged.passRetained(stream).toOpaque(), bodyStreamFreed)
-            if mhdResponse != nil {
-                track(stream, on: connection)
-                if let entry = request.connection { connections.streaming(stream, on: entry) }
-            }
-        } else {
-            mhdResponse = response.body.withUnsafeBytes { bytes in
-                MHD_create_response_from_buffer(
-                    bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
-            }
-        }
-        guard let mhdResponse else { return nil }
-        for field in response.headers {
-            _ = MHD_add_response_header(mhdResponse, field.name, field.value)
-        }
-        if draining.load(ordering: .relaxed) && !response.headers.contains("Connection") {
-            _ = MHD_add_response_header(mhdResponse, "Connection", "close")
-        }
-        // Served over HTTPS by this server: browsers keep to HTTPS for this host from now on.
-        if configuration.tls != nil && !response.headers.contains("Strict-Transport-Security") {
-            _ = MHD_add_response_header(mhdResponse, "Strict-Transport-Security", HTTPResponse.strictTransportSecurity)
-        }
-        return mhdResponse
+        else { return nil }
+        track(stream, on: connection)
+        if let entry = request.connection { connections.streaming(stream, on: entry) }
+        response.addLibraryFields(to: made, strictTransport: strictTransport, closing: closing)
+        return made
     }
 
     /// Remembers a streamed response until its connection is gone.

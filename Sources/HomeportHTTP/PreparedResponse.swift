@@ -46,28 +46,13 @@ public final class PreparedResponse: Sendable {
 
     private func copy(in slot: borrowing Atomic<UInt>, strictTransport: Bool) -> OpaquePointer? {
         if let copy = OpaquePointer(bitPattern: slot.load(ordering: .acquiring)) { return copy }
-        guard let made = Self.build(answer, strictTransport: strictTransport) else { return nil }
+        guard let made = answer.libraryBuffer(strictTransport: strictTransport, closing: false) else { return nil }
         let (stored, present) = slot.compareExchange(
             expected: 0, desired: UInt(bitPattern: made), ordering: .acquiringAndReleasing)
         if stored { return made }
         // Another thread built it first: its copy serves, this one goes.
         MHD_destroy_response(made)
         return OpaquePointer(bitPattern: present)
-    }
-
-    private static func build(_ answer: HTTPResponse, strictTransport: Bool) -> OpaquePointer? {
-        let made = answer.body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(
-                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
-        }
-        guard let made else { return nil }
-        for field in answer.headers {
-            _ = MHD_add_response_header(made, field.name, field.value)
-        }
-        if strictTransport && !answer.headers.contains("Strict-Transport-Security") {
-            _ = MHD_add_response_header(made, "Strict-Transport-Security", HTTPResponse.strictTransportSecurity)
-        }
-        return made
     }
 
     deinit {
