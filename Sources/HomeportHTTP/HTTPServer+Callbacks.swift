@@ -206,7 +206,7 @@ extension HTTPServer {
         inFlight.add(1, ordering: .relaxed)
         if let entry = request.connection { connections.enter(.readingBody, entry) }
         request.headers = Self.values(connection, kind: .HEADER_KIND)
-        if !configuration.trustedProxies.ranges.isEmpty {
+        if configuration.trustedProxies.isActive {
             request.forwardedClient = configuration.trustedProxies.clientAddress(
                 peer: request.client(connection), headers: request.headers)
         }

@@ -110,12 +110,15 @@ package final class HTTPServer: @unchecked Sendable {
             | MHD_ALLOW_SUSPEND_RESUME.rawValue
         if ipv6 { flags |= MHD_USE_IPv6.rawValue }
         let context = Unmanaged.passUnretained(self).toOpaque()
-        return homeport_mhd_start(
-            UInt32(flags), descriptor, UInt32(max(1, configuration.workerThreads)),
-            UInt32(max(1, configuration.idleTimeoutSeconds)), Self.connectionMemory(configuration),
-            UInt32(Self.daemonConnectionLimit(configuration)), acceptPolicyCallback,
-            accessHandlerCallback, requestCompletedCallback, notifyConnectionCallback, uriLogCallback,
-            tls?.certificate, tls?.key, tls?.priorities, context)
+        // libmicrohttpd starts its worker threads here: they inherit the policy.
+        return configuration.workerScheduling.whileStartingThreads {
+            homeport_mhd_start(
+                UInt32(flags), descriptor, UInt32(max(1, configuration.workerThreads)),
+                UInt32(max(1, configuration.idleTimeoutSeconds)), Self.connectionMemory(configuration),
+                UInt32(Self.daemonConnectionLimit(configuration)), acceptPolicyCallback,
+                accessHandlerCallback, requestCompletedCallback, notifyConnectionCallback, uriLogCallback,
+                tls?.certificate, tls?.key, tls?.priorities, context)
+        }
     }
 
     /// libmicrohttpd's memory per connection: the request head (up to the header limit), the

@@ -55,6 +55,8 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     /// Access-log lines are gathered and written together, at most this long after the first of
     /// a batch and when the server stops (``BufferedLogSink``); `nil` writes each line at once.
     public var accessLogDelay: Duration? = nil
+    /// How the kernel schedules the worker threads (Linux; elsewhere it is ignored).
+    public var workerScheduling: WorkerScheduling = .normal
 
     /// Creates a configuration; every limit has a default fit for a small server.
     public init(

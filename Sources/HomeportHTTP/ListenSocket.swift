@@ -186,8 +186,8 @@ func addressText(_ address: UnsafePointer<sockaddr>?) -> String {
                 String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
     case AF_UNIX:
-        // A peer on the same host, through the product's socket.
-        return "unix"
+        // A peer on the same host, through a Unix-domain socket.
+        return TrustedProxies.unixPeer
     default:
         return "unknown"
     }

@@ -20,6 +20,17 @@ public struct TrustedProxies: Sendable, Equatable {
     public var ranges: [AddressRange]
     /// The one header read.
     public var header: Header
+    /// Whether a peer on the server's Unix-domain socket is a proxy: set when the server listens
+    /// on one, which only processes on this host that may open the socket file reach. Such a
+    /// peer has no address (``unixPeer``); its header names the client as a trusted proxy's does.
+    public var trustsLocalSocket = false
+
+    /// The client address of a peer on a Unix-domain socket, which has none: what the log and
+    /// the per-client limits see when no trusted proxy named the client.
+    public static let unixPeer = "unix"
+
+    /// Whether any peer's word is taken: otherwise no header is read at all.
+    public var isActive: Bool { trustsLocalSocket || !ranges.isEmpty }
 
     /// Trusts proxies in `ranges` (none: every header is ignored), reading `header`.
     public init(_ ranges: [AddressRange] = [], header: Header = .xForwardedFor) {
@@ -45,7 +56,8 @@ public struct TrustedProxies: Sendable, Equatable {
     /// The client's address for a request from `peer` with `headers`, in its
     /// ``AddressRange/canonical(_:)`` spelling.
     ///
-    /// From an untrusted peer: the peer. From a trusted one, the hops the proxies recorded in
+    /// From an untrusted peer: the peer. From a trusted one (or ``unixPeer`` when
+    /// ``trustsLocalSocket``), the hops the proxies recorded in
     /// ``header`` (every such field in order) are read from the right, the nearest first: the
     /// first that is not a trusted proxy is the client, since the hops to its left are whatever
     /// the client chose to send. Every hop trusted: the leftmost. A hop that is not an IP address
@@ -54,7 +66,9 @@ public struct TrustedProxies: Sendable, Equatable {
     /// a proxy passes on.
     public func clientAddress(peer: String, headers: [(name: String, value: String)]) -> String {
         let peer = AddressRange.canonical(peer)
-        guard !ranges.isEmpty, let peerAddress = IPAddress(peer), trusts(peerAddress) else { return peer }
+        let trustedPeer =
+            peer == Self.unixPeer ? trustsLocalSocket : !ranges.isEmpty && (IPAddress(peer).map(trusts) ?? false)
+        guard trustedPeer else { return peer }
         var leftmost = peer
         for field in headers.reversed() where field.name.caseInsensitiveEquals(header.rawValue) {
             let hops =

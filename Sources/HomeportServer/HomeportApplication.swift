@@ -90,7 +90,7 @@ public final class HomeportApplication: Sendable {
         // Port 0: bound now, so that what names this server (mail links, the replicas table,
         // the trusted origin of the web door's forms) says the port the system picked.
         let bound: BoundListener?
-        if configuration.listen.port == 0 {
+        if configuration.listen.port == 0 && configuration.listenSocket == nil {
             let listener = try BoundListener(host: configuration.listen.host, port: 0)
             configuration.listen.port = listener.port
             bound = listener
@@ -121,7 +121,10 @@ public final class HomeportApplication: Sendable {
         self.identity = IdentityStore(database: database)
         var accountSettings = configuration.accounts
         if accountSettings.publicURL == nil {
-            accountSettings.publicURL = "\(configuration.http.tls == nil ? "http" : "https")://\(configuration.listen)"
+            // On a socket, the proxy's address is unknown here: the loopback name at least points home.
+            accountSettings.publicURL =
+                configuration.listenSocket == nil
+                ? "\(configuration.http.tls == nil ? "http" : "https")://\(configuration.listen)" : "http://localhost"
         }
         // On PostgreSQL the cache serves nothing until its listener hears every replica.
         let cacheAge = Duration.seconds(configuration.sessionCacheSeconds)
@@ -246,7 +249,7 @@ public final class HomeportApplication: Sendable {
         }
         self.heartbeat = try ReplicaHeartbeat(
             database: database, identity: identity, timing: configuration.heartbeat,
-            listen: configuration.listen.description, logger: logger)
+            listen: configuration.listenSocket ?? configuration.listen.description, logger: logger)
     }
 
     /// Registers this replica's heartbeat, then starts listening; returns the bound port.
@@ -283,7 +286,7 @@ public final class HomeportApplication: Sendable {
         return server.port
     }
 
-    /// The bound port (0 before ``start()``).
+    /// The bound port (0 before ``start()``, and on a Unix socket).
     public var port: Int { server.port }
 
     /// The bound port of `/metrics`, when it is served.

@@ -8,6 +8,11 @@ import HomeportWire
 public struct ServerConfiguration: Sendable {
     /// Where to listen.
     public var listen: ListenAddress
+    /// A Unix-domain socket to serve the app's listener on instead of ``listen`` (mode 0660), for
+    /// a reverse proxy on this host: its peers are trusted as proxies, so the
+    /// ``TrustedProxies/header`` they send names the client. Set ``AccountSettings/publicURL``
+    /// with it: the socket is no address of the server's.
+    public var listenSocket: String?
     /// Where the data lives.
     public var database: DatabaseURL
     /// The product name announced by the identity route.
@@ -74,6 +79,10 @@ public struct ServerConfiguration: Sendable {
         var http = http
         http.host = listen.host
         http.port = listen.port
+        if let listenSocket {
+            http.unixSocketPath = listenSocket
+            http.trustedProxies.trustsLocalSocket = true
+        }
         return http
     }
 

@@ -136,4 +136,64 @@ struct TrustedProxiesTests {
         }
         #expect(log.lines.contains { $0.contains("198.51.100.7") }, "the access log names the forwarded client")
     }
+
+    @Test(
+        "a peer on the server's Unix socket is a proxy only when the server says so; its header then names the client")
+    func localSocketPeer() throws {
+        let header = [(name: "X-Forwarded-For", value: "6.6.6.6, 198.51.100.7")]
+        // The product API's socket: the peer is the product itself, whatever it says.
+        #expect(TrustedProxies().clientAddress(peer: TrustedProxies.unixPeer, headers: header) == "unix")
+        #expect(proxies.clientAddress(peer: TrustedProxies.unixPeer, headers: header) == "unix")
+        var local = TrustedProxies()
+        local.trustsLocalSocket = true
+        #expect(local.isActive && !TrustedProxies().isActive)
+        #expect(local.clientAddress(peer: "unix", headers: header) == "198.51.100.7")
+        // The field sent twice counts as one list; no field, or a hop that is no address: the socket.
+        #expect(
+            local.clientAddress(
+                peer: "unix", headers: [("X-Forwarded-For", "198.51.100.7"), ("x-forwarded-for", "203.0.113.1")])
+                == "203.0.113.1")
+        #expect(local.clientAddress(peer: "unix", headers: []) == "unix")
+        #expect(local.clientAddress(peer: "unix", headers: [("X-Forwarded-For", "198.51.100.7, unknown")]) == "unix")
+        // Only the named header: Forwarded is ignored when X-Forwarded-For is the one read.
+        #expect(local.clientAddress(peer: "unix", headers: [("Forwarded", "for=198.51.100.7")]) == "unix")
+        // Trust in the socket is no trust in a TCP peer.
+        #expect(local.clientAddress(peer: "127.0.0.1", headers: header) == "127.0.0.1")
+        // With proxy blocks too, hops in them are skipped as from any trusted proxy.
+        var chain = proxies
+        chain.trustsLocalSocket = true
+        #expect(
+            chain.clientAddress(peer: "unix", headers: [("X-Forwarded-For", "198.51.100.7, 10.0.0.9")])
+                == "198.51.100.7")
+    }
+
+    @Test("a server on a Unix socket that trusts it logs and limits by the address its proxy names")
+    func unixSocketEndToEnd() throws {
+        var router = TestRouter()
+        router.get("/who") { request, _ in try .json(["address": request.remoteAddress]) }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        for trusted in [true, false] {
+            let socket = directory.file("h\(trusted).sock")
+            var configuration = HTTPServerConfiguration(port: 0, workerThreads: 2)
+            configuration.unixSocketPath = socket
+            configuration.trustedProxies.trustsLocalSocket = trusted
+            let log = MemoryLogSink()
+            try withServer(router, configuration: configuration, log: log) { _ in
+                func who(_ headers: [String]) throws -> String? {
+                    let run = try ServerProcess.runProgram(
+                        "/usr/bin/curl",
+                        ["-s", "--unix-socket", socket] + headers.flatMap { ["-H", $0] } + ["http://proxy/who"])
+                    let object = try? JSONSerialization.jsonObject(with: Data(run.output.utf8))
+                    return (object as? [String: Any])?["address"] as? String
+                }
+                let named = try who(["X-Forwarded-For: 6.6.6.6, 198.51.100.7"])
+                #expect(named == (trusted ? "198.51.100.7" : "unix"), "trusted: \(trusted)")
+                #expect(try who([]) == "unix")
+                #expect(try who(["X-Forwarded-For: garbage"]) == "unix")
+            }
+            #expect(
+                log.lines.contains { $0.contains("198.51.100.7") } == trusted, "the access log names the named client")
+        }
+    }
 }

@@ -53,6 +53,16 @@ struct CommandLineTests {
             (["serve", "--forwarded-header", "x-real-ip"], "is not x-forwarded-for or forwarded"),
             (["serve", "--max-streams-per-session", "-1"], "--max-streams-per-session"),
             (["users", "promote", "a@example.com"], "unknown users action"),
+            (["serve", "--listen", "/tmp/homeport-usage.sock"], "needs --public-url"),
+            (
+                [
+                    "serve", "--listen", "/tmp/homeport-usage.sock", "--public-url", "https://a.example", "--tls-cert",
+                    "c.pem",
+                ],
+                "TLS is the proxy's"
+            ),
+            (["serve", "--scheduling", "fifo"], "'fifo' is not normal or batch"),
+            (["serve", "--listen", "relative.sock"], "or a Unix socket's absolute path"),
         ])
     func usageErrors(arguments: [String], message: String) throws {
         let directory = try TemporaryDirectory()

@@ -109,17 +109,23 @@ struct DeployDocTests {
     }
 
     @Test(
-        "behind the documented nginx and Caddy sites a client cannot name its own address: forged Forwarded and X-Forwarded-For spread no budget"
-    )
-    func proxiesNameTheClient() throws {
+        "behind the documented nginx and Caddy sites, to a port or to a Unix socket, a client cannot name its own address: forged Forwarded and X-Forwarded-For spread no budget",
+        arguments: [false, true])
+    func proxiesNameTheClient(overSocket: Bool) throws {
         let data = try TemporaryDirectory()
         defer { data.remove() }
-        let server = try ServerProcess(serve: [
-            "--database", "sqlite:" + data.file("h.sqlite"), "--signup", "open", "--password-iterations", "1000",
-            "--trusted-proxies", "127.0.0.1", "--max-connections-per-address", "0", "--rate-limits",
-            "login-per-address=4/600",
-        ])
+        let socket = data.file("homeport.sock")
+        let server = try ServerProcess(
+            serve: [
+                "--database", "sqlite:" + data.file("h.sqlite"), "--signup", "open", "--password-iterations", "1000",
+                "--rate-limits", "login-per-address=4/600",
+            ]
+                + (overSocket
+                    ? ["--listen", socket, "--public-url", "https://books.example.net"]
+                    : ["--trusted-proxies", "127.0.0.1", "--max-connections-per-address", "0"]))
         defer { server.stop() }
+        let nginxUpstream = overSocket ? "server unix:\(socket);" : "server 127.0.0.1:\(server.port);"
+        let caddyUpstream = overSocket ? "unix/\(socket)" : "127.0.0.1:\(server.port)"
         let certificates = try TestCertificates()
         defer { certificates.directory.remove() }
         let scratch = try TemporaryDirectory()
@@ -128,7 +134,7 @@ struct DeployDocTests {
         // nginx, the page's site with this machine's ports and files.
         let nginxPort = try RawHTTP.freePort()
         let site = try block("nginx")
-            .replacingOccurrences(of: "server 127.0.0.1:8080;", with: "server 127.0.0.1:\(server.port);")
+            .replacingOccurrences(of: "server 127.0.0.1:8080;", with: nginxUpstream)
             .replacingOccurrences(of: "listen 443 ssl;", with: "listen 127.0.0.1:\(nginxPort) ssl;")
             .replacingOccurrences(of: "/etc/ssl/books.example.net.crt", with: certificates.certificateFile)
             .replacingOccurrences(of: "/etc/ssl/books.example.net.key", with: certificates.keyFile)
@@ -139,12 +145,12 @@ struct DeployDocTests {
         let caddySite = try block("caddy")
         let (caddy, caddyPort) = try ReverseProxy.caddy(in: scratch) { port in
             caddySite.replacingOccurrences(of: "books.example.net {", with: "http://127.0.0.1:\(port) {")
-                .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
+                .replacingOccurrences(of: "127.0.0.1:8080", with: caddyUpstream)
         }
         defer { ReverseProxy.stop(caddy) }
 
         let signup = try Self.signIn(
-            "http://127.0.0.1:\(server.port)" + AllauthAppPath.base + "/" + AllauthAppPath.signup, from: "127.0.0.1")
+            "http://127.0.0.1:\(caddyPort)" + AllauthAppPath.base + "/" + AllauthAppPath.signup, from: "127.0.0.1")
         #expect(signup.status == 200, "\(signup)")
         for (proxy, attacker, bystander) in [
             ("https://127.0.0.1:\(nginxPort)", "127.0.0.2", "127.0.0.3"),
@@ -171,16 +177,31 @@ struct DeployDocTests {
     }
 
     @Test(
-        "forward auth behind the documented nginx and Caddy sites: the product hears the account, never a client's own claim or the token; a signed-out call is the API's 401"
-    )
-    func forwardAuthSites() throws {
+        "forward auth behind the documented nginx and Caddy sites, to a port or to a Unix socket: the product hears the account, never a client's own claim or the token; a signed-out call is the API's 401",
+        arguments: [false, true])
+    func forwardAuthSites(overSocket: Bool) throws {
         let data = try TemporaryDirectory()
         defer { data.remove() }
-        let server = try ServerProcess(serve: [
-            "--database", "sqlite:" + data.file("h.sqlite"), "--signup", "open", "--password-iterations", "1000",
-            "--trusted-proxies", "127.0.0.1", "--max-connections-per-address", "0",
-        ])
+        let socket = data.file("homeport.sock")
+        let server = try ServerProcess(
+            serve: [
+                "--database", "sqlite:" + data.file("h.sqlite"), "--signup", "open", "--password-iterations", "1000",
+            ]
+                + (overSocket
+                    ? ["--listen", socket, "--public-url", "https://journal.example.net"]
+                    : ["--trusted-proxies", "127.0.0.1", "--max-connections-per-address", "0"]))
         defer { server.stop() }
+        // The page's own rule for a socket: nginx's server line, Caddy's address.
+        let nginxUpstream = overSocket ? "server unix:\(socket);" : "server 127.0.0.1:\(server.port);"
+        let caddyUpstream = overSocket ? "unix/\(socket)" : "127.0.0.1:\(server.port)"
+        if overSocket {
+            let page = try String(contentsOfFile: repositoryFile("docs/deploy.md"), encoding: .utf8)
+                .split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            let nginxRule = page.contains(
+                "write `server unix:/run/homeport/homeport.sock;` in place of `server 127.0.0.1:8080;`")
+            let caddyRule = page.contains("write `unix//run/homeport/homeport.sock` wherever it says `127.0.0.1:8080`")
+            #expect(nginxRule && caddyRule, "docs/deploy.md states the rule this test follows")
+        }
         let certificates = try TestCertificates()
         defer { certificates.directory.remove() }
         let scratch = try TemporaryDirectory()
@@ -214,7 +235,7 @@ struct DeployDocTests {
 
         let nginxPort = try RawHTTP.freePort()
         let site = try block("nginx", "forward-auth")
-            .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
+            .replacingOccurrences(of: "server 127.0.0.1:8080;", with: nginxUpstream)
             .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(productPort)")
             .replacingOccurrences(of: "listen 443 ssl;", with: "listen 127.0.0.1:\(nginxPort) ssl;")
             .replacingOccurrences(of: "/etc/ssl/journal.example.net.crt", with: certificates.certificateFile)
@@ -225,7 +246,7 @@ struct DeployDocTests {
         let forwardSite = try block("caddy", "forward-auth")
         let (caddy, caddyPort) = try ReverseProxy.caddy(in: scratch) { port in
             forwardSite.replacingOccurrences(of: "journal.example.net {", with: "http://127.0.0.1:\(port) {")
-                .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
+                .replacingOccurrences(of: "127.0.0.1:8080", with: caddyUpstream)
                 .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(productPort)")
         }
         defer { ReverseProxy.stop(caddy) }

@@ -18,7 +18,7 @@ public final class ServerProcess: @unchecked Sendable {
 
     private let process = Process()
     private let errorLog: String
-    /// The port printed on the `listening on` line.
+    /// The port printed on the `listening on` line (0 on a Unix socket).
     public let port: Int
     /// The whole `listening on` line.
     public let banner: String
@@ -48,9 +48,14 @@ public final class ServerProcess: @unchecked Sendable {
         try process.run()
 
         let line = Self.firstLine(of: output.fileHandleForReading, timeout: startTimeout)
-        guard let line, let range = line.range(of: #"https?://\S+:(\d+)"#, options: .regularExpression),
-            let port = Int(line[range].split(separator: ":").last ?? "")
-        else {
+        // A server on a Unix socket has no port: `listening on unix:/PATH`.
+        var port: Int?
+        if let line, line.contains("listening on unix:/") {
+            port = 0
+        } else if let line, let range = line.range(of: #"https?://\S+:(\d+)"#, options: .regularExpression) {
+            port = Int(line[range].split(separator: ":").last ?? "")
+        }
+        guard let line, let port else {
             process.terminate()
             process.waitUntilExit()
             let log = (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""

@@ -15,8 +15,15 @@ enum ServeCommand {
         summary: "Run the Homeport HTTP server. Pending migrations are applied first.",
         options: [
             .value(
-                "listen", "HOST:PORT", help: "Address to listen on; port 0 picks a free port.",
+                "listen", "HOST:PORT|/PATH",
+                help:
+                    "Address to listen on; port 0 picks a free port. Or a Unix socket at /PATH (mode 0660) for a reverse proxy on this host: its X-Forwarded-For (--forwarded-header) names the client; needs --public-url.",
                 environment: "HOMEPORT_LISTEN", default: ServerDefaults.listen.description),
+            .value(
+                "scheduling", "normal|batch",
+                help:
+                    "How Linux schedules the worker threads: batch has a request's arrival not preempt the proxy that sent it (fewer switches between the two on shared cores).",
+                environment: "HOMEPORT_SCHEDULING", default: "batch on a Unix socket, else normal"),
             ServerCLI.databaseOption,
             .value(
                 "product", "NAME", help: "Product name the identity route announces.",
@@ -215,10 +222,11 @@ enum ServeCommand {
             sources.append(reload)
         }
         let port = try application.start()
-        let shown = ListenAddress(host: configuration.listen.host, port: port)
-        let scheme = configuration.http.tls == nil ? "http" : "https"
+        let shown =
+            configuration.listenSocket.map { "unix:\($0)" }
+            ?? "\(configuration.http.tls == nil ? "http" : "https")://\(ListenAddress(host: configuration.listen.host, port: port))"
         ServerCLI.line(
-            "homeport-server listening on \(scheme)://\(shown) (product \(application.configuration.product), database \(configuration.database))"
+            "homeport-server listening on \(shown) (product \(application.configuration.product), database \(configuration.database))"
         )
         if let metricsPort = application.metricsPort, let address = configuration.metricsListen {
             logger.notice(
@@ -234,7 +242,7 @@ enum ServeCommand {
             logger.notice("serving the product API", metadata: ["socket": path])
         }
         if configuration.http.tls == nil && configuration.http.trustedProxies.ranges.isEmpty
-            && !Self.isLoopback(configuration.listen.host)
+            && configuration.listenSocket == nil && !Self.isLoopback(configuration.listen.host)
         {
             logger.warning(
                 "serving plain HTTP on a non-loopback address without a trusted proxy: passwords and session tokens cross the network in clear; use --tls-cert and --tls-key, or a proxy that terminates TLS (--trusted-proxies)"
@@ -320,12 +328,22 @@ enum ServeCommand {
     static func configuration(_ parsed: ParsedArguments, environment: [String: String]) throws -> ServerConfiguration {
         var configuration = ServerConfiguration(database: try ServerCLI.database(parsed, spec, environment))
         if let listen = parsed.value("listen", spec: spec, environment: environment) {
-            do {
-                configuration.listen = try ListenAddress(parsing: listen)
-            } catch {
-                throw UsageError(String(describing: error))
+            if listen.hasPrefix("/") {
+                configuration.listenSocket = listen
+            } else {
+                do {
+                    configuration.listen = try ListenAddress(parsing: listen)
+                } catch {
+                    throw UsageError("\(error); or a Unix socket's absolute path")
+                }
             }
         }
+        let scheduling = parsed.value("scheduling", spec: spec, environment: environment)
+        if let scheduling, WorkerScheduling(rawValue: scheduling) == nil {
+            throw UsageError("--scheduling: '\(scheduling)' is not normal or batch")
+        }
+        configuration.http.workerScheduling =
+            scheduling.flatMap(WorkerScheduling.init) ?? (configuration.listenSocket == nil ? .normal : .batch)
         if let product = parsed.value("product", spec: spec, environment: environment) {
             do {
                 configuration.product = try ServerConfiguration.validateProduct(product)
@@ -383,6 +401,11 @@ enum ServeCommand {
         }
         configuration.smtp = try smtpSettings(
             parsed, environment: environment, publicURL: configuration.accounts.publicURL)
+        if let socket = configuration.listenSocket,
+            ["tls-cert", "tls-key"].contains(where: { parsed.value($0, spec: spec, environment: environment) != nil })
+        {
+            throw UsageError("--listen \(socket) serves plain HTTP to the proxy on this host: TLS is the proxy's")
+        }
         configuration.http.tls = try tlsCredentials(parsed, environment: environment)
         if let priorities = parsed.value("tls-priority", spec: spec, environment: environment) {
             guard configuration.http.tls != nil else {
@@ -498,6 +521,9 @@ enum ServeCommand {
                 throw UsageError("--public-url must start with http:// or https://, not '\(url)'")
             }
             configuration.accounts.publicURL = url
+        } else if let socket = configuration.listenSocket {
+            throw UsageError(
+                "--listen \(socket) needs --public-url: the address people reach the server at through its proxy")
         }
         configuration.outboxDirectory =
             parsed.value("outbox", spec: spec, environment: environment)

@@ -1,0 +1,109 @@
+import Foundation
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `homeport-server serve --listen /PATH`: the app's listener on a Unix socket, for a reverse
+/// proxy on the same host.
+@Suite("serve on a Unix socket")
+struct UnixSocketListenTests {
+    /// A request through the socket as curl sends it: the status and the body.
+    private static func call(
+        _ socket: String, _ path: String, method: String = "GET", headers: [String] = [], json: String? = nil
+    ) throws -> (status: Int, body: String) {
+        var arguments = ["-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", socket, "-X", method]
+        for header in headers { arguments += ["-H", header] }
+        if let json { arguments += ["-H", "Content-Type: application/json", "--data-binary", json] }
+        let run = try ServerProcess.runProgram("/usr/bin/curl", arguments + ["http://books.example.net" + path])
+        guard let split = run.output.range(of: "\n", options: .backwards),
+            let status = Int(run.output[split.upperBound...])
+        else { throw RawHTTPError("curl said nothing: \(run.error)") }
+        return (status, String(run.output[..<split.lowerBound]))
+    }
+
+    /// The scheduling policies of a process's threads (`/proc/PID/task/TID/stat`, field 41).
+    private static func threadPolicies(_ pid: Int32) -> [Int] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.compactMap { task in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
+                let close = stat.range(of: ")", options: .backwards)
+            else { return nil }
+            let fields = stat[close.upperBound...].split(separator: " ")
+            return fields.count > 38 ? Int(fields[38]) : nil
+        }
+    }
+
+    @Test(
+        "the proxy's X-Forwarded-For names the client for budgets and the log; the socket is 0660 and gone at the stop; the workers run SCHED_BATCH"
+    )
+    func servesTheProxy() throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let socket = data.file("homeport.sock")
+        let server = try ServerProcess(serve: [
+            "--listen", socket, "--public-url", "https://books.example.net", "--database",
+            "sqlite:" + data.file("h.sqlite"), "--signup", "open", "--password-iterations", "1000", "--workers", "2",
+            "--rate-limits", "login-per-address=3/600",
+        ])
+        #expect(server.banner.contains("listening on unix:\(socket)"), "\(server.banner)")
+        var status = stat()
+        #expect(lstat(socket, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK)
+        #expect(status.st_mode & 0o777 == 0o660)
+
+        let signup = try Self.call(
+            socket, AllauthAppPath.base + "/" + AllauthAppPath.signup, method: "POST",
+            headers: ["X-Forwarded-For: 198.51.100.9"],
+            json: #"{"email":"ada@example.com","password":"correct horse battery"}"#)
+        #expect(signup.status == 200, "\(signup.body)")
+
+        // Sign-ins the proxy says come from 198.51.100.7, each naming another client in front of
+        // it: they all count against that one address, and another client keeps its own budget.
+        let login = AllauthAppPath.base + "/" + AllauthAppPath.login
+        let password = #"{"email":"ada@example.com","password":"correct horse battery"}"#
+        let statuses = try (1...5).map { attempt in
+            try Self.call(
+                socket, login, method: "POST", headers: ["X-Forwarded-For: 203.0.113.\(attempt), 198.51.100.7"],
+                json: password
+            ).status
+        }
+        #expect(statuses == [200, 200, 200, 429, 429], "\(statuses)")
+        let bystander = try Self.call(
+            socket, login, method: "POST", headers: ["X-Forwarded-For: 198.51.100.8"], json: password)
+        #expect(bystander.status == 200, "another client keeps its own budget: \(bystander.body)")
+
+        let log = server.standardError { $0.contains("198.51.100.8") }
+        #expect(log.contains("198.51.100.7") && log.contains("198.51.100.8"), "the log names the clients")
+        #expect(!log.contains("203.0.113."), "what a client put in front of the proxy's word is no address")
+
+        let policies = Self.threadPolicies(server.pid)
+        #expect(policies.filter { $0 == 3 }.count == 2, "the two workers are SCHED_BATCH: \(policies)")
+        #expect(policies.contains(0), "the other threads are not")
+
+        #expect(server.stop() == 0)
+        #expect(!FileManager.default.fileExists(atPath: socket), "the socket is removed at the stop")
+    }
+
+    @Test("--scheduling normal keeps every thread under the default policy; a live socket is not taken over")
+    func normalSchedulingAndLiveSocket() throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let socket = data.file("homeport.sock")
+        let arguments = [
+            "--listen", socket, "--public-url", "https://books.example.net", "--database",
+            "sqlite:" + data.file("h.sqlite"), "--scheduling", "normal",
+        ]
+        let server = try ServerProcess(serve: arguments)
+        defer { server.stop() }
+        #expect(try Self.call(socket, "/healthz").status == 200)
+        #expect(!Self.threadPolicies(server.pid).contains(3))
+
+        let second = try ServerProcess.run(["serve"] + arguments, timeout: 20)
+        #expect(second.status != 0)
+        #expect(second.error.contains("another server listens on this socket"), "\(second.error)")
+        #expect(try Self.call(socket, "/healthz").status == 200, "the first server still serves")
+    }
+}
