@@ -121,10 +121,12 @@ public final class HomeportApplication: Sendable {
         self.identity = IdentityStore(database: database)
         var accountSettings = configuration.accounts
         if accountSettings.publicURL == nil {
-            // On a socket, the proxy's address is unknown here: the loopback name at least points home.
-            accountSettings.publicURL =
-                configuration.listenSocket == nil
-                ? "\(configuration.http.tls == nil ? "http" : "https")://\(configuration.listen)" : "http://localhost"
+            if let socket = configuration.listenSocket {
+                throw ConfigurationError(
+                    "a server on the Unix socket \(socket) needs a public URL (AccountSettings.publicURL): the address people reach it at through its proxy"
+                )
+            }
+            accountSettings.publicURL = "\(configuration.http.tls == nil ? "http" : "https")://\(configuration.listen)"
         }
         // On PostgreSQL the cache serves nothing until its listener hears every replica.
         let cacheAge = Duration.seconds(configuration.sessionCacheSeconds)

@@ -10,8 +10,9 @@ public struct ServerConfiguration: Sendable {
     public var listen: ListenAddress
     /// A Unix-domain socket to serve the app's listener on instead of ``listen`` (mode 0660), for
     /// a reverse proxy on this host: its peers are trusted as proxies, so the
-    /// ``TrustedProxies/header`` they send names the client. Set ``AccountSettings/publicURL``
-    /// with it: the socket is no address of the server's.
+    /// ``TrustedProxies/header`` they send names the client. ``AccountSettings/publicURL`` is
+    /// required with it (the socket is no address anyone uses): the application refuses to start
+    /// without one.
     public var listenSocket: String?
     /// Where the data lives.
     public var database: DatabaseURL

@@ -6,51 +6,76 @@ import Testing
 #if os(Linux)
     import Glibc
 
-    /// The scheduling policy of each of this process's threads, by thread id
-    /// (`/proc/self/task/TID/stat`, field 41).
-    private func threadPolicies() -> [Int: Int] {
+    /// Each of this process's threads, by thread id: its name and scheduling policy
+    /// (`/proc/self/task/TID/stat`: the name in parentheses, the policy in field 41).
+    private func threads() -> [Int: (name: String, policy: Int)] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        var policies: [Int: Int] = [:]
+        var found: [Int: (name: String, policy: Int)] = [:]
         for task in tasks {
             guard let id = Int(task),
                 let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
-                let close = stat.range(of: ")", options: .backwards)
+                let open = stat.range(of: "("), let close = stat.range(of: ")", options: .backwards)
             else { continue }
-            // After the command's closing parenthesis: field 3 (the state) onwards.
+            // After the name's closing parenthesis: field 3 (the state) onwards.
             let fields = stat[close.upperBound...].split(separator: " ")
-            if fields.count > 38, let policy = Int(fields[38]) { policies[id] = policy }
+            if fields.count > 38, let policy = Int(fields[38]) {
+                found[id] = (String(stat[open.upperBound..<close.lowerBound]), policy)
+            }
         }
-        return policies
+        return found
     }
 
     private let batchPolicy = 3
+    private let idlePolicy = 5
+
+    /// The policies of the threads libmicrohttpd started since `before` was taken, once `count`
+    /// of them have named themselves (each does, just after it starts), or after 5 seconds.
+    private func newWorkers(since before: Set<Int>, count: Int) -> [Int] {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while true {
+            let found = threads().filter { !before.contains($0.key) && $0.value.name == "MHD-worker" }
+            if found.count >= count || ContinuousClock.now > deadline { return found.map(\.value.policy) }
+            usleep(10_000)
+        }
+    }
 
     @Suite("Worker threads are scheduled as configured", .serialized)
     struct WorkerSchedulingTests {
-        @Test("batch: every worker thread, and only they, run SCHED_BATCH; the thread that started them keeps its own")
+        @Test("batch: every worker thread runs SCHED_BATCH; the thread that started them keeps its own")
         func batchWorkers() throws {
-            let before = Set(threadPolicies().filter { $0.value == batchPolicy }.keys)
+            let before = Set(threads().keys)
             var configuration = HTTPServerConfiguration(port: 0, workerThreads: 3)
             configuration.workerScheduling = .batch
             try withServer(sampleRouter(), configuration: configuration) { server in
-                let batch = Set(threadPolicies().filter { $0.value == batchPolicy }.keys).subtracting(before)
-                #expect(batch.count == 3, "\(threadPolicies())")
+                #expect(newWorkers(since: before, count: 3) == [batchPolicy, batchPolicy, batchPolicy], "\(threads())")
                 #expect(sched_getscheduler(0) == 0, "the starting thread is back to SCHED_OTHER")
                 // The workers answer as ever.
                 let answer = try RawHTTP.request(port: server.port, path: "/hello")
                 #expect(answer.status == 200)
             }
-            let after = Set(threadPolicies().filter { $0.value == batchPolicy }.keys).subtracting(before)
-            #expect(after.isEmpty, "the workers are gone with the server")
+            #expect(newWorkers(since: before, count: 0).isEmpty, "the workers are gone with the server")
         }
 
-        @Test("normal, the default: no thread of the server runs SCHED_BATCH")
+        @Test("normal, the default: the workers run the default policy")
         func normalWorkers() throws {
             #expect(HTTPServerConfiguration().workerScheduling == .normal)
-            let before = Set(threadPolicies().filter { $0.value == batchPolicy }.keys)
+            let before = Set(threads().keys)
             try withServer(sampleRouter(), configuration: HTTPServerConfiguration(port: 0, workerThreads: 3)) { _ in
-                #expect(Set(threadPolicies().filter { $0.value == batchPolicy }.keys).subtracting(before).isEmpty)
-                #expect(threadPolicies().count >= 4)
+                #expect(newWorkers(since: before, count: 3) == [0, 0, 0], "\(threads())")
+            }
+        }
+
+        @Test("a policy the operator gave the process is kept: batch changes nothing under SCHED_IDLE")
+        func operatorPolicyKept() throws {
+            var parameters = sched_param()
+            try #require(pthread_setschedparam(pthread_self(), Int32(idlePolicy), &parameters) == 0)
+            defer { _ = pthread_setschedparam(pthread_self(), 0, &parameters) }
+            let before = Set(threads().keys)
+            var configuration = HTTPServerConfiguration(port: 0, workerThreads: 2)
+            configuration.workerScheduling = .batch
+            try withServer(sampleRouter(), configuration: configuration) { _ in
+                #expect(newWorkers(since: before, count: 2) == [idlePolicy, idlePolicy], "\(threads())")
+                #expect(sched_getscheduler(0) == Int32(idlePolicy), "the starting thread keeps its policy")
             }
         }
     }

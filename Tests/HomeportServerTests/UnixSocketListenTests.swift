@@ -25,12 +25,14 @@ struct UnixSocketListenTests {
         return (status, String(run.output[..<split.lowerBound]))
     }
 
-    /// The scheduling policies of a process's threads (`/proc/PID/task/TID/stat`, field 41).
-    private static func threadPolicies(_ pid: Int32) -> [Int] {
+    /// The scheduling policies of a process's threads named `name`, or of the others
+    /// (`/proc/PID/task/TID/stat`: the name in parentheses, the policy in field 41).
+    private static func threadPolicies(_ pid: Int32, named name: String, others: Bool = false) -> [Int] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         return tasks.compactMap { task in
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
-                let close = stat.range(of: ")", options: .backwards)
+                let open = stat.range(of: "("), let close = stat.range(of: ")", options: .backwards),
+                (stat[open.upperBound..<close.lowerBound] == name) != others
             else { return nil }
             let fields = stat[close.upperBound...].split(separator: " ")
             return fields.count > 38 ? Int(fields[38]) : nil
@@ -47,7 +49,7 @@ struct UnixSocketListenTests {
         let server = try ServerProcess(serve: [
             "--listen", socket, "--public-url", "https://books.example.net", "--database",
             "sqlite:" + data.file("h.sqlite"), "--signup", "open", "--password-iterations", "1000", "--workers", "2",
-            "--rate-limits", "login-per-address=3/600",
+            "--rate-limits", "login-per-address=3/600", "--max-connections-per-address", "1",
         ])
         #expect(server.banner.contains("listening on unix:\(socket)"), "\(server.banner)")
         var status = stat()
@@ -79,9 +81,30 @@ struct UnixSocketListenTests {
         #expect(log.contains("198.51.100.7") && log.contains("198.51.100.8"), "the log names the clients")
         #expect(!log.contains("203.0.113."), "what a client put in front of the proxy's word is no address")
 
-        let policies = Self.threadPolicies(server.pid)
-        #expect(policies.filter { $0 == 3 }.count == 2, "the two workers are SCHED_BATCH: \(policies)")
-        #expect(policies.contains(0), "the other threads are not")
+        let workers = Self.threadPolicies(server.pid, named: "MHD-worker")
+        #expect(workers == [3, 3], "the two workers are SCHED_BATCH: \(workers)")
+        let main = Self.threadPolicies(server.pid, named: "homeport-server")
+        #expect(!main.isEmpty && main.allSatisfy { $0 == 0 }, "the process's own threads are not: \(main)")
+
+        // The per-address connection cap (1 here) counts TCP peers: the proxy's kept-alive
+        // connections on the socket are all served.
+        let held = try ServerProcess.runProgram(
+            "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import socket, sys
+                held = []
+                for _ in range(4):
+                    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.settimeout(10); s.connect(sys.argv[1])
+                    held.append(s)
+                for s in held:
+                    s.sendall(b'GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')
+                print(' '.join(s.recv(64).split(b' ')[1].decode() for s in held))
+                """,
+                socket,
+            ])
+        #expect(held.output.trimmingCharacters(in: .whitespacesAndNewlines) == "200 200 200 200", "\(held)")
 
         #expect(server.stop() == 0)
         #expect(!FileManager.default.fileExists(atPath: socket), "the socket is removed at the stop")
@@ -99,7 +122,8 @@ struct UnixSocketListenTests {
         let server = try ServerProcess(serve: arguments)
         defer { server.stop() }
         #expect(try Self.call(socket, "/healthz").status == 200)
-        #expect(!Self.threadPolicies(server.pid).contains(3))
+        #expect(Self.threadPolicies(server.pid, named: "MHD-worker").allSatisfy { $0 == 0 })
+        #expect(!Self.threadPolicies(server.pid, named: "MHD-worker").isEmpty)
 
         let second = try ServerProcess.run(["serve"] + arguments, timeout: 20)
         #expect(second.status != 0)

@@ -160,7 +160,8 @@ enum ServeCommand {
             .value(
                 "public-url", "URL",
                 help: "Address people reach the server at (mail links; https makes cookies Secure).",
-                environment: "HOMEPORT_PUBLIC_URL", default: "http://LISTEN, https://LISTEN with --tls-cert"),
+                environment: "HOMEPORT_PUBLIC_URL",
+                default: "http://LISTEN, https://LISTEN with --tls-cert; required on a socket"),
             .value(
                 "outbox", "DIR", help: "Directory the mailer writes outgoing mail to (.eml files).",
                 environment: "HOMEPORT_OUTBOX", default: "$HOMEPORT_DATA_DIR/outbox"),
@@ -176,7 +177,7 @@ enum ServeCommand {
         discussion: """
             The data directory is $HOMEPORT_DATA_DIR, else $XDG_DATA_HOME/homeport, else ~/.local/share/homeport.
             On start the server prints one line to standard output:
-              homeport-server listening on http://HOST:PORT  (https:// with --tls-cert)
+              homeport-server listening on http://HOST:PORT  (https:// with --tls-cert; unix:/PATH on a socket)
             Logs (one line per request, never a credential) go to standard error.
             SIGINT or SIGTERM stops it gracefully: no new connections, requests in flight finish.
             SIGHUP reads --tls-cert and --tls-key again (a renewal): new connections get the new pair,
