@@ -1,4 +1,6 @@
 import Foundation
+import HomeportLogging
+import HomeportServer
 import HomeportTestSupport
 import HomeportWire
 import Testing
@@ -129,5 +131,25 @@ struct UnixSocketListenTests {
         #expect(second.status != 0)
         #expect(second.error.contains("another server listens on this socket"), "\(second.error)")
         #expect(try Self.call(socket, "/healthz").status == 200, "the first server still serves")
+    }
+
+    @Test("an application on a socket without a public URL refuses to start; with one, it serves on the socket")
+    func libraryNeedsPublicURL() throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        var configuration = ServerConfiguration(database: try DatabaseURL(parsing: "sqlite:" + data.file("h.sqlite")))
+        configuration.listenSocket = data.file("homeport.sock")
+        configuration.http.workerThreads = 1
+        #expect(throws: ConfigurationError.self) {
+            try HomeportApplication(configuration: configuration, logger: Logger(label: "test", sink: MemoryLogSink()))
+        }
+        #expect(!FileManager.default.fileExists(atPath: data.file("homeport.sock")))
+        configuration.accounts.publicURL = "https://books.example.net"
+        let application = try HomeportApplication(
+            configuration: configuration, logger: Logger(label: "test", sink: MemoryLogSink()))
+        try application.start()
+        defer { application.shutdown() }
+        #expect(application.port == 0)
+        #expect(try Self.call(data.file("homeport.sock"), "/healthz").status == 200)
     }
 }
