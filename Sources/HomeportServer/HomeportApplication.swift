@@ -87,6 +87,11 @@ public final class HomeportApplication: Sendable {
     ) throws {
         try product.validate()
         var configuration = configuration.serving(product)
+        if let socket = configuration.listenSocket, configuration.accounts.publicURL == nil {
+            throw ConfigurationError(
+                "a server on the Unix socket \(socket) needs a public URL (AccountSettings.publicURL): the address people reach it at through its proxy"
+            )
+        }
         // Port 0: bound now, so that what names this server (mail links, the replicas table,
         // the trusted origin of the web door's forms) says the port the system picked.
         let bound: BoundListener?
@@ -121,11 +126,6 @@ public final class HomeportApplication: Sendable {
         self.identity = IdentityStore(database: database)
         var accountSettings = configuration.accounts
         if accountSettings.publicURL == nil {
-            if let socket = configuration.listenSocket {
-                throw ConfigurationError(
-                    "a server on the Unix socket \(socket) needs a public URL (AccountSettings.publicURL): the address people reach it at through its proxy"
-                )
-            }
             accountSettings.publicURL = "\(configuration.http.tls == nil ? "http" : "https")://\(configuration.listen)"
         }
         // On PostgreSQL the cache serves nothing until its listener hears every replica.

@@ -144,6 +144,7 @@ struct UnixSocketListenTests {
             try HomeportApplication(configuration: configuration, logger: Logger(label: "test", sink: MemoryLogSink()))
         }
         #expect(!FileManager.default.fileExists(atPath: data.file("homeport.sock")))
+        #expect(!FileManager.default.fileExists(atPath: data.file("h.sqlite")), "refused before the database is made")
         configuration.accounts.publicURL = "https://books.example.net"
         let application = try HomeportApplication(
             configuration: configuration, logger: Logger(label: "test", sink: MemoryLogSink()))
