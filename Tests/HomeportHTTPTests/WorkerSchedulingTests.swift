@@ -6,25 +6,6 @@ import Testing
 #if os(Linux)
     import Glibc
 
-    /// Each of this process's threads, by thread id: its name and scheduling policy
-    /// (`/proc/self/task/TID/stat`: the name in parentheses, the policy in field 41).
-    private func threads() -> [Int: (name: String, policy: Int)] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        var found: [Int: (name: String, policy: Int)] = [:]
-        for task in tasks {
-            guard let id = Int(task),
-                let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
-                let open = stat.range(of: "("), let close = stat.range(of: ")", options: .backwards)
-            else { continue }
-            // After the name's closing parenthesis: field 3 (the state) onwards.
-            let fields = stat[close.upperBound...].split(separator: " ")
-            if fields.count > 38, let policy = Int(fields[38]) {
-                found[id] = (String(stat[open.upperBound..<close.lowerBound]), policy)
-            }
-        }
-        return found
-    }
-
     private let batchPolicy = 3
     private let idlePolicy = 5
 
@@ -33,7 +14,7 @@ import Testing
     private func newWorkers(since before: Set<Int>, count: Int) -> [Int] {
         let deadline = ContinuousClock.now + .seconds(5)
         while true {
-            let found = threads().filter { !before.contains($0.key) && $0.value.name == "MHD-worker" }
+            let found = ThreadTable.threads().filter { !before.contains($0.key) && $0.value.name == "MHD-worker" }
             if found.count >= count || ContinuousClock.now > deadline { return found.map(\.value.policy) }
             usleep(10_000)
         }
@@ -43,11 +24,13 @@ import Testing
     struct WorkerSchedulingTests {
         @Test("batch: every worker thread runs SCHED_BATCH; the thread that started them keeps its own")
         func batchWorkers() throws {
-            let before = Set(threads().keys)
+            let before = Set(ThreadTable.threads().keys)
             var configuration = HTTPServerConfiguration(port: 0, workerThreads: 3)
             configuration.workerScheduling = .batch
             try withServer(sampleRouter(), configuration: configuration) { server in
-                #expect(newWorkers(since: before, count: 3) == [batchPolicy, batchPolicy, batchPolicy], "\(threads())")
+                #expect(
+                    newWorkers(since: before, count: 3) == [batchPolicy, batchPolicy, batchPolicy],
+                    "\(ThreadTable.threads())")
                 #expect(sched_getscheduler(0) == 0, "the starting thread is back to SCHED_OTHER")
                 // The workers answer as ever.
                 let answer = try RawHTTP.request(port: server.port, path: "/hello")
@@ -59,9 +42,9 @@ import Testing
         @Test("normal, the default: the workers run the default policy")
         func normalWorkers() throws {
             #expect(HTTPServerConfiguration().workerScheduling == .normal)
-            let before = Set(threads().keys)
+            let before = Set(ThreadTable.threads().keys)
             try withServer(sampleRouter(), configuration: HTTPServerConfiguration(port: 0, workerThreads: 3)) { _ in
-                #expect(newWorkers(since: before, count: 3) == [0, 0, 0], "\(threads())")
+                #expect(newWorkers(since: before, count: 3) == [0, 0, 0], "\(ThreadTable.threads())")
             }
         }
 
@@ -70,11 +53,11 @@ import Testing
             var parameters = sched_param()
             try #require(pthread_setschedparam(pthread_self(), Int32(idlePolicy), &parameters) == 0)
             defer { _ = pthread_setschedparam(pthread_self(), 0, &parameters) }
-            let before = Set(threads().keys)
+            let before = Set(ThreadTable.threads().keys)
             var configuration = HTTPServerConfiguration(port: 0, workerThreads: 2)
             configuration.workerScheduling = .batch
             try withServer(sampleRouter(), configuration: configuration) { _ in
-                #expect(newWorkers(since: before, count: 2) == [idlePolicy, idlePolicy], "\(threads())")
+                #expect(newWorkers(since: before, count: 2) == [idlePolicy, idlePolicy], "\(ThreadTable.threads())")
                 #expect(sched_getscheduler(0) == Int32(idlePolicy), "the starting thread keeps its policy")
             }
         }

@@ -17,28 +17,8 @@ struct UnixSocketListenTests {
     private static func call(
         _ socket: String, _ path: String, method: String = "GET", headers: [String] = [], json: String? = nil
     ) throws -> (status: Int, body: String) {
-        var arguments = ["-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", socket, "-X", method]
-        for header in headers { arguments += ["-H", header] }
-        if let json { arguments += ["-H", "Content-Type: application/json", "--data-binary", json] }
-        let run = try ServerProcess.runProgram("/usr/bin/curl", arguments + ["http://books.example.net" + path])
-        guard let split = run.output.range(of: "\n", options: .backwards),
-            let status = Int(run.output[split.upperBound...])
-        else { throw RawHTTPError("curl said nothing: \(run.error)") }
-        return (status, String(run.output[..<split.lowerBound]))
-    }
-
-    /// The scheduling policies of a process's threads named `name`, or of the others
-    /// (`/proc/PID/task/TID/stat`: the name in parentheses, the policy in field 41).
-    private static func threadPolicies(_ pid: Int32, named name: String, others: Bool = false) -> [Int] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        return tasks.compactMap { task in
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
-                let open = stat.range(of: "("), let close = stat.range(of: ")", options: .backwards),
-                (stat[open.upperBound..<close.lowerBound] == name) != others
-            else { return nil }
-            let fields = stat[close.upperBound...].split(separator: " ")
-            return fields.count > 38 ? Int(fields[38]) : nil
-        }
+        try Curl.call(
+            "http://books.example.net" + path, method: method, unixSocket: socket, headers: headers, json: json)
     }
 
     @Test(
@@ -83,9 +63,9 @@ struct UnixSocketListenTests {
         #expect(log.contains("198.51.100.7") && log.contains("198.51.100.8"), "the log names the clients")
         #expect(!log.contains("203.0.113."), "what a client put in front of the proxy's word is no address")
 
-        let workers = Self.threadPolicies(server.pid, named: "MHD-worker")
+        let workers = ThreadTable.policies(of: server.pid, named: "MHD-worker")
         #expect(workers == [3, 3], "the two workers are SCHED_BATCH: \(workers)")
-        let main = Self.threadPolicies(server.pid, named: "homeport-server")
+        let main = ThreadTable.policies(of: server.pid, named: "homeport-server")
         #expect(!main.isEmpty && main.allSatisfy { $0 == 0 }, "the process's own threads are not: \(main)")
 
         // The per-address connection cap (1 here) counts TCP peers: the proxy's kept-alive
@@ -124,8 +104,8 @@ struct UnixSocketListenTests {
         let server = try ServerProcess(serve: arguments)
         defer { server.stop() }
         #expect(try Self.call(socket, "/healthz").status == 200)
-        #expect(Self.threadPolicies(server.pid, named: "MHD-worker").allSatisfy { $0 == 0 })
-        #expect(!Self.threadPolicies(server.pid, named: "MHD-worker").isEmpty)
+        #expect(ThreadTable.policies(of: server.pid, named: "MHD-worker").allSatisfy { $0 == 0 })
+        #expect(!ThreadTable.policies(of: server.pid, named: "MHD-worker").isEmpty)
 
         let second = try ServerProcess.run(["serve"] + arguments, timeout: 20)
         #expect(second.status != 0)

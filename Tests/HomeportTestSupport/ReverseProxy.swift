@@ -65,13 +65,14 @@ public enum ReverseProxy {
 
 /// Requests as curl sends them: another HTTP client than the project's own.
 public enum Curl {
-    /// A request as curl sends it (from `source`, trusting `caFile` when given): the status and
-    /// the body.
+    /// A request as curl sends it (from `source`, or through the Unix socket `unixSocket`,
+    /// trusting `caFile` when given): the status and the body.
     public static func call(
-        _ url: String, method: String = "GET", from source: String = "127.0.0.1", caFile: String? = nil,
-        headers: [String] = [], json: String? = nil
+        _ url: String, method: String = "GET", from source: String = "127.0.0.1", unixSocket: String? = nil,
+        caFile: String? = nil, headers: [String] = [], json: String? = nil
     ) throws -> (status: Int, body: String) {
-        var arguments = ["-s", "-o", "-", "-w", "\n%{http_code}", "--interface", source, "-X", method]
+        var arguments = ["-s", "-o", "-", "-w", "\n%{http_code}", "-X", method]
+        arguments += unixSocket.map { ["--unix-socket", $0] } ?? ["--interface", source]
         if let caFile { arguments += ["--cacert", caFile] }
         for header in headers { arguments += ["-H", header] }
         if let json { arguments += ["-H", "Content-Type: application/json", "--data-binary", json] }

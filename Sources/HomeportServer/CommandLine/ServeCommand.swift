@@ -326,18 +326,32 @@ enum ServeCommand {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 
+    /// Where a `HOST:PORT|/PATH` option says to listen.
+    enum ListenTarget {
+        case address(ListenAddress)
+        case socket(String)
+    }
+
+    /// The value of `--NAME`: an absolute path is a Unix socket's, anything else a `HOST:PORT`;
+    /// `nil` when it is not given.
+    static func listenTarget(_ name: String, _ parsed: ParsedArguments, environment: [String: String]) throws
+        -> ListenTarget?
+    {
+        guard let text = parsed.value(name, spec: spec, environment: environment) else { return nil }
+        if text.hasPrefix("/") { return .socket(text) }
+        do {
+            return .address(try ListenAddress(parsing: text))
+        } catch {
+            throw UsageError("--\(name): \(error); or a Unix socket's absolute path")
+        }
+    }
+
     static func configuration(_ parsed: ParsedArguments, environment: [String: String]) throws -> ServerConfiguration {
         var configuration = ServerConfiguration(database: try ServerCLI.database(parsed, spec, environment))
-        if let listen = parsed.value("listen", spec: spec, environment: environment) {
-            if listen.hasPrefix("/") {
-                configuration.listenSocket = listen
-            } else {
-                do {
-                    configuration.listen = try ListenAddress(parsing: listen)
-                } catch {
-                    throw UsageError("\(error); or a Unix socket's absolute path")
-                }
-            }
+        switch try listenTarget("listen", parsed, environment: environment) {
+        case .socket(let path): configuration.listenSocket = path
+        case .address(let address): configuration.listen = address
+        case nil: break
         }
         let scheduling = parsed.value("scheduling", spec: spec, environment: environment)
         if let scheduling, WorkerScheduling(rawValue: scheduling) == nil {
@@ -417,16 +431,10 @@ enum ServeCommand {
             else { throw UsageError("--tls-priority must be a GnuTLS priority string, such as NORMAL:-VERS-TLS1.0") }
             configuration.http.tls?.priorities = priorities
         }
-        if let text = parsed.value("product-listen", spec: spec, environment: environment) {
-            if text.hasPrefix("/") {
-                configuration.productSocket = text
-            } else {
-                do {
-                    configuration.productListen = try ListenAddress(parsing: text)
-                } catch {
-                    throw UsageError("--product-listen: \(error); or a Unix socket's absolute path")
-                }
-            }
+        switch try listenTarget("product-listen", parsed, environment: environment) {
+        case .socket(let path): configuration.productSocket = path
+        case .address(let address): configuration.productListen = address
+        case nil: break
         }
         if let text = parsed.value("metrics-listen", spec: spec, environment: environment) {
             do {
