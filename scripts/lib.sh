@@ -2,7 +2,9 @@
 
 HOMEPORT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-say() { printf '==> %s\n' "$*" >&2; }
+# Each line carries the minutes and seconds since the script began (bash's SECONDS), so a slow
+# phase of a CI run shows where its time went.
+say() { printf '==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 as_root() {

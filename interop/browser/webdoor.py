@@ -45,16 +45,16 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException, WebDriverException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 # --- The web door (Sources/HomeportServer/Web) -------------------------------------------------
@@ -435,7 +435,27 @@ class Door:
     def click(self, step, element):
         page = self.browser.find_element(By.TAG_NAME, "html")
         element.click()
-        self.wait(step, expected_conditions.staleness_of(page), "the next page")
+        self.wait(step, lambda _: left(page), "the next page")
+
+
+# Chromedriver answers a look at an element of the document being replaced with this error
+# instead of a stale element, now and then (SeleniumHQ/selenium#15401).
+REPLACED_DOCUMENT = "Node with given id does not belong to the document"
+
+
+def left(page):
+    """Whether the browser has left the document whose root element is `page`: Selenium's
+    `staleness_of`, which also takes chromedriver's error for a node of a document being
+    replaced as gone."""
+    try:
+        page.is_enabled()
+        return False
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as error:
+        if REPLACED_DOCUMENT in str(error.msg or error):
+            return True
+        raise
 
 
 # --- The steps without two factors --------------------------------------------------------------
@@ -668,11 +688,20 @@ def run(arguments, workdir):
         return 1
     except WebDriverException as error:
         print(f"FAILED: the browser: {redacted(str(error.msg or error))}", file=sys.stderr)
+        print(f"at: {where(error)}", file=sys.stderr)
+        print(f"server log (last lines):\n{log_tail(log_path)}", file=sys.stderr)
         return 1
     finally:
         if browser is not None:
             browser.quit()
         stop_server(process)
+
+
+def where(error):
+    """The lines of this script the error went through, innermost last."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return " < ".join(f"{frame.name}:{frame.lineno}" for frame in reversed(frames)
+                      if frame.filename == __file__)
 
 
 def main():
