@@ -258,7 +258,7 @@ struct TLSTrustTests {
         let output = Pipe()
         insecure.standardOutput = output
         try insecure.run()
-        insecure.waitUntilExit()
+        insecure.waitForExit()
         #expect(
             String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains(id.description))
     }

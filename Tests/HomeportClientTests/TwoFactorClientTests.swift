@@ -220,9 +220,9 @@ enum Interactive {
         }
         if !answered { try? input.fileHandleForWriting.close() }
         let errors = error.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let status = process.waitForExit()
         return (
-            process.terminationStatus, String(decoding: collected, as: UTF8.self),
+            status, String(decoding: collected, as: UTF8.self),
             String(decoding: errors, as: UTF8.self)
         )
     }

@@ -49,9 +49,9 @@ public final class APNsStandIn: @unchecked Sendable {
                 self.port = port
                 return
             }
-            if process.isRunning {
+            if !process.hasEnded {
                 kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+                process.waitForExit()
             }
             let log = [errorLog, directory.file("errors.log")].compactMap {
                 try? String(contentsOfFile: $0, encoding: .utf8)
@@ -66,7 +66,7 @@ public final class APNsStandIn: @unchecked Sendable {
     /// seconds (false at once when it has exited).
     private static func waitUntilListening(_ process: Process, port: Int, ready: String) -> Bool {
         for _ in 0..<1200 {
-            guard process.isRunning else { return false }
+            guard !process.hasEnded else { return false }
             if FileManager.default.fileExists(atPath: ready),
                 let first = try? RawHTTP.connect(port: port, timeout: 1),
                 let second = try? RawHTTP.connect(host: "127.0.0.2", port: port, timeout: 1)
@@ -81,9 +81,9 @@ public final class APNsStandIn: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning {
+        if !process.hasEnded {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.waitForExit()
         }
         directory.remove()
     }

@@ -47,8 +47,7 @@ public final class AllauthPeer: @unchecked Sendable {
         migrate.currentDirectoryURL = URL(fileURLWithPath: source)
         migrate.environment = peerEnvironment
         try migrate.run()
-        migrate.waitUntilExit()
-        guard migrate.terminationStatus == 0 else { throw RawHTTPError("allauth migrate failed") }
+        guard migrate.waitForExit() == 0 else { throw RawHTTPError("allauth migrate failed") }
 
         port = try RawHTTP.freePort()
         process.executableURL = URL(fileURLWithPath: python)
@@ -78,9 +77,9 @@ public final class AllauthPeer: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning {
+        if !process.hasEnded {
             kill(process.processIdentifier, SIGINT)  // gunicorn's quick shutdown
-            process.waitUntilExit()
+            process.waitForExit()
         }
         directory.remove()
     }

@@ -48,7 +48,7 @@ public enum ReverseProxy {
             process.standardError = FileHandle.nullDevice
             try process.run()
             // Caddy can take seconds to start on a loaded machine: waiting is not what is tested.
-            for _ in 0..<300 where process.isRunning {
+            for _ in 0..<300 where !process.hasEnded {
                 if RawHTTP.waitUntilListening(port: port, seconds: 0.1) { return (process, port) }
             }
             stop(process)
@@ -59,7 +59,7 @@ public enum ReverseProxy {
     /// Stops a proxy (SIGKILL: a child of a test thread inherits its blocked SIGTERM).
     public static func stop(_ process: Process) {
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.waitForExit()
     }
 }
 

@@ -42,9 +42,9 @@ public final class SMTPRelay: @unchecked Sendable {
 
     /// Stops it (SIGKILL: a child spawned from a test thread inherits its blocked SIGTERM).
     public func stop() {
-        guard process.isRunning else { return }
+        guard !process.hasEnded else { return }
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.waitForExit()
     }
 
     /// The messages kept so far, as text, oldest first.

@@ -57,7 +57,7 @@ public final class ServerProcess: @unchecked Sendable {
         }
         guard let line, let port else {
             process.terminate()
-            process.waitUntilExit()
+            process.waitForExit()
             let log = (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""
             throw RawHTTPError("homeport-server did not start (got \(line ?? "nothing")); stderr:\n\(log)")
         }
@@ -79,9 +79,9 @@ public final class ServerProcess: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning {
+        if !process.hasEnded {
             process.terminate()
-            process.waitUntilExit()
+            process.waitForExit()
         }
         try? FileManager.default.removeItem(atPath: errorLog)
     }
@@ -89,13 +89,12 @@ public final class ServerProcess: @unchecked Sendable {
     /// Sends `signal` and waits for the process to exit; returns its exit status.
     @discardableResult
     public func stop(signal: Int32 = SIGTERM) -> Int32 {
-        if process.isRunning { kill(process.processIdentifier, signal) }
-        process.waitUntilExit()
-        return process.terminationStatus
+        if !process.hasEnded { kill(process.processIdentifier, signal) }
+        return process.waitForExit()
     }
 
     /// Whether the process still runs.
-    public var isRunning: Bool { process.isRunning }
+    public var isRunning: Bool { !process.hasEnded }
 
     /// The process id.
     public var pid: Int32 { process.processIdentifier }
@@ -178,10 +177,10 @@ public final class ServerProcess: @unchecked Sendable {
         let collected = CollectedOutput()
         collected.read(output.fileHandleForReading, into: 0)
         collected.read(error.fileHandleForReading, into: 1)
-        process.waitUntilExit()
+        let status = process.waitForExit()
         let (outData, errData) = collected.waitForEnds(timeout: 5)
         return (
-            process.terminationStatus, String(decoding: outData, as: UTF8.self),
+            status, String(decoding: outData, as: UTF8.self),
             String(decoding: errData, as: UTF8.self)
         )
     }

@@ -26,8 +26,7 @@ public final class TLSListener: @unchecked Sendable {
         openssl.standardOutput = FileHandle.nullDevice
         openssl.standardError = FileHandle.nullDevice
         try openssl.run()
-        openssl.waitUntilExit()
-        guard openssl.terminationStatus == 0 else { throw RawHTTPError("openssl could not make a certificate") }
+        guard openssl.waitForExit() == 0 else { throw RawHTTPError("openssl could not make a certificate") }
         try self.init(
             body: body, certificate: directory.file("cert.pem"), key: directory.file("key.pem"), directory: directory)
     }
@@ -79,10 +78,10 @@ public final class TLSListener: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning {
+        if !process.hasEnded {
             // The test runner's blocked signals are inherited, so SIGTERM would wait forever.
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.waitForExit()
         }
         directory.remove()
     }

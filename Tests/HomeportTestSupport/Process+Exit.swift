@@ -1,0 +1,51 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension Process {
+    /// Waits for the program to end and returns its status: its exit code, or the signal that
+    /// ended it, as `terminationStatus` gives them.
+    ///
+    /// On Linux, `waitUntilExit()` learns of the end through a socket the program inherits, which
+    /// is not close-on-exec: a program another thread starts at that moment can inherit it too,
+    /// and then the end goes unnoticed until that program ends as well (for a server, after the
+    /// test that waits). This asks the kernel instead, with `waitid`'s `WNOWAIT`, which leaves the
+    /// process to Foundation to reap.
+    @discardableResult
+    public func waitForExit() -> Int32 {
+        while true {
+            if !isRunning { return terminationStatus }
+            if case .ended(let status) = kernelState, let status { return status }
+            usleep(5_000)
+        }
+    }
+
+    /// Whether the program has ended, even when Foundation has not noticed yet (see
+    /// `waitForExit()`).
+    public var hasEnded: Bool {
+        if !isRunning { return true }
+        if case .ended = kernelState { return true }
+        return false
+    }
+
+    private enum KernelState {
+        case running
+        /// Ended; the status is nil once Foundation has reaped it (its own status then follows).
+        case ended(Int32?)
+    }
+
+    private var kernelState: KernelState {
+        #if os(Linux)
+            let pid = processIdentifier
+            var info = siginfo_t()
+            if waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 {
+                return info._sifields._sigchld.si_pid == pid ? .ended(info._sifields._sigchld.si_status) : .running
+            }
+            return errno == ECHILD ? .ended(nil) : .running
+        #else
+            return isRunning ? .running : .ended(nil)
+        #endif
+    }
+}
