@@ -11,11 +11,10 @@ import Testing
 /// enrolled record at the scenario's listeners: a primary that answers as another installation,
 /// a proxy's HTML page, an off-host redirect or a certificate for another name, beside a verified
 /// alternative (a relay to the real server) that is late, hangs or drops its connections.
-// One scenario at a time (each runs five CLI processes at once): all nine at once would starve the
-// rest of the suite on a small machine.
-@Suite(
-    "The hostile-listener matrix: no credential byte at any listener that did not answer as the installation",
-    .serialized)
+// Three lanes, each one scenario at a time (a scenario runs five CLI processes at once): all nine
+// at once would starve the rest of the suite on a small machine, and one at a time made the
+// matrix, which mostly waits on its listeners' delays, the last of the suite to end.
+@Suite("The hostile-listener matrix: no credential byte at any listener that did not answer as the installation")
 struct HostileListenerMatrixTests {
     /// What the listeners do.
     enum Scenario: String, CaseIterable, Sendable {
@@ -48,6 +47,16 @@ struct HostileListenerMatrixTests {
             switch self {
             case .alternativeLate5s, .alternativeHangsOnAPI, .alternativeDropsAPI: false
             default: true
+            }
+        }
+
+        /// The test that runs the scenario: the lanes run side by side, each scenario of a lane
+        /// after the other.
+        var lane: Lane {
+            switch self {
+            case .alternativeLate100ms, .alternativeLate1s, .alternativeLate5s: .late
+            case .alternativeHangsOnAPI, .alternativeDropsAPI: .failingAPI
+            case .primaryHTMLProxy, .primaryRedirectsOffHost, .primaryWrongNameTLS, .everyAlternativeHostile: .hostile
             }
         }
 
@@ -116,10 +125,34 @@ struct HostileListenerMatrixTests {
             exitSaysWhetherItReached: false),
     ]
 
+    /// The groups of scenarios that run side by side.
+    enum Lane: Sendable { case late, failingAPI, hostile }
+
+    /// The scenarios of `lane`.
+    static func scenarios(_ lane: Lane) -> [Scenario] { Scenario.allCases.filter { $0.lane == lane } }
+
     @Test(
-        "every command that reaches a server sends no credential byte to a listener that did not answer as the installation",
-        .timeLimit(.minutes(5)), arguments: Scenario.allCases)
-    func matrix(scenario: Scenario) async throws {
+        "beside a verified alternative that answers late, no command sends a credential byte to a primary that answers as another installation",
+        .serialized, .timeLimit(.minutes(5)), arguments: scenarios(.late))
+    func lateAlternative(scenario: Scenario) async throws { try await Self.matrix(scenario: scenario) }
+
+    @Test(
+        "beside a verified alternative that hangs or drops every API request, no command sends a credential byte to a primary that answers as another installation",
+        .serialized, .timeLimit(.minutes(5)), arguments: scenarios(.failingAPI))
+    func failingAlternative(scenario: Scenario) async throws { try await Self.matrix(scenario: scenario) }
+
+    @Test(
+        "a primary or alternatives that answer HTML, redirect off the host or hold a certificate for another name get no credential byte from any command",
+        .serialized, .timeLimit(.minutes(5)), arguments: scenarios(.hostile))
+    func hostileListeners(scenario: Scenario) async throws { try await Self.matrix(scenario: scenario) }
+
+    @Test("every scenario is in a lane that runs")
+    func everyScenarioRuns() {
+        #expect(Set([Lane.late, .failingAPI, .hostile].flatMap(Self.scenarios)) == Set(Scenario.allCases))
+    }
+
+    /// Every command against `scenario`'s listeners, five at a time.
+    static func matrix(scenario: Scenario) async throws {
         let installation = try Installation(hosts: ["127.0.0.1"])
         let stage = try Stage(scenario, installationPort: try #require(installation.ports["127.0.0.1"]))
         defer { stage.stop() }
