@@ -142,7 +142,7 @@ struct HostileListenerMatrixTests {
     func failingAlternative(scenario: Scenario) async throws { try await Self.matrix(scenario: scenario) }
 
     @Test(
-        "a primary or alternatives that answer HTML, redirect off the host or hold a certificate for another name get no credential byte from any command",
+        "a primary, or every alternative, that answers HTML, redirects off the host, holds a certificate for another name or answers as another installation gets no credential byte from any command",
         .serialized, .timeLimit(.minutes(5)), arguments: scenarios(.hostile))
     func hostileListeners(scenario: Scenario) async throws { try await Self.matrix(scenario: scenario) }
 
