@@ -698,7 +698,7 @@ def run(arguments, workdir):
 
 
 def where(error):
-    """The lines of this script the error went through, innermost last."""
+    """The lines of this script the error went through, innermost first."""
     frames = traceback.extract_tb(error.__traceback__)
     return " < ".join(f"{frame.name}:{frame.lineno}" for frame in reversed(frames)
                       if frame.filename == __file__)
