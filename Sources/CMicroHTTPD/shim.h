@@ -1,7 +1,13 @@
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/eventfd.h>
+#endif
 #include <microhttpd.h>
 
 // Swift cannot call C variadic functions, so the few MHD entry points that take
@@ -93,4 +99,38 @@ static inline const struct sockaddr *homeport_mhd_client_address(struct MHD_Conn
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info == NULL ? NULL : info->client_addr;
+}
+
+/// Takes the listening socket `listen_fd` from the daemon it was given to, without
+/// MHD_quiesce_daemon: `listen_fd` is made to name an eventfd (never readable, so a worker that
+/// still tries to accept is refused with ENOTSOCK, and libmicrohttpd closes it at its stop), and a
+/// new descriptor of the listening socket is returned, which the caller owns. Once the caller
+/// closes it, and no other descriptor names the socket, the kernel takes it out of every worker's
+/// epoll set. -1, with `listen_fd` unchanged, when it cannot be done (or off Linux).
+static inline int homeport_mhd_take_listen_socket(int listen_fd)
+{
+#ifdef __linux__
+    int kept = fcntl(listen_fd, F_DUPFD_CLOEXEC, 0);
+    if (kept < 0) return -1;
+    int placeholder = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (placeholder < 0) {
+        close(kept);
+        return -1;
+    }
+    int swapped;
+    // dup2 is EBUSY while another thread is between allocating and installing that number.
+    do {
+        swapped = dup2(placeholder, listen_fd);
+    } while (swapped < 0 && (errno == EINTR || errno == EBUSY));
+    close(placeholder);
+    if (swapped < 0) {
+        close(kept);
+        return -1;
+    }
+    (void) fcntl(listen_fd, F_SETFD, FD_CLOEXEC);
+    return kept;
+#else
+    (void) listen_fd;
+    return -1;
+#endif
 }

@@ -138,7 +138,9 @@ package final class HTTPServer: @unchecked Sendable {
     /// old certificate, when the new one will not start.
     package func reloadTLS(_ credentials: TLSCredentials) throws {
         try lock.withLock {
-            guard case .running(let old, let listen, let sweeper) = lifecycle else { return }
+            // A server that is stopping serves no new connection: there is nothing to reload.
+            guard case .running(let old, let listen, let sweeper) = lifecycle, !draining.load(ordering: .relaxed)
+            else { return }
             let duplicate = dup(listen.descriptor)
             guard duplicate >= 0 else { throw HTTPServerError.daemonFailed }
             // A renewal changes the pair, never the priorities the server started with.
@@ -149,7 +151,10 @@ package final class HTTPServer: @unchecked Sendable {
                 close(duplicate)
                 throw HTTPServerError.tlsRefused
             }
-            let oldDescriptor = MHD_quiesce_daemon(old)
+            // The new daemon's descriptor still names the socket, so the kernel keeps it in the
+            // old daemon's epoll sets: its workers wake for a new connection too, and are refused
+            // the accept, until it stops (once the connections it holds have ended).
+            let oldDescriptor = Self.stopAccepting(old, on: listen.descriptor)
             if oldDescriptor >= 0 { close(oldDescriptor) }
             retired.append((old, tlsMaterial))
             lifecycle = .running(
@@ -183,8 +188,8 @@ package final class HTTPServer: @unchecked Sendable {
     /// The connection limit libmicrohttpd is given: each worker thread's share of it (the limit
     /// over the threads) is the whole cap plus the headroom, so no worker ever reaches its share.
     /// The cap is the ``ConnectionRegistry``'s. (A worker at its share takes the listening socket
-    /// out of its epoll set; libmicrohttpd 0.9.75's quiesce, at a stop, races with that and
-    /// aborts the process when it loses.)
+    /// out of its epoll set, and libmicrohttpd 0.9.75 aborts the process when that fails, as it
+    /// does once the server has stopped accepting: see ``stopAccepting(_:on:)``.)
     static func daemonConnectionLimit(_ configuration: HTTPServerConfiguration) -> Int {
         (max(1, configuration.maxConnections) + sheddingHeadroom) * max(1, configuration.workerThreads)
     }
@@ -223,18 +228,22 @@ package final class HTTPServer: @unchecked Sendable {
     /// the kernel had accepted into the listen backlog, and requests waiting in a connection's
     /// socket. A connection idle between requests is closed.
     ///
-    /// Returns the number of requests still in flight when the wait ended (0 in a clean drain).
+    /// Returns the number of requests still in flight when the wait ended (0 in a clean drain);
+    /// 0 at once when the server is not running or another call is stopping it.
     @discardableResult
     package func shutdown() -> Int {
-        let daemon: OpaquePointer? = lock.withLock {
-            if case .running(let daemon, _, _) = lifecycle { return daemon }
-            return nil
+        // Draining is set under the lock, as a reload reads it: no daemon replaces this one now.
+        let running: (daemon: OpaquePointer, listen: Int32)? = lock.withLock {
+            guard case .running(let daemon, let listen, _) = lifecycle, !draining.load(ordering: .relaxed) else {
+                return nil
+            }
+            draining.store(true, ordering: .relaxed)
+            return (daemon, listen.descriptor)
         }
-        guard let daemon else { return 0 }
-        draining.store(true, ordering: .relaxed)
+        guard let (daemon, listen) = running else { return 0 }
         // Streams never end by themselves: end them now, so they drain like any other answer.
         liveStreams.withLock { Array($0.values) }.forEach { $0.finish() }
-        let listenDescriptor = MHD_quiesce_daemon(daemon)
+        let listenDescriptor = Self.stopAccepting(daemon, on: listen)
         if listenDescriptor >= 0 {
             adoptBacklog(listenDescriptor, into: daemon)
             close(listenDescriptor)
@@ -255,6 +264,20 @@ package final class HTTPServer: @unchecked Sendable {
         let left = inFlight.load(ordering: .relaxed)
         stopNow()
         return left
+    }
+
+    /// Has `daemon`'s workers stop accepting on `descriptor`, the listening socket it was given,
+    /// and returns a descriptor of that socket which the caller owns (to accept what is left in
+    /// its backlog, then close); -1 when there is none.
+    ///
+    /// Not with `MHD_quiesce_daemon` where it can be helped: in libmicrohttpd 0.9.75, quiescing a
+    /// pool of epoll workers races with the workers themselves (each takes the socket out of its
+    /// epoll set once it sees the daemon quiesced), and the process aborts when a worker wins
+    /// ("Failed to remove listen FD from epoll set"). `descriptor` is made to name an eventfd
+    /// instead (`homeport_mhd_take_listen_socket`); quiescing remains where that cannot be done.
+    static func stopAccepting(_ daemon: OpaquePointer, on descriptor: Int32) -> Int32 {
+        let kept = homeport_mhd_take_listen_socket(descriptor)
+        return kept >= 0 ? kept : MHD_quiesce_daemon(daemon)
     }
 
     /// Hands libmicrohttpd the connections the kernel had already accepted into the listen

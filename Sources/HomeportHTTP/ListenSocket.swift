@@ -49,7 +49,7 @@ struct ListenSocket {
                 close(fd)
                 continue
             }
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            prepare(fd)
             return ListenSocket(descriptor: fd, port: boundPort(fd), isIPv6: isIPv6)
         }
         throw HTTPServerError.cannotListen(
@@ -91,8 +91,15 @@ struct ListenSocket {
             close(fd)
             throw refuse(reason)
         }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        prepare(fd)
         return ListenSocket(descriptor: fd, port: 0, isIPv6: false)
+    }
+
+    /// Non-blocking, and closed in any program this process starts: a child that held the socket
+    /// would keep it listening after the server has closed it.
+    private static func prepare(_ fd: Int32) {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        _ = fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC)
     }
 
     /// A new Unix-domain stream socket; -1 when none could be made.
