@@ -103,7 +103,7 @@ struct CommandLineVerificationTests {
         process.standardInput = input
         process.standardOutput = FileHandle.nullDevice
         process.standardError = error
-        try process.run()
+        try process.spawn()
         defer { if !process.hasEnded { process.terminate() } }
         input.fileHandleForWriting.write(Data((password + "\n").utf8))
         var code: String?

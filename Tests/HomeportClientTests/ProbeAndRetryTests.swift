@@ -257,7 +257,7 @@ struct TLSTrustTests {
         insecure.arguments = ["curl", "-sk", listener.url + "/api/v1/server-identity"]
         let output = Pipe()
         insecure.standardOutput = output
-        try insecure.run()
+        try insecure.spawn()
         insecure.waitForExit()
         #expect(
             String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains(id.description))

@@ -203,7 +203,7 @@ enum Interactive {
         process.standardOutput = output
         process.standardError = error
         process.standardInput = input
-        try process.run()
+        try process.spawn()
         input.fileHandleForWriting.write(Data(first.utf8))
         var collected = Data()
         var answered = false

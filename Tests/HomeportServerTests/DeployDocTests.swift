@@ -229,7 +229,7 @@ struct DeployDocTests {
             """,
             String(productPort), scratch.file("product.log"),
         ]
-        try product.run()
+        try product.spawn()
         defer { ReverseProxy.stop(product) }
         #expect(RawHTTP.waitUntilListening(port: productPort))
 

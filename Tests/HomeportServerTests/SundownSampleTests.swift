@@ -34,7 +34,7 @@ struct SundownSampleTests {
             let output = Pipe()
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try process.spawn()
             let line = String(decoding: output.fileHandleForReading.availableLine(timeout: 20), as: UTF8.self)
             guard let range = line.range(of: #":(\d+) "#, options: .regularExpression),
                 let port = Int(line[range].dropFirst().dropLast())

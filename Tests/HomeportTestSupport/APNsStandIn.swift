@@ -43,7 +43,7 @@ public final class APNsStandIn: @unchecked Sendable {
             let errorLog = directory.file("stderr-\(port).log")
             _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
             process.standardError = FileHandle(forWritingAtPath: errorLog)
-            try process.run()
+            try process.spawn()
             if Self.waitUntilListening(process, port: port, ready: directory.file("ready")) {
                 self.process = process
                 self.port = port
@@ -51,8 +51,9 @@ public final class APNsStandIn: @unchecked Sendable {
             }
             if !process.hasEnded {
                 kill(process.processIdentifier, SIGKILL)
-                process.waitForExit()
             }
+            // Also when it had ended: Foundation lets the process go once this has seen the end.
+            process.waitForExit()
             let log = [errorLog, directory.file("errors.log")].compactMap {
                 try? String(contentsOfFile: $0, encoding: .utf8)
             }.joined()
@@ -83,8 +84,9 @@ public final class APNsStandIn: @unchecked Sendable {
     deinit {
         if !process.hasEnded {
             kill(process.processIdentifier, SIGKILL)
-            process.waitForExit()
         }
+        // Also when it had ended: Foundation lets the process go once this has seen the end.
+        process.waitForExit()
         directory.remove()
     }
 

@@ -46,7 +46,7 @@ public final class AllauthPeer: @unchecked Sendable {
         migrate.arguments = ["manage.py", "migrate", "-v0"]
         migrate.currentDirectoryURL = URL(fileURLWithPath: source)
         migrate.environment = peerEnvironment
-        try migrate.run()
+        try migrate.spawn()
         guard migrate.waitForExit() == 0 else { throw RawHTTPError("allauth migrate failed") }
 
         port = try RawHTTP.freePort()
@@ -67,7 +67,7 @@ public final class AllauthPeer: @unchecked Sendable {
         process.environment = peerEnvironment
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
+        try process.spawn()
         for _ in 0..<200 {
             if (try? RawHTTP.request(port: port, path: "/_allauth/app/v1/config", timeout: 2))?.status == 200 { return }
             usleep(50_000)
@@ -79,8 +79,9 @@ public final class AllauthPeer: @unchecked Sendable {
     deinit {
         if !process.hasEnded {
             kill(process.processIdentifier, SIGINT)  // gunicorn's quick shutdown
-            process.waitForExit()
         }
+        // Also when it had ended: Foundation lets the process go once this has seen the end.
+        process.waitForExit()
         directory.remove()
     }
 

@@ -13,13 +13,38 @@ extension Process {
     /// and then the end goes unnoticed until that program ends as well (for a server, after the
     /// test that waits). This asks the kernel instead, with `waitid`'s `WNOWAIT`, which leaves the
     /// process to Foundation to reap.
+    ///
+    /// Call it for every program started, even one known to have ended: it also lets Foundation
+    /// release the `Process` and its pipes (see `releaseFoundationState()`).
     @discardableResult
     public func waitForExit() -> Int32 {
+        // Never started: nothing to wait for (Foundation traps on the status of such a process).
+        guard processIdentifier != 0 else { return -1 }
+        var status: Int32
         while true {
-            if !isRunning { return terminationStatus }
-            if case .ended(let status) = kernelState, let status { return status }
+            if !isRunning {
+                status = terminationStatus
+                break
+            }
+            if case .ended(let ended) = kernelState, let ended {
+                status = ended
+                break
+            }
             usleep(5_000)
         }
+        releaseFoundationState()
+        return status
+    }
+
+    /// Foundation holds a started `Process`, and so its pipes and files, until `waitUntilExit()`
+    /// has seen it end (its run-loop source and the process refer to each other until then):
+    /// without that call every program leaks its descriptors, hundreds in a test run. Once
+    /// Foundation has noticed the end, up to 2 seconds after the kernel (never, while a program
+    /// that inherited its socket runs), the call returns at once.
+    private func releaseFoundationState() {
+        let deadline = ContinuousClock.now + .seconds(2)
+        while isRunning && ContinuousClock.now < deadline { usleep(5_000) }
+        if !isRunning { waitUntilExit() }
     }
 
     /// Whether the program has ended, even when Foundation has not noticed yet (see

@@ -21,7 +21,7 @@ public enum ReverseProxy {
         process.arguments = ["-c", scratch.file("nginx.conf"), "-p", d]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.spawn()
         guard RawHTTP.waitUntilListening(port: port, seconds: 30) else {
             stop(process)
             throw RawHTTPError(
@@ -46,7 +46,7 @@ public enum ReverseProxy {
                 ["HOME": d, "XDG_DATA_HOME": d, "XDG_CONFIG_HOME": d]) { $1 }
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try process.spawn()
             // Caddy can take seconds to start on a loaded machine: waiting is not what is tested.
             for _ in 0..<300 where !process.hasEnded {
                 if RawHTTP.waitUntilListening(port: port, seconds: 0.1) { return (process, port) }

@@ -29,7 +29,7 @@ public final class SMTPRelay: @unchecked Sendable {
         process.arguments = [source + "/relay.py", String(port), directory.path]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.spawn()
         if RawHTTP.waitUntilListening(port: port, seconds: 6) { return }
         kill(process.processIdentifier, SIGKILL)
         throw RawHTTPError("the SMTP relay did not start on \(port)")
@@ -42,8 +42,8 @@ public final class SMTPRelay: @unchecked Sendable {
 
     /// Stops it (SIGKILL: a child spawned from a test thread inherits its blocked SIGTERM).
     public func stop() {
-        guard !process.hasEnded else { return }
-        kill(process.processIdentifier, SIGKILL)
+        if !process.hasEnded { kill(process.processIdentifier, SIGKILL) }
+        // Also when it had ended: Foundation lets the process go once this has seen the end.
         process.waitForExit()
     }
 

@@ -45,7 +45,7 @@ public final class ServerProcess: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = FileHandle(forWritingAtPath: errorLog)
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try process.spawn()
 
         let line = Self.firstLine(of: output.fileHandleForReading, timeout: startTimeout)
         // A server on a Unix socket has no port: `listening on unix:/PATH`.
@@ -81,8 +81,9 @@ public final class ServerProcess: @unchecked Sendable {
     deinit {
         if !process.hasEnded {
             process.terminate()
-            process.waitForExit()
         }
+        // Also when it had ended: Foundation lets the process go once this has seen the end.
+        process.waitForExit()
         try? FileManager.default.removeItem(atPath: errorLog)
     }
 
@@ -162,7 +163,7 @@ public final class ServerProcess: @unchecked Sendable {
         process.standardError = error
         let stdin = Pipe()
         process.standardInput = stdin
-        try process.run()
+        try process.spawn()
         stdin.fileHandleForWriting.write(Data(input.utf8))
         try? stdin.fileHandleForWriting.close()
         let pid = process.processIdentifier

@@ -25,7 +25,7 @@ public final class TLSListener: @unchecked Sendable {
         ]
         openssl.standardOutput = FileHandle.nullDevice
         openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
+        try openssl.spawn()
         guard openssl.waitForExit() == 0 else { throw RawHTTPError("openssl could not make a certificate") }
         try self.init(
             body: body, certificate: directory.file("cert.pem"), key: directory.file("key.pem"), directory: directory)
@@ -71,7 +71,7 @@ public final class TLSListener: @unchecked Sendable {
         ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.spawn()
         if RawHTTP.waitUntilListening(port: port, seconds: 5) { return }
         kill(process.processIdentifier, SIGKILL)
         throw RawHTTPError("the TLS listener did not start")
@@ -81,8 +81,9 @@ public final class TLSListener: @unchecked Sendable {
         if !process.hasEnded {
             // The test runner's blocked signals are inherited, so SIGTERM would wait forever.
             kill(process.processIdentifier, SIGKILL)
-            process.waitForExit()
         }
+        // Also when it had ended: Foundation lets the process go once this has seen the end.
+        process.waitForExit()
         directory.remove()
     }
 

@@ -88,7 +88,7 @@ public final class NginxProxy: @unchecked Sendable {
         process.arguments = ["-c", directory.file("nginx.conf"), "-p", d]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.spawn()
         guard !RawHTTP.waitUntilListening(port: port) else { return }
         throw RawHTTPError(
             "nginx did not start: \((try? String(contentsOfFile: d + "/error.log", encoding: .utf8)) ?? "")")
