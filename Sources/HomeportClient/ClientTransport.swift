@@ -99,16 +99,23 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
     public init(proxy: URL? = nil) {
         self.proxy = proxy
         #if os(Linux)
-            if proxy == nil {
-                setenv("no_proxy", "*", 1)
-                setenv("NO_PROXY", "*", 1)
-            }
+            if proxy == nil { _ = Self.noProxyFromEnvironment }
         #endif
         super.init()
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
         session = URLSession(configuration: Self.configuration(proxy: proxy), delegate: self, delegateQueue: queue)
     }
+
+    #if os(Linux)
+        /// Sets `no_proxy=*` for the process, once: `setenv` while another thread reads the
+        /// environment (a program being started, libcurl) is not safe, so it is not done again
+        /// for every transport.
+        private static let noProxyFromEnvironment: Void = {
+            setenv("no_proxy", "*", 1)
+            setenv("NO_PROXY", "*", 1)
+        }()
+    #endif
 
     /// An ephemeral configuration with no cookie store, cache or credential store, and no proxy
     /// but `proxy`.
