@@ -16,7 +16,7 @@ extension Process {
     /// 256-byte name field of every entry (swift-corelibs-foundation#5472): with some 1,350
     /// descriptors open, the copy of the last entry of a full directory buffer reads past the
     /// buffer, and the test run crashes when the page after it is not mapped. Tests that hold
-    /// hundreds of connections to a server in this process take the suite past 1,700 at times.
+    /// hundreds of connections to a server in this process take it past 1,100 for a moment.
     public func spawn() throws {
         let deadline = ContinuousClock.now + .seconds(60)
         while Self.openDescriptors() >= Self.spawnDescriptorLimit {
