@@ -139,7 +139,7 @@ struct DeployDocTests {
             .replacingOccurrences(of: "/etc/ssl/books.example.net.crt", with: certificates.certificateFile)
             .replacingOccurrences(of: "/etc/ssl/books.example.net.key", with: certificates.keyFile)
         let nginx = try ReverseProxy.nginx(site, port: nginxPort, in: scratch)
-        defer { ReverseProxy.stop(nginx) }
+        defer { nginx.stop() }
 
         // Caddy, the page's site on a plain-HTTP address of this machine (its admin endpoint off).
         let caddySite = try block("caddy")
@@ -147,7 +147,7 @@ struct DeployDocTests {
             caddySite.replacingOccurrences(of: "books.example.net {", with: "http://127.0.0.1:\(port) {")
                 .replacingOccurrences(of: "127.0.0.1:8080", with: caddyUpstream)
         }
-        defer { ReverseProxy.stop(caddy) }
+        defer { caddy.stop() }
 
         let signup = try Self.signIn(
             "http://127.0.0.1:\(caddyPort)" + AllauthAppPath.base + "/" + AllauthAppPath.signup, from: "127.0.0.1")
@@ -230,7 +230,7 @@ struct DeployDocTests {
             String(productPort), scratch.file("product.log"),
         ]
         try product.spawn()
-        defer { ReverseProxy.stop(product) }
+        defer { product.stop() }
         #expect(RawHTTP.waitUntilListening(port: productPort))
 
         let nginxPort = try RawHTTP.freePort()
@@ -241,7 +241,7 @@ struct DeployDocTests {
             .replacingOccurrences(of: "/etc/ssl/journal.example.net.crt", with: certificates.certificateFile)
             .replacingOccurrences(of: "/etc/ssl/journal.example.net.key", with: certificates.keyFile)
         let nginx = try ReverseProxy.nginx(site, port: nginxPort, in: scratch)
-        defer { ReverseProxy.stop(nginx) }
+        defer { nginx.stop() }
 
         let forwardSite = try block("caddy", "forward-auth")
         let (caddy, caddyPort) = try ReverseProxy.caddy(in: scratch) { port in
@@ -249,7 +249,7 @@ struct DeployDocTests {
                 .replacingOccurrences(of: "127.0.0.1:8080", with: caddyUpstream)
                 .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(productPort)")
         }
-        defer { ReverseProxy.stop(caddy) }
+        defer { caddy.stop() }
 
         let forged = [
             "X-Homeport-Account-Id: 999", "X-Homeport-Account-Email: eve@example.com", "X-Homeport-Session: forged",

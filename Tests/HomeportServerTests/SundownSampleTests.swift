@@ -39,13 +39,13 @@ struct SundownSampleTests {
             guard let range = line.range(of: #":(\d+) "#, options: .regularExpression),
                 let port = Int(line[range].dropFirst().dropLast())
             else {
-                ReverseProxy.stop(process)
+                process.stop()
                 throw RawHTTPError("sundown did not start: \(line)")
             }
             self.port = port
         }
 
-        deinit { ReverseProxy.stop(process) }
+        deinit { process.stop() }
     }
 
     @Test(
@@ -89,7 +89,7 @@ struct SundownSampleTests {
             .replacingOccurrences(of: "/etc/ssl/journal.example.net.crt", with: certificates.certificateFile)
             .replacingOccurrences(of: "/etc/ssl/journal.example.net.key", with: certificates.keyFile)
         let nginx = try ReverseProxy.nginx(site, port: nginxPort, in: scratch)
-        defer { ReverseProxy.stop(nginx) }
+        defer { nginx.stop() }
         let caddyfile = try String(contentsOfFile: Self.sample + "/deploy/Caddyfile", encoding: .utf8)
         let caddyScratch = try TemporaryDirectory()
         defer { caddyScratch.remove() }
@@ -100,7 +100,7 @@ struct SundownSampleTests {
                 )
                 .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(sundown.port)")
         }
-        defer { ReverseProxy.stop(caddy) }
+        defer { caddy.stop() }
 
         let identity = try RawHTTP.request(port: first.port, path: HomeportPath.serverIdentity)
         let instance = try JSONDecoder().decode(ServerIdentity.self, from: identity.body).instanceId

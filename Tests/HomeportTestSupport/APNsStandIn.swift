@@ -49,11 +49,7 @@ public final class APNsStandIn: @unchecked Sendable {
                 self.port = port
                 return
             }
-            if !process.hasEnded {
-                kill(process.processIdentifier, SIGKILL)
-            }
-            // Also when it had ended: Foundation lets the process go once this has seen the end.
-            process.waitForExit()
+            process.stop()
             let log = [errorLog, directory.file("errors.log")].compactMap {
                 try? String(contentsOfFile: $0, encoding: .utf8)
             }.joined()
@@ -82,11 +78,7 @@ public final class APNsStandIn: @unchecked Sendable {
     }
 
     deinit {
-        if !process.hasEnded {
-            kill(process.processIdentifier, SIGKILL)
-        }
-        // Also when it had ended: Foundation lets the process go once this has seen the end.
-        process.waitForExit()
+        process.stop()
         directory.remove()
     }
 

@@ -72,16 +72,12 @@ public final class AllauthPeer: @unchecked Sendable {
             if (try? RawHTTP.request(port: port, path: "/_allauth/app/v1/config", timeout: 2))?.status == 200 { return }
             usleep(50_000)
         }
-        kill(process.processIdentifier, SIGKILL)
+        process.stop()
         throw RawHTTPError("gunicorn with django-allauth did not start on port \(port)")
     }
 
     deinit {
-        if !process.hasEnded {
-            kill(process.processIdentifier, SIGINT)  // gunicorn's quick shutdown
-        }
-        // Also when it had ended: Foundation lets the process go once this has seen the end.
-        process.waitForExit()
+        process.stop(signal: SIGINT)  // gunicorn's quick shutdown
         directory.remove()
     }
 

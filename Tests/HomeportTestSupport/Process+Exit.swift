@@ -36,6 +36,16 @@ extension Process {
         return status
     }
 
+    /// Sends `signal` unless the program has ended (never to a number the system may have given
+    /// another process since), then waits for it with ``waitForExit()``, which also lets
+    /// Foundation release it: how every stop ends, whether the program had ended or not. SIGKILL
+    /// by default: a program started from a test thread inherits its blocked SIGTERM.
+    @discardableResult
+    public func stop(signal: Int32 = SIGKILL) -> Int32 {
+        if !hasEnded { kill(processIdentifier, signal) }
+        return waitForExit()
+    }
+
     /// Foundation holds a started `Process`, and so its pipes and files, until `waitUntilExit()`
     /// has seen it end (its run-loop source and the process refer to each other until then):
     /// without that call every program leaks its descriptors, hundreds in a test run. Once

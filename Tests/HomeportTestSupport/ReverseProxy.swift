@@ -23,7 +23,7 @@ public enum ReverseProxy {
         process.standardError = FileHandle.nullDevice
         try process.spawn()
         guard RawHTTP.waitUntilListening(port: port, seconds: 30) else {
-            stop(process)
+            process.stop()
             throw RawHTTPError(
                 "nginx did not start: \((try? String(contentsOfFile: d + "/error.log", encoding: .utf8)) ?? "")")
         }
@@ -51,15 +51,9 @@ public enum ReverseProxy {
             for _ in 0..<300 where !process.hasEnded {
                 if RawHTTP.waitUntilListening(port: port, seconds: 0.1) { return (process, port) }
             }
-            stop(process)
+            process.stop()
         }
         throw RawHTTPError("caddy did not start on any of five ports")
-    }
-
-    /// Stops a proxy (SIGKILL: a child of a test thread inherits its blocked SIGTERM).
-    public static func stop(_ process: Process) {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitForExit()
     }
 }
 

@@ -31,7 +31,7 @@ public final class SMTPRelay: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         try process.spawn()
         if RawHTTP.waitUntilListening(port: port, seconds: 6) { return }
-        kill(process.processIdentifier, SIGKILL)
+        process.stop()
         throw RawHTTPError("the SMTP relay did not start on \(port)")
     }
 
@@ -42,9 +42,7 @@ public final class SMTPRelay: @unchecked Sendable {
 
     /// Stops it (SIGKILL: a child spawned from a test thread inherits its blocked SIGTERM).
     public func stop() {
-        if !process.hasEnded { kill(process.processIdentifier, SIGKILL) }
-        // Also when it had ended: Foundation lets the process go once this has seen the end.
-        process.waitForExit()
+        process.stop()
     }
 
     /// The messages kept so far, as text, oldest first.

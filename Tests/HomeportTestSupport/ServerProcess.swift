@@ -56,8 +56,7 @@ public final class ServerProcess: @unchecked Sendable {
             port = Int(line[range].split(separator: ":").last ?? "")
         }
         guard let line, let port else {
-            process.terminate()
-            process.waitForExit()
+            process.stop(signal: SIGTERM)
             let log = (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""
             throw RawHTTPError("homeport-server did not start (got \(line ?? "nothing")); stderr:\n\(log)")
         }
@@ -79,19 +78,14 @@ public final class ServerProcess: @unchecked Sendable {
     }
 
     deinit {
-        if !process.hasEnded {
-            process.terminate()
-        }
-        // Also when it had ended: Foundation lets the process go once this has seen the end.
-        process.waitForExit()
+        process.stop(signal: SIGTERM)
         try? FileManager.default.removeItem(atPath: errorLog)
     }
 
     /// Sends `signal` and waits for the process to exit; returns its exit status.
     @discardableResult
     public func stop(signal: Int32 = SIGTERM) -> Int32 {
-        if !process.hasEnded { kill(process.processIdentifier, signal) }
-        return process.waitForExit()
+        process.stop(signal: signal)
     }
 
     /// Whether the process still runs.

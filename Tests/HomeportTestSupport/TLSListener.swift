@@ -73,17 +73,13 @@ public final class TLSListener: @unchecked Sendable {
         process.standardError = FileHandle.nullDevice
         try process.spawn()
         if RawHTTP.waitUntilListening(port: port, seconds: 5) { return }
-        kill(process.processIdentifier, SIGKILL)
+        process.stop()
         throw RawHTTPError("the TLS listener did not start")
     }
 
     deinit {
-        if !process.hasEnded {
-            // The test runner's blocked signals are inherited, so SIGTERM would wait forever.
-            kill(process.processIdentifier, SIGKILL)
-        }
-        // Also when it had ended: Foundation lets the process go once this has seen the end.
-        process.waitForExit()
+        // SIGKILL: the test runner's blocked signals are inherited, so SIGTERM would wait forever.
+        process.stop()
         directory.remove()
     }
 

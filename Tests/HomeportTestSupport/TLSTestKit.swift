@@ -96,8 +96,7 @@ public final class NginxProxy: @unchecked Sendable {
 
     deinit {
         // SIGKILL: a child spawned from a test thread inherits its blocked SIGTERM.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitForExit()
+        process.stop()
         directory.remove()
     }
 }
