@@ -4,7 +4,8 @@ import Synchronization
 
 /// One notification catalogue per server, keyed on the server's key (its `instanceId`: the `s`
 /// of its pushes), persisted as JSON with write-then-rename (`catalogues.json`, 0600, next to the
-/// server directory).
+/// server directory); every change is a read-modify-write under a lock every process using the
+/// directory takes.
 ///
 /// Servers with different plugins have different catalogues: keeping one per server is what stops
 /// the resync fight of seed 002 (every push from B invalidating the copy synced from A). A resync
@@ -30,59 +31,47 @@ public final class CatalogueStore: Sendable {
     }
 
     /// The file.
-    public let path: String
+    public var path: String { file.path }
+    private let file: SharedJSONFile<[String: Entry]>
     private let now: @Sendable () -> ContinuousClock.Instant
     private let state: Mutex<State>
 
     private struct State {
-        var entries: [String: Entry]
         var inFlight: [String: Task<NotificationCatalogue, any Error>] = [:]
         var lastResync: [String: ContinuousClock.Instant] = [:]
         var callers: [String: Int] = [:]
     }
 
     /// Loads `directory/catalogues.json` (empty when it does not exist); the directory must be one
-    /// only this user can write. `now` is the clock the resync interval is measured on.
+    /// only this user can write. `now` is the clock the resync interval is measured on; a change
+    /// waits at most `lockTimeout` for another process.
     public init(
-        directory: String, now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
+        directory: String, lockTimeout: Duration = .seconds(10),
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
     ) throws {
         try OwnerOnlyDirectory.prepare(directory)
-        path = directory + "/catalogues.json"
+        file = try SharedJSONFile(
+            path: directory + "/catalogues.json", empty: [:], what: "the catalogue store", lockTimeout: lockTimeout)
         self.now = now
-        var entries: [String: Entry] = [:]
-        if let data = FileManager.default.contents(atPath: path) {
-            do {
-                entries = try Self.decoder.decode([String: Entry].self, from: data)
-            } catch {
-                throw ClientError.badAnswer(address: path, detail: "the catalogue store is damaged: \(error)")
-            }
-        }
-        state = Mutex(State(entries: entries))
+        state = Mutex(State())
     }
 
     /// The catalogue kept for `server`.
-    public func catalogue(for server: String) -> NotificationCatalogue? {
-        state.withLock { $0.entries[server]?.catalogue }
-    }
+    public func catalogue(for server: String) -> NotificationCatalogue? { file.value[server]?.catalogue }
 
     /// What is kept for `server`.
-    public func entry(for server: String) -> Entry? {
-        state.withLock { $0.entries[server] }
-    }
+    public func entry(for server: String) -> Entry? { file.value[server] }
 
     /// Whether a push of `server` carrying catalogue version `mv` calls for a resync: `mv` is
     /// given and differs from the version kept for that server (or none is kept).
     public func isResyncDue(server: String, mv: String?) -> Bool {
         guard let mv else { return false }
-        return state.withLock { $0.entries[server]?.catalogue.version != mv }
+        return catalogue(for: server)?.version != mv
     }
 
     /// Forgets `server`'s catalogue (the server was removed, or it is another installation now).
     public func remove(_ server: String) throws {
-        try state.withLock { state in
-            guard state.entries.removeValue(forKey: server) != nil else { return }
-            try persist(state.entries)
-        }
+        try file.change { entries in _ = entries.removeValue(forKey: server) }
     }
 
     /// Resyncs `server`'s catalogue with `fetch`, unless one is running for it (then this waits
@@ -93,14 +82,15 @@ public final class CatalogueStore: Sendable {
         _ server: String, mv: String? = nil, minimumInterval: Duration = .zero,
         fetch: @escaping @Sendable (Entry?) async throws -> FetchResult
     ) async throws -> NotificationCatalogue? {
+        let stored = entry(for: server)
         let task: Task<NotificationCatalogue, any Error>? = state.withLock { state in
             state.callers[server, default: 0] += 1
             if let running = state.inFlight[server] { return running }
             if let mv {
-                if state.entries[server]?.catalogue.version == mv { return nil }
+                if stored?.catalogue.version == mv { return nil }
                 if let last = state.lastResync[server], now() - last < minimumInterval { return nil }
             }
-            let kept = state.entries[server]
+            let kept = stored
             let task = Task { [self] in
                 defer { finish(server) }
                 switch try await fetch(kept) {
@@ -137,23 +127,7 @@ public final class CatalogueStore: Sendable {
     private func keep(_ catalogue: NotificationCatalogue, for server: String) throws
         -> NotificationCatalogue
     {
-        try state.withLock { state in
-            state.entries[server] = Entry(catalogue: catalogue, checkedAt: Date())
-            try persist(state.entries)
-        }
+        try file.change { $0[server] = Entry(catalogue: catalogue, checkedAt: Date()) }
         return catalogue
-    }
-
-    private func persist(_ entries: [String: Entry]) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
-        try AtomicFile.write(try encoder.encode(entries), to: path)
-    }
-
-    private static var decoder: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        return decoder
     }
 }

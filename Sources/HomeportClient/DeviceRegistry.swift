@@ -1,73 +1,53 @@
 import Foundation
 import HomeportWire
-import Synchronization
 
 /// The device's push token and, per server, the registration made there, persisted as JSON with
-/// write-then-rename (`push-devices.json`, 0600, next to the server directory).
+/// write-then-rename (`push-devices.json`, 0600, next to the server directory); every change is a
+/// read-modify-write under a lock every process using the directory takes.
 ///
 /// The per-server record is what lets the client unregister the right token before it signs out,
 /// and replace an old token when the device's changes.
 public final class DeviceRegistry: Sendable {
     /// The file.
-    public let path: String
-    private let state: Mutex<Stored>
+    public var path: String { file.path }
+    private let file: SharedJSONFile<Stored>
 
-    private struct Stored: Codable, Equatable {
+    struct Stored: Codable, Equatable, Sendable {
         var device: PushDeviceRegistration?
         var servers: [String: PushDeviceRegistration] = [:]
     }
 
     /// Loads `directory/push-devices.json` (empty when it does not exist); the directory must be
-    /// one only this user can write.
-    public init(directory: String) throws {
+    /// one only this user can write. A change waits at most `lockTimeout` for another process.
+    public init(directory: String, lockTimeout: Duration = .seconds(10)) throws {
         try OwnerOnlyDirectory.prepare(directory)
-        path = directory + "/push-devices.json"
-        var stored = Stored()
-        if let data = FileManager.default.contents(atPath: path) {
-            do {
-                stored = try JSONDecoder().decode(Stored.self, from: data)
-            } catch {
-                throw ClientError.badAnswer(address: path, detail: "the push device file is damaged: \(error)")
-            }
-        }
-        state = Mutex(stored)
+        file = try SharedJSONFile(
+            path: directory + "/push-devices.json", empty: Stored(), what: "the push device file",
+            lockTimeout: lockTimeout)
     }
 
     /// The device's current token, registered with every server signed in on.
-    public var device: PushDeviceRegistration? { state.withLock { $0.device } }
+    public var device: PushDeviceRegistration? { file.value.device }
 
     /// The registration made with `server`, if any.
-    public func registration(for server: String) -> PushDeviceRegistration? {
-        state.withLock { $0.servers[server] }
-    }
+    public func registration(for server: String) -> PushDeviceRegistration? { file.value.servers[server] }
 
     /// Every server with a registration.
-    public var servers: [String: PushDeviceRegistration] { state.withLock { $0.servers } }
+    public var servers: [String: PushDeviceRegistration] { file.value.servers }
 
     func setDevice(_ device: PushDeviceRegistration?) throws {
-        try change { $0.device = device }
+        try file.change { $0.device = device }
     }
 
     func record(_ registration: PushDeviceRegistration?, for server: String) throws {
-        try change { $0.servers[server] = registration }
+        try file.change { $0.servers[server] = registration }
     }
 
     /// Moves `old`'s registration to `new` (the server is kept under another key now).
     func move(_ old: String, to new: String) throws {
-        try change { stored in
+        try file.change { stored in
             guard old != new, let registration = stored.servers.removeValue(forKey: old) else { return }
             stored.servers[new] = registration
-        }
-    }
-
-    private func change(_ body: (inout Stored) -> Void) throws {
-        try state.withLock { stored in
-            let before = stored
-            body(&stored)
-            guard stored != before else { return }
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try AtomicFile.write(try encoder.encode(stored), to: path)
         }
     }
 }

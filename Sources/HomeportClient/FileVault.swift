@@ -55,17 +55,25 @@
             directory + "/" + Digest.sha256Hex(server).prefix(32) + ".token"
         }
 
-        /// The vault key: read, or created exactly once (two first runs cannot each write one).
+        /// The vault key: read, or created exactly once (two first runs cannot each write one). It
+        /// is used only as a regular file of this user's that nobody else can read (not through a
+        /// symbolic link), as the directory is.
         private func key() throws -> [UInt8] {
             let keyPath = directory + "/vault.key"
-            if FileManager.default.fileExists(atPath: keyPath) == false {
+            var fd = try OwnerOnlyDirectory.openSecret(keyPath)
+            if fd == nil {
                 _ = try AtomicFile.createExclusively(keyPath, Data(try SystemRandom().bytes(32)))
+                fd = try OwnerOnlyDirectory.openSecret(keyPath)
             }
-            guard let data = FileManager.default.contents(atPath: keyPath), data.count == 32 else {
+            guard let fd else { throw ClientError.vault("\(keyPath) vanished as it was made") }
+            defer { close(fd) }
+            var key = [UInt8](repeating: 0, count: 33)
+            let count = read(fd, &key, key.count)
+            guard count == 32 else {
                 throw ClientError.vault(
                     "\(keyPath) is unreadable or not a 256-bit key; stored credentials cannot be opened")
             }
-            return Array(data)
+            return Array(key.prefix(32))
         }
     }
 #endif

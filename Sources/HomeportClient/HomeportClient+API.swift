@@ -241,18 +241,34 @@ extension HomeportClient {
 
     /// Adopts the id app-info reports: the record moves to the new key and the credential follows.
     /// When it replaces another id, alternatives lose their verifications and the app is told;
-    /// when the server had none yet (app-info could not say before), it is simply learned.
+    /// when the server had none yet (app-info could not say before), it is simply learned. The
+    /// change is made to the record as it is stored now.
     func adoptIdentity(_ new: InstanceID, in record: ServerRecord, product: String, protocolVersion: Int) throws {
-        var updated = record
-        let event = try reidentify(&updated, as: new, previousKey: record.key)
-        updated.product = product
-        updated.protocolVersion = protocolVersion
-        if let token = try vault.token(for: record.key) {
-            try vault.store(token: token, for: updated.key)
-            try vault.remove(server: record.key)
+        let newKey = new.description
+        if let other = directory.server(newKey), other.key != record.key {
+            throw Self.anotherServersID(new, at: record.primary, other: other)
         }
-        try directory.save(updated, replacing: record.key)
-        try moveNotificationState(from: record.key, to: updated.key)
+        let moving = newKey != record.key
+        if moving, let token = try vault.token(for: record.key) { try vault.store(token: token, for: newKey) }
+        var event: ClientEvent?
+        let saved: ServerRecord?
+        do {
+            saved = try directory.rewrite(record.key) { stored, others in
+                event = try Self.reidentify(&stored, as: new, among: others)
+                stored.product = product
+                stored.protocolVersion = protocolVersion
+            }
+        } catch {
+            if moving { try? vault.remove(server: newKey) }
+            throw error
+        }
+        guard saved != nil else {
+            // Removed meanwhile (another process): nothing is kept for it.
+            if moving { try? vault.remove(server: newKey) }
+            throw ClientError.unknownServer(record.key)
+        }
+        if moving { try vault.remove(server: record.key) }
+        try moveNotificationState(from: record.key, to: newKey)
         forgetWinner(record.key)
         if let event { onEvent(event) }
     }
@@ -265,14 +281,14 @@ extension HomeportClient {
         try directory.catalogues.remove(old)
     }
 
-    /// Gives `record` the id `new`, refusing an id another enrolled server already has. A changed id
-    /// (not a first one) unverifies every alternative and yields the event to emit once saved.
-    func reidentify(_ record: inout ServerRecord, as new: InstanceID, previousKey: String?) throws -> ClientEvent? {
-        if let other = directory.server(new.description), other.key != previousKey {
-            throw ClientError.badAnswer(
-                address: record.primary.url,
-                detail: "it answers as \(new), which is the id of another enrolled server (\(other.primary.url)); "
-                    + "remove one of the two")
+    /// Gives `record` the id `new`, refusing an id another enrolled server (one of `others`)
+    /// already has. A changed id (not a first one) unverifies every alternative and yields the
+    /// event to emit once saved.
+    static func reidentify(_ record: inout ServerRecord, as new: InstanceID, among others: [ServerRecord]) throws
+        -> ClientEvent?
+    {
+        if let other = others.first(where: { $0.key == new.description }) {
+            throw anotherServersID(new, at: record.primary, other: other)
         }
         guard let old = record.instanceID, old != new else {
             record.instanceID = new
@@ -283,6 +299,14 @@ extension HomeportClient {
         for index in record.alternatives.indices { record.alternatives[index].verifiedPaths = [:] }
         return .identityChanged(
             server: new.description, old: old, new: new, unverifiedAlternatives: record.alternatives.map(\.address.url))
+    }
+
+    /// The refusal of an id that another enrolled server has.
+    static func anotherServersID(_ id: InstanceID, at address: ServerAddress, other: ServerRecord) -> ClientError {
+        .badAnswer(
+            address: address.url,
+            detail: "it answers as \(id), which is the id of another enrolled server (\(other.primary.url)); "
+                + "remove one of the two")
     }
 
     func markSignedOut(_ key: String) throws {

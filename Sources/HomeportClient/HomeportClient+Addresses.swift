@@ -5,7 +5,8 @@ extension HomeportClient {
     /// Adds an alternative address after probing it (no credential is sent): it is saved, verified
     /// on the current path, only if it answers with the enrolled id, product and protocol version;
     /// otherwise the error says what it answered. An address that already is an alternative is
-    /// probed again: its verification on this path is renewed, or withdrawn if it no longer matches.
+    /// probed again: its verification on this path is renewed when it matches, and withdrawn only
+    /// when it answers as something else (``ProbeOutcome/refutes``); no answer changes nothing.
     @discardableResult
     public func addAddress(_ address: ServerAddress, to server: String) async throws -> ServerRecord {
         let record = try directory.find(server)
@@ -21,7 +22,11 @@ extension HomeportClient {
         let saved = try directory.update(record.key) { stored in
             guard stored.instanceID == record.instanceID else { return }
             if let index = stored.alternatives.firstIndex(where: { $0.address.url == address.url }) {
-                stored.alternatives[index].verifiedPaths[path] = outcome.isMatch ? Date() : nil
+                if outcome.isMatch {
+                    stored.alternatives[index].verifiedPaths[path] = Date()
+                } else if outcome.refutes {
+                    stored.alternatives[index].verifiedPaths[path] = nil
+                }
             } else if outcome.isMatch {
                 stored.alternatives.append(.init(address: address, verifiedPaths: [path: Date()]))
             }
@@ -64,20 +69,28 @@ extension HomeportClient {
         return moved
     }
 
-    /// Removes an alternative address.
+    /// Removes an alternative address from the record as it is stored now (a change another
+    /// process made meanwhile stays).
     public func removeAddress(_ address: ServerAddress, from server: String) throws {
-        var record = try directory.find(server)
-        let before = record.alternatives.count
-        record.alternatives.removeAll { $0.address.url == address.url }
-        guard record.alternatives.count < before else {
-            throw ClientError.addressNotApplicable("\(address.url) is not an alternative address of \(record.key)")
+        let key = try directory.find(server).key
+        var removed = false
+        let saved = try directory.update(key) { stored in
+            let before = stored.alternatives.count
+            stored.alternatives.removeAll { $0.address.url == address.url }
+            removed = stored.alternatives.count < before
         }
-        try directory.save(record)
-        forgetWinner(record.key)
+        forgetWinner(key)
+        guard saved != nil else { throw ClientError.unknownServer(server) }
+        guard removed else {
+            throw ClientError.addressNotApplicable("\(address.url) is not an alternative address of \(key)")
+        }
     }
 
     /// Probes every address of a server on the current path (no credential is sent) and records
-    /// which alternatives answer with the enrolled id, product and protocol version.
+    /// which alternatives answer with the enrolled id, product and protocol version. An alternative
+    /// that answers as something else loses its verification on this path; one that does not
+    /// answer (in time, or at all) keeps what it had: silence is not a mismatch, and must not hand
+    /// the primary back its standing trust.
     public func verifyAddresses(of server: String) async throws -> [(address: ServerAddress, outcome: ProbeOutcome)] {
         let record = try directory.find(server)
         let expected = record.expectedIdentity
@@ -92,12 +105,18 @@ extension HomeportClient {
             return results
         }
         let path = networkPath
-        let matched = Set(addresses.indices.filter { outcomes[$0]?.isMatch == true }.map { addresses[$0].url })
+        let answered = Dictionary(
+            addresses.indices.compactMap { index in outcomes[index].map { (addresses[index].url, $0) } },
+            uniquingKeysWith: { first, _ in first })
         try directory.update(record.key) { stored in
             guard stored.instanceID == record.instanceID else { return }
             for index in stored.alternatives.indices {
-                stored.alternatives[index].verifiedPaths[path] =
-                    matched.contains(stored.alternatives[index].address.url) ? Date() : nil
+                guard let outcome = answered[stored.alternatives[index].address.url] else { continue }
+                if outcome.isMatch {
+                    stored.alternatives[index].verifiedPaths[path] = Date()
+                } else if outcome.refutes {
+                    stored.alternatives[index].verifiedPaths[path] = nil
+                }
             }
         }
         forgetWinner(record.key)

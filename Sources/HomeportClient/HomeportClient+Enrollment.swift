@@ -25,38 +25,65 @@ extension HomeportClient {
             return try enrollNew(address, email: email, token: token, info: info)
         }
 
-        var record = existing
-        let event = try info?.instanceId.flatMap { try reidentify(&record, as: $0, previousKey: existing.key) }
-        record.product = info?.product ?? record.product
-        record.protocolVersion = info?.protocolVersion ?? record.protocolVersion
-        record.email = email
-        // The sign-in address becomes the primary; a former primary stays as an alternative,
-        // verified here if it just answered as the installation.
-        if record.primary.url != address.url,
-            !record.alternatives.contains(where: { $0.address.url == record.primary.url })
-        {
-            let matched = confirmation?.address.url == record.primary.url
-            record.alternatives.append(
-                .init(address: record.primary, verifiedPaths: matched ? [networkPath: Date()] : [:]))
+        // Refused before anything changes (the old session is not ended for an id that is another
+        // server's); checked again on the record as stored when it is saved.
+        if let id = info?.instanceId, let other = directory.server(id.description), other.key != existing.key {
+            throw Self.anotherServersID(id, at: address, other: other)
         }
-        record.alternatives.removeAll { $0.address.url == address.url }
-        record.primary = address
-        record.signedOut = false
-        record.signedInPath = networkPath
-        record.lastWinner = address.url
-
         let replaced = await replaceSession(of: existing, with: token)
+        // The change is made to the record as it is stored now, not to the copy read before the
+        // sign-in: an address removed meanwhile in another terminal stays removed.
+        let primaryConfirmed = confirmation?.address.url
+        let path = networkPath
+        var event: ClientEvent?
+        let saved = try directory.rewrite(existing.key) { record, others in
+            event = try info?.instanceId.flatMap { try Self.reidentify(&record, as: $0, among: others) }
+            Self.signIn(&record, at: address, email: email, info: info, primaryConfirmed: primaryConfirmed, path: path)
+        }
+        let record: ServerRecord
+        if let saved {
+            record = saved
+        } else {
+            // Removed meanwhile: enrolled afresh.
+            record = ServerRecord(
+                instanceID: info?.instanceId ?? existing.instanceID, product: info?.product ?? existing.product,
+                email: email, primary: address, alternatives: [], lastWinner: address.url, signedOut: false,
+                signedInPath: path, protocolVersion: info?.protocolVersion ?? existing.protocolVersion)
+            try directory.save(record)
+        }
+        try vault.store(token: token, for: record.key)
         if existing.key != record.key {
             try vault.remove(server: existing.key)
             try moveNotificationState(from: existing.key, to: record.key)
         }
-        try vault.store(token: token, for: record.key)
-        try directory.save(record, replacing: existing.key)
         forgetWinner(existing.key)
         forgetWinner(record.key)
         if let event { onEvent(event) }
         if let replaced { onEvent(.sessionReplaced(server: record.key, email: existing.email, outcome: replaced)) }
         return record
+    }
+
+    /// What a sign-in at `address` changes in the record: the sign-in address becomes the primary;
+    /// a former primary stays as an alternative, verified on `path` if it just answered as the
+    /// installation (`primaryConfirmed`).
+    private static func signIn(
+        _ record: inout ServerRecord, at address: ServerAddress, email: String, info: AppInfo?,
+        primaryConfirmed: String?, path: String
+    ) {
+        record.product = info?.product ?? record.product
+        record.protocolVersion = info?.protocolVersion ?? record.protocolVersion
+        record.email = email
+        if record.primary.url != address.url,
+            !record.alternatives.contains(where: { $0.address.url == record.primary.url })
+        {
+            let matched = primaryConfirmed == record.primary.url
+            record.alternatives.append(.init(address: record.primary, verifiedPaths: matched ? [path: Date()] : [:]))
+        }
+        record.alternatives.removeAll { $0.address.url == address.url }
+        record.primary = address
+        record.signedOut = false
+        record.signedInPath = path
+        record.lastWinner = address.url
     }
 
     /// A server this device has no record of.

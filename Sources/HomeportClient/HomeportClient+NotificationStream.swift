@@ -145,9 +145,10 @@ extension HomeportClient {
         var parser = ServerSentEventParser(limit: configuration.streamEventLimit, lastEventID: cursor.lastEventID ?? "")
         let opened = ContinuousClock.now
         let expires = opened + configuration.streamLifetime
-        // A connection is healthy (the next wait starts again from the first) when it delivered an
-        // event, or stayed open at least as long as the stream may be silent: a server that sends
-        // one heartbeat and closes is backed off, not reconnected every second forever.
+        // A connection is healthy (the next wait starts again from the first) when it delivered a
+        // new event, or stayed open at least as long as the stream may be silent: a server that
+        // sends one heartbeat and closes, or replays an event already delivered and closes, is
+        // backed off, not reconnected every second forever.
         var delivered = false
         var healthy: Bool { delivered || ContinuousClock.now - opened >= configuration.streamIdleTimeout }
         while true {
@@ -173,19 +174,22 @@ extension HomeportClient {
                 case .comment: break
                 case .overflow(let limit, let skippedID):
                     // Skipped, not the end of the stream: the resume point moves past it.
-                    delivered = true
-                    yield(
-                        .discarded(
-                            eventID: ServerText.clean(skippedID, limit: 128), reason: "it is larger than \(limit) bytes"
-                        ))
+                    if cursor.firstDelivery(of: skippedID) {
+                        delivered = true
+                        yield(
+                            .discarded(
+                                eventID: ServerText.clean(skippedID, limit: 128),
+                                reason: "it is larger than \(limit) bytes"))
+                    }
                     if let id = Self.sendableEventID(skippedID) { cursor.lastEventID = id }
                 case .retry(let milliseconds):
                     cursor.retry = min(
                         max(.milliseconds(milliseconds), .milliseconds(500)), configuration.streamMaximumRetryDelay)
                 case .event(let event):
-                    delivered = true
-                    if cursor.firstDelivery(of: event.lastEventID), let notification = deliver(event, of: record) {
-                        yield(notification)
+                    // A repeat is dropped, and is no progress.
+                    if cursor.firstDelivery(of: event.lastEventID) {
+                        delivered = true
+                        if let notification = deliver(event, of: record) { yield(notification) }
                     }
                     if let id = Self.sendableEventID(event.lastEventID) { cursor.lastEventID = id }
                 }

@@ -20,9 +20,11 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
     case notAnAPI
     /// A redirect to another origin (not followed).
     case offHostRedirect(String)
-    /// A plain-HTTP address that redirects to `https://` on the same host (not followed): a
-    /// server that moved to HTTPS. The client probes the new address, and makes it the primary
-    /// only when it answers as the enrolled installation.
+    /// A redirect to an `https://` address on another origin (not followed): a server that moved
+    /// to HTTPS on its host, or that sends everyone to its canonical name. For the primary, the
+    /// client probes the new address, credential-free, and makes it the primary only when it
+    /// answers as the enrolled installation; a redirect to plain HTTP elsewhere is
+    /// ``offHostRedirect(_:)``, never followed.
     case movedToHTTPS(ServerAddress)
     /// No answer (refused, TLS failure, too large).
     case unreachable(String)
@@ -56,6 +58,17 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .match, .mismatch, .productMismatch, .identityUnavailable, .notHomeport, .olderServer, .notAnAPI: true
         case .unreachable, .offHostRedirect, .movedToHTTPS, .noAnswerInTime: false
+        }
+    }
+
+    /// Whether the address answered, and not as the installation: only such an answer withdraws a
+    /// verification. No answer (none within the deadline, a refused connection, a TLS failure, a
+    /// 5xx) and `503 identity_unavailable` say nothing about who is there, so they keep it: losing it
+    /// would leave the primary's standing trust unopposed on this path.
+    public var refutes: Bool {
+        switch self {
+        case .mismatch, .productMismatch, .notHomeport, .olderServer, .notAnAPI, .offHostRedirect, .movedToHTTPS: true
+        case .match, .identityUnavailable, .unreachable, .noAnswerInTime: false
         }
     }
 
@@ -118,12 +131,13 @@ public struct IdentityProbe: Sendable {
         return .notHomeport("too many redirects")
     }
 
-    /// The address a plain-HTTP server moved to, when `next` is `https://` on the same host: its
-    /// base is what precedes the identity route in `next` (or the old base path, when the
-    /// redirect names another path). `nil` for any other redirect.
+    /// The address a server moved to, when `next` is `https://` on another origin (the same host
+    /// over HTTPS, or its canonical name): its base is what precedes the identity route in `next`
+    /// (or the old base path, when the redirect names another path). `nil` for any other
+    /// redirect: nothing moves to plain HTTP.
     package static func movedToHTTPS(from address: ServerAddress, to next: URL) -> ServerAddress? {
-        guard let old = URL(string: address.url), old.scheme?.lowercased() == "http",
-            next.scheme?.lowercased() == "https", let host = next.host?.lowercased(), host == old.host?.lowercased(),
+        guard let old = URL(string: address.url), next.scheme?.lowercased() == "https", next.host != nil,
+            ServerAddress.origin(of: next) != address.origin,
             var components = URLComponents(url: next, resolvingAgainstBaseURL: true)
         else { return nil }
         let path = components.percentEncodedPath

@@ -1,12 +1,6 @@
 import Foundation
 import HomeportWire
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// One enrolled server: its identity, its account, and every address that reaches it.
 public struct ServerRecord: Codable, Hashable, Sendable {
     /// The installation's id once known (the key the server is stored under).
@@ -27,6 +21,10 @@ public struct ServerRecord: Codable, Hashable, Sendable {
     public var signedOut: Bool
     /// The network path the user signed in on: a plain-HTTP primary keeps its trust only there.
     public var signedInPath: String
+    /// The name the person gave the server on this device ("Books at home"), shown in a switcher
+    /// and by every command; `nil` until they give one. Several servers of one product are told
+    /// apart by it.
+    public var label: String?
     /// How long each address took to answer the identity probe on each network path, in
     /// seconds (`"<path> <url>"` → seconds): the preference window for an address is derived from
     /// its own round trip on the path. `nil` in records written before it was kept.
@@ -56,6 +54,10 @@ public struct ServerRecord: Codable, Hashable, Sendable {
     /// The key the server is stored and addressed under: its instance id, or its primary URL
     /// for an older server without the identity route.
     public var key: String { instanceID?.description ?? primary.url }
+
+    /// How the server is named to a person: its label and key (`Books at home (6f1c…)`), or its
+    /// key alone when it has no label.
+    public var displayName: String { label.map { "\($0) (\(key))" } ?? key }
 
     /// What an address must answer to `GET /api/v1/server-identity` to be this server: the
     /// enrolled id, product and protocol version. `nil` for a server without an identity.
@@ -88,52 +90,47 @@ public struct ServerRecord: Codable, Hashable, Sendable {
 /// The enrolled servers, persisted as JSON with write-then-rename under a directory the app
 /// supplies, next to what the client keeps per server for notifications: their catalogues and the
 /// push registrations made with them.
-public final class ServerDirectory: @unchecked Sendable {
+///
+/// Several processes may use one directory at once (a running `notifications watch`, a
+/// `homeport address remove` in another terminal): every change is a read-modify-write of the
+/// file under a lock they all take, and every read sees the file as it is now.
+public final class ServerDirectory: Sendable {
     /// The file.
-    public let path: String
+    public var path: String { file.path }
     /// One notification catalogue per server (`catalogues.json` in the same directory).
     public let catalogues: CatalogueStore
     /// The device's push token and the registration made with each server (`push-devices.json`).
     public let devices: DeviceRegistry
-    private let lock = NSLock()
-    private var servers: [ServerRecord]
+    private let file: SharedJSONFile<[ServerRecord]>
 
     /// Loads the directory from `directory/servers.json` (empty when the file does not exist),
     /// with the catalogues and push registrations kept beside it.
     ///
     /// `directory` is created with mode 0700 when it does not exist. An existing one is used only
     /// when it belongs to this user and nobody else can write to it (its mode is never changed);
-    /// otherwise this throws ``ClientError/unsafeDirectory(path:reason:)``.
-    public init(directory: String) throws {
+    /// otherwise this throws ``ClientError/unsafeDirectory(path:reason:)``. A change waits at most
+    /// `lockTimeout` for another process that is changing the same file.
+    public init(directory: String, lockTimeout: Duration = .seconds(10)) throws {
         try OwnerOnlyDirectory.prepare(directory)
-        path = directory + "/servers.json"
-        catalogues = try CatalogueStore(directory: directory)
-        devices = try DeviceRegistry(directory: directory)
-        servers = try Self.read(path)
+        file = try SharedJSONFile(
+            path: directory + "/servers.json", empty: [], what: "the server directory", lockTimeout: lockTimeout)
+        catalogues = try CatalogueStore(directory: directory, lockTimeout: lockTimeout)
+        devices = try DeviceRegistry(directory: directory, lockTimeout: lockTimeout)
     }
 
-    /// The records stored at `path` (none when there is no file yet).
-    private static func read(_ path: String) throws -> [ServerRecord] {
-        guard let data = FileManager.default.contents(atPath: path) else { return [] }
-        do {
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .iso8601
-            return try decoder.decode([ServerRecord].self, from: data)
-        } catch {
-            throw ClientError.badAnswer(address: path, detail: "the server directory is damaged: \(error)")
-        }
-    }
-
-    /// Every server.
-    public var all: [ServerRecord] { lock.withLock { servers } }
+    /// Every server, as stored now.
+    public var all: [ServerRecord] { file.value }
 
     /// The server with this key.
-    public func server(_ key: String) -> ServerRecord? { lock.withLock { servers.first { $0.key == key } } }
+    public func server(_ key: String) -> ServerRecord? { all.first { $0.key == key } }
 
-    /// Finds a server by instance id, unique id prefix, or primary URL.
+    /// Finds a server by instance id, label (in any case), primary URL, or unique id prefix.
     public func find(_ text: String) throws -> ServerRecord {
         let all = self.all
         if let exact = all.first(where: { $0.key == text || $0.primary.url == text }) { return exact }
+        if let labelled = all.first(where: { $0.label.map { Self.sameLabel($0, text) } ?? false }) {
+            return labelled
+        }
         if let normalized = try? ServerAddress(parsing: text, allowHTTP: true),
             let byURL = all.first(where: { $0.primary.url == normalized.url })
         {
@@ -147,7 +144,7 @@ public final class ServerDirectory: @unchecked Sendable {
 
     /// Inserts or replaces the record stored under `previousKey` (or under its own key), then saves.
     public func save(_ record: ServerRecord, replacing previousKey: String? = nil) throws {
-        try mutate { servers in
+        try file.change { servers in
             let key = previousKey ?? record.key
             servers.removeAll { $0.key == key || $0.key == record.key }
             servers.append(record)
@@ -159,46 +156,66 @@ public final class ServerDirectory: @unchecked Sendable {
     /// Returns the saved record, or `nil` when there is no such record any more.
     @discardableResult
     public func update(_ key: String, _ change: (inout ServerRecord) -> Void) throws -> ServerRecord? {
-        try mutate { servers in
+        try rewrite(key) { record, _ in change(&record) }
+    }
+
+    /// ``update(_:_:)`` for a change that may give the record another key (a new instance id)
+    /// and may refuse: `change` sees the other records as stored now, and whatever it throws
+    /// leaves the file as it was. A record left with the key of another is refused.
+    @discardableResult
+    func rewrite(_ key: String, _ change: (inout ServerRecord, _ others: [ServerRecord]) throws -> Void) throws
+        -> ServerRecord?
+    {
+        try file.change { servers in
             guard let index = servers.firstIndex(where: { $0.key == key }) else { return nil }
-            change(&servers[index])
-            return servers[index]
+            var record = servers[index]
+            let others = servers.enumerated().filter { $0.offset != index }.map(\.element)
+            try change(&record, others)
+            if let other = others.first(where: { $0.key == record.key }) {
+                throw ClientError.badAnswer(
+                    address: record.primary.url,
+                    detail: "it would be kept as \(record.key), the key of another enrolled server "
+                        + "(\(other.primary.url)); remove one of the two")
+            }
+            servers[index] = record
+            return record
         }
+    }
+
+    /// Gives the server `key` the label `label` (`nil` or empty: none). A label is at most 64
+    /// characters of text a terminal shows as it is (no controls, no bidirectional overrides), and
+    /// names one server: another server's label, key or primary URL is refused.
+    @discardableResult
+    public func setLabel(_ label: String?, of key: String) throws -> ServerRecord {
+        let label = label?.trimmingCharacters(in: .whitespaces)
+        if let label, !label.isEmpty {
+            guard label.count <= 64 else { throw ClientError.invalidInput("a label is at most 64 characters") }
+            guard ServerText.clean(label) == label,
+                !label.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) })
+            else {
+                throw ClientError.invalidInput("a label cannot hold control or bidirectional formatting characters")
+            }
+        }
+        let saved = try rewrite(key) { record, others in
+            if let label, !label.isEmpty,
+                let other = others.first(where: {
+                    $0.label.map { Self.sameLabel($0, label) } ?? false || $0.key == label || $0.primary.url == label
+                })
+            {
+                throw ClientError.invalidInput("\(other.displayName) is named \(label) already")
+            }
+            record.label = label?.isEmpty == false ? label : nil
+        }
+        guard let saved else { throw ClientError.unknownServer(key) }
+        return saved
+    }
+
+    private static func sameLabel(_ a: String, _ b: String) -> Bool {
+        a.compare(b, options: [.caseInsensitive]) == .orderedSame
     }
 
     /// Removes a server's record, then saves.
     public func remove(_ key: String) throws {
-        try mutate { servers in servers.removeAll { $0.key == key } }
-    }
-
-    /// Changes the records as they are on disk now, under an exclusive lock on `servers.json.lock`
-    /// that every process using this directory takes: two processes (a running `notifications
-    /// watch`, a `homeport remove` in another terminal) never undo each other's changes.
-    private func mutate<T>(_ change: (inout [ServerRecord]) throws -> T) throws -> T {
-        try lock.withLock {
-            let fd = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-            guard fd >= 0 else {
-                throw ClientError.vault("cannot open \(path).lock: \(String(cString: strerror(errno)))")
-            }
-            // Closing the descriptor releases the lock, whatever happens below.
-            defer { close(fd) }
-            guard flock(fd, LOCK_EX) == 0 else {
-                throw ClientError.vault("cannot lock \(path): \(String(cString: strerror(errno)))")
-            }
-            servers = try Self.read(path)
-            let before = servers
-            let result = try change(&servers)
-            // Nothing changed, nothing written: a choice that confirms what is stored costs no
-            // write (and no fsync) on the way to the request.
-            if servers != before { try persist() }
-            return result
-        }
-    }
-
-    private func persist() throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
-        try AtomicFile.write(try encoder.encode(servers), to: path)
+        try file.change { servers in servers.removeAll { $0.key == key } }
     }
 }

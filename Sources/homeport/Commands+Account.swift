@@ -28,7 +28,7 @@ extension Commands {
         if parsed.flag("json") {
             try printJSON(["server": record.key, "email": record.email, "deleted": true])
         } else {
-            say("deleted the account \(record.email) on \(record.key), and forgot the server on this device")
+            say("deleted the account \(record.email) on \(record.displayName), and forgot the server on this device")
         }
         return 0
     }

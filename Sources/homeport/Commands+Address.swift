@@ -62,10 +62,10 @@ extension Commands {
                 ])
             } else if existed {
                 say(
-                    "\(address.url) was already an alternative of \(record.key); it still answers as it: verified again on this network"
+                    "\(address.url) was already an alternative of \(record.displayName); it still answers as it: verified again on this network"
                 )
             } else {
-                say("\(address.url) answers as \(record.key): added, and verified on this network")
+                say("\(address.url) answers as \(record.displayName): added, and verified on this network")
             }
         case "primary":
             let address = try ServerAddress(parsing: parsed.positionals[1], allowHTTP: parsed.flag("allow-http"))
@@ -74,7 +74,7 @@ extension Commands {
             if json {
                 try printJSON(["server": record.key, "primary": record.primary.url, "previous": before])
             } else {
-                say("\(address.url) answers as \(record.key): it is the primary now (was \(before))")
+                say("\(address.url) answers as \(record.displayName): it is the primary now (was \(before))")
             }
         case "remove":
             let address = try ServerAddress(parsing: parsed.positionals[1], allowHTTP: true)
@@ -83,7 +83,7 @@ extension Commands {
             if json {
                 try printJSON(["server": record.key, "removed": address.url])
             } else {
-                say("removed \(address.url) from \(record.key)")
+                say("removed \(address.url) from \(record.displayName)")
             }
         default:
             let record = try client.directory.find(server)

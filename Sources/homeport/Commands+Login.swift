@@ -60,7 +60,9 @@ extension Commands {
                 }
                 try printJSON(object)
             } else {
-                say("signed in to \(record.product ?? "server") \(record.key) as \(record.email) via \(address.url)")
+                say(
+                    "signed in to \(record.product ?? "server") \(record.displayName) as \(record.email) via \(address.url)"
+                )
                 if record.instanceID == nil {
                     say(
                         "\(address.url) gave no installation id (an older server, or its identity cannot be read "

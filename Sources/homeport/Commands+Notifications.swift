@@ -40,7 +40,8 @@ extension Commands {
             switch event {
             case .connected(let via, let after):
                 warn(
-                    "homeport: watching \(record.key) via \(via)" + (after.map { ", resuming after event \($0)" } ?? "")
+                    "homeport: watching \(record.displayName) via \(via)"
+                        + (after.map { ", resuming after event \($0)" } ?? "")
                 )
             case .disconnected(let reason, let wait):
                 warn("homeport: disconnected: \(reason); reconnecting in \(Self.seconds(wait))")

@@ -49,7 +49,7 @@ extension Commands {
                 try printJSON(["server": record.key, "email": record.email, "changed": true, "sessionRenewed": renewed])
             } else {
                 say(
-                    "changed the password of \(record.email) on \(record.key)"
+                    "changed the password of \(record.email) on \(record.displayName)"
                         + (renewed ? "; this device's session was renewed" : ""))
             }
         case "reset":

@@ -93,7 +93,7 @@ extension Commands {
             } else {
                 say(
                     "registered device token \(registration.token.prefix(8))… (\(registration.environment.rawValue)) "
-                        + "with \(record.key)")
+                        + "with \(record.displayName)")
             }
         case "unregister":
             let withdrawn = try await client.unregisterDevice(from: record.key)
@@ -103,9 +103,9 @@ extension Commands {
                     "token": withdrawn.map { $0.token as Any } ?? NSNull(),
                 ])
             } else if let withdrawn {
-                say("withdrew device token \(withdrawn.token.prefix(8))… from \(record.key)")
+                say("withdrew device token \(withdrawn.token.prefix(8))… from \(record.displayName)")
             } else {
-                say("this device registered no push token with \(record.key); nothing to withdraw")
+                say("this device registered no push token with \(record.displayName); nothing to withdraw")
             }
         case "catalogue":
             let catalogue =
@@ -114,7 +114,7 @@ extension Commands {
                 if json {
                     try printJSON(["server": record.key, "catalogue": NSNull()])
                 } else {
-                    say("no catalogue of \(record.key) is kept here yet: homeport push catalogue \(record.key)")
+                    say("no catalogue of \(record.displayName) is kept here yet: homeport push catalogue \(record.key)")
                 }
                 return 0
             }
@@ -124,7 +124,7 @@ extension Commands {
                     "codes": catalogue.codes.map { ["code": $0.code, "title": $0.title] },
                 ])
             } else {
-                say("catalogue of \(record.key), version \(catalogue.version)")
+                say("catalogue of \(record.displayName), version \(catalogue.version)")
                 for code in catalogue.codes { say("  \(code.code)  \(code.title)") }
             }
         default:
@@ -132,7 +132,7 @@ extension Commands {
             if json {
                 try printJSON(["server": record.key, "queued": queued])
             } else {
-                say("\(record.key) queued a test notification for \(queued) device\(queued == 1 ? "" : "s")")
+                say("\(record.displayName) queued a test notification for \(queued) device\(queued == 1 ? "" : "s")")
             }
         }
         return 0
@@ -250,14 +250,14 @@ extension Commands {
             if json {
                 try printJSON(["server": record.key, "thread": thread, "muted": muted])
             } else {
-                say("\(muted ? "muted" : "unmuted") \(thread) on \(record.key)")
+                say("\(muted ? "muted" : "unmuted") \(thread) on \(record.displayName)")
             }
         default:
             let threads = try await client.mutedThreads(record.key)
             if json {
                 try printJSON(["server": record.key, "threads": threads])
             } else if threads.isEmpty {
-                say("no thread is muted on \(record.key)")
+                say("no thread is muted on \(record.displayName)")
             } else {
                 threads.forEach { say($0) }
             }

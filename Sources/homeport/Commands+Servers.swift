@@ -4,9 +4,19 @@ import HomeportCommandLine
 
 extension Commands {
     static let serversSpec = CommandSpec(
-        name: "homeport servers", summary: "List enrolled servers and their addresses.", options: [jsonOption])
+        name: "homeport servers", summary: "List enrolled servers and their addresses.", options: [jsonOption],
+        discussion: "homeport servers rename SERVER LABEL names a server on this device.")
+
+    static let renameSpec = CommandSpec(
+        name: "homeport servers rename",
+        summary:
+            "Name SERVER on this device (\"Books at home\"); every command shows the name, and takes it as SERVER.",
+        arguments: [serverArgument, .init("LABEL", help: "The name: at most 64 characters; \"\" removes it.")],
+        options: [jsonOption],
+        discussion: "The label stays on this device: the server is not told. Two servers cannot share a label.")
 
     static func servers(_ arguments: [String], _ environment: [String: String]) throws -> Int32 {
+        if arguments.first == "rename" { return try rename(Array(arguments.dropFirst()), environment) }
         guard let parsed = try parse(serversSpec, arguments) else { return 0 }
         let client = try client(environment)
         let path = client.networkPath
@@ -15,7 +25,8 @@ extension Commands {
             try printJSON(
                 records.map { record -> [String: Any] in
                     [
-                        "server": record.key, "instanceId": record.instanceID?.description ?? NSNull(),
+                        "server": record.key, "label": record.label ?? NSNull(),
+                        "instanceId": record.instanceID?.description ?? NSNull(),
                         "product": record.product ?? NSNull(), "email": record.email, "primary": record.primary.url,
                         "signedIn": !record.signedOut,
                         "alternatives": record.alternatives.map {
@@ -30,7 +41,9 @@ extension Commands {
         }
         if records.isEmpty { say("no servers yet: homeport login URL --email EMAIL --password-stdin") }
         for record in records {
-            say("\(record.key)  \(record.product ?? "")  \(record.email)\(record.signedOut ? "  (signed out)" : "")")
+            say(
+                "\(record.displayName)  \(record.product ?? "")  \(record.email)\(record.signedOut ? "  (signed out)" : "")"
+            )
             say("  primary      \(record.primary.url)")
             for alternative in record.alternatives {
                 let state =
@@ -38,6 +51,21 @@ extension Commands {
                     ? "verified on this network" : alternative.isVerified ? "verified elsewhere" : "unverified"
                 say("  alternative  \(alternative.address.url)  (\(state))")
             }
+        }
+        return 0
+    }
+
+    static func rename(_ arguments: [String], _ environment: [String: String]) throws -> Int32 {
+        guard let parsed = try parse(renameSpec, arguments) else { return 0 }
+        let client = try client(environment)
+        let record = try client.directory.find(parsed.positionals[0])
+        let renamed = try client.directory.setLabel(parsed.positionals[1], of: record.key)
+        if parsed.flag("json") {
+            try printJSON(["server": renamed.key, "label": renamed.label ?? NSNull()] as [String: Any])
+        } else if let label = renamed.label {
+            say("\(renamed.key) is named \(label) on this device")
+        } else {
+            say("\(renamed.key) has no name on this device now")
         }
         return 0
     }

@@ -25,7 +25,7 @@ extension Commands {
             ])
         } else {
             say(
-                "\(record.email) on \(info.product) \(info.version) (\(record.key)) via \(via.url)"
+                "\(record.email) on \(info.product) \(info.version) (\(record.displayName)) via \(via.url)"
                     + (info.instanceId == nil ? "; the server could not say its installation id now" : ""))
         }
         return 0
@@ -77,7 +77,7 @@ extension Commands {
             try printJSON(["server": record.key, "removed": true])
         } else {
             say(
-                "removed \(record.key) and its credential from this device (the server was not asked to end the session)"
+                "removed \(record.displayName) and its credential from this device (the server was not asked to end the session)"
             )
         }
         return 0

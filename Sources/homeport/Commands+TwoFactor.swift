@@ -62,12 +62,12 @@ extension Commands {
             if parsed.flag("json") {
                 try printJSON(["server": record.key, "totp": false])
             } else {
-                say("two-factor sign-in is off for \(record.email) on \(record.key)")
+                say("two-factor sign-in is off for \(record.email) on \(record.displayName)")
             }
             return 0
         }
         guard let setup = try await client.beginTOTPSetup(record.key) else {
-            warn("homeport: two-factor sign-in is on already for \(record.email) on \(record.key)")
+            warn("homeport: two-factor sign-in is on already for \(record.email) on \(record.displayName)")
             return 1
         }
         if parsed.flag("json") {
@@ -84,7 +84,7 @@ extension Commands {
         if parsed.flag("json") {
             try printJSON(["server": record.key, "totp": true, "recoveryCodes": codes])
         } else {
-            say("two-factor sign-in is on for \(record.email) on \(record.key)")
+            say("two-factor sign-in is on for \(record.email) on \(record.displayName)")
             say("recovery codes (each signs in once; shown only now):")
             for code in codes { say("  \(code)") }
         }
@@ -101,7 +101,7 @@ extension Commands {
             try printJSON(["server": record.key, "recoveryCodes": codes])
         } else {
             say(
-                "new recovery codes for \(record.email) on \(record.key) (the old ones no longer work; shown only now):"
+                "new recovery codes for \(record.email) on \(record.displayName) (the old ones no longer work; shown only now):"
             )
             for code in codes { say("  \(code)") }
         }
@@ -118,9 +118,11 @@ extension Commands {
         if parsed.flag("json") {
             try printJSON(["server": record.key, "totp": totp, "recoveryCodesLeft": left ?? NSNull()])
         } else if totp {
-            say("two-factor sign-in is on for \(record.email) on \(record.key); \(left ?? 0) recovery codes left")
+            say(
+                "two-factor sign-in is on for \(record.email) on \(record.displayName); \(left ?? 0) recovery codes left"
+            )
         } else {
-            say("two-factor sign-in is off for \(record.email) on \(record.key)")
+            say("two-factor sign-in is off for \(record.email) on \(record.displayName)")
         }
         return 0
     }

@@ -158,7 +158,8 @@ enum Commands {
         return try readSecret("password")
     }
 
-    static let serverArgument = CommandSpec.Argument("SERVER", help: "Instance id, unique prefix, or primary URL.")
+    static let serverArgument = CommandSpec.Argument(
+        "SERVER", help: "Instance id, label (homeport servers rename), unique prefix, or primary URL.")
     static let jsonOption = CommandSpec.Option.flag("json", help: "Print the result as JSON.")
     static let proxyOption = CommandSpec.Option.value(
         "proxy", "URL",

@@ -19,6 +19,8 @@ enum HomeportCLI {
           login URL --email EMAIL --password-stdin [--allow-http] [--signup]
                                      Sign in (or sign up) at URL, which becomes the server's primary address.
           servers                    List enrolled servers and their addresses.
+          servers rename SERVER LABEL
+                                     Name SERVER on this device; every command shows the name and takes it as SERVER.
           address add SERVER URL [--allow-http]
                                      Add an alternative address (probed first; kept only if it is the same installation).
           address primary SERVER URL [--allow-http]

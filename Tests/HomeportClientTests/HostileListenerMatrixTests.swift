@@ -24,6 +24,10 @@ struct HostileListenerMatrixTests {
         case alternativeLate1s
         /// The same, 5 s late: past the probe deadline, so no answer at all.
         case alternativeLate5s
+        /// The primary answers as another installation; the verified alternative answered 5 s late
+        /// (no answer) while `address verify` and `address add` of it ran, then answers in time for
+        /// the command: silence at a verify never hands the primary back its trust.
+        case alternativeLateWhenVerified
         /// The primary answers as another installation; the alternative answers the probe, then
         /// holds every API request forever.
         case alternativeHangsOnAPI
@@ -54,7 +58,7 @@ struct HostileListenerMatrixTests {
         /// after the other.
         var lane: Lane {
             switch self {
-            case .alternativeLate100ms, .alternativeLate1s, .alternativeLate5s: .late
+            case .alternativeLate100ms, .alternativeLate1s, .alternativeLate5s, .alternativeLateWhenVerified: .late
             case .alternativeHangsOnAPI, .alternativeDropsAPI: .failingAPI
             case .primaryHTMLProxy, .primaryRedirectsOffHost, .primaryWrongNameTLS, .everyAlternativeHostile: .hostile
             }
@@ -242,8 +246,8 @@ final class Stage: @unchecked Sendable {
         let redirector = try RecordingListener(
             host: "127.0.0.6", behaviour: .respond(status: 302, headers: ["Location": claimant.url + "/"], body: ""))
         switch scenario {
-        case .alternativeLate100ms, .alternativeLate1s, .alternativeLate5s, .alternativeHangsOnAPI,
-            .alternativeDropsAPI:
+        case .alternativeLate100ms, .alternativeLate1s, .alternativeLate5s, .alternativeLateWhenVerified,
+            .alternativeHangsOnAPI, .alternativeDropsAPI:
             hostile = [impostor]
         case .primaryHTMLProxy: hostile = [html]
         case .primaryRedirectsOffHost: hostile = [redirector, claimant]
@@ -304,13 +308,26 @@ final class Stage: @unchecked Sendable {
             ["push", "register", key, device, "--environment", "sandbox"], environment)
         guard registered.status == 0 else { throw RawHTTPError("push register failed: \(registered.error)") }
 
-        let (primaryURL, alternativeURLs) = addresses
+        // The installation's own address for this command: the stage's relay, or one of its own
+        // when the relay's behaviour changes in the middle of the command's setup.
+        let relay = scenario == .alternativeLateWhenVerified ? try lateRelay() : self.relay
+        defer { if relay !== self.relay { relay.stop() } }
+        let (primaryURL, stagedAlternatives) = addresses
+        let alternativeURLs = relay === self.relay ? stagedAlternatives : [relay.url]
         let primary = try ServerAddress(parsing: primaryURL, allowHTTP: true)
         let alternatives = try alternativeURLs.map { try ServerAddress(parsing: $0, allowHTTP: true) }
         _ = try directory.update(key) { record in
             record.primary = primary
             record.alternatives = alternatives.map { .init(address: $0, verifiedPaths: ["home": Date()]) }
             record.lastWinner = nil
+        }
+        if scenario == .alternativeLateWhenVerified {
+            // Verified again while it answers past the probe deadline: no answer, so nothing changes.
+            for verify in [["address", "verify", key], ["address", "add", key, relay.url, "--allow-http"]] {
+                let run = try await Self.homeport(verify, environment)
+                guard run.status != 0 else { throw RawHTTPError("\(verify[1]) took a late answer: \(run.output)") }
+            }
+            relay.behaviour = .relay(port: installationPort, fault: .none)
         }
         let tokenAtRelayBefore = relay.credentialBytes([token])
 
@@ -336,6 +353,11 @@ final class Stage: @unchecked Sendable {
             status: run.status, error: run.error,
             credentialBytesAtHostileListeners: hostile.reduce(0) { $0 + $1.credentialBytes(secrets) },
             tokenAtTheInstallation: relay.credentialBytes([token]) > tokenAtRelayBefore)
+    }
+
+    /// A relay of its own to the installation, 5 s late (past the probe deadline) until told otherwise.
+    func lateRelay() throws -> RecordingListener {
+        try RecordingListener(host: "127.0.0.2", behaviour: .relay(port: installationPort, fault: .late(5)))
     }
 
     /// Runs `homeport` on a thread of its own, so that waiting for it blocks no task.

@@ -96,4 +96,64 @@ struct LocalTrustTests {
         #expect(vaultRefused.status == 3, "\(vaultRefused.error)")
         #expect(try mode(readable + "/vault") == 0o777)
     }
+
+    @Test("with umask 000, the missing parents of HOMEPORT_HOME are made 0700 like the directory itself")
+    func parentsUnderOpenUmask() throws {
+        let base = try TemporaryDirectory()
+        defer { base.remove() }
+        let home = base.file("a/b/homeport")
+        let run = try ServerProcess.runProgram(
+            "/bin/sh", ["-c", "umask 000; exec \"$0\" servers", ServerProcess.clientPath],
+            environment: ["HOMEPORT_HOME": home])
+        #expect(run.status == 0, "\(run.error)")
+        for path in [base.file("a"), base.file("a/b"), home, home + "/vault"] {
+            #expect(try mode(path) == 0o700, "\(path)")
+        }
+    }
+
+    @Test(
+        "a vault key that is a symbolic link, another user's, or readable by others is refused, and no token is sealed with it"
+    )
+    func vaultKeyOwnership() throws {
+        let base = try TemporaryDirectory()
+        defer { base.remove() }
+        let elsewhere = base.file("elsewhere.key")
+        FileManager.default.createFile(atPath: elsewhere, contents: Data(repeating: 7, count: 32))
+        chmod(elsewhere, 0o644)
+        #expect(chown(elsewhere, 65534, 65534) == 0)
+        let cases: [(name: String, reason: String, make: (String) -> Void)] = [
+            ("symlink", "symbolic link", { symlink(elsewhere, $0) }),
+            (
+                "foreign", "owned by another user",
+                { key in
+                    FileManager.default.createFile(atPath: key, contents: Data(repeating: 1, count: 32))
+                    chmod(key, 0o600)
+                    chown(key, 65534, 65534)
+                }
+            ),
+            (
+                "readable", "others can read",
+                { key in
+                    FileManager.default.createFile(atPath: key, contents: Data(repeating: 1, count: 32))
+                    chmod(key, 0o644)
+                }
+            ),
+        ]
+        for (name, reason, make) in cases {
+            let directory = base.file(name)
+            let vault = try FileVault(directory: directory)
+            make(directory + "/vault.key")
+            #expect {
+                try vault.store(token: "t0ken", for: "server")
+            } throws: { error in
+                "\(error)".contains(reason)
+            }
+            #expect(!FileManager.default.fileExists(atPath: vault.path("server")), "\(name): a token was sealed")
+        }
+        // Its own 0600 key is used as it is.
+        let mine = try FileVault(directory: base.file("mine"))
+        try mine.store(token: "t0ken", for: "server")
+        #expect(try mine.token(for: "server") == "t0ken")
+        #expect(try mode(base.file("mine") + "/vault.key") == 0o600)
+    }
 }

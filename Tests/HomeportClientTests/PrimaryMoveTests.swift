@@ -1,4 +1,5 @@
 import Foundation
+import HomeportClient
 import HomeportTestSupport
 import Testing
 
@@ -74,5 +75,65 @@ struct PrimaryMoveTests {
         #expect(back.status == 0, "\(back.error)")
         #expect(primary(try run(["servers", "--json"])) == (try mine.address("127.0.0.1").url))
         #expect(try run(["whoami", server]).status == 0)
+    }
+
+    @Test(
+        "a primary that redirects to its canonical name over HTTPS moves there once that name answers as the installation; another installation's name, or plain HTTP, gets nothing"
+    )
+    func redirectToCanonicalName() throws {
+        let certificates = try TestCertificates()
+        defer { certificates.directory.remove() }
+        let mine = try Installation(hosts: ["127.0.0.1"])
+        let front = try RecordingListener(behaviour: .relay(port: try #require(mine.ports["127.0.0.1"]), fault: .none))
+        defer { front.stop() }
+        let secure = try ServerProcess(serve: [
+            "--database", mine.database, "--tls-cert", certificates.certificateFile, "--tls-key", certificates.keyFile,
+        ])
+        defer { secure.stop() }
+        let stranger = try Installation(hosts: ["127.0.0.1"])
+        let strangerSecure = try ServerProcess(serve: [
+            "--database", stranger.database, "--tls-cert", certificates.certificateFile, "--tls-key",
+            certificates.keyFile,
+        ])
+        defer { strangerSecure.stop() }
+        // A plain-HTTP listener that would take anything sent to it.
+        let plain = try RecordingListener(
+            host: "127.0.0.2", behaviour: .relay(port: try #require(mine.ports["127.0.0.1"]), fault: .none))
+        defer { plain.stop() }
+
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let environment = ["HOMEPORT_HOME": home.path, "HOMEPORT_NETWORK_PATH": "home"]
+        func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
+            try ServerProcess.runClient(arguments, environment: environment)
+        }
+        #expect(try signUpWithCommandLine(front.url, environment: environment).status == 0)
+        let listed = try run(["servers", "--json"])
+        let server = try #require(
+            ((try JSONSerialization.jsonObject(with: Data(listed.output.utf8))) as? [[String: Any]])?.first?["server"]
+                as? String)
+        let token = try #require(try FileVault(directory: home.file("vault")).token(for: server))
+        let redirect = { (target: String) in
+            RecordingListener.Behaviour.respond(
+                status: 301, headers: ["Location": target + "/api/v1/server-identity"], body: "")
+        }
+
+        // The canonical name is another host (localhost, not 127.0.0.1): another origin.
+        front.behaviour = redirect("https://localhost:\(strangerSecure.port)")
+        let refused = try run(["whoami", server, "--ca-file", certificates.caFile])
+        #expect(refused.status != 0, "\(refused.output)")
+        #expect(primary(try run(["servers", "--json"])) == front.url, "another installation's name changes nothing")
+        front.behaviour = redirect(plain.url)
+        #expect(try run(["whoami", server, "--ca-file", certificates.caFile]).status != 0)
+        #expect(primary(try run(["servers", "--json"])) == front.url, "plain HTTP elsewhere is never followed")
+        #expect(plain.requests.isEmpty && plain.credentialBytes([token]) == 0)
+
+        front.behaviour = redirect("https://localhost:\(secure.port)")
+        let moved = try run(["whoami", server, "--ca-file", certificates.caFile, "--json"])
+        #expect(moved.status == 0, "\(moved.error)")
+        #expect(moved.error.contains("moved from \(front.url) to https://localhost:\(secure.port)"), "\(moved.error)")
+        #expect(primary(try run(["servers", "--json"])) == "https://localhost:\(secure.port)")
+        front.stop()
+        #expect(try run(["whoami", server, "--ca-file", certificates.caFile]).status == 0, "no sign-in again")
     }
 }

@@ -68,7 +68,7 @@ struct ProbeAndRetryTests {
     ]
 
     @Test(
-        "a redirect is a move to HTTPS only from http to https on the same host; anything else stays an off-host redirect, never followed"
+        "a redirect to https on another origin (its host over HTTPS, or a canonical name) is a move to check; to plain HTTP elsewhere it stays an off-host redirect, never followed"
     )
     func movesToHTTPS() async throws {
         let cases: [(from: String, to: String, moved: String?)] = [
@@ -81,11 +81,18 @@ struct ProbeAndRetryTests {
                 "https://books.example.net:8443/base"
             ),
             ("http://books.example.net/lib", "https://books.example.net/", "https://books.example.net/lib"),
-            ("http://books.example.net", "https://evil.example.net/api/v1/server-identity", nil),
+            // Another name: a candidate only, which must answer the probe as the installation.
+            ("http://books.example.net", "https://evil.example.net/api/v1/server-identity", "https://evil.example.net"),
             ("http://books.example.net", "http://books.example.net:9000/api/v1/server-identity", nil),
-            ("https://books.example.net", "https://books.example.net:8443/api/v1/server-identity", nil),
-            ("http://127.0.0.1:8080", "https://127.0.0.2/api/v1/server-identity", nil),
+            ("http://192.168.1.20:8080", "http://books.example.net/api/v1/server-identity", nil),
+            (
+                "https://books.example.net", "https://books.example.net:8443/api/v1/server-identity",
+                "https://books.example.net:8443"
+            ),
+            ("https://books.example.net", "http://books.example.net/api/v1/server-identity", nil),
+            ("http://127.0.0.1:8080", "https://127.0.0.2/api/v1/server-identity", "https://127.0.0.2"),
             ("http://books.example.net", "https://user:pw@books.example.net/api/v1/server-identity", nil),
+            ("http://books.example.net", "ftp://books.example.net/api/v1/server-identity", nil),
         ]
         for (from, to, moved) in cases {
             let address = try ServerAddress(parsing: from, allowHTTP: true)
