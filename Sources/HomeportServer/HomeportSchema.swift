@@ -379,6 +379,26 @@ public enum HomeportSchema {
                 "CREATE INDEX IF NOT EXISTS mail_queue_recipient ON mail_queue (recipient)",
                 "CREATE INDEX IF NOT EXISTS notifications_created ON notifications (created_at)",
             ]),
+        // Which account a product's Idempotency-Key notified: the key is forgotten with the account
+        // (a stranger who signs up with the address later is not answered with its notification).
+        Migration(
+            version: 13, name: "product_notification_accounts",
+            statements: [
+                """
+                CREATE TABLE IF NOT EXISTS product_notification_accounts (
+                    key_id BIGINT NOT NULL,
+                    idempotency_key TEXT NOT NULL,
+                    user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    PRIMARY KEY (key_id, idempotency_key),
+                    FOREIGN KEY (key_id, idempotency_key)
+                        REFERENCES product_notifications (key_id, idempotency_key) ON DELETE CASCADE
+                )
+                """,
+                """
+                CREATE INDEX IF NOT EXISTS product_notification_accounts_user
+                ON product_notification_accounts (user_id)
+                """,
+            ]),
     ]
 
     /// A migrator over ``migrations``.

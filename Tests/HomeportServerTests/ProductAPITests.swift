@@ -120,7 +120,8 @@ struct ProductAPITests {
             }
         }
         let got = answers.value
-        #expect(got.count == 5 && got.allSatisfy { $0.status == 202 || $0.status == 409 })
+        // A retry that comes while the first is at work waits for it, and gets its answer.
+        #expect(got.count == 5 && got.allSatisfy { $0.status == 202 }, "\(got.map(\.status))")
         let ids = Set(
             got.filter { $0.status == 202 }.compactMap {
                 try? JSONDecoder().decode(ProductNotificationAnswer.self, from: $0.body).id

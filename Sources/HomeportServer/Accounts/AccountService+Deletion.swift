@@ -47,7 +47,8 @@ extension AccountService {
     /// Deletes the account and everything that was its own, in one transaction: every session
     /// (app, web, pre-login ones waiting on its address) with a `NOTIFY` to every replica's
     /// session cache, reset keys, device registrations and the pushes queued for them, mutes,
-    /// notifications, verifications, and mail queued to its address. With `passwordHash`, only
+    /// notifications, the product API's Idempotency-Keys that notified it, verifications, and
+    /// mail queued to its address. With `passwordHash`, only
     /// while the password is still that one. The address can sign up again afterwards.
     private func delete(id: Int64, passwordHash: String?) throws -> Bool {
         try database.transaction { db in
@@ -60,6 +61,9 @@ extension AccountService {
             try MailQueue(db).remove(recipient: account.email)
             try SessionEnding(db).endAll(userID: id)
             try ResetKeyStore(db).deleteAll(userID: id)
+            // The product API's Idempotency-Keys that notified it: a retry after the deletion
+            // is a new request, never an answer with the deleted account's notification.
+            try ProductKeyStore(db).forgetNotifications(userID: id)
             // The rest goes with the row (ON DELETE CASCADE): devices, mutes, notifications,
             // verifications.
             try accounts.delete(id: id)

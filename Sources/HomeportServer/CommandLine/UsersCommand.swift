@@ -115,7 +115,7 @@ enum UsersCommand {
         arguments: [.init("EMAIL", help: "The account's sign-in address.")],
         options: [ServerCLI.databaseOption, .flag("yes", help: "Confirm: the deletion cannot be undone.")],
         discussion:
-            "Its sessions end on every replica (streams within a second), and its devices, the pushes queued for them, mutes, notifications, verifications, reset keys and queued mail go with it, in one transaction."
+            "Its sessions end on every replica (streams within a second), and its devices, the pushes queued for them, mutes, notifications, the product API's Idempotency-Keys that notified it, verifications, reset keys and queued mail go with it, in one transaction."
     )
 
     static func delete(_ arguments: [String], environment: [String: String]) throws -> ExitCode {

@@ -54,35 +54,41 @@ struct ProductAPI: Sendable {
             throw HTTPError.invalidField("email", "Name the account by email or by accountId, one of them.")
         }
         let idempotency = try Self.idempotencyKey(request)
-        let store = ProductKeyStore(database)
         // A retry is the same request: its body's digest is kept with the claim.
         let requestHash = Digest.hex(Digest.sha256(Array(request.body)))
-        if let idempotency,
-            !(try store.claim(
-                key: key.id, idempotencyKey: idempotency, requestHash: requestHash, now: clock.unixSeconds))
-        {
-            let sent = try store.sent(key: key.id, idempotencyKey: idempotency)
-            guard sent.map({ $0.requestHash == requestHash }) ?? true else {
-                throw HTTPError(
-                    status: 422, code: "idempotency_key_reused",
-                    message: "This Idempotency-Key was sent with another request; use a new one.")
-            }
-            return try Self.answer(for: sent.map { ($0.seq, $0.queued) })
+        let userID = try account(of: body)
+        // Claim, notification and what it made are one transaction: a crash keeps all or none,
+        // so a key never sticks half-done, and nothing acknowledged is lost or made twice.
+        let hook = idempotency.map { idempotency in
+            PushCenter.TransactionHook(
+                before: { db in
+                    let store = ProductKeyStore(db)
+                    let now = clock.unixSeconds
+                    if try store.claim(key: key.id, idempotencyKey: idempotency, requestHash: requestHash, now: now) {
+                        return nil
+                    }
+                    guard let sent = try store.sent(key: key.id, idempotencyKey: idempotency),
+                        sent.requestHash == requestHash
+                    else {
+                        throw HTTPError(
+                            status: 422, code: "idempotency_key_reused",
+                            message: "This Idempotency-Key was sent with another request; use a new one.")
+                    }
+                    return PushCenter.Delivery(seq: sent.seq, queued: sent.queued, muted: false)
+                },
+                after: { db, delivery in
+                    try ProductKeyStore(db).complete(
+                        key: key.id, idempotencyKey: idempotency, userID: userID, seq: delivery.seq,
+                        queued: delivery.queued)
+                })
         }
         do {
-            let userID = try account(of: body)
             let delivery = try push.notify(
                 userID: userID, code: body.code, title: body.title, body: body.body, thread: body.thread,
-                objectID: body.id, data: body.data)
-            if let idempotency {
-                try store.complete(
-                    key: key.id, idempotencyKey: idempotency, seq: delivery.seq, queued: delivery.queued)
-            }
+                objectID: body.id, collapseID: nil, data: body.data, within: hook)
             return try Self.accepted(seq: delivery.seq, queued: delivery.queued)
-        } catch {
-            if let idempotency { try? store.release(key: key.id, idempotencyKey: idempotency) }
-            if let refusal = error as? PushCenter.Refusal { throw Self.refusal(refusal, body) }
-            throw error
+        } catch let refusal as PushCenter.Refusal {
+            throw Self.refusal(refusal, body)
         }
     }
 
@@ -167,17 +173,6 @@ struct ProductAPI: Sendable {
                 "Idempotency-Key", "An Idempotency-Key is 1–200 printable ASCII characters, sent once.")
         }
         return key
-    }
-
-    /// The answer to a retry: the first request's, or 409 while it is still at work.
-    static func answer(for sent: (seq: Int64, queued: Int)?) throws -> HTTPResponse {
-        guard let sent, sent.seq > 0 else {
-            throw HTTPError(
-                status: 409, code: "idempotency_in_progress",
-                message: "A request with this Idempotency-Key is still at work; try again.",
-                headers: ["Retry-After": "1"])
-        }
-        return try accepted(seq: sent.seq, queued: sent.queued)
     }
 
     static func accepted(seq: Int64, queued: Int) throws -> HTTPResponse {

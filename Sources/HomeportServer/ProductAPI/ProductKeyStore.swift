@@ -55,43 +55,58 @@ struct ProductKeyStore {
     }
 
     /// What `key` sent under `idempotencyKey`: the digest of that request's body, the
-    /// notification's number (0 while the first request with it is still at work) and how many
-    /// pushes it queued; `nil` for nothing yet.
+    /// notification's number and how many pushes it queued; `nil` for nothing yet.
     func sent(key: Int64, idempotencyKey: String) throws -> (requestHash: String, seq: Int64, queued: Int)? {
         guard
             let row = try db.execute(
                 """
                 SELECT request_hash, seq, queued FROM product_notifications
-                WHERE key_id = $1 AND idempotency_key = $2
+                WHERE key_id = $1 AND idempotency_key = $2 AND seq > 0
                 """, [.integer(key), .text(idempotencyKey)]
             ).first, let hash = row.string("request_hash"), let seq = row.int("seq"), let queued = row.int("queued")
         else { return nil }
         return (hash, seq, Int(queued))
     }
 
-    /// Claims `idempotencyKey` for `key` before the notification is made; false when another
-    /// request claimed it first.
+    /// Claims `idempotencyKey` for `key`, in the transaction that makes the notification and
+    /// records it (``complete(key:idempotencyKey:userID:seq:queued:)``); false when a request
+    /// with it made its notification already. On PostgreSQL a claim made by a transaction still
+    /// at work waits for it. A claim with no notification (`seq = 0`: a crash between two
+    /// statements, before both were one transaction) is no claim: it is taken over.
     func claim(key: Int64, idempotencyKey: String, requestHash: String, now: Int64) throws -> Bool {
-        !(try db.execute(
-            """
-            INSERT INTO product_notifications (key_id, idempotency_key, request_hash, seq, queued, created_at)
-            VALUES ($1, $2, $3, 0, 0, $4) ON CONFLICT (key_id, idempotency_key) DO NOTHING RETURNING key_id
-            """, [.integer(key), .text(idempotencyKey), .text(requestHash), .integer(now)]
-        ).isEmpty)
-    }
-
-    /// Records what the claimed request made.
-    func complete(key: Int64, idempotencyKey: String, seq: Int64, queued: Int) throws {
-        try db.execute(
-            "UPDATE product_notifications SET seq = $3, queued = $4 WHERE key_id = $1 AND idempotency_key = $2",
-            [.integer(key), .text(idempotencyKey), .integer(seq), .integer(Int64(queued))])
-    }
-
-    /// Gives a claim back (the notification was refused): a retry may make it.
-    func release(key: Int64, idempotencyKey: String) throws {
         try db.execute(
             "DELETE FROM product_notifications WHERE key_id = $1 AND idempotency_key = $2 AND seq = 0",
             [.integer(key), .text(idempotencyKey)])
+        return
+            !(try db.execute(
+                """
+                INSERT INTO product_notifications (key_id, idempotency_key, request_hash, seq, queued, created_at)
+                VALUES ($1, $2, $3, 0, 0, $4) ON CONFLICT (key_id, idempotency_key) DO NOTHING RETURNING key_id
+                """, [.integer(key), .text(idempotencyKey), .text(requestHash), .integer(now)]
+            ).isEmpty)
+    }
+
+    /// Records what the claimed request made, and for which account.
+    func complete(key: Int64, idempotencyKey: String, userID: Int64, seq: Int64, queued: Int) throws {
+        try db.execute(
+            "UPDATE product_notifications SET seq = $3, queued = $4 WHERE key_id = $1 AND idempotency_key = $2",
+            [.integer(key), .text(idempotencyKey), .integer(seq), .integer(Int64(queued))])
+        try db.execute(
+            """
+            INSERT INTO product_notification_accounts (key_id, idempotency_key, user_id) VALUES ($1, $2, $3)
+            ON CONFLICT (key_id, idempotency_key) DO NOTHING
+            """, [.integer(key), .text(idempotencyKey), .integer(userID)])
+    }
+
+    /// Forgets every Idempotency-Key that notified `userID` (the account is being deleted).
+    func forgetNotifications(userID: Int64) throws {
+        try db.execute(
+            """
+            DELETE FROM product_notifications WHERE EXISTS (
+                SELECT 1 FROM product_notification_accounts a
+                WHERE a.user_id = $1 AND a.key_id = product_notifications.key_id
+                    AND a.idempotency_key = product_notifications.idempotency_key)
+            """, [.integer(userID)])
     }
 
     private static func key(_ row: Row) -> ProductKey? {

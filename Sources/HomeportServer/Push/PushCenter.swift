@@ -124,6 +124,25 @@ public final class PushCenter: Sendable {
         userID: Int64, code: String, title: String, body: String? = nil, thread: String? = nil, objectID: Int64? = nil,
         collapseID: String? = nil, data: [String: String]? = nil
     ) throws -> Delivery {
+        try notify(
+            userID: userID, code: code, title: title, body: body, thread: thread, objectID: objectID,
+            collapseID: collapseID, data: data, within: nil)
+    }
+
+    /// What a caller does in the notification's own transaction: `before` may answer with a
+    /// delivery made earlier (then nothing new is made), `after` records what was made. A crash
+    /// leaves all of it or none.
+    struct TransactionHook {
+        var before: (any DatabaseConnection) throws -> Delivery?
+        var after: (any DatabaseConnection, Delivery) throws -> Void
+    }
+
+    /// ``notify(userID:code:title:body:thread:objectID:collapseID:data:)`` with `hook` run in the
+    /// same transaction.
+    func notify(
+        userID: Int64, code: String, title: String, body: String?, thread: String?, objectID: Int64?,
+        collapseID: String?, data: [String: String]?, within hook: TransactionHook?
+    ) throws -> Delivery {
         let catalogue = catalogue
         guard catalogue.contains(code) else { throw Refusal.unknownCode(code) }
         guard (1...200).contains(title.count), body.map({ $0.count <= 2000 }) ?? true,
@@ -143,33 +162,48 @@ public final class PushCenter: Sendable {
         let text = String(decoding: encoded, as: UTF8.self)
         let now = clock.unixSeconds
         let delivery: Delivery = try database.transaction { db in
-            guard
-                let record = try NotificationLog(db).append(
-                    userID: userID, code: code, title: title, body: body, thread: thread, objectID: objectID,
-                    catalogueVersion: catalogue.version, data: data, now: now)
-            else { throw Refusal.noAccount }
-            let muted = try thread.map { try MuteStore(db).isMuted($0, userID: userID) } ?? false
-            guard !muted, let topic = settings.topic else { return Delivery(seq: record.seq, queued: 0, muted: muted) }
-            // The newest registrations only: an account never fans out past its cap, even over rows
-            // written before the cap.
-            let newest = try PushDeviceStore(db).devices(userID: userID, newest: settings.maxDevicesPerAccount)
-            // A registration belongs to its session: one whose session expired (not ended, so not
-            // yet pruned) gets nothing.
-            let live = try SessionStore(db).live(keyHashes: newest.compactMap(\.sessionKeyHash), now: now)
-            let devices = newest.filter { $0.sessionKeyHash.map(live.contains) ?? true }
-            for device in devices {
-                try PushOutbox(db).enqueue(
-                    OutboxItem(
-                        id: 0, apnsID: try random.uuid().uuidString.lowercased(),
-                        deviceToken: device.token, environment: device.environment,
-                        topic: device.topic.isEmpty ? topic : device.topic, payload: text,
-                        collapseID: collapseID, priority: 10, expiration: now + 86400, attempts: 0),
-                    now: now)
-            }
-            return Delivery(seq: record.seq, queued: devices.count, muted: false)
+            if let earlier = try hook?.before(db) { return earlier }
+            let delivery = try log(
+                db, userID: userID, code: code, title: title, body: body, thread: thread, objectID: objectID,
+                collapseID: collapseID, data: data, catalogue: catalogue, payload: text, now: now)
+            try hook?.after(db, delivery)
+            return delivery
         }
         listeners.withLock { $0 }.forEach { $0() }
         return delivery
+    }
+
+    /// Logs the notification and queues its pushes, in `db`'s transaction.
+    private func log(
+        _ db: any DatabaseConnection, userID: Int64, code: String, title: String, body: String?, thread: String?,
+        objectID: Int64?, collapseID: String?, data: [String: String]?, catalogue: ServerCatalogue,
+        payload text: String,
+        now: Int64
+    ) throws -> Delivery {
+        guard
+            let record = try NotificationLog(db).append(
+                userID: userID, code: code, title: title, body: body, thread: thread, objectID: objectID,
+                catalogueVersion: catalogue.version, data: data, now: now)
+        else { throw Refusal.noAccount }
+        let muted = try thread.map { try MuteStore(db).isMuted($0, userID: userID) } ?? false
+        guard !muted, let topic = settings.topic else { return Delivery(seq: record.seq, queued: 0, muted: muted) }
+        // The newest registrations only: an account never fans out past its cap, even over rows
+        // written before the cap.
+        let newest = try PushDeviceStore(db).devices(userID: userID, newest: settings.maxDevicesPerAccount)
+        // A registration belongs to its session: one whose session expired (not ended, so not
+        // yet pruned) gets nothing.
+        let live = try SessionStore(db).live(keyHashes: newest.compactMap(\.sessionKeyHash), now: now)
+        let devices = newest.filter { $0.sessionKeyHash.map(live.contains) ?? true }
+        for device in devices {
+            try PushOutbox(db).enqueue(
+                OutboxItem(
+                    id: 0, apnsID: try random.uuid().uuidString.lowercased(),
+                    deviceToken: device.token, environment: device.environment,
+                    topic: device.topic.isEmpty ? topic : device.topic, payload: text,
+                    collapseID: collapseID, priority: 10, expiration: now + 86400, attempts: 0),
+                now: now)
+        }
+        return Delivery(seq: record.seq, queued: devices.count, muted: false)
     }
 
     /// Notifies the account that signs in with `email`.
