@@ -39,6 +39,12 @@ public struct BcryptHash: Sendable, Hashable {
         self.prehashed = prehashed
     }
 
+    /// Its cost: 2^cost rounds.
+    public var cost: Int {
+        let parts = setting.split(separator: "$", omittingEmptySubsequences: false)
+        return parts.count > 2 ? Int(parts[2]) ?? 31 : 31
+    }
+
     /// Whether this system can check bcrypt hashes (libcrypt with bcrypt, on Linux).
     public static var isSupported: Bool {
         #if os(Linux)

@@ -39,6 +39,40 @@ extension PasswordHashing {
         return check.matches
     }
 
+    /// Checks `password` against `stored` so that every check costs the time of the costliest
+    /// hash the server holds: the configured cost, or `costliest` (a hash brought by
+    /// `users import`, or made at an earlier, higher cost, and not yet rehashed) when that takes
+    /// longer. The time spent never tells whether an account exists, nor whether its hash was
+    /// imported, nor at what cost or with which algorithm.
+    ///
+    /// PBKDF2 against PBKDF2 is padded in iterations, exactly; a check that involves bcrypt (the
+    /// stored hash or the costliest) is padded by time, with PBKDF2 iterations that take the
+    /// difference here (`timing` learns the rates from the checks themselves).
+    public func checkEqualized(
+        _ password: String, against stored: String?, costliest: HashCost?, timing: HashTiming
+    ) -> Bool {
+        let configured = HashCost.pbkdf2(iterations: iterations)
+        let target = costliest.map { timing.costlier(configured, $0) } ?? configured
+        let cost = stored.flatMap(HashCost.init(of:))
+        let started = ContinuousClock.now
+        let check = stored.map { verify(password, against: $0) } ?? PasswordCheck(matches: false, iterations: 0)
+        let elapsed = ContinuousClock.now - started
+        if let cost { timing.record(cost, took: elapsed) }
+        let padding: Int
+        switch (target, cost) {
+        case (.pbkdf2(let goal), nil), (.pbkdf2(let goal), .pbkdf2?):
+            padding = goal - check.iterations
+        default:
+            padding = timing.iterations(for: timing.time(of: target) - elapsed)
+        }
+        if padding > 0 {
+            let padded = ContinuousClock.now
+            spend(iterations: padding)
+            timing.record(.pbkdf2(iterations: padding), took: ContinuousClock.now - padded)
+        }
+        return check.matches
+    }
+
     /// Whether `encoded` was made at another cost than the configured one.
     public func needsUpgrade(_ encoded: String) -> Bool {
         PasswordHasher.iterations(of: encoded) != iterations

@@ -118,6 +118,21 @@ struct UserImportTests {
             ("\(good)\n<html>\n", "line 2: not a JSON object"),
             ("\(good)\n{\"email\":\"bo@exa mple.com\"}\n", "line 2: email"),
             ("\(good)\n{\"email\":\"bo@example.com\",\"createdAt\":\"yesterday\"}\n", "line 2: createdAt"),
+            // Costlier than a sign-in may be: one wrong password would hold a password thread.
+            (
+                "\(good)\n{\"email\":\"bo@example.com\",\"passwordHash\":\"pbkdf2_sha256$100000000$salt$\(Self.zeroHash)\"}\n",
+                "line 2: passwordHash: pbkdf2_sha256 at 100000000 iterations costs more than a sign-in may"
+            ),
+            (
+                "\(good)\n{\"email\":\"bo@example.com\",\"passwordHash\":\"$2b$31$\(String(repeating: "a", count: 53))\"}\n",
+                "line 2: passwordHash: bcrypt at cost 31 costs more"
+            ),
+            (
+                "\(good)\n{\"email\":\"bo@example.com\",\"passwordHash\":\"bcrypt$$2b$15$\(String(repeating: "a", count: 53))\"}\n",
+                "line 2: passwordHash: bcrypt at cost 15"
+            ),
+            // A byte-order mark is taken at the start of the file only.
+            ("\(good)\n\u{FEFF}{\"email\":\"bo@example.com\"}\n", "line 2: a byte-order mark"),
         ]
         for (text, report) in files {
             try text.write(toFile: data.file("users.jsonl"), atomically: true, encoding: .utf8)
@@ -139,5 +154,36 @@ struct UserImportTests {
         let listed = try ServerProcess.run(["users", "list", "--database", database.rawText]).output
         #expect(!listed.contains("bo@example.com"), "bo, on a good line, was not imported either")
         #expect(try ServerProcess.run(["users", "import", data.file("none.jsonl")]).status != 0)
+    }
+
+    static let zeroHash = Data(count: 32).base64EncodedString()
+
+    @Test(
+        "--max-import-cost raises or lowers the ceiling, and a bad one is a usage error; a byte-order mark opening the file is taken"
+    )
+    func importCeiling() throws {
+        let (database, cleanUp) = try Backend.sqlite.makeDatabaseURL()
+        defer { cleanUp() }
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let file = data.file("users.jsonl")
+        try "\u{FEFF}{\"email\":\"cy@example.com\",\"passwordHash\":\"pbkdf2_sha256$3000000$salt$\(Self.zeroHash)\"}\n"
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let refused = try ServerProcess.run(["users", "import", file, "--database", database.rawText])
+        #expect(refused.status == 1 && refused.error.contains("line 1: passwordHash: pbkdf2_sha256 at 3000000"))
+        #expect(
+            refused.error.contains("pbkdf2=2000000,bcrypt=14") && refused.error.contains("null"), "\(refused.error)")
+        for bad in ["pbkdf2=lots", "md5=3", "pbkdf2=10", "bcrypt=40", ""] {
+            let usage = try ServerProcess.run(
+                ["users", "import", file, "--max-import-cost", bad, "--database", database.rawText])
+            #expect(usage.status == 2 && usage.error.contains("--max-import-cost"), "\(bad): \(usage.error)")
+        }
+        let lowered = try ServerProcess.run(
+            ["users", "import", file, "--max-import-cost", "pbkdf2=1000000", "--database", database.rawText])
+        #expect(lowered.status == 1 && lowered.error.contains("at most pbkdf2=1000000,bcrypt=14"))
+        let raised = try ServerProcess.run(
+            ["users", "import", file, "--max-import-cost", "pbkdf2=3000000", "--database", database.rawText])
+        #expect(raised.status == 0, "\(raised.error)")
+        #expect(try storedHash(database, "cy@example.com").hasPrefix("pbkdf2_sha256$3000000$"))
     }
 }

@@ -44,19 +44,27 @@ public struct AccountImport: Sendable {
     /// The most problems reported for one file.
     static let reportedProblems = 20
 
-    /// Reads JSON lines; blank lines are skipped. Throws every problem found (up to 20), each
-    /// with its line number, when any line is wrong.
-    public init(jsonLines data: Data, now: Int64) throws {
+    /// Reads JSON lines; blank lines are skipped, and so is a UTF-8 byte-order mark at the start
+    /// of the file (anywhere else it is a wrong line). A password hash costlier than `ceiling`
+    /// is a wrong line. Throws every problem found (up to 20), each with its line number, when
+    /// any line is wrong.
+    public init(jsonLines data: Data, now: Int64, ceiling: HashCeiling = .standard) throws {
         var entries: [Entry] = []
         var problems: [Problem] = []
         var lineOf: [String: Int] = [:]
-        for (index, raw) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+        let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+        let text = data.starts(with: byteOrderMark) ? data.dropFirst(3) : data[...]
+        for (index, raw) in text.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
             let number = index + 1
             guard problems.count < Self.reportedProblems else { break }
             let line = raw.last == UInt8(ascii: "\r") ? raw.dropLast() : raw
             guard !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) else { continue }
             do {
-                let entry = try Self.entry(Data(line), line: number, now: now)
+                guard !line.starts(with: byteOrderMark) else {
+                    throw Problem(
+                        line: number, message: "a byte-order mark: one is taken only at the start of the file")
+                }
+                let entry = try Self.entry(Data(line), line: number, now: now, ceiling: ceiling)
                 if let first = lineOf[entry.email] {
                     throw Problem(line: number, message: "email: \(entry.email) is on line \(first) too")
                 }
@@ -70,7 +78,7 @@ public struct AccountImport: Sendable {
         self.entries = entries
     }
 
-    private static func entry(_ line: Data, line number: Int, now: Int64) throws -> Entry {
+    private static func entry(_ line: Data, line number: Int, now: Int64, ceiling: HashCeiling) throws -> Entry {
         let fail = { (message: String) in Problem(line: number, message: message) }
         guard let object = try? JSONDecoder().decode([String: Field].self, from: line) else {
             throw fail("not a JSON object of strings, numbers, booleans and nulls")
@@ -91,6 +99,13 @@ public struct AccountImport: Sendable {
                 throw fail(
                     "passwordHash: not a hash Homeport checks (pbkdf2_sha256$…, bcrypt $2b$…, bcrypt$…, bcrypt_sha256$…, or ! for none)"
                 )
+            }
+            if let cost = HashCost(of: text), !ceiling.allows(cost) {
+                throw fail(
+                    "passwordHash: \(cost) costs more than a sign-in may (at most \(ceiling), --max-import-cost): "
+                        + "one wrong password would hold a password thread that long. Rehash it at the source "
+                        + "at a lower cost, or import the account with \"passwordHash\": null (it signs in after "
+                        + "a password reset)")
             }
             hash = text
         default: throw fail("passwordHash: a string or null")

@@ -19,6 +19,10 @@ public final class AccountService: Sendable {
     let clock: any WallClock
     let random: any RandomSource
     let logger: Logger
+    /// How long password work takes here, learned from the checks.
+    let hashTiming = HashTiming()
+    /// The costliest hash held, which every check is padded to.
+    let costliestHash: CostliestHash
     /// Two-factor sign-in, when a ``SecretsKey`` is at hand; `nil` offers none (and a server
     /// refuses to start without one if any account has a second factor).
     public let secondFactors: SecondFactorSettings?
@@ -34,6 +38,7 @@ public final class AccountService: Sendable {
         self.settings = settings
         self.database = database
         self.hasher = hasher ?? PasswordHasher(iterations: settings.passwordIterations, random: random)
+        costliestHash = CostliestHash(timing: hashTiming)
         self.mailer = mailer
         self.clock = clock
         self.random = random
@@ -237,7 +242,9 @@ public final class AccountService: Sendable {
                     : .rateLimited(retryAfter: refusal.retryAfter))
         }
         let found = try AccountStore(database).find(email: email)
-        let matches = hasher.checkEqualized(password, against: found?.passwordHash)
+        let matches = hasher.checkEqualized(
+            password, against: found?.passwordHash,
+            costliest: costliestHash.value(in: database, configured: hasher.iterations), timing: hashTiming)
         guard let account = found, matches else { return .refused(.invalid([Self.mismatch])) }
         return .authenticated(email: email, account: account)
     }

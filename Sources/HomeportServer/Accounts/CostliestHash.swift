@@ -1,0 +1,57 @@
+import Foundation
+import HomeportCrypto
+import HomeportStorage
+import Synchronization
+
+/// The costliest password hash the accounts hold that is not at the configured cost: an
+/// imported one (`users import`) or one made at an earlier, higher cost, until its account's
+/// next sign-in rehashes it. Every password check is padded to it (see
+/// `PasswordHashing.checkEqualized(_:against:costliest:timing:)`), so a wrong password takes as
+/// long for an imported account as for a native one or none.
+///
+/// Read from the database at most every ``refresh`` (a `users import` run by another process is
+/// seen within it), and at once by the process that imports.
+final class CostliestHash: Sendable {
+    /// How long a reading is used.
+    static let refresh: Duration = .seconds(10)
+
+    private struct Reading {
+        var cost: HashCost?
+        var at: ContinuousClock.Instant
+    }
+
+    private let reading = Mutex<Reading?>(nil)
+    private let timing: HashTiming
+
+    init(timing: HashTiming) {
+        self.timing = timing
+    }
+
+    /// The costliest hash held that is not at `configured` iterations; `nil` when there is none
+    /// (or it cannot be read: the configured cost is then the target, as before any import).
+    func value(in database: any SQLExecutor, configured: Int) -> HashCost? {
+        let now = ContinuousClock.now
+        if let cached = reading.withLock({ $0 }), now - cached.at < Self.refresh { return cached.cost }
+        guard
+            let rows = try? database.execute(
+                "SELECT password_hash FROM users WHERE password_hash NOT LIKE $1",
+                [.text("pbkdf2_sha256$\(configured)$%")])
+        else { return reading.withLock { $0?.cost } }
+        var costliest: HashCost?
+        for row in rows {
+            // A hash over the standard ceiling (imported with a raised --max-import-cost, or before
+            // there was one) is checked at its own cost: padding everyone's check to it would let
+            // one account hold every sign-in for as long.
+            guard let cost = row.string("password_hash").flatMap(HashCost.init(of:)), HashCeiling.standard.allows(cost)
+            else { continue }
+            costliest = costliest.map { timing.costlier($0, cost) } ?? cost
+        }
+        reading.withLock { $0 = Reading(cost: costliest, at: now) }
+        return costliest
+    }
+
+    /// Forgets the reading: the next check reads the accounts again.
+    func forget() {
+        reading.withLock { $0 = nil }
+    }
+}
