@@ -172,6 +172,14 @@ struct ProductAPITests {
             (#"{"accountId":true,"code":"journal:entry.shared","title":"x"}"#, "accountId"),
             (#"{"email":"nobody@example.com","code":"journal:entry.shared","title":"x"}"#, "email"),
             (#"{"email":"ada@example.com","code":"journal:entry.shared","title":"x","thread":"no spaces"}"#, "thread"),
+            // Hidden or reordering characters, in the title or the body (a body may break lines).
+            (#"{"email":"ada@example.com","code":"journal:entry.shared","title":"\u202Eevil"}"#, "title"),
+            (#"{"email":"ada@example.com","code":"journal:entry.shared","title":"a\u2028b"}"#, "title"),
+            (#"{"email":"ada@example.com","code":"journal:entry.shared","title":"a\u007Fb"}"#, "title"),
+            (#"{"email":"ada@example.com","code":"journal:entry.shared","title":"a\u0085b"}"#, "title"),
+            (#"{"email":"ada@example.com","code":"journal:entry.shared","title":"a\nb"}"#, "title"),
+            (#"{"email":"ada@example.com","code":"journal:entry.shared","title":"x","body":"a\u2066b"}"#, "body"),
+            (#"{"email":"ada@example.com","code":"journal:entry.shared","title":"x","body":"a\u0000b"}"#, "body"),
             (#"[1,2]"#, "body"), ("<html>", "body"),
         ]
         for (body, field) in cases {
@@ -199,6 +207,8 @@ struct ProductAPITests {
             #expect(answer.header("WWW-Authenticate") == "Bearer")
         }
         #expect(try stage.notify(good, key: key).status == 202)
+        let lines = #"{"email":"ada@example.com","code":"journal:entry.shared","title":"x","body":"two\nlines 👨‍👩‍👧"}"#
+        #expect(try stage.notify(lines, key: key).status == 202, "a body breaks lines; a family emoji joins")
         #expect(try stage.keys(["revoke", "journal"]).status == 0)
         #expect(try stage.notify(good, key: key).status == 401, "refused at once after the revocation")
         // The product API is not on the app's listener.

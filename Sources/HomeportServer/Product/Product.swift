@@ -121,10 +121,8 @@ public struct Product: Sendable {
             }
         }
         for code in notificationCodes {
-            guard ServerCatalogue.isCode(code.code), (1...200).contains(code.title.count) else {
-                throw ConfigurationError(
-                    "\(name): '\(code.code.prefix(80))' is not a catalogue code (namespace:name) with a 1–200 character title"
-                )
+            if let problem = ServerCatalogue.problem(code) {
+                throw ConfigurationError("\(name): not a catalogue code with a title a person can read: \(problem)")
             }
         }
         var budgetNames = Set(RateLimitPolicy.names)

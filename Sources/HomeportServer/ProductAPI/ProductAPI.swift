@@ -108,9 +108,10 @@ struct ProductAPI: Sendable {
                     ServerCatalogue.isCode(code.code) ? field + ".title" : field + ".code",
                     problem.capitalizedFirst + ".")
             }
-            guard !code.code.hasPrefix(Self.reservedNamespace + ":") else {
+            guard !ServerCatalogue.isReserved(code.code) else {
                 throw HTTPError.invalidField(
-                    field + ".code", "The namespace \(Self.reservedNamespace) is Homeport's own; use the product's.")
+                    field + ".code",
+                    "The namespace \(Self.reservedNamespace) is Homeport's own, in any spelling; use the product's.")
             }
             guard seen.insert(code.code).inserted else {
                 throw HTTPError.invalidField(field + ".code", "\(code.code) is declared twice.")
@@ -186,8 +187,8 @@ struct ProductAPI: Sendable {
         case .invalidThread: .invalidField("thread", refusal.description)
         case .invalidText:
             .invalidField(
-                (1...200).contains(body.title.count) && !body.title.unicodeScalars.contains { $0.value < 0x20 }
-                    ? "body" : "title", refusal.description)
+                (1...200).contains(body.title.count) && DisplayText.isShown(body.title) ? "body" : "title",
+                refusal.description)
         case .payloadTooLarge: .invalidField("body", refusal.description)
         case .noAccount: .invalidField(body.accountId != nil ? "accountId" : "email", refusal.description)
         case .invalidData: .invalidField("data", refusal.description.capitalizedFirst + ".")

@@ -108,7 +108,8 @@ public final class PushCenter: Sendable {
                 "the push payload would be \(bytes) bytes; APNs takes at most \(PushPayload.maximumBytes)"
             case .noAccount: "no such account"
             case .invalidThread: "a thread id is 1–128 characters of letters, digits and ':._-'"
-            case .invalidText: "a title is 1–200 characters and a body at most 2000, without control characters"
+            case .invalidText:
+                "a title is 1–200 characters and a body at most 2000 (line breaks allowed), without control, bidirectional or invisible formatting characters"
             case .identityUnavailable: "the installation identity cannot be read"
             case .invalidData(let problem): problem
             }
@@ -145,8 +146,8 @@ public final class PushCenter: Sendable {
     ) throws -> Delivery {
         let catalogue = catalogue
         guard catalogue.contains(code) else { throw Refusal.unknownCode(code) }
-        guard (1...200).contains(title.count), body.map({ $0.count <= 2000 }) ?? true,
-            !(title + (body ?? "")).unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\n" })
+        guard (1...200).contains(title.count), DisplayText.isShown(title), body.map({ $0.count <= 2000 }) ?? true,
+            body.map({ DisplayText.isShown($0, newlines: true) }) ?? true
         else { throw Refusal.invalidText }
         if let thread, !Self.isThread(thread) { throw Refusal.invalidThread }
         if let data, let problem = NotificationData.problem(data) { throw Refusal.invalidData(problem) }

@@ -58,9 +58,24 @@ public struct ServerCatalogue: Sendable, Hashable {
             return
                 "'\(code.code.prefix(80))' is not a code: use namespace:name, such as homeport/core:chat.turn-ended"
         }
-        guard (1...200).contains(code.title.count), !code.title.unicodeScalars.contains(where: { $0.value < 0x20 })
-        else { return "the title of \(code.code) must be 1–200 printable characters" }
+        guard (1...200).contains(code.title.count), DisplayText.isShown(code.title) else {
+            return
+                "the title of \(code.code) must be 1–200 characters without control, bidirectional or invisible formatting characters"
+        }
         return nil
+    }
+
+    /// Whether `code`'s namespace is Homeport's in some spelling: its first part, without `.`,
+    /// `_` and `-`, and with the digits that pass for letters read as them (`h0me-port`), starts
+    /// with `homeport` (`homeport:x`, `homeport/core/evil:x`, `home.port:x`). A product key's codes
+    /// are never in it; the operator's catalogue and a Swift product's, which are the
+    /// installation's own, may be.
+    public static func isReserved(_ code: String) -> Bool {
+        let namespace = code.split(separator: ":", maxSplits: 1).first ?? ""
+        let first = namespace.split(separator: "/", omittingEmptySubsequences: false).first ?? ""
+        let lookalikes: [Character: Character] = ["0": "o", "3": "e", "7": "t", "1": "l"]
+        let read = String(first.filter { !".-_".contains($0) }.map { lookalikes[$0] ?? $0 })
+        return read.hasPrefix("homeport")
     }
 
     /// `namespace:name`: lowercase letters, digits, `.`, `_`, `-` and `/` in the namespace; 3–128 characters.
