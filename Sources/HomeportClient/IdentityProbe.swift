@@ -159,6 +159,10 @@ public struct IdentityProbe: Sendable {
             return .identityUnavailable
         }
         guard response.status == 200 else { return .unreachable("answered \(response.status)") }
+        // An answer that names a key twice (two instanceIds) could be read as either.
+        guard StrictJSON.isValidWithoutRepeatedKeys(Array(response.body)) else {
+            return .notHomeport("an answer that names a key twice")
+        }
         guard let identity = try? JSONDecoder().decode(ServerIdentity.self, from: response.body) else {
             return .notHomeport("no identity in the answer")
         }

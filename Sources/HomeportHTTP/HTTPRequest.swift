@@ -1,4 +1,5 @@
 import Foundation
+import HomeportWire
 
 /// One complete request as a handler sees it: headers and the whole body already read.
 public struct HTTPRequest: Sendable {
@@ -31,10 +32,16 @@ public struct HTTPRequest: Sendable {
         self.pathParameters = pathParameters
     }
 
-    /// Decodes the body as JSON, or throws a 400 ``HTTPError`` that says what is wrong.
+    /// Decodes the body as JSON, or throws a 400 ``HTTPError`` that says what is wrong. A body
+    /// that names a key twice in an object is refused (``StrictJSON``): parsers disagree about
+    /// which of the two counts.
     public func decodeJSON<T: Decodable>(_ type: T.Type) throws -> T {
         guard !body.isEmpty else {
             throw HTTPError.badRequest(code: "body_required", message: "This request needs a JSON body.")
+        }
+        guard StrictJSON.isValidWithoutRepeatedKeys(Array(body)) else {
+            throw HTTPError.badRequest(
+                code: "invalid_json", message: "The request body is not valid JSON, or names a key twice in an object.")
         }
         do {
             return try JSONDecoder().decode(type, from: body)

@@ -36,7 +36,7 @@ struct ProbeAndRetryTests {
     }
 
     @Test(
-        "probe outcomes: older server, HTML page, not Homeport, mismatch, oversized",
+        "probe outcomes: older server, HTML page, not Homeport, mismatch, oversized, a key named twice",
         arguments: [
             (RecordingListener.Canned(404, [:], "Not Found"), "olderServer"),
             (
@@ -53,6 +53,13 @@ struct ProbeAndRetryTests {
             (
                 RecordingListener.Canned(
                     200, ["Content-Type": "application/json"], String(repeating: " ", count: 40000)), "unreachable"
+            ),
+            // The enrolled id and another, one after the other: either could be read as the answer.
+            (
+                RecordingListener.Canned(
+                    200, ["Content-Type": "application/json"],
+                    #"{"product":"homeport","protocolVersion":1,"instanceId":"0b5e5a3e-6f2a-4a7e-9a61-2f0c3d1b2a10","instanceId":"\#(id)"}"#
+                ), "notHomeport"
             ),
         ])
     func outcomes(answer: RecordingListener.Canned, expected: String) async throws {

@@ -181,6 +181,12 @@ struct ProductAPITests {
             (#"{"email":"ada@example.com","code":"journal:entry.shared","title":"x","body":"a\u2066b"}"#, "body"),
             (#"{"email":"ada@example.com","code":"journal:entry.shared","title":"x","body":"a\u0000b"}"#, "body"),
             (#"[1,2]"#, "body"), ("<html>", "body"),
+            // A key named twice: Foundation would read the first, Python and JavaScript the last.
+            (
+                #"{"email":"nobody@example.com","email":"ada@example.com","code":"journal:entry.shared","title":"x"}"#,
+                "body"
+            ),
+            (#"{"email":"ada@example.com","code":"journal:entry.shared","title":"x","title":"y"}"#, "body"),
         ]
         for (body, field) in cases {
             let answer = try stage.notify(body, key: key)

@@ -133,6 +133,14 @@ struct UserImportTests {
             ),
             // A byte-order mark is taken at the start of the file only.
             ("\(good)\n\u{FEFF}{\"email\":\"bo@example.com\"}\n", "line 2: a byte-order mark"),
+            (
+                "\(good)\n{\"email\":\"bo@example.com\",\"email\":\"cy@example.com\"}\n",
+                "line 2: a field is named twice"
+            ),
+            (
+                "\(good)\n{\"email\":\"bo@example.com\",\"stage\":\"held\",\"stage\":\"approved\"}\n",
+                "line 2: a field is named twice"
+            ),
         ]
         for (text, report) in files {
             try text.write(toFile: data.file("users.jsonl"), atomically: true, encoding: .utf8)

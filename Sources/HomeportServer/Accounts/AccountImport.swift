@@ -1,6 +1,7 @@
 import Foundation
 import HomeportCrypto
 import HomeportStorage
+import HomeportWire
 
 /// Accounts brought from another system (`homeport-server users import FILE`): JSON lines of
 /// `{"email", "passwordHash", "verified", "stage", "createdAt"}`, all taken or none.
@@ -82,6 +83,9 @@ public struct AccountImport: Sendable {
         let fail = { (message: String) in Problem(line: number, message: message) }
         guard let object = try? JSONDecoder().decode([String: Field].self, from: line) else {
             throw fail("not a JSON object of strings, numbers, booleans and nulls")
+        }
+        guard StrictJSON.isValidWithoutRepeatedKeys(Array(line)) else {
+            throw fail("a field is named twice (other tools would read the other one)")
         }
         let known: Set<String> = ["email", "passwordHash", "verified", "stage", "createdAt"]
         if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {

@@ -206,6 +206,9 @@ extension ProductAPI {
                 key.intValue.map { "\(name)[\($0)]" } ?? (name.isEmpty ? key.stringValue : "\(name).\(key.stringValue)")
             }
         }
+        guard StrictJSON.isValidWithoutRepeatedKeys(Array(data)) else {
+            throw HTTPError.invalidField("body", "Send a JSON object that names each key once.")
+        }
         do {
             return try JSONDecoder().decode(type, from: data)
         } catch DecodingError.keyNotFound(let key, let context) {

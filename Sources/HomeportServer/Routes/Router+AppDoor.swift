@@ -452,10 +452,15 @@ struct AppDoor: Sendable {
     /// reported beside the others. A body that is not a JSON object is one `invalid` problem.
     func decode<T: Decodable>(_ type: T.Type, _ request: HTTPRequest, order: [String]) -> Result<T, Problems> {
         let notJSON = Problems(problems: [
-            FieldProblem(code: AuthErrorCode.invalid, param: nil, message: "The request body is not valid JSON.")
+            FieldProblem(
+                code: AuthErrorCode.invalid, param: nil,
+                message: "The request body is not valid JSON, or names a key twice in an object.")
         ])
         let body = request.body.isEmpty ? Data("{}".utf8) : request.body
-        guard var object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
+        // A key named twice is refused, not read as one of the two (parsers disagree on which).
+        guard StrictJSON.isValidWithoutRepeatedKeys(Array(body)),
+            var object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
+        else {
             return .failure(notJSON)
         }
         // As Django's forms: an empty field is a missing one (`required`); an address is trimmed

@@ -35,7 +35,9 @@ struct PushRoutes: Sendable {
             var token: String?
             var environment: String?
         }
-        guard let body = try? JSONDecoder().decode(Body.self, from: request.body) else {
+        guard StrictJSON.isValidWithoutRepeatedKeys(Array(request.body)),
+            let body = try? JSONDecoder().decode(Body.self, from: request.body)
+        else {
             throw HTTPError.invalidField(
                 "token", "Send {\"token\": \"<hex>\", \"environment\": \"sandbox\"|\"production\"}.")
         }

@@ -1,14 +1,20 @@
 /// Checks that a JSON text is one value in which no object names a key twice.
 ///
+/// Every JSON body Homeport reads from outside passes it first (the app door, a product's
+/// routes through `HTTPRequest.decodeJSON`, the product API, the push gateway, `users import`,
+/// and the client's identity probe): `{"email": "bo@…", "email": "ada@…"}` is refused rather
+/// than read as one of the two, since Foundation takes the first and Python and JavaScript the
+/// last.
+///
 /// Parsers disagree about a repeated key (the first wins in one, the last in another), so a
 /// payload `{"homeport": {"s": "A"}, "homeport": {"s": "B"}}` could pass the gateway's check of
 /// `s` with one reading and reach the phone with the other. The gateway refuses such a payload,
 /// and compares keys as Swift does (canonical equivalence: `K` and the Kelvin sign `\u212A` are
 /// one key to Foundation's parser, two to a literal one), so no two parsers can read it apart.
-enum StrictJSON {
+public enum StrictJSON {
     /// Whether `bytes` is one JSON value, with no key twice in any object (keys compared after
     /// their escapes are decoded, by canonical equivalence), nested at most 64 deep.
-    static func isValidWithoutRepeatedKeys(_ bytes: [UInt8]) -> Bool {
+    public static func isValidWithoutRepeatedKeys(_ bytes: [UInt8]) -> Bool {
         var parser = Parser(bytes: bytes)
         guard parser.value(depth: 0) else { return false }
         parser.skipSpace()
