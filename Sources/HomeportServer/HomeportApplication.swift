@@ -241,7 +241,8 @@ public final class HomeportApplication: Sendable {
             var http = HTTPServerConfiguration(host: address.host, port: address.port, workerThreads: 2)
             http.unixSocketPath = configuration.productSocket
             http.accessLogDelay = configuration.http.accessLogDelay
-            http.maxBodyBytes = 64 << 10
+            // The largest catalogue declaration the documented rules allow (a notification is smaller).
+            http.maxBodyBytes = ProductCatalogueRequest.maximumBodyBytes
             http.poolThreads = 1
             productServer = HTTPServer(
                 configuration: http, responder: ProductAPI(database: database, push: push, clock: clock).router(),

@@ -88,6 +88,16 @@ public struct ProductCatalogueRequest: Codable, Hashable, Sendable {
     /// The most codes one key declares.
     public static let maximumCodes = 500
 
+    /// The largest title, in UTF-8 bytes (besides its 200 characters: a character may be many).
+    public static let maximumTitleBytes = 800
+
+    /// The largest declaration the rules allow, in bytes: `maximumCodes` codes of 128 bytes with
+    /// titles of `maximumTitleBytes`, every byte of a title escaped as JSON may spell it
+    /// (`\uXXXX` for each UTF-16 unit, as Python's `json.dumps` does by default: at most three
+    /// times its UTF-8 bytes), with room for field names, quotes and indentation. The product
+    /// listener takes bodies of this size.
+    public static let maximumBodyBytes = maximumCodes * (128 + 3 * maximumTitleBytes + 128) + 4096
+
     /// The codes, `namespace:name` (the namespace `homeport/core` is Homeport's own).
     public var codes: [NotificationCatalogue.Code]
 

@@ -108,6 +108,31 @@ struct ProductAPICatalogueTests {
         #expect(gone.status == 400 && errorField(gone) == "code")
     }
 
+    @Test(
+        "the largest declaration the rules allow is taken: 500 codes of 128 bytes, titles of 200 emoji escaped as Python writes them, indented; a larger body is 413"
+    )
+    func largestDeclaration() throws {
+        let stage = try Stage()
+        let key = try stage.keys(["create", "sundown"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        // json.dumps(..., indent=2) with its default ensure_ascii: every emoji is a surrogate pair.
+        let title = String(repeating: #"\ud83d\ude00"#, count: 200)
+        let codes = (0..<ProductCatalogueRequest.maximumCodes).map { index in
+            let code = "sundown:" + String(format: "%03d", index) + String(repeating: "a", count: 117)
+            return "    {\n      \"code\": \"\(code)\",\n      \"title\": \"\(title)\"\n    }"
+        }
+        let body = "{\n  \"codes\": [\n" + codes.joined(separator: ",\n") + "\n  ]\n}"
+        #expect(body.utf8.count > 1_250_000 && body.utf8.count <= ProductCatalogueRequest.maximumBodyBytes)
+        let declared = try stage.declare(body, key: key)
+        #expect(declared.status == 200, "\(declared.status): \(declared.text.prefix(300))")
+        let answer = try JSONDecoder().decode(NotificationCatalogue.self, from: declared.body)
+        #expect(answer.codes.filter { $0.code.hasPrefix("sundown:") }.count == 500)
+        #expect(answer.codes.first { $0.code.hasPrefix("sundown:000") }?.title == String(repeating: "😀", count: 200))
+
+        let larger =
+            body + String(repeating: " ", count: ProductCatalogueRequest.maximumBodyBytes - body.utf8.count + 1)
+        #expect(try stage.declare(larger, key: key).status == 413)
+    }
+
     @Test("data travels with the notification to the stream; data that breaks the rules is refused naming data")
     func data() throws {
         let stage = try Stage()

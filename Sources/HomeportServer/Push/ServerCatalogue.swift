@@ -58,9 +58,11 @@ public struct ServerCatalogue: Sendable, Hashable {
             return
                 "'\(code.code.prefix(80))' is not a code: use namespace:name, such as homeport/core:chat.turn-ended"
         }
-        guard (1...200).contains(code.title.count), DisplayText.isShown(code.title) else {
+        guard (1...200).contains(code.title.count),
+            code.title.utf8.count <= ProductCatalogueRequest.maximumTitleBytes, DisplayText.isShown(code.title)
+        else {
             return
-                "the title of \(code.code) must be 1–200 characters without control, bidirectional or invisible formatting characters"
+                "the title of \(code.code) must be 1–200 characters (at most \(ProductCatalogueRequest.maximumTitleBytes) bytes) without control, bidirectional or invisible formatting characters"
         }
         return nil
     }
