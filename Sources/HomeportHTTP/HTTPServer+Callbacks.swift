@@ -22,6 +22,9 @@ final class RequestState {
     var refusal: HTTPError?
     /// Bytes of a refused body read and dropped so far.
     var discarded = 0
+    /// How much of a refused body is read and dropped before answering mid-upload, when less
+    /// than the server's usual (a refusal from the head alone reads little of a stranger's body).
+    var drainAtMost: Int?
     /// A response was queued early; later calls only let libmicrohttpd finish.
     var answered = false
     /// The handler runs on the pool, the connection suspended meanwhile.
@@ -155,7 +158,7 @@ extension HTTPServer {
             }
             if let refusal = request.refusal {
                 request.discarded += size
-                if request.discarded > drainLimit {
+                if request.discarded > (request.drainAtMost ?? drainLimit) {
                     return refuse(connection, request, refusal, url: url, method: method)
                 }
                 return .YES
@@ -256,8 +259,28 @@ extension HTTPServer {
                 return refuse(connection, request, refusal, url: url, method: method)
             }
         }
+        // An answer the head alone decides (a credential that opens nothing): little of the body
+        // is read, none of it kept.
+        if request.refusal == nil,
+            let refusal = responder.checkHead(
+                HTTPRequest(
+                    method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? ""),
+                    path: url.map { String(cString: $0) } ?? "/",
+                    query: request.target.rawQuery.map(RequestTarget.arguments) ?? [:],
+                    headers: HTTPHeaders(request.headers), remoteAddress: request.client(connection)))
+        {
+            request.refusal = refusal
+            request.drainAtMost = Self.headRefusalDrain
+            if case .length(let announced) = framing, announced > Self.headRefusalDrain {
+                return refuse(connection, request, refusal, url: url, method: method)
+            }
+        }
         return .YES
     }
+
+    /// How much of a body refused from the head alone is read and dropped, so that a client
+    /// still sending a small one gets the answer rather than a reset.
+    static let headRefusalDrain = 64 << 10
 
     /// What an announced body gets allocated before it arrives: a small body at once, a large
     /// one only as it comes.

@@ -13,6 +13,9 @@ package struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods
     private var parameterized: [(segments: [Segment], method: HTTPMethod, route: Route<Context>)] = []
     private var groups: [(prefix: [Substring], middleware: [any HTTPMiddleware<Context>])] = []
     private var secretPrefixes: [[Substring]] = []
+    /// Answers a request from its head, before its body is read (a credential checked first,
+    /// so that a stranger's large body is never read); `nil` (the default) answers none.
+    package var headCheck: (@Sendable (HTTPRequest) -> HTTPError?)?
 
     private enum Segment: Sendable, Equatable {
         case literal(Substring)
@@ -40,6 +43,9 @@ package struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods
 
     /// Creates an empty router.
     package init() {}
+
+    /// ``headCheck``'s answer.
+    package func checkHead(_ head: HTTPRequest) -> HTTPError? { headCheck?(head) }
 
     /// Claims `prefix` for a group: every route whose path is `prefix` or lies under it passes
     /// through `middleware` (the first outermost), then adds the group's routes, whose patterns
@@ -325,11 +331,17 @@ package protocol HTTPResponder: Sendable {
     func loggedPath(_ path: String) -> String
     /// The route group `path` falls in (its prefix), for metrics; `other` outside every group.
     func group(of path: String) -> String
+    /// The answer to a request from its head alone (method, path, query, headers, client; an
+    /// empty body), given before a byte of the body is read; `nil` reads the body and answers
+    /// as usual.
+    func checkHead(_ head: HTTPRequest) -> HTTPError?
 }
 
 extension HTTPResponder {
     /// Every path in one group, `other`.
     package func group(of path: String) -> String { "other" }
+    /// No answer from the head alone.
+    package func checkHead(_ head: HTTPRequest) -> HTTPError? { nil }
 }
 
 /// What answering a request came to.

@@ -42,6 +42,18 @@ public enum PushGatewayReason {
     public static let topicDisallowed = "TopicDisallowed"
     /// 429: the sender is past its rate limit; try again later.
     public static let tooManyRequests = "TooManyRequests"
+    /// 413: the payload is larger than APNs takes (4096 bytes); Apple's own reason for it.
+    public static let payloadTooLarge = "PayloadTooLarge"
+    /// 400: the device token is not 16–200 lowercase hex digits; Apple's own reason for it.
+    public static let badDeviceToken = "BadDeviceToken"
+    /// 400: the `apns-id` is not a UUID; Apple's own reason for it.
+    public static let badMessageID = "BadMessageId"
+    /// 400: the collapse id is not 1–64 bytes of printable text; Apple's own reason for it.
+    public static let badCollapseID = "BadCollapseId"
+    /// 400: the priority is not 1, 5 or 10; Apple's own reason for it.
+    public static let badPriority = "BadPriority"
+    /// 400: the expiration is before 1970; Apple's own reason for it.
+    public static let badExpirationDate = "BadExpirationDate"
 }
 
 /// One push, as the server's outbox holds it.

@@ -354,6 +354,78 @@ struct PushGatewayTests {
         #expect(standIn.requests().isEmpty)
     }
 
+    @Test(
+        "a stranger's batch is refused from its head, before its body is read: 401 to an announced 8 MB with not a byte of it sent"
+    )
+    func strangerRefusedFromTheHead() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let credential = try gateway.enroll("a", instanceID: UUID().uuidString.lowercased())
+        for authorization in ["", "Authorization: Bearer \(credential)x\r\n", "Authorization: Basic \(credential)\r\n"]
+        {
+            let fd = try RawHTTP.connect(port: gateway.replicas[0].port, timeout: 5)
+            defer { close(fd) }
+            #expect(
+                RawHTTP.send(
+                    fd,
+                    "POST \(PushGatewayPath.pushes) HTTP/1.1\r\nHost: x\r\n\(authorization)Content-Type: application/json\r\nContent-Length: 8000000\r\n\r\n"
+                ))
+            // Not a byte of the body: the answer comes from the head alone (a read that waited for the
+            // body would time out after 5 s).
+            let answer = try RawHTTP.readResponse(fd)
+            #expect(answer.status == 401, "\(authorization): \(answer.text)")
+        }
+        // A small one, sent whole, gets the same answer rather than a reset.
+        let small = try gateway.post(
+            PushGatewayPath.pushes, credential: credential + "x",
+            json: ["pushes": [rawPush(device(1), instance: "x", payload: String(repeating: "a", count: 4000))]])
+        #expect(small.status == 401)
+        // The live credential's head passes: its body is read and answered.
+        #expect(try gateway.post(PushGatewayPath.pushes, credential: credential, json: ["pushes": []]).status == 400)
+        #expect(standIn.requests().isEmpty)
+    }
+
+    @Test(
+        "a payload over 4096 bytes is 413 PayloadTooLarge, and a token or identifier APNs would refuse is 400 with Apple's reason, never a 500",
+        arguments: Backend.allCases)
+    func malformedPushes(backend: Backend) throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(backend, standIn: standIn)
+        let a = UUID().uuidString.lowercased()
+        let credential = try gateway.enroll("a", instanceID: a)
+        try gateway.register([device(1)], credential: credential)
+        let title = String(repeating: "a", count: 5000)
+        var badID = rawPush(device(1), instance: a)
+        badID["apnsId"] = "not-a-uuid"
+        var badPriority = rawPush(device(1), instance: a)
+        badPriority["priority"] = 7
+        var badExpiration = rawPush(device(1), instance: a)
+        badExpiration["expiration"] = -1
+        let cases: [([String: Any], Int, String)] = [
+            (rawPush(device(1), instance: a, title: title), 413, PushGatewayReason.payloadTooLarge),
+            (rawPush("\u{0}", instance: a), 400, PushGatewayReason.badDeviceToken),
+            (rawPush(String(repeating: "0", count: 63) + "\u{0}", instance: a), 400, PushGatewayReason.badDeviceToken),
+            (rawPush(device(1).uppercased(), instance: a), 400, PushGatewayReason.badDeviceToken),
+            (badID, 400, PushGatewayReason.badMessageID),
+            (
+                rawPush(device(1), instance: a, collapseID: String(repeating: "c", count: 65)), 400,
+                PushGatewayReason.badCollapseID
+            ),
+            (rawPush(device(1), instance: a, collapseID: "a\u{0}b"), 400, PushGatewayReason.badCollapseID),
+            (badPriority, 400, PushGatewayReason.badPriority),
+            (badExpiration, 400, PushGatewayReason.badExpirationDate),
+        ]
+        // Each refused push alone, and beside a good one, which goes out.
+        for (push, status, reason) in cases {
+            let answer = try gateway.push([push, rawPush(device(1), instance: a)], credential: credential)
+            #expect(answer.status == 200, "\(reason)")
+            #expect(answer.results.first?["status"] as? Int == status, "\(reason): \(answer.results)")
+            #expect(answer.results.first?["reason"] as? String == reason, "\(answer.results)")
+            #expect(answer.results.last?["status"] as? Int == 200, "\(reason): the good push beside it went out")
+        }
+        #expect(standIn.requests().count == cases.count, "only the good pushes reached Apple")
+    }
+
     @Test("each server is held to its own rate, on every replica together")
     func rateLimit() throws {
         let standIn = try APNsStandIn()

@@ -37,9 +37,11 @@ struct GatewayHandlers: Sendable {
                 credentialHash: credential, charging: batch.pushes.count, perMinute: configuration.pushesPerMinute,
                 now: now)
         else { throw Self.refused }
+        // Every token and identifier is checked before it goes near the database or Apple.
+        var outcomes = batch.pushes.map(Self.malformed)
         let registered = try GatewayDeviceStore(database).registered(
-            server: server.id, among: batch.pushes.map(\.deviceToken))
-        var outcomes = [GatewayPushOutcome?](repeating: nil, count: batch.pushes.count)
+            server: server.id,
+            among: batch.pushes.indices.filter { outcomes[$0] == nil }.map { batch.pushes[$0].deviceToken })
         var sending: [Int] = []
         // One notification fans out as the same payload to each device: it is read once a batch.
         var checked: [String: GatewayPushOutcome?] = [:]
@@ -49,7 +51,7 @@ struct GatewayHandlers: Sendable {
             checked[payload] = .some(outcome)
             return outcome
         }
-        for (index, push) in batch.pushes.enumerated() {
+        for (index, push) in batch.pushes.enumerated() where outcomes[index] == nil {
             if index >= allowed {
                 outcomes[index] = GatewayPushOutcome(status: 429, reason: PushGatewayReason.tooManyRequests)
             } else if push.topic != configuration.topic {
@@ -103,14 +105,40 @@ struct GatewayHandlers: Sendable {
         return try HTTPResponse.json(GatewayPushResults(results: results))
     }
 
-    /// Why the payload may not go out as `server`'s, or `nil` when it may: it must be one JSON
+    /// What is wrong with a push's device token or identifiers, as Apple would say it (400, its
+    /// own reason), or `nil` when nothing is: a NUL in a token never reaches the database.
+    static func malformed(_ push: GatewayPush) -> GatewayPushOutcome? {
+        let reason: String? =
+            if PushCenter.normalizedDeviceToken(push.deviceToken) != push.deviceToken {
+                PushGatewayReason.badDeviceToken
+            } else if UUID(uuidString: push.apnsId) == nil || push.apnsId.utf8.count != 36 {
+                PushGatewayReason.badMessageID
+            } else if let collapse = push.collapseId,
+                !(1...64).contains(collapse.utf8.count) || !DisplayText.isShown(collapse)
+            {
+                PushGatewayReason.badCollapseID
+            } else if ![1, 5, 10].contains(push.priority) {
+                PushGatewayReason.badPriority
+            } else if push.expiration < 0 {
+                PushGatewayReason.badExpirationDate
+            } else {
+                nil
+            }
+        return reason.map { GatewayPushOutcome(status: 400, reason: $0) }
+    }
+
+    /// Why the payload may not go out as `server`'s, or `nil` when it may: at most 4096 bytes
+    /// (413, as Apple answers a larger one), and one JSON
     /// object, no key twice (in any spelling a parser could merge), with nothing at its top but
     /// `aps` and the app-data block (a key planted beside them could speak for another server
     /// where the app reads it), whose `s` is the server's installation id, and whose
     /// `thread-id`, if any, is under it.
     func check(_ payload: String, from server: GatewayServer) -> GatewayPushOutcome? {
         let bytes = Array(payload.utf8)
-        guard bytes.count <= 64 << 10, StrictJSON.isValidWithoutRepeatedKeys(bytes),
+        guard bytes.count <= PushPayload.maximumBytes else {
+            return GatewayPushOutcome(status: 413, reason: PushGatewayReason.payloadTooLarge)
+        }
+        guard StrictJSON.isValidWithoutRepeatedKeys(bytes),
             let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any],
             object.keys.allSatisfy({ $0 == "aps" || $0 == configuration.appDataKey }),
             let appData = object[configuration.appDataKey] as? [String: Any]
@@ -174,6 +202,22 @@ struct GatewayHandlers: Sendable {
                 "removed": String(changes.remove.count),
             ])
         return try HTTPResponse.json(["registered": changes.register.count, "removed": changes.remove.count])
+    }
+
+    /// The answer to a request's head, before a byte of its body is read: 401 unless it carries a
+    /// live server's credential (a stranger costs one indexed lookup, not an 8 MiB read). The
+    /// handler checks again, with the body: a revocation in between holds.
+    func checkHead(_ request: HTTPRequest) -> HTTPError? {
+        guard request.path == PushGatewayPath.pushes || request.path == PushGatewayPath.devices else { return nil }
+        do {
+            let credential = try Self.credential(request)
+            return try GatewayServerStore(database).live(credentialHash: credential) == nil ? Self.refused : nil
+        } catch let error as HTTPError {
+            return error
+        } catch {
+            // The database cannot say now: the handler answers, as it would have.
+            return nil
+        }
     }
 
     /// The digest of the credential the request carries once in `Authorization: Bearer`; 401

@@ -107,6 +107,8 @@ public final class PushGateway: Sendable {
             counters: counters, inFlight: inFlight)
         var router = Router<EmptyRequestContext>()
         router.get("/healthz") { _, _ in HTTPResponse(status: 200, body: Data("ok\n".utf8)) }
+        // A stranger's batch (up to 8 MiB) is refused from its head, before it is read.
+        router.headCheck = { handlers.checkHead($0) }
         router.post(PushGatewayPath.pushes, placement: .pool) { request, _ in try handlers.pushes(request) }
         router.post(PushGatewayPath.devices, placement: .pool) { request, _ in try handlers.devices(request) }
         let server = HTTPServer(configuration: configuration.http, responder: router, logger: logger)
