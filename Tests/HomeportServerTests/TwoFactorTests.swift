@@ -179,6 +179,34 @@ struct TwoFactorTests {
     }
 
     @Test(
+        "a signed-in session without the password cannot spend the owner's sign-in budget: its set-up and confirmation tries have their own",
+        arguments: Backend.allCases)
+    func sessionBudgetIsItsOwn(backend: Backend) throws {
+        try withAccounts(backend) { server in
+            let ada = try enroll(server, "ada@example.com")
+            server.clock.advance(by: 30)
+            // A token taken from one of ada's devices: no password, no code.
+            let stolen = ada.token
+            for wrong in ["000000", "111111", "222222", "333333", "444444", "555555"] {
+                let setUp = try server.app(
+                    "POST", "account/authenticators/totp", token: stolen, json: ["code": wrong])
+                #expect(setUp.status == 400 || setUp.status == 429, "\(setUp.text)")
+            }
+            let confirmations = try (0..<6).map { _ in
+                try server.app("POST", "auth/2fa/reauthenticate", token: stolen, json: ["code": "999999"])
+            }
+            #expect(
+                confirmations.last?.errorCodes == ["too_many_login_attempts"] || confirmations.last?.status == 429,
+                "the session's own budget holds: \(confirmations.last?.text ?? "")")
+            // The owner signs in on another device with the right code, at once.
+            let app = try pendingLogin(server, "ada@example.com")
+            let owner = try server.app(
+                "POST", "auth/2fa/authenticate", token: app, json: ["code": code(ada.secret, server)])
+            #expect(owner.status == 200, "\(owner.text)")
+        }
+    }
+
+    @Test(
         "the same code sent to two replicas at the same instant signs in once (TOTP and recovery code)",
         arguments: Backend.allCases)
     func oneUseAcrossReplicas(backend: Backend) throws {

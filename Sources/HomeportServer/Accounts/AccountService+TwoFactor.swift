@@ -124,12 +124,15 @@ extension AccountService {
         case refused(SecondFactorOutcome)
     }
 
-    /// Charges one try to the account, then uses `code` as a TOTP code (of this step or one either
-    /// side, later than any used before) or as an unused recovery code. A right code clears the
-    /// account's count.
-    func useSecondFactor(_ code: String, userID: Int64, now: Int64) throws -> FactorUse {
+    /// Charges one try (a sign-in's to the account; with `confirming`, a signed-in session's key
+    /// hash, to that session), then uses `code` as a TOTP code (of this step or one either side,
+    /// later than any used before) or as an unused recovery code. A right code clears the count
+    /// it was charged to.
+    func useSecondFactor(_ code: String, userID: Int64, confirming session: String? = nil, now: Int64) throws
+        -> FactorUse
+    {
         let limiter = RateLimiter(database, policy: settings.rateLimits)
-        if let retryAfter = try chargeSecondFactorTry(userID: userID, now: now) {
+        if let retryAfter = try chargeSecondFactorTry(userID: userID, session: session, now: now) {
             return .refused(.tooManyAttempts(retryAfter: retryAfter))
         }
         guard let key = secondFactors?.key else { return .refused(.incorrect) }
@@ -143,7 +146,7 @@ extension AccountService {
             }
             for step in OneTimeCode.matchingSteps(trimmed, secret: secret, around: OneTimeCode.step(at: now)) {
                 guard try store.useStep(userID: userID, step: step, at: at) else { continue }
-                try limiter.clearSecondFactor(account: userID)
+                try limiter.clearSecondFactor(account: userID, session: session)
                 return .used(Authenticator.totp)
             }
         }
@@ -151,18 +154,20 @@ extension AccountService {
         if recovery.utf8.count == Self.recoveryCodeDigits,
             try store.useRecoveryCode(userID: userID, hash: key.recoveryCodeHash(recovery, userID: userID), at: at)
         {
-            try limiter.clearSecondFactor(account: userID)
+            try limiter.clearSecondFactor(account: userID, session: session)
             return .used(Authenticator.recoveryCodes)
         }
         return .refused(.incorrect)
     }
 
-    /// Charges one second-factor try to the account (`failed-second-factor-per-account`); the
-    /// seconds to wait when its tries are spent, else `nil`.
-    private func chargeSecondFactorTry(userID: Int64, now: Int64) throws -> Int64? {
+    /// Charges one second-factor try: a sign-in's to the account (`failed-second-factor-per-account`),
+    /// a signed-in session's to the session (`failed-second-factor-per-session`); the seconds to
+    /// wait when its tries are spent, else `nil`.
+    private func chargeSecondFactorTry(userID: Int64, session: String?, now: Int64) throws -> Int64? {
         do {
             try database.transaction {
-                try RateLimiter($0, policy: settings.rateLimits).chargeSecondFactor(account: userID, now: now)
+                try RateLimiter($0, policy: settings.rateLimits).chargeSecondFactor(
+                    account: userID, session: session, now: now)
             }
             return nil
         } catch let refusal as RateLimiter.Refusal {
@@ -213,7 +218,7 @@ extension AccountService {
         -> SecondFactorOutcome
     {
         guard try AuthenticatorStore(database).hasTOTP(userID: account.id) else { return .incorrect }
-        switch try useSecondFactor(code, userID: account.id, now: clock.unixSeconds) {
+        switch try useSecondFactor(code, userID: account.id, confirming: session.keyHash, now: clock.unixSeconds) {
         case .refused(let outcome): return outcome
         case .used:
             try SessionFactorStore(database).recordReauthentication(
@@ -332,7 +337,9 @@ extension AccountService {
     public func activateTOTP(code: String, session: Session, account: Account) throws -> TOTPActivation {
         guard let settings = secondFactors else { return .unavailable }
         let now = clock.unixSeconds
-        if let retryAfter = try chargeSecondFactorTry(userID: account.id, now: now) {
+        // The session's own budget: a session without the password never spends the owner's
+        // sign-in.
+        if let retryAfter = try chargeSecondFactorTry(userID: account.id, session: session.keyHash, now: now) {
             return .rateLimited(retryAfter: retryAfter)
         }
         let store = AuthenticatorStore(database)
@@ -344,7 +351,8 @@ extension AccountService {
                 code.trimmingCharacters(in: .whitespaces), secret: secret, around: OneTimeCode.step(at: now)
             ).first
         else { return .incorrect }
-        try RateLimiter(database, policy: self.settings.rateLimits).clearSecondFactor(account: account.id)
+        try RateLimiter(database, policy: self.settings.rateLimits).clearSecondFactor(
+            account: account.id, session: session.keyHash)
         guard try recentlyReauthenticated(session) else { return .reauthenticationRequired }
         let at = clock.now().timeIntervalSince1970
         let codes = try makeRecoveryCodes()

@@ -71,10 +71,13 @@ public struct RateLimitPolicy: Sendable, Hashable {
     /// Tries of the codes mailed to one pending verification (a pre-login session), right or
     /// wrong: as django-allauth, three; the third wrong one gives the verification up.
     public var verificationAttemptPerSession = RateLimit(3, per: 900)
-    /// Second-factor codes tried per account, right or wrong, at sign-in, at a confirmation and at
-    /// set-up, on both doors together: as django-allauth, five per five minutes; a right one
-    /// clears the count.
+    /// Second-factor codes tried per account at sign-in, right or wrong, on both doors together:
+    /// as django-allauth, five per five minutes; a right one clears the count.
     public var failedSecondFactorPerAccount = RateLimit(5, per: 300)
+    /// Second-factor codes a signed-in session tries, right or wrong, to confirm itself or to
+    /// set TOTP up: five per five minutes; a right one clears the count. A budget of its own, so
+    /// that a session (a stolen token, without the password) cannot spend the owner's sign-in.
+    public var failedSecondFactorPerSession = RateLimit(5, per: 300)
 
     /// Limits the operator set for a product's budgets (``ProductBudget``), by name; a budget not
     /// named here keeps the product's default.
@@ -89,6 +92,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
         "failed-password-change-per-session", "password-change-per-account", "reset-per-address", "reset-per-email",
         "push-test-per-account", "push-changes-per-account", "verification-mail-per-account",
         "verification-attempt-per-session", "mail-per-mailbox", "failed-second-factor-per-account",
+        "failed-second-factor-per-session",
     ]
 
     /// Sets one limit by name; false for an unknown name.
@@ -108,6 +112,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
         case "mail-per-mailbox": mailPerMailbox = limit
         case "verification-attempt-per-session": verificationAttemptPerSession = limit
         case "failed-second-factor-per-account": failedSecondFactorPerAccount = limit
+        case "failed-second-factor-per-session": failedSecondFactorPerSession = limit
         default: return false
         }
         return true
@@ -208,19 +213,22 @@ struct RateLimiter {
         try charge([failedPasswordChangeBucket(keyHash)], now: now)
     }
 
-    /// Charges one second-factor code to the account before it is compared (atomically: two
-    /// replicas cannot both take the last try). Both doors and every flow share the budget.
-    func chargeSecondFactor(account: Int64, now: Int64) throws {
-        try charge([secondFactorBucket(account)], now: now)
+    /// Charges one second-factor code before it is compared (atomically: two replicas cannot both
+    /// take the last try): a sign-in's to the account (both doors share the budget), a signed-in
+    /// session's (a confirmation, a set-up) to that session.
+    func chargeSecondFactor(account: Int64, session: String?, now: Int64) throws {
+        try charge([secondFactorBucket(account, session: session)], now: now)
     }
 
-    /// Clears the account's second-factor count: a right code came (as django-allauth).
-    func clearSecondFactor(account: Int64) throws {
-        try db.execute("DELETE FROM rate_limits WHERE bucket = $1", [.text(secondFactorBucket(account).0)])
+    /// Clears that second-factor count: a right code came (as django-allauth).
+    func clearSecondFactor(account: Int64, session: String?) throws {
+        try db.execute(
+            "DELETE FROM rate_limits WHERE bucket = $1", [.text(secondFactorBucket(account, session: session).0)])
     }
 
-    private func secondFactorBucket(_ account: Int64) -> (String, RateLimit) {
-        ("mfa_failed:account:\(account)", policy.failedSecondFactorPerAccount)
+    private func secondFactorBucket(_ account: Int64, session: String?) -> (String, RateLimit) {
+        guard let session else { return ("mfa_failed:account:\(account)", policy.failedSecondFactorPerAccount) }
+        return ("mfa_failed:session:\(session)", policy.failedSecondFactorPerSession)
     }
 
     private func passwordChangeBucket(_ account: Int64) -> (String, RateLimit) {
