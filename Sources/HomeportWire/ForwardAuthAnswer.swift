@@ -8,11 +8,15 @@ public struct ForwardAuthAnswer: Codable, Hashable, Sendable {
     public var email: String
     /// A name for the session that is not a secret (``HomeportHeader/sessionHandle``).
     public var session: String
+    /// Whether the address is verified (``HomeportHeader/accountEmailVerified``); `nil` from a
+    /// server older than the field.
+    public var emailVerified: Bool?
 
     /// Creates an answer.
-    public init(accountId: Int64, email: String, session: String) {
+    public init(accountId: Int64, email: String, session: String, emailVerified: Bool? = nil) {
         self.accountId = accountId
         self.email = email
         self.session = session
+        self.emailVerified = emailVerified
     }
 }

@@ -45,6 +45,13 @@ public enum HomeportHeader {
     /// Forward auth's answer: a name for the session that is not a secret (the same for every
     /// request of the session, useless as a credential).
     public static let sessionHandle = "X-Homeport-Session"
+    /// Forward auth's answer: `true` when the account's address is verified, else `false`. An
+    /// address that is not verified says nothing of who reads its mail: never share by it.
+    public static let accountEmailVerified = "X-Homeport-Account-Email-Verified"
+
+    /// Every field forward auth answers, which a site copies onto the product's requests (and
+    /// removes from what a client sent, in every spelling).
+    public static let forwardAuthFields = [accountID, accountEmail, accountEmailVerified, sessionHandle]
 }
 
 /// The app door: django-allauth headless's app-client API, whose paths Homeport shares.

@@ -218,7 +218,7 @@ struct DeployDocTests {
             class Handler(http.server.BaseHTTPRequestHandler):
                 def do_GET(self):
                     with open(sys.argv[2], 'a') as f: f.write(self.path + '\\n')
-                    body = json.dumps({k.lower(): v for k, v in self.headers.items()}).encode()
+                    body = json.dumps(list(self.headers.items())).encode()
                     self.send_response(200)
                     self.send_header('Content-Type', 'application/json')
                     self.send_header('Content-Length', str(len(body)))
@@ -251,8 +251,13 @@ struct DeployDocTests {
         }
         defer { caddy.stop() }
 
+        // A client's own claims, in the real spelling and in the ones CGI-style stacks merge with it,
+        // and the web door's cookies.
         let forged = [
             "X-Homeport-Account-Id: 999", "X-Homeport-Account-Email: eve@example.com", "X-Homeport-Session: forged",
+            "X-Homeport-Account-Email-Verified: true", "X_Homeport_Account_Id: 998", "x_homeport_account_email: eve@x",
+            "X-Homeport_Account-Id: 997", "X_HOMEPORT_ACCOUNT_EMAIL_VERIFIED: true",
+            "Cookie: homeport_session=websession; homeport_csrf=csrf; theirs=1",
         ]
         for (index, (front, allowHTTP)) in [
             ("https://127.0.0.1:\(nginxPort)", false), ("http://127.0.0.1:\(caddyPort)", true),
@@ -270,11 +275,22 @@ struct DeployDocTests {
                 front + "/api/v1/journal", caFile: certificates.caFile,
                 headers: forged + ["\(HomeportHeader.sessionToken): \(token)"])
             #expect(seen.status == 200, "\(front): \(seen.body)")
-            let heard = (try? JSONSerialization.jsonObject(with: Data(seen.body.utf8))) as? [String: String] ?? [:]
+            let fields = (try? JSONSerialization.jsonObject(with: Data(seen.body.utf8))) as? [[String]] ?? []
+            let heard = Dictionary(fields.map { ($0[0].lowercased(), $0[1]) }, uniquingKeysWith: { first, _ in first })
             #expect(heard["x-homeport-account-email"] == email, "\(front): \(heard)")
             #expect(heard["x-homeport-account-id"].flatMap(Int.init) != nil && heard["x-homeport-account-id"] != "999")
+            #expect(heard["x-homeport-account-email-verified"] == "false", "\(front): \(heard)")
             #expect(heard["x-homeport-session"]?.count == 32, "\(front): \(heard)")
             #expect(heard["x-session-token"] == nil && !seen.body.contains(token), "the token stays at the proxy")
+            // Each of Homeport's fields once, in its own spelling: no variant a CGI stack would merge.
+            let homeport = fields.filter {
+                $0[0].lowercased().replacingOccurrences(of: "_", with: "-").hasPrefix("x-homeport")
+            }
+            #expect(
+                homeport.map { $0[0].lowercased() }.sorted()
+                    == HomeportHeader.forwardAuthFields.map { $0.lowercased() }.sorted(), "\(front): \(homeport)")
+            #expect(
+                heard["cookie"] == nil, "\(front): the web door's cookies stay at the proxy: \(heard["cookie"] ?? "")")
 
             // Without a session: the API's own 401, and the product never hears of it.
             let before = (try? String(contentsOfFile: scratch.file("product.log"), encoding: .utf8)) ?? ""
@@ -318,14 +334,19 @@ struct DeployDocTests {
         }
     }
 
-    @Test("the Traefik example names the forward-auth route and copies the three fields onto the product's requests")
+    @Test(
+        "the Traefik example names the forward-auth route, copies the four fields onto the product's requests, and removes the token, cookies and underscore spellings"
+    )
     func traefikExample() throws {
         let yaml = try block("yaml", "traefik")
         #expect(yaml.contains("address: \"http://127.0.0.1:8080\(HomeportPath.authForward)\""))
-        for field in [HomeportHeader.accountID, HomeportHeader.accountEmail, HomeportHeader.sessionHandle] {
+        for field in HomeportHeader.forwardAuthFields {
             #expect(yaml.contains("- \(field)"), "\(field)")
+            #expect(
+                yaml.contains("\(field.replacingOccurrences(of: "-", with: "_")): \"\""), "\(field) with underscores")
         }
         #expect(yaml.contains("X-Session-Token: \"\""), "the token stays at the proxy")
+        #expect(yaml.contains("Cookie: \"\""), "the cookies stay at the proxy")
         #expect(yaml.contains("middlewares: [homeport-auth, no-token]"))
     }
 

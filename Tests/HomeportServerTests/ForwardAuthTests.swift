@@ -29,8 +29,12 @@ struct ForwardAuthTests {
             #expect(answer.header(HomeportHeader.accountEmail) == "ada@example.com")
             let handle = try #require(answer.header(HomeportHeader.sessionHandle))
             #expect(handle.count == 32 && !token.contains(handle))
+            #expect(answer.header(HomeportHeader.accountEmailVerified) == "false")
             let body = try JSONDecoder().decode(ForwardAuthAnswer.self, from: answer.body)
-            #expect(body == ForwardAuthAnswer(accountId: account.id, email: "ada@example.com", session: handle))
+            #expect(
+                body
+                    == ForwardAuthAnswer(
+                        accountId: account.id, email: "ada@example.com", session: handle, emailVerified: false))
             // Written by hand for speed: the same bytes as every other answer's encoder.
             #expect(answer.body == (try HTTPResponse.encode(body)))
             #expect(answer.header("Cache-Control") == "no-store")
@@ -56,6 +60,32 @@ struct ForwardAuthTests {
             #expect(
                 try forward(server, [(HomeportHeader.sessionToken, otherToken)]).header(HomeportHeader.sessionHandle)
                     != handle)
+        }
+    }
+
+    @Test(
+        "X-Homeport-Account-Email-Verified says whether the address is verified, and changes when it is, within the session cache's window",
+        arguments: Backend.allCases)
+    func emailVerified(backend: Backend) throws {
+        try withAccounts(backend) { server in
+            let token = try server.signIn("ada@example.com")
+            let before = try forward(server, [(HomeportHeader.sessionToken, token)])
+            #expect(before.header(HomeportHeader.accountEmailVerified) == "false")
+            #expect(try server.application.accounts.markEmailVerified(email: "ada@example.com"))
+            let deadline = ContinuousClock.now + .seconds(10)
+            var after = try forward(server, [(HomeportHeader.sessionToken, token)])
+            while after.header(HomeportHeader.accountEmailVerified) != "true", ContinuousClock.now < deadline {
+                usleep(50_000)
+                after = try forward(server, [(HomeportHeader.sessionToken, token)])
+            }
+            #expect(after.header(HomeportHeader.accountEmailVerified) == "true")
+            let body = try JSONDecoder().decode(ForwardAuthAnswer.self, from: after.body)
+            #expect(body.emailVerified == true)
+            #expect(after.body == (try HTTPResponse.encode(body)), "the hand-written body is the encoder's")
+            // A client's own claim never passes: the answer is Homeport's, whatever was sent.
+            let forged = try forward(
+                server, [(HomeportHeader.sessionToken, token), (HomeportHeader.accountEmailVerified, "false")])
+            #expect(forged.header(HomeportHeader.accountEmailVerified) == "true")
         }
     }
 

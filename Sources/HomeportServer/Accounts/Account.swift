@@ -13,6 +13,10 @@ public struct Account: Sendable, Hashable {
     public var approval: Approval
     /// When it was created.
     public var createdAt: Date
+    /// Whether the address is verified (a code mailed to it came back, an operator's `users
+    /// verify`, or an import that said so), as the session reader read it with the session;
+    /// `nil` where the account was read without it.
+    public var emailVerified: Bool? = nil
 }
 
 /// An account's approval stage. Only `approved` accounts get a session.

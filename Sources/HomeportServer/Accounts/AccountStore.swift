@@ -83,13 +83,19 @@ struct AccountStore {
     /// The columns an ``Account`` is read from (by name: a join may select them among others).
     static let columns = "id, email, password_hash, approval, created_at"
 
-    /// The account in `row` (its ``columns``, by name), or `nil` when they are NULL (a pre-login
-    /// session's empty join).
+    /// Whether the account `u` names has a verified address, as a column `email_verified` (0 or 1).
+    static let emailVerifiedColumn =
+        "CASE WHEN EXISTS (SELECT 1 FROM verified_emails v WHERE v.user_id = u.id) THEN 1 ELSE 0 END AS email_verified"
+
+    /// The account in `row` (its ``columns``, by name, and ``emailVerifiedColumn`` when selected),
+    /// or `nil` when they are NULL (a pre-login session's empty join).
     static func account(_ row: Row) -> Account? {
         guard let id = row.int("id"), let email = row.string("email"), let hash = row.string("password_hash"),
             let approval = row.string("approval").flatMap(Approval.init(rawValue:))
         else { return nil }
         let created = Date(timeIntervalSince1970: TimeInterval(row.int("created_at") ?? 0))
-        return Account(id: id, email: email, passwordHash: hash, approval: approval, createdAt: created)
+        return Account(
+            id: id, email: email, passwordHash: hash, approval: approval, createdAt: created,
+            emailVerified: row.int("email_verified").map { $0 != 0 })
     }
 }

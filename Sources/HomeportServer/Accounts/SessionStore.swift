@@ -49,7 +49,7 @@ struct SessionStore {
     /// The session's columns, then the account's (``AccountStore/columns``, whose names differ).
     private static let lookupSQL = """
         SELECT s.user_id, s.expires_at, s.authenticated_at, s.standing,
-               u.id, u.email, u.password_hash, u.approval, u.created_at
+               u.id, u.email, u.password_hash, u.approval, u.created_at, \(AccountStore.emailVerifiedColumn)
         FROM sessions s LEFT JOIN users u ON u.id = s.user_id
         WHERE s.key_hash = $1 AND s.kind = $2 AND s.expires_at > $3
         """

@@ -16,6 +16,7 @@ final class ForwardAnswers: Sendable {
     private struct Entry {
         var accountID: Int64
         var email: String
+        var verified: Bool
         var prepared: PreparedResponse
     }
 
@@ -30,21 +31,24 @@ final class ForwardAnswers: Sendable {
     /// The answer for `session` of `account`: 200, the account in `X-Homeport-*` fields and the body,
     /// `no-store` (as the API prefix's middleware leaves every answer).
     func response(session: Session, account: Account) throws -> HTTPResponse {
+        let verified = account.emailVerified ?? false
         let cached = known.withLock { $0[session.keyHash] }
-        if let cached, cached.accountID == account.id, cached.email == account.email {
+        if let cached, cached.accountID == account.id, cached.email == account.email, cached.verified == verified {
             return cached.prepared.response
         }
         let caller = SignedIn(session: session, account: account, clientAddress: "")
         let handle = caller.sessionHandle
-        var answer = HTTPResponse.json(bytes: try Self.body(caller, handle: handle))
+        var answer = HTTPResponse.json(bytes: try Self.body(caller, handle: handle, verified: verified))
         answer.headers.add(HomeportHeader.accountID, String(caller.accountID))
         answer.headers.add(HomeportHeader.accountEmail, caller.email)
+        answer.headers.add(HomeportHeader.accountEmailVerified, verified ? "true" : "false")
         answer.headers.add(HomeportHeader.sessionHandle, handle)
         answer.headers.set("Cache-Control", "no-store")
         let prepared = PreparedResponse(answer)
         known.withLock { known in
             if known.count >= capacity { known.removeAll(keepingCapacity: true) }
-            known[session.keyHash] = Entry(accountID: account.id, email: account.email, prepared: prepared)
+            known[session.keyHash] = Entry(
+                accountID: account.id, email: account.email, verified: verified, prepared: prepared)
         }
         return prepared.response
     }
@@ -54,12 +58,15 @@ final class ForwardAnswers: Sendable {
 
     /// ``ForwardAuthAnswer``'s bytes, as the JSON encoder writes them: written directly, since
     /// an address is a dot-atom with nothing JSON escapes (the encoder still writes one that has).
-    static func body(_ caller: SignedIn, handle: String) throws -> Data {
+    static func body(_ caller: SignedIn, handle: String, verified: Bool) throws -> Data {
         guard !caller.email.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 })
         else {
             return try HTTPResponse.encode(
-                ForwardAuthAnswer(accountId: caller.accountID, email: caller.email, session: handle))
+                ForwardAuthAnswer(
+                    accountId: caller.accountID, email: caller.email, session: handle, emailVerified: verified))
         }
-        return Data(#"{"accountId":\#(caller.accountID),"email":"\#(caller.email)","session":"\#(handle)"}"#.utf8)
+        return Data(
+            #"{"accountId":\#(caller.accountID),"email":"\#(caller.email)","emailVerified":\#(verified),"session":"\#(handle)"}"#
+                .utf8)
     }
 }
