@@ -2,7 +2,8 @@
 public enum ProductAPIPath {
     /// `POST`: notify one account (``ProductNotificationRequest``; 202 ``ProductNotificationAnswer``).
     public static let notifications = "/product/v1/notifications"
-    /// `GET accounts/{id}`: one account (``ProductAccount``).
+    /// `GET accounts/{id}`: one account (``ProductAccount``); `GET accounts?email=ADDRESS`: the
+    /// account that signs in with the address, now.
     public static let accounts = "/product/v1/accounts"
     /// `PUT`: the product's notification codes (``ProductCatalogueRequest``; 200
     /// ``NotificationCatalogue``, the server's whole catalogue with its new version).

@@ -145,6 +145,22 @@ struct ProductAPITests {
         #expect(account.status == 200)
         let described = try JSONDecoder().decode(ProductAccount.self, from: account.body)
         #expect(described == ProductAccount(id: 1, email: "ada@example.com", verified: false, standing: "approved"))
+        // By address, as a product resolves one at the moment it acts.
+        for (query, status) in [
+            ("email=ada%40example.com", 200), ("email=%20ADA%40Example.com", 200), ("email=nobody%40example.com", 404),
+            ("email=not-an-address", 400), ("", 400),
+        ] {
+            let found = try RawHTTP.request(
+                port: stage.productPort, path: ProductAPIPath.accounts + (query.isEmpty ? "" : "?" + query),
+                headers: [("Authorization", "Bearer \(key)")])
+            #expect(found.status == status, "\(query): \(found.text)")
+            if status == 200 {
+                #expect(try JSONDecoder().decode(ProductAccount.self, from: found.body) == described)
+            }
+        }
+        #expect(
+            try RawHTTP.request(port: stage.productPort, path: ProductAPIPath.accounts + "?email=ada%40example.com")
+                .status == 401)
         #expect(
             try stage.notify(#"{"accountId":1,"code":"journal:entry.shared","title":"By id"}"#, key: key).status == 202)
         #expect(stream.wait(for: #""title":"By id""#))

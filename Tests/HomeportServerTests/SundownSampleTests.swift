@@ -180,6 +180,14 @@ struct SundownSampleTests {
             )
             let stream = StreamReader(fd: fd)
             #expect(stream.wait(for: ": connected"))
+            // Not verified yet: refused, and nothing is shared.
+            let unverified = try ServerProcess.runClient(
+                ["api", front.url, "POST", "/api/v1/journal/\(entry)/share", "--data", #"{"email":"\#(reader)"}"#]
+                    + front.reach, environment: environment)
+            #expect(
+                unverified.status == 5 && unverified.output.contains("address_not_verified"), "\(unverified.output)")
+            #expect(
+                try ServerProcess.run(["users", "verify", reader, "--database", database.rawText]).status == 0)
             let pushesBefore = standIn.requests().count
             let shared = try ServerProcess.runClient(
                 ["api", front.url, "POST", "/api/v1/journal/\(entry)/share", "--data", #"{"email":"\#(reader)"}"#]
@@ -226,6 +234,11 @@ struct SundownSampleTests {
             }
         }
 
+        // Strangers: an address nobody has, and an address whose account was deleted, get nothing.
+        try strangers(
+            front: fronts[1].url, sundownPort: sundown.port, database: database,
+            signUp: { email in try Self.signUp(email, at: fronts[1].url) })
+
         // A revoked key: Sundown's next notification is refused at once, and it says so.
         #expect(
             try ServerProcess.run(["product-keys", "revoke", "sundown", "--database", database.rawText]).status == 0)
@@ -245,7 +258,90 @@ struct SundownSampleTests {
         let refused = try ServerProcess.runClient(
             ["api", url, "POST", "/api/v1/journal/\(entry)/share", "--data", #"{"email":"reader1@example.com"}"#],
             environment: environment)
-        #expect(refused.status == 6 && refused.output.contains("notify_failed") && refused.output.contains("401"))
+        // The share looks the reader up first: that is where the revoked key is refused.
+        #expect(
+            refused.status == 6 && refused.output.contains("lookup_failed") && refused.output.contains("401"),
+            "\(refused.output)")
+    }
+}
+
+extension SundownSampleTests {
+    /// A new account's session token, signed up at `front`.
+    static func signUp(_ email: String, at front: String) throws -> String {
+        let signup = try Curl.call(
+            front + AllauthAppPath.base + "/" + AllauthAppPath.signup, method: "POST",
+            json: #"{"email":"\#(email)","password":"\#(password)"}"#)
+        return try #require(
+            ((try? JSONSerialization.jsonObject(with: Data(signup.body.utf8))) as? [String: Any])
+                .flatMap { ($0["meta"] as? [String: Any])?["session_token"] as? String }, "\(signup.body)")
+    }
+
+    /// Calls Sundown through `front` with `token`.
+    static func journal(
+        _ front: String, _ token: String, _ method: String = "GET", _ path: String = "", json: String? = nil
+    )
+        throws -> (status: Int, body: String)
+    {
+        try Curl.call(
+            front + "/api/v1/journal" + path, method: method, headers: ["\(HomeportHeader.sessionToken): \(token)"],
+            json: json)
+    }
+
+    /// A share to an address nobody has is refused and kept nowhere, so whoever signs up with it
+    /// later reads nothing; after the reader's account is deleted, whoever signs up with its
+    /// address (and verifies it) reads nothing of what was shared with the deleted account, and a
+    /// share again notifies the new account, not with the old notification. A field that reads as
+    /// Homeport's with `_` for `-` gets a 401 from Sundown itself.
+    func strangers(
+        front: String, sundownPort: Int, database: DatabaseURL, signUp: (String) throws -> String
+    ) throws {
+        let writer = try signUp("diarist@example.com")
+        let written = try Self.journal(front, writer, "POST", json: #"{"text":"For Cy only"}"#)
+        #expect(written.status == 201, "\(written.body)")
+        let entry = try #require(
+            ((try? JSONSerialization.jsonObject(with: Data(written.body.utf8))) as? [String: Any])?["id"] as? Int)
+
+        let nobody = try Self.journal(front, writer, "POST", "/\(entry)/share", json: #"{"email":"later@example.com"}"#)
+        #expect(nobody.status == 404 && nobody.body.contains("no_account"), "\(nobody.body)")
+        let later = try signUp("later@example.com")
+        #expect(
+            try ServerProcess.run(["users", "verify", "later@example.com", "--database", database.rawText]).status == 0)
+        #expect(!(try Self.journal(front, later).body.contains("For Cy only")), "a share to nobody went to a stranger")
+
+        let cy = try signUp("cy@example.com")
+        #expect(
+            try ServerProcess.run(["users", "verify", "cy@example.com", "--database", database.rawText]).status == 0)
+        let first = try Self.journal(front, writer, "POST", "/\(entry)/share", json: #"{"email":"CY@example.com "}"#)
+        #expect(first.status == 200, "\(first.body)")
+        #expect(try Self.journal(front, cy).body.contains("For Cy only"))
+        let firstAnswer = (try? JSONSerialization.jsonObject(with: Data(first.body.utf8))) as? [String: Any]
+
+        #expect(
+            try ServerProcess.run(["users", "delete", "cy@example.com", "--yes", "--database", database.rawText])
+                .status == 0)
+        let impostor = try signUp("cy@example.com")
+        #expect(
+            try ServerProcess.run(["users", "verify", "cy@example.com", "--database", database.rawText]).status == 0)
+        #expect(
+            !(try Self.journal(front, impostor).body.contains("For Cy only")),
+            "whoever signs up with a deleted account's address reads its shares")
+        let again = try Self.journal(front, writer, "POST", "/\(entry)/share", json: #"{"email":"cy@example.com"}"#)
+        #expect(again.status == 200, "\(again.body)")
+        let againAnswer = (try? JSONSerialization.jsonObject(with: Data(again.body.utf8))) as? [String: Any]
+        #expect(againAnswer?["reader"] as? Int != firstAnswer?["reader"] as? Int, "the new account, by its own id")
+        #expect(
+            againAnswer?["notification"] as? Int == 1, "a new notification, not the deleted account's: \(again.body)")
+
+        // Straight to Sundown, as a process on its host could: a variant spelling is refused.
+        for variant in ["X_Homeport_Account_Id: 1", "x-homeport_account-email: cy@example.com"] {
+            let direct = try Curl.call(
+                "http://127.0.0.1:\(sundownPort)/api/v1/journal",
+                headers: ["X-Homeport-Account-Id: 2", "X-Homeport-Account-Email: diarist@example.com", variant])
+            #expect(direct.status == 401, "\(variant): \(direct.body)")
+        }
+        let duplicate = try Self.journal(
+            front, writer, "POST", json: #"{"text":"one","text":"two"}"#)
+        #expect(duplicate.status == 400, "a key named twice: \(duplicate.body)")
     }
 }
 

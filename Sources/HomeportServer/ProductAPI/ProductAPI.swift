@@ -28,6 +28,7 @@ struct ProductAPI: Sendable {
         var router = Router<EmptyRequestContext>()
         router.post(ProductAPIPath.notifications) { request, _ in try notify(request) }
         router.get(ProductAPIPath.accounts + "/:id") { request, _ in try account(request) }
+        router.get(ProductAPIPath.accounts) { request, _ in try accountByEmail(request) }
         router.put(ProductAPIPath.catalogue) { request, _ in try declare(request) }
         return router
     }
@@ -143,7 +144,28 @@ struct ProductAPI: Sendable {
         guard let id = request.pathParameters["id"].flatMap({ Int64($0) }), id > 0,
             let account = try AccountStore(database).find(id: id)
         else { throw HTTPError(status: 404, code: APIErrorCode.notFound, message: "No account has this id.") }
-        let verified = try EmailVerificationStore(database).isVerified(userID: id)
+        return try describe(account)
+    }
+
+    /// `GET /product/v1/accounts?email=ADDRESS`: the account that signs in with the address now
+    /// (a product resolves an address to an account id at the moment it acts, and stores the id:
+    /// the address may belong to somebody else later).
+    func accountByEmail(_ request: HTTPRequest) throws -> HTTPResponse {
+        _ = try authenticate(request)
+        guard let text = request.query["email"] else {
+            throw HTTPError.invalidField("email", "Name the account: ?email=ADDRESS.")
+        }
+        guard let email = Credentials.normalizedEmail(text) else {
+            throw HTTPError.invalidField("email", "This is not an address Homeport takes.")
+        }
+        guard let account = try AccountStore(database).find(email: email) else {
+            throw HTTPError(status: 404, code: APIErrorCode.notFound, message: "No account signs in with this address.")
+        }
+        return try describe(account)
+    }
+
+    private func describe(_ account: Account) throws -> HTTPResponse {
+        let verified = try EmailVerificationStore(database).isVerified(userID: account.id)
         return try .json(
             ProductAccount(
                 id: account.id, email: account.email, verified: verified, standing: account.approval.rawValue))
