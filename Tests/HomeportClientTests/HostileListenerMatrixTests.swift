@@ -38,6 +38,10 @@ struct HostileListenerMatrixTests {
         /// The primary redirects every request to another host that claims the installation's
         /// (public) id; the alternative is fine.
         case primaryRedirectsOffHost
+        /// The primary redirects every request to an HTTPS address with a certificate the command
+        /// trusts, for its name, which answers the probe as another installation: a canonical name
+        /// that is not the installation's, so nothing moves there; the alternative is fine.
+        case primaryRedirectsToHTTPSImpostor
         /// The primary is HTTPS with a certificate from a CA the command trusts, for another name;
         /// the alternative is fine.
         case primaryWrongNameTLS
@@ -60,7 +64,9 @@ struct HostileListenerMatrixTests {
             switch self {
             case .alternativeLate100ms, .alternativeLate1s, .alternativeLate5s, .alternativeLateWhenVerified: .late
             case .alternativeHangsOnAPI, .alternativeDropsAPI: .failingAPI
-            case .primaryHTMLProxy, .primaryRedirectsOffHost, .primaryWrongNameTLS, .everyAlternativeHostile: .hostile
+            case .primaryHTMLProxy, .primaryRedirectsOffHost, .primaryRedirectsToHTTPSImpostor, .primaryWrongNameTLS,
+                .everyAlternativeHostile:
+                .hostile
             }
         }
 
@@ -189,8 +195,9 @@ struct HostileListenerMatrixTests {
                 #expect((outcome.status == 0) == scenario.commandsSucceed, "\(context)")
             }
         }
-        // No request got past the handshake of a certificate for another name.
-        #expect(stage.tls?.requests ?? [] == [])
+        // No request got past the handshake of a certificate for another name; the impostor with a
+        // certificate for its own name got probes, which carry nothing secret (counted above).
+        if scenario != .primaryRedirectsToHTTPSImpostor { #expect(stage.tls?.requests ?? [] == []) }
     }
 }
 
@@ -213,6 +220,8 @@ final class Stage: @unchecked Sendable {
     let hostile: [RecordingListener]
     /// The HTTPS listener with a certificate for another name, and the CA the commands trust.
     let tls: TLSListener?
+    /// The primary that redirects to the HTTPS impostor, in that scenario.
+    let canonicalRedirector: RecordingListener?
     let certificates: TestCertificates?
     let id = UUID().uuidString.prefix(8).lowercased()
 
@@ -251,16 +260,30 @@ final class Stage: @unchecked Sendable {
             hostile = [impostor]
         case .primaryHTMLProxy: hostile = [html]
         case .primaryRedirectsOffHost: hostile = [redirector, claimant]
+        case .primaryRedirectsToHTTPSImpostor: hostile = []
         case .primaryWrongNameTLS: hostile = []
         case .everyAlternativeHostile: hostile = [impostor, html, redirector, claimant]
         }
-        if scenario == .primaryWrongNameTLS || scenario == .everyAlternativeHostile {
+        if scenario == .primaryRedirectsToHTTPSImpostor {
+            let certificates = try TestCertificates()
+            self.certificates = certificates
+            let impostorTLS = try TLSListener(
+                body: #"{"instanceId":"\#(UUID())","product":"homeport","protocolVersion":1}"#,
+                certificates: certificates)
+            tls = impostorTLS
+            canonicalRedirector = try RecordingListener(
+                host: "127.0.0.7",
+                behaviour: .respond(
+                    status: 301, headers: ["Location": impostorTLS.url + "/api/v1/server-identity"], body: ""))
+        } else if scenario == .primaryWrongNameTLS || scenario == .everyAlternativeHostile {
+            canonicalRedirector = nil
             let certificates = try TestCertificates(names: "DNS:other.invalid")
             self.certificates = certificates
             tls = try TLSListener(
                 body: #"{"instanceId":"\#(UUID())","product":"homeport","protocolVersion":1}"#,
                 certificates: certificates)
         } else {
+            canonicalRedirector = nil
             certificates = nil
             tls = nil
         }
@@ -268,6 +291,7 @@ final class Stage: @unchecked Sendable {
 
     func stop() {
         relay.stop()
+        canonicalRedirector?.stop()
         hostile.forEach { $0.stop() }
         certificates?.directory.remove()
     }
@@ -278,6 +302,7 @@ final class Stage: @unchecked Sendable {
         case .everyAlternativeHostile:
             return (relay.url, hostile.filter { $0.host != "127.0.0.5" }.map(\.url) + [tls!.url])
         case .primaryWrongNameTLS: return (tls!.url, [relay.url])
+        case .primaryRedirectsToHTTPSImpostor: return (canonicalRedirector!.url, [relay.url])
         default: return (hostile[0].url, [relay.url])
         }
     }
@@ -351,7 +376,9 @@ final class Stage: @unchecked Sendable {
         let secrets = [token, device, otherDevice] + (command.passwordIsSecret ? [password, newPassword] : [])
         return Outcome(
             status: run.status, error: run.error,
-            credentialBytesAtHostileListeners: hostile.reduce(0) { $0 + $1.credentialBytes(secrets) },
+            credentialBytesAtHostileListeners: (hostile + [canonicalRedirector].compactMap { $0 }).reduce(0) {
+                $0 + $1.credentialBytes(secrets)
+            } + (tls.map { listener in secrets.filter { listener.requests.joined().contains($0) }.count } ?? 0),
             tokenAtTheInstallation: relay.credentialBytes([token]) > tokenAtRelayBefore)
     }
 
