@@ -33,7 +33,7 @@ public struct HTTPRequest: Sendable {
     }
 
     /// Decodes the body as JSON, or throws a 400 ``HTTPError`` that says what is wrong. A body
-    /// that names a key twice in an object is refused (``StrictJSON``): parsers disagree about
+    /// that names a key twice in an object is refused (`StrictJSON`): parsers disagree about
     /// which of the two counts.
     public func decodeJSON<T: Decodable>(_ type: T.Type) throws -> T {
         guard !body.isEmpty else {
