@@ -186,9 +186,12 @@ def make_handler(journal: Journal, product: ProductAPI) -> type[http.server.Base
 
         def route(self, routes: dict[str, Callable[[Caller], tuple[int, JSON]]],
                   share: Callable[[Caller, int], tuple[int, JSON]] | None = None) -> None:
+            self.body_read = False
             path = urllib.parse.urlsplit(self.path).path
             matched = re.fullmatch(r"/api/v1/journal/([0-9]{1,18})/share", path)
             try:
+                if "Transfer-Encoding" in self.headers:
+                    raise Refusal(400, "invalid_field", "Send the body with a Content-Length.", "body")
                 if path in routes:
                     status, body = routes[path](self.caller())
                 elif share and matched:
@@ -225,9 +228,15 @@ def make_handler(journal: Journal, product: ProductAPI) -> type[http.server.Base
                 raise Refusal(404, "not_found", "You wrote no entry with this id.")
             reader = self.verified_account(address)
             journal.share(entry, reader)
+            # The sharer is named only by an address they proved is theirs (an unverified one could
+            # be anybody's: "ceo@example.com shared an entry" would be a lie on the reader's phone).
+            who = caller.email if caller.email_verified else "Someone"
+            title = f"{who} shared an entry"
+            if len(title) > 200:
+                title = "An entry was shared with you"
             status, answer = product.call(
                 "POST", "/product/v1/notifications",
-                {"accountId": reader, "code": "sundown:entry.shared", "title": f"{caller.email} shared an entry",
+                {"accountId": reader, "code": "sundown:entry.shared", "title": title,
                  "thread": f"journal:{entry}", "id": entry, "data": {"entry": str(entry)}},
                 # A retry of the same share (a timeout, a second tap) notifies once.
                 {"Idempotency-Key": f"share-{entry}-{reader}"})
@@ -270,6 +279,7 @@ def make_handler(journal: Journal, product: ProductAPI) -> type[http.server.Base
             length = self.headers.get("Content-Length", "0")
             value: Any = None
             if length.isdigit() and int(length) <= 64 * 1024:
+                self.body_read = True
                 try:
                     value = json.loads(self.rfile.read(int(length)) or b"null",
                                        object_pairs_hook=unique_keys)
@@ -280,11 +290,19 @@ def make_handler(journal: Journal, product: ProductAPI) -> type[http.server.Base
             return value
 
         def answer(self, status: int, body: JSON) -> None:
+            # A body left unread would be read as the next request on this connection, with
+            # account fields nobody checked: the connection ends with this answer instead.
+            unread = not self.body_read and (
+                self.headers.get("Content-Length", "0") not in ("", "0") or "Transfer-Encoding" in self.headers)
+            if unread:
+                self.close_connection = True
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.send_header("Cache-Control", "no-store")
+            if unread:
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(data)
 

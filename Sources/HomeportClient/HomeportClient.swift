@@ -124,9 +124,9 @@ public final class HomeportClient: Sendable {
     /// Chooses an address for `record`'s credential. With `matchOnly`, the primary's standing trust
     /// does not count: only an address that answers as the enrolled installation (or the primary of
     /// a server without an identity) is chosen.
-    func choose(for record: ServerRecord, excluding failed: Set<String> = [], matchOnly: Bool = false) async throws
-        -> Choice
-    {
+    func choose(
+        for record: ServerRecord, excluding failed: Set<String> = [], matchOnly: Bool = false, moved: Bool = false
+    ) async throws -> Choice {
         if let source = configuration.networkPathSource {
             let current = source()
             if current != networkPath { networkPathChanged(to: current) }
@@ -162,13 +162,15 @@ public final class HomeportClient: Sendable {
         let outcomes = await race(
             candidates, expected: expected, primary: record.primary, primaryTrusted: primaryTrusted && !matchOnly,
             window: preferenceWindow(for: candidates[0], in: record, path: path))
-        // The primary moved to HTTPS on its host: the new address, once it answers as the
-        // installation, is the primary from now on, and the choice is made again with it.
-        if case .movedToHTTPS(let target)? = outcomes.results[record.primary.url],
+        // The primary moved (to HTTPS on its host, or an HTTPS primary to its canonical name): the
+        // new address, once it answers as the installation, is the primary from now on, and the
+        // choice is made again with it. Once a choice: two addresses that send each other away
+        // never make it loop.
+        if !moved, case .movedToHTTPS(let target)? = outcomes.results[record.primary.url],
             await probe.probe(target, expected: expected).isMatch,
-            let moved = try movePrimary(record, to: target)
+            let movedRecord = try movePrimary(record, to: target)
         {
-            return try await choose(for: moved, excluding: failed, matchOnly: matchOnly)
+            return try await choose(for: movedRecord, excluding: failed, matchOnly: matchOnly, moved: true)
         }
         guard let winner = outcomes.winner else {
             let detail = candidates.map { "\($0.url): \(outcomes.results[$0.url]?.description ?? "no answer")" }

@@ -20,11 +20,14 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
     case notAnAPI
     /// A redirect to another origin (not followed).
     case offHostRedirect(String)
-    /// A redirect to an `https://` address on another origin (not followed): a server that moved
-    /// to HTTPS on its host, or that sends everyone to its canonical name. For the primary, the
-    /// client probes the new address, credential-free, and makes it the primary only when it
-    /// answers as the enrolled installation; a redirect to plain HTTP elsewhere is
-    /// ``offHostRedirect(_:)``, never followed.
+    /// A redirect that names a new home (not followed): a plain-HTTP address that redirects to
+    /// `https://` on its own host (a server that moved to HTTPS), or an HTTPS address that
+    /// redirects to another `https://` origin (its canonical name: the redirect itself came over
+    /// a validated connection). For the primary, the client probes the new address,
+    /// credential-free, and makes it the primary only when it answers as the enrolled
+    /// installation. Any other redirect is ``offHostRedirect(_:)``, never followed: a plain-HTTP
+    /// answer can be anyone's on the path, and the installation id it would be checked against
+    /// is public.
     case movedToHTTPS(ServerAddress)
     /// No answer (refused, TLS failure, too large).
     case unreachable(String)
@@ -131,13 +134,16 @@ public struct IdentityProbe: Sendable {
         return .notHomeport("too many redirects")
     }
 
-    /// The address a server moved to, when `next` is `https://` on another origin (the same host
-    /// over HTTPS, or its canonical name): its base is what precedes the identity route in `next`
-    /// (or the old base path, when the redirect names another path). `nil` for any other
-    /// redirect: nothing moves to plain HTTP.
+    /// The address a server moved to: `next` when it is `https://` on another origin, and on the
+    /// same host when `address` is plain HTTP (whose redirect anyone on the path could have
+    /// written); an HTTPS address may name any other HTTPS origin (its canonical name). Its base
+    /// is what precedes the identity route in `next` (or the old base path, when the redirect
+    /// names another path). `nil` for any other redirect: nothing moves to plain HTTP.
     package static func movedToHTTPS(from address: ServerAddress, to next: URL) -> ServerAddress? {
-        guard let old = URL(string: address.url), next.scheme?.lowercased() == "https", next.host != nil,
+        guard let old = URL(string: address.url), let oldScheme = old.scheme?.lowercased(),
+            next.scheme?.lowercased() == "https", let host = next.host?.lowercased(),
             ServerAddress.origin(of: next) != address.origin,
+            oldScheme == "https" || (oldScheme == "http" && host == old.host?.lowercased()),
             var components = URLComponents(url: next, resolvingAgainstBaseURL: true)
         else { return nil }
         let path = components.percentEncodedPath

@@ -75,7 +75,7 @@ struct ProbeAndRetryTests {
     ]
 
     @Test(
-        "a redirect to https on another origin (its host over HTTPS, or a canonical name) is a move to check; to plain HTTP elsewhere it stays an off-host redirect, never followed"
+        "a redirect is a move to check only from http to https on the same host, or from https to another https origin; anything else stays an off-host redirect, never followed"
     )
     func movesToHTTPS() async throws {
         let cases: [(from: String, to: String, moved: String?)] = [
@@ -88,16 +88,23 @@ struct ProbeAndRetryTests {
                 "https://books.example.net:8443/base"
             ),
             ("http://books.example.net/lib", "https://books.example.net/", "https://books.example.net/lib"),
-            // Another name: a candidate only, which must answer the probe as the installation.
-            ("http://books.example.net", "https://evil.example.net/api/v1/server-identity", "https://evil.example.net"),
+            // A plain-HTTP answer can be anyone's on the path: it names no other host.
+            ("http://books.example.net", "https://evil.example.net/api/v1/server-identity", nil),
+            ("http://192.168.1.20:8080", "https://books.example.net/api/v1/server-identity", nil),
             ("http://books.example.net", "http://books.example.net:9000/api/v1/server-identity", nil),
             ("http://192.168.1.20:8080", "http://books.example.net/api/v1/server-identity", nil),
+            // An HTTPS primary's own word: a candidate, which must answer the probe as the installation.
+            (
+                "https://192.168.1.20:8443", "https://books.example.net/api/v1/server-identity",
+                "https://books.example.net"
+            ),
             (
                 "https://books.example.net", "https://books.example.net:8443/api/v1/server-identity",
                 "https://books.example.net:8443"
             ),
             ("https://books.example.net", "http://books.example.net/api/v1/server-identity", nil),
-            ("http://127.0.0.1:8080", "https://127.0.0.2/api/v1/server-identity", "https://127.0.0.2"),
+            ("http://127.0.0.1:8080", "https://127.0.0.2/api/v1/server-identity", nil),
+            ("https://127.0.0.1:8443", "https://127.0.0.2/api/v1/server-identity", "https://127.0.0.2"),
             ("http://books.example.net", "https://user:pw@books.example.net/api/v1/server-identity", nil),
             ("http://books.example.net", "ftp://books.example.net/api/v1/server-identity", nil),
         ]

@@ -342,6 +342,39 @@ extension SundownSampleTests {
         let duplicate = try Self.journal(
             front, writer, "POST", json: #"{"text":"one","text":"two"}"#)
         #expect(duplicate.status == 400, "a key named twice: \(duplicate.body)")
+
+        // A body Sundown does not read (a 404, a GET's, one too large, one beside a refused field)
+        // is never read as the next request on the proxy's kept-alive connection: the connection
+        // ends with the answer, so the request hidden in it, with account fields nobody checked,
+        // is never run.
+        let smuggled =
+            "POST /api/v1/journal HTTP/1.1\r\nHost: x\r\nX-Homeport-Account-Id: 1\r\n"
+            + "X-Homeport-Account-Email: victim@example.com\r\nContent-Type: application/json\r\n"
+            + "Content-Length: 20\r\n\r\n{\"text\":\"smuggled\"}"
+        let signedIn = "X-Homeport-Account-Id: 2\r\nX-Homeport-Account-Email: diarist@example.com\r\n"
+        for head in [
+            "GET /api/v1/journalX HTTP/1.1\r\nHost: x\r\n", "GET /api/v1/journal HTTP/1.1\r\nHost: x\r\n\(signedIn)",
+            "POST /api/v1/journal HTTP/1.1\r\nHost: x\r\n\(signedIn)X_Homeport_Session: s\r\n",
+        ] {
+            let fd = try RawHTTP.connect(port: sundownPort, timeout: 10)
+            defer { close(fd) }
+            RawHTTP.send(fd, head + "Content-Length: \(smuggled.utf8.count)\r\n\r\n" + smuggled)
+            let answers = String(decoding: try RawHTTP.readToEnd(fd), as: UTF8.self)
+            #expect(answers.components(separatedBy: "HTTP/1.").count == 2, "\(head): \(answers)")
+        }
+        let chunked = try RawHTTP.connect(port: sundownPort, timeout: 10)
+        defer { close(chunked) }
+        RawHTTP.send(
+            chunked,
+            "POST /api/v1/journal HTTP/1.1\r\nHost: x\r\n\(signedIn)Transfer-Encoding: chunked\r\n\r\n"
+                + "\(String(smuggled.utf8.count, radix: 16))\r\n\(smuggled)\r\n0\r\n\r\n")
+        let chunkedAnswers = String(decoding: try RawHTTP.readToEnd(chunked), as: UTF8.self)
+        #expect(
+            chunkedAnswers.hasPrefix("HTTP/1.1 400") && chunkedAnswers.components(separatedBy: "HTTP/1.").count == 2)
+        let victim = try Curl.call(
+            "http://127.0.0.1:\(sundownPort)/api/v1/journal",
+            headers: ["X-Homeport-Account-Id: 1", "X-Homeport-Account-Email: victim@example.com"])
+        #expect(!victim.body.contains("smuggled"), "a smuggled request was run: \(victim.body)")
     }
 }
 

@@ -23,15 +23,22 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
 /// The address a redirect may make a candidate for the primary (which it becomes only once it
 /// answers the credential-free probe as the installation): only `https://`, on another origin
-/// than the primary's, without credentials or a query; never plain HTTP.
+/// than the primary's, without credentials or a query; from a plain-HTTP primary, only on its
+/// own host (its redirect could be anyone's on the path).
 func checkMove(_ location: String) {
-    guard let primary = try? ServerAddress(parsing: "http://books.example.net:8080", allowHTTP: true) else { return }
-    for target in [URL(string: location), URL(string: location, relativeTo: URL(string: primary.url))?.absoluteURL] {
-        guard let target, let moved = IdentityProbe.movedToHTTPS(from: primary, to: target) else { continue }
-        let url = URL(string: moved.url)
-        require(url?.scheme == "https", "moved to \(moved.url), not https")
-        require(moved.origin != primary.origin, "moved to \(moved.url), the primary's own origin")
-        require(url?.user == nil && url?.query == nil, "moved to \(moved.url), with credentials or a query")
+    for text in ["http://books.example.net:8080", "https://books.example.net:8443"] {
+        guard let primary = try? ServerAddress(parsing: text, allowHTTP: true) else { continue }
+        for target in [URL(string: location), URL(string: location, relativeTo: URL(string: primary.url))?.absoluteURL]
+        {
+            guard let target, let moved = IdentityProbe.movedToHTTPS(from: primary, to: target) else { continue }
+            let url = URL(string: moved.url)
+            require(url?.scheme == "https", "moved to \(moved.url), not https")
+            require(moved.origin != primary.origin, "moved to \(moved.url), the primary's own origin")
+            require(url?.user == nil && url?.query == nil, "moved to \(moved.url), with credentials or a query")
+            if text.hasPrefix("http:") {
+                require(url?.host == "books.example.net", "a plain-HTTP primary moved to \(moved.url), another host")
+            }
+        }
     }
 }
 
