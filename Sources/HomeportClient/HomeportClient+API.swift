@@ -118,7 +118,7 @@ extension HomeportClient {
                 url = try Self.sameOriginTarget(of: response, from: url, at: address)
                 continue
             }
-            try judge(response, path: path, choice: choice, record: record)
+            try judge(response, path: path, choice: choice, record: record, token: token)
             return Answer(response: response, via: address)
         }
         throw ClientError.badAnswer(address: address.url, detail: "too many redirects")
@@ -150,9 +150,9 @@ extension HomeportClient {
     /// What every authenticated answer must pass: a 401 or 410 signs the account out only when it
     /// is the API's own refusal from an address that speaks for the installation (otherwise it
     /// throws ``ClientError/sessionKept(address:detail:)``); a web page is never the API.
-    func judge(_ response: ClientResponse, path: String, choice: Choice, record: ServerRecord) throws {
+    func judge(_ response: ClientResponse, path: String, choice: Choice, record: ServerRecord, token: String) throws {
         if response.status == 401 || response.status == 410 {
-            try signOutIfRefused(response, path: path, choice: choice, record: record)
+            try signOutIfRefused(response, path: path, choice: choice, record: record, token: token)
         }
         if response.isHTML { throw ClientError.notAnAPI(address: choice.address.url, answer: response.kind) }
     }
@@ -160,9 +160,9 @@ extension HomeportClient {
     /// A 401 or 410: the account is signed out only when it is the API's own refusal of the token
     /// from an address that speaks for the enrolled installation. Any other refusal (a proxy's, an
     /// HTML page, another installation's) leaves the session as it is.
-    private func signOutIfRefused(_ response: ClientResponse, path: String, choice: Choice, record: ServerRecord)
-        throws
-    {
+    private func signOutIfRefused(
+        _ response: ClientResponse, path: String, choice: Choice, record: ServerRecord, token: String
+    ) throws {
         let onAppDoor = path.hasPrefix(AllauthAppPath.base + "/")
         guard response.refusesSession(onAppDoor: onAppDoor) else {
             // The app door's own 401 asking to reauthenticate keeps the session; the caller reads it.
@@ -177,7 +177,7 @@ extension HomeportClient {
                 detail: "refused the session, but did not answer as the enrolled installation ("
                     + (choice.standingOutcome?.description ?? "no match") + ")")
         }
-        try markSignedOut(record.key)
+        try markSignedOut(record.key, refused: token)
         throw ClientError.signedOut(server: record.key)
     }
 
@@ -249,24 +249,22 @@ extension HomeportClient {
             throw Self.anotherServersID(new, at: record.primary, other: other)
         }
         let moving = newKey != record.key
-        if moving, let token = try vault.token(for: record.key) { try vault.store(token: token, for: newKey) }
         var event: ClientEvent?
-        let saved: ServerRecord?
-        do {
-            saved = try directory.rewrite(record.key) { stored, others in
-                event = try Self.reidentify(&stored, as: new, among: others)
-                stored.product = product
-                stored.protocolVersion = protocolVersion
-            }
-        } catch {
-            if moving { try? vault.remove(server: newKey) }
-            throw error
+        var adopted = false
+        // One change under the directory's lock, made only while the record still is the one
+        // whose primary answered (another process may have moved the primary or adopted another
+        // id meanwhile): the token moves with it, before the record says so.
+        try directory.rewrite(record.key) { stored, others in
+            guard stored.instanceID == record.instanceID, stored.primary.url == record.primary.url else { return }
+            var changed = stored
+            event = try Self.reidentify(&changed, as: new, among: others)
+            changed.product = product
+            changed.protocolVersion = protocolVersion
+            if moving, let token = try vault.token(for: record.key) { try vault.store(token: token, for: newKey) }
+            stored = changed
+            adopted = true
         }
-        guard saved != nil else {
-            // Removed meanwhile (another process): nothing is kept for it.
-            if moving { try? vault.remove(server: newKey) }
-            throw ClientError.unknownServer(record.key)
-        }
+        guard adopted else { return }
         if moving { try vault.remove(server: record.key) }
         try moveNotificationState(from: record.key, to: newKey)
         forgetWinner(record.key)
@@ -309,11 +307,19 @@ extension HomeportClient {
                 + "remove one of the two")
     }
 
-    func markSignedOut(_ key: String) throws {
-        try vault.remove(server: key)
-        try directory.update(key) { $0.signedOut = true }
+    /// Signs the account out after the server refused `refused`: only while that is still the
+    /// stored token, in one change under the directory's lock. A sign-in in another process that
+    /// stored a new one meanwhile (it ended the old session first) keeps its session.
+    func markSignedOut(_ key: String, refused: String) throws {
+        var signedOut = false
+        try directory.update(key) { record in
+            guard (try? vault.token(for: key)) == refused else { return }
+            guard (try? vault.remove(server: key)) != nil else { return }
+            record.signedOut = true
+            signedOut = true
+        }
         forgetWinner(key)
-        onEvent(.signedOut(server: key))
+        if signedOut { onEvent(.signedOut(server: key)) }
     }
 
     static func errorCodes(_ response: ClientResponse) -> [String] {

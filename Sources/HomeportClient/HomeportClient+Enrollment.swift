@@ -36,9 +36,13 @@ extension HomeportClient {
         let primaryConfirmed = confirmation?.address.url
         let path = networkPath
         var event: ClientEvent?
+        // The token is stored in the same change, under the directory's lock: a process that
+        // signs the account out on the old token's refusal meanwhile either comes first (and this
+        // change then signs it in) or finds the new token and leaves it.
         let saved = try directory.rewrite(existing.key) { record, others in
             event = try info?.instanceId.flatMap { try Self.reidentify(&record, as: $0, among: others) }
             Self.signIn(&record, at: address, email: email, info: info, primaryConfirmed: primaryConfirmed, path: path)
+            try vault.store(token: token, for: record.key)
         }
         let record: ServerRecord
         if let saved {
@@ -49,9 +53,9 @@ extension HomeportClient {
                 instanceID: info?.instanceId ?? existing.instanceID, product: info?.product ?? existing.product,
                 email: email, primary: address, alternatives: [], lastWinner: address.url, signedOut: false,
                 signedInPath: path, protocolVersion: info?.protocolVersion ?? existing.protocolVersion)
+            try vault.store(token: token, for: record.key)
             try directory.save(record)
         }
-        try vault.store(token: token, for: record.key)
         if existing.key != record.key {
             try vault.remove(server: existing.key)
             try moveNotificationState(from: existing.key, to: record.key)

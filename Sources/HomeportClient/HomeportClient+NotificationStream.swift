@@ -249,7 +249,7 @@ extension HomeportClient {
                 try await stream.readAll(limit: self.configuration.byteLimit, address: address.url)
             }
             let response = ClientResponse(status: stream.status, headers: stream.headers, body: body)
-            try judge(response, path: path, choice: choice, record: record)
+            try judge(response, path: path, choice: choice, record: record, token: token)
             if [408, 429].contains(response.status) || (500...599).contains(response.status) {
                 throw RetryableAnswer(
                     reason: "\(address.url) answered \(response.kind)",

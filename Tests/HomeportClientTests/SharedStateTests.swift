@@ -76,6 +76,27 @@ struct SharedStateTests {
         #expect(try ServerDirectory(directory: home.path).server(key)?.alternatives.isEmpty == true)
     }
 
+    @Test(
+        "a refusal of the old token does not sign out a sign-in that stored a new one meanwhile; a refusal of the stored one does"
+    )
+    func signOutComparesTheToken() throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let directory = try ServerDirectory(directory: home.path)
+        let enrolled = try record(InstanceID(UUID()), primary: "https://books.example.net")
+        try directory.save(enrolled)
+        let vault = try FileVault(directory: home.file("vault"))
+        let client = HomeportClient(directory: directory, vault: vault, networkPath: "home")
+        // Another process signed in again: the old token is ended, the new one stored.
+        try vault.store(token: "new-token", for: enrolled.key)
+        try client.markSignedOut(enrolled.key, refused: "old-token")
+        #expect(try vault.token(for: enrolled.key) == "new-token")
+        #expect(try ServerDirectory(directory: home.path).server(enrolled.key)?.signedOut == false)
+        try client.markSignedOut(enrolled.key, refused: "new-token")
+        #expect(try vault.token(for: enrolled.key) == nil)
+        #expect(try ServerDirectory(directory: home.path).server(enrolled.key)?.signedOut == true)
+    }
+
     @Test("two processes registering the device with two servers keep both registrations")
     func pushRegistrations() throws {
         let home = try TemporaryDirectory()
