@@ -261,7 +261,7 @@ extension HTTPServer {
         }
         // An answer the head alone decides (a credential that opens nothing): little of the body
         // is read, none of it kept.
-        if request.refusal == nil,
+        if request.refusal == nil, responder.checksHeads,
             let refusal = responder.checkHead(
                 HTTPRequest(
                     method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? ""),

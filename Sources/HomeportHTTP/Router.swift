@@ -47,6 +47,9 @@ package struct Router<Context: HTTPRequestContext>: HTTPResponder, RouterMethods
     /// ``headCheck``'s answer.
     package func checkHead(_ head: HTTPRequest) -> HTTPError? { headCheck?(head) }
 
+    /// Whether a ``headCheck`` is set.
+    package var checksHeads: Bool { headCheck != nil }
+
     /// Claims `prefix` for a group: every route whose path is `prefix` or lies under it passes
     /// through `middleware` (the first outermost), then adds the group's routes, whose patterns
     /// are relative to the prefix.
@@ -335,6 +338,8 @@ package protocol HTTPResponder: Sendable {
     /// empty body), given before a byte of the body is read; `nil` reads the body and answers
     /// as usual.
     func checkHead(_ head: HTTPRequest) -> HTTPError?
+    /// Whether ``checkHead(_:)`` may answer at all (the server builds the head only then).
+    var checksHeads: Bool { get }
 }
 
 extension HTTPResponder {
@@ -342,6 +347,8 @@ extension HTTPResponder {
     package func group(of path: String) -> String { "other" }
     /// No answer from the head alone.
     package func checkHead(_ head: HTTPRequest) -> HTTPError? { nil }
+    /// No check of heads.
+    package var checksHeads: Bool { false }
 }
 
 /// What answering a request came to.

@@ -361,8 +361,9 @@ struct PushGatewayTests {
         let standIn = try APNsStandIn()
         let gateway = try GatewayHarness(.sqlite, standIn: standIn)
         let credential = try gateway.enroll("a", instanceID: UUID().uuidString.lowercased())
-        for authorization in ["", "Authorization: Bearer \(credential)x\r\n", "Authorization: Basic \(credential)\r\n"]
-        {
+        // Several strangers in a row: the first reads the live credentials, the next are looked up one by one.
+        let strangers = ["x", "y", "z"].map { "Authorization: Bearer \(credential)\($0)\r\n" }
+        for authorization in [""] + strangers + ["Authorization: Basic \(credential)\r\n"] {
             let fd = try RawHTTP.connect(port: gateway.replicas[0].port, timeout: 5)
             defer { close(fd) }
             #expect(

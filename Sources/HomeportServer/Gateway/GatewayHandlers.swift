@@ -17,6 +17,8 @@ struct GatewayHandlers: Sendable {
     let logger: Logger
     let counters: GatewayCounters
     let inFlight: GatewayInFlight
+    /// The live credentials' digests, for the head check.
+    let credentials: GatewayCredentials
 
     /// `POST /gateway/v1/pushes`: checks each push, sends those that pass to APNs in one batch,
     /// and answers each push's outcome in order.
@@ -205,17 +207,16 @@ struct GatewayHandlers: Sendable {
     }
 
     /// The answer to a request's head, before a byte of its body is read: 401 unless it carries a
-    /// live server's credential (a stranger costs one indexed lookup, not an 8 MiB read). The
-    /// handler checks again, with the body: a revocation in between holds.
+    /// live server's credential (``GatewayCredentials``: no database round trip per stranger,
+    /// and no 8 MiB read). The handler checks again, with the body, in the database: a
+    /// revocation holds there at once.
     func checkHead(_ request: HTTPRequest) -> HTTPError? {
         guard request.path == PushGatewayPath.pushes || request.path == PushGatewayPath.devices else { return nil }
         do {
-            let credential = try Self.credential(request)
-            return try GatewayServerStore(database).live(credentialHash: credential) == nil ? Self.refused : nil
+            return credentials.isLive(try Self.credential(request)) ? nil : Self.refused
         } catch let error as HTTPError {
             return error
         } catch {
-            // The database cannot say now: the handler answers, as it would have.
             return nil
         }
     }

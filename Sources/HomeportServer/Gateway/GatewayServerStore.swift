@@ -84,6 +84,13 @@ struct GatewayServerStore {
         ).first.flatMap(Self.server)
     }
 
+    /// The credential digests of every server that may push.
+    func liveCredentialHashes() throws -> Set<String> {
+        Set(
+            try db.execute("SELECT credential_hash FROM gateway_servers WHERE revoked_at IS NULL")
+                .compactMap { $0.string("credential_hash") })
+    }
+
     /// Every server, oldest first.
     func all() throws -> [GatewayServer] {
         try db.execute("SELECT \(Self.columns) FROM gateway_servers ORDER BY id").compactMap(Self.server)

@@ -104,7 +104,7 @@ public final class PushGateway: Sendable {
         self.inFlight = inFlight
         let handlers = GatewayHandlers(
             database: database, apns: apns, configuration: configuration, clock: clock, logger: self.logger,
-            counters: counters, inFlight: inFlight)
+            counters: counters, inFlight: inFlight, credentials: GatewayCredentials(database: database))
         var router = Router<EmptyRequestContext>()
         router.get("/healthz") { _, _ in HTTPResponse(status: 200, body: Data("ok\n".utf8)) }
         // A stranger's batch (up to 8 MiB) is refused from its head, before it is read.
