@@ -175,7 +175,7 @@ extension HomeportClient {
                 case .overflow(let limit, let skippedID):
                     // Skipped, not the end of the stream: the resume point moves past it.
                     if cursor.firstDelivery(of: skippedID) {
-                        delivered = true
+                        if !skippedID.isEmpty { delivered = true }
                         yield(
                             .discarded(
                                 eventID: ServerText.clean(skippedID, limit: 128),
@@ -186,9 +186,10 @@ extension HomeportClient {
                     cursor.retry = min(
                         max(.milliseconds(milliseconds), .milliseconds(500)), configuration.streamMaximumRetryDelay)
                 case .event(let event):
-                    // A repeat is dropped, and is no progress.
+                    // A repeat is dropped, and is no progress; nor is an event without an id (a
+                    // repeat of one cannot be told).
                     if cursor.firstDelivery(of: event.lastEventID) {
-                        delivered = true
+                        if !event.lastEventID.isEmpty { delivered = true }
                         if let notification = deliver(event, of: record) { yield(notification) }
                     }
                     if let id = Self.sendableEventID(event.lastEventID) { cursor.lastEventID = id }

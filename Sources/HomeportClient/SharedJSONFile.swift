@@ -28,10 +28,11 @@ final class SharedJSONFile<Value: Codable & Equatable & Sendable>: @unchecked Se
 
     /// What identifies one version of the file on disk: a rename gives it another inode.
     private struct Stamp: Equatable {
+        var device: UInt64
         var inode: UInt64
         var size: Int64
-        var seconds: Int
-        var nanoseconds: Int
+        var modified: [Int]
+        var changed: [Int]
     }
 
     /// Reads `path` (`empty` when it does not exist yet).
@@ -60,8 +61,9 @@ final class SharedJSONFile<Value: Codable & Equatable & Sendable>: @unchecked Se
     /// Reads the stored value under the cross-process lock, changes it and, if it changed,
     /// writes it before the lock is let go.
     func change<T>(_ body: (inout Value) throws -> T) throws -> T {
-        try lock.withLock {
-            try FileLock.withExclusive(path + ".lock", timeout: lockTimeout) {
+        // The file's lock first: a reader in this process never waits behind another process.
+        try FileLock.withExclusive(path + ".lock", timeout: lockTimeout) {
+            try lock.withLock {
                 let (stored, stamp) = try Self.read(path, empty: empty, what: what)
                 var value = stored
                 let result = try body(&value)
@@ -92,13 +94,14 @@ final class SharedJSONFile<Value: Codable & Equatable & Sendable>: @unchecked Se
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         #if canImport(Darwin)
-            let modified = info.st_mtimespec
+            let (modified, changed) = (info.st_mtimespec, info.st_ctimespec)
         #else
-            let modified = info.st_mtim
+            let (modified, changed) = (info.st_mtim, info.st_ctim)
         #endif
         return Stamp(
-            inode: UInt64(info.st_ino), size: Int64(info.st_size), seconds: Int(modified.tv_sec),
-            nanoseconds: Int(modified.tv_nsec))
+            device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
+            modified: [Int(modified.tv_sec), Int(modified.tv_nsec)],
+            changed: [Int(changed.tv_sec), Int(changed.tv_nsec)])
     }
 
     private static var encoder: JSONEncoder {

@@ -9,7 +9,8 @@ import Testing
 @Suite("Titles and bodies hold nothing hidden")
 struct DisplayTextTests {
     static let hidden = [
-        "\u{202E}", "\u{2028}", "\u{7F}", "\u{85}", "\u{200B}", "\u{2067}", "\u{FEFF}", "\u{1B}", "\n",
+        "\u{202E}", "\u{2028}", "\u{7F}", "\u{85}", "\u{200B}", "\u{2067}", "\u{FEFF}", "\u{1B}", "\n", "\u{AD}",
+        "\u{E0041}", "\u{2061}", "\u{3164}", "\u{34F}", "\u{180E}",
     ]
 
     @Test("an operator's catalogue with a hidden character in a title does not load, naming the code")
@@ -26,7 +27,11 @@ struct DisplayTextTests {
                 try ServerCatalogue.codes(fromFile: file)
             }
         }
-        #expect(ServerCatalogue.problem(.init(code: "shelf:item.ready", title: "Ready: 📚 Café, 本")) == nil)
+        #expect(ServerCatalogue.problem(.init(code: "shelf:item.ready", title: "Ready: 📚 Café, 本, 👨‍👩‍👧")) == nil)
+        for reserved in ["homeport:x", "home-port.core:x", "h0meport:x", "hornep0rt/core:x"] {
+            #expect(ServerCatalogue.isReserved(reserved), "\(reserved)")
+        }
+        #expect(!ServerCatalogue.isReserved("sundown:entry.shared") && !ServerCatalogue.isReserved("home:x"))
     }
 
     @Test("push send refuses a title or a body with a hidden character, and queues nothing")

@@ -144,6 +144,42 @@ struct ProductAPIIdempotencyTests {
         #expect(again.body == answer.body, "the retry answers the first request's 202")
     }
 
+    @Test("a retry of a delivered notification answers its 202 even after its code left the catalogue")
+    func retryAfterTheRulesChanged() throws {
+        let (url, cleanUp) = try Backend.sqlite.makeDatabaseURL()
+        defer { cleanUp() }
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (server, port) = try Self.serve(url, directory)
+        defer { server.stop() }
+        let key = try ServerProcess.run(["product-keys", "create", "diary", "--database", url.rawText]).output
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        _ = try Self.signUp("ada@example.com", port: server.port)
+        func declare(_ codes: String) throws -> Int {
+            try RawHTTP.request(
+                port: port, method: "PUT", path: ProductAPIPath.catalogue,
+                headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(key)")],
+                body: Data(#"{"codes":[\#(codes)]}"#.utf8)
+            ).status
+        }
+        #expect(try declare(#"{"code":"diary:shared","title":"Shared"},{"code":"diary:liked","title":"Liked"}"#) == 200)
+        func notify(_ idempotency: String) throws -> RawResponse {
+            try RawHTTP.request(
+                port: port, method: "POST", path: ProductAPIPath.notifications,
+                headers: [
+                    ("Content-Type", "application/json"), ("Authorization", "Bearer \(key)"),
+                    ("Idempotency-Key", idempotency),
+                ],
+                body: Data(#"{"email":"ada@example.com","code":"diary:shared","title":"Shared"}"#.utf8))
+        }
+        let first = try notify("k1")
+        #expect(first.status == 202)
+        #expect(try declare(#"{"code":"diary:liked","title":"Liked"}"#) == 200)
+        let retry = try notify("k1")
+        #expect(retry.status == 202 && retry.body == first.body, "\(retry.text)")
+        #expect(try notify("k2").status == 400, "a new request with the dropped code is refused")
+    }
+
     @Test(
         "a key is forgotten with the account it notified: the same retry after the account was deleted and its address signed up again notifies the new account, not with the old id",
         arguments: Backend.allCases)

@@ -203,6 +203,22 @@ struct TwoFactorTests {
             let owner = try server.app(
                 "POST", "auth/2fa/authenticate", token: app, json: ["code": code(ada.secret, server)])
             #expect(owner.status == 200, "\(owner.text)")
+
+            // More sessions do not buy more guesses: all of an account's sessions share ten an hour.
+            let second = try #require(owner.sessionToken)
+            for _ in 0..<5 {
+                _ = try server.app("POST", "auth/2fa/reauthenticate", token: second, json: ["code": "999999"])
+            }
+            server.clock.advance(by: 30)
+            let third = try #require(
+                try server.app(
+                    "POST", "auth/2fa/authenticate", token: try pendingLogin(server, "ada@example.com"),
+                    json: ["code": code(ada.secret, server)]
+                ).sessionToken)
+            let refused = try server.app("POST", "auth/2fa/reauthenticate", token: third, json: ["code": "999999"])
+            #expect(
+                refused.errorCodes == ["too_many_login_attempts"] || refused.status == 429,
+                "a fresh session's first guess, past the account's ten: \(refused.text)")
         }
     }
 

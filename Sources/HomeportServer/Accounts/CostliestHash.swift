@@ -21,6 +21,8 @@ final class CostliestHash: Sendable {
     }
 
     private let reading = Mutex<Reading?>(nil)
+    /// A reading in progress: the others use the last one meanwhile (one scan at a time).
+    private let scanning = Mutex(false)
     private let timing: HashTiming
 
     init(timing: HashTiming) {
@@ -31,7 +33,21 @@ final class CostliestHash: Sendable {
     /// (or it cannot be read: the configured cost is then the target, as before any import).
     func value(in database: any SQLExecutor, configured: Int) -> HashCost? {
         let now = ContinuousClock.now
-        if let cached = reading.withLock({ $0 }), now - cached.at < Self.refresh { return cached.cost }
+        let cached = reading.withLock { $0 }
+        if let cached, now - cached.at < Self.refresh { return cached.cost }
+        // One scan at a time; the others use the last reading (before the first: none).
+        guard
+            scanning.withLock({ scanning in
+                scanning
+                    ? false
+                    : {
+                        scanning = true; return true
+                    }()
+            })
+        else {
+            return cached?.cost
+        }
+        defer { scanning.withLock { $0 = false } }
         guard
             let rows = try? database.execute(
                 "SELECT password_hash FROM users WHERE password_hash NOT LIKE $1",

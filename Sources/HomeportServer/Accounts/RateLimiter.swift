@@ -78,6 +78,10 @@ public struct RateLimitPolicy: Sendable, Hashable {
     /// set TOTP up: five per five minutes; a right one clears the count. A budget of its own, so
     /// that a session (a stolen token, without the password) cannot spend the owner's sign-in.
     public var failedSecondFactorPerSession = RateLimit(5, per: 300)
+    /// Second-factor codes all the signed-in sessions of one account try (confirmations, set-up),
+    /// right or wrong: ten an hour, so that a stolen session, or several, cannot guess codes for
+    /// days at the per-session rate. The owner's sign-in is not charged here.
+    public var failedSecondFactorConfirmationPerAccount = RateLimit(10, per: 3600)
 
     /// Limits the operator set for a product's budgets (``ProductBudget``), by name; a budget not
     /// named here keeps the product's default.
@@ -92,7 +96,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
         "failed-password-change-per-session", "password-change-per-account", "reset-per-address", "reset-per-email",
         "push-test-per-account", "push-changes-per-account", "verification-mail-per-account",
         "verification-attempt-per-session", "mail-per-mailbox", "failed-second-factor-per-account",
-        "failed-second-factor-per-session",
+        "failed-second-factor-per-session", "failed-second-factor-confirmation-per-account",
     ]
 
     /// Sets one limit by name; false for an unknown name.
@@ -113,6 +117,7 @@ public struct RateLimitPolicy: Sendable, Hashable {
         case "verification-attempt-per-session": verificationAttemptPerSession = limit
         case "failed-second-factor-per-account": failedSecondFactorPerAccount = limit
         case "failed-second-factor-per-session": failedSecondFactorPerSession = limit
+        case "failed-second-factor-confirmation-per-account": failedSecondFactorConfirmationPerAccount = limit
         default: return false
         }
         return true
@@ -217,13 +222,23 @@ struct RateLimiter {
     /// take the last try): a sign-in's to the account (both doors share the budget), a signed-in
     /// session's (a confirmation, a set-up) to that session.
     func chargeSecondFactor(account: Int64, session: String?, now: Int64) throws {
-        try charge([secondFactorBucket(account, session: session)], now: now)
+        try charge(secondFactorBuckets(account, session: session), now: now)
     }
 
-    /// Clears that second-factor count: a right code came (as django-allauth).
+    /// Clears those second-factor counts: a right code came (as django-allauth).
     func clearSecondFactor(account: Int64, session: String?) throws {
-        try db.execute(
-            "DELETE FROM rate_limits WHERE bucket = $1", [.text(secondFactorBucket(account, session: session).0)])
+        for bucket in secondFactorBuckets(account, session: session) {
+            try db.execute("DELETE FROM rate_limits WHERE bucket = $1", [.text(bucket.0)])
+        }
+    }
+
+    /// A sign-in's bucket, or a signed-in session's and its account's confirmations'.
+    private func secondFactorBuckets(_ account: Int64, session: String?) -> [(String, RateLimit)] {
+        guard session != nil else { return [secondFactorBucket(account, session: nil)] }
+        return [
+            secondFactorBucket(account, session: session),
+            ("mfa_confirm:account:\(account)", policy.failedSecondFactorConfirmationPerAccount),
+        ]
     }
 
     private func secondFactorBucket(_ account: Int64, session: String?) -> (String, RateLimit) {

@@ -57,6 +57,13 @@ struct ProductAPI: Sendable {
         let idempotency = try Self.idempotencyKey(request)
         // A retry is the same request: its body's digest is kept with the claim.
         let requestHash = Digest.hex(Digest.sha256(Array(request.body)))
+        // A retry of a request that made its notification gets that answer, before anything is
+        // checked again (a code revoked since, a rule tightened since, must not turn a delivered
+        // notification into a failure). The claim below settles the race of two first tries.
+        if let idempotency, let sent = try ProductKeyStore(database).sent(key: key.id, idempotencyKey: idempotency) {
+            guard sent.requestHash == requestHash else { throw Self.reusedKey }
+            return try Self.accepted(seq: sent.seq, queued: sent.queued)
+        }
         let userID = try account(of: body)
         // Claim, notification and what it made are one transaction: a crash keeps all or none,
         // so a key never sticks half-done, and nothing acknowledged is lost or made twice.
@@ -70,11 +77,7 @@ struct ProductAPI: Sendable {
                     }
                     guard let sent = try store.sent(key: key.id, idempotencyKey: idempotency),
                         sent.requestHash == requestHash
-                    else {
-                        throw HTTPError(
-                            status: 422, code: "idempotency_key_reused",
-                            message: "This Idempotency-Key was sent with another request; use a new one.")
-                    }
+                    else { throw Self.reusedKey }
                     return PushCenter.Delivery(seq: sent.seq, queued: sent.queued, muted: false)
                 },
                 after: { db, delivery in
@@ -197,6 +200,10 @@ struct ProductAPI: Sendable {
         }
         return key
     }
+
+    static let reusedKey = HTTPError(
+        status: 422, code: "idempotency_key_reused",
+        message: "This Idempotency-Key was sent with another request; use a new one.")
 
     static func accepted(seq: Int64, queued: Int) throws -> HTTPResponse {
         try .json(ProductNotificationAnswer(id: seq, queued: queued), status: 202)

@@ -68,15 +68,16 @@ public struct ServerCatalogue: Sendable, Hashable {
     }
 
     /// Whether `code`'s namespace is Homeport's in some spelling: its first part, without `.`,
-    /// `_` and `-`, and with the digits that pass for letters read as them (`h0me-port`), starts
-    /// with `homeport` (`homeport:x`, `homeport/core/evil:x`, `home.port:x`). A product key's codes
+    /// `_` and `-`, with the digits that pass for letters read as them (`h0me-port`) and `rn` as
+    /// `m` (`hornep0rt`), starts with `homeport` (`homeport:x`, `homeport/core/evil:x`, `home.port:x`). A product key's codes
     /// are never in it; the operator's catalogue and a Swift product's, which are the
     /// installation's own, may be.
     public static func isReserved(_ code: String) -> Bool {
         let namespace = code.split(separator: ":", maxSplits: 1).first ?? ""
         let first = namespace.split(separator: "/", omittingEmptySubsequences: false).first ?? ""
-        let lookalikes: [Character: Character] = ["0": "o", "3": "e", "7": "t", "1": "l"]
+        let lookalikes: [Character: Character] = ["0": "o", "3": "e", "7": "t"]
         let read = String(first.filter { !".-_".contains($0) }.map { lookalikes[$0] ?? $0 })
+            .replacingOccurrences(of: "rn", with: "m")
         return read.hasPrefix("homeport")
     }
 
