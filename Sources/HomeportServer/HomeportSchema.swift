@@ -399,6 +399,26 @@ public enum HomeportSchema {
                 ON product_notification_accounts (user_id)
                 """,
             ]),
+        // The accounts whose password hash came from another system (`users import`) and is not
+        // remade yet: every sign-in's check is padded to the costliest of them (`CostliestHash`),
+        // found without reading every account. Accounts imported before this table are found by
+        // their hash: anything but the default PBKDF2 cost (a few native ones too, read and left;
+        // `_` stands for `$`, which the SQLite driver would read as a placeholder before a digit).
+        Migration(
+            version: 14, name: "imported_password_hashes",
+            statements: [
+                """
+                CREATE TABLE IF NOT EXISTS imported_password_hashes (
+                    user_id BIGINT PRIMARY KEY REFERENCES users (id) ON DELETE CASCADE
+                )
+                """,
+                """
+                INSERT INTO imported_password_hashes (user_id)
+                SELECT id FROM users
+                WHERE password_hash NOT LIKE 'pbkdf2_sha256_600000_%' AND password_hash NOT LIKE '!%'
+                ON CONFLICT (user_id) DO NOTHING
+                """,
+            ]),
     ]
 
     /// A migrator over ``migrations``.

@@ -11,7 +11,8 @@ import Testing
 private let growingTables: Set<String> = [
     "users", "sessions", "password_resets", "rate_limits", "mail_failures", "push_devices", "notification_mutes",
     "notifications", "notification_data", "push_outbox", "mail_queue", "verified_emails", "email_verifications",
-    "product_notifications", "authenticators", "recovery_codes", "session_factors", "push_gateway_changes",
+    "product_notifications", "product_notification_accounts", "authenticators", "recovery_codes", "session_factors",
+    "push_gateway_changes",
 ]
 
 /// Statements that read a growing table whole on purpose, and why.

@@ -197,6 +197,7 @@ public struct AccountImport: Sendable {
                     continue
                 }
                 if entry.verified { try EmailVerificationStore(db).markVerified(userID: account.id, now: now) }
+                if !entry.passwordHash.hasPrefix("!") { try accounts.markImportedHash(id: account.id) }
             }
             guard problems.isEmpty else { throw AccountImportFailure(problems: problems) }
             return entries.count

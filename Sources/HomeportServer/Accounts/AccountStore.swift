@@ -50,12 +50,36 @@ struct AccountStore {
     /// Replaces the password hash, only if it is still `old` (the one a check was made against).
     /// Returns whether it was replaced.
     func replacePasswordHash(id: Int64, from old: String, to new: String, at now: Int64) throws -> Bool {
-        !(try db.execute(
+        let replaced =
+            !(try db.execute(
+                """
+                UPDATE users SET password_hash = $1, password_changed_at = $2
+                WHERE id = $3 AND password_hash = $4 RETURNING id
+                """, [.text(new), .integer(now), .integer(id), .text(old)]
+            ).isEmpty)
+        if replaced { try forgetImportedHash(id: id) }
+        return replaced
+    }
+
+    /// Records that the account's hash came from another system (`users import`).
+    func markImportedHash(id: Int64) throws {
+        try db.execute(
+            "INSERT INTO imported_password_hashes (user_id) VALUES ($1) ON CONFLICT (user_id) DO NOTHING",
+            [.integer(id)])
+    }
+
+    /// The account's hash is Homeport's own now.
+    private func forgetImportedHash(id: Int64) throws {
+        try db.execute("DELETE FROM imported_password_hashes WHERE user_id = $1", [.integer(id)])
+    }
+
+    /// The hashes of the accounts whose hash came from another system and is not remade yet.
+    func importedHashes() throws -> [String] {
+        try db.execute(
             """
-            UPDATE users SET password_hash = $1, password_changed_at = $2
-            WHERE id = $3 AND password_hash = $4 RETURNING id
-            """, [.text(new), .integer(now), .integer(id), .text(old)]
-        ).isEmpty)
+            SELECT u.password_hash FROM imported_password_hashes i JOIN users u ON u.id = i.user_id
+            """
+        ).compactMap { $0.string("password_hash") }
     }
 
     /// Deletes the account's row; what references it goes with it (ON DELETE CASCADE).
@@ -78,6 +102,7 @@ struct AccountStore {
         try db.execute(
             "UPDATE users SET password_hash = $1, password_changed_at = $2 WHERE id = $3",
             [.text(new), .integer(now), .integer(id)])
+        try forgetImportedHash(id: id)
     }
 
     /// The columns an ``Account`` is read from (by name: a join may select them among others).

@@ -3,9 +3,9 @@ import HomeportCrypto
 import HomeportStorage
 import Synchronization
 
-/// The costliest password hash the accounts hold that is not at the configured cost: an
-/// imported one (`users import`) or one made at an earlier, higher cost, until its account's
-/// next sign-in rehashes it. Every password check is padded to it (see
+/// The costliest password hash the accounts hold that came from another system (`users import`)
+/// and is not remade yet (at its account's next sign-in, change or reset), read from the
+/// accounts `imported_password_hashes` names, never from every account. Every password check is padded to it (see
 /// `PasswordHashing.checkEqualized(_:against:costliest:timing:)`), so a wrong password takes as
 /// long for an imported account as for a native one or none.
 ///
@@ -48,17 +48,14 @@ final class CostliestHash: Sendable {
             return cached?.cost
         }
         defer { scanning.withLock { $0 = false } }
-        guard
-            let rows = try? database.execute(
-                "SELECT password_hash FROM users WHERE password_hash NOT LIKE $1",
-                [.text("pbkdf2_sha256$\(configured)$%")])
-        else { return reading.withLock { $0?.cost } }
+        guard let hashes = try? AccountStore(database).importedHashes() else { return reading.withLock { $0?.cost } }
         var costliest: HashCost?
-        for row in rows {
+        for hash in hashes {
             // A hash over the standard ceiling (imported with a raised --max-import-cost, or before
             // there was one) is checked at its own cost: padding everyone's check to it would let
-            // one account hold every sign-in for as long.
-            guard let cost = row.string("password_hash").flatMap(HashCost.init(of:)), HashCeiling.standard.allows(cost)
+            // one account hold every sign-in for as long. One at the configured cost is no import.
+            guard let cost = HashCost(of: hash), HashCeiling.standard.allows(cost),
+                cost != .pbkdf2(iterations: configured)
             else { continue }
             costliest = costliest.map { timing.costlier($0, cost) } ?? cost
         }

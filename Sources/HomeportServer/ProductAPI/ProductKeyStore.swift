@@ -102,10 +102,8 @@ struct ProductKeyStore {
     func forgetNotifications(userID: Int64) throws {
         try db.execute(
             """
-            DELETE FROM product_notifications WHERE EXISTS (
-                SELECT 1 FROM product_notification_accounts a
-                WHERE a.user_id = $1 AND a.key_id = product_notifications.key_id
-                    AND a.idempotency_key = product_notifications.idempotency_key)
+            DELETE FROM product_notifications WHERE (key_id, idempotency_key) IN (
+                SELECT key_id, idempotency_key FROM product_notification_accounts WHERE user_id = $1)
             """, [.integer(userID)])
     }
 
