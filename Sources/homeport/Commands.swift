@@ -26,7 +26,14 @@ enum Commands {
     ) throws -> HomeportClient {
         let transport = try parsed.map(transport) ?? HomeportClient.defaultTransport()
         let home = home(environment)
-        let directory = try ServerDirectory(directory: home)
+        var lockTimeout = Duration.seconds(10)
+        if let text = environment["HOMEPORT_LOCK_TIMEOUT"] {
+            guard let seconds = Int(text), (1...3600).contains(seconds) else {
+                throw UsageError("HOMEPORT_LOCK_TIMEOUT is seconds, from 1 to 3600, not '\(text)'")
+            }
+            lockTimeout = .seconds(seconds)
+        }
+        let directory = try ServerDirectory(directory: home, lockTimeout: lockTimeout)
         #if os(Linux)
             let vault: any CredentialVault = try FileVault(directory: home + "/vault")
         #else

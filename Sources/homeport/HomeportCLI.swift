@@ -63,9 +63,12 @@ enum HomeportCLI {
         and --ca-file PATH (a private CA to trust instead of the system's; the certificate's name is still
         checked). Run 'homeport COMMAND --help' for its options.
 
-        SERVER is an instance id, a unique prefix of one, or the primary URL.
+        SERVER is an instance id, its label (homeport servers rename), a unique prefix of the id, or the
+        primary URL.
         State lives in $HOMEPORT_HOME (default $XDG_CONFIG_HOME/homeport, else ~/.config/homeport): created
-        0700 when missing; refused, and left as it is, when another user owns it or others can write to it.
+        0700 (with any missing parent) when missing; refused, and left as it is, when another user owns it or
+        others can write to it. Several homeport commands may run at once: each change waits for the others'
+        at most $HOMEPORT_LOCK_TIMEOUT seconds (10 by default), then fails naming the process that holds it.
         The network path comes from the system (the default route's interface, gateway and the gateway's
         hardware address); $HOMEPORT_NETWORK_PATH overrides it. Addresses verified on another network are
         probed again before any credential is sent.
