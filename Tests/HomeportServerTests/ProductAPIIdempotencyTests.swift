@@ -30,16 +30,23 @@ struct ProductAPIIdempotencyTests {
         return (server, productPort)
     }
 
-    static func notify(port: Int, key: String, idempotency: String, title: String, email: String = "ada@example.com")
-        throws -> RawResponse
-    {
+    /// A new product key named `name`, made as an operator makes one.
+    static func productKey(_ name: String, _ url: DatabaseURL) throws -> String {
+        try ServerProcess.run(["product-keys", "create", name, "--database", url.rawText]).output
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func notify(
+        port: Int, key: String, idempotency: String, title: String, email: String = "ada@example.com",
+        code: String = "journal:entry.shared"
+    ) throws -> RawResponse {
         try RawHTTP.request(
             port: port, method: "POST", path: ProductAPIPath.notifications,
             headers: [
                 ("Content-Type", "application/json"), ("Authorization", "Bearer \(key)"),
                 ("Idempotency-Key", idempotency), ("Connection", "close"),
             ],
-            body: Data(#"{"email":"\#(email)","code":"journal:entry.shared","title":"\#(title)"}"#.utf8), timeout: 5)
+            body: Data(#"{"email":"\#(email)","code":"\#(code)","title":"\#(title)"}"#.utf8), timeout: 5)
     }
 
     static func signUp(_ email: String, port: Int) throws -> String {
@@ -59,8 +66,7 @@ struct ProductAPIIdempotencyTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         var (server, port) = try Self.serve(url, directory)
-        let key = try ServerProcess.run(["product-keys", "create", "load", "--database", url.rawText]).output
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let key = try Self.productKey("load", url)
         _ = try Self.signUp("ada@example.com", port: server.port)
 
         let sent = LockedBox<Set<String>>([])
@@ -126,8 +132,7 @@ struct ProductAPIIdempotencyTests {
         defer { directory.remove() }
         let (server, port) = try Self.serve(url, directory)
         defer { server.stop() }
-        let key = try ServerProcess.run(["product-keys", "create", "journal", "--database", url.rawText]).output
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let key = try Self.productKey("journal", url)
         _ = try Self.signUp("ada@example.com", port: server.port)
         let database = try url.open()
         defer { database.close() }
@@ -152,8 +157,7 @@ struct ProductAPIIdempotencyTests {
         defer { directory.remove() }
         let (server, port) = try Self.serve(url, directory)
         defer { server.stop() }
-        let key = try ServerProcess.run(["product-keys", "create", "diary", "--database", url.rawText]).output
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let key = try Self.productKey("diary", url)
         _ = try Self.signUp("ada@example.com", port: server.port)
         func declare(_ codes: String) throws -> Int {
             try RawHTTP.request(
@@ -164,13 +168,7 @@ struct ProductAPIIdempotencyTests {
         }
         #expect(try declare(#"{"code":"diary:shared","title":"Shared"},{"code":"diary:liked","title":"Liked"}"#) == 200)
         func notify(_ idempotency: String) throws -> RawResponse {
-            try RawHTTP.request(
-                port: port, method: "POST", path: ProductAPIPath.notifications,
-                headers: [
-                    ("Content-Type", "application/json"), ("Authorization", "Bearer \(key)"),
-                    ("Idempotency-Key", idempotency),
-                ],
-                body: Data(#"{"email":"ada@example.com","code":"diary:shared","title":"Shared"}"#.utf8))
+            try Self.notify(port: port, key: key, idempotency: idempotency, title: "Shared", code: "diary:shared")
         }
         let first = try notify("k1")
         #expect(first.status == 202)
@@ -190,8 +188,7 @@ struct ProductAPIIdempotencyTests {
         defer { directory.remove() }
         let (server, port) = try Self.serve(url, directory)
         defer { server.stop() }
-        let key = try ServerProcess.run(["product-keys", "create", "journal", "--database", url.rawText]).output
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let key = try Self.productKey("journal", url)
         _ = try Self.signUp("bo@example.com", port: server.port)
         for number in 1...3 {
             #expect(
