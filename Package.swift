@@ -62,6 +62,8 @@ let package = Package(
 
         // Server-side building blocks, one concern each.
         .target(name: "HomeportLogging"),
+        // The background services' lifecycle: one protocol, one ordered group, the timer and the thread.
+        .target(name: "HomeportLifecycle"),
         .target(
             name: "HomeportCrypto",
             dependencies: ["COpenSSL", .target(name: "CCrypt", condition: .when(platforms: [.linux]))]
@@ -69,18 +71,18 @@ let package = Package(
         .target(name: "HomeportCommandLine"),
         .target(
             name: "HomeportHTTP",
-            dependencies: ["CMicroHTTPD", "HomeportWire", "HomeportLogging"]
+            dependencies: ["CMicroHTTPD", "HomeportWire", "HomeportLogging", "HomeportLifecycle"]
         ),
         .target(
             name: "HomeportStorage",
-            dependencies: ["CSQLite", "CLibPQ", "HomeportLogging"]
+            dependencies: ["CSQLite", "CLibPQ", "HomeportLogging", "HomeportLifecycle"]
         ),
         .target(name: "HomeportAPNs", dependencies: ["CNGHTTP2", "COpenSSL", "HomeportCrypto"]),
         .target(
             name: "HomeportServer",
             dependencies: [
                 "HomeportWire", "HomeportHTTP", "HomeportStorage", "HomeportCrypto",
-                "HomeportLogging", "HomeportAPNs", "HomeportCommandLine", "CCurl", "CQRencode",
+                "HomeportLogging", "HomeportLifecycle", "HomeportAPNs", "HomeportCommandLine", "CCurl", "CQRencode",
             ]
         ),
         .executableTarget(name: "homeport-server", dependencies: ["HomeportServer"]),
@@ -117,6 +119,7 @@ let package = Package(
             path: "Tests/HomeportTestSupport"
         ),
         .testTarget(name: "HomeportWireTests", dependencies: ["HomeportWire"]),
+        .testTarget(name: "HomeportLifecycleTests", dependencies: ["HomeportLifecycle"]),
         .testTarget(
             name: "HomeportClientTests",
             dependencies: ["HomeportClient", "HomeportCrypto", "HomeportTestSupport", "HomeportWire"]

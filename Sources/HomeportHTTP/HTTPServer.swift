@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Foundation
+import HomeportLifecycle
 import HomeportLogging
 import Synchronization
 
@@ -43,7 +44,7 @@ package final class HTTPServer: @unchecked Sendable {
 
     private enum LifecycleState {
         case created
-        case running(daemon: OpaquePointer, listen: ListenSocket, sweeper: any DispatchSourceTimer)
+        case running(daemon: OpaquePointer, listen: ListenSocket, sweeper: RepeatingTask)
         case stopped
     }
 
@@ -89,10 +90,10 @@ package final class HTTPServer: @unchecked Sendable {
             throw configuration.tls == nil ? HTTPServerError.daemonFailed : HTTPServerError.tlsRefused
         }
         // The deadlines are checked four times a second: a connection is cut at most that late.
-        let sweeper = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "homeport.http.deadlines"))
-        sweeper.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
-        sweeper.setEventHandler { [connections] in connections.sweep() }
-        sweeper.resume()
+        let sweeper = RepeatingTask(
+            "homeport.http.deadlines", after: .milliseconds(250), every: .milliseconds(250), failed: { _ in }
+        ) { [connections] in connections.sweep() }
+        sweeper.start()
         pool.start()
         lock.withLock {
             lifecycle = .running(daemon: daemon, listen: socket, sweeper: sweeper)
@@ -310,13 +311,13 @@ package final class HTTPServer: @unchecked Sendable {
 
     /// Stops at once, closing every connection.
     private func stopNow() {
-        let running: (OpaquePointer, any DispatchSourceTimer)? = lock.withLock {
+        let running: (OpaquePointer, RepeatingTask)? = lock.withLock {
             defer { lifecycle = .stopped }
             if case .running(let daemon, _, let sweeper) = lifecycle { return (daemon, sweeper) }
             return nil
         }
         guard let (daemon, sweeper) = running else { return }
-        sweeper.cancel()
+        sweeper.stop()
         // libmicrohttpd must not find a connection suspended when it stops.
         abandonOffloads()
         MHD_stop_daemon(daemon)

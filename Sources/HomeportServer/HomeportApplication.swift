@@ -1,6 +1,7 @@
 import Foundation
 import HomeportCrypto
 import HomeportHTTP
+import HomeportLifecycle
 import HomeportLogging
 import HomeportStorage
 
@@ -20,7 +21,6 @@ public final class HomeportApplication: Sendable {
     public let product: Product
     /// What the product's handlers and tasks work with.
     public let services: ProductServices
-    private let productTasks: [(ProductTask, RepeatingTask)]
     private let hub: StreamHub
     /// Deletes old notifications and failed pushes.
     let retention: NotificationRetention
@@ -30,11 +30,9 @@ public final class HomeportApplication: Sendable {
     private let metricsServer: HTTPServer?
     /// The product API, on its own address when configured.
     private let productServer: HTTPServer?
-    private let heartbeat: ReplicaHeartbeat
-    /// Sends queued mail (with an SMTP relay).
-    private let mailSender: MailSender?
-    /// On PostgreSQL, hears other replicas' session ends for the session cache.
-    private let listener: PostgresListener?
+    /// Everything that runs beside the requests, listeners included: started in order by
+    /// ``start()``, stopped in reverse by ``shutdown()``.
+    let background: ServiceGroup
     private let logger: Logger
     /// Every route of the main listener as `METHOD /pattern`, sorted.
     public var routeTable: [String] { (server.responder as? ServerRouter)?.routeTable ?? [] }
@@ -141,7 +139,6 @@ public final class HomeportApplication: Sendable {
                 sessionCache = SessionCache(trusted: true, maximumAge: cacheAge)
             }
         }
-        self.listener = listener
         let chosenMailer: any Mailer
         if let mailer {
             chosenMailer = mailer
@@ -151,7 +148,7 @@ public final class HomeportApplication: Sendable {
         } else {
             chosenMailer = OutboxMailer(directory: configuration.outboxDirectory)
         }
-        mailSender =
+        let mailSender =
             chosenMailer.queues
             ? MailSender(database: database, mailer: chosenMailer, clock: clock, logger: logger) : nil
         self.accounts = AccountService(
@@ -199,7 +196,6 @@ public final class HomeportApplication: Sendable {
                 }))
         var productRoutes = ProductRoutes(services: services)
         try product.routes(&productRoutes)
-        productTasks = product.tasks.map { ($0, RepeatingTask(label: "\(product.name).\($0.name)")) }
         var router = ServerRouter()
         router.addHealthRoute()
         router.addReadinessRoute(database: database, migrators: product.migrators)
@@ -250,42 +246,46 @@ public final class HomeportApplication: Sendable {
         } else {
             productServer = nil
         }
-        self.heartbeat = try ReplicaHeartbeat(
+        let heartbeat = try ReplicaHeartbeat(
             database: database, identity: identity, timing: configuration.heartbeat,
             listen: configuration.listenSocket ?? configuration.listen.description, logger: logger)
+        let services = services
+        let productTasks = product.tasks.map { task in
+            RepeatingTask(
+                "\(product.name).\(task.name)", after: task.interval, every: task.interval,
+                failed: { services.logger.warning("\(task.name) failed", metadata: ["error": String(describing: $0)]) }
+            ) { try task.work(services) }
+        }
+        // Started in this order, stopped in reverse: the session listener and the heartbeat start
+        // before the server listens (a replica is registered before it answers) and stop after
+        // it has drained; the push sender stops after the listeners, whose requests in flight may
+        // queue pushes; a product's tasks stop first, then the stream hub, ending its streams.
+        let http = { (name: String, server: HTTPServer) in
+            HTTPListenerService(name: name, server: server, logger: logger)
+        }
+        let ordered: [(any Service)?] = [
+            listener, heartbeat, sender,
+            productServer.map { http("homeport.product-api", $0) },
+            metricsServer.map { http("homeport.metrics", $0) },
+            http("homeport.http", server),
+            mailSender?.service(), retention.service(), hub,
+        ]
+        let debug = logger.withLabel("homeport.server")
+        background = ServiceGroup(ordered.compactMap { $0 } + productTasks) { verb, name in
+            debug.debug("\(verb) \(name)")
+        }
     }
 
-    /// Registers this replica's heartbeat, then starts listening; returns the bound port.
+    /// Registers this replica's heartbeat, then starts listening and the background work;
+    /// returns the bound port.
     @discardableResult
     public func start() throws -> Int {
-        listener?.start()
-        try heartbeat.start()
-        do {
-            try server.start()
-            try metricsServer?.start()
-            try productServer?.start()
-        } catch {
-            server.shutdown()
-            heartbeat.stop()
-            listener?.stop()
-            throw error
-        }
         let (hub, sender) = (hub, sender)
         push.onNotify {
             hub.poke()
             sender?.wake()
         }
-        hub.start()
-        retention.start()
-        for (task, runner) in productTasks {
-            let services = services
-            runner.start(
-                after: task.dispatchInterval, every: task.dispatchInterval, logger: services.logger,
-                failure: "\(task.name) failed"
-            ) { try task.work(services) }
-        }
-        mailSender?.start()
-        sender?.start()
+        try background.start()
         return server.port
     }
 
@@ -307,19 +307,7 @@ public final class HomeportApplication: Sendable {
     /// Stops gracefully: no new connections, requests in flight finish, this replica's heartbeat
     /// row goes, then the database closes.
     public func shutdown() {
-        for (_, runner) in productTasks { runner.stop() }
-        hub.stop()
-        retention.stop()
-        mailSender?.stop()
-        let left = server.shutdown()
-        metricsServer?.shutdown()
-        productServer?.shutdown()
-        sender?.stop()
-        if left > 0 {
-            logger.warning("drain timeout passed with requests in flight", metadata: ["requests": String(left)])
-        }
-        heartbeat.stop()
-        listener?.stop()
+        background.stop()
         logger.withLabel("homeport.storage").notice(
             "database pool", metadata: ["waits": String(database.poolWaits)])
         database.close()

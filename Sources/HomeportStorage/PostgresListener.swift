@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import HomeportLifecycle
 
 #if canImport(Glibc)
     import Glibc
@@ -12,7 +13,7 @@ import Foundation
 ///
 /// Between `lost` and the next `ready`, notifications sent meanwhile are missed: a listener's
 /// user must not trust what the notifications keep fresh until `ready` again.
-public final class PostgresListener: @unchecked Sendable {
+public final class PostgresListener: Sendable {
     /// What the listener reports.
     public enum Event: Sendable, Equatable {
         /// Listening: notifications from now on arrive.
@@ -23,58 +24,44 @@ public final class PostgresListener: @unchecked Sendable {
         case lost
     }
 
-    private let url: String
-    private let channel: String
-    private let onEvent: @Sendable (Event) -> Void
-    private let stopped = NSLock()
-    private var isStopped = false
-    private let finished = DispatchSemaphore(value: 0)
+    private let thread: ServiceThread
 
     /// A listener on `channel` of the database at `url`; nothing happens until ``start()``.
     /// `channel` must be a plain identifier.
     public init(url: String, channel: String, onEvent: @escaping @Sendable (Event) -> Void) {
         precondition(channel.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
-        self.url = url
-        self.channel = channel
-        self.onEvent = onEvent
+        thread = ServiceThread("homeport.listen", stopTimeout: .seconds(5)) { thread in
+            Self.run(on: thread, connect: { Self.connect(url: url, channel: channel) }, onEvent: onEvent)
+        }
     }
 
     /// Starts the thread: connects, listens, and reconnects whenever the connection breaks.
     public func start() {
-        let thread = Thread { [self] in
-            run()
-            finished.signal()
-        }
-        thread.name = "homeport.listen"
         thread.start()
     }
 
     /// Stops the thread (within a quarter of a second) and closes its connection.
     public func stop() {
-        let first = stopped.withLock {
-            defer { isStopped = true }
-            return !isStopped
-        }
-        if first { _ = finished.wait(timeout: .now() + 5) }
+        thread.stop()
     }
 
-    private var shouldStop: Bool { stopped.withLock { isStopped } }
-
-    private func run() {
-        while !shouldStop {
+    private static func run(
+        on thread: ServiceThread, connect: () -> OpaquePointer?, onEvent: @Sendable (Event) -> Void
+    ) {
+        while !thread.isStopping {
             if let connection = connect() {
                 onEvent(.ready)
-                listen(on: connection)
+                listen(on: connection, until: thread, onEvent: onEvent)
                 PQfinish(connection)
                 onEvent(.lost)
             }
             // A pause before reconnecting, short: the cache waits for it.
-            for _ in 0..<4 where !shouldStop { usleep(50_000) }
+            thread.rest(upTo: .milliseconds(200))
         }
     }
 
-    /// A connection that listens on the channel, or `nil`.
-    private func connect() -> OpaquePointer? {
+    /// A connection to the database at `url` that listens on `channel`, or `nil`.
+    private static func connect(url: String, channel: String) -> OpaquePointer? {
         let keywords = ["connect_timeout", "application_name", "dbname"]
         let values = ["5", "homeport-server-listen", url]
         let duplicates = (keywords + values).map { strdup($0) }
@@ -96,10 +83,12 @@ public final class PostgresListener: @unchecked Sendable {
     }
 
     /// Hands on notifications until the connection breaks or the listener stops.
-    private func listen(on connection: OpaquePointer) {
+    private static func listen(
+        on connection: OpaquePointer, until thread: ServiceThread, onEvent: @Sendable (Event) -> Void
+    ) {
         let descriptor = PQsocket(connection)
         guard descriptor >= 0 else { return }
-        while !shouldStop {
+        while !thread.isStopping {
             var waiting = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
             let ready = poll(&waiting, 1, 250)
             if ready < 0 && errno != EINTR { return }
@@ -112,4 +101,8 @@ public final class PostgresListener: @unchecked Sendable {
             }
         }
     }
+}
+
+extension PostgresListener: Service {
+    package var name: String { "homeport.listen" }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HomeportLifecycle
 import HomeportLogging
 import HomeportStorage
 
@@ -7,12 +8,11 @@ import HomeportStorage
 /// address), or that fails ``maximumAttempts`` times, is given up: recorded for operators, and the
 /// standing of the pre-login session that asked for it becomes `mail_failed`, exactly as when
 /// mail is sent at once. Nothing about it reaches the person beyond that.
-final class MailSender: Sendable {
+struct MailSender: Sendable {
     let database: any Database
     let mailer: any Mailer
     let clock: any WallClock
     let logger: Logger
-    private let task = RepeatingTask(label: "homeport.mail")
     /// Attempts before a mail that keeps failing for a passing reason is given up.
     static let maximumAttempts = 5
 
@@ -23,15 +23,13 @@ final class MailSender: Sendable {
         self.logger = logger.withLabel("homeport.mail")
     }
 
-    /// Starts sending.
-    func start() {
-        task.start(after: .milliseconds(100), every: .seconds(1), logger: logger, failure: "mail queue not read") {
-            [self] in try sendDue()
-        }
+    /// The service that sends, once a second; stopped, it lets a mail being sent finish first.
+    func service() -> RepeatingTask {
+        RepeatingTask(
+            "homeport.mail", after: .milliseconds(100), every: .seconds(1),
+            failed: { [logger] in logger.warning("mail queue not read", metadata: ["error": String(describing: $0)]) }
+        ) { try sendDue() }
     }
-
-    /// Stops sending (a mail being sent finishes first).
-    func stop() { task.stop() }
 
     /// Sends every mail that is due now.
     func sendDue() throws {

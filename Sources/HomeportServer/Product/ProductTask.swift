@@ -1,5 +1,3 @@
-import Dispatch
-
 /// Work a product runs in the background on every replica: first after one ``interval``, then
 /// every ``interval``, until the server stops. A failure is logged and the next run comes as
 /// planned. Tasks on several replicas run at once: make the work safe for that (claim rows in a
@@ -18,11 +16,5 @@ public struct ProductTask: Sendable {
         self.name = name
         self.interval = interval
         self.work = work
-    }
-
-    /// The interval as a timer takes it (at least a millisecond).
-    var dispatchInterval: DispatchTimeInterval {
-        let (seconds, attoseconds) = interval.components
-        return .nanoseconds(max(1_000_000, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
     }
 }

@@ -1,5 +1,5 @@
-import Dispatch
 import Foundation
+import HomeportLifecycle
 import HomeportLogging
 import HomeportStorage
 
@@ -7,15 +7,13 @@ import HomeportStorage
 /// ``PushSettings/logRetention`` from the accounts' logs, and pushes given up on (`failed`, kept
 /// for operators to read) as old. Runs at start and every hour, on every replica: the deletes
 /// are idempotent, so replicas doing the same work change nothing.
-final class NotificationRetention: Sendable {
+struct NotificationRetention: Sendable {
     private let database: any Database
     private let retention: Int64
     private let clock: any WallClock
     private let logger: Logger
-    private let task = RepeatingTask(label: "homeport.push.retention")
-
     /// How often the sweep runs.
-    static let interval: DispatchTimeInterval = .seconds(3600)
+    static let interval: Duration = .seconds(3600)
 
     init(database: any Database, settings: PushSettings, clock: any WallClock, logger: Logger) {
         self.database = database
@@ -24,16 +22,14 @@ final class NotificationRetention: Sendable {
         self.logger = logger.withLabel("homeport.push")
     }
 
-    /// Sweeps at once, then every ``interval``.
-    func start() {
-        task.start(after: .seconds(0), every: Self.interval, logger: logger, failure: "old notifications not deleted") {
-            [self] in try sweep()
-        }
-    }
-
-    /// Stops the timer.
-    func stop() {
-        task.stop()
+    /// The service that sweeps at once, then every ``interval``.
+    func service() -> RepeatingTask {
+        RepeatingTask(
+            "homeport.push.retention", after: .zero, every: Self.interval,
+            failed: { [logger] in
+                logger.warning("old notifications not deleted", metadata: ["error": String(describing: $0)])
+            }
+        ) { try sweep() }
     }
 
     /// Deletes notifications and failed pushes older than the retention.

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import HomeportAPNs
 import HomeportCrypto
+import HomeportLifecycle
 import HomeportLogging
 import HomeportStorage
 import HomeportWire
@@ -17,7 +18,7 @@ import Synchronization
 /// and the push is tried again later; no answer, 429 and 5xx are tried again later, with exponential
 /// backoff and jitter, up to the attempt limit; any other reason is not retried. Every outcome is
 /// logged by its `apns-id`, never with the device token, the key or the payload.
-final class PushSender: @unchecked Sendable {
+final class PushSender: Service, @unchecked Sendable {
     private let database: any Database
     private let transport: any PushTransport
     private let maximumAttempts: Int
@@ -27,9 +28,8 @@ final class PushSender: @unchecked Sendable {
     private let batchSize: Int
     /// How long a claim holds before another replica may take the rows over, in seconds.
     private let lease: Int64
-    private let wakeUp = DispatchSemaphore(value: 0)
-    private let stopped = DispatchSemaphore(value: 0)
-    private let running = Atomic<Bool>(false)
+    /// The sending thread, while it runs.
+    private let thread = Mutex<ServiceThread?>(nil)
     /// One pass at a time.
     private let pass = NSLock()
 
@@ -47,11 +47,12 @@ final class PushSender: @unchecked Sendable {
         self.lease = lease
     }
 
+    let name = "homeport.push.sender"
+
     /// Starts the sending thread.
     func start() {
-        running.store(true, ordering: .relaxed)
-        let thread = Thread { [self] in
-            while running.load(ordering: .relaxed) {
+        let sending = ServiceThread(name) { [self] thread in
+            while !thread.isStopping {
                 let handled: Int
                 do {
                     handled = try drainOnce()
@@ -61,24 +62,25 @@ final class PushSender: @unchecked Sendable {
                 }
                 // Nothing due: wait for a notification from this process, or look again shortly
                 // (another process may have queued some).
-                if handled == 0 { _ = wakeUp.wait(timeout: .now() + .milliseconds(250)) }
+                if handled == 0 { thread.rest(upTo: .milliseconds(250)) }
             }
-            stopped.signal()
         }
-        thread.name = "homeport.push.sender"
-        thread.start()
+        let previous = thread.withLock { slot in
+            defer { slot = sending }
+            return slot
+        }
+        previous?.stop()
+        sending.start()
     }
 
     /// Stops the thread after its batch in flight.
     func stop() {
-        guard running.exchange(false, ordering: .relaxed) else { return }
-        wakeUp.signal()
-        stopped.wait()
+        thread.withLock { $0.take() }?.stop()
     }
 
     /// Something was queued: look now.
     func wake() {
-        wakeUp.signal()
+        thread.withLock { $0 }?.wake()
     }
 
     /// One pass: claims a batch, sends it, records the outcomes. Returns how many rows it handled.

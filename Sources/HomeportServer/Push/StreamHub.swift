@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HomeportHTTP
+import HomeportLifecycle
 import HomeportLogging
 import HomeportStorage
 import HomeportWire
@@ -17,7 +18,7 @@ import Synchronization
 ///   session ended (logout, password change or reset, hold), on every replica;
 /// - every ``PushSettings/streamHeartbeat`` seconds each stream gets a keep-alive comment, which
 ///   also finds the clients that left.
-final class StreamHub: @unchecked Sendable {
+final class StreamHub: Service, @unchecked Sendable {
     private final class Subscriber: @unchecked Sendable {
         let stream: HTTPBodyStream
         let userID: Int64
@@ -43,7 +44,8 @@ final class StreamHub: @unchecked Sendable {
     /// The open streams by account, then by subscriber (guarded by the hub's queue): a look reads
     /// each account once, and a stream that opens catches up on its own account alone.
     private var subscribers: [Int64: [ObjectIdentifier: Subscriber]] = [:]
-    private var timer: (any DispatchSourceTimer)?
+    /// Its timer, on its queue, while it runs (guarded by the hub's queue).
+    private var ticker: RepeatingTask?
     private var lastSessionCheck = Date.distantPast
     private var lastHeartbeat = Date()
     private static let keepAlive = Array(": keepalive\n\n".utf8)
@@ -60,23 +62,26 @@ final class StreamHub: @unchecked Sendable {
         census = Mutex((StreamCensus(limits: settings.streamLimits), [:], 0))
     }
 
+    let name = "homeport.stream.hub"
+
     /// Starts the timer.
     func start() {
-        queue.sync {
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            let interval = Int(settings.streamPollInterval * 1000)
-            timer.schedule(deadline: .now() + .milliseconds(interval), repeating: .milliseconds(interval))
-            timer.setEventHandler { [weak self] in self?.tick() }
-            timer.resume()
-            self.timer = timer
+        let interval = Duration.milliseconds(Int(settings.streamPollInterval * 1000))
+        let ticker = RepeatingTask(name, on: queue, after: interval, every: interval, failed: { _ in }) {
+            [weak self] in self?.tick()
         }
+        let previous = queue.sync {
+            defer { self.ticker = ticker }
+            return self.ticker
+        }
+        previous?.stop()
+        ticker.start()
     }
 
     /// Stops the timer and ends every stream.
     func stop() {
+        queue.sync { ticker.take() }?.stop()
         queue.sync {
-            timer?.cancel()
-            timer = nil
             subscribers.values.forEach { $0.values.forEach { $0.stream.finish() } }
             subscribers.removeAll()
         }

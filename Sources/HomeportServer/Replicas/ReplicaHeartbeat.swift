@@ -1,6 +1,6 @@
-import Dispatch
 import Foundation
 import HomeportCrypto
+import HomeportLifecycle
 import HomeportLogging
 import HomeportStorage
 
@@ -23,14 +23,15 @@ struct HeartbeatTiming: Sendable {
 /// a replica that cannot write its heartbeat soon stops answering its identity, before
 /// `identity reset` may take it for dead; one that writes again reads the identity anew, and so
 /// answers the new one if a reset happened meanwhile.
-final class ReplicaHeartbeat: Sendable {
+final class ReplicaHeartbeat: Service {
     private let database: any Database
     private let identity: IdentityStore
     private let timing: HeartbeatTiming
     private let id: String
     private let listen: String
     private let logger: Logger
-    private let task = RepeatingTask(label: "homeport.replicas.heartbeat")
+    private let task: RepeatingTask
+    let name = "homeport.replicas.heartbeat"
 
     init(database: any Database, identity: IdentityStore, timing: HeartbeatTiming, listen: String, logger: Logger)
         throws
@@ -39,22 +40,32 @@ final class ReplicaHeartbeat: Sendable {
         self.identity = identity
         self.timing = timing
         self.listen = listen
-        self.logger = logger.withLabel("homeport.replicas")
-        id = try SystemRandom().uuid().uuidString.lowercased()
+        let logger = logger.withLabel("homeport.replicas")
+        self.logger = logger
+        let id = try SystemRandom().uuid().uuidString.lowercased()
+        self.id = id
+        // The body is the same as beat(), without `self`, which is not whole yet.
+        task = RepeatingTask(
+            name, after: timing.interval, every: timing.interval,
+            failed: { logger.warning("heartbeat not written", metadata: ["error": String(describing: $0)]) }
+        ) {
+            try Self.beat(
+                database: database, identity: identity, timing: timing, id: id, listen: listen, logger: logger)
+        }
     }
 
     /// Registers this replica and starts the heartbeat.
     func start() throws {
-        try beat()
+        try Self.beat(database: database, identity: identity, timing: timing, id: id, listen: listen, logger: logger)
         try? ReplicaStore(database, dialect: database.dialect).pruneDead()
-        let interval = DispatchTimeInterval.milliseconds(Int(timing.interval / .milliseconds(1)))
-        task.start(after: interval, every: interval, logger: logger, failure: "heartbeat not written") { [self] in
-            try beat()
-        }
+        task.start()
     }
 
     /// Writes the row, then renews the identity's lease from the moment the write began.
-    private func beat() throws {
+    private static func beat(
+        database: any Database, identity: IdentityStore, timing: HeartbeatTiming, id: String, listen: String,
+        logger: Logger
+    ) throws {
         let began = ContinuousClock.now
         try ReplicaStore(database, dialect: database.dialect).beat(
             id: id, host: ProcessInfo.processInfo.hostName, pid: Int64(ProcessInfo.processInfo.processIdentifier),
@@ -72,7 +83,8 @@ final class ReplicaHeartbeat: Sendable {
 
     /// Stops the heartbeat and removes this replica's row.
     func stop() {
-        guard task.stop() else { return }
+        guard task.isRunning else { return }
+        task.stop()
         do {
             try ReplicaStore(database, dialect: database.dialect).remove(id: id)
         } catch {
