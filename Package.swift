@@ -120,6 +120,11 @@ let package = Package(
         ),
         .testTarget(name: "HomeportWireTests", dependencies: ["HomeportWire"]),
         .testTarget(name: "HomeportLifecycleTests", dependencies: ["HomeportLifecycle"]),
+        .testTarget(name: "HomeportLoggingTests", dependencies: ["HomeportLogging", "HomeportTestSupport"]),
+        .testTarget(name: "HomeportCryptoTests", dependencies: ["HomeportCrypto", "HomeportTestSupport"]),
+        .testTarget(
+            name: "HomeportAPNsTests", dependencies: ["HomeportAPNs", "HomeportCrypto", "HomeportTestSupport"]
+        ),
         .testTarget(
             name: "HomeportClientTests",
             dependencies: ["HomeportClient", "HomeportCrypto", "HomeportTestSupport", "HomeportWire"]

@@ -43,7 +43,7 @@ public final class APNsClient: @unchecked Sendable {
         var responses = [APNsResponse](
             repeating: APNsResponse(status: 0, transportError: "not sent"), count: requests.count)
         let byHost = Dictionary(grouping: requests.indices) {
-            requests[$0].sandbox ? configuration.sandboxURL : configuration.productionURL
+            requests[$0].environment == .sandbox ? configuration.sandboxURL : configuration.productionURL
         }
         let deadline = ContinuousClock.now + .seconds(configuration.timeoutSeconds)
         for (base, indices) in byHost {
@@ -84,8 +84,8 @@ public final class APNsClient: @unchecked Sendable {
         var headers: [(String, String)] = [
             (":method", "POST"), (":scheme", "https"), (":authority", authority),
             (":path", "/3/device/" + request.deviceToken), ("authorization", "bearer " + authorization),
-            ("apns-id", request.apnsID), ("apns-topic", request.topic), ("apns-push-type", request.pushType),
-            ("apns-priority", String(request.priority)), ("apns-expiration", String(request.expiration)),
+            ("apns-id", request.apnsID), ("apns-topic", request.topic), ("apns-push-type", request.pushType.rawValue),
+            ("apns-priority", String(request.priority.rawValue)), ("apns-expiration", String(request.expiration)),
             ("content-type", "application/json"), ("content-length", String(request.payload.count)),
         ]
         if let collapse = request.collapseID { headers.append(("apns-collapse-id", collapse)) }
@@ -100,6 +100,7 @@ public final class APNsClient: @unchecked Sendable {
     private static func response(_ answer: HTTP2Session.Answer) -> APNsResponse {
         guard answer.failure == nil else { return APNsResponse(status: 0, transportError: answer.failure) }
         let reason = answer.body.isEmpty ? nil : try? JSONDecoder().decode(Reason.self, from: Data(answer.body))
-        return APNsResponse(status: answer.status, reason: reason?.reason, timestamp: reason?.timestamp)
+        return APNsResponse(
+            status: answer.status, reason: reason?.reason.map(APNsReason.init(rawValue:)), timestamp: reason?.timestamp)
     }
 }

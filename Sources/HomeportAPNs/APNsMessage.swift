@@ -10,21 +10,21 @@ public struct APNsRequest: Sendable, Hashable {
     public var topic: String
     /// The JSON payload.
     public var payload: Data
-    /// `apns-priority`: 10 deliver at once, 5 when convenient for the device.
-    public var priority: Int
+    /// `apns-priority`.
+    public var priority: APNsPriority
     /// `apns-expiration`: Unix seconds after which Apple stops trying (0: try once).
     public var expiration: Int64
     /// `apns-collapse-id`: notifications with the same one replace each other (64 bytes at most).
     public var collapseID: String?
     /// `apns-push-type`.
-    public var pushType: String
-    /// Whether the token is a development (sandbox) build's.
-    public var sandbox: Bool
+    public var pushType: APNsPushType
+    /// The host the token belongs to: a development build's tokens are sandbox ones.
+    public var environment: APNsEnvironment
 
     /// Creates a request.
     public init(
-        apnsID: String, deviceToken: String, topic: String, payload: Data, priority: Int = 10, expiration: Int64,
-        collapseID: String? = nil, pushType: String = "alert", sandbox: Bool
+        apnsID: String, deviceToken: String, topic: String, payload: Data, priority: APNsPriority = .immediate,
+        expiration: Int64, collapseID: String? = nil, pushType: APNsPushType = .alert, environment: APNsEnvironment
     ) {
         self.apnsID = apnsID
         self.deviceToken = deviceToken
@@ -34,7 +34,7 @@ public struct APNsRequest: Sendable, Hashable {
         self.expiration = expiration
         self.collapseID = collapseID
         self.pushType = pushType
-        self.sandbox = sandbox
+        self.environment = environment
     }
 }
 
@@ -43,14 +43,14 @@ public struct APNsResponse: Sendable, Hashable {
     /// The HTTP status; 0 when the request got no answer (connection or TLS failure, timeout).
     public var status: Int
     /// Apple's `reason`, when it gave one.
-    public var reason: String?
+    public var reason: APNsReason?
     /// For `410`: when Apple learned that the token stopped being valid, in milliseconds.
     public var timestamp: Int64?
     /// The transport's error, when there was no answer.
     public var transportError: String?
 
     /// Creates a response.
-    public init(status: Int, reason: String? = nil, timestamp: Int64? = nil, transportError: String? = nil) {
+    public init(status: Int, reason: APNsReason? = nil, timestamp: Int64? = nil, transportError: String? = nil) {
         self.status = status
         self.reason = reason
         self.timestamp = timestamp
@@ -62,8 +62,8 @@ public struct APNsResponse: Sendable, Hashable {
         switch (status, reason) {
         case (200, _): .delivered
         case (410, _): .unregistered(since: timestamp.map { $0 / 1000 })
-        case (_, "BadDeviceToken"), (_, "DeviceTokenNotForTopic"): .badDevice
-        case (403, "ExpiredProviderToken"): .providerTokenRejected
+        case (_, .badDeviceToken?), (_, .deviceTokenNotForTopic?): .badDevice
+        case (403, .expiredProviderToken?): .providerTokenRejected
         case (0, _), (429, _), (500, _), (503, _): .retry
         default: .giveUp
         }

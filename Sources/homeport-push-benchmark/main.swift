@@ -39,7 +39,7 @@ func sender(_ arguments: [String]) throws {
             APNsRequest(
                 apnsID: (try? random.uuid().uuidString.lowercased()) ?? "", deviceToken: arguments[3],
                 topic: "net.example.books",
-                payload: payload, expiration: 0, sandbox: false)
+                payload: payload, expiration: 0, environment: .production)
         }
     }
     _ = client.send(requests(100), authorization: token.jwt)  // connect and warm up

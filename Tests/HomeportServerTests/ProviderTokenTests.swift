@@ -7,69 +7,14 @@ import Testing
 
 @testable import HomeportServer
 
-/// Makes a key with the `openssl` command line (an independent maker of PEM keys).
-private func opensslKey(_ arguments: [String]) throws -> String {
-    let made = try ServerProcess.runProgram("/usr/bin/openssl", arguments)
-    guard made.status == 0 else { throw RawHTTPError("openssl failed: \(made.error)") }
-    return made.output
-}
-
-@Suite("APNs provider tokens")
+@Suite("APNs provider tokens shared by replicas")
 struct ProviderTokenTests {
-    /// A fresh P-256 key in PKCS#8 PEM, as Apple's `.p8` files are.
-    static func p256() throws -> String {
-        try opensslKey(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"])
-    }
-
-    @Test("an APNs .p8 key signs ES256 as raw r‖s; other keys are refused, saying why")
-    func keys() throws {
-        let key = try ES256Key(pem: try Self.p256())
-        let signature = try key.sign(Array("message".utf8))
-        #expect(signature.count == 64)
-        #expect(try key.sign(Array("message".utf8)) != signature, "ECDSA signatures are randomised")
-        let cases: [(String, String)] = [
-            ("not a key at all", "not a PEM file"),
-            (
-                try opensslKey(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]),
-                "not an elliptic-curve key"
-            ),
-            (
-                try opensslKey(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"]),
-                "curve is not P-256"
-            ),
-            ("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", "cannot read a private key"),
-        ]
-        for (pem, why) in cases {
-            #expect {
-                try ES256Key(pem: pem)
-            } throws: { String(describing: $0).contains(why) }
-        }
-    }
-
-    @Test("a provider token carries kid, iss and iat, and is signed over header.claims")
-    func token() throws {
-        let token = try ProviderToken.mint(
-            key: try ES256Key(pem: try Self.p256()), keyID: "KEY1234567", teamID: "TEAM123456", issuedAt: 1_800_000_000)
-        let parts = token.jwt.split(separator: ".")
-        #expect(parts.count == 3)
-        func decoded(_ part: Substring) -> String {
-            var text = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            while text.count % 4 != 0 { text += "=" }
-            return String(decoding: Data(base64Encoded: text) ?? Data(), as: UTF8.self)
-        }
-        #expect(decoded(parts[0]) == #"{"alg":"ES256","kid":"KEY1234567"}"#)
-        #expect(decoded(parts[1]) == #"{"iss":"TEAM123456","iat":1800000000}"#)
-        #expect(parts[2].count == 86, "64 bytes of signature in base64url")
-        #expect(ProviderToken.isAppleID("KEY1234567") && !ProviderToken.isAppleID("key1234567"))
-        #expect(!ProviderToken.isAppleID("KEY123456") && !ProviderToken.isAppleID("KEY1234567\""))
-    }
-
     @Test(
         "replicas share one token, reuse it 40 minutes, and replace it once between them", arguments: Backend.allCases)
     func sharing(backend: Backend) throws {
         try withMigratedDatabase(backend) { database, _ in
             let clock = ManualWallClock()
-            let key = try ES256Key(pem: try Self.p256())
+            let key = try ES256Key(pem: try OpenSSLKeys.p256())
             let replicas = try (0..<3).map { _ in
                 try ProviderTokenSource(
                     database: database, key: key, keyID: "KEY1234567", teamID: "TEAM123456", clock: clock)
@@ -99,7 +44,7 @@ struct ProviderTokenTests {
     func sealedAtRest(backend: Backend) throws {
         try withMigratedDatabase(backend) { database, _ in
             let clock = ManualWallClock()
-            let key = try ES256Key(pem: try Self.p256())
+            let key = try ES256Key(pem: try OpenSSLKeys.p256())
             let source = try ProviderTokenSource(
                 database: database, key: key, keyID: "KEY1234567", teamID: "TEAM123456", clock: clock)
             let token = try source.current()
@@ -112,7 +57,8 @@ struct ProviderTokenTests {
                 database: database, key: key, keyID: "KEY1234567", teamID: "TEAM123456", clock: clock)
             #expect(try same.current() == token)
             let other = try ProviderTokenSource(
-                database: database, key: try ES256Key(pem: try Self.p256()), keyID: "KEY1234567", teamID: "TEAM123456",
+                database: database, key: try ES256Key(pem: try OpenSSLKeys.p256()), keyID: "KEY1234567",
+                teamID: "TEAM123456",
                 clock: clock)
             #expect(try other.current().jwt != token.jwt)
             // A row an older build wrote in clear is used, then replaced sealed at its refresh.

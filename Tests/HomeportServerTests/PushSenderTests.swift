@@ -273,45 +273,6 @@ struct PushReplicaTests {
     }
 }
 
-@Suite("The HTTP/2 client's trust")
-struct APNsClientTrustTests {
-    private func request() -> APNsRequest {
-        APNsRequest(
-            apnsID: "d6a1a6c1-5f8e-4d0c-9a55-3d3f8c1f2a10", deviceToken: String(format: "%064x", 1),
-            topic: APNsStandIn.topic, payload: Data(#"{"aps":{}}"#.utf8), expiration: 0, sandbox: false)
-    }
-
-    @Test("a host whose certificate is not trusted, or names another host, gets no request at all")
-    func untrusted() throws {
-        let standIn = try APNsStandIn()
-        let other = try TemporaryDirectory()
-        defer { other.remove() }
-        // A CA the stand-in's certificate does not chain to.
-        let made = try ServerProcess.runProgram(
-            "/usr/bin/openssl",
-            [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
-                other.file("key.pem"), "-out", other.file("ca.pem"), "-days", "1", "-subj", "/CN=Another CA",
-            ])
-        #expect(made.status == 0)
-        let cases: [(url: String, ca: String?, why: String)] = [
-            (standIn.url, nil, "not trusted"), (standIn.url, other.file("ca.pem"), "not trusted"),
-            ("https://127.0.0.2:\(standIn.port)", standIn.caFile, "not trusted"),
-        ]
-        for (url, ca, why) in cases {
-            let client = APNsClient(
-                configuration: .init(productionURL: url, sandboxURL: url, caFile: ca, timeoutSeconds: 5))
-            let answer = client.send([request()], authorization: "not-a-real-token")
-            #expect(answer.first?.status == 0)
-            #expect(answer.first?.transportError?.contains(why) == true, "\(answer)")
-        }
-        #expect(standIn.requests().isEmpty, "nothing, not even the provider token, reached it")
-        let trusted = APNsClient(
-            configuration: .init(productionURL: standIn.url, sandboxURL: standIn.url, caFile: standIn.caFile))
-        #expect(trusted.send([request()], authorization: "x").first?.status == 403, "the right CA and name get through")
-    }
-}
-
 @Suite("push send notifies as the serving process does")
 struct PushSendSettingsTests {
     @Test(

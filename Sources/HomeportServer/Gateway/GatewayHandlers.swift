@@ -71,14 +71,15 @@ struct GatewayHandlers: Sendable {
                 let push = batch.pushes[$0]
                 return APNsRequest(
                     apnsID: push.apnsId, deviceToken: push.deviceToken, topic: push.topic,
-                    payload: Data(push.payload.utf8), priority: push.priority, expiration: push.expiration,
-                    collapseID: push.collapseId.map { Self.collapseID($0, of: server) },
-                    sandbox: push.environment == .sandbox)
+                    // `malformed` refused any other priority.
+                    payload: Data(push.payload.utf8), priority: APNsPriority(rawValue: push.priority) ?? .immediate,
+                    expiration: push.expiration, collapseID: push.collapseId.map { Self.collapseID($0, of: server) },
+                    environment: push.environment == .sandbox ? .sandbox : .production)
             })
         let devices = GatewayDeviceStore(database)
         for (index, answer) in zip(sending, answers) {
             outcomes[index] = GatewayPushOutcome(
-                status: answer.status, reason: answer.reason, timestamp: answer.timestamp)
+                status: answer.status, reason: answer.reason?.rawValue, timestamp: answer.timestamp)
             // Apple's word on a device ends this server's registration of it (only this one's:
             // another server learns it from its own push).
             let token = batch.pushes[index].deviceToken
@@ -119,7 +120,7 @@ struct GatewayHandlers: Sendable {
                 !(1...64).contains(collapse.utf8.count) || !DisplayText.isShown(collapse)
             {
                 PushGatewayReason.badCollapseID
-            } else if ![1, 5, 10].contains(push.priority) {
+            } else if APNsPriority(rawValue: push.priority) == nil {
                 PushGatewayReason.badPriority
             } else if push.expiration < 0 {
                 PushGatewayReason.badExpirationDate

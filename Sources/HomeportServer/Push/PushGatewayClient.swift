@@ -59,7 +59,10 @@ final class PushGatewayClient: PushTransport {
                 warn(failure, [:])
                 return items.map { _ in APNsResponse(status: 0, transportError: failure) }
             }
-            return answer.results.map { APNsResponse(status: $0.status, reason: $0.reason, timestamp: $0.timestamp) }
+            return answer.results.map {
+                APNsResponse(
+                    status: $0.status, reason: $0.reason.map(APNsReason.init(rawValue:)), timestamp: $0.timestamp)
+            }
         }
     }
 

@@ -111,8 +111,8 @@ final class PushSender: Service, @unchecked Sendable {
             let outbox = PushOutbox(db)
             let devices = PushDeviceStore(db)
             for (item, response) in zip(items, responses) {
-                let detail = response.reason ?? response.transportError ?? "status \(response.status)"
-                if response.status == 403, response.reason == PushGatewayReason.unknownDevice {
+                let detail = response.reason?.rawValue ?? response.transportError ?? "status \(response.status)"
+                if response.status == 403, response.reason?.rawValue == PushGatewayReason.unknownDevice {
                     // The gateway lost this server's registration (or never had it): register the
                     // device again, if it is still registered here, and try again later.
                     let attempts = item.attempts + 1
@@ -168,7 +168,7 @@ final class PushSender: Service, @unchecked Sendable {
             message,
             metadata: [
                 "apns-id": item.apnsID, "status": String(response.status),
-                "reason": response.reason ?? response.transportError ?? "",
+                "reason": response.reason?.rawValue ?? response.transportError ?? "",
             ])
     }
 

@@ -21,7 +21,8 @@ extension APNsRequest {
     init(_ item: OutboxItem) {
         self.init(
             apnsID: item.apnsID, deviceToken: item.deviceToken, topic: item.topic, payload: Data(item.payload.utf8),
-            priority: item.priority, expiration: item.expiration, collapseID: item.collapseID,
-            sandbox: item.environment == .sandbox)
+            // The outbox holds 10 or 5 (PushCenter writes 10).
+            priority: APNsPriority(rawValue: item.priority) ?? .immediate, expiration: item.expiration,
+            collapseID: item.collapseID, environment: item.environment == .sandbox ? .sandbox : .production)
     }
 }

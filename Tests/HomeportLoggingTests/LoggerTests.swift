@@ -1,5 +1,4 @@
 import Foundation
-import HomeportHTTP
 import HomeportLogging
 import HomeportTestSupport
 import Testing
@@ -80,24 +79,5 @@ struct LoggerTests {
         let deadline = ContinuousClock.now + .seconds(10)
         while log.lines.isEmpty && ContinuousClock.now < deadline { usleep(5_000) }
         #expect(log.lines == ["alone\n"])
-    }
-
-    @Test("a server with a delay holds its access lines, and its stop writes every one, in order")
-    func serverFlushesAtStop() throws {
-        let log = MemoryLogSink()
-        var configuration = HTTPServerConfiguration(port: 0, workerThreads: 2)
-        configuration.accessLogDelay = .seconds(3600)
-        let server = HTTPServer(
-            configuration: configuration, responder: sampleRouter(), logger: Logger(label: "test", sink: log))
-        try server.start()
-        for path in ["/hello", "/users/1", "/users/2"] {
-            #expect(try RawHTTP.request(port: server.port, path: path).status == 200)
-        }
-        _ = try RawHTTP.request(port: server.port, path: "/fail")
-        #expect(!lines(log).contains { $0.contains("homeport.access") }, "held")
-        #expect(lines(log).contains { $0.contains("handler failed") }, "every other line is written at once")
-        server.shutdown()
-        let access = lines(log).filter { $0.contains("homeport.access") }
-        #expect(access.map { $0.split(separator: " ")[5] } == ["/hello", "/users/1", "/users/2", "/fail"])
     }
 }
