@@ -85,7 +85,15 @@ let package = Package(
                 "HomeportLogging", "HomeportLifecycle", "HomeportAPNs", "HomeportCommandLine", "CCurl", "CQRencode",
             ]
         ),
-        .executableTarget(name: "homeport-server", dependencies: ["HomeportServer"]),
+        // The push gateway: a deployable of its own, on the server's shared parts.
+        .target(
+            name: "HomeportGateway",
+            dependencies: [
+                "HomeportServer", "HomeportWire", "HomeportHTTP", "HomeportStorage", "HomeportCrypto",
+                "HomeportLogging", "HomeportAPNs", "HomeportCommandLine",
+            ]
+        ),
+        .executableTarget(name: "homeport-server", dependencies: ["HomeportServer", "HomeportGateway"]),
 
         // The client library an app embeds, and its command-line face.
         .target(
@@ -140,7 +148,7 @@ let package = Package(
         .testTarget(
             name: "HomeportServerTests",
             dependencies: [
-                "HomeportServer", "HomeportCommandLine", "HomeportTestSupport", "HomeportCrypto",
+                "HomeportServer", "HomeportGateway", "HomeportCommandLine", "HomeportTestSupport", "HomeportCrypto",
                 "HomeportLogging", "HomeportStorage", "HomeportWire", "HomeportAPNs",
             ]
         ),

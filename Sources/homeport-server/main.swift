@@ -1,3 +1,4 @@
+import HomeportGateway
 import HomeportServer
 
-ServerCommandLine.main()
+ServerCommandLine.main(adding: [GatewayCommand.added])

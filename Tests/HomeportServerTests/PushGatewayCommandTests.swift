@@ -1,4 +1,5 @@
 import Foundation
+import HomeportServer
 import HomeportTestSupport
 import Testing
 
@@ -198,5 +199,17 @@ struct PushGatewayCommandTests {
         let result = try ServerProcess.run(arguments)
         #expect(result.status == 0)
         #expect(result.output.contains("Usage: homeport-server gateway"))
+    }
+
+    @Test(
+        "the gateway is homeport-server's: its overview lists it; a product's command line, which does not add it, has none"
+    )
+    func onlyWhereAdded() throws {
+        let overview = try ServerProcess.run(["--help"])
+        #expect(overview.status == 0 && overview.output.contains("gateway serve     Run a push gateway"))
+        #expect(overview.output.contains("gateway servers   Enroll, list or revoke"))
+        // In this process nothing added the command: as in a product's executable.
+        let product = Product(name: "shelf", version: "1")
+        #expect(ServerCommandLine.run(["gateway", "--help"], environment: [:], product: product) == 2)
     }
 }

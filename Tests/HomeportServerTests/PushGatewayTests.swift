@@ -8,6 +8,7 @@ import HomeportTestSupport
 import HomeportWire
 import Testing
 
+@testable import HomeportGateway
 @testable import HomeportServer
 
 #if canImport(Glibc)

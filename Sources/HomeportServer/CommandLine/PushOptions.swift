@@ -4,15 +4,15 @@ import HomeportCommandLine
 import HomeportCrypto
 
 /// The push options `serve` and `push send` share, and how they become ``PushSettings``.
-enum PushOptions {
+package enum PushOptions {
     static let catalogue = CommandSpec.Option.value(
         "catalogue", "FILE",
         help: "Notification codes to add: {\"codes\": [{\"code\": \"ns:name\", \"title\": \"…\"}]}.",
         environment: "HOMEPORT_CATALOGUE")
-    static let pushKey = CommandSpec.Option.value(
+    package static let pushKey = CommandSpec.Option.value(
         "push-key", "NAME", help: "Key of the payload's app-data block (a product names its own, e.g. officer).",
         environment: "HOMEPORT_PUSH_KEY", default: "homeport")
-    static let topic = CommandSpec.Option.value(
+    package static let topic = CommandSpec.Option.value(
         "apns-topic", "BUNDLE_ID", help: "The app's bundle id; with it, notifications queue pushes.",
         environment: "HOMEPORT_APNS_TOPIC")
 
@@ -23,7 +23,7 @@ enum PushOptions {
         environment: "HOMEPORT_MAX_DEVICES_PER_ACCOUNT", default: "20")
 
     /// The APNs key options, which `serve` and `gateway serve` share.
-    static let apnsKey: [CommandSpec.Option] = [
+    package static let apnsKey: [CommandSpec.Option] = [
         .value(
             "apns-key-file", "FILE", help: "The APNs auth key (.p8) of the developer account; read once, never logged.",
             environment: "HOMEPORT_APNS_KEY_FILE"),
@@ -94,7 +94,8 @@ enum PushOptions {
     }
 
     /// `--push-key`, checked; `nil` when not given.
-    static func appDataKey(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String]) throws
+    package static func appDataKey(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String])
+        throws
         -> String?
     {
         guard let key = parsed.value("push-key", spec: spec, environment: environment) else { return nil }
@@ -140,7 +141,7 @@ enum PushOptions {
     }
 
     /// The APNs key settings: all of key file, key id, team id and topic, or none.
-    static func apns(
+    package static func apns(
         _ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String], topic: String?
     ) throws -> APNsSettings? {
         let file = parsed.value("apns-key-file", spec: spec, environment: environment)
@@ -194,7 +195,7 @@ enum PushOptions {
     }
 
     /// A reverse-DNS bundle id: 3–155 characters of letters, digits, `.` and `-`, with a dot.
-    static func isBundleID(_ text: String) -> Bool {
+    package static func isBundleID(_ text: String) -> Bool {
         (3...155).contains(text.utf8.count) && text.contains(".") && !text.hasPrefix(".") && !text.hasSuffix(".")
             && text.utf8.allSatisfy {
                 (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)

@@ -6,7 +6,7 @@ import HomeportLogging
 import HomeportWire
 
 /// `homeport-server serve`
-enum ServeCommand {
+package enum ServeCommand {
     /// How long an access-log line waits at most to be written with others.
     static let accessLogDelay: Duration = .milliseconds(100)
 
@@ -308,7 +308,7 @@ enum ServeCommand {
     }
 
     /// The certificate and key `--tls-cert` and `--tls-key` of `spec` name, loaded; `nil` for neither.
-    static func tlsCredentials(
+    package static func tlsCredentials(
         _ parsed: ParsedArguments, spec: CommandSpec = ServeCommand.spec, environment: [String: String]
     )
         throws -> TLSCredentials?
@@ -322,7 +322,7 @@ enum ServeCommand {
     }
 
     /// Whether a listen host is a loopback address or name.
-    static func isLoopback(_ host: String) -> Bool {
+    package static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 

@@ -27,9 +27,16 @@ public enum ServerCommandLine {
 
     /// Runs the process's command line for `product` and exits with its code.
     public static func main(product: Product = .homeport) -> Never {
+        main(product: product, adding: [])
+    }
+
+    /// Runs the process's command line for `product`, with `commands` added to it (as
+    /// `homeport-server` adds the push gateway's), and exits with its code.
+    package static func main(product: Product = .homeport, adding commands: [AddedCommand]) -> Never {
         // Before anything uses OpenSSL: a push still in its TLS handshake when the process exits
         // must not find OpenSSL's state freed under it.
         CryptoLibrary.keepStateAtExit()
+        ServerCLI.added.withLock { $0 = commands }
         exit(
             run(
                 Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment,
@@ -37,10 +44,34 @@ public enum ServerCommandLine {
     }
 }
 
+/// A command a program adds to the server's command line: `homeport-server` adds `gateway`, from
+/// HomeportGateway, which builds on this module.
+package struct AddedCommand: Sendable {
+    /// The word that runs it.
+    package var name: String
+    /// Its lines in the overview's list of commands.
+    package var overview: [String]
+    /// Runs it with the arguments after its name.
+    package var run: @Sendable (_ arguments: [String], _ environment: [String: String]) throws -> ExitCode
+
+    /// Declares a command.
+    package init(
+        _ name: String, overview: [String],
+        run: @escaping @Sendable (_ arguments: [String], _ environment: [String: String]) throws -> ExitCode
+    ) {
+        self.name = name
+        self.overview = overview
+        self.run = run
+    }
+}
+
 /// The command line's shared parts; the behaviour lives in the rest of HomeportServer.
-enum ServerCLI {
+package enum ServerCLI {
     /// The product this process serves (set once, before any command runs).
     static let product = Mutex<Product>(.homeport)
+
+    /// The commands the program added (set once, before any command runs).
+    static let added = Mutex<[AddedCommand]>([])
 
     /// The product's command, in place of `homeport-server` in every help text and message.
     static var programName: String { product.withLock { $0.commandName } }
@@ -58,10 +89,10 @@ enum ServerCLI {
     }
 
     /// Prints a line of the command's output.
-    static func line(_ text: String) { Output.line(named(text)) }
+    package static func line(_ text: String) { Output.line(named(text)) }
 
     /// Prints a message to standard error.
-    static func error(_ text: String) { Output.error(named(text)) }
+    package static func error(_ text: String) { Output.error(named(text)) }
 
     static var overview: String {
         """
@@ -79,9 +110,8 @@ enum ServerCLI {
           users             List accounts; approve, reject or hold one.
           push send         Notify an account (in-app stream and pushes).
           push devices      List the devices registered for pushes.
-          product-keys      Make, list or revoke keys of the product API (serve --product-listen).
-          gateway serve     Run a push gateway that holds the app's APNs key for servers run by others.
-          gateway servers   Enroll, list or revoke the servers that push through a gateway.
+          product-keys      Make, list or revoke keys of the product API (serve --product-listen).\
+        \(added.withLock { $0.flatMap(\.overview) }.map { "\n  \($0)" }.joined())
 
         Run 'homeport-server COMMAND --help' for a command's options.
         Exit codes: 0 success, 1 failure, 2 bad command line, 3 refused without confirmation.
@@ -114,10 +144,11 @@ enum ServerCLI {
                 return try PushCommand.run(rest, environment: environment)
             case "product-keys":
                 return try ProductKeysCommand.run(rest, environment: environment)
-            case "gateway":
-                return try GatewayCommand.run(rest, environment: environment)
             default:
-                throw UsageError("unknown command '\(command)'; run 'homeport-server --help'")
+                guard let added = added.withLock({ $0.first { $0.name == command } }) else {
+                    throw UsageError("unknown command '\(command)'; run 'homeport-server --help'")
+                }
+                return try added.run(rest, environment)
             }
         } catch let usage as UsageError {
             error("homeport-server: \(usage.description)")
@@ -129,7 +160,7 @@ enum ServerCLI {
     }
 
     /// Parses and answers `--help`; `nil` means the caller should go on.
-    static func parse(_ spec: CommandSpec, _ arguments: [String]) throws -> ParsedArguments? {
+    package static func parse(_ spec: CommandSpec, _ arguments: [String]) throws -> ParsedArguments? {
         try served(spec).parseOrShowHelp(arguments)
     }
 
@@ -176,7 +207,7 @@ enum ServerCLI {
     }
 
     /// `--log-level`, checked; `nil` when not given.
-    static func logLevel(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String]) throws
+    package static func logLevel(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String]) throws
         -> Logger.Level?
     {
         guard let text = parsed.value("log-level", spec: spec, environment: environment) else { return nil }
@@ -186,7 +217,7 @@ enum ServerCLI {
         return level
     }
 
-    static func integer(
+    package static func integer(
         _ name: String, _ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String],
         range: ClosedRange<Int>
     ) throws -> Int? {

@@ -18,7 +18,7 @@ import HomeportWire
 ///   its standing.
 ///
 /// The key is looked up on every request, so a revocation holds at once on every replica.
-struct ProductAPI: Sendable {
+package struct ProductAPI: Sendable {
     let database: any Database
     let push: PushCenter
     let clock: any WallClock
@@ -229,7 +229,7 @@ struct ProductAPI: Sendable {
 
 extension ProductAPI {
     /// Decodes a request body; a 400 naming the field at fault (`codes[2].title`) otherwise.
-    static func decode<Body: Decodable>(_ type: Body.Type, _ data: Data) throws -> Body {
+    package static func decode<Body: Decodable>(_ type: Body.Type, _ data: Data) throws -> Body {
         func name(_ path: [any CodingKey]) -> String {
             path.reduce("") { name, key in
                 key.intValue.map { "\(name)[\($0)]" } ?? (name.isEmpty ? key.stringValue : "\(name).\(key.stringValue)")

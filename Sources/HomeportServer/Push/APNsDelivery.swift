@@ -12,14 +12,14 @@ import Synchronization
 ///
 /// `ExpiredProviderToken` gets a fresh provider token once, and the pushes it refused are sent
 /// again at once.
-final class APNsDelivery: PushTransport {
+package final class APNsDelivery: PushTransport {
     private let configuration: APNsClient.Configuration
     private let tokens: ProviderTokenSource
     private let logger: Logger
     /// Clients not in use; a thread takes one (or makes one) for a batch and gives it back.
     private let idle = Mutex<[APNsClient]>([])
 
-    init(database: any Database, settings: APNsSettings, clock: any WallClock, logger: Logger) throws {
+    package init(database: any Database, settings: APNsSettings, clock: any WallClock, logger: Logger) throws {
         self.configuration = settings.client
         self.tokens = try ProviderTokenSource(
             database: database, key: try ES256Key(pem: settings.keyPEM), keyID: settings.keyID, teamID: settings.teamID,
@@ -32,7 +32,7 @@ final class APNsDelivery: PushTransport {
     }
 
     /// Sends `requests` on one client and returns Apple's answers, in order.
-    func send(_ requests: [APNsRequest]) throws -> [APNsResponse] {
+    package func send(_ requests: [APNsRequest]) throws -> [APNsResponse] {
         let client = idle.withLock { $0.popLast() } ?? APNsClient(configuration: configuration)
         defer { idle.withLock { $0.append(client) } }
         var token = try tokens.current()

@@ -4,7 +4,7 @@ import Foundation
 /// One libcurl handle, kept between exchanges so its connection stays open (keep-alive), for
 /// the server's exchanges with a push gateway and the gateway's fetch of an enrolling server.
 /// One exchange at a time; HTTP and HTTPS only, no redirects, no proxy from the environment.
-final class CurlSession: @unchecked Sendable {
+package final class CurlSession: @unchecked Sendable {
     private let lock = NSLock()
     private var curl: UnsafeMutableRawPointer?
     /// The CA file trusted instead of the system's, if any.
@@ -14,7 +14,7 @@ final class CurlSession: @unchecked Sendable {
     /// The largest answer read, in bytes.
     let byteLimit: Int
 
-    init(caFile: String? = nil, timeoutSeconds: Int = 30, byteLimit: Int = 16 << 20) {
+    package init(caFile: String? = nil, timeoutSeconds: Int = 30, byteLimit: Int = 16 << 20) {
         self.caFile = caFile
         self.timeoutSeconds = timeoutSeconds
         self.byteLimit = byteLimit
@@ -25,18 +25,18 @@ final class CurlSession: @unchecked Sendable {
     }
 
     /// What came back: the status and the body.
-    struct Answer {
-        var status: Int
-        var body: Data
+    package struct Answer {
+        package var status: Int
+        package var body: Data
     }
 
     /// Why there was no answer.
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Sends a request (a POST when `body` is given, else a GET) and waits for the answer.
-    func perform(_ url: String, headers: [String] = [], body: Data? = nil) -> Result<Answer, Failure> {
+    package func perform(_ url: String, headers: [String] = [], body: Data? = nil) -> Result<Answer, Failure> {
         lock.withLock {
             if curl == nil { curl = curl_easy_init() }
             guard let curl else { return .failure(Failure(description: "libcurl failed")) }

@@ -299,7 +299,7 @@ public final class PushCenter: Sendable {
     }
 
     /// A device token: hex, an even count of 16–200 digits; returned lowercase.
-    static func normalizedDeviceToken(_ text: String) -> String? {
+    package static func normalizedDeviceToken(_ text: String) -> String? {
         let lower = text.lowercased()
         guard (16...200).contains(lower.utf8.count), lower.utf8.count % 2 == 0,
             lower.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })

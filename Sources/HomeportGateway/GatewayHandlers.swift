@@ -3,6 +3,7 @@ import HomeportAPNs
 import HomeportCrypto
 import HomeportHTTP
 import HomeportLogging
+import HomeportServer
 import HomeportStorage
 import HomeportWire
 

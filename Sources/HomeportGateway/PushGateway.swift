@@ -1,6 +1,7 @@
 import Foundation
 import HomeportHTTP
 import HomeportLogging
+import HomeportServer
 import HomeportStorage
 import HomeportWire
 

@@ -1,4 +1,5 @@
 import Foundation
+import HomeportServer
 import HomeportWire
 
 /// Enrolling a server the way only whoever serves its address can be enrolled: the gateway reads

@@ -4,12 +4,13 @@ import HomeportCommandLine
 import HomeportCrypto
 import HomeportHTTP
 import HomeportLogging
+import HomeportServer
 import HomeportStorage
 import HomeportWire
 
 /// `homeport-server gateway serve|servers`: a push gateway that holds the app developer's APNs
 /// key for servers run by other people, and the enrollment of those servers.
-enum GatewayCommand {
+package enum GatewayCommand {
     static let databaseOption = CommandSpec.Option.value(
         "database", "URL", help: "The gateway's database: sqlite:PATH or postgres://USER@HOST:PORT/DB.",
         environment: "HOMEPORT_GATEWAY_DATABASE", default: "sqlite:$HOMEPORT_DATA_DIR/gateway.sqlite")
@@ -117,6 +118,15 @@ enum GatewayCommand {
         credential it holds: it may push only as that installation (the payload's s), only to
         devices it registered, at its own rate, and a revocation cuts it off alone.
         """
+
+    /// `gateway`, as `homeport-server` adds it to the server's command line.
+    package static let added = AddedCommand(
+        "gateway",
+        overview: [
+            "gateway serve     Run a push gateway that holds the app's APNs key for servers run by others.",
+            "gateway servers   Enroll, list or revoke the servers that push through a gateway.",
+        ],
+        run: { try run($0, environment: $1) })
 
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
         switch arguments.first {
