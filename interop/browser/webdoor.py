@@ -70,7 +70,7 @@ ERROR_SELECTOR = "p.error"
 HONEYPOT_FIELD = "website"
 CSRF_FIELD = "csrf_token"
 
-# --- The two-factor pages (Sources/HomeportServer/Web/WebDoor+TwoFactor.swift) ---------------------
+# --- The two-factor pages (Sources/HomeportServer/TwoFactor/WebDoor+TwoFactor.swift) ---------------------
 
 TOTP_SETUP_PATH = "/account/2fa/totp"
 TOTP_AUTHENTICATE_PATH = "/account/2fa/authenticate"

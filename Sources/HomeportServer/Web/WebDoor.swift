@@ -138,101 +138,6 @@ struct WebDoor: Sendable {
         }
     }
 
-    func requestReset(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let fields = request.formFields
-        if let refusal = honeypot(fields) { return refusal }
-        switch try service.requestPasswordReset(
-            email: fields["email"] ?? "", address: request.remoteAddress, current: context.caller)
-        {
-        case .accepted:
-            return page(
-                "Check your mail",
-                WebPage.message(
-                    "If an account uses that address, we have sent it a link to set a new password.",
-                    link: ("/account/login", "Back to sign in")))
-        case .invalid(let problems):
-            return page(
-                "Reset your password",
-                WebPage.resetRequestForm(csrf: context.csrfToken, errors: problems.map(\.message)), status: 400)
-        case .rateLimited(let retryAfter):
-            return tooMany(retryAfter)
-        }
-    }
-
-    func resetForm(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let key = request.pathParameters["key"] ?? ""
-        guard try service.account(forResetKey: key) != nil else { return invalidKeyPage() }
-        return page("Set a new password", WebPage.resetForm(csrf: context.csrfToken, key: key))
-    }
-
-    func reset(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let fields = request.formFields
-        if let refusal = honeypot(fields) { return refusal }
-        let key = request.pathParameters["key"] ?? ""
-        switch try service.resetPassword(key: key, password: fields["password"] ?? "") {
-        case .reset:
-            return page(
-                "Password changed",
-                WebPage.message(
-                    "Your password is set, and every device that was signed in has been signed out.",
-                    link: ("/account/login", "Sign in")))
-        case .invalidKey:
-            return invalidKeyPage()
-        case .invalid(let problems):
-            return page(
-                "Set a new password",
-                WebPage.resetForm(csrf: context.csrfToken, key: key, errors: problems.map(\.message)), status: 400)
-        }
-    }
-
-    func verifyForm(_ context: RequestContext) throws -> HTTPResponse {
-        guard try service.verificationPending(context.caller) else { return .seeOther("/account/login") }
-        return page("Confirm your address", WebPage.verifyForm(csrf: context.csrfToken))
-    }
-
-    func verifyEmail(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let fields = request.formFields
-        if let refusal = honeypot(fields) { return refusal }
-        switch try service.verifyEmail(code: fields["code"] ?? "", caller: context.caller) {
-        case .signedIn(let token, _, _): return signedIn(token)
-        case .pending(let standing): return pendingPage(standing)
-        case .incorrect:
-            return page(
-                "Confirm your address",
-                WebPage.verifyForm(
-                    csrf: context.csrfToken,
-                    errors: ["That code is not the one we sent. Please check it and try again."]),
-                status: 400)
-        case .missingCode:
-            return page(
-                "Confirm your address",
-                WebPage.verifyForm(csrf: context.csrfToken, errors: ["Enter the code we mailed you."]), status: 400)
-        case .busy: return tooMany(1)
-        case .noneWaiting: return noVerificationPage()
-        }
-    }
-
-    func resendVerification(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        if let refusal = honeypot(request.formFields) { return refusal }
-        switch try service.resendVerification(caller: context.caller) {
-        case .sent:
-            return page(
-                "Confirm your address",
-                WebPage.verifyForm(
-                    csrf: context.csrfToken, note: "A new code is on its way; the old one no longer works."))
-        case .rateLimited(let retryAfter): return tooMany(retryAfter)
-        case .noneWaiting: return noVerificationPage()
-        }
-    }
-
-    private func noVerificationPage() -> HTTPResponse {
-        page(
-            "No code is waiting",
-            WebPage.message(
-                "No confirmation is waiting here: the code was used, expired or tried too often. Sign in again for a new one.",
-                link: ("/account/login", "Sign in")), status: 409)
-    }
-
     // MARK: Answers
 
     private func signInAnswer(
@@ -271,7 +176,7 @@ struct WebDoor: Sendable {
         return response
     }
 
-    private func pendingPage(_ standing: Standing) -> HTTPResponse {
+    func pendingPage(_ standing: Standing) -> HTTPResponse {
         let text =
             switch standing {
             case .waiting:
@@ -292,14 +197,6 @@ struct WebDoor: Sendable {
                 link: ("/account/login", "Back to sign in")), status: 429)
         response.headers.set("Retry-After", String(retryAfter))
         return response
-    }
-
-    private func invalidKeyPage() -> HTTPResponse {
-        page(
-            "Link not valid",
-            WebPage.message(
-                "This link is used up or has expired. Ask for a new one.",
-                link: ("/account/password/reset", "Reset your password")), status: 400)
     }
 
     func page(_ title: String, _ body: String, status: Int = 200) -> HTTPResponse {

@@ -144,27 +144,6 @@ struct AppDoor: Sendable {
         return notSignedIn()
     }
 
-    func changePassword(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
-        guard case .signedIn(let session, let account) = caller else { return notSignedIn() }
-        let change: AuthRequest.PasswordChange
-        switch decode(AuthRequest.PasswordChange.self, request, order: ["current_password", "new_password"]) {
-        case .success(let value): change = value
-        case .failure(let problems): return invalid(problems.problems)
-        }
-        switch try service.changePassword(
-            session: session, account: account, current: change.currentPassword, new: change.newPassword)
-        {
-        case .invalid(let problems): return invalid(problems)
-        case .rateLimited(let retryAfter): return tooMany(retryAfter)
-        case .sessionEnded: return gone()
-        case .changed(let token, let newSession):
-            return answer(
-                AuthEnvelope(
-                    status: 200, data: userData(account, newSession),
-                    meta: AuthMeta(isAuthenticated: true, sessionToken: token)))
-        }
-    }
-
     /// `POST account/delete`: 200 with `is_authenticated: false` once the account is gone (the
     /// token with it); 400 naming `password`; 401 without a signed-in session.
     func deleteAccount(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
@@ -182,51 +161,6 @@ struct AppDoor: Sendable {
         }
     }
 
-    func requestReset(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
-        let body: AuthRequest.PasswordResetRequest
-        switch decode(AuthRequest.PasswordResetRequest.self, request, order: ["email"]) {
-        case .success(let value): body = value
-        case .failure(let problems): return invalid(problems.problems)
-        }
-        switch try service.requestPasswordReset(email: body.email, address: request.remoteAddress, current: caller) {
-        case .accepted: return answer(AuthEnvelope(status: 200))
-        case .invalid(let problems): return invalid(problems)
-        case .rateLimited(let retryAfter): return tooMany(retryAfter)
-        }
-    }
-
-    func checkResetKey(_ request: HTTPRequest) throws -> HTTPResponse {
-        guard let key = request.headers[HomeportHeader.passwordResetKey], !key.isEmpty else {
-            return invalid([
-                FieldProblem(code: AuthErrorCode.required, param: "key", message: "This field is required.")
-            ])
-        }
-        guard let account = try service.account(forResetKey: key) else { return invalidResetKey() }
-        return answer(AuthEnvelope(status: 200, data: AuthData(user: user(account))))
-    }
-
-    func reset(_ request: HTTPRequest) throws -> HTTPResponse {
-        let body: AuthRequest.PasswordReset
-        switch decode(AuthRequest.PasswordReset.self, request, order: ["key", "password"]) {
-        case .success(let value): body = value
-        case .failure(let problems):
-            // As allauth: a key that opens nothing is reported beside the other fields' errors.
-            var all = problems.problems
-            let sent = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any]
-            if !all.contains(where: { $0.param == "key" }), let key = sent?["key"] as? String,
-                try service.account(forResetKey: key) == nil
-            {
-                all.insert(Self.invalidResetKeyProblem, at: 0)
-            }
-            return invalid(all)
-        }
-        switch try service.resetPassword(key: body.key, password: body.password) {
-        case .reset: return notSignedIn()
-        case .invalidKey: return invalidResetKey()
-        case .invalid(let problems): return invalid(problems)
-        }
-    }
-
     /// `GET account/email`: the account's one address, primary, and whether it is verified.
     /// Adding, changing or removing addresses is not offered (405 from the router).
     func emailAddresses(_ caller: Caller) throws -> HTTPResponse {
@@ -237,87 +171,6 @@ struct AppDoor: Sendable {
         ]
         return answer(object)
     }
-
-    /// `POST auth/email/verify`. As allauth: with verification by code on, a caller with no
-    /// verification waiting gets 409 before the body is read; with it off, any key is one of
-    /// allauth's link keys, and Homeport has none.
-    func verifyEmail(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
-        let byCode = service.settings.emailVerification == .code
-        if byCode, try !service.verificationPending(caller) { return answer(AuthEnvelope(status: 409)) }
-        let body: AuthRequest.EmailVerification
-        switch decode(AuthRequest.EmailVerification.self, request, order: ["key"]) {
-        case .success(let value): body = value
-        case .failure(let problems): return invalid(problems.problems)
-        }
-        guard byCode else { return invalid([Self.invalidKeyProblem]) }
-        switch try service.verifyEmail(code: body.key, caller: caller) {
-        case .signedIn(let token, let account, let session):
-            return answer(
-                AuthEnvelope(
-                    status: 200, data: userData(account, session),
-                    meta: AuthMeta(isAuthenticated: true, sessionToken: token)))
-        case .pending:
-            // Verified, not approved: the same pre-login session carries the standing.
-            var token: String?
-            if case .preLogin(_, let existing) = caller { token = existing }
-            return answer(
-                AuthEnvelope(
-                    status: 401, data: AuthData(flows: flows()),
-                    meta: AuthMeta(isAuthenticated: false, sessionToken: token)
-                ))
-        case .incorrect: return invalid([Self.incorrectCodeProblem])
-        case .missingCode: return invalid([Self.requiredKeyProblem])
-        case .busy: return tooMany(1)
-        case .noneWaiting: return answer(AuthEnvelope(status: 409))
-        }
-    }
-
-    /// `GET auth/email/verify`: checks the code in `X-Email-Verification-Key` without using it.
-    func checkVerification(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
-        let byCode = service.settings.emailVerification == .code
-        if byCode, try !service.verificationPending(caller) { return answer(AuthEnvelope(status: 409)) }
-        let keys = request.headers.values(HomeportHeader.emailVerificationKey)
-        // Two keys in one request would be two tries for the price of one, or an ambiguity.
-        guard keys.count <= 1 else {
-            return invalid([
-                FieldProblem(code: AuthErrorCode.invalid, param: "key", message: "Send one verification key.")
-            ])
-        }
-        guard let key = keys.first, !key.isEmpty else { return invalid([Self.requiredKeyProblem]) }
-        guard byCode else { return invalid([Self.invalidKeyProblem]) }
-        switch try service.checkVerificationCode(key, caller: caller) {
-        case .valid(let account):
-            let userObject =
-                (try? JSONSerialization.jsonObject(with: HTTPResponse.encode(user(account)))) ?? [:]
-            let object: [String: Any] = [
-                "status": 200, "data": ["email": account.email, "user": userObject],
-                "meta": ["is_authenticating": true],
-            ]
-            return answer(object)
-        case .incorrect: return invalid([Self.incorrectCodeProblem])
-        case .missingCode: return invalid([Self.requiredKeyProblem])
-        case .busy: return tooMany(1)
-        case .noneWaiting: return answer(AuthEnvelope(status: 409))
-        }
-    }
-
-    /// `POST auth/email/verify/resend`.
-    func resendVerification(_ caller: Caller) throws -> HTTPResponse {
-        switch try service.resendVerification(caller: caller) {
-        case .sent: return answer(AuthEnvelope(status: 200))
-        case .noneWaiting: return answer(AuthEnvelope(status: 409))
-        case .rateLimited(let retryAfter): return tooMany(retryAfter)
-        }
-    }
-
-    private static let requiredKeyProblem = FieldProblem(
-        code: AuthErrorCode.required, param: "key", message: "This field is required.")
-
-    private static let incorrectCodeProblem = FieldProblem(
-        code: AuthErrorCode.incorrectCode, param: "key", message: "Incorrect code.")
-
-    private static let invalidKeyProblem = FieldProblem(
-        code: AuthErrorCode.invalidOrExpiredKey, param: "key", message: "Invalid or expired key.")
 
     // MARK: Answers
 
@@ -413,13 +266,6 @@ struct AppDoor: Sendable {
         var response = invalid([problem])
         response.headers.set("Retry-After", String(retryAfter))
         return response
-    }
-
-    private static let invalidResetKeyProblem = FieldProblem(
-        code: AuthErrorCode.invalidPasswordReset, param: "key", message: "The password reset token was invalid.")
-
-    private func invalidResetKey() -> HTTPResponse {
-        invalid([Self.invalidResetKeyProblem])
     }
 
     func tooMany(_ retryAfter: Int64) -> HTTPResponse {
