@@ -259,8 +259,7 @@ package enum GatewayCommand {
                     "lastPushAt": $0.lastPushAt.map(date) ?? NSNull(),
                 ]
             }
-            let data = try JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys])
-            ServerCLI.line(String(decoding: data, as: UTF8.self))
+            try ServerCLI.printJSON(objects)
         } else if servers.isEmpty {
             ServerCLI.line("no servers enrolled yet")
         } else {

@@ -66,8 +66,7 @@ enum IdentityCommand {
             if let created = stored?.createdAt {
                 object["createdAt"] = ISO8601DateFormatter().string(from: created)
             }
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-            ServerCLI.line(String(decoding: data, as: UTF8.self))
+            try ServerCLI.printJSON(object)
         } else if let stored {
             ServerCLI.line(stored.instanceID.description)
         } else {

@@ -83,8 +83,7 @@ enum ProductKeysCommand {
                 let objects: [[String: Any]] = keys.map {
                     ["name": $0.name, "createdAt": date($0.createdAt), "revokedAt": $0.revokedAt.map(date) ?? NSNull()]
                 }
-                let data = try JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys])
-                ServerCLI.line(String(decoding: data, as: UTF8.self))
+                try ServerCLI.printJSON(objects)
             } else if keys.isEmpty {
                 ServerCLI.line("no product keys yet")
             } else {

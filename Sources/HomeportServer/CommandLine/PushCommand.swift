@@ -135,8 +135,7 @@ enum PushCommand {
                         from: Date(timeIntervalSince1970: TimeInterval($0.device.updatedAt))),
                 ] as [String: Any]
             }
-            let data = try JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys])
-            ServerCLI.line(String(decoding: data, as: UTF8.self))
+            try ServerCLI.printJSON(objects)
         } else if devices.isEmpty {
             ServerCLI.line("no devices registered")
         } else {

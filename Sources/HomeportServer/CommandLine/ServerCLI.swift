@@ -94,6 +94,14 @@ package enum ServerCLI {
     /// Prints a message to standard error.
     package static func error(_ text: String) { Output.error(named(text)) }
 
+    /// Prints `object` as one line of JSON with sorted keys: a command's `--json` answer. Not
+    /// renamed for a product, as ``line(_:)`` is: the data is printed as it is (JSON escapes
+    /// every control character, so none reaches the terminal).
+    package static func printJSON(_ object: Any) throws {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        Output.line(String(decoding: data, as: UTF8.self))
+    }
+
     static var overview: String {
         """
         homeport-server \(version): \(product.withLock { $0.isHomeport }

@@ -96,8 +96,7 @@ enum UsersCommand {
                     "emailVerified": verified.contains($0.id), "createdAt": formatter.string(from: $0.createdAt),
                 ] as [String: Any]
             }
-            let data = try JSONSerialization.data(withJSONObject: objects, options: [.sortedKeys])
-            ServerCLI.line(String(decoding: data, as: UTF8.self))
+            try ServerCLI.printJSON(objects)
         } else if accounts.isEmpty {
             ServerCLI.line("no accounts yet")
         } else {

@@ -238,5 +238,16 @@ struct BookOrbitTests {
         let unknownLimit = try ServerProcess.runProgram(
             Self.binary, ["serve", "--database", database, "--rate-limits", "books-per-day=1/60"])
         #expect(unknownLimit.status == 2 && unknownLimit.error.contains("books-added-per-account"))
+        // The product's name replaces Homeport's in messages, never in data: a key named after
+        // Homeport's command is listed under its own name.
+        let made = try ServerProcess.runProgram(
+            Self.binary, ["product-keys", "create", "homeport-server", "--database", database])
+        #expect(made.status == 0, "\(made.error)")
+        let listed = try ServerProcess.runProgram(
+            Self.binary, ["product-keys", "list", "--json", "--database", database])
+        #expect(listed.status == 0 && listed.output.contains(#""name":"homeport-server""#), "\(listed.output)")
+        // A product's executable adds no push gateway: that is homeport-server's.
+        let gateway = try ServerProcess.runProgram(Self.binary, ["gateway", "--help"])
+        #expect(gateway.status == 2 && gateway.error.contains("unknown command 'gateway'"), "\(gateway.error)")
     }
 }
