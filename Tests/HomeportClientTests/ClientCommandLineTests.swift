@@ -107,9 +107,9 @@ struct CommandLineVerificationTests {
         defer { if !process.hasEnded { process.terminate() } }
         input.fileHandleForWriting.write(Data((password + "\n").utf8))
         var code: String?
-        for _ in 0..<200 where code == nil {
+        eventually(every: .milliseconds(50)) {
             code = mailText(in: outbox).matches(of: /[A-Z]{4}-[A-Z]{4}/).last.map { String($0.output) }
-            if code == nil { usleep(50_000) }
+            return code != nil
         }
         let mailed = try #require(code, "no code was mailed")
         input.fileHandleForWriting.write(Data("AAAA-AAAA\n".utf8))

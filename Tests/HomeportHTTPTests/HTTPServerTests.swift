@@ -187,10 +187,8 @@ struct HTTPServerTests {
             stopped.signal()
         }
         // Wait until the listener is gone, then check nobody new gets in.
-        var refused = false
-        for _ in 0..<200 where !refused {
-            if (try? RawHTTP.connect(port: port, timeout: 1)).map({ close($0) }) == nil { refused = true }
-            usleep(10_000)
+        let refused = eventually(timeout: .seconds(2), every: .milliseconds(10)) {
+            (try? RawHTTP.connect(port: port, timeout: 1)).map({ close($0) }) == nil
         }
         #expect(refused, "new connections must be refused while draining")
         #expect(stopped.wait(timeout: .now() + 0.2) == .timedOut, "shutdown must wait for the request in flight")

@@ -220,12 +220,10 @@ struct PoolRouteTests {
             server.shutdown()
             stopped.signal()
         }
-        var listening = true
-        for _ in 0..<200 where listening {
-            if (try? RawHTTP.connect(port: port, timeout: 1)).map({ close($0) }) == nil { listening = false }
-            usleep(10_000)
+        let closed = eventually(timeout: .seconds(2), every: .milliseconds(10)) {
+            (try? RawHTTP.connect(port: port, timeout: 1)).map({ close($0) }) == nil
         }
-        #expect(!listening, "the server stops listening at once")
+        #expect(closed, "the server stops listening at once")
         gate.release.signal()
         #expect(try RawHTTP.readResponse(holder).status == 200)
         for fd in backlog + [idleThenAsks] {

@@ -72,15 +72,17 @@ struct SlowClientTests {
 
     /// Waits until `server` holds `bytes` of request bodies.
     private func waitUntil(_ server: HTTPServer, buffers bytes: Int) throws {
-        for _ in 0..<500 where server.connections.bufferedBodyBytes.load(ordering: .relaxed) < bytes {
-            usleep(10_000)
+        HomeportTestSupport.eventually(timeout: .seconds(5), every: .milliseconds(10)) {
+            server.connections.bufferedBodyBytes.load(ordering: .relaxed) >= bytes
         }
         #expect(server.connections.bufferedBodyBytes.load(ordering: .relaxed) == bytes)
     }
 
     /// Waits until `server` has accepted `count` connections and they are all in `phase`.
     private func waitUntil(_ server: HTTPServer, holds count: Int, in phase: ConnectionRegistry.Phase) throws {
-        for _ in 0..<500 where server.connections.count(in: phase) < count { usleep(10_000) }
+        HomeportTestSupport.eventually(timeout: .seconds(5), every: .milliseconds(10)) {
+            server.connections.count(in: phase) >= count
+        }
         #expect(server.connections.count(in: phase) == count)
     }
 
@@ -262,10 +264,10 @@ struct SlowClientTests {
     /// `probe`'s status once it is `status` (the server reads what was sent before it in its own
     /// time), or its last one after two seconds.
     private func eventually(_ status: Int, _ probe: () throws -> Int) throws -> Int {
-        var last = try probe()
-        for _ in 0..<100 where last != status {
-            usleep(20_000)
+        var last = 0
+        try HomeportTestSupport.eventually(timeout: .seconds(2)) {
             last = try probe()
+            return last == status
         }
         return last
     }

@@ -85,8 +85,8 @@ struct StreamingTests {
         close(leaving)
         // The server learns of it without a write (its connection is suspended meanwhile).
         let first = try #require(streams.withLock { $0.first })
-        for _ in 0..<100 where !first.isClosed { usleep(50_000) }
-        #expect(first.isClosed, "noticed within seconds, though nothing was written")
+        #expect(
+            eventually(timeout: .seconds(5)) { first.isClosed }, "noticed within seconds, though nothing was written")
         #expect(closed.load(ordering: .relaxed) == 1)
 
         let staying = try RawHTTP.connect(port: server.port, timeout: 10)

@@ -95,14 +95,13 @@ struct HTTPSTests {
             kept.signal()
         }
         // Once it has its first answer, renew: the files now hold the second pair; SIGHUP.
-        for _ in 0..<400 where !FileManager.default.fileExists(atPath: asked) { usleep(25_000) }
+        eventually { FileManager.default.fileExists(atPath: asked) }
         try certificates.use("second")
         kill(server.pid, SIGHUP)
         var renewed: (status: Int, subject: String)?
-        for _ in 0..<100 {
+        try eventually(timeout: .seconds(5), every: .milliseconds(50)) {
             renewed = try fetch(server.port, trusting: second)
-            if renewed != nil { break }
-            usleep(50_000)
+            return renewed != nil
         }
         #expect(renewed?.status == 200 && renewed?.subject.contains("homeport-second") == true)
         // Every new connection is the new daemon's: the old one, which still holds the kept-alive

@@ -666,7 +666,7 @@ struct PushGatewayTests {
         let other = try gateway.push([rawPush(device(2), instance: b)], credential: credentialB)
         #expect(other.status == 200, "another server is not held up by a's batches")
         #expect(other.results.first?["status"] as? Int == 0, "Apple did not answer it either")
-        for _ in 0..<400 where first.value == nil { usleep(10_000) }
+        eventually(timeout: .seconds(5), every: .milliseconds(10)) { first.value != nil }
         #expect(first.value?.results.first?["status"] as? Int == 0)
     }
 

@@ -75,7 +75,7 @@ struct PushSenderTests {
             let appData = try #require(payload["homeport"] as? [String: Any])
             let identity = try RawHTTP.request(port: server.port, path: "/api/v1/server-identity")
             #expect(appData["s"] as? String == identity.jsonObject?["instanceId"] as? String)
-            for _ in 0..<100 where try !server.outboxRows().isEmpty { usleep(20_000) }
+            try eventually(timeout: .seconds(2)) { try server.outboxRows().isEmpty }
             #expect(try server.outboxRows().isEmpty, "delivered pushes leave the outbox")
         }
     }
@@ -258,9 +258,9 @@ struct PushReplicaTests {
         defer { replicas.forEach { $0.stop() } }
         #expect(standIn.waitForRequests(1000, timeout: 60))
         var left: Int64? = -1
-        for _ in 0..<200 where left != 0 {
+        try eventually(every: .milliseconds(50)) {
             left = try database.execute("SELECT COUNT(*) FROM push_outbox").first?.int(at: 0)
-            usleep(50_000)
+            return left == 0
         }
         #expect(left == 0, "the outbox is drained")
         usleep(500_000)

@@ -50,9 +50,9 @@ struct ReadinessTests {
         #expect(try RawHTTP.request(port: server.port, path: "/healthz").status == 200, "alive all the same")
         try admin.execute("ALTER DATABASE \"\(name)\" ALLOW_CONNECTIONS true")
         var back = 0
-        for _ in 0..<50 where back != 200 {
+        try eventually(timeout: .seconds(3), every: .milliseconds(50)) {
             back = try readiness(server.port).status
-            usleep(50_000)
+            return back == 200
         }
         #expect(back == 200)
         #expect(server.stop() == 0)

@@ -43,9 +43,9 @@ struct ReplicaLeaseTests {
             try connection.execute("BEGIN")
             try connection.execute("LOCK TABLE replicas IN EXCLUSIVE MODE")
             var answer = try identity()
-            for _ in 0..<100 where answer.status != 503 {
-                usleep(50_000)
+            try eventually(timeout: .seconds(5), every: .milliseconds(50)) {
                 answer = try identity()
+                return answer.status == 503
             }
             #expect(answer.status == 503, "past its lease the replica does not answer the identity it cached")
             #expect(answer.text.contains("identity_unavailable"))
@@ -55,9 +55,9 @@ struct ReplicaLeaseTests {
             try connection.execute("COMMIT")
         }
         var answer = try identity()
-        for _ in 0..<100 where answer.status != 200 {
-            usleep(50_000)
+        try eventually(timeout: .seconds(5), every: .milliseconds(50)) {
             answer = try identity()
+            return answer.status == 200
         }
         let new = answer.jsonObject?["instanceId"] as? String
         #expect(answer.status == 200)

@@ -132,9 +132,9 @@ struct SessionCacheTests {
         let listeners = "SELECT pid FROM pg_stat_activity WHERE application_name = 'homeport-server-listen'"
         // Each replica listens once it has started (a moment after its first line).
         var pids: [Int64] = []
-        for _ in 0..<200 where pids.count < 3 {
+        try eventually(timeout: .seconds(2), every: .milliseconds(10)) {
             pids = try admin.execute(listeners).compactMap { $0.int("pid") }
-            usleep(10_000)
+            return pids.count >= 3
         }
         #expect(pids.count >= 3)
 
