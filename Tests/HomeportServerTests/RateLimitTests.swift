@@ -13,6 +13,29 @@ struct RateLimitTests {
         return policy
     }
 
+    @Test("each budget's name sets its own limit and no other; each counts under a counter of its own")
+    func budgetsAsValues() throws {
+        #expect(RateLimitPolicy.names.count == Set(RateLimitPolicy.names).count, "a name once")
+        var refused = RateLimitPolicy()
+        let unknown = refused.set("no-such-budget", to: RateLimit(1, per: 1))
+        #expect(!unknown)
+        #expect(refused == RateLimitPolicy(), "an unknown name changes nothing")
+        for (index, budget) in Budget.settable.enumerated() {
+            var policy = RateLimitPolicy()
+            let limit = RateLimit(1000 + index, per: 7)
+            let accepted = policy.set(budget.name, to: limit)
+            #expect(accepted)
+            #expect(policy[keyPath: budget.limit] == limit, "\(budget.name)")
+            // Every other budget keeps its default.
+            for other in Budget.settable where other.limit != budget.limit {
+                #expect(policy[keyPath: other.limit] == RateLimitPolicy()[keyPath: other.limit], "\(other.name)")
+            }
+        }
+        let counters = Budget.settable.map(\.counter) + [Budget.decoyMailPerAccount.counter]
+        #expect(counters.count == Set(counters).count, "no two budgets share a counter")
+        #expect(Budget.signupPerAddress.counter("203.0.113.7") == "signup:ip:203.0.113.7")
+    }
+
     @Test("failed logins on the web door use up the app door's budget too", arguments: Backend.allCases)
     func webFailuresRefuseApp(backend: Backend) throws {
         try withAccounts(backend, rateLimits: Self.tightLogin) { server in

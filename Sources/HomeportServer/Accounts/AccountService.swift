@@ -95,7 +95,8 @@ public final class AccountService: Sendable {
         let now = clock.unixSeconds
         do {
             try database.transaction {
-                try RateLimiter($0, policy: settings.rateLimits).chargeSignup(address: address, now: now)
+                try RateLimiter($0, policy: settings.rateLimits).charge(
+                    .signupPerAddress, RateLimiter.clientKey(address), now: now)
             }
         } catch let refusal as RateLimiter.Refusal {
             return .rateLimited(retryAfter: refusal.retryAfter)

@@ -230,7 +230,8 @@ public final class PushCenter: Sendable {
     /// to wait.
     func chargeTest(account: Account) throws -> Int64? {
         do {
-            try RateLimiter(database, policy: rateLimits).chargePushTest(account: account.id, now: clock.unixSeconds)
+            try RateLimiter(database, policy: rateLimits).charge(
+                .pushTestPerAccount, String(account.id), now: clock.unixSeconds)
             return nil
         } catch let refusal as RateLimiter.Refusal {
             return refusal.retryAfter
@@ -245,7 +246,8 @@ public final class PushCenter: Sendable {
     func register(_ registration: PushDeviceRegistration, session: Session, account: Account) throws {
         let now = clock.unixSeconds
         try database.transaction { db in
-            try RateLimiter(db, policy: rateLimits).chargePushChange(account: account.id, now: now)
+            try RateLimiter(db, policy: rateLimits).charge(
+                .pushChangesPerAccount, String(account.id), now: now)
             let devices = PushDeviceStore(db)
             try devices.register(
                 token: registration.token, environment: registration.environment, topic: settings.topic ?? "",
@@ -280,7 +282,8 @@ public final class PushCenter: Sendable {
             guard try mutes.count(userID: account.id) < settings.maxMutesPerAccount else {
                 throw MuteRefusal(limit: settings.maxMutesPerAccount)
             }
-            try RateLimiter(db, policy: rateLimits).chargePushChange(account: account.id, now: now)
+            try RateLimiter(db, policy: rateLimits).charge(
+                .pushChangesPerAccount, String(account.id), now: now)
             try mutes.mute(thread, userID: account.id, now: now)
         }
     }

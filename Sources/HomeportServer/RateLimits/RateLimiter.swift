@@ -91,35 +91,12 @@ public struct RateLimitPolicy: Sendable, Hashable {
     public init() {}
 
     /// The names accepted by ``set(_:to:)`` (and `--rate-limit NAME=N/SECONDS`).
-    public static let names = [
-        "signup-per-address", "login-per-address", "failed-login-per-address", "failed-login-per-account",
-        "failed-password-change-per-session", "password-change-per-account", "reset-per-address", "reset-per-email",
-        "push-test-per-account", "push-changes-per-account", "verification-mail-per-account",
-        "verification-attempt-per-session", "mail-per-mailbox", "failed-second-factor-per-account",
-        "failed-second-factor-per-session", "failed-second-factor-confirmation-per-account",
-    ]
+    public static var names: [String] { Budget.settable.map(\.name) }
 
     /// Sets one limit by name; false for an unknown name.
     public mutating func set(_ name: String, to limit: RateLimit) -> Bool {
-        switch name {
-        case "signup-per-address": signupPerAddress = limit
-        case "failed-login-per-address": failedLoginPerAddress = limit
-        case "failed-login-per-account": failedLoginPerAccount = limit
-        case "login-per-address": loginPerAddress = limit
-        case "failed-password-change-per-session": failedPasswordChangePerSession = limit
-        case "password-change-per-account": passwordChangePerAccount = limit
-        case "reset-per-address": resetPerAddress = limit
-        case "reset-per-email": resetPerEmail = limit
-        case "push-test-per-account": pushTestPerAccount = limit
-        case "push-changes-per-account": pushChangesPerAccount = limit
-        case "verification-mail-per-account": verificationMailPerAccount = limit
-        case "mail-per-mailbox": mailPerMailbox = limit
-        case "verification-attempt-per-session": verificationAttemptPerSession = limit
-        case "failed-second-factor-per-account": failedSecondFactorPerAccount = limit
-        case "failed-second-factor-per-session": failedSecondFactorPerSession = limit
-        case "failed-second-factor-confirmation-per-account": failedSecondFactorConfirmationPerAccount = limit
-        default: return false
-        }
+        guard let budget = Budget.settable.first(where: { $0.name == name }) else { return false }
+        self[keyPath: budget.limit] = limit
         return true
     }
 }
@@ -127,8 +104,11 @@ public struct RateLimitPolicy: Sendable, Hashable {
 /// Fixed-window counters in the `rate_limits` table, so a budget holds across both doors and
 /// every replica.
 ///
-/// Each action has one function here, and every door reaches it through ``AccountService``:
-/// there is no second place where a limit could be forgotten.
+/// Homeport's budgets are values (``Budget``), charged one at a time with ``charge(_:_:now:)``
+/// as a product's are with ``charge(budget:keys:limit:now:)``. An action that charges several at
+/// once, in an order that matters (a login's attempt, then its failures; a reset's own budgets,
+/// then the mailbox's day), or gives one back, has one function here; every door reaches them
+/// through ``AccountService``, so there is no second place where a limit could be forgotten.
 struct RateLimiter {
     let db: any SQLExecutor
     /// The limits.
@@ -148,17 +128,12 @@ struct RateLimiter {
         var failedLogins = false
     }
 
-    /// Charges one signup attempt to the client address; throws ``Refusal`` past the limit.
-    func chargeSignup(address: String, now: Int64) throws {
-        try charge([("signup:ip:" + Self.clientKey(address), policy.signupPerAddress)], now: now)
-    }
-
     /// Charges one login attempt to the client address, and — before the password is checked — one
     /// failure to the address and to the account tried, refusing when any budget is used up. Charging
     /// first (atomically) means concurrent attempts on several workers or replicas cannot overshoot
     /// a budget; an attempt whose password was right gets its failure back with ``refundLoginFailure``.
     func chargeLoginAttempt(address: String, email: String, now: Int64) throws {
-        try charge([("login:ip:" + Self.clientKey(address), policy.loginPerAddress)], now: now)
+        try charge([bucket(.loginPerAddress, Self.clientKey(address))], now: now)
         do {
             try charge(loginBuckets(address: address, email: email), now: now)
         } catch var refusal as Refusal {
@@ -185,11 +160,11 @@ struct RateLimiter {
     func chargeResetRequest(address: String, email: String, now: Int64) throws {
         try charge(
             [
-                ("reset:ip:" + Self.clientKey(address), policy.resetPerAddress),
-                ("reset:email:" + Digest.sha256Hex(Self.mailbox(email)), policy.resetPerEmail),
+                bucket(.resetPerAddress, Self.clientKey(address)),
+                bucket(.resetPerEmail, Digest.sha256Hex(Self.mailbox(email))),
             ], now: now)
         // Charged once the reset's own budgets allowed it: a refused request spends none of the day.
-        try charge([Self.mailboxDay(email, policy)], now: now)
+        try charge([mailboxDay(email)], now: now)
     }
 
     /// Charges a password change before the current password is checked (atomically, like
@@ -237,21 +212,21 @@ struct RateLimiter {
         guard session != nil else { return [secondFactorBucket(account, session: nil)] }
         return [
             secondFactorBucket(account, session: session),
-            ("mfa_confirm:account:\(account)", policy.failedSecondFactorConfirmationPerAccount),
+            bucket(.failedSecondFactorConfirmationPerAccount, String(account)),
         ]
     }
 
     private func secondFactorBucket(_ account: Int64, session: String?) -> (String, RateLimit) {
-        guard let session else { return ("mfa_failed:account:\(account)", policy.failedSecondFactorPerAccount) }
-        return ("mfa_failed:session:\(session)", policy.failedSecondFactorPerSession)
+        guard let session else { return bucket(.failedSecondFactorPerAccount, String(account)) }
+        return bucket(.failedSecondFactorPerSession, session)
     }
 
     private func passwordChangeBucket(_ account: Int64) -> (String, RateLimit) {
-        ("change:account:\(account)", policy.passwordChangePerAccount)
+        bucket(.passwordChangePerAccount, String(account))
     }
 
     private func failedPasswordChangeBucket(_ keyHash: String) -> (String, RateLimit) {
-        ("change_failed:session:" + keyHash, policy.failedPasswordChangePerSession)
+        bucket(.failedPasswordChangePerSession, keyHash)
     }
 
     /// Charges one action of a product's `budget` to each of `keys` (`account:ID`, `ip:ADDRESS`),
@@ -260,14 +235,14 @@ struct RateLimiter {
         try charge(keys.map { ("product:\(budget):" + $0, limit) }, now: now)
     }
 
-    /// Charges one test notification to the account.
-    func chargePushTest(account: Int64, now: Int64) throws {
-        try charge([("push_test:account:\(account)", policy.pushTestPerAccount)], now: now)
+    /// Charges one action of Homeport's own `budget` to `key`; throws ``Refusal`` past its limit.
+    func charge(_ budget: Budget, _ key: String, now: Int64) throws {
+        try charge([bucket(budget, key)], now: now)
     }
 
-    /// One device registration or mute of `account`.
-    func chargePushChange(account: Int64, now: Int64) throws {
-        try charge([("push_change:account:\(account)", policy.pushChangesPerAccount)], now: now)
+    /// `budget`'s counter of `key`, and its limit in this limiter's policy.
+    private func bucket(_ budget: Budget, _ key: String) -> (String, RateLimit) {
+        (budget.counter(key), policy[keyPath: budget.limit])
     }
 
     /// Charges one mailed verification code to the account; a `decoy` (the mail a sign-up with a
@@ -281,14 +256,13 @@ struct RateLimiter {
     func chargeVerificationMail(
         account: Int64, email: String, decoy: Bool = false, mailboxDay: Bool = true, now: Int64
     ) throws {
-        let bucket = (decoy ? "verify_decoy:account:" : "verify_mail:account:") + String(account)
-        try charge([(bucket, policy.verificationMailPerAccount)], now: now)
-        if mailboxDay { try charge([Self.mailboxDay(email, policy)], now: now) }
+        try charge([bucket(decoy ? .decoyMailPerAccount : .verificationMailPerAccount, String(account))], now: now)
+        if mailboxDay { try charge([self.mailboxDay(email)], now: now) }
     }
 
     /// The day's budget of mail to `email`'s mailbox.
-    private static func mailboxDay(_ email: String, _ policy: RateLimitPolicy) -> (String, RateLimit) {
-        ("mail:mailbox:" + Digest.sha256Hex(mailbox(email)), policy.mailPerMailbox)
+    private func mailboxDay(_ email: String) -> (String, RateLimit) {
+        bucket(.mailPerMailbox, Digest.sha256Hex(Self.mailbox(email)))
     }
 
     /// Charges one try of the verification code waiting on the pre-login session `keyHash`, before
@@ -305,7 +279,7 @@ struct RateLimiter {
     }
 
     private func verificationAttemptBucket(_ keyHash: String) -> (String, RateLimit) {
-        ("verify_code:session:" + keyHash, policy.verificationAttemptPerSession)
+        bucket(.verificationAttemptPerSession, keyHash)
     }
 
     /// The mailbox an address delivers to, as far as a budget is concerned: without a `+tag`
@@ -330,8 +304,8 @@ struct RateLimiter {
 
     private func loginBuckets(address: String, email: String) -> [(String, RateLimit)] {
         [
-            ("login_failed:ip:" + Self.clientKey(address), policy.failedLoginPerAddress),
-            ("login_failed:account:" + Digest.sha256Hex(email), policy.failedLoginPerAccount),
+            bucket(.failedLoginPerAddress, Self.clientKey(address)),
+            bucket(.failedLoginPerAccount, Digest.sha256Hex(email)),
         ]
     }
 
