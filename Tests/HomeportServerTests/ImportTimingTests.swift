@@ -7,6 +7,9 @@ import Testing
 /// A wrong password takes as long for an imported account — a cheap hash, a costly one, bcrypt —
 /// as for a native account or for no account at all: every check is padded to the costliest
 /// hash held.
+///
+/// A measurement: `scripts/test` runs it alone, after the rest of the suite and the background
+/// builds, so that the machine's other work is not what it measures.
 @Suite("Imported hashes are not visible by timing")
 struct ImportTimingTests {
     @Test(
