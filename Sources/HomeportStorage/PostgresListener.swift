@@ -104,5 +104,5 @@ public final class PostgresListener: Sendable {
 }
 
 extension PostgresListener: Service {
-    package var name: String { "homeport.listen" }
+    package var name: String { thread.name }
 }

@@ -53,11 +53,8 @@ struct ApplicationLifecycleTests {
             headers: [("Content-Type", "application/json")],
             body: Data(#"{"email":"ada@example.com","password":"correct horse battery"}"#.utf8))
         let token = try #require(signup.sessionToken)
-        let fd = try RawHTTP.connect(port: application.port, timeout: 10)
-        defer { close(fd) }
-        RawHTTP.send(fd, "GET /api/v1/notifications/stream HTTP/1.1\r\nHost: x\r\nX-Session-Token: \(token)\r\n\r\n")
-        let stream = StreamReader(fd: fd)
-        #expect(stream.wait(for: ": connected"))
+        let stream = try openNotificationStream(port: application.port, token: token)
+        defer { close(stream.fd) }
 
         application.shutdown()
         #expect(stream.wait(for: "never sent", timeout: 10) == false)

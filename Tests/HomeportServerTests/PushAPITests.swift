@@ -36,14 +36,20 @@ extension AccountsHarness {
 
     /// Opens the in-app stream.
     func openStream(_ token: String, lastEventID: Int64? = nil) throws -> StreamReader {
-        let fd = try RawHTTP.connect(port: port, timeout: 10)
-        var head = "GET /api/v1/notifications/stream HTTP/1.1\r\nHost: x\r\nX-Session-Token: \(token)\r\n"
-        if let lastEventID { head += "Last-Event-ID: \(lastEventID)\r\n" }
-        RawHTTP.send(fd, head + "\r\n")
-        let reader = StreamReader(fd: fd)
-        #expect(reader.wait(for: ": connected"), "the stream opens")
-        return reader
+        try openNotificationStream(port: port, token: token, lastEventID: lastEventID)
     }
+}
+
+/// Opens the in-app stream of the server on `port` with `token` and expects it to say it is
+/// connected; the caller closes the reader's `fd`.
+func openNotificationStream(port: Int, token: String, lastEventID: Int64? = nil) throws -> StreamReader {
+    let fd = try RawHTTP.connect(port: port, timeout: 10)
+    var head = "GET /api/v1/notifications/stream HTTP/1.1\r\nHost: x\r\nX-Session-Token: \(token)\r\n"
+    if let lastEventID { head += "Last-Event-ID: \(lastEventID)\r\n" }
+    RawHTTP.send(fd, head + "\r\n")
+    let reader = StreamReader(fd: fd)
+    #expect(reader.wait(for: ": connected"), "the stream opens")
+    return reader
 }
 
 @Suite("Push registrations, catalogue, mutes and the payload")
