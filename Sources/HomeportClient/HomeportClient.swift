@@ -114,7 +114,9 @@ public final class HomeportClient: Sendable {
     ///
     /// A verified address that matches always wins over the primary's standing trust, however late
     /// it answers: the primary is chosen without a match only once every verified address has
-    /// answered without one.
+    /// answered as something else. A verified address that says nothing of who it is (no answer
+    /// in time, a refused connection, a TLS failure, a 5xx, `503 identity_unavailable`) keeps the
+    /// primary out: it may still be the installation.
     public func chooseAddress(for record: ServerRecord, excluding failed: Set<String> = []) async throws
         -> ServerAddress
     {
@@ -204,8 +206,8 @@ public final class HomeportClient: Sendable {
 
     /// Probes every candidate at once. After the first match, waits the preference window (or
     /// until every more preferred candidate has answered) and takes the most preferred match. The
-    /// trusted primary, when it answered without matching, wins only when every candidate has
-    /// answered and none matched.
+    /// trusted primary, when it answered without matching, wins only when every other candidate
+    /// has answered as something else (``ProbeOutcome/refutes``).
     func race(
         _ candidates: [ServerAddress], expected: ServerIdentity, primary: ServerAddress, primaryTrusted: Bool,
         window: Duration
@@ -229,10 +231,12 @@ public final class HomeportClient: Sendable {
             var windowStarted = false
             func best() -> Int? {
                 if let match = qualified.filter({ $0.value == .match }).keys.min() { return match }
-                // Standing trust counts only once every verified address has answered without a match;
-                // a probe that ran out of time has not answered.
-                guard results.count == candidates.count, !results.values.contains(.noAnswerInTime) else { return nil }
-                return qualified.keys.min()
+                // Standing trust counts only once every other address has answered as something
+                // else. One that said nothing of who it is (no answer in time, a refused
+                // connection, a TLS failure, a 5xx, 503 identity_unavailable) may still be the
+                // installation, so it keeps the primary out.
+                guard results.count == candidates.count, let primary = qualified.keys.min() else { return nil }
+                return results.allSatisfy { $0.key == primary || $0.value.refutes } ? primary : nil
             }
             func decided() -> Bool {
                 guard let best = best(), qualified[best] == .match else { return false }

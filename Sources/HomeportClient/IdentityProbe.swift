@@ -55,8 +55,9 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether the primary may keep the trust the user gave it after this answer: the address
     /// answered, from where it is (another id, no identity route, an unreadable identity, a proxy
-    /// page), rather than not at all or from somewhere else. Such a primary is used only when no
-    /// verified address matches (see ``HomeportClient/chooseAddress(for:excluding:)``).
+    /// page), rather than not at all or from somewhere else. Such a primary is used only when every
+    /// verified address ``refutes`` being the installation (see
+    /// ``HomeportClient/chooseAddress(for:excluding:)``).
     var keepsPrimaryTrust: Bool {
         switch self {
         case .match, .mismatch, .productMismatch, .identityUnavailable, .notHomeport, .olderServer, .notAnAPI: true

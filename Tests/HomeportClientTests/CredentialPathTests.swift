@@ -50,42 +50,60 @@ struct CredentialPathTests {
         #expect(try vault.token(for: enrolled.key) == "t0ken")
     }
 
-    /// How late the verified alternative is.
-    enum Lateness: String, CaseIterable, Sendable {
-        case pastTheProbeDeadline, silent
+    /// How the verified alternative says nothing of who it is.
+    enum Silence: String, CaseIterable, Sendable {
+        case pastTheProbeDeadline, silent, refused, serverError, identityUnavailable, untrustedCertificate
     }
 
     @Test(
-        "a verified alternative that does not answer within the probe deadline is no answer: the mismatched primary gets nothing",
-        arguments: Lateness.allCases)
-    func timeoutIsNoAnswer(lateness: Lateness) async throws {
+        "a verified alternative that says nothing of who it is (late, silent, refused, a 5xx, 503 identity_unavailable, a TLS failure) keeps the mismatched primary out",
+        arguments: Silence.allCases)
+    func silenceIsNoAnswer(silence: Silence) async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
         let id = InstanceID(UUID())
         let primary = try Self.impostorPrimary()
-        let alternative: RecordingListener
-        switch lateness {
+        var listener: RecordingListener?
+        var tls: TLSListener?
+        var dead: DeadPort?
+        let appInfo = [HomeportPath.appInfo: Peer.appInfo(id)]
+        func answering(_ probe: RecordingListener.Canned) throws -> RecordingListener {
+            try RecordingListener(
+                host: "127.0.0.2", behaviour: .routes(appInfo.merging([HomeportPath.serverIdentity: probe]) { $1 }))
+        }
+        switch silence {
         case .pastTheProbeDeadline:
             // The scripted client's probe deadline is 2 s.
-            alternative = try RecordingListener(
-                host: "127.0.0.2",
-                behaviour: .routes([
-                    HomeportPath.serverIdentity: Peer.identity(id).delayed(3), HomeportPath.appInfo: Peer.appInfo(id),
-                ]))
+            listener = try answering(Peer.identity(id).delayed(3))
         case .silent:
-            alternative = try RecordingListener(host: "127.0.0.2", behaviour: .blackhole)
+            listener = try RecordingListener(host: "127.0.0.2", behaviour: .blackhole)
+        case .refused:
+            dead = try DeadPort()
+        case .serverError:
+            listener = try answering(RecordingListener.Canned(502, Peer.json, #"{"detail":"bad gateway"}"#))
+        case .identityUnavailable:
+            listener = try answering(
+                RecordingListener.Canned(
+                    503, Peer.json,
+                    #"{"error":{"code":"identity_unavailable","message":"Try again later."}}"#))
+        case .untrustedCertificate:
+            // The installation's own answer, behind a certificate no trusted CA signed.
+            tls = try TLSListener(body: #"{"instanceId":"\#(id)","product":"homeport","protocolVersion":1}"#)
         }
-        let enrolled = try record(id, primary: primary.url, verified: [alternative.url])
+        let alternativeURL = try #require(listener?.url ?? tls?.url ?? dead.map { "http://127.0.0.1:\($0.port)" })
+        let enrolled = try record(id, primary: primary.url, verified: [alternativeURL])
         let (client, _) = try scriptedClient(home, record: enrolled)
 
         await #expect {
             _ = try await client.send("POST", "/api/v1/push/test", to: enrolled.key)
         } throws: { error in
             guard case ClientError.noVerifiedAddress(_, let detail) = error else { return false }
-            return detail.contains("no answer within the probe deadline")
+            return detail.contains(alternativeURL)
         }
-        #expect(!primary.sawCredential, "a timed-out probe let the mismatched primary win on standing trust")
-        #expect(!alternative.sawCredential)
+        #expect(!primary.sawCredential, "\(silence) let the mismatched primary win on standing trust")
+        #expect(!(listener?.sawCredential ?? false))
+        #expect(tls?.requests ?? [] == [])
+        withExtendedLifetime(dead) {}
     }
 
     @Test("signing in again at a primary that now serves another installation never sends it the old token")
