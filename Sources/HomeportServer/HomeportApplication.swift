@@ -55,15 +55,15 @@ public final class HomeportApplication: Sendable {
                 let file = path + ".secrets-key"
                 // A database whose second factors were sealed with a key file that is gone: say
                 // so, rather than make a new key that opens none of them.
-                if !FileManager.default.fileExists(atPath: file), try AuthenticatorStore(database).any() {
+                if !FileManager.default.fileExists(atPath: file), let sealed = try SecretsKey.sealed(in: database) {
                     throw ConfigurationError(
-                        "the secrets key file \(file) is missing, and accounts on this database sign in with a "
-                            + "second factor sealed with it: restore it from the backup (see docs/deploy.md)")
+                        "the secrets key file \(file) is missing, and \(sealed) sealed with it: restore it from the "
+                            + "backup (see docs/deploy.md)")
                 }
                 key = try SecretsKey.load(path: file, create: true)
             }
         } else {
-            guard try !AuthenticatorStore(database).any() else {
+            if try AuthenticatorStore(database).any() {
                 throw ConfigurationError(
                     "accounts on this database sign in with a second factor: give every replica the same --secrets-key-file"
                 )
@@ -121,7 +121,13 @@ public final class HomeportApplication: Sendable {
             }
         }
         self.database = database
-        self.identity = IdentityStore(database: database)
+        let secondFactors = try Self.secondFactors(configuration, database)
+        self.identity = IdentityStore(database: database, secrets: secondFactors?.key)
+        if secondFactors == nil {
+            logger.withLabel("homeport.identity").notice(
+                "no secrets key: the installation proves no key, and clients check its addresses by instanceId alone; give every replica the same --secrets-key-file"
+            )
+        }
         var accountSettings = configuration.accounts
         if accountSettings.publicURL == nil {
             accountSettings.publicURL = "\(configuration.http.tls == nil ? "http" : "https")://\(configuration.listen)"
@@ -153,7 +159,7 @@ public final class HomeportApplication: Sendable {
             ? MailSender(database: database, mailer: chosenMailer, clock: clock, logger: logger) : nil
         self.accounts = AccountService(
             database: database, settings: accountSettings, mailer: chosenMailer, clock: clock, hasher: hasher,
-            logger: logger, secondFactors: try Self.secondFactors(configuration, database))
+            logger: logger, secondFactors: secondFactors)
         // The one session reader, for every door and the API prefix (a product's routes included).
         let reader = SessionReader(database: database, clock: clock, cache: sessionCache)
         self.push = PushCenter(

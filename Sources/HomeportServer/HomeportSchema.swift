@@ -419,6 +419,12 @@ public enum HomeportSchema {
                 ON CONFLICT (user_id) DO NOTHING
                 """,
             ]),
+        Migration(
+            version: 15, name: "installation_key",
+            statements: [
+                "ALTER TABLE server_identity ADD COLUMN public_key TEXT",
+                "ALTER TABLE server_identity ADD COLUMN sealed_key TEXT",
+            ]),
     ]
 
     /// A migrator over ``migrations``.

@@ -14,46 +14,65 @@ import Synchronization
 /// (`renewLease(until:)`): past it, ``instanceID()`` throws ``IdentityError/leaseLapsed``, so a
 /// replica that cannot reach its database stops answering an identity that `identity reset` may
 /// have replaced meanwhile.
+///
+/// With the secrets key (``SecretsKey``), the row also holds the installation key: an Ed25519
+/// key made with the identifier (or on the first read of a row from before keys), its public
+/// half as it is and its private half sealed for that identifier. Every replica reads the same
+/// key; a reset makes a new one with the new identifier.
 public final class IdentityStore: Sendable {
     private let database: any Database
+    private let secrets: SecretsKey?
     private let random: any RandomSource
     private let now: @Sendable () -> Date
     private let state = Mutex(CacheState())
 
     private struct CacheState {
-        var id: InstanceID?
+        var current: InstallationIdentity?
         /// Until when the cache may be answered; `nil` outside a serving replica (no heartbeat).
         var lease: ContinuousClock.Instant?
     }
 
-    /// Creates a store over `database`; `random` and `now` are injectable for tests.
+    /// Creates a store over `database`; with `secrets`, the identity carries an installation
+    /// key. `random` and `now` are injectable for tests.
     public init(
-        database: any Database, random: any RandomSource = SystemRandom(),
+        database: any Database, secrets: SecretsKey? = nil, random: any RandomSource = SystemRandom(),
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.database = database
+        self.secrets = secrets
         self.random = random
         self.now = now
     }
 
     /// The installation's identifier, creating it on first use. Throws when it cannot be read or stored.
-    public func instanceID() throws -> InstanceID {
-        let (known, lease) = state.withLock { ($0.id, $0.lease) }
+    public func instanceID() throws -> InstanceID { try current().instanceID }
+
+    /// The installation's identifier and key, creating them on first use. Throws when they cannot
+    /// be read or stored.
+    public func current() throws -> InstallationIdentity {
+        let (known, lease) = state.withLock { ($0.current, $0.lease) }
         if let lease, lease < .now { throw IdentityError.leaseLapsed }
         if let known { return known }
-        let id = try readOrCreate()
-        state.withLock { $0.id = id }
-        return id
+        let identity = try readOrCreate()
+        state.withLock { $0.current = identity }
+        return identity
     }
 
-    /// Reads the stored identifier anew into the cache and lets it be answered until `deadline`;
+    /// Reads the stored identity anew into the cache and lets it be answered until `deadline`;
     /// true when the database now holds another identifier than the one cached (an `identity
     /// reset` happened). Called by the heartbeat after each write.
     func renewLease(until deadline: ContinuousClock.Instant) throws -> Bool {
-        let stored = try storedInstanceID()?.instanceID
+        let stored = try storedInstanceID()
+        let cached = state.withLock { $0.current }
+        let identity: InstallationIdentity? =
+            if let stored, let cached, cached.instanceID == stored.instanceID, cached.publicKey == stored.publicKey {
+                cached
+            } else {
+                stored.map(open)
+            }
         return state.withLock { state in
-            let changed = state.id != nil && state.id != stored
-            state.id = stored
+            let changed = state.current != nil && state.current?.instanceID != identity?.instanceID
+            state.current = identity
             state.lease = deadline
             return changed
         }
@@ -61,13 +80,39 @@ public final class IdentityStore: Sendable {
 
     /// The stored identifier without creating one: `nil` when the row does not exist yet.
     public func storedInstanceID() throws -> StoredIdentity? {
-        let rows = try database.execute("SELECT instance_id, created_at FROM server_identity WHERE id = 1")
+        let rows = try database.execute(
+            "SELECT instance_id, created_at, public_key, sealed_key FROM server_identity WHERE id = 1")
         guard let row = rows.first else { return nil }
         guard let text = row.string("instance_id"), let id = InstanceID(text) else {
             throw IdentityError.corrupt
         }
         let created = row.int("created_at").map { Date(timeIntervalSince1970: TimeInterval($0)) }
-        return StoredIdentity(instanceID: id, createdAt: created)
+        return StoredIdentity(
+            instanceID: id, createdAt: created, publicKey: row.string("public_key"), sealedKey: row.string("sealed_key")
+        )
+    }
+
+    /// Where the private half is sealed for: its own identifier, so that it opens in no other row.
+    static func sealContext(_ id: InstanceID) -> String { "installation-key:\(id)" }
+
+    /// The identity of a stored row, its key opened: withheld (``InstallationIdentity/keyWithheld``)
+    /// when this process has no secrets key, or not the one it was sealed with.
+    private func open(_ stored: StoredIdentity) -> InstallationIdentity {
+        guard let publicKey = stored.publicKey, let sealed = stored.sealedKey else {
+            return InstallationIdentity(instanceID: stored.instanceID, key: nil)
+        }
+        guard let opened = secrets?.unseal(sealed, context: Self.sealContext(stored.instanceID)),
+            let raw = IdentityProof.readBase64URL(opened), let key = try? Ed25519Key(privateKey: raw),
+            IdentityProof.writeKey(key.publicKey) == publicKey
+        else { return InstallationIdentity(instanceID: stored.instanceID, key: nil, keyWithheld: true) }
+        return InstallationIdentity(instanceID: stored.instanceID, key: key)
+    }
+
+    /// A new key's public half and sealed private half, for `id`.
+    private func newKey(for id: InstanceID, secrets: SecretsKey) throws -> (publicKey: String, sealed: String) {
+        let key = try Ed25519Key.generate()
+        let sealed = try secrets.seal(IdentityProof.base64URL(key.privateKey), context: Self.sealContext(id))
+        return (IdentityProof.writeKey(key.publicKey), sealed)
     }
 
     /// What a reset removed.
@@ -98,19 +143,53 @@ public final class IdentityStore: Sendable {
             let text = raw.string("instance_id") ?? ""
             return InstanceID(text).map(ResetOutcome.removed) ?? .removedDamaged(String(text.prefix(64)))
         }
-        state.withLock { $0.id = nil }
+        state.withLock { $0.current = nil }
         return outcome
     }
 
-    private func readOrCreate() throws -> InstanceID {
-        if let stored = try storedInstanceID() { return stored.instanceID }
-        let candidate = InstanceID(try random.uuid())
-        try database.execute(
-            "INSERT INTO server_identity (id, instance_id, created_at) VALUES (1, $1, $2) ON CONFLICT (id) DO NOTHING",
-            [.text(candidate.description), .integer(Int64(now().timeIntervalSince1970))])
+    /// The stored identity, made first when there is none (a new identifier, and with the secrets
+    /// key a new key), and given a key when it is a row from before keys. Whatever another replica
+    /// wrote first wins: every write is conditional, and the row is read back.
+    private func readOrCreate() throws -> InstallationIdentity {
+        if let stored = try storedInstanceID() {
+            guard stored.publicKey == nil, let secrets else { return open(stored) }
+            let key = try newKey(for: stored.instanceID, secrets: secrets)
+            try database.execute(
+                """
+                UPDATE server_identity SET public_key = $1, sealed_key = $2
+                WHERE id = 1 AND instance_id = $3 AND public_key IS NULL
+                """, [.text(key.publicKey), .text(key.sealed), .text(stored.instanceID.description)])
+        } else {
+            let candidate = InstanceID(try random.uuid())
+            let key = try secrets.map { try newKey(for: candidate, secrets: $0) }
+            try database.execute(
+                """
+                INSERT INTO server_identity (id, instance_id, created_at, public_key, sealed_key)
+                VALUES (1, $1, $2, $3, $4) ON CONFLICT (id) DO NOTHING
+                """,
+                [
+                    .text(candidate.description), .integer(Int64(now().timeIntervalSince1970)),
+                    key.map { .text($0.publicKey) } ?? .null, key.map { .text($0.sealed) } ?? .null,
+                ])
+        }
         guard let stored = try storedInstanceID() else { throw IdentityError.notStored }
-        return stored.instanceID
+        return open(stored)
     }
+}
+
+/// The installation's identifier and, where it has one, its key.
+public struct InstallationIdentity: Sendable {
+    /// The identifier.
+    public var instanceID: InstanceID
+    /// The installation key; `nil` on a server without the secrets key, or a row from before keys
+    /// read without it.
+    public var key: Ed25519Key?
+    /// Whether the row holds a key this process cannot open (no secrets key, or another one): it
+    /// must not answer the identity route as a server without a key.
+    public var keyWithheld = false
+
+    /// The public half as written on the wire, if there is a key.
+    public var publicKey: String? { key.map { IdentityProof.writeKey($0.publicKey) } }
 }
 
 /// The identity row as stored.
@@ -119,6 +198,16 @@ public struct StoredIdentity: Sendable, Equatable {
     public var instanceID: InstanceID
     /// When the row was created, if recorded.
     public var createdAt: Date?
+    /// The installation key's public half (``IdentityProof/writeKey(_:)``), if it has one.
+    public var publicKey: String?
+    /// The private half, sealed with the secrets key.
+    var sealedKey: String?
+
+    /// The key's fingerprint as people compare it: `SHA256:` and the SHA-256 of the raw public
+    /// key in base64 without padding (as `ssh-keygen -l` writes one).
+    public var keyFingerprint: String? {
+        publicKey.flatMap(IdentityProof.readKey).map { IdentityProof.fingerprint(sha256: Digest.sha256($0)) }
+    }
 }
 
 /// Why the identity could not be answered.

@@ -1,5 +1,7 @@
 import Foundation
+import HomeportCrypto
 import HomeportTestSupport
+import HomeportWire
 import Testing
 
 #if canImport(Glibc)
@@ -136,15 +138,28 @@ struct CommandLineTests {
         #expect(before.status == 0)
         #expect(before.output.contains("none yet"))
 
-        let server = try ServerProcess(serve: ["--database", url.rawText])
+        // PostgreSQL has no key file beside it: a secrets key is given.
+        let keyFile = try TemporaryDirectory()
+        defer { keyFile.remove() }
+        try Data((String(repeating: "5e", count: 32) + "\n").utf8).write(to: URL(fileURLWithPath: keyFile.file("key")))
+        chmod(keyFile.file("key"), 0o600)
+        let secrets = backend == .postgres ? ["--secrets-key-file", keyFile.file("key")] : []
+        let server = try ServerProcess(serve: ["--database", url.rawText] + secrets)
         let id = try ServerProcessTests.identity(server.port)
+        let challenge = "?challenge=" + IdentityProof.base64URL(Array(repeating: 1, count: 16))
+        let answered = try RawHTTP.request(port: server.port, path: HomeportPath.serverIdentity + challenge)
+        let publicKey = try #require(answered.jsonObject?["publicKey"] as? String)
         #expect(server.stop() == 0)
+        let fingerprint = IdentityProof.fingerprint(
+            sha256: Digest.sha256(try #require(IdentityProof.readKey(publicKey))))
 
         let shown = try ServerProcess.run(["identity", "show", "--database", url.rawText])
-        #expect(shown.output.trimmingCharacters(in: .whitespacesAndNewlines) == id)
+        #expect(shown.output.split(separator: "\n") == [Substring(id), Substring("key \(fingerprint)")])
         let json = try ServerProcess.run(["identity", "show", "--json", "--database", url.rawText])
         let object = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
         #expect(object?["instanceId"] as? String == id)
+        #expect(object?["publicKey"] as? String == publicKey)
+        #expect(object?["keyFingerprint"] as? String == fingerprint)
 
         let refused = try ServerProcess.run(["identity", "reset", "--database", url.rawText])
         #expect(refused.status == 3)
@@ -158,9 +173,12 @@ struct CommandLineTests {
         #expect(reset.output.contains("Removed instanceId \(id)"))
         #expect(reset.output.contains("verify every alternative address again"))
 
-        let restarted = try ServerProcess(serve: ["--database", url.rawText])
+        let restarted = try ServerProcess(serve: ["--database", url.rawText] + secrets)
         let fresh = try ServerProcessTests.identity(restarted.port)
         #expect(fresh != id)
+        let renewed = try RawHTTP.request(port: restarted.port, path: HomeportPath.serverIdentity + challenge)
+        #expect(renewed.jsonObject?["publicKey"] as? String != nil)
+        #expect(renewed.jsonObject?["publicKey"] as? String != publicKey, "a reset makes a new key with the new id")
         #expect(restarted.stop() == 0)
     }
 }

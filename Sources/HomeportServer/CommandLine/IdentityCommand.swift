@@ -7,9 +7,20 @@ import HomeportWire
 enum IdentityCommand {
     static let showSpec = CommandSpec(
         name: "homeport-server identity show",
-        summary: "Print this installation's instanceId (the value GET \(HomeportPath.serverIdentity) answers).",
-        options: [ServerCLI.databaseOption, .flag("json", help: "Print JSON: {\"instanceId\", \"createdAt\"}.")],
-        discussion: "Prints 'none yet' when no request has created it; exit code 0 either way.")
+        summary:
+            "Print this installation's instanceId (the value GET \(HomeportPath.serverIdentity) answers) and its key's fingerprint.",
+        options: [
+            ServerCLI.databaseOption,
+            .flag(
+                "json", help: "Print JSON: {\"instanceId\", \"createdAt\", \"publicKey\", \"keyFingerprint\"}."),
+        ],
+        discussion: """
+            Prints the instanceId on the first line ('none yet' when no request has created it), then the
+            installation key's fingerprint ('key SHA256:…', as a client shows it): compare it with what a
+            phone shows before you trust an address. 'key none' when the server has no secrets key (on
+            PostgreSQL, give every replica the same --secrets-key-file) or has not served since it got one.
+            Exit code 0 either way.
+            """)
 
     static let resetSpec = CommandSpec(
         name: "homeport-server identity reset",
@@ -66,9 +77,12 @@ enum IdentityCommand {
             if let created = stored?.createdAt {
                 object["createdAt"] = ISO8601DateFormatter().string(from: created)
             }
+            object["publicKey"] = stored?.publicKey ?? NSNull()
+            object["keyFingerprint"] = stored?.keyFingerprint ?? NSNull()
             try ServerCLI.printJSON(object)
         } else if let stored {
             ServerCLI.line(stored.instanceID.description)
+            ServerCLI.line(stored.keyFingerprint.map { "key \($0)" } ?? "key none")
         } else {
             ServerCLI.line("none yet: the first request to \(HomeportPath.serverIdentity) creates it")
         }

@@ -1,4 +1,5 @@
 import Foundation
+import HomeportCrypto
 import HomeportHTTP
 import HomeportLogging
 import HomeportStorage
@@ -8,30 +9,82 @@ import Synchronization
 extension Router where Context == RequestContext {
     /// Declares `GET /api/v1/server-identity`: public, credential-free, `Cache-Control: no-store`.
     ///
-    /// Its group has no session reader: the handler reads no header at all, so the answer is the
-    /// same with or without credentials, and it sets no cookie. When the identity cannot be read
-    /// it answers 503 with the JSON error shape; it never invents an identifier.
-    mutating func addIdentityRoute(store: IdentityStore, product: String, logger: Logger) {
-        // The body, encoded once per identifier (a replica may see a reset and answer a new one).
+    /// Its group has no session reader: the handler reads no credential, so the answer is the
+    /// same with or without one, and it sets no cookie. When the identity cannot be read it
+    /// answers 503 with the JSON error shape; it never invents an identifier.
+    ///
+    /// Without a query the answer is exactly the three members the protocol fixes. Asked with
+    /// `?challenge=` (base64url of 16 to 64 bytes), an installation with a key adds it
+    /// (`publicKey`) and its signature of ``IdentityProof/message(instanceId:challenge:host:)``
+    /// for the challenge and the host the request named (`signature`), within each client's
+    /// ``ChallengeBudget`` (429 past it). A malformed challenge, or one without a `Host`, is 400.
+    mutating func addIdentityRoute(
+        store: IdentityStore, product: String, logger: Logger, budget: ChallengeBudget = ChallengeBudget()
+    ) {
+        // The plain body, encoded once per identifier (a replica may see a reset and answer a
+        // new one).
         let body = Mutex<(id: InstanceID, bytes: Data)?>(nil)
         let logger = logger.withLabel("homeport.identity")
         group(HomeportPath.serverIdentity, middleware: [NoStoreMiddleware()]) { identity in
-            identity.get("") { _, _ in
-                let id: InstanceID
+            identity.get("") { request, _ in
+                let current: InstallationIdentity
                 do {
-                    id = try store.instanceID()
+                    current = try store.current()
                 } catch {
                     logger.error("server identity unavailable", metadata: ["error": String(describing: error)])
-                    throw HTTPError.unavailable(
-                        code: APIErrorCode.identityUnavailable,
-                        message: "The server cannot read its installation identity right now. Try again later.")
+                    throw Self.identityUnavailable
                 }
-                if let cached = body.withLock({ $0 }), cached.id == id { return .json(bytes: cached.bytes) }
-                let bytes = try HTTPResponse.encode(ServerIdentity(product: product, instanceId: id))
-                body.withLock { $0 = (id, bytes) }
-                return .json(bytes: bytes)
+                if current.keyWithheld {
+                    logger.error(
+                        "server identity unavailable",
+                        metadata: [
+                            "error":
+                                "the installation key cannot be opened: no secrets key, or not the one it was sealed with"
+                        ])
+                    throw Self.identityUnavailable
+                }
+                guard let challenge = request.query[IdentityProof.challengeParameter] else {
+                    if let cached = body.withLock({ $0 }), cached.id == current.instanceID {
+                        return .json(bytes: cached.bytes)
+                    }
+                    let bytes = try HTTPResponse.encode(ServerIdentity(product: product, instanceId: current.instanceID))
+                    body.withLock { $0 = (current.instanceID, bytes) }
+                    return .json(bytes: bytes)
+                }
+                guard IdentityProof.readChallenge(challenge) != nil else {
+                    throw HTTPError.invalidField(
+                        IdentityProof.challengeParameter,
+                        "The challenge must be base64url without padding of \(IdentityProof.minimumChallengeBytes) to \(IdentityProof.maximumChallengeBytes) random bytes."
+                    )
+                }
+                guard let host = request.headers["Host"].flatMap(IdentityProof.host(of:)) else {
+                    throw HTTPError.badRequest(
+                        message: "A challenge is signed for the Host the request names; send one.")
+                }
+                // Without a key there is nothing to sign: the answer says who it is, as without a challenge.
+                guard let key = current.key, let publicKey = current.publicKey else {
+                    return try .json(ServerIdentity(product: product, instanceId: current.instanceID))
+                }
+                guard budget.take(client: request.remoteAddress) else {
+                    throw HTTPError(
+                        status: 429, code: APIErrorCode.rateLimited,
+                        message: "Too many identity challenges from this address. Try again in a second.",
+                        headers: ["Retry-After": "1"])
+                }
+                let signature = try key.sign(
+                    IdentityProof.message(instanceId: current.instanceID, challenge: challenge, host: host))
+                return try .json(
+                    ServerIdentity(
+                        product: product, instanceId: current.instanceID, publicKey: publicKey,
+                        signature: IdentityProof.base64URL(signature)))
             }
         }
+    }
+
+    private static var identityUnavailable: HTTPError {
+        HTTPError.unavailable(
+            code: APIErrorCode.identityUnavailable,
+            message: "The server cannot read its installation identity right now. Try again later.")
     }
 
     /// Adds `GET /readyz`, for a load balancer: 200 `{"status":"ready"}` when the database

@@ -80,9 +80,17 @@ public struct SecretsKey: Sendable, Hashable {
     /// The name of the check's row in `server_secrets`.
     static let checkName = "secrets-key-check"
 
+    /// What the database holds sealed with its secrets key, as a sentence's subject (`nil` when
+    /// nothing): another key would open none of it.
+    static func sealed(in db: any SQLExecutor) throws -> String? {
+        if try AuthenticatorStore(db).any() { return "accounts on this database sign in with a second factor" }
+        let keys = try db.execute("SELECT 1 AS one FROM server_identity WHERE sealed_key IS NOT NULL")
+        return keys.isEmpty ? nil : "this database's installation key is"
+    }
+
     /// Records this key's check in the database, or refuses if the database remembers another
-    /// key's while anything sealed with that one is left (a second factor): it would no longer
-    /// open. With nothing sealed, the new key takes over (a database restored without its key
+    /// key's while anything sealed with that one is left (a second factor, the installation
+    /// key): it would no longer open. With nothing sealed, the new key takes over (a database restored without its key
     /// file, before anyone turned two-factor sign-in on); TOTP secrets offered but not yet
     /// activated are dropped with the old key.
     func claim(_ db: any SQLExecutor) throws {
@@ -92,10 +100,10 @@ public struct SecretsKey: Sendable, Hashable {
         let stored = try db.execute("SELECT value FROM server_secrets WHERE name = $1", [.text(Self.checkName)])
             .first?.string("value")
         guard let stored, stored != check else { return }
-        guard try !AuthenticatorStore(db).any() else {
+        if let sealed = try Self.sealed(in: db) {
             throw ConfigurationError(
-                "the secrets key is not the one this database's second factors were sealed with; "
-                    + "give the server the key file it was first started with (every replica the same)")
+                "the secrets key is not the one this database was sealed with (\(sealed) sealed with it); give "
+                    + "the server the key file it was first started with (every replica the same)")
         }
         try db.execute("UPDATE session_factors SET totp_setup = NULL WHERE totp_setup IS NOT NULL")
         try db.execute(
