@@ -294,6 +294,8 @@ extension HomeportClient {
         }
         record.instanceID = new
         record.lastWinner = record.primary.url
+        // Another installation has another key: it is pinned again from the primary.
+        record.publicKey = nil
         for index in record.alternatives.indices { record.alternatives[index].verifiedPaths = [:] }
         return .identityChanged(
             server: new.description, old: old, new: new, unverifiedAlternatives: record.alternatives.map(\.address.url))

@@ -130,7 +130,8 @@ extension HomeportClient {
         case .notHomeport(let detail): .notHomeport(address: address.url, detail: detail)
         case .olderServer: .notHomeport(address: address.url, detail: "no identity route")
         case .notAnAPI: .notAnAPI(address: address.url, answer: "an HTML page")
-        case .productMismatch, .identityUnavailable: .probeFailed(address: address.url, outcome: outcome.description)
+        case .productMismatch, .identityUnavailable, .unproven:
+            .probeFailed(address: address.url, outcome: outcome.description)
         case .offHostRedirect(let target): .offHostRedirect(address: address.url, target: target)
         case .movedToHTTPS(let moved): .offHostRedirect(address: address.url, target: moved.url)
         case .unreachable(let reason): .unreachable(address: address.url, reason: reason)

@@ -13,8 +13,12 @@ extension HomeportClient {
     ///   session too (one session table, one installation). Otherwise it is refused.
     /// - A live session this device held for the server is ended on the server (and the app is
     ///   told how that went) before the new one replaces it.
+    /// - The installation key the sign-in address proves for that id is pinned (trust on first
+    ///   use, as SSH's first connection: the person chose this address and sent it their
+    ///   password); from then on every address must prove it.
     func enroll(_ address: ServerAddress, email: String, token: String) async throws -> ServerRecord {
         let info = try await signInAppInfo(at: address, token: token)
+        let publicKey = await provenKey(at: address, info: info)
         let atPrimary = directory.all.first { $0.primary.url == address.url }
         let claimed = info?.instanceId.flatMap { id in directory.all.first { $0.instanceID == id } }
         var confirmation: Choice?
@@ -22,7 +26,7 @@ extension HomeportClient {
             confirmation = try await confirmClaim(of: claimed, by: address, token: token)
         }
         guard let existing = (atPrimary ?? claimed).flatMap({ directory.server($0.key) }) else {
-            return try enrollNew(address, email: email, token: token, info: info)
+            return try enrollNew(address, email: email, token: token, info: info, publicKey: publicKey)
         }
 
         // Refused before anything changes (the old session is not ended for an id that is another
@@ -42,6 +46,7 @@ extension HomeportClient {
         let saved = try directory.rewrite(existing.key) { record, others in
             event = try info?.instanceId.flatMap { try Self.reidentify(&record, as: $0, among: others) }
             Self.signIn(&record, at: address, email: email, info: info, primaryConfirmed: primaryConfirmed, path: path)
+            record.publicKey = publicKey
             try vault.store(token: token, for: record.key)
         }
         let record: ServerRecord
@@ -49,10 +54,12 @@ extension HomeportClient {
             record = saved
         } else {
             // Removed meanwhile: enrolled afresh.
-            record = ServerRecord(
+            var fresh = ServerRecord(
                 instanceID: info?.instanceId ?? existing.instanceID, product: info?.product ?? existing.product,
                 email: email, primary: address, alternatives: [], lastWinner: address.url, signedOut: false,
                 signedInPath: path, protocolVersion: info?.protocolVersion ?? existing.protocolVersion)
+            fresh.publicKey = publicKey
+            record = fresh
             try vault.store(token: token, for: record.key)
             try directory.save(record)
         }
@@ -91,17 +98,27 @@ extension HomeportClient {
     }
 
     /// A server this device has no record of.
-    private func enrollNew(_ address: ServerAddress, email: String, token: String, info: AppInfo?) throws
-        -> ServerRecord
-    {
-        let record = ServerRecord(
+    private func enrollNew(
+        _ address: ServerAddress, email: String, token: String, info: AppInfo?, publicKey: String?
+    ) throws -> ServerRecord {
+        var record = ServerRecord(
             instanceID: info?.instanceId, product: info?.product, email: email, primary: address, alternatives: [],
             lastWinner: address.url, signedOut: false, signedInPath: networkPath, protocolVersion: info?.protocolVersion
         )
+        record.publicKey = publicKey
         try vault.store(token: token, for: record.key)
         try directory.save(record)
         forgetWinner(record.key)
         return record
+    }
+
+    /// The installation key `address` proves for the id its app-info reported, probed without
+    /// a credential; `nil` when it proves none (a server without a key, or no id to prove).
+    private func provenKey(at address: ServerAddress, info: AppInfo?) async -> String? {
+        guard let info, let id = info.instanceId else { return nil }
+        let expected = ServerIdentity(product: info.product, protocolVersion: info.protocolVersion, instanceId: id)
+        guard case .match(let identity) = await probe.probe(address, expected: expected) else { return nil }
+        return identity.publicKey
     }
 
     /// App-info read with the new session at the sign-in address: `nil` for a server without it

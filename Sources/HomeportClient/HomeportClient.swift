@@ -297,6 +297,15 @@ public final class HomeportClient: Sendable {
         let saved = try directory.update(record.key) { stored in
             guard stored.instanceID == record.instanceID else { return }
             stored.lastWinner = winner.url
+            // A record without a pinned key (signed in before the server had one) pins the key its
+            // primary proves, where the primary is trusted: over HTTPS, or on the network it was
+            // signed in on. From then on every address must prove it.
+            if stored.publicKey == nil, stored.primary.url == record.primary.url,
+                stored.primary.url.hasPrefix("https://") || stored.signedInPath == path,
+                case .match(let identity)? = matched[stored.primary.url], let key = identity.publicKey
+            {
+                stored.publicKey = key
+            }
             // A round trip is stored when it is new, halved or doubled: not on every race (a write
             // is an fsync on the way to the request).
             for (url, measured) in roundTrips {

@@ -34,6 +34,11 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
     /// No answer within the probe's deadline: not an answer, so it cannot let the primary's
     /// standing trust win over a verified address that may still be the installation.
     case noAnswerInTime
+    /// The enrolled id, product and protocol, without the proof of the installation key this
+    /// device pinned (no key, another key, a signature that does not verify for this probe's
+    /// challenge and host): an address that repeats what is public. Treated as another
+    /// installation, and even a primary gets nothing.
+    case unproven(String)
 
     /// A short description.
     public var description: String {
@@ -50,6 +55,7 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
         case .movedToHTTPS(let address): "moved to \(address.url)"
         case .unreachable(let reason): "unreachable (\(reason))"
         case .noAnswerInTime: "no answer within the probe deadline"
+        case .unproven(let why): "the installation's id without the proof of its key (\(why))"
         }
     }
 
@@ -61,7 +67,7 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
     var keepsPrimaryTrust: Bool {
         switch self {
         case .match, .mismatch, .productMismatch, .identityUnavailable, .notHomeport, .olderServer, .notAnAPI: true
-        case .unreachable, .offHostRedirect, .movedToHTTPS, .noAnswerInTime: false
+        case .unreachable, .offHostRedirect, .movedToHTTPS, .noAnswerInTime, .unproven: false
         }
     }
 
@@ -71,7 +77,9 @@ public enum ProbeOutcome: Sendable, Equatable, CustomStringConvertible {
     /// would leave the primary's standing trust unopposed on this path.
     public var refutes: Bool {
         switch self {
-        case .mismatch, .productMismatch, .notHomeport, .olderServer, .notAnAPI, .offHostRedirect, .movedToHTTPS: true
+        case .mismatch, .productMismatch, .notHomeport, .olderServer, .notAnAPI, .offHostRedirect, .movedToHTTPS,
+            .unproven:
+            true
         case .match, .identityUnavailable, .unreachable, .noAnswerInTime: false
         }
     }
@@ -100,10 +108,15 @@ public struct IdentityProbe: Sendable {
         self.deadline = deadline
     }
 
-    /// Probes `address`. With `expected` (the enrolled identity), only the same id, product and
-    /// protocol version match; without it, any Homeport identity does.
+    /// Probes `address` with a fresh challenge. With `expected` (the enrolled identity), only the
+    /// same id, product and protocol version match, and when it holds a pinned key only an answer
+    /// that proves that key for this challenge and this address's host; without it, any Homeport
+    /// identity does, and a key it names must prove itself.
     public func probe(_ address: ServerAddress, expected: ServerIdentity?) async -> ProbeOutcome {
-        guard var url = address.url(HomeportPath.serverIdentity) else { return .notHomeport("bad URL") }
+        let challenge = InstallationKeyCheck.challenge()
+        guard var url = address.url(HomeportPath.serverIdentity).flatMap({ Self.asking($0, challenge) }) else {
+            return .notHomeport("bad URL")
+        }
         let origin = address.origin
         let started = ContinuousClock.now
         for _ in 0...maximumRedirects {
@@ -127,10 +140,11 @@ public struct IdentityProbe: Sendable {
                     if let moved = Self.movedToHTTPS(from: address, to: next) { return .movedToHTTPS(moved) }
                     return .offHostRedirect(ServerAddress.origin(of: next) ?? ServerText.clean(location))
                 }
-                url = next
+                url = Self.asking(next, challenge) ?? next
                 continue
             }
-            return Self.classify(response, expected: expected)
+            return Self.classify(
+                response, expected: expected, challenge: challenge, host: IdentityProof.host(of: url.host ?? "") ?? "")
         }
         return .notHomeport("too many redirects")
     }
@@ -156,7 +170,16 @@ public struct IdentityProbe: Sendable {
         return components.string.flatMap { try? ServerAddress(parsing: $0) }
     }
 
-    static func classify(_ response: ClientResponse, expected: ServerIdentity?) -> ProbeOutcome {
+    /// `url` asking `challenge` (in place of any challenge it carried).
+    static func asking(_ url: URL, _ challenge: String) -> URL? {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return nil }
+        components.percentEncodedQuery = IdentityProof.challengeParameter + "=" + challenge
+        return components.url
+    }
+
+    static func classify(_ response: ClientResponse, expected: ServerIdentity?, challenge: String, host: String)
+        -> ProbeOutcome
+    {
         if response.isHTML { return .notAnAPI }
         if response.status == 404 { return .olderServer }
         if response.status == 503, response.isJSON,
@@ -182,9 +205,24 @@ public struct IdentityProbe: Sendable {
         } else if product.isEmpty || identity.protocolVersion < 1 {
             return .notHomeport("an identity without a product or a protocol version")
         }
+        // A key named must prove itself for this challenge and this host; a pinned key must be
+        // the one named.
+        if let publicKey = identity.publicKey {
+            guard let signature = identity.signature,
+                InstallationKeyCheck.isValid(
+                    signature: signature, publicKey: publicKey, instanceId: identity.instanceId, challenge: challenge,
+                    host: host)
+            else { return .unproven("its signature does not prove the key it names for this challenge and \(host)") }
+            if let pinned = expected?.publicKey, pinned != publicKey {
+                return .unproven("it proves another key than the one this device pinned")
+            }
+        } else if expected?.publicKey != nil {
+            return .unproven("it proves no key, and this installation's key is pinned here")
+        }
         return .match(
-            ServerIdentity(product: product, protocolVersion: identity.protocolVersion, instanceId: identity.instanceId)
-        )
+            ServerIdentity(
+                product: product, protocolVersion: identity.protocolVersion, instanceId: identity.instanceId,
+                publicKey: identity.publicKey))
     }
 
     private static func reason(_ error: ClientError) -> String {

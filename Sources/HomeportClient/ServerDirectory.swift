@@ -29,6 +29,11 @@ public struct ServerRecord: Codable, Hashable, Sendable {
     /// seconds (`"<path> <url>"` → seconds): the preference window for an address is derived from
     /// its own round trip on the path. `nil` in records written before it was kept.
     public var roundTrips: [String: Double]?
+    /// The installation key this device pinned (``IdentityProof/writeKey(_:)``): learned from the
+    /// address the user signed in at, or from the trusted primary of a record that had none.
+    /// Once pinned, an address is the installation only if it proves this key; `nil` for a server
+    /// without one (it proves nothing beyond its id).
+    public var publicKey: String?
 
     /// Creates a record.
     public init(
@@ -65,9 +70,13 @@ public struct ServerRecord: Codable, Hashable, Sendable {
         instanceID.map {
             ServerIdentity(
                 product: product ?? HomeportProtocol.defaultProduct,
-                protocolVersion: protocolVersion ?? HomeportProtocol.version, instanceId: $0)
+                protocolVersion: protocolVersion ?? HomeportProtocol.version, instanceId: $0, publicKey: publicKey)
         }
     }
+
+    /// The pinned key's fingerprint as people compare it (`SHA256:…`, as `homeport-server
+    /// identity show` prints it); `nil` when none is pinned.
+    public var keyFingerprint: String? { publicKey.flatMap(InstallationKeyCheck.fingerprint) }
 
     /// An alternative address and the network paths it was verified on.
     public struct Alternative: Codable, Hashable, Sendable {

@@ -205,7 +205,9 @@ public final class HomeportApplication: Sendable {
         var router = ServerRouter()
         router.addHealthRoute()
         router.addReadinessRoute(database: database, migrators: product.migrators)
-        router.addIdentityRoute(store: identity, product: configuration.product, logger: logger)
+        router.addIdentityRoute(
+            store: identity, product: configuration.product, logger: logger,
+            budget: ChallengeBudget(configuration.accounts.rateLimits.identityChallengePerAddress))
         router.addAPI(
             reader: reader, identity: identity, product: configuration.product,
             version: product.isHomeport ? ServerDefaults.version : product.version,

@@ -28,7 +28,7 @@ extension Commands {
                         "server": record.key, "label": record.label ?? NSNull(),
                         "instanceId": record.instanceID?.description ?? NSNull(),
                         "product": record.product ?? NSNull(), "email": record.email, "primary": record.primary.url,
-                        "signedIn": !record.signedOut,
+                        "signedIn": !record.signedOut, "keyFingerprint": record.keyFingerprint ?? NSNull(),
                         "alternatives": record.alternatives.map {
                             [
                                 "address": $0.address.url, "verifiedHere": $0.verifiedPaths[path] != nil,
@@ -45,6 +45,13 @@ extension Commands {
                 "\(record.displayName)  \(record.product ?? "")  \(record.email)\(record.signedOut ? "  (signed out)" : "")"
             )
             say("  primary      \(record.primary.url)")
+            if record.instanceID != nil {
+                say(
+                    "  key          "
+                        + (record.keyFingerprint
+                            ?? "none pinned: addresses are checked by the installation's id alone (a server without a key)")
+                )
+            }
             for alternative in record.alternatives {
                 let state =
                     alternative.verifiedPaths[path] != nil

@@ -50,6 +50,14 @@ extension ConformanceCheck {
             session cookies, and all three at once: the same status and the same bytes (or the same fields) as \
             without, and no Set-Cookie.
             """)
+    static let identityProof = ConformanceCheck(
+        id: "identity-proof", title: "A challenge gets the installation key's signature, or no key at all",
+        explanation: """
+            GET /api/v1/server-identity?challenge= with 32 fresh random bytes: 200 with the same id, and either \
+            publicKey with a signature that verifies for this challenge and this host, or neither (a server \
+            without an installation key: clients check it by its id alone, reported as older-server). A \
+            challenge of 8 bytes: 400 invalid_field, nothing signed.
+            """)
     static let appInfoAnonymous = ConformanceCheck(
         id: "app-info-anonymous", title: "App-info refuses a caller without a live token, without saying why",
         explanation: """
@@ -171,7 +179,8 @@ extension ConformanceCheck {
 
     /// Every check, in the order they run and are printed.
     static let all: [ConformanceCheck] = [
-        identityShape, identityHeaders, identityCredentialBlind, appInfoAnonymous, standingStranger, appDoorConfig,
+        identityShape, identityHeaders, identityCredentialBlind, identityProof, appInfoAnonymous, standingStranger,
+        appDoorConfig,
         appDoorInvalidToken, appDoorNoToken, appDoorEmptyToken, login, sessionStatus, appInfoSignedIn,
         apiHeaderOnly, pushRegistration, catalogueETag, mutes, stream, loginWhileSignedIn, secondLogin, passwordChange,
         logout, wrongPassword, verificationByCode,

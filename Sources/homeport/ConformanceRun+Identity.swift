@@ -59,6 +59,43 @@ extension ConformanceRun {
         return .judge(problems, passing: "Content-Type application/json, Cache-Control no-store, no Set-Cookie")
     }
 
+    /// Runs ``ConformanceCheck/identityProof``.
+    func identityProof() async throws -> ConformanceOutcome {
+        guard let identity, let id = InstanceID(identity.instanceID) else {
+            return olderServer ? Self.noPrefix : .fail("no instanceId to prove (see identity-shape)")
+        }
+        let challenge = InstallationKeyCheck.challenge()
+        let answer = try await http.get(HomeportPath.serverIdentity + "?challenge=" + challenge)
+        let json = try answer.object(expecting: 200)
+        var problems: [String] = []
+        if json["instanceId"]?.string != identity.instanceID {
+            problems.append("the answer to a challenge names instanceId \(json["instanceId"]?.shown ?? "nothing")")
+        }
+        let publicKey = json["publicKey"]?.string
+        let signature = json["signature"]?.string
+        let short = try await http.get(
+            HomeportPath.serverIdentity + "?challenge=" + IdentityProof.base64URL(Array(repeating: 7, count: 8)))
+        if short.status != 400 || String(decoding: short.body, as: UTF8.self).contains("signature") {
+            problems.append("a challenge of 8 bytes got \(short.status), not 400 with nothing signed")
+        }
+        guard let publicKey else {
+            if signature != nil { problems.append("a signature without a publicKey") }
+            return problems.isEmpty
+                ? .olderServer("no installation key: clients check this server's addresses by its id alone")
+                : .fail(problems.joined(separator: "; "))
+        }
+        let host = IdentityProof.host(of: URL(string: http.base)?.host ?? "") ?? ""
+        if IdentityProof.readKey(publicKey) == nil {
+            problems.append("publicKey \(ServerText.clean(publicKey, limit: 60)) is not ed25519: and 32 bytes")
+        } else if !InstallationKeyCheck.isValid(
+            signature: signature ?? "", publicKey: publicKey, instanceId: id, challenge: challenge, host: host)
+        {
+            problems.append("the signature does not verify for this challenge and host \(host)")
+        }
+        return .judge(
+            problems, passing: "key \(InstallationKeyCheck.fingerprint(publicKey) ?? "") proved for \(host)")
+    }
+
     /// Runs ``ConformanceCheck/identityCredentialBlind``.
     func identityCredentialBlind() async throws -> ConformanceOutcome {
         guard let baseline = identityAnswer else { return .fail("no answer to compare with (see identity-shape)") }

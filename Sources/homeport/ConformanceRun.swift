@@ -72,6 +72,7 @@ final class ConformanceRun {
         await record(.identityShape, identityShape)
         await record(.identityHeaders, identityHeaders)
         await record(.identityCredentialBlind, identityCredentialBlind)
+        await record(.identityProof, identityProof)
         await record(.appInfoAnonymous, appInfoAnonymous)
         await record(.standingStranger, standingStranger)
         await record(.appDoorConfig, appDoorConfig)

@@ -49,11 +49,22 @@ struct HostileListenerMatrixTests {
         /// answer as another installation, with HTML, with an off-host redirect and with a
         /// certificate for another name.
         case everyAlternativeHostile
+        /// The primary replays the installation's identity (its id, its public key and a signature
+        /// it saw for another challenge); the alternative is fine.
+        case primaryReplays
+        /// The installation's own address is down; the alternative, verified earlier on this
+        /// network, replays the installation's identity.
+        case alternativeReplaysWhileTheInstallationIsDown
+
+        /// Whether the impostor replays the installation's identity rather than another's.
+        var replays: Bool { self == .primaryReplays || self == .alternativeReplaysWhileTheInstallationIsDown }
 
         /// Whether a command that needs the installation gets its answer through some address.
         var commandsSucceed: Bool {
             switch self {
-            case .alternativeLate5s, .alternativeHangsOnAPI, .alternativeDropsAPI: false
+            case .alternativeLate5s, .alternativeHangsOnAPI, .alternativeDropsAPI,
+                .alternativeReplaysWhileTheInstallationIsDown:
+                false
             default: true
             }
         }
@@ -65,7 +76,7 @@ struct HostileListenerMatrixTests {
             case .alternativeLate100ms, .alternativeLate1s, .alternativeLate5s, .alternativeLateWhenVerified: .late
             case .alternativeHangsOnAPI, .alternativeDropsAPI: .failingAPI
             case .primaryHTMLProxy, .primaryRedirectsOffHost, .primaryRedirectsToHTTPSImpostor, .primaryWrongNameTLS,
-                .everyAlternativeHostile:
+                .everyAlternativeHostile, .primaryReplays, .alternativeReplaysWhileTheInstallationIsDown:
                 .hostile
             }
         }
@@ -73,7 +84,9 @@ struct HostileListenerMatrixTests {
         /// Whether the session token goes to the address that answered as the installation (when
         /// it then hangs or drops the request, the command fails; past the probe deadline it is
         /// no answer, and nothing goes anywhere).
-        var tokenGoesToTheInstallation: Bool { self != .alternativeLate5s }
+        var tokenGoesToTheInstallation: Bool {
+            self != .alternativeLate5s && self != .alternativeReplaysWhileTheInstallationIsDown
+        }
     }
 
     /// One command of the matrix.
@@ -239,12 +252,17 @@ final class Stage: @unchecked Sendable {
             }
         relay = try RecordingListener(
             host: scenario == .everyAlternativeHostile ? "127.0.0.1" : "127.0.0.2",
-            behaviour: .relay(port: installationPort, fault: fault))
+            // Down: it accepts connections and never answers (a closed port could be taken by
+            // another test's listener meanwhile).
+            behaviour: scenario == .alternativeReplaysWhileTheInstallationIsDown
+                ? .blackhole : .relay(port: installationPort, fault: fault))
         let impostor = try RecordingListener(
             host: "127.0.0.3",
             behaviour: .respond(
                 status: 200, headers: Peer.json,
-                body: #"{"instanceId":"\#(UUID())","product":"homeport","protocolVersion":1}"#))
+                body: scenario.replays
+                    ? try Self.replayed(installationPort)
+                    : #"{"instanceId":"\#(UUID())","product":"homeport","protocolVersion":1}"#))
         let html = try RecordingListener(
             host: "127.0.0.4",
             behaviour: .respond(
@@ -256,7 +274,8 @@ final class Stage: @unchecked Sendable {
             host: "127.0.0.6", behaviour: .respond(status: 302, headers: ["Location": claimant.url + "/"], body: ""))
         switch scenario {
         case .alternativeLate100ms, .alternativeLate1s, .alternativeLate5s, .alternativeLateWhenVerified,
-            .alternativeHangsOnAPI, .alternativeDropsAPI:
+            .alternativeHangsOnAPI, .alternativeDropsAPI, .primaryReplays,
+            .alternativeReplaysWhileTheInstallationIsDown:
             hostile = [impostor]
         case .primaryHTMLProxy: hostile = [html]
         case .primaryRedirectsOffHost: hostile = [redirector, claimant]
@@ -289,6 +308,17 @@ final class Stage: @unchecked Sendable {
         }
     }
 
+    /// The installation's answer to a challenge of the stage's own: what a listener that copies
+    /// the installation can replay (its id, its public key and a signature for another challenge).
+    static func replayed(_ port: Int) throws -> String {
+        let challenge = IdentityProof.base64URL((0..<32).map { _ in UInt8.random(in: 0...255) })
+        let response = try RawHTTP.request(port: port, path: HomeportPath.serverIdentity + "?challenge=" + challenge)
+        guard response.status == 200, response.text.contains("signature") else {
+            throw RawHTTPError("the installation proved no key: \(response.text)")
+        }
+        return response.text
+    }
+
     func stop() {
         relay.stop()
         canonicalRedirector?.stop()
@@ -303,6 +333,8 @@ final class Stage: @unchecked Sendable {
             return (relay.url, hostile.filter { $0.host != "127.0.0.5" }.map(\.url) + [tls!.url])
         case .primaryWrongNameTLS: return (tls!.url, [relay.url])
         case .primaryRedirectsToHTTPSImpostor: return (canonicalRedirector!.url, [relay.url])
+        // The installation's own address, its relay, is down (stopped once everyone signed up).
+        case .alternativeReplaysWhileTheInstallationIsDown: return (relay.url, [hostile[0].url])
         default: return (hostile[0].url, [relay.url])
         }
     }
@@ -351,6 +383,12 @@ final class Stage: @unchecked Sendable {
             for verify in [["address", "verify", key], ["address", "add", key, relay.url, "--allow-http"]] {
                 let run = try await Self.homeport(verify, environment)
                 guard run.status != 0 else { throw RawHTTPError("\(verify[1]) took a late answer: \(run.output)") }
+                // Silence withdraws nothing: the relay is still verified here.
+                let kept = try directory.find(key).alternatives.first { $0.address.url == relay.url }
+                guard kept?.verifiedPaths["home"] != nil else {
+                    throw RawHTTPError(
+                        "address \(verify[1]) withdrew the silent relay's verification: \(run.output) \(run.error)")
+                }
             }
             relay.behaviour = .relay(port: installationPort, fault: .none)
         }

@@ -16,6 +16,9 @@ struct IdentityAuthorityTests {
         let client = try makeClient(home, SpyTransport(), events: events)
         let enrolled = try await signUp(client, at: mine)
         let id = try #require(enrolled.instanceID)
+        // A server without a key, where the id is all a probe can check (with a pinned key the
+        // liar would not even pass the probe; see InstallationKeyClientTests).
+        _ = try client.directory.update(enrolled.key) { $0.publicKey = nil }
         let other = InstanceID(UUID())
         let liar = try RecordingListener(
             host: "127.0.0.2",

@@ -69,9 +69,10 @@ enum PushPeer {
 }
 
 extension RecordingListener {
-    /// The request heads whose request line starts with `prefix` (`"POST /api/v1/push/devices"`).
+    /// The request heads whose request line starts with `prefix` (`"POST /api/v1/push/devices"`),
+    /// a query after it or not.
     func heads(_ prefix: String) -> [String] {
-        requests.filter { $0.hasPrefix(prefix + " ") }
+        requests.filter { $0.hasPrefix(prefix + " ") || $0.hasPrefix(prefix + "?") }
     }
 }
 

@@ -71,6 +71,8 @@ struct RaceTrustTests {
         let client = try makeClient(home, spy)
         let enrolled = try await signUp(client, at: mine)
         let id = try #require(enrolled.instanceID)
+        // The scripted alternative repeats the id and proves no key: a server without one.
+        _ = try client.directory.update(enrolled.key) { $0.publicKey = nil }
         let alternative = try RecordingListener(
             host: "127.0.0.2",
             behaviour: .routes([

@@ -169,7 +169,17 @@ struct InstallationKeyTests {
         #expect((0..<3).allSatisfy { budget.take(client: "2001:db8::\($0 + 1)", now: start) })
         #expect(!budget.take(client: "2001:db8::ffff", now: start))
 
-        try withApplication(.sqlite) { application, _ in
+        // The server's own, from --rate-limits: 30 at once, 3 more each second.
+        let log = MemoryLogSink()
+        let (url, cleanUp) = try Backend.sqlite.makeDatabaseURL()
+        defer { cleanUp() }
+        var configuration = ServerConfiguration(listen: .init(host: "127.0.0.1", port: 0), database: url)
+        configuration.http.workerThreads = 2
+        configuration.accounts.rateLimits.identityChallengePerAddress = RateLimit(30, per: 10)
+        let application = try HomeportApplication(configuration: configuration, logger: Logger(label: "t", sink: log))
+        try application.start()
+        defer { application.shutdown() }
+        do {
             var statuses: [Int] = []
             for _ in 0..<200 {
                 statuses.append(

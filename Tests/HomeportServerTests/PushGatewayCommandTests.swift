@@ -84,8 +84,8 @@ struct PushGatewayCommandTests {
         #expect(servers.first?["delivered"] as? Int == 1)
 
         // A copy of the server (the same installation id, another credential) cannot be enrolled
-        // beside it.
-        for suffix in ["", "-wal", "-shm"]
+        // beside it. (Copied with its secrets key, which seals the installation key.)
+        for suffix in ["", "-wal", "-shm", ".secrets-key"]
         where FileManager.default.fileExists(atPath: data.file("server.sqlite" + suffix)) {
             try FileManager.default.copyItem(
                 atPath: data.file("server.sqlite" + suffix), toPath: data.file("copy.sqlite" + suffix))

@@ -33,7 +33,9 @@ extension RecordingListener {
         var hold = false
         relaying: while true {
             while let request = Self.nextRequest(in: buffer) {
-                let isProbe = request.head.hasPrefix("GET /api/v1/server-identity ")
+                let isProbe =
+                    request.head.hasPrefix("GET /api/v1/server-identity ")
+                    || request.head.hasPrefix("GET /api/v1/server-identity?")
                 switch fault {
                 case .hangsOnAPI where !isProbe:
                     hold = true

@@ -75,6 +75,9 @@ public final class RecordingListener: @unchecked Sendable {
         /// Passes every request on to the server on 127.0.0.1:`port`, and its answers back, with
         /// `fault` (see ``RecordingListener/RelayFault``).
         case relay(port: Int, fault: RelayFault)
+        /// Answers each request with what `answer` makes of its head (request line and headers):
+        /// a listener that computes its lie.
+        case answer(@Sendable (String) -> Canned)
     }
 
     /// What a relay does wrong.
@@ -280,10 +283,12 @@ public final class RecordingListener: @unchecked Sendable {
             buffer.removeSubrange(..<end.upperBound)
             let words = head.split(separator: " ")
             let method = words.first.map(String.init) ?? "GET"
-            let path = words.dropFirst().first.map(String.init) ?? "/"
+            // Routes are looked up without the query (a probe's challenge, say).
+            let path = (words.dropFirst().first?.split(separator: "?", maxSplits: 1).first).map(String.init) ?? "/"
             let answer: Canned
             switch behaviour {
             case .respond(let status, let headers, let body): answer = Canned(status, headers, body)
+            case .answer(let make): answer = make(head)
             case .routes(let routes): answer = routes["\(method) \(path)"] ?? routes[path] ?? Canned(404, [:], "{}")
             case .routesThenSequence(let routes, let answers):
                 if let routed = routes["\(method) \(path)"] ?? routes[path] {
@@ -299,7 +304,7 @@ public final class RecordingListener: @unchecked Sendable {
                 continue
             case .relay: continue
             case .routesAndStreams(let routes, let streamPath, let scripts):
-                if path.split(separator: "?").first.map(String.init) == streamPath, !scripts.isEmpty {
+                if path == streamPath, !scripts.isEmpty {
                     let turn = lock.withLock {
                         streamTurn += 1
                         return streamTurn - 1

@@ -52,9 +52,13 @@ struct Budget: Sendable {
         "failed-second-factor-confirmation-per-account", counter: "mfa_confirm:account",
         \.failedSecondFactorConfirmationPerAccount)
 
+    /// Kept in memory by ``ChallengeBudget``, not counted in `rate_limits`.
+    static let identityChallengePerAddress = Budget(
+        "identity-challenge-per-address", counter: "identity_challenge:ip", \.identityChallengePerAddress)
+
     /// Every budget an operator can set, each name once, in `--help`'s order.
     static let settable: [Budget] = [
-        signupPerAddress, loginPerAddress, failedLoginPerAddress, failedLoginPerAccount,
+        identityChallengePerAddress, signupPerAddress, loginPerAddress, failedLoginPerAddress, failedLoginPerAccount,
         failedPasswordChangePerSession, passwordChangePerAccount, resetPerAddress, resetPerEmail, pushTestPerAccount,
         pushChangesPerAccount, verificationMailPerAccount, verificationAttemptPerSession, mailPerMailbox,
         failedSecondFactorPerAccount, failedSecondFactorPerSession, failedSecondFactorConfirmationPerAccount,

@@ -39,6 +39,11 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
 
 /// The limits of every rate-limited action, shared by both doors.
 public struct RateLimitPolicy: Sendable, Hashable {
+    /// Identity challenges signed per client address: a bucket of `limit` that refills over the
+    /// window, kept in each process's memory (a challenge costs no write). Generous, because a
+    /// household behind one address, or clients behind a proxy not named in `--trusted-proxies`,
+    /// share it.
+    public var identityChallengePerAddress = RateLimit(300, per: 10)
     /// Signups per client address.
     public var signupPerAddress = RateLimit(20, per: 3600)
     /// Failed logins per client address.

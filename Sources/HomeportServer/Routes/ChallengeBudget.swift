@@ -13,10 +13,15 @@ final class ChallengeBudget: Sendable {
     let capacity: Int
     private let buckets = Mutex<[String: (tokens: Double, at: ContinuousClock.Instant)]>([:])
 
-    init(burst: Int = 30, perSecond: Double = 10, capacity: Int = 10_000) {
+    init(burst: Int, perSecond: Double, capacity: Int = 10_000) {
         self.burst = Double(burst)
         self.perSecond = perSecond
         self.capacity = capacity
+    }
+
+    /// The bucket `limit` sets: its whole limit at once, refilled over its window.
+    convenience init(_ limit: RateLimit) {
+        self.init(burst: limit.limit, perSecond: Double(limit.limit) / Double(max(1, limit.windowSeconds)))
     }
 
     /// Takes one signature from `client`'s bucket; false, taking nothing, when it is empty.

@@ -18,9 +18,7 @@ extension Router where Context == RequestContext {
     /// (`publicKey`) and its signature of ``IdentityProof/message(instanceId:challenge:host:)``
     /// for the challenge and the host the request named (`signature`), within each client's
     /// ``ChallengeBudget`` (429 past it). A malformed challenge, or one without a `Host`, is 400.
-    mutating func addIdentityRoute(
-        store: IdentityStore, product: String, logger: Logger, budget: ChallengeBudget = ChallengeBudget()
-    ) {
+    mutating func addIdentityRoute(store: IdentityStore, product: String, logger: Logger, budget: ChallengeBudget) {
         // The plain body, encoded once per identifier (a replica may see a reset and answer a
         // new one).
         let body = Mutex<(id: InstanceID, bytes: Data)?>(nil)
@@ -47,7 +45,8 @@ extension Router where Context == RequestContext {
                     if let cached = body.withLock({ $0 }), cached.id == current.instanceID {
                         return .json(bytes: cached.bytes)
                     }
-                    let bytes = try HTTPResponse.encode(ServerIdentity(product: product, instanceId: current.instanceID))
+                    let bytes = try HTTPResponse.encode(
+                        ServerIdentity(product: product, instanceId: current.instanceID))
                     body.withLock { $0 = (current.instanceID, bytes) }
                     return .json(bytes: bytes)
                 }

@@ -1,0 +1,197 @@
+import Foundation
+import HomeportClient
+import HomeportCrypto
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+/// An address is the installation only if it proves the installation key this device pinned:
+/// repeating the id, the public key, or an old signature proves nothing.
+@Suite("The installation key on the client: pinned at sign-in, proved by every address")
+struct InstallationKeyClientTests {
+    /// The installation's identity answer to a challenge of our own, asked with `host` as the
+    /// Host header: what an impostor can collect from the real server.
+    static func collected(_ installation: Installation, challenge: String, host: String = "127.0.0.1") throws
+        -> ServerIdentity
+    {
+        try collected(port: try #require(installation.ports["127.0.0.1"]), challenge: challenge, host: host)
+    }
+
+    static func collected(port: Int, challenge: String, host: String) throws -> ServerIdentity {
+        let request =
+            "GET \(HomeportPath.serverIdentity)?challenge=\(challenge) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n"
+        let response = try RawHTTP.exchange(port: port, Array(request.utf8))
+        return try JSONDecoder().decode(ServerIdentity.self, from: response.body)
+    }
+
+    /// A challenge as a probe makes one.
+    static func freshChallenge() throws -> String { IdentityProof.base64URL(try SystemRandom().bytes(32)) }
+
+    static func json(_ identity: ServerIdentity) throws -> RecordingListener.Canned {
+        RecordingListener.Canned(200, Peer.json, String(decoding: try JSONEncoder().encode(identity), as: UTF8.self))
+    }
+
+    /// The challenge in a probe's request line.
+    static func challenge(in head: String) -> String {
+        let target = head.split(separator: " ").dropFirst().first ?? ""
+        guard let range = target.range(of: "challenge=") else { return "" }
+        return String(target[range.upperBound...].prefix { $0 != "&" })
+    }
+
+    /// The ways an address can repeat what is public without holding the key.
+    enum Impostor: String, CaseIterable, Sendable {
+        /// The id and the public key, with a signature it saw for another challenge.
+        case replaysAnOldSignature
+        /// The id and the public key, with no signature.
+        case copiesTheKeyWithoutSignature
+        /// The id, without any key (a downgrade).
+        case answersWithoutAKey
+        /// The id and a key of its own, which it signs with properly.
+        case signsWithItsOwnKey
+        /// The real installation's signature for this very challenge, asked for another host
+        /// (a listener that fetches fresh proofs from the installation under its own name).
+        case fetchesAProofForAnotherHost
+    }
+
+    /// A listener on 127.0.0.2 that answers the identity route as `impostor` does.
+    static func listener(_ impostor: Impostor, for installation: Installation) throws -> RecordingListener {
+        let real = try collected(installation, challenge: Self.freshChallenge())
+        let port = try #require(installation.ports["127.0.0.1"])
+        let id = real.instanceId
+        let ownKey = try Ed25519Key.generate()
+        let make: @Sendable (String) -> RecordingListener.Canned = { head in
+            let challenge = challenge(in: head)
+            var answer = ServerIdentity(product: real.product, instanceId: id, publicKey: real.publicKey)
+            switch impostor {
+            case .replaysAnOldSignature: answer.signature = real.signature
+            case .copiesTheKeyWithoutSignature: break
+            case .answersWithoutAKey: answer.publicKey = nil
+            case .signsWithItsOwnKey:
+                answer.publicKey = IdentityProof.writeKey(ownKey.publicKey)
+                answer.signature =
+                    (try? ownKey.sign(
+                        IdentityProof.message(instanceId: id, challenge: challenge, host: "127.0.0.2")))
+                    .map(IdentityProof.base64URL)
+            case .fetchesAProofForAnotherHost:
+                answer = (try? collected(port: port, challenge: challenge, host: "127.0.0.1")) ?? answer
+            }
+            return (try? json(answer)) ?? RecordingListener.Canned(500)
+        }
+        return try RecordingListener(
+            host: "127.0.0.2",
+            behaviour: .answer { head in
+                head.hasPrefix("GET \(HomeportPath.serverIdentity)")
+                    ? make(head) : RecordingListener.Canned(200, Peer.json, #"{"instanceId":"\#(id)"}"#)
+            })
+    }
+
+    @Test(
+        "sign-in pins the installation's key; an address that repeats what is public is neither added, verified nor sent anything",
+        arguments: Impostor.allCases)
+    func impostorsAreRefused(impostor: Impostor) async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let installation = try Installation(hosts: ["127.0.0.1"])
+        let client = try makeClient(home, SpyTransport())
+        let enrolled = try await signUp(client, at: installation)
+        let real = try Self.collected(installation, challenge: Self.freshChallenge())
+        #expect(enrolled.publicKey != nil)
+        #expect(enrolled.publicKey == real.publicKey, "the key proved at sign-in is pinned")
+        #expect(enrolled.keyFingerprint?.hasPrefix("SHA256:") == true)
+
+        let listener = try Self.listener(impostor, for: installation)
+        defer { listener.stop() }
+        let address = try ServerAddress(parsing: listener.url, allowHTTP: true)
+        await #expect {
+            try await client.addAddress(address, to: enrolled.key)
+        } throws: { error in
+            String(describing: error).contains("without the proof of its key")
+        }
+        #expect(try client.directory.find(enrolled.key).alternatives.isEmpty)
+
+        // Verified earlier (before the key was pinned, say), it loses the verification at the next
+        // check, and while the installation is down it gets nothing.
+        _ = try client.directory.update(enrolled.key) { record in
+            record.alternatives = [.init(address: address, verifiedPaths: ["home": Date()])]
+        }
+        let verified = try await client.verifyAddresses(of: enrolled.key)
+        let outcome = try #require(verified.first { $0.address == address }?.outcome)
+        guard case .unproven = outcome else {
+            Issue.record("\(impostor): \(outcome)")
+            return
+        }
+        #expect(try client.directory.find(enrolled.key).alternatives.allSatisfy { !$0.isVerified })
+        _ = try client.directory.update(enrolled.key) { record in
+            record.alternatives = [.init(address: address, verifiedPaths: ["home": Date()])]
+        }
+        installation.stop()
+        await #expect(throws: ClientError.self) { _ = try await client.appInfo(enrolled.key) }
+        #expect(!listener.sawCredential, "\(impostor) got a credential")
+    }
+
+    @Test("a record signed in before the server had a key pins the key its trusted primary proves, then needs it")
+    func pinsFromThePrimary() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let installation = try Installation(hosts: ["127.0.0.1"])
+        let client = try makeClient(home, SpyTransport())
+        let enrolled = try await signUp(client, at: installation)
+        _ = try client.directory.update(enrolled.key) { $0.publicKey = nil }
+
+        // On another network a plain-HTTP primary is not trusted to teach a key.
+        let elsewhere = try makeClient(home, SpyTransport(), path: "cafe")
+        _ = try await elsewhere.appInfo(enrolled.key)
+        #expect(try client.directory.find(enrolled.key).publicKey == nil)
+
+        _ = try await client.appInfo(enrolled.key)
+        let real = try Self.collected(installation, challenge: Self.freshChallenge())
+        #expect(try client.directory.find(enrolled.key).publicKey == real.publicKey)
+
+        let listener = try Self.listener(.answersWithoutAKey, for: installation)
+        defer { listener.stop() }
+        await #expect(throws: ClientError.self) {
+            try await client.addAddress(try ServerAddress(parsing: listener.url, allowHTTP: true), to: enrolled.key)
+        }
+    }
+
+    @Test("the installation itself at another address of its own proves the key and is verified")
+    func ownAddressProves() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let installation = try Installation(hosts: ["127.0.0.1", "127.0.0.2"])
+        let client = try makeClient(home, SpyTransport())
+        let enrolled = try await signUp(client, at: installation)
+        let saved = try await client.addAddress(try installation.address("127.0.0.2"), to: enrolled.key)
+        #expect(saved.alternatives.first?.isVerified == true)
+        installation.stop("127.0.0.1")
+        let (_, via) = try await client.appInfo(enrolled.key)
+        #expect(via == (try installation.address("127.0.0.2")))
+    }
+
+    @Test("identity reset makes a new key: adopted from the primary only, as the identity change it is")
+    func resetChangesTheKey() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let installation = try Installation(hosts: ["127.0.0.1"])
+        let events = EventLog()
+        let client = try makeClient(home, SpyTransport(), events: events)
+        let enrolled = try await signUp(client, at: installation)
+        let oldKey = try #require(enrolled.publicKey)
+        installation.stop()
+        let reset = try ServerProcess.run(
+            ["identity", "reset", "--replicas-stopped", "--force", "--database", installation.database])
+        #expect(reset.status == 0, "\(reset.error)")
+        try installation.start()
+
+        _ = try await client.appInfo(enrolled.key)
+        let changed = try #require(
+            events.all.compactMap { event -> InstanceID? in
+                if case .identityChanged(_, _, let new, _) = event { return new }
+                return nil
+            }.first)
+        _ = try await client.appInfo(changed.description)
+        let record = try client.directory.find(changed.description)
+        #expect(record.publicKey != nil)
+        #expect(record.publicKey != oldKey)
+    }
+}
