@@ -7,10 +7,10 @@ import Foundation
 extension RecordingListener {
     /// Relays one client connection to the server on 127.0.0.1:`port`, request by request (each
     /// framed by its head and `Content-Length`), with `fault`; a thread copies the server's
-    /// answers back as they come. `buffered` is what the client has sent so far. Returns whether
-    /// the connection is to be held open and silent.
-    func relay(_ client: Int32, connection: Int, buffered: [UInt8], to port: Int, fault: RelayFault) -> Bool {
-        guard let upstream = try? RawHTTP.connect(port: port, timeout: 3600) else { return false }
+    /// answers back as they come. `buffered` is what the client has sent so far. A held request
+    /// keeps the connection open and silent until the listener stops.
+    func relay(_ client: Int32, connection: Int, buffered: [UInt8], to port: Int, fault: RelayFault) {
+        guard let upstream = try? RawHTTP.connect(port: port, timeout: 3600) else { return }
         lock.withLock { open.append(upstream) }
         let answersDone = DispatchSemaphore(value: 0)
         Thread.detachNewThread { [self] in
@@ -55,18 +55,19 @@ extension RecordingListener {
             record(chunk[0..<count], connection: connection)
             buffer += chunk[0..<count]
         }
-        if hold { return true }
-        // Ends the copy of answers, then forgets the upstream socket before closing it, so that
-        // stop() never closes its number once the system has given it to another socket.
-        shutdown(upstream, Int32(SHUT_RDWR))
-        answersDone.wait()
-        let mine = lock.withLock { () -> Bool in
-            guard let index = open.firstIndex(of: upstream) else { return false }
-            open.remove(at: index)
-            return true
+        // Held: silent until the listener stops.
+        if hold {
+            while lock.withLock({ running }) { usleep(50_000) }
         }
-        if mine { close(upstream) }
-        return false
+        // This thread owns the upstream socket: it forgets it (so that stop() never shuts down
+        // its number once the system has given it to another socket), ends the copy of answers,
+        // and closes it.
+        lock.withLock {
+            open.removeAll { $0 == upstream }
+            shutdown(upstream, Int32(SHUT_RDWR))
+        }
+        answersDone.wait()
+        close(upstream)
     }
 
     /// The first whole request in `buffer`: its head (request line and headers) and its length

@@ -156,10 +156,22 @@ public final class RecordingListener: @unchecked Sendable {
                 }
         }
         let listener = fd
+        // Every descriptor is closed by the one thread that owns it, after it is done with it:
+        // this one closes the listening socket; each connection's thread closes its own. Closing
+        // a number another thread still uses could close (or, with shutdown, stop listening on)
+        // whatever socket the system has given that number since: another test's listener.
         Thread.detachNewThread { [self] in
             while true {
                 let client = accept(listener, nil, nil)
-                if client < 0 { return }
+                if client < 0 {
+                    guard lock.withLock({ running }) else {
+                        close(listener)
+                        return
+                    }
+                    // Interrupted, or out of descriptors for a moment: keep listening.
+                    usleep(10_000)
+                    continue
+                }
                 lock.withLock { open.append(client) }
                 Thread.detachNewThread { self.serve(client) }
             }
@@ -170,22 +182,16 @@ public final class RecordingListener: @unchecked Sendable {
         stop()
     }
 
-    /// Stops listening and closes every connection, once: a second call (deinit after an explicit
-    /// stop) must not close the listening socket's number again, which the system may have given
-    /// to another socket since.
+    /// Stops listening and ends every connection: it shuts the sockets down, under the lock,
+    /// while they are still open, and each owning thread then closes its own (see `init`). It
+    /// never closes a number itself, so it cannot reach a socket the system has given that
+    /// number since.
     public func stop() {
-        let connections: [Int32]? = lock.withLock {
-            guard running else { return nil }
+        lock.withLock {
+            guard running else { return }
             running = false
-            defer { open.removeAll() }
-            return open
-        }
-        guard let connections else { return }
-        shutdown(fd, Int32(SHUT_RDWR))
-        close(fd)
-        connections.forEach {
-            shutdown($0, Int32(SHUT_RDWR))
-            close($0)
+            shutdown(fd, Int32(SHUT_RDWR))
+            open.forEach { shutdown($0, Int32(SHUT_RDWR)) }
         }
     }
 
@@ -274,7 +280,7 @@ public final class RecordingListener: @unchecked Sendable {
             record(chunk[0..<count], connection: connection)
             buffer += chunk[0..<count]
             if case .relay(let port, let fault) = behaviour {
-                holdOpen = relay(client, connection: connection, buffered: buffer, to: port, fault: fault)
+                relay(client, connection: connection, buffered: buffer, to: port, fault: fault)
                 break
             }
             guard let end = buffer.firstRange(of: [13, 10, 13, 10]) else { continue }
@@ -338,13 +344,9 @@ public final class RecordingListener: @unchecked Sendable {
             // Hold the connection open and silent until stopped.
             while lock.withLock({ running }) { usleep(50_000) }
         }
-        // Forgotten before it is closed: stop() must never close a number the system has since
-        // given to another socket (another test's listener, say).
-        let mine = lock.withLock { () -> Bool in
-            guard let index = open.firstIndex(of: client) else { return false }
-            open.remove(at: index)
-            return true
-        }
-        if mine { close(client) }
+        // Forgotten before it is closed, so that stop() never shuts down a number the system has
+        // since given to another socket (another test's listener, say).
+        lock.withLock { open.removeAll { $0 == client } }
+        close(client)
     }
 }
