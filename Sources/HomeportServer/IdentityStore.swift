@@ -180,16 +180,22 @@ public final class IdentityStore: Sendable {
 /// The installation's identifier and, where it has one, its key.
 public struct InstallationIdentity: Sendable {
     /// The identifier.
-    public var instanceID: InstanceID
+    public let instanceID: InstanceID
     /// The installation key; `nil` on a server without the secrets key, or a row from before keys
     /// read without it.
-    public var key: Ed25519Key?
+    public let key: Ed25519Key?
     /// Whether the row holds a key this process cannot open (no secrets key, or another one): it
     /// must not answer the identity route as a server without a key.
-    public var keyWithheld = false
-
+    public let keyWithheld: Bool
     /// The public half as written on the wire, if there is a key.
-    public var publicKey: String? { key.map { IdentityProof.writeKey($0.publicKey) } }
+    public let publicKey: String?
+
+    init(instanceID: InstanceID, key: Ed25519Key?, keyWithheld: Bool = false) {
+        self.instanceID = instanceID
+        self.key = key
+        self.keyWithheld = keyWithheld
+        self.publicKey = key.map { IdentityProof.writeKey($0.publicKey) }
+    }
 }
 
 /// The identity row as stored.

@@ -19,9 +19,10 @@ extension Router where Context == RequestContext {
     /// for the challenge and the host the request named (`signature`), within each client's
     /// ``ChallengeBudget`` (429 past it). A malformed challenge, or one without a `Host`, is 400.
     mutating func addIdentityRoute(store: IdentityStore, product: String, logger: Logger, budget: ChallengeBudget) {
-        // The plain body, encoded once per identifier (a replica may see a reset and answer a
-        // new one).
+        // The plain body, and the proof's body up to its signature, encoded once per identifier
+        // (a replica may see a reset and answer a new one).
         let body = Mutex<(id: InstanceID, bytes: Data)?>(nil)
+        let proofHead = Mutex<(id: InstanceID, publicKey: String, bytes: Data)?>(nil)
         let logger = logger.withLabel("homeport.identity")
         group(HomeportPath.serverIdentity, middleware: [NoStoreMiddleware()]) { identity in
             identity.get("") { request, _ in
@@ -72,10 +73,23 @@ extension Router where Context == RequestContext {
                 }
                 let signature = try key.sign(
                     IdentityProof.message(instanceId: current.instanceID, challenge: challenge, host: host))
-                return try .json(
-                    ServerIdentity(
-                        product: product, instanceId: current.instanceID, publicKey: publicKey,
-                        signature: IdentityProof.base64URL(signature)))
+                var head: Data
+                if let cached = proofHead.withLock({ $0 }), cached.id == current.instanceID,
+                    cached.publicKey == publicKey
+                {
+                    head = cached.bytes
+                } else {
+                    // The answer without its signature, its closing brace left open.
+                    head = try HTTPResponse.encode(
+                        ServerIdentity(product: product, instanceId: current.instanceID, publicKey: publicKey))
+                    guard head.last == UInt8(ascii: "}") else { throw HTTPError.internalError }
+                    head.removeLast()
+                    proofHead.withLock { $0 = (current.instanceID, publicKey, head) }
+                }
+                head.append(contentsOf: Array(#","signature":""#.utf8))
+                head.append(contentsOf: Array(IdentityProof.base64URL(signature).utf8))
+                head.append(contentsOf: Array(#""}"#.utf8))
+                return .json(bytes: head)
             }
         }
     }
