@@ -16,6 +16,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let response = ClientResponse(status: status, headers: headers, body: body)
         checkClassification(response, expected: nil)
         checkClassification(response, expected: enrolled)
+        checkClassification(response, expected: pinned)
     }
     checkMove(String(decoding: body, as: UTF8.self))
     return 0
@@ -52,6 +53,14 @@ let answers: [(Int, String?)] = [
 let enrolled = ServerIdentity(
     product: "bookorbit", protocolVersion: 1, instanceId: InstanceID("6f1c2a8e-0b7d-4e3a-9c55-2d1e8f4a7b90")!)
 
+/// The same identity with its installation key pinned.
+let pinned = ServerIdentity(
+    product: enrolled.product, protocolVersion: 1, instanceId: enrolled.instanceId,
+    publicKey: IdentityProof.writeKey(Array(repeating: 0x2A, count: 32)))
+
+/// The challenge the probe sent.
+let challenge = IdentityProof.base64URL(Array(repeating: 0x5C, count: 32))
+
 /// An InstanceID that parses writes itself in lowercase and parses back to itself, in either case.
 func checkInstanceID(_ text: String) {
     guard let id = InstanceID(text) else { return }
@@ -65,8 +74,10 @@ func checkInstanceID(_ text: String) {
 
 /// What a probe concludes from one answer, and the promises every conclusion keeps.
 func checkClassification(_ response: ClientResponse, expected: ServerIdentity?) {
-    let outcome = IdentityProbe.classify(response, expected: expected)
-    require(IdentityProbe.classify(response, expected: expected) == outcome, "classify is not deterministic")
+    let outcome = IdentityProbe.classify(response, expected: expected, challenge: challenge, host: "books.example.net")
+    require(
+        IdentityProbe.classify(response, expected: expected, challenge: challenge, host: "books.example.net")
+            == outcome, "classify is not deterministic")
     let decoded = try? JSONDecoder().decode(ServerIdentity.self, from: response.body)
     switch outcome {
     case .match(let identity):
@@ -99,5 +110,11 @@ func checkClassification(_ response: ClientResponse, expected: ServerIdentity?) 
         fatalError("classify followed a redirect")
     case .noAnswerInTime:
         fatalError("classify judged an answer that came as no answer in time")
+    case .unproven:
+        // Only where a key is in play: one the answer names, or one pinned.
+        require(
+            response.status == 200 && (decoded?.publicKey != nil || expected?.publicKey != nil),
+            "unproven without a key in play")
+        if let expected { require(decoded?.instanceId == expected.instanceId, "unproven for another id") }
     }
 }
