@@ -65,26 +65,73 @@ public enum IdentityProof {
         return raw
     }
 
-    /// Base64url without padding.
+    /// Base64url without padding, written byte by byte (no Foundation: the identity route writes
+    /// one for every challenge).
     public static func base64URL(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        var output = [UInt8]()
+        output.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var index = 0
+        while index + 2 < bytes.count {
+            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            output += [alphabet[Int(chunk >> 18)], alphabet[Int(chunk >> 12 & 63)]]
+            output += [alphabet[Int(chunk >> 6 & 63)], alphabet[Int(chunk & 63)]]
+            index += 3
+        }
+        switch bytes.count - index {
+        case 1:
+            let chunk = UInt32(bytes[index]) << 16
+            output += [alphabet[Int(chunk >> 18)], alphabet[Int(chunk >> 12 & 63)]]
+        case 2:
+            let chunk = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+            output += [alphabet[Int(chunk >> 18)], alphabet[Int(chunk >> 12 & 63)], alphabet[Int(chunk >> 6 & 63)]]
+        default: break
+        }
+        return String(decoding: output, as: UTF8.self)
     }
 
-    /// The bytes of base64url text without padding; `nil` when it is not exactly that (padding,
-    /// the standard alphabet, white space or a length no encoder writes).
+    /// The bytes of base64url text without padding; `nil` when it is not exactly that: padding,
+    /// the standard alphabet, white space, a length no encoder writes, or unused bits set (which
+    /// would let two texts name one value).
     public static func readBase64URL(_ text: String) -> [UInt8]? {
-        guard !text.isEmpty, text.utf8.count % 4 != 1,
-            text.utf8.allSatisfy({ byte in
-                (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte)
-                    || byte == 0x2D || byte == 0x5F
-            })
-        else { return nil }
-        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        standard += String(repeating: "=", count: (4 - standard.utf8.count % 4) % 4)
-        guard let data = Data(base64Encoded: standard) else { return nil }
-        let bytes = [UInt8](data)
-        // Only the canonical spelling: unused bits set would let two texts name one value.
-        return base64URL(bytes) == text ? bytes : nil
+        let characters = Array(text.utf8)
+        guard !characters.isEmpty, characters.count % 4 != 1 else { return nil }
+        var values = [UInt8]()
+        values.reserveCapacity(characters.count)
+        for character in characters {
+            let value = decoding[Int(character)]
+            guard value != 0xFF else { return nil }
+            values.append(value)
+        }
+        var output = [UInt8]()
+        output.reserveCapacity(characters.count * 3 / 4)
+        var index = 0
+        while index + 3 < values.count {
+            let chunk =
+                UInt32(values[index]) << 18 | UInt32(values[index + 1]) << 12 | UInt32(values[index + 2]) << 6
+                | UInt32(values[index + 3])
+            output += [UInt8(chunk >> 16), UInt8(chunk >> 8 & 0xFF), UInt8(chunk & 0xFF)]
+            index += 4
+        }
+        switch values.count - index {
+        case 2:
+            guard values[index + 1] & 0x0F == 0 else { return nil }
+            output.append(values[index] << 2 | values[index + 1] >> 4)
+        case 3:
+            guard values[index + 2] & 0x03 == 0 else { return nil }
+            let chunk = UInt32(values[index]) << 18 | UInt32(values[index + 1]) << 12 | UInt32(values[index + 2]) << 6
+            output += [UInt8(chunk >> 16), UInt8(chunk >> 8 & 0xFF)]
+        default: break
+        }
+        return output
     }
+
+    /// The base64url alphabet.
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// Each byte's value in ``alphabet``, 0xFF for a byte outside it.
+    private static let decoding: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (value, character) in alphabet.enumerated() { table[Int(character)] = UInt8(value) }
+        return table
+    }()
 }
