@@ -311,8 +311,8 @@ final class Stage: @unchecked Sendable {
     /// The installation's answer to a challenge of the stage's own: what a listener that copies
     /// the installation can replay (its id, its public key and a signature for another challenge).
     static func replayed(_ port: Int) throws -> String {
-        let challenge = IdentityProof.base64URL((0..<32).map { _ in UInt8.random(in: 0...255) })
-        let response = try RawHTTP.request(port: port, path: HomeportPath.serverIdentity + "?challenge=" + challenge)
+        let response = try RawHTTP.request(
+            port: port, path: HomeportPath.serverIdentity + "?challenge=" + InstallationKeyCheck.challenge())
         guard response.status == 200, response.text.contains("signature") else {
             throw RawHTTPError("the installation proved no key: \(response.text)")
         }

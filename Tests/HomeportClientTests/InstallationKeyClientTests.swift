@@ -24,9 +24,6 @@ struct InstallationKeyClientTests {
         return try JSONDecoder().decode(ServerIdentity.self, from: response.body)
     }
 
-    /// A challenge as a probe makes one.
-    static func freshChallenge() throws -> String { IdentityProof.base64URL(try SystemRandom().bytes(32)) }
-
     static func json(_ identity: ServerIdentity) throws -> RecordingListener.Canned {
         RecordingListener.Canned(200, Peer.json, String(decoding: try JSONEncoder().encode(identity), as: UTF8.self))
     }
@@ -55,7 +52,7 @@ struct InstallationKeyClientTests {
 
     /// A listener on 127.0.0.2 that answers the identity route as `impostor` does.
     static func listener(_ impostor: Impostor, for installation: Installation) throws -> RecordingListener {
-        let real = try collected(installation, challenge: Self.freshChallenge())
+        let real = try collected(installation, challenge: InstallationKeyCheck.challenge())
         let port = try #require(installation.ports["127.0.0.1"])
         let id = real.instanceId
         let ownKey = try Ed25519Key.generate()
@@ -94,7 +91,7 @@ struct InstallationKeyClientTests {
         let installation = try Installation(hosts: ["127.0.0.1"])
         let client = try makeClient(home, SpyTransport())
         let enrolled = try await signUp(client, at: installation)
-        let real = try Self.collected(installation, challenge: Self.freshChallenge())
+        let real = try Self.collected(installation, challenge: InstallationKeyCheck.challenge())
         #expect(enrolled.publicKey != nil)
         #expect(enrolled.publicKey == real.publicKey, "the key proved at sign-in is pinned")
         #expect(enrolled.keyFingerprint?.hasPrefix("SHA256:") == true)
@@ -144,7 +141,7 @@ struct InstallationKeyClientTests {
         #expect(try client.directory.find(enrolled.key).publicKey == nil)
 
         _ = try await client.appInfo(enrolled.key)
-        let real = try Self.collected(installation, challenge: Self.freshChallenge())
+        let real = try Self.collected(installation, challenge: InstallationKeyCheck.challenge())
         #expect(try client.directory.find(enrolled.key).publicKey == real.publicKey)
 
         let listener = try Self.listener(.answersWithoutAKey, for: installation)
