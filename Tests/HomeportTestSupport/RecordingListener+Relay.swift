@@ -33,9 +33,7 @@ extension RecordingListener {
         var hold = false
         relaying: while true {
             while let request = Self.nextRequest(in: buffer) {
-                let isProbe =
-                    request.head.hasPrefix("GET /api/v1/server-identity ")
-                    || request.head.hasPrefix("GET /api/v1/server-identity?")
+                let isProbe = Self.route(of: request.head) == ("GET", "/api/v1/server-identity")
                 switch fault {
                 case .hangsOnAPI where !isProbe:
                     hold = true

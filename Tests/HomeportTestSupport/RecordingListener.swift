@@ -250,6 +250,14 @@ public final class RecordingListener: @unchecked Sendable {
         }
     }
 
+    /// The method and the path (without its query: a probe's challenge, say) of a request
+    /// head's request line; routes are looked up by them.
+    static func route(of head: String) -> (method: String, path: String) {
+        let words = head.split(separator: " ")
+        let path = words.dropFirst().first?.split(separator: "?", maxSplits: 1).first
+        return (words.first.map(String.init) ?? "GET", path.map(String.init) ?? "/")
+    }
+
     /// Plays a stream script; returns whether the connection is to be held open.
     private func play(_ script: [StreamStep], on client: Int32) -> Bool {
         for step in script {
@@ -287,10 +295,7 @@ public final class RecordingListener: @unchecked Sendable {
             let head = String(decoding: buffer[..<end.lowerBound], as: UTF8.self)
             lock.withLock { heads.append(head) }
             buffer.removeSubrange(..<end.upperBound)
-            let words = head.split(separator: " ")
-            let method = words.first.map(String.init) ?? "GET"
-            // Routes are looked up without the query (a probe's challenge, say).
-            let path = (words.dropFirst().first?.split(separator: "?", maxSplits: 1).first).map(String.init) ?? "/"
+            let (method, path) = Self.route(of: head)
             let answer: Canned
             switch behaviour {
             case .respond(let status, let headers, let body): answer = Canned(status, headers, body)
