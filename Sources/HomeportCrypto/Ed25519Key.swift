@@ -4,7 +4,7 @@ import COpenSSL
 ///
 /// Both halves travel as their raw 32 bytes (RFC 8032), and signatures are the raw 64 bytes.
 public final class Ed25519Key: @unchecked Sendable {
-    private let key: OpaquePointer
+    let key: OpaquePointer
 
     /// A new key from the system's random generator.
     public static func generate() throws -> Ed25519Key {

@@ -30,6 +30,10 @@ public final class HomeportApplication: Sendable {
     private let metricsServer: HTTPServer?
     /// The product API, on its own address when configured.
     private let productServer: HTTPServer?
+    /// The listener serving HTTPS with the installation certificate beside the main one, if any.
+    private let installationServer: HTTPServer?
+    /// Keeps the installation certificate fresh, when one is served.
+    private let installationCertificate: InstallationCertificateRenewal?
     /// Everything that runs beside the requests, listeners included: started in order by
     /// ``start()``, stopped in reverse by ``shutdown()``.
     let background: ServiceGroup
@@ -100,7 +104,6 @@ public final class HomeportApplication: Sendable {
         } else {
             bound = nil
         }
-        self.configuration = configuration
         self.product = product
         self.logger = logger
         // A connection for every thread that may need one at once: the workers, the password
@@ -128,6 +131,10 @@ public final class HomeportApplication: Sendable {
                 "no secrets key: the installation proves no key, and clients check its addresses by instanceId alone; give every replica the same --secrets-key-file"
             )
         }
+        let installationCertificate = try Self.installationCertificate(
+            &configuration, identity: identity, clock: clock, logger: logger)
+        self.installationCertificate = installationCertificate
+        self.configuration = configuration
         var accountSettings = configuration.accounts
         if accountSettings.publicURL == nil {
             accountSettings.publicURL = "\(configuration.http.tls == nil ? "http" : "https")://\(configuration.listen)"
@@ -221,7 +228,8 @@ public final class HomeportApplication: Sendable {
         router.addAppDoor(accounts, reader: reader)
         router.addWebDoor(
             accounts, reader: reader, product: configuration.product,
-            csrfKey: try ServerSecrets(database, logger: logger.withLabel("homeport.server")).secret(named: "csrf"))
+            csrfKey: try ServerSecrets(database, logger: logger.withLabel("homeport.server")).secret(named: "csrf"),
+            identity: identity)
         let server = HTTPServer(
             configuration: configuration.effectiveHTTP, responder: router, logger: logger, bound: bound)
         self.server = server
@@ -254,6 +262,17 @@ public final class HomeportApplication: Sendable {
         } else {
             productServer = nil
         }
+        if let address = configuration.installationTLS.listen, let installationCertificate {
+            var http = configuration.http
+            (http.host, http.port, http.unixSocketPath) = (address.host, address.port, nil)
+            http.tls = installationCertificate.certificate.credentials
+            let installationServer = HTTPServer(configuration: http, responder: router, logger: logger)
+            installationCertificate.serve(installationServer)
+            self.installationServer = installationServer
+        } else {
+            installationServer = nil
+        }
+        if configuration.installationTLS.onListen { installationCertificate?.serve(server) }
         let heartbeat = try ReplicaHeartbeat(
             database: database, identity: identity, timing: configuration.heartbeat,
             listen: configuration.listenSocket ?? configuration.listen.description, logger: logger)
@@ -276,6 +295,8 @@ public final class HomeportApplication: Sendable {
             productServer.map { http("homeport.product-api", $0) },
             metricsServer.map { http("homeport.metrics", $0) },
             http("homeport.http", server),
+            installationServer.map { http("homeport.installation-https", $0) },
+            installationCertificate?.service(),
             mailSender?.service(), retention.service(), hub,
         ]
         let debug = logger.withLabel("homeport.server")
@@ -305,6 +326,16 @@ public final class HomeportApplication: Sendable {
 
     /// The bound port of the product API, when it is served.
     public var productPort: Int? { configuration.productSocket == nil ? productServer?.port : nil }
+
+    /// The bound port of the listener serving HTTPS with the installation certificate beside the
+    /// main one, when there is one.
+    public var installationPort: Int? { installationServer?.port }
+
+    /// Makes a new installation certificate and serves it when the one served is due (a third of
+    /// its life left, other names, another key); true when it did. The server checks every hour.
+    package func renewInstallationCertificate() throws -> Bool {
+        try installationCertificate?.renewIfDue() ?? false
+    }
 
     /// Serves new connections with a renewed certificate and key; connections open now finish
     /// on the old ones. Throws, and keeps the old ones, when the new pair will not serve.

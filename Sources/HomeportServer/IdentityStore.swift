@@ -190,6 +190,9 @@ public struct InstallationIdentity: Sendable {
     /// The public half as written on the wire, if there is a key.
     public let publicKey: String?
 
+    /// The key's fingerprint as people compare it (`SHA256:…`), if there is a key.
+    public var keyFingerprint: String? { key.map { IdentityProof.fingerprint(sha256: Digest.sha256($0.publicKey)) } }
+
     init(instanceID: InstanceID, key: Ed25519Key?, keyWithheld: Bool = false) {
         self.instanceID = instanceID
         self.key = key

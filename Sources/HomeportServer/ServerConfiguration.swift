@@ -38,6 +38,8 @@ public struct ServerConfiguration: Sendable {
     /// A Unix-domain socket to serve the product API on instead of ``productListen`` (mode 0660:
     /// the product's user reaches it through the group).
     public var productSocket: String?
+    /// HTTPS with a certificate made from the installation key, on the main listener or another.
+    public var installationTLS = InstallationTLSSettings()
     /// Notifications: the payload's key, the catalogue, APNs.
     public var push: PushSettings
     /// How long a signed-in session read from the database serves later requests from memory;

@@ -57,6 +57,15 @@ public enum IdentityProof {
         "SHA256:" + Data(digest).base64EncodedString().replacingOccurrences(of: "=", with: "")
     }
 
+    /// The SHA-256 digest a fingerprint (`SHA256:` and 43 characters of base64) shows; `nil` for
+    /// anything else.
+    public static func readFingerprint(_ text: String) -> [UInt8]? {
+        guard text.hasPrefix("SHA256:") else { return nil }
+        let encoded = text.dropFirst("SHA256:".count)
+        guard encoded.count == 43, let data = Data(base64Encoded: encoded + "="), data.count == 32 else { return nil }
+        return Array(data)
+    }
+
     /// A challenge's bytes, when it is base64url of 16 to 64 bytes; `nil` otherwise.
     public static func readChallenge(_ text: String) -> [UInt8]? {
         guard let raw = readBase64URL(text),

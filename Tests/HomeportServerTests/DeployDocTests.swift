@@ -58,6 +58,7 @@ struct DeployDocTests {
             Set(kinds) == [
                 "systemd ", "nginx ", "caddy ", "nginx forward-auth", "caddy forward-auth", "yaml traefik",
                 "sh backup", "sh restore", "sh clone", "sh postgres", "sh gateway-serve", "sh gateway",
+                "sh lan-beside", "sh lan-alone",
             ],
             "\(kinds)")
     }
@@ -493,6 +494,31 @@ struct DeployDocTests {
             "gateway", "servers", "list", "--database", "sqlite:" + directory.file("gateway.sqlite"),
         ])
         #expect(list.output.contains("ada-home  \(instance)  http://127.0.0.1:\(server.port)"), "\(list.output)")
+    }
+
+    @Test(
+        "the LAN commands serve the installation's certificate, beside a public listener or alone",
+        arguments: ["lan-beside", "lan-alone"])
+    func lanCommands(label: String) throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let lanPort = try RawHTTP.freePort()
+        var command = try block("sh", label).replacingOccurrences(of: "\\\n", with: " ")
+        for (from, to) in [("0.0.0.0:8443", "127.0.0.2:\(lanPort)"), ("127.0.0.1:8080", "127.0.0.1:0")] {
+            command = command.replacingOccurrences(of: from, with: to)
+        }
+        let words = command.split(whereSeparator: \.isWhitespace).map(String.init)
+        #expect(Array(words.prefix(2)) == ["homeport-server", "serve"])
+        let database = "sqlite:" + data.file("h.sqlite")
+        let server = try ServerProcess(
+            serve: Array(words.dropFirst(2)) + ["--database", database, "--outbox", data.file("outbox")])
+        defer { #expect(server.stop() == 0) }
+        let shown = try ServerProcess.run(["identity", "show", "--json", "--database", database])
+        let object = try JSONSerialization.jsonObject(with: Data(shown.output.utf8)) as? [String: Any]
+        let publicKey = try #require(object?["publicKey"] as? String)
+        let key = try #require(IdentityProof.readKey(publicKey))
+        let certificate = try PeerCertificate.read(host: "127.0.0.2", port: lanPort)
+        #expect(certificate.ed25519 == key.map { String(format: "%02x", $0) }.joined())
     }
 
     @Test("the PostgreSQL set-up creates a database the server migrates")

@@ -131,6 +131,16 @@ package enum ServeCommand {
                 help:
                     "The GnuTLS priority string for HTTPS (default: TLS 1.2 and 1.3, forward-secret key exchanges, AEAD ciphers only).",
                 environment: "HOMEPORT_TLS_PRIORITY"),
+            .flag(
+                "tls-installation",
+                help:
+                    "Serve --listen over HTTPS with a certificate the server makes from the installation key (self-signed, renewed by itself): apps that know the key accept it on any name or LAN address, without a certificate authority. Needs the secrets key."
+            ),
+            .value(
+                "installation-listen", "HOST:PORT",
+                help:
+                    "Also serve the app over HTTPS with the installation's certificate on this address (say, the LAN's), beside --listen and its own certificate or proxy; off by default.",
+                environment: "HOMEPORT_INSTALLATION_LISTEN"),
             .value(
                 "trusted-proxies", "CIDR,…",
                 help:
@@ -181,7 +191,9 @@ package enum ServeCommand {
             Logs (one line per request, never a credential) go to standard error.
             SIGINT or SIGTERM stops it gracefully: no new connections, requests in flight finish.
             SIGHUP reads --tls-cert and --tls-key again (a renewal): new connections get the new pair,
-            open ones finish on the old.
+            open ones finish on the old. The installation's certificate (--tls-installation,
+            --installation-listen) lives 90 days and is made anew, the same way, 30 days before its
+            end, when the machine's addresses change, or when the installation key does.
 
             Example:
               homeport-server serve --listen 0.0.0.0:8080 --database postgres://homeport@db/homeport
@@ -225,7 +237,7 @@ package enum ServeCommand {
         let port = try application.start()
         let shown =
             configuration.listenSocket.map { "unix:\($0)" }
-            ?? "\(configuration.http.tls == nil ? "http" : "https")://\(ListenAddress(host: configuration.listen.host, port: port))"
+            ?? "\(application.configuration.http.tls == nil ? "http" : "https")://\(ListenAddress(host: configuration.listen.host, port: port))"
         ServerCLI.line(
             "homeport-server listening on \(shown) (product \(application.configuration.product), database \(configuration.database))"
         )
@@ -242,7 +254,12 @@ package enum ServeCommand {
         if let path = configuration.productSocket {
             logger.notice("serving the product API", metadata: ["socket": path])
         }
-        if configuration.http.tls == nil && configuration.http.trustedProxies.ranges.isEmpty
+        if let installationPort = application.installationPort, let address = configuration.installationTLS.listen {
+            logger.notice(
+                "serving HTTPS with the installation's certificate",
+                metadata: ["address": ListenAddress(host: address.host, port: installationPort).description])
+        }
+        if application.configuration.http.tls == nil && configuration.http.trustedProxies.ranges.isEmpty
             && configuration.listenSocket == nil && !Self.isLoopback(configuration.listen.host)
         {
             logger.warning(
@@ -422,6 +439,24 @@ package enum ServeCommand {
             throw UsageError("--listen \(socket) serves plain HTTP to the proxy on this host: TLS is the proxy's")
         }
         configuration.http.tls = try tlsCredentials(parsed, environment: environment)
+        configuration.installationTLS.onListen = parsed.flag("tls-installation")
+        if configuration.installationTLS.onListen && configuration.http.tls != nil {
+            throw UsageError(
+                "--tls-installation serves the installation's own certificate on --listen: leave out --tls-cert and --tls-key, or serve it on --installation-listen"
+            )
+        }
+        if configuration.installationTLS.onListen, let socket = configuration.listenSocket {
+            throw UsageError(
+                "--listen \(socket) serves plain HTTP to the proxy on this host: serve the installation's certificate on --installation-listen"
+            )
+        }
+        if let text = parsed.value("installation-listen", spec: spec, environment: environment) {
+            do {
+                configuration.installationTLS.listen = try ListenAddress(parsing: text)
+            } catch {
+                throw UsageError("--installation-listen: \(error)")
+            }
+        }
         if let priorities = parsed.value("tls-priority", spec: spec, environment: environment) {
             guard configuration.http.tls != nil else {
                 throw UsageError("--tls-priority needs --tls-cert and --tls-key")

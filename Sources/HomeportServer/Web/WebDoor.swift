@@ -8,10 +8,13 @@ extension Router where Context == RequestContext {
     /// the verification code's step under `/account`, with a cookie session, a CSRF token (``CSRFMiddleware``) and a honeypot
     /// field. Limits are charged through the same ``AccountService`` functions as the app door,
     /// so both spend one budget. Paths under the reset-key prefix never reach the log.
-    mutating func addWebDoor(_ service: AccountService, reader: SessionReader, product: String, csrfKey: [UInt8]) {
+    mutating func addWebDoor(
+        _ service: AccountService, reader: SessionReader, product: String, csrfKey: [UInt8],
+        identity: IdentityStore? = nil
+    ) {
         let cookies = WebCookies(
             secure: service.settings.secureCookies, sessionLifetime: service.settings.sessionLifetime)
-        let door = WebDoor(service: service, product: product, cookies: cookies)
+        let door = WebDoor(service: service, product: product, cookies: cookies, identity: identity)
         let trusted = service.settings.publicURL.flatMap(CSRFMiddleware.authority).map { [$0] } ?? []
         let middleware: [any HTTPMiddleware<RequestContext>] = [
             SessionMiddleware(reader: reader, credential: .cookie(cookies.session)),
@@ -58,12 +61,15 @@ struct WebDoor: Sendable {
     let service: AccountService
     let product: String
     let cookies: WebCookies
+    /// The installation, whose pairing link the account page shows when it has a key.
+    var identity: IdentityStore?
 
     // MARK: Pages
 
     func home(_ context: RequestContext) -> HTTPResponse {
         guard case .signedIn(_, let account) = context.caller else { return .seeOther("/account/login") }
-        return page("Your account", WebPage.signedIn(email: account.email, csrf: context.csrfToken))
+        return page(
+            "Your account", WebPage.signedIn(email: account.email, csrf: context.csrfToken, pairing: pairingLink()))
     }
 
     func form(title: String, _ body: String) -> HTTPResponse {
@@ -216,5 +222,18 @@ struct WebDoor: Sendable {
     func honeypot(_ fields: [String: String]) -> HTTPResponse? {
         guard let trap = fields["website"], !trap.isEmpty else { return nil }
         return page("Not accepted", WebPage.message("This form could not be processed."), status: 400)
+    }
+}
+
+extension WebDoor {
+    /// The installation's pairing link at the public URL; `nil` without a key (or without an
+    /// identity to read now), or when the public URL is a wildcard address.
+    func pairingLink() -> PairingLink? {
+        guard let installation = try? identity?.current(), let fingerprint = installation.keyFingerprint,
+            let url = service.settings.publicURL,
+            // A wildcard listen address is nowhere an app can reach: give --public-url.
+            !["0.0.0.0", "[::]", "::"].contains(URLComponents(string: url)?.host ?? "")
+        else { return nil }
+        return try? PairingLink(instanceID: installation.instanceID, keyFingerprint: fingerprint, url: url)
     }
 }

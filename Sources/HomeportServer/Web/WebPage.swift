@@ -144,15 +144,30 @@ enum WebPage {
         """
     }
 
-    static func signedIn(email: String, csrf: String) -> String {
+    static func signedIn(email: String, csrf: String, pairing: PairingLink? = nil) -> String {
         """
         <p>Signed in as <strong>\(htmlEscaped(email))</strong>.</p>
         <form method="post" action="/account/logout">
         \(guardFields(csrf: csrf))
         <button type="submit">Sign out</button>
         </form>
+        \(pairing.map(pairingSection) ?? "")
         <nav><a href="/account/2fa/totp">Two-factor sign-in</a><a href="/account/delete">Delete your account</a></nav>
         """
+    }
+
+    /// The pairing link as a QR code and as text: an app that scans it checks the installation's
+    /// key before it sends anything.
+    static func pairingSection(_ link: PairingLink) -> String {
+        let text = link.description
+        return """
+            <section id="pairing">
+            <h2>Pair an app</h2>
+            <p class="note">Scan this with the app, or give it the link below. The app checks that the server it reaches holds this installation's key (\(htmlEscaped(link.keyFingerprint))) before it sends your password.</p>
+            \(QRCodeSVG.svg(text, id: "pairing-qr") ?? "")
+            <p><code id="pairing-link">\(htmlEscaped(text))</code></p>
+            </section>
+            """
     }
 
     /// The second step of a sign-in to an account with two-factor sign-in.
