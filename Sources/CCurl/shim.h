@@ -40,3 +40,104 @@ static inline long homeport_curl_status(CURL *curl) {
 static inline CURLcode homeport_curl_set_read_function(CURL *curl, curl_read_callback callback) {
     return curl_easy_setopt(curl, CURLOPT_READFUNCTION, callback);
 }
+
+// An address of an installation whose key the client pinned: a TLS certificate whose public key
+// is that key is accepted whatever its CA, name or address; any other certificate is checked as
+// without a pin, against the CAs and the name in the URL. libcurl's own name check is off for
+// such a transfer (it would refuse the pinned certificate on an IP it does not list), so the name
+// is checked here, in the chain's verification.
+
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct homeport_pin {
+    unsigned char key_sha256[32];
+    char *host;
+} homeport_pin;
+
+/// A pin for the key whose raw Ed25519 public half hashes (SHA-256) to `digest`, on a transfer to
+/// `host` (a name, or an IP address without brackets); NULL without memory.
+static inline homeport_pin *homeport_pin_new(const unsigned char *digest, const char *host) {
+    homeport_pin *pin = calloc(1, sizeof(homeport_pin));
+    if (pin == NULL) return NULL;
+    memcpy(pin->key_sha256, digest, 32);
+    pin->host = strdup(host);
+    if (pin->host == NULL) {
+        free(pin);
+        return NULL;
+    }
+    return pin;
+}
+
+static inline void homeport_pin_free(homeport_pin *pin) {
+    if (pin == NULL) return;
+    free(pin->host);
+    free(pin);
+}
+
+/// Whether `certificate`'s public key is the pinned Ed25519 key.
+static inline int homeport_pin_matches(X509 *certificate, const homeport_pin *pin) {
+    EVP_PKEY *key = X509_get0_pubkey(certificate);
+    if (key == NULL || EVP_PKEY_get_id(key) != EVP_PKEY_ED25519) return 0;
+    unsigned char raw[32];
+    size_t length = sizeof raw;
+    if (EVP_PKEY_get_raw_public_key(key, raw, &length) != 1 || length != sizeof raw) return 0;
+    unsigned char digest[32];
+    unsigned int digestLength = 0;
+    if (EVP_Digest(raw, sizeof raw, digest, &digestLength, EVP_sha256(), NULL) != 1 || digestLength != 32) return 0;
+    return CRYPTO_memcmp(digest, pin->key_sha256, 32) == 0;
+}
+
+/// The chain's verification: the pinned key passes; anything else is the CAs' and the name's.
+static inline int homeport_pin_verify(X509_STORE_CTX *store, void *argument) {
+    const homeport_pin *pin = argument;
+    X509 *leaf = X509_STORE_CTX_get0_cert(store);
+    if (leaf != NULL && homeport_pin_matches(leaf, pin)) {
+        X509_STORE_CTX_set_error(store, X509_V_OK);
+        return 1;
+    }
+    X509_VERIFY_PARAM *parameters = X509_STORE_CTX_get0_param(store);
+    if (X509_VERIFY_PARAM_set1_ip_asc(parameters, pin->host) != 1) {
+        ERR_clear_error();
+        // As libcurl: no partial wildcard (f*.example.com), and the subject's common name counts
+        // only in a certificate with no subjectAltName at all (OpenSSL would read it whenever no
+        // DNS name is listed).
+        unsigned int flags = X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS;
+        if (leaf != NULL && X509_get_ext_by_NID(leaf, NID_subject_alt_name, -1) >= 0) {
+            flags |= X509_CHECK_FLAG_NEVER_CHECK_SUBJECT;
+        }
+        X509_VERIFY_PARAM_set_hostflags(parameters, flags);
+        if (X509_VERIFY_PARAM_set1_host(parameters, pin->host, 0) != 1) {
+            X509_STORE_CTX_set_error(store, X509_V_ERR_UNSPECIFIED);
+            return 0;
+        }
+    }
+    return X509_verify_cert(store);
+}
+
+static inline CURLcode homeport_pin_context(CURL *curl, void *context, void *argument) {
+    (void)curl;
+    SSL_CTX_set_cert_verify_callback((SSL_CTX *)context, homeport_pin_verify, argument);
+    // No certificate is verified after the handshake (a TLS 1.2 renegotiation).
+    SSL_CTX_set_options((SSL_CTX *)context, SSL_OP_NO_RENEGOTIATION);
+    return CURLE_OK;
+}
+
+/// Makes a transfer accept `pin`'s key besides the CAs (`pin` must outlive the easy handle). The
+/// peer is still verified, never skipped, and no TLS session is resumed past the check. An HTTPS
+/// proxy's handshake goes through the same check (libcurl has one callback for both): it fails
+/// unless the proxy's certificate holds the key or names the origin's host.
+static inline CURLcode homeport_curl_pin(CURL *curl, homeport_pin *pin) {
+    CURLcode result = curl_easy_setopt(curl, CURLOPT_SSL_CTX_FUNCTION, homeport_pin_context);
+    if (result == CURLE_OK) result = curl_easy_setopt(curl, CURLOPT_SSL_CTX_DATA, (void *)pin);
+    if (result == CURLE_OK) result = curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+    if (result == CURLE_OK) result = curl_easy_setopt(curl, CURLOPT_SSL_SESSIONID_CACHE, 0L);
+    if (result == CURLE_OK) result = curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    return result;
+}

@@ -18,6 +18,11 @@ public struct ClientRequest: Sendable {
     public var byteLimit: Int
     /// Total time for the whole exchange (not an idle timeout).
     public var deadline: Duration
+    /// The SHA-256 of an installation key (its raw Ed25519 public half) this address is known to
+    /// hold: over HTTPS, a certificate whose public key is that key is accepted whatever its CA,
+    /// name or address (a self-signed certificate the server made from the key); any other
+    /// certificate is checked against the system's trust, as without it.
+    public var pinnedKeySHA256: [UInt8]?
 
     /// Creates a request.
     public init(
@@ -81,6 +86,7 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
 
     private final class TaskState {
         let limit: Int
+        var pin: [UInt8]?
         var response: HTTPURLResponse?
         var data = Data()
         var tooLarge = false
@@ -161,6 +167,7 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
         }
         let task = session.dataTask(with: urlRequest)
         let state = TaskState(limit: request.byteLimit)
+        state.pin = request.pinnedKeySHA256
         let address = ServerAddress.origin(of: request.url) ?? request.url.absoluteString
         // The deadline ends the exchange at once; the task is stopped as soon as libcurl lets go.
         let timer = DispatchWorkItem { [weak self] in
@@ -218,6 +225,20 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
     ) {
         completionHandler(nil)
     }
+
+    #if canImport(Security)
+        /// Accepts the certificate of an address whose installation key is pinned when it holds
+        /// that key; anything else is the system's trust.
+        public func urlSession(
+            _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+            completionHandler: @escaping (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+        ) {
+            let pin = lock.withLock { tasks[task.taskIdentifier]?.pin }
+            let (disposition, credential) =
+                ServerTrustPin.disposition(challenge, pin: pin) ?? (.performDefaultHandling, nil)
+            completionHandler(disposition, credential)
+        }
+    #endif
 
     /// Keeps the response head.
     public func urlSession(

@@ -148,7 +148,13 @@
             configure: (UnsafeMutableRawPointer) -> Void
         ) -> CURLcode {
             guard let curl = curl_easy_init() else { return CURLE_FAILED_INIT }
-            defer { curl_easy_cleanup(curl) }
+            // The pin outlives the handle: closing a connection in the cleanup may still read
+            // from the peer (and OpenSSL verify what it sends).
+            var pin: UnsafeMutablePointer<homeport_pin>?
+            defer {
+                curl_easy_cleanup(curl)
+                homeport_pin_free(pin)
+            }
             exchange.curl = curl
             defer { exchange.curl = nil }
             let context = Unmanaged.passRetained(exchange)
@@ -179,6 +185,16 @@
             _ = homeport_curl_set_write_function(curl, writeCallback)
             _ = homeport_curl_set_header_function(curl, headerCallback)
             _ = homeport_curl_set_progress_function(curl, progressCallback)
+            if let digest = request.pinnedKeySHA256, request.url.scheme?.lowercased() == "https" {
+                // Without the pin in place, the transfer does not run: a half-set pin could leave
+                // libcurl's name check off with nothing checking the name in its place.
+                guard digest.count == 32, let host = request.url.host else { return CURLE_SSL_CERTPROBLEM }
+                var bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+                // As libcurl: a name's trailing dot is not part of what the certificate lists.
+                if bare.hasSuffix(".") { bare.removeLast() }
+                pin = homeport_pin_new(digest, bare)
+                guard let pin, homeport_curl_pin(curl, pin) == CURLE_OK else { return CURLE_SSL_CERTPROBLEM }
+            }
             configure(curl)
             if exchange.shouldAbort { return CURLE_ABORTED_BY_CALLBACK }
             let body = [UInt8](request.body ?? Data())
@@ -206,6 +222,7 @@
             case CURLE_COULDNT_RESOLVE_HOST: "the name does not resolve"
             case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR: "TLS failed (certificate not trusted)"
             case CURLE_FAILED_INIT: "libcurl failed"
+            case CURLE_SSL_CERTPROBLEM: "the installation key could not be pinned, so nothing was sent"
             default:
                 String(cString: curl_easy_strerror(result)) + (requestSent ? " (after the request was sent)" : "")
             }

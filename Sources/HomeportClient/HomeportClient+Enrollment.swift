@@ -15,10 +15,12 @@ extension HomeportClient {
     ///   told how that went) before the new one replaces it.
     /// - The installation key the sign-in address proves for that id is pinned (trust on first
     ///   use, as SSH's first connection: the person chose this address and sent it their
-    ///   password); from then on every address must prove it.
+    ///   password); from then on every address must prove it. At an address paired with a
+    ///   pairing link (``pair(_:allowHTTP:)``), only the paired installation and key are enrolled.
     func enroll(_ address: ServerAddress, email: String, token: String) async throws -> ServerRecord {
         let info = try await signInAppInfo(at: address, token: token)
         let publicKey = await provenKey(at: address, info: info)
+        try checkPairing(at: address, instanceID: info?.instanceId, publicKey: publicKey)
         let atPrimary = directory.all.first { $0.primary.url == address.url }
         let claimed = info?.instanceId.flatMap { id in directory.all.first { $0.instanceID == id } }
         var confirmation: Choice?

@@ -21,6 +21,8 @@ public final class HomeportClient: Sendable {
     private let state: Mutex<PathState>
     /// Notification streams open now: a network-path change ends them (they reconnect on the new path).
     let openStreams = OpenStreams()
+    /// The pairing links checked by this client (``pair(_:)``).
+    let pairings = Pairings()
 
     struct PathState {
         var path: String
@@ -35,7 +37,7 @@ public final class HomeportClient: Sendable {
     ) {
         self.directory = directory
         self.vault = vault
-        self.transport = transport
+        self.transport = PinningTransport(base: transport, directory: directory, pairings: pairings)
         self.configuration = configuration
         self.onEvent = onEvent
         self.state = Mutex(PathState(path: networkPath))

@@ -112,7 +112,11 @@ public struct IdentityProbe: Sendable {
     /// same id, product and protocol version match, and when it holds a pinned key only an answer
     /// that proves that key for this challenge and this address's host; without it, any Homeport
     /// identity does, and a key it names must prove itself.
-    public func probe(_ address: ServerAddress, expected: ServerIdentity?) async -> ProbeOutcome {
+    ///
+    /// Over HTTPS, a certificate whose key is the expected identity's pinned key is accepted with
+    /// no certificate authority, as is one whose key hashes to `pin` (the SHA-256 a pairing link
+    /// shows) when it is given.
+    public func probe(_ address: ServerAddress, expected: ServerIdentity?, pin: [UInt8]? = nil) async -> ProbeOutcome {
         let challenge = InstallationKeyCheck.challenge()
         guard var url = address.url(HomeportPath.serverIdentity).flatMap({ Self.asking($0, challenge) }) else {
             return .notHomeport("bad URL")
@@ -122,9 +126,11 @@ public struct IdentityProbe: Sendable {
         for _ in 0...maximumRedirects {
             let response: ClientResponse
             do {
-                response = try await transport.send(
-                    ClientRequest(
-                        url: url, headers: ["Accept": "application/json"], byteLimit: byteLimit, deadline: deadline))
+                var request = ClientRequest(
+                    url: url, headers: ["Accept": "application/json"], byteLimit: byteLimit, deadline: deadline)
+                // The installation may serve HTTPS with a certificate made from its key.
+                request.pinnedKeySHA256 = pin ?? expected?.publicKey.flatMap(InstallationKeyCheck.digest)
+                response = try await transport.send(request)
             } catch let error as ClientError {
                 return error.isTimeout ? .noAnswerInTime : .unreachable(Self.reason(error))
             } catch {

@@ -35,11 +35,17 @@ public enum InstallationKeyCheck {
 
     /// The fingerprint of a key as written on the wire; `nil` for anything that is not one.
     public static func fingerprint(_ publicKey: String) -> String? {
+        digest(publicKey).map(IdentityProof.fingerprint(sha256:))
+    }
+
+    /// The SHA-256 of a key as written on the wire (its raw public half's): what a fingerprint
+    /// shows and a TLS pin compares; `nil` for anything that is not a key.
+    public static func digest(_ publicKey: String) -> [UInt8]? {
         guard let key = IdentityProof.readKey(publicKey) else { return nil }
         #if canImport(CryptoKit)
-            return IdentityProof.fingerprint(sha256: Array(SHA256.hash(data: key)))
+            return Array(SHA256.hash(data: key))
         #else
-            return IdentityProof.fingerprint(sha256: Digest.sha256(key))
+            return Digest.sha256(key)
         #endif
     }
 }

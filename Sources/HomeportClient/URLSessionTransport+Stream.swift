@@ -77,6 +77,19 @@ final class StreamOpener: NSObject, URLSessionDataDelegate, @unchecked Sendable 
         }
     }
 
+    #if canImport(Security)
+        /// Accepts the certificate of an address whose installation key is pinned when it holds
+        /// that key; anything else is the system's trust.
+        func urlSession(
+            _ session: URLSession, task: URLSessionTask, didReceive challenge: URLAuthenticationChallenge,
+            completionHandler: @escaping (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+        ) {
+            let (disposition, credential) =
+                ServerTrustPin.disposition(challenge, pin: request.pinnedKeySHA256) ?? (.performDefaultHandling, nil)
+            completionHandler(disposition, credential)
+        }
+    #endif
+
     /// Refuses every redirect: the 3xx goes back to the caller, who decides.
     func urlSession(
         _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,

@@ -6,7 +6,13 @@ import HomeportWire
 extension Commands {
     static let loginSpec = CommandSpec(
         name: "homeport login", summary: "Sign in at URL; it becomes the server's primary address.",
-        arguments: [.init("URL", help: "The server's address, such as https://books.example.net.")],
+        arguments: [
+            .init(
+                "URL",
+                help:
+                    "The server's address, such as https://books.example.net; or the pairing link its web account page shows (homeport://pair?…)."
+            )
+        ],
         options: [
             .value("email", "EMAIL", help: "The account's address."),
             .flag("password-stdin", help: "Read the password from standard input (the only way to pass it)."),
@@ -22,15 +28,30 @@ extension Commands {
             the server first, and you are told if the server did not confirm that. An address that says it is
             a server enrolled at another address is believed only when that server, reached at its own
             verified addresses, knows the new session.
+            A pairing link names the installation, its key's fingerprint and its address: the address must
+            prove that key before the password goes there (over HTTPS, the certificate the server makes from
+            its key is accepted with no certificate authority), and only that installation is enrolled.
             """)
 
     static func login(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(loginSpec, arguments) else { return 0 }
         guard let email = parsed.options["email"] else { throw UsageError("login needs --email EMAIL") }
         let password = try passwordFromStandardInput(parsed, for: "login")
-        let address = try ServerAddress(parsing: parsed.positionals[0], allowHTTP: parsed.flag("allow-http"))
+        let target = parsed.positionals[0]
+        let link: PairingLink?
+        do {
+            link = target.lowercased().hasPrefix("homeport:") ? try PairingLink(parsing: target) : nil
+        } catch {
+            throw UsageError("\(ServerText.clean(target, limit: 120)) is not a pairing link: \(error)")
+        }
         let events = Events()
         let client = try client(environment, parsed, events: events)
+        let address =
+            if let link {
+                try await client.pair(link, allowHTTP: parsed.flag("allow-http"))
+            } else {
+                try ServerAddress(parsing: target, allowHTTP: parsed.flag("allow-http"))
+            }
         var result =
             parsed.flag("signup")
             ? try await client.signup(at: address, email: email, password: password)

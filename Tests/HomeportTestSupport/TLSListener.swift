@@ -13,13 +13,14 @@ public final class TLSListener: @unchecked Sendable {
     /// The port.
     public let port: Int
 
-    /// Starts the listener with a fresh self-signed certificate; `body` is what it answers.
-    public convenience init(body: String) throws {
+    /// Starts the listener with a fresh self-signed certificate of a fresh `key` (an
+    /// `openssl req -newkey` value: `rsa:2048`, `ed25519`); `body` is what it answers.
+    public convenience init(body: String, key: String = "rsa:2048") throws {
         let directory = try TemporaryDirectory()
         let openssl = Process()
         openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         openssl.arguments = [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+            "openssl", "req", "-x509", "-newkey", key, "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
             "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", directory.file("key.pem"), "-out",
             directory.file("cert.pem"),
         ]
