@@ -81,16 +81,36 @@ static inline void homeport_pin_free(homeport_pin *pin) {
     free(pin);
 }
 
-/// Whether `certificate`'s public key is the pinned Ed25519 key.
+/// Whether `certificate`'s public key is the pinned installation key: a P-256 key whose
+/// uncompressed point, or an Ed25519 key whose 32 bytes, hash to the pin (as the wire writes the
+/// key, so the pin is the fingerprint's digest).
 static inline int homeport_pin_matches(X509 *certificate, const homeport_pin *pin) {
     EVP_PKEY *key = X509_get0_pubkey(certificate);
-    if (key == NULL || EVP_PKEY_get_id(key) != EVP_PKEY_ED25519) return 0;
-    unsigned char raw[32];
-    size_t length = sizeof raw;
-    if (EVP_PKEY_get_raw_public_key(key, raw, &length) != 1 || length != sizeof raw) return 0;
+    if (key == NULL) return 0;
+    unsigned char raw[65];
+    size_t length = 0;
+    if (EVP_PKEY_get_id(key) == EVP_PKEY_ED25519) {
+        length = 32;
+        if (EVP_PKEY_get_raw_public_key(key, raw, &length) != 1 || length != 32) return 0;
+    } else if (EVP_PKEY_get_id(key) == EVP_PKEY_EC) {
+        char group[32] = {0};
+        size_t groupLength = 0;
+        if (EVP_PKEY_get_group_name(key, group, sizeof group, &groupLength) != 1
+            || strcmp(group, "prime256v1") != 0) {
+            ERR_clear_error();
+            return 0;
+        }
+        if (EVP_PKEY_get_octet_string_param(key, "encoded-pub-key", raw, sizeof raw, &length) != 1
+            || length != 65 || raw[0] != 0x04) {
+            ERR_clear_error();
+            return 0;
+        }
+    } else {
+        return 0;
+    }
     unsigned char digest[32];
     unsigned int digestLength = 0;
-    if (EVP_Digest(raw, sizeof raw, digest, &digestLength, EVP_sha256(), NULL) != 1 || digestLength != 32) return 0;
+    if (EVP_Digest(raw, length, digest, &digestLength, EVP_sha256(), NULL) != 1 || digestLength != 32) return 0;
     return CRYPTO_memcmp(digest, pin->key_sha256, 32) == 0;
 }
 

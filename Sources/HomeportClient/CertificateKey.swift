@@ -1,14 +1,21 @@
-/// The Ed25519 public key an X.509 certificate carries, read from its DER bytes: what a pinned
+import HomeportWire
+
+/// The installation key an X.509 certificate carries, read from its DER bytes: what a pinned
 /// installation key is compared with where the platform's TLS hands over the certificate (Apple's
 /// URLSession). Only the structure down to the subject public key is read; anything else in the
 /// certificate is not looked at, and anything malformed up to there is no key.
 enum CertificateKey {
+    /// The SubjectPublicKeyInfo of a P-256 key (RFC 5480), before its 65-byte uncompressed point.
+    static let p256Prefix: [UInt8] = [
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01, 0x06, 0x08, 0x2A, 0x86, 0x48,
+        0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    ]
     /// The SubjectPublicKeyInfo of an Ed25519 key (RFC 8410), before its 32 raw bytes.
     static let ed25519Prefix: [UInt8] = [0x30, 0x2A, 0x30, 0x05, 0x06, 0x03, 0x2B, 0x65, 0x70, 0x03, 0x21, 0x00]
 
-    /// The raw Ed25519 public key of the certificate `der`; `nil` when it holds another kind of
-    /// key or is not a certificate.
-    static func ed25519PublicKey(certificateDER der: [UInt8]) -> [UInt8]? {
+    /// The raw public key (as the wire writes it: a 65-byte P-256 point, or 32 Ed25519 bytes) of
+    /// the certificate `der`; `nil` when it holds another kind of key or is not a certificate.
+    static func installationKey(certificateDER der: [UInt8]) -> [UInt8]? {
         var reader = DERReader(der[...])
         guard let certificate = reader.element(tag: 0x30) else { return nil }
         var outer = DERReader(certificate.content)
@@ -19,10 +26,13 @@ enum CertificateKey {
         for tag: UInt8 in [0x02, 0x30, 0x30, 0x30, 0x30] {
             guard fields.element(tag: tag) != nil else { return nil }
         }
-        guard let info = fields.element(tag: 0x30), info.whole.count == ed25519Prefix.count + 32,
-            info.whole.starts(with: ed25519Prefix)
-        else { return nil }
-        return Array(info.whole.dropFirst(ed25519Prefix.count))
+        guard let info = fields.element(tag: 0x30) else { return nil }
+        for (prefix, length) in [(p256Prefix, 65), (ed25519Prefix, 32)]
+        where info.whole.count == prefix.count + length && info.whole.starts(with: prefix) {
+            let raw = Array(info.whole.dropFirst(prefix.count))
+            return IdentityProof.KeyKind(raw: raw) == nil ? nil : raw
+        }
+        return nil
     }
 }
 

@@ -18,7 +18,7 @@ public struct ClientRequest: Sendable {
     public var byteLimit: Int
     /// Total time for the whole exchange (not an idle timeout).
     public var deadline: Duration
-    /// The SHA-256 of an installation key (its raw Ed25519 public half) this address is known to
+    /// The SHA-256 of an installation key (its raw public half, as the wire writes it) this address is known to
     /// hold: over HTTPS, a certificate whose public key is that key is accepted whatever its CA,
     /// name or address (a self-signed certificate the server made from the key); any other
     /// certificate is checked against the system's trust, as without it.

@@ -26,10 +26,19 @@ public enum InstallationKeyCheck {
         }
         let message = IdentityProof.message(instanceId: instanceId, challenge: challenge, host: host)
         #if canImport(CryptoKit)
-            guard let publicKey = try? Curve25519.Signing.PublicKey(rawRepresentation: key) else { return false }
-            return publicKey.isValidSignature(signature, for: message)
+            switch IdentityProof.KeyKind(raw: key) {
+            case .p256:
+                guard let publicKey = try? P256.Signing.PublicKey(x963Representation: key),
+                    let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
+                else { return false }
+                return publicKey.isValidSignature(parsed, for: message)
+            case .ed25519:
+                guard let publicKey = try? Curve25519.Signing.PublicKey(rawRepresentation: key) else { return false }
+                return publicKey.isValidSignature(signature, for: message)
+            case nil: return false
+            }
         #else
-            return Ed25519Key.isValidSignature(signature, of: message, publicKey: key)
+            return InstallationKeys.isValidSignature(signature, of: message, publicKey: key)
         #endif
     }
 

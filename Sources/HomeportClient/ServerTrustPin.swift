@@ -8,14 +8,15 @@
     /// system's trust (``disposition(_:pin:)`` answers `nil`).
     enum ServerTrustPin {
         /// `.useCredential` with the server's trust when `challenge` is a server-trust challenge
-        /// whose leaf certificate's Ed25519 key hashes to `pin`; `nil` otherwise.
+        /// whose leaf certificate's installation key (P-256 or Ed25519) hashes to `pin`; `nil`
+        /// otherwise.
         static func disposition(_ challenge: URLAuthenticationChallenge, pin: [UInt8]?)
             -> (URLSession.AuthChallengeDisposition, URLCredential?)?
         {
             guard let pin, challenge.protectionSpace.authenticationMethod == NSURLAuthenticationMethodServerTrust,
                 let trust = challenge.protectionSpace.serverTrust,
                 let chain = SecTrustCopyCertificateChain(trust) as? [SecCertificate], let leaf = chain.first,
-                let key = CertificateKey.ed25519PublicKey(certificateDER: Array(SecCertificateCopyData(leaf) as Data)),
+                let key = CertificateKey.installationKey(certificateDER: Array(SecCertificateCopyData(leaf) as Data)),
                 Array(SHA256.hash(data: key)) == pin
             else { return nil }
             return (.useCredential, URLCredential(trust: trust))

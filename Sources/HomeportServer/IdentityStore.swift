@@ -15,8 +15,9 @@ import Synchronization
 /// replica that cannot reach its database stops answering an identity that `identity reset` may
 /// have replaced meanwhile.
 ///
-/// With the secrets key (``SecretsKey``), the row also holds the installation key: an Ed25519
-/// key made with the identifier (or on the first read of a row from before keys), its public
+/// With the secrets key (``SecretsKey``), the row also holds the installation key: a P-256 key
+/// (Ed25519 in rows made before P-256, which keep theirs) made with the identifier (or on the
+/// first read of a row from before keys), its public
 /// half as it is and its private half sealed for that identifier. Every replica reads the same
 /// key; a reset makes a new one with the new identifier.
 public final class IdentityStore: Sendable {
@@ -102,15 +103,15 @@ public final class IdentityStore: Sendable {
             return InstallationIdentity(instanceID: stored.instanceID, key: nil)
         }
         guard let opened = secrets?.unseal(sealed, context: Self.sealContext(stored.instanceID)),
-            let raw = IdentityProof.readBase64URL(opened), let key = try? Ed25519Key(privateKey: raw),
-            IdentityProof.writeKey(key.publicKey) == publicKey
+            let raw = IdentityProof.readBase64URL(opened), let publicRaw = IdentityProof.readKey(publicKey),
+            let key = try? InstallationKeys.open(privateKey: raw, publicKey: publicRaw)
         else { return InstallationIdentity(instanceID: stored.instanceID, key: nil, keyWithheld: true) }
         return InstallationIdentity(instanceID: stored.instanceID, key: key)
     }
 
     /// A new key's public half and sealed private half, for `id`.
     private func newKey(for id: InstanceID, secrets: SecretsKey) throws -> (publicKey: String, sealed: String) {
-        let key = try Ed25519Key.generate()
+        let key = try InstallationKeys.generate()
         let sealed = try secrets.seal(IdentityProof.base64URL(key.privateKey), context: Self.sealContext(id))
         return (IdentityProof.writeKey(key.publicKey), sealed)
     }
@@ -183,7 +184,7 @@ public struct InstallationIdentity: Sendable {
     public let instanceID: InstanceID
     /// The installation key; `nil` on a server without the secrets key, or a row from before keys
     /// read without it.
-    public let key: Ed25519Key?
+    public let key: (any InstallationSigningKey)?
     /// Whether the row holds a key this process cannot open (no secrets key, or another one): it
     /// must not answer the identity route as a server without a key.
     public let keyWithheld: Bool
@@ -193,7 +194,7 @@ public struct InstallationIdentity: Sendable {
     /// The key's fingerprint as people compare it (`SHA256:…`), if there is a key.
     public var keyFingerprint: String? { key.map { IdentityProof.fingerprint(sha256: Digest.sha256($0.publicKey)) } }
 
-    init(instanceID: InstanceID, key: Ed25519Key?, keyWithheld: Bool = false) {
+    init(instanceID: InstanceID, key: (any InstallationSigningKey)?, keyWithheld: Bool = false) {
         self.instanceID = instanceID
         self.key = key
         self.keyWithheld = keyWithheld

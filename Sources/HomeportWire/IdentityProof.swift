@@ -4,13 +4,35 @@ import Foundation
 /// signs, and how the key and the signature are written on the wire. Both sides build the signed
 /// bytes here, so that they cannot drift apart.
 ///
-/// The key is Ed25519 (RFC 8032), written `ed25519:` and its 32 raw bytes in base64url without
-/// padding; a signature is its 64 raw bytes the same way.
+/// The key is ECDSA P-256 (with SHA-256), written `p256:` and its 65-byte uncompressed point in
+/// base64url without padding, its signature the raw 64 bytes `r ‖ s` the same way — a key every
+/// TLS stack (browsers, Apple's) accepts in a certificate. Installations whose key was made before
+/// P-256 have an Ed25519 key (RFC 8032), written `ed25519:` and its 32 raw bytes, and sign with it
+/// (64 raw bytes); both are read everywhere.
 public enum IdentityProof {
     /// What the signed bytes begin with: a signature made for anything else never verifies here.
     public static let context = "homeport-identity-proof-v1"
-    /// The prefix of a written public key.
-    public static let keyPrefix = "ed25519:"
+
+    /// The kinds of installation key.
+    public enum KeyKind: String, Sendable, CaseIterable {
+        /// ECDSA P-256: the key of new installations.
+        case p256
+        /// Ed25519: the key of installations made before P-256.
+        case ed25519
+
+        /// How a written key of this kind begins.
+        public var prefix: String { rawValue + ":" }
+
+        /// The kind of a raw public key: 65 bytes starting 0x04 (an uncompressed P-256 point) or
+        /// 32 bytes (Ed25519); `nil` for anything else.
+        public init?(raw: [UInt8]) {
+            switch raw.count {
+            case 65 where raw.first == 0x04: self = .p256
+            case 32: self = .ed25519
+            default: return nil
+            }
+        }
+    }
     /// Fewest bytes a challenge decodes to.
     public static let minimumChallengeBytes = 16
     /// Most bytes a challenge decodes to.
@@ -40,15 +62,20 @@ public enum IdentityProof {
         return text.isEmpty ? nil : text
     }
 
-    /// A public key as written on the wire.
-    public static func writeKey(_ raw: [UInt8]) -> String { keyPrefix + base64URL(raw) }
+    /// A raw public key (see ``KeyKind/init(raw:)``) as written on the wire.
+    public static func writeKey(_ raw: [UInt8]) -> String {
+        (KeyKind(raw: raw)?.prefix ?? "unknown:") + base64URL(raw)
+    }
 
-    /// The raw public key written as ``writeKey(_:)`` writes it; `nil` for anything else.
+    /// The raw public key written as ``writeKey(_:)`` writes it, of the kind its prefix names;
+    /// `nil` for anything else.
     public static func readKey(_ text: String) -> [UInt8]? {
-        guard text.hasPrefix(keyPrefix), let raw = readBase64URL(String(text.dropFirst(keyPrefix.count))),
-            raw.count == 32
-        else { return nil }
-        return raw
+        for kind in KeyKind.allCases where text.hasPrefix(kind.prefix) {
+            guard let raw = readBase64URL(String(text.dropFirst(kind.prefix.count))), KeyKind(raw: raw) == kind
+            else { return nil }
+            return raw
+        }
+        return nil
     }
 
     /// A key's fingerprint as people compare it, from the SHA-256 of its raw public key: `SHA256:`

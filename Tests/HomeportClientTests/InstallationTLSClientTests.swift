@@ -243,35 +243,42 @@ struct InstallationTLSClientTests {
         }
     }
 
-    @Test("a certificate's Ed25519 key is read from its DER; another kind of key, or damage, is no key")
+    @Test("a certificate's installation key (P-256 or Ed25519) is read from its DER; another key, or damage, is none")
     func certificateKey() throws {
-        let key = try Ed25519Key.generate()
-        let pem = try key.selfSignedCertificatePEM(
-            commonName: "t", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1", "::1"], notBefore: 0,
-            notAfter: 86_400, serial: [1, 2, 3])
-        let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
-        let der = try #require(Data(base64Encoded: body).map(Array.init))
-        #expect(CertificateKey.ed25519PublicKey(certificateDER: der) == key.publicKey)
-        for cut in [0, 1, 10, der.count / 2, der.count - 1] {
-            #expect(CertificateKey.ed25519PublicKey(certificateDER: Array(der.prefix(cut))) == nil || cut == der.count)
+        let keys: [any InstallationSigningKey] = [try P256Key.generate(), try Ed25519Key.generate()]
+        for key in keys {
+            let pem = try key.selfSignedCertificatePEM(
+                commonName: "t", dnsNames: ["localhost"], ipAddresses: ["127.0.0.1", "::1"], notBefore: 0,
+                notAfter: 86_400, serial: [1, 2, 3])
+            let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+            let der = try #require(Data(base64Encoded: body).map(Array.init))
+            #expect(CertificateKey.installationKey(certificateDER: der) == key.publicKey)
+            for cut in [0, 1, 10, der.count / 2, der.count - 1] {
+                #expect(CertificateKey.installationKey(certificateDER: Array(der.prefix(cut))) == nil)
+            }
+            var lengthLie = der
+            lengthLie[1] = 0x84  // a four-byte length running past the end
+            #expect(CertificateKey.installationKey(certificateDER: lengthLie) == nil)
+            #expect(throws: CryptoError.self) {
+                _ = try key.selfSignedCertificatePEM(
+                    commonName: "t", dnsNames: ["a,DNS:evil.example"], ipAddresses: [], notBefore: 0, notAfter: 1,
+                    serial: [1])
+            }
+            #expect(throws: CryptoError.self) {
+                _ = try key.selfSignedCertificatePEM(
+                    commonName: "t", dnsNames: [], ipAddresses: ["fe80::1%eth0"], notBefore: 0, notAfter: 1,
+                    serial: [1])
+            }
         }
-        var lengthLie = der
-        lengthLie[1] = 0x84  // a four-byte length running past the end
-        #expect(CertificateKey.ed25519PublicKey(certificateDER: lengthLie) == nil)
-        let certificates = try TestCertificates()
-        defer { certificates.directory.remove() }
-        let text = try String(contentsOfFile: certificates.certificateFile, encoding: .utf8)
-        let p256 = text.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
-        #expect(CertificateKey.ed25519PublicKey(certificateDER: Array(Data(base64Encoded: p256) ?? Data())) == nil)
-        #expect(throws: CryptoError.self) {
-            _ = try key.selfSignedCertificatePEM(
-                commonName: "t", dnsNames: ["a,DNS:evil.example"], ipAddresses: [], notBefore: 0, notAfter: 1,
-                serial: [1])
-        }
-        #expect(throws: CryptoError.self) {
-            _ = try key.selfSignedCertificatePEM(
-                commonName: "t", dnsNames: [], ipAddresses: ["fe80::1%eth0"], notBefore: 0, notAfter: 1, serial: [1])
-        }
+        // An RSA certificate carries no installation key.
+        let run = try ServerProcess.runProgram(
+            "/bin/sh",
+            [
+                "-c",
+                "openssl req -x509 -newkey rsa:2048 -nodes -keyout /dev/null -subj /CN=x -days 1 -outform der | base64 -w0",
+            ])
+        let rsa = try #require(Data(base64Encoded: run.output.trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(CertificateKey.installationKey(certificateDER: Array(rsa)) == nil)
     }
 
     @Test("a pairing link reads back as written, and anything else in one is refused")

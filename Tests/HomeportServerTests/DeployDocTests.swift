@@ -518,7 +518,7 @@ struct DeployDocTests {
         let publicKey = try #require(object?["publicKey"] as? String)
         let key = try #require(IdentityProof.readKey(publicKey))
         let certificate = try PeerCertificate.read(host: "127.0.0.2", port: lanPort)
-        #expect(certificate.ed25519 == key.map { String(format: "%02x", $0) }.joined())
+        #expect(certificate.publicKey == key.map { String(format: "%02x", $0) }.joined())
     }
 
     @Test("the PostgreSQL set-up creates a database the server migrates")

@@ -47,14 +47,14 @@ struct InstallationKeyTests {
                 let signature = try #require(answer.signature.flatMap(IdentityProof.readBase64URL))
                 let named = try #require(IdentityProof.host(of: host))
                 let message = IdentityProof.message(instanceId: plain.instanceId, challenge: challenge, host: named)
-                #expect(Ed25519Key.isValidSignature(signature, of: message, publicKey: publicKey), "\(host)")
+                #expect(InstallationKeys.isValidSignature(signature, of: message, publicKey: publicKey), "\(host)")
                 // Over another host, another challenge or another id, it proves nothing.
                 for other in [
                     IdentityProof.message(instanceId: plain.instanceId, challenge: challenge, host: "192.168.1.20"),
                     IdentityProof.message(instanceId: plain.instanceId, challenge: try Self.challenge(), host: named),
                     IdentityProof.message(instanceId: InstanceID(UUID()), challenge: challenge, host: named),
                 ] {
-                    #expect(!Ed25519Key.isValidSignature(signature, of: other, publicKey: publicKey))
+                    #expect(!InstallationKeys.isValidSignature(signature, of: other, publicKey: publicKey))
                 }
             }
         }
@@ -106,7 +106,7 @@ struct InstallationKeyTests {
             let key = try #require(answer.publicKey)
             let message = IdentityProof.message(instanceId: answer.instanceId, challenge: challenge, host: "127.0.0.1")
             #expect(
-                Ed25519Key.isValidSignature(
+                InstallationKeys.isValidSignature(
                     try #require(answer.signature.flatMap(IdentityProof.readBase64URL)), of: message,
                     publicKey: try #require(IdentityProof.readKey(key))))
             keys.append(key)
@@ -191,5 +191,47 @@ struct InstallationKeyTests {
             // Without a challenge the identity is still answered.
             #expect(try Self.get(application.port, HomeportPath.serverIdentity).status == 200)
         }
+    }
+    @Test("a row made before P-256 keeps its Ed25519 key: it proves it, and serves its certificate from it")
+    func ed25519RowsKeepTheirKey() throws {
+        let (url, cleanUp) = try Backend.sqlite.makeDatabaseURL()
+        defer { cleanUp() }
+        guard case .sqlite(let path) = url else { return }
+        let secrets = try SecretsKey.load(path: path + ".secrets-key", create: true)
+        let id = InstanceID(UUID())
+        let key = try Ed25519Key.generate()
+        do {
+            let database = try url.open()
+            defer { database.close() }
+            for migrator in Product.homeport.migrators { _ = try migrator.migrate(database) }
+            try database.execute(
+                "INSERT INTO server_identity (id, instance_id, created_at, public_key, sealed_key) VALUES (1, $1, 0, $2, $3)",
+                [
+                    .text(id.description), .text(IdentityProof.writeKey(key.publicKey)),
+                    .text(
+                        try secrets.seal(
+                            IdentityProof.base64URL(key.privateKey), context: IdentityStore.sealContext(id))),
+                ])
+        }
+        var configuration = ServerConfiguration(listen: .init(host: "127.0.0.1", port: 0), database: url)
+        configuration.http.workerThreads = 2
+        configuration.installationTLS = InstallationTLSSettings(onListen: true)
+        let application = try HomeportApplication(
+            configuration: configuration, logger: Logger(label: "test", sink: MemoryLogSink()))
+        try application.start()
+        defer { application.shutdown() }
+        let installation = try application.identity.current()
+        #expect(installation.instanceID == id)
+        #expect(installation.publicKey == IdentityProof.writeKey(key.publicKey))
+        let challenge = try Self.challenge()
+        let signature = try #require(
+            try installation.key?.sign(IdentityProof.message(instanceId: id, challenge: challenge, host: "127.0.0.1")))
+        #expect(
+            Ed25519Key.isValidSignature(
+                signature, of: IdentityProof.message(instanceId: id, challenge: challenge, host: "127.0.0.1"),
+                publicKey: key.publicKey))
+        let certificate = try PeerCertificate.read(host: "127.0.0.1", port: application.port)
+        #expect(certificate.keyType == "ed25519" && certificate.selfSigned)
+        #expect(certificate.publicKey == key.publicKey.map { String(format: "%02x", $0) }.joined())
     }
 }

@@ -5,8 +5,11 @@ import Foundation
 public struct PeerCertificate: Decodable, Sendable {
     /// The TLS version negotiated (`TLSv1.3`).
     public var version: String
-    /// The raw Ed25519 public key, in hex; `nil` for another kind of key.
-    public var ed25519: String?
+    /// The public key as an installation key is written raw (a P-256 key's uncompressed point, an
+    /// Ed25519 key's 32 bytes), in hex; `nil` for another kind of key.
+    public var publicKey: String?
+    /// `p256`, `ed25519`, or another kind's name.
+    public var keyType: String
     /// Whether the certificate's signature verifies with its own key.
     public var selfSigned: Bool
     /// Validity, in Unix seconds.
@@ -31,7 +34,8 @@ public struct PeerCertificate: Decodable, Sendable {
         let script = """
             import json, socket, ssl, sys
             from cryptography import x509
-            from cryptography.hazmat.primitives.asymmetric import ed25519
+            from cryptography.hazmat.primitives import hashes
+            from cryptography.hazmat.primitives.asymmetric import ec, ed25519
             from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
             host, port, top = sys.argv[1], int(sys.argv[2]), sys.argv[3]
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -45,14 +49,22 @@ public struct PeerCertificate: Decodable, Sendable {
             key = certificate.public_key()
             out = {"version": version, "der": der.hex(), "serial": format(certificate.serial_number, "x"),
                    "notBefore": int(certificate.not_valid_before_utc.timestamp()),
-                   "notAfter": int(certificate.not_valid_after_utc.timestamp()), "selfSigned": False}
-            if isinstance(key, ed25519.Ed25519PublicKey):
-                out["ed25519"] = key.public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
-                try:
+                   "notAfter": int(certificate.not_valid_after_utc.timestamp()), "selfSigned": False,
+                   "keyType": type(key).__name__}
+            try:
+                if isinstance(key, ed25519.Ed25519PublicKey):
+                    out["keyType"] = "ed25519"
+                    out["publicKey"] = key.public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
                     key.verify(certificate.signature, certificate.tbs_certificate_bytes)
                     out["selfSigned"] = True
-                except Exception:
-                    pass
+                elif isinstance(key, ec.EllipticCurvePublicKey) and key.curve.name == "secp256r1":
+                    out["keyType"] = "p256"
+                    out["publicKey"] = key.public_bytes(Encoding.X962, PublicFormat.UncompressedPoint).hex()
+                    key.verify(certificate.signature, certificate.tbs_certificate_bytes,
+                               ec.ECDSA(certificate.signature_hash_algorithm))
+                    out["selfSigned"] = True
+            except Exception:
+                pass
             try:
                 names = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
                 out["dns"] = names.get_values_for_type(x509.DNSName)

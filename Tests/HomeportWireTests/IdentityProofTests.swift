@@ -31,7 +31,7 @@ struct IdentityProofTests {
         #expect(IdentityProof.readBase64URL(text) == nil)
     }
 
-    @Test("a challenge is 16 to 64 bytes; a key is ed25519: and 32 bytes")
+    @Test("a challenge is 16 to 64 bytes; a key is p256: and a 65-byte point, or ed25519: and 32 bytes")
     func lengths() {
         #expect(IdentityProof.readChallenge(IdentityProof.base64URL(Array(repeating: 1, count: 15))) == nil)
         #expect(IdentityProof.readChallenge(IdentityProof.base64URL(Array(repeating: 1, count: 16))) != nil)
@@ -41,6 +41,17 @@ struct IdentityProofTests {
         #expect(IdentityProof.readKey(IdentityProof.writeKey(key)) == key)
         #expect(IdentityProof.readKey(IdentityProof.base64URL(key)) == nil, "without its prefix")
         #expect(IdentityProof.readKey(IdentityProof.writeKey(Array(key.prefix(31)))) == nil)
+        #expect(IdentityProof.writeKey(key).hasPrefix("ed25519:"))
+        let point = [0x04] + Array(repeating: UInt8(7), count: 64)
+        #expect(IdentityProof.writeKey(point).hasPrefix("p256:"))
+        #expect(IdentityProof.readKey(IdentityProof.writeKey(point)) == point)
+        // A prefix that names another kind than the bytes are, or a compressed point, is no key.
+        #expect(IdentityProof.readKey("p256:" + IdentityProof.base64URL(key)) == nil)
+        #expect(IdentityProof.readKey("ed25519:" + IdentityProof.base64URL(point)) == nil)
+        #expect(
+            IdentityProof.readKey("p256:" + IdentityProof.base64URL([0x02] + Array(repeating: 7, count: 64))) == nil)
+        #expect(
+            IdentityProof.readKey("p256:" + IdentityProof.base64URL([0x02] + Array(repeating: 7, count: 32))) == nil)
     }
 
     @Test("the host is lowercased, without its port or an IPv6 literal's brackets")

@@ -1,30 +1,24 @@
 import COpenSSL
 
-extension Ed25519Key {
-    /// The private key as PEM (PKCS#8 `-----BEGIN PRIVATE KEY-----`), for a TLS library to serve
-    /// with; it never leaves the process.
-    public var privateKeyPEM: String {
-        get throws {
-            guard let bio = BIO_new(BIO_s_mem()) else { throw CryptoError.badKey("no memory") }
-            defer { BIO_free(bio) }
-            guard PEM_write_bio_PrivateKey(bio, key, nil, nil, 0, nil, nil) == 1 else {
-                ERR_clear_error()
-                throw CryptoError.badKey("cannot write the Ed25519 key as PEM")
-            }
-            return Self.text(of: bio)
+/// The PEM an installation key serves TLS with: its private key, and a certificate it signs
+/// itself (shared by ``P256Key`` and ``Ed25519Key``).
+enum SelfSignedCertificate {
+    /// `key` as PEM (PKCS#8 `-----BEGIN PRIVATE KEY-----`).
+    static func privateKeyPEM(_ key: OpaquePointer) throws -> String {
+        guard let bio = BIO_new(BIO_s_mem()) else { throw CryptoError.badKey("no memory") }
+        defer { BIO_free(bio) }
+        guard PEM_write_bio_PrivateKey(bio, key, nil, nil, 0, nil, nil) == 1 else {
+            ERR_clear_error()
+            throw CryptoError.badKey("cannot write the key as PEM")
         }
+        return text(of: bio)
     }
 
-    /// A self-signed X.509 certificate (PEM) for this key: a server certificate for `dnsNames`
-    /// and `ipAddresses` (textual IPv4 or IPv6), valid from `notBefore` to `notAfter` (Unix
-    /// seconds), with `serial` (1–20 bytes) as its serial number.
-    ///
-    /// Its public key is this key: a client that pinned the key accepts it whatever CA, name or
-    /// address; anyone else sees an untrusted certificate. A name with anything but letters,
-    /// digits, `.`, `-` and `*` is refused, as is an address that does not parse.
-    public func selfSignedCertificatePEM(
-        commonName: String, dnsNames: [String], ipAddresses: [String], notBefore: Int64, notAfter: Int64,
-        serial: [UInt8]
+    /// A certificate for `key`, signed by itself with `digest` (`nil` for Ed25519, which hashes
+    /// inside its signature scheme); see ``InstallationSigningKey/selfSignedCertificatePEM(commonName:dnsNames:ipAddresses:notBefore:notAfter:serial:)``.
+    static func pem(
+        key: OpaquePointer, digest: OpaquePointer?, commonName: String, dnsNames: [String], ipAddresses: [String],
+        notBefore: Int64, notAfter: Int64, serial: [UInt8]
     ) throws -> String {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-*")
         for name in dnsNames where name.isEmpty || name.count > 253 || !name.allSatisfy(allowed.contains) {
@@ -72,8 +66,7 @@ extension Ed25519Key {
             built = X509_add_ext(certificate, made, -1) == 1
             X509_EXTENSION_free(made)
         }
-        // Ed25519 hashes inside the signature scheme: no digest is named.
-        guard built, X509_sign(certificate, key, nil) > 0, let bio = BIO_new(BIO_s_mem()) else {
+        guard built, X509_sign(certificate, key, digest) > 0, let bio = BIO_new(BIO_s_mem()) else {
             ERR_clear_error()
             throw CryptoError.signingFailed
         }
@@ -82,7 +75,7 @@ extension Ed25519Key {
             ERR_clear_error()
             throw CryptoError.signingFailed
         }
-        return Self.text(of: bio)
+        return text(of: bio)
     }
 
     /// What a memory BIO holds, as text.

@@ -1,0 +1,153 @@
+import COpenSSL
+
+/// A P-256 private key that signs with ECDSA over SHA-256, from OpenSSL: the installation key of
+/// new installations, which every TLS stack accepts in a certificate.
+///
+/// The public half travels as its 65-byte uncompressed point (X9.63), signatures as the raw 64
+/// bytes `r ‖ s` (as JWS `ES256` and CryptoKit's `rawRepresentation`); the private half is
+/// sealed as OpenSSL's DER.
+public final class P256Key: @unchecked Sendable {
+    let key: OpaquePointer
+
+    /// The DER SubjectPublicKeyInfo of a P-256 key, before its 65-byte point.
+    static let publicKeyInfoPrefix: [UInt8] = [
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01, 0x06, 0x08, 0x2A, 0x86, 0x48,
+        0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    ]
+
+    /// A new key from the system's random generator.
+    public static func generate() throws -> P256Key {
+        guard let context = EVP_PKEY_CTX_new_id(homeport_evp_pkey_ec(), nil) else {
+            throw CryptoError.badKey("no P-256 context")
+        }
+        defer { EVP_PKEY_CTX_free(context) }
+        var generated: OpaquePointer?
+        guard EVP_PKEY_keygen_init(context) == 1,
+            EVP_PKEY_CTX_set_ec_paramgen_curve_nid(context, NID_X9_62_prime256v1) == 1,
+            EVP_PKEY_keygen(context, &generated) == 1, let generated
+        else {
+            ERR_clear_error()
+            throw CryptoError.randomUnavailable
+        }
+        return P256Key(generated)
+    }
+
+    /// The key whose private half is `der` (as ``privateKey`` wrote it).
+    public convenience init(privateKey der: [UInt8]) throws {
+        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var pointer = buffer.baseAddress
+            return d2i_AutoPrivateKey(nil, &pointer, buffer.count)
+        }
+        ERR_clear_error()
+        guard let parsed else { throw CryptoError.badKey("not a private key") }
+        guard EVP_PKEY_get_base_id(parsed) == homeport_evp_pkey_ec(), EVP_PKEY_get_bits(parsed) == 256 else {
+            EVP_PKEY_free(parsed)
+            throw CryptoError.badKey("not a P-256 key")
+        }
+        self.init(parsed)
+    }
+
+    private init(_ key: OpaquePointer) {
+        self.key = key
+    }
+
+    deinit {
+        EVP_PKEY_free(key)
+    }
+
+    /// The private half (DER): to be sealed before it is stored anywhere.
+    public var privateKey: [UInt8] {
+        var der: UnsafeMutablePointer<UInt8>?
+        let length = i2d_PrivateKey(key, &der)
+        guard length > 0, let der else { return [] }
+        defer {
+            der.initialize(repeating: 0, count: Int(length))
+            CRYPTO_free(der, nil, 0)
+        }
+        return Array(UnsafeBufferPointer(start: der, count: Int(length)))
+    }
+
+    /// The public half: the 65-byte uncompressed point.
+    public var publicKey: [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: 65)
+        var length = 0
+        guard EVP_PKEY_get_octet_string_param(key, "encoded-pub-key", &bytes, bytes.count, &length) == 1,
+            length == 65
+        else {
+            ERR_clear_error()
+            return []
+        }
+        return bytes
+    }
+
+    /// The signature of `message` (ECDSA over its SHA-256): 64 bytes, `r` then `s`.
+    public func sign(_ message: [UInt8]) throws -> [UInt8] {
+        guard let context = EVP_MD_CTX_new() else { throw CryptoError.signingFailed }
+        defer { EVP_MD_CTX_free(context) }
+        var length = 72
+        var der = [UInt8](repeating: 0, count: length)
+        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1,
+            EVP_DigestSign(context, &der, &length, message, message.count) == 1
+        else {
+            ERR_clear_error()
+            throw CryptoError.signingFailed
+        }
+        return try ES256Key.raw(fromDER: Array(der.prefix(length)))
+    }
+
+    /// Whether `signature` (`r ‖ s`) is `publicKey`'s (a 65-byte uncompressed point) signature
+    /// of `message`. A key or a signature of the wrong shape is no signature.
+    public static func isValidSignature(_ signature: [UInt8], of message: [UInt8], publicKey: [UInt8]) -> Bool {
+        guard signature.count == 64, publicKey.count == 65, publicKey.first == 0x04 else { return false }
+        let info = publicKeyInfoPrefix + publicKey
+        let parsed: OpaquePointer? = info.withUnsafeBufferPointer { buffer in
+            var pointer = buffer.baseAddress
+            return d2i_PUBKEY(nil, &pointer, buffer.count)
+        }
+        defer { ERR_clear_error() }
+        guard let parsed else { return false }
+        defer { EVP_PKEY_free(parsed) }
+        guard let der = der(fromRaw: signature), let context = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(context) }
+        return EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, parsed) == 1
+            && EVP_DigestVerify(context, der, der.count, message, message.count) == 1
+    }
+
+    /// `r ‖ s` → DER `SEQUENCE { r INTEGER, s INTEGER }`.
+    static func der(fromRaw raw: [UInt8]) -> [UInt8]? {
+        guard let signature = ECDSA_SIG_new() else { return nil }
+        defer { ECDSA_SIG_free(signature) }
+        guard let r = BN_bin2bn(raw, 32, nil) else { return nil }
+        guard let s = raw.withUnsafeBufferPointer({ BN_bin2bn($0.baseAddress! + 32, 32, nil) }) else {
+            BN_free(r)
+            return nil
+        }
+        guard ECDSA_SIG_set0(signature, r, s) == 1 else {
+            BN_free(r)
+            BN_free(s)
+            return nil
+        }
+        var output: UnsafeMutablePointer<UInt8>?
+        let length = i2d_ECDSA_SIG(signature, &output)
+        guard length > 0, let output else { return nil }
+        defer { CRYPTO_free(output, nil, 0) }
+        return Array(UnsafeBufferPointer(start: output, count: Int(length)))
+    }
+}
+
+extension P256Key: InstallationSigningKey {
+    /// The private key as PEM (PKCS#8), for a TLS library to serve with.
+    public var privateKeyPEM: String {
+        get throws { try SelfSignedCertificate.privateKeyPEM(key) }
+    }
+
+    /// A self-signed server certificate for this key (see ``InstallationSigningKey``).
+    public func selfSignedCertificatePEM(
+        commonName: String, dnsNames: [String], ipAddresses: [String], notBefore: Int64, notAfter: Int64,
+        serial: [UInt8]
+    ) throws -> String {
+        try SelfSignedCertificate.pem(
+            key: key, digest: EVP_sha256(), commonName: commonName, dnsNames: dnsNames, ipAddresses: ipAddresses,
+            notBefore: notBefore, notAfter: notAfter, serial: serial)
+    }
+}
