@@ -11,7 +11,11 @@ temporary directory, `--signup open`, `--email-verification code`, mail written 
      then no longer works, the old password is refused and the new one signs in;
   4. with --mfa, two-factor authentication by TOTP (the two-factor pages below): set-up with a
      code computed here from the shown secret, recovery codes shown once, sign-in with a later
-     TOTP code, sign-in with a recovery code, and the same recovery code refused a second time.
+     TOTP code, sign-in with a recovery code, and the same recovery code refused a second time;
+  5. with --pairing, all of it over HTTPS on 127.0.0.2 with the installation's own certificate
+     (`serve --tls-installation`: the browser takes it as a person clicking past the warning
+     does), and the account page's pairing QR code, read from the screen with zbarimg, signs the
+     `homeport` client in (`homeport login LINK`) with nothing but the link to trust.
 
 Every step is done as a person does it in headless Chromium: the real forms are filled in
 (found by their fields' names), their buttons clicked, their links followed; the CSRF token
@@ -21,7 +25,7 @@ path) and that the browser console shows no Content-Security-Policy violation. T
 thing unexpected stops the run with a message naming the step, and exit status 1.
 
 Usage:
-    webdoor.py --server-binary PATH [--screenshots DIR] [--mfa]
+    webdoor.py --server-binary PATH [--screenshots DIR] [--mfa] [--pairing]
 
 With --screenshots DIR, a 1000x800 PNG of each page is written there as NN-step.png (the
 NN-*.png files an earlier run left there are removed first). Exit status: 0 all steps passed,
@@ -40,6 +44,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -71,6 +76,8 @@ HONEYPOT_FIELD = "website"
 CSRF_FIELD = "csrf_token"
 
 # --- The two-factor pages (Sources/HomeportServer/TwoFactor/WebDoor+TwoFactor.swift) ---------------------
+
+PAIRING_LINK_ID = "pairing-link"
 
 TOTP_SETUP_PATH = "/account/2fa/totp"
 TOTP_AUTHENTICATE_PATH = "/account/2fa/authenticate"
@@ -126,23 +133,25 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def start_server(binary, workdir):
-    """Starts `binary serve` with its data, database and outbox in `workdir`; returns
-    (process, base URL, outbox directory, log path) once the identity route answers."""
+def start_server(binary, workdir, pairing=False):
+    """Starts `binary serve` with its data, database and outbox in `workdir` (with `pairing`,
+    HTTPS on 127.0.0.2 with the installation's own certificate); returns (process, base URL,
+    outbox directory, log path) once the identity route answers."""
     port = free_port()
-    base = f"http://127.0.0.1:{port}"
+    host = "127.0.0.2" if pairing else "127.0.0.1"
+    base = f"{'https' if pairing else 'http'}://{host}:{port}"
     outbox = workdir / "outbox"
     log_path = workdir / "server.log"
     command = [
         str(binary), "serve",
-        "--listen", f"127.0.0.1:{port}",
+        "--listen", f"{host}:{port}",
         "--database", f"sqlite:{workdir / 'homeport.sqlite'}",
         "--signup", "open",
         "--email-verification", "code",
         "--outbox", str(outbox),
         "--public-url", base,
         "--password-iterations", "1000",
-    ]
+    ] + (["--tls-installation"] if pairing else [])
     environment = dict(os.environ, HOMEPORT_DATA_DIR=str(workdir / "data"))
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
@@ -168,7 +177,8 @@ def wait_for_identity(process, base):
         if process.poll() is not None:
             raise StepFailed(f"the server exited ({process.returncode}) before answering")
         try:
-            with urllib.request.urlopen(base + IDENTITY_PATH, timeout=2) as answer:
+            # Only whether it is up: nothing trusts the installation's certificate here.
+            with urllib.request.urlopen(base + IDENTITY_PATH, timeout=2, context=ssl._create_unverified_context()) as answer:
                 return answer.status == 200 and b'"instanceId"' in answer.read()
         except (urllib.error.URLError, OSError):
             return False
@@ -282,9 +292,11 @@ def check_totp_function():
 # --- The browser --------------------------------------------------------------------------------
 
 
-def make_browser(profile_dir):
-    """Headless Chromium through /usr/bin/chromedriver, window 1000x800, console kept."""
+def make_browser(profile_dir, insecure=False):
+    """Headless Chromium through /usr/bin/chromedriver, window 1000x800, console kept; with
+    `insecure`, it takes an untrusted certificate as a person clicking past the warning does."""
     options = webdriver.ChromeOptions()
+    options.accept_insecure_certs = insecure
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                      f"--window-size={WINDOW[0]},{WINDOW[1]}", f"--user-data-dir={profile_dir}",
                      "--no-first-run", "--password-store=basic"):
@@ -560,14 +572,14 @@ def check_otpauth_url(step, url, key):
 
 def check_qr_code(door, step, url):
     """The QR code, as the browser drew it (a screenshot of the page), reads with zbarimg, an
-    independent decoder, as the otpauth:// URL the page shows as text."""
+    independent decoder, as what the page shows as text (`url`)."""
     picture = door.browser.get_screenshot_as_png()
     with tempfile.NamedTemporaryFile(suffix=".png") as file:
         file.write(picture)
         file.flush()
         decoded = subprocess.run(["zbarimg", "--quiet", "--raw", file.name], capture_output=True, text=True)
     if decoded.returncode != 0 or decoded.stdout.strip() != url:
-        raise StepFailed(f"{step}: the QR code does not read as the otpauth URL shown (zbarimg exit {decoded.returncode})")
+        raise StepFailed(f"{step}: the QR code does not read as the text the page shows (zbarimg exit {decoded.returncode})")
 
 
 def totp_setup(door, password):
@@ -649,11 +661,43 @@ def mfa_flows(door, password):
 # --- Main ---------------------------------------------------------------------------------------
 
 
+def pairing_flow(door, binary, password, workdir):
+    """Signed in over the installation's own HTTPS: the account page's pairing link, its QR code
+    read from the screen, and `homeport login LINK` signing a fresh client in with it alone."""
+    step = "pairing"
+    door.open(HOME_PATH)
+    see_home(door, step)
+    link = element_text(door, step, PAIRING_LINK_ID)
+    if not link.startswith("homeport://pair?"):
+        raise StepFailed(f"{step}: #{PAIRING_LINK_ID} is not a pairing link")
+    check_qr_code(door, step, link)
+    door.picture(step)
+    client = Path(binary).parent / "homeport"
+    environment = dict(os.environ, HOMEPORT_HOME=str(workdir / "client"))
+    plain = subprocess.run(
+        [str(client), "login", door.base, "--email", EMAIL, "--password-stdin"], input=password + "\n",
+        capture_output=True, text=True, env=environment, timeout=60)
+    if plain.returncode == 0 or "certificate not trusted" not in plain.stderr:
+        raise StepFailed(f"{step}: homeport login {door.base} without the link was not refused for its certificate")
+    paired = subprocess.run(
+        [str(client), "login", link, "--email", EMAIL, "--password-stdin"], input=password + "\n",
+        capture_output=True, text=True, env=environment, timeout=60)
+    instance = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["s"][0]
+    if paired.returncode != 0 or instance not in paired.stdout:
+        raise StepFailed(f"{step}: homeport login with the link failed: {redacted(paired.stderr.strip())}")
+    whoami = subprocess.run([str(client), "whoami", instance], capture_output=True, text=True, env=environment,
+                            timeout=60)
+    if whoami.returncode != 0 or f"via {door.base}" not in whoami.stdout:
+        raise StepFailed(f"{step}: homeport whoami after pairing failed: {redacted(whoami.stderr.strip())}")
+
+
 def parse_arguments():
     parser = argparse.ArgumentParser(description="Drive Homeport's web door in headless Chromium.")
     parser.add_argument("--server-binary", required=True, type=Path, help="the homeport-server to start")
     parser.add_argument("--screenshots", type=Path, help="write NN-step.png of each page here")
     parser.add_argument("--mfa", action="store_true", help="also run the two-factor steps")
+    parser.add_argument("--pairing", action="store_true",
+                        help="serve HTTPS with the installation's certificate, and pair the client from the QR code")
     arguments = parser.parse_args()
     if not os.access(arguments.server_binary, os.X_OK):
         parser.error(f"{arguments.server_binary} is not an executable")
@@ -673,14 +717,18 @@ def run(arguments, workdir):
     process = browser = None
     log_path = workdir / "server.log"
     try:
-        process, base, outbox, log_path = start_server(arguments.server_binary.resolve(), workdir)
+        binary = arguments.server_binary.resolve()
+        process, base, outbox, log_path = start_server(binary, workdir, pairing=arguments.pairing)
         print(f"server up at {base}")
-        browser = make_browser(workdir / "profile")
+        browser = make_browser(workdir / "profile", insecure=arguments.pairing)
         door = Door(browser, base, Outbox(outbox), prepare_screenshots(arguments.screenshots))
         password = password_flows(door)
+        if arguments.pairing:
+            pairing_flow(door, binary, password, workdir)
         if arguments.mfa:
             mfa_flows(door, password)
-        print(f"passed: {door.number} pages checked{', two factors included' if arguments.mfa else ''}")
+        extras = [name for name, on in (("two factors", arguments.mfa), ("pairing", arguments.pairing)) if on]
+        print(f"passed: {door.number} pages checked{', with ' + ' and '.join(extras) if extras else ''}")
         return 0
     except StepFailed as failure:
         print(f"FAILED: {redacted(str(failure))}", file=sys.stderr)

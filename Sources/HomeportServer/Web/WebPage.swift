@@ -163,9 +163,10 @@ enum WebPage {
         return """
             <section id="pairing">
             <h2>Pair an app</h2>
-            <p class="note">Scan this with the app, or give it the link below. The app checks that the server it reaches holds this installation's key (\(htmlEscaped(link.keyFingerprint))) before it sends your password.</p>
+            <p class="note">Scan this with the app, or give it the link below. The app checks that the server it reaches holds this installation's key before it sends your password.</p>
             \(QRCodeSVG.svg(text, id: "pairing-qr") ?? "")
-            <p><code id="pairing-link">\(htmlEscaped(text))</code></p>
+            <p class="note secret">Key: <code id="pairing-key">\(htmlEscaped(link.keyFingerprint))</code></p>
+            <p class="note secret">Link: <code id="pairing-link">\(htmlEscaped(text))</code></p>
             </section>
             """
     }
