@@ -58,27 +58,60 @@ static inline CURLcode homeport_curl_set_read_function(CURL *curl, curl_read_cal
 
 typedef struct homeport_pin {
     unsigned char key_sha256[32];
+    int has_key;
     char *host;
+    X509_STORE *store;
 } homeport_pin;
 
-/// A pin for the key whose raw Ed25519 public half hashes (SHA-256) to `digest`, on a transfer to
-/// `host` (a name, or an IP address without brackets); NULL without memory.
-static inline homeport_pin *homeport_pin_new(const unsigned char *digest, const char *host) {
+/// What a transfer's TLS set-up adds to libcurl's (NULL without memory; free it with
+/// homeport_pin_free once the easy handle is cleaned up):
+/// - `store`, when not NULL: the CA store to verify with, loaded once and shared (a reference is
+///   held), instead of libcurl parsing its CA file again for every connection;
+/// - `digest`, when not NULL: the SHA-256 of an installation key whose certificate is accepted
+///   whatever CA, name or address, on a transfer to `host` (a name, or an IP address without
+///   brackets) whose other certificates are checked against the CAs and `host` here.
+static inline homeport_pin *homeport_pin_new(const unsigned char *digest, const char *host, X509_STORE *store) {
     homeport_pin *pin = calloc(1, sizeof(homeport_pin));
     if (pin == NULL) return NULL;
-    memcpy(pin->key_sha256, digest, 32);
+    if (digest != NULL) {
+        memcpy(pin->key_sha256, digest, 32);
+        pin->has_key = 1;
+    }
     pin->host = strdup(host);
     if (pin->host == NULL) {
         free(pin);
         return NULL;
     }
+    if (store != NULL && X509_STORE_up_ref(store) == 1) pin->store = store;
     return pin;
 }
 
 static inline void homeport_pin_free(homeport_pin *pin) {
     if (pin == NULL) return;
+    X509_STORE_free(pin->store);
     free(pin->host);
     free(pin);
+}
+
+/// The CAs of the PEM file `path`, with libcurl's verification flags (a partial chain ending at a
+/// trusted certificate is enough; trusted certificates are tried first); NULL when it cannot be read.
+static inline X509_STORE *homeport_ca_store_load(const char *path) {
+    X509_STORE *store = X509_STORE_new();
+    if (store == NULL) return NULL;
+    if (X509_STORE_load_file(store, path) != 1) {
+        ERR_clear_error();
+        X509_STORE_free(store);
+        return NULL;
+    }
+    X509_STORE_set_flags(store, X509_V_FLAG_PARTIAL_CHAIN | X509_V_FLAG_TRUSTED_FIRST);
+    return store;
+}
+
+/// The CA file libcurl uses by default (its built-in CURLOPT_CAINFO), or NULL.
+static inline const char *homeport_curl_default_ca_file(CURL *curl) {
+    char *path = NULL;
+    if (curl_easy_getinfo(curl, CURLINFO_CAINFO, &path) != CURLE_OK) return NULL;
+    return path;
 }
 
 /// Whether `certificate`'s public key is the pinned installation key: a P-256 key whose
@@ -118,7 +151,7 @@ static inline int homeport_pin_matches(X509 *certificate, const homeport_pin *pi
 static inline int homeport_pin_verify(X509_STORE_CTX *store, void *argument) {
     const homeport_pin *pin = argument;
     X509 *leaf = X509_STORE_CTX_get0_cert(store);
-    if (leaf != NULL && homeport_pin_matches(leaf, pin)) {
+    if (leaf != NULL && pin->has_key && homeport_pin_matches(leaf, pin)) {
         X509_STORE_CTX_set_error(store, X509_V_OK);
         return 1;
     }
@@ -143,21 +176,29 @@ static inline int homeport_pin_verify(X509_STORE_CTX *store, void *argument) {
 
 static inline CURLcode homeport_pin_context(CURL *curl, void *context, void *argument) {
     (void)curl;
-    SSL_CTX_set_cert_verify_callback((SSL_CTX *)context, homeport_pin_verify, argument);
-    // No certificate is verified after the handshake (a TLS 1.2 renegotiation).
-    SSL_CTX_set_options((SSL_CTX *)context, SSL_OP_NO_RENEGOTIATION);
+    const homeport_pin *pin = argument;
+    if (pin->store != NULL) SSL_CTX_set1_cert_store((SSL_CTX *)context, pin->store);
+    if (pin->has_key) {
+        SSL_CTX_set_cert_verify_callback((SSL_CTX *)context, homeport_pin_verify, argument);
+        // No certificate is verified after the handshake (a TLS 1.2 renegotiation).
+        SSL_CTX_set_options((SSL_CTX *)context, SSL_OP_NO_RENEGOTIATION);
+    }
     return CURLE_OK;
 }
 
-/// Makes a transfer accept `pin`'s key besides the CAs (`pin` must outlive the easy handle). The
-/// peer is still verified, never skipped, and no TLS session is resumed past the check. An HTTPS
+/// Sets a transfer's TLS up with `pin` (which must outlive the easy handle): the shared CA store,
+/// and with a key, that key accepted besides the CAs. The peer is still verified, never skipped,
+/// and with a key no TLS session is resumed past the check. An HTTPS
 /// proxy's handshake goes through the same check (libcurl has one callback for both): it fails
 /// unless the proxy's certificate holds the key or names the origin's host.
 static inline CURLcode homeport_curl_pin(CURL *curl, homeport_pin *pin) {
     CURLcode result = curl_easy_setopt(curl, CURLOPT_SSL_CTX_FUNCTION, homeport_pin_context);
     if (result == CURLE_OK) result = curl_easy_setopt(curl, CURLOPT_SSL_CTX_DATA, (void *)pin);
     if (result == CURLE_OK) result = curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-    if (result == CURLE_OK) result = curl_easy_setopt(curl, CURLOPT_SSL_SESSIONID_CACHE, 0L);
-    if (result == CURLE_OK) result = curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    // The shared store replaces the files: libcurl loads none of them for this connection.
+    if (result == CURLE_OK && pin->store != NULL) result = curl_easy_setopt(curl, CURLOPT_CAINFO, (char *)NULL);
+    if (result == CURLE_OK && pin->store != NULL) result = curl_easy_setopt(curl, CURLOPT_CAPATH, (char *)NULL);
+    if (result == CURLE_OK && pin->has_key) result = curl_easy_setopt(curl, CURLOPT_SSL_SESSIONID_CACHE, 0L);
+    if (result == CURLE_OK && pin->has_key) result = curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
     return result;
 }

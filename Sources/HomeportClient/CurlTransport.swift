@@ -185,15 +185,24 @@
             _ = homeport_curl_set_write_function(curl, writeCallback)
             _ = homeport_curl_set_header_function(curl, headerCallback)
             _ = homeport_curl_set_progress_function(curl, progressCallback)
-            if let digest = request.pinnedKeySHA256, request.url.scheme?.lowercased() == "https" {
-                // Without the pin in place, the transfer does not run: a half-set pin could leave
-                // libcurl's name check off with nothing checking the name in its place.
-                guard digest.count == 32, let host = request.url.host else { return CURLE_SSL_CERTPROBLEM }
-                var bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-                // As libcurl: a name's trailing dot is not part of what the certificate lists.
-                if bare.hasSuffix(".") { bare.removeLast() }
-                pin = homeport_pin_new(digest, bare)
-                guard let pin, homeport_curl_pin(curl, pin) == CURLE_OK else { return CURLE_SSL_CERTPROBLEM }
+            if request.url.scheme?.lowercased() == "https" {
+                let digest = request.pinnedKeySHA256
+                let store = CAStores.store(for: caFile ?? CAStores.defaultFile)
+                if digest != nil || store != nil {
+                    // Without the set-up in place, the transfer does not run: a half-set pin could
+                    // leave libcurl's name check off with nothing checking the name in its place.
+                    guard digest.map({ $0.count == 32 }) ?? true, let host = request.url.host else {
+                        return CURLE_SSL_CERTPROBLEM
+                    }
+                    var bare =
+                        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+                    // As libcurl: a name's trailing dot is not part of what the certificate lists.
+                    if bare.hasSuffix(".") { bare.removeLast() }
+                    pin =
+                        digest.map { homeport_pin_new($0, bare, store?.pointer) }
+                        ?? homeport_pin_new(nil, bare, store?.pointer)
+                    guard let pin, homeport_curl_pin(curl, pin) == CURLE_OK else { return CURLE_SSL_CERTPROBLEM }
+                }
             }
             configure(curl)
             if exchange.shouldAbort { return CURLE_ABORTED_BY_CALLBACK }
@@ -222,7 +231,8 @@
             case CURLE_COULDNT_RESOLVE_HOST: "the name does not resolve"
             case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR: "TLS failed (certificate not trusted)"
             case CURLE_FAILED_INIT: "libcurl failed"
-            case CURLE_SSL_CERTPROBLEM: "the installation key could not be pinned, so nothing was sent"
+            case CURLE_SSL_CERTPROBLEM:
+                "TLS could not be set up (the CAs, or the installation key's pin), so nothing was sent"
             default:
                 String(cString: curl_easy_strerror(result)) + (requestSent ? " (after the request was sent)" : "")
             }

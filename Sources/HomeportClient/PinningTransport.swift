@@ -51,7 +51,6 @@ final class Pairings: Sendable {
 
     /// Remembers `link` for `origin`.
     func add(_ link: PairingLink, origin: String) { links.withLock { $0[origin] = link } }
-
 }
 
 extension ServerDirectory {

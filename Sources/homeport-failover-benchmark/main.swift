@@ -7,18 +7,22 @@ import HomeportWire
 // sequential tries with an 8 s timeout (what today's apps do) and a 250 ms Happy-Eyeballs stagger.
 // Run by benchmarks/failover, which starts the servers and the blackhole.
 //
-// Usage: homeport-failover-benchmark LIVE_URL SECOND_LIVE_URL BLACKHOLE_URL REFUSED_URL ROUNDS
+// Usage: homeport-failover-benchmark LIVE_URL SECOND_LIVE_URL BLACKHOLE_URL REFUSED_URL ROUNDS [LAN_HTTPS_URL]
+//
+// LAN_HTTPS_URL is the second live server's listener with the installation's own certificate
+// (--installation-listen): a row measures the race to it, pinned to the installation key.
 
 let arguments = CommandLine.arguments
-guard arguments.count == 6, let rounds = Int(arguments[5]) else {
+guard arguments.count == 6 || arguments.count == 7, let rounds = Int(arguments[5]) else {
     FileHandle.standardError.write(
-        Data("usage: homeport-failover-benchmark LIVE SECOND BLACKHOLE REFUSED ROUNDS\n".utf8))
+        Data("usage: homeport-failover-benchmark LIVE SECOND BLACKHOLE REFUSED ROUNDS [LAN_HTTPS]\n".utf8))
     exit(2)
 }
 let live = try ServerAddress(parsing: arguments[1], allowHTTP: true)
 let secondLive = try ServerAddress(parsing: arguments[2], allowHTTP: true)
 let blackhole = try ServerAddress(parsing: arguments[3], allowHTTP: true)
 let refused = try ServerAddress(parsing: arguments[4], allowHTTP: true)
+let pinnedLAN = try arguments.count == 7 ? ServerAddress(parsing: arguments[6]) : nil
 
 let home = NSTemporaryDirectory() + "homeport-failover-\(UUID().uuidString)"
 defer { try? FileManager.default.removeItem(atPath: home) }
@@ -52,6 +56,35 @@ func measuredRoundTrip() async throws -> Double {
 }
 let roundTrip = try await measuredRoundTrip()
 
+/// What a signed probe costs over a plain one, at the live address: the median round trip of the
+/// identity route without a challenge, and with a fresh one plus the check of its signature.
+func probeCosts() async throws -> (plain: Duration, signed: Duration) {
+    var plain: [Duration] = []
+    var signed: [Duration] = []
+    for _ in 0..<201 {
+        var start = ContinuousClock.now
+        _ = try await transport.send(
+            ClientRequest(
+                url: live.url(HomeportPath.serverIdentity)!, byteLimit: 1 << 16, deadline: .seconds(3)))
+        plain.append(ContinuousClock.now - start)
+        start = ContinuousClock.now
+        let challenge = InstallationKeyCheck.challenge()
+        let response = try await transport.send(
+            ClientRequest(
+                url: URL(string: live.url(HomeportPath.serverIdentity)!.absoluteString + "?challenge=" + challenge)!,
+                byteLimit: 1 << 16, deadline: .seconds(3)))
+        let identity = try JSONDecoder().decode(ServerIdentity.self, from: response.body)
+        guard let key = identity.publicKey, let signature = identity.signature,
+            InstallationKeyCheck.isValid(
+                signature: signature, publicKey: key, instanceId: identity.instanceId, challenge: challenge,
+                host: live.url(HomeportPath.serverIdentity)!.host ?? "")
+        else { fatalError("the live server proved no key: is it running with its secrets key?") }
+        signed.append(ContinuousClock.now - start)
+    }
+    return (median(plain), median(signed))
+}
+let costs = try await probeCosts()
+
 /// Homeport: a fresh client (nothing cached in memory) whose record is what a client that ran on
 /// this path before left: `preferred` as its last winner, with the round trip it took here then
 /// (the live address's), and the live address verified here. `then` more requests follow on the
@@ -76,10 +109,12 @@ func homeportRace(preferred: ServerAddress, then: Int = 0) async throws -> Durat
 }
 
 func authenticated(_ address: ServerAddress, timeout: Duration) async throws {
-    let response = try await transport.send(
-        ClientRequest(
-            url: address.url(HomeportPath.appInfo)!, headers: [HomeportHeader.sessionToken: token], byteLimit: 1 << 20,
-            deadline: timeout))
+    var request = ClientRequest(
+        url: address.url(HomeportPath.appInfo)!, headers: [HomeportHeader.sessionToken: token], byteLimit: 1 << 20,
+        deadline: timeout)
+    // The references reach the installation's own certificate pinned, as the client does.
+    if address == pinnedLAN { request.pinnedKeySHA256 = enrolled.publicKey.flatMap(InstallationKeyCheck.digest) }
+    let response = try await transport.send(request)
     guard response.status == 200 else {
         throw ClientError.badAnswer(address: address.url, detail: "\(response.status)")
     }
@@ -136,19 +171,33 @@ func median(_ values: [Duration]) -> Duration { values.sorted()[values.count / 2
 func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
+func fine(_ duration: Duration) -> String {
+    String(
+        format: "%.2f ms", Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15)
+}
 func ms(_ duration: Duration) -> String {
     let value = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
     return String(format: "%.1f ms", value)
 }
 
-let scenarios: [(String, ServerAddress, Int)] = [
+var scenarios: [(String, ServerAddress, Int)] = [
     ("(a) every address live: a fresh client (probe, then the request)", secondLive, 0),
     ("(a) every address live: the same client's next request (its winner reused)", secondLive, 1),
     ("(b) preferred address blackholed", blackhole, 0),
     ("(c) preferred address refusing connections", refused, 0),
 ]
+if let pinnedLAN {
+    scenarios.append(
+        (
+            "(d) every address live, the preferred over HTTPS with the installation's certificate (fresh client)",
+            pinnedLAN, 0
+        ))
+}
 print("Time to the first successful authenticated request — median of \(rounds) rounds, loopback")
 print("(the preferred address's round trip on this path, as stored: \(String(format: "%.2f", roundTrip * 1000)) ms)")
+print(
+    "(every probe is signed: the identity route's round trip is \(fine(costs.plain)) plain, "
+        + "\(fine(costs.signed)) with a challenge and its signature checked; median of 201)")
 print("")
 print(
     "| scenario | Homeport race (window: 3 round trips + 1 ms, ≥ 2 ms) | sequential, 8 s timeout | 250 ms stagger | race ÷ sequential |"

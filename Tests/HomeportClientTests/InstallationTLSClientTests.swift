@@ -243,6 +243,15 @@ struct InstallationTLSClientTests {
         }
     }
 
+    @Test("the system's CAs are loaded once and shared; a store is never made of a file that cannot be read")
+    func sharedCAStore() throws {
+        #expect(!CAStores.defaultFile.isEmpty, "libcurl names its CA file")
+        let store = try #require(CAStores.store(for: CAStores.defaultFile))
+        #expect(CAStores.store(for: CAStores.defaultFile) === store, "loaded once")
+        #expect(CAStores.store(for: "/nonexistent/ca.pem") == nil)
+        #expect(CAStores.store(for: "") == nil)
+    }
+
     @Test("a certificate's installation key (P-256 or Ed25519) is read from its DER; another key, or damage, is none")
     func certificateKey() throws {
         let keys: [any InstallationSigningKey] = [try P256Key.generate(), try Ed25519Key.generate()]
