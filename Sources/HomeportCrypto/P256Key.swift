@@ -1,4 +1,5 @@
 import COpenSSL
+import Synchronization
 
 /// A P-256 private key that signs with ECDSA over SHA-256, from OpenSSL: the installation key of
 /// new installations, which every TLS stack accepts in a certificate.
@@ -98,19 +99,48 @@ public final class P256Key: @unchecked Sendable {
     /// Whether `signature` (`r ‖ s`) is `publicKey`'s (a 65-byte uncompressed point) signature
     /// of `message`. A key or a signature of the wrong shape is no signature.
     public static func isValidSignature(_ signature: [UInt8], of message: [UInt8], publicKey: [UInt8]) -> Bool {
-        guard signature.count == 64, publicKey.count == 65, publicKey.first == 0x04 else { return false }
-        let info = publicKeyInfoPrefix + publicKey
-        let parsed: OpaquePointer? = info.withUnsafeBufferPointer { buffer in
-            var pointer = buffer.baseAddress
-            return d2i_PUBKEY(nil, &pointer, buffer.count)
-        }
+        guard signature.count == 64, publicKey.count == 65, publicKey.first == 0x04,
+            let parsed = PublicKeys.parsed(publicKey)
+        else { return false }
         defer { ERR_clear_error() }
-        guard let parsed else { return false }
-        defer { EVP_PKEY_free(parsed) }
         guard let der = der(fromRaw: signature), let context = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(context) }
-        return EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, parsed) == 1
+        return EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, parsed.key) == 1
             && EVP_DigestVerify(context, der, der.count, message, message.count) == 1
+    }
+
+    /// Public keys parsed once: OpenSSL 3's decoder takes longer to read a key (about 200 µs
+    /// here) than to check a signature with it, and a client checks the same pinned keys over
+    /// and over. At most ``capacity`` are kept; past that the cache starts over.
+    enum PublicKeys {
+        static let capacity = 64
+
+        /// An OpenSSL public key, freed when the last user lets go.
+        final class Parsed: @unchecked Sendable {
+            let key: OpaquePointer
+            init(_ key: OpaquePointer) { self.key = key }
+            deinit { EVP_PKEY_free(key) }
+        }
+
+        private static let cache = Mutex<[[UInt8]: Parsed]>([:])
+
+        /// The key whose uncompressed point is `point`; `nil` when it is not one on P-256.
+        static func parsed(_ point: [UInt8]) -> Parsed? {
+            if let known = cache.withLock({ $0[point] }) { return known }
+            let info = publicKeyInfoPrefix + point
+            let key: OpaquePointer? = info.withUnsafeBufferPointer { buffer in
+                var pointer = buffer.baseAddress
+                return d2i_PUBKEY(nil, &pointer, buffer.count)
+            }
+            ERR_clear_error()
+            guard let key else { return nil }
+            let parsed = Parsed(key)
+            cache.withLock { cache in
+                if cache.count >= capacity { cache.removeAll() }
+                cache[point] = parsed
+            }
+            return parsed
+        }
     }
 
     /// `r ‖ s` → DER `SEQUENCE { r INTEGER, s INTEGER }`.
