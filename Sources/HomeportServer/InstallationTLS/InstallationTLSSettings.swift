@@ -1,7 +1,7 @@
 import HomeportHTTP
 
-/// Where the server serves HTTPS with a certificate made from the installation key (see
-/// ``InstallationCertificate``): clients that pinned the key accept it on any address, with no
+/// Where the server serves HTTPS with a self-signed certificate made from the installation key
+/// (renewed by itself): clients that pinned the key accept it on any address, with no
 /// certificate authority; browsers and other clients see an untrusted certificate.
 public struct InstallationTLSSettings: Sendable, Equatable {
     /// Whether the main listener (`--listen`) serves it (`--tls-installation`).
