@@ -192,7 +192,7 @@ public struct InstallationIdentity: Sendable {
     public let publicKey: String?
 
     /// The key's fingerprint as people compare it (`SHA256:…`), if there is a key.
-    public var keyFingerprint: String? { key.map { IdentityProof.fingerprint(sha256: Digest.sha256($0.publicKey)) } }
+    public var keyFingerprint: String? { publicKey.flatMap(StoredIdentity.fingerprint(ofKey:)) }
 
     init(instanceID: InstanceID, key: (any InstallationSigningKey)?, keyWithheld: Bool = false) {
         self.instanceID = instanceID
@@ -215,8 +215,11 @@ public struct StoredIdentity: Sendable, Equatable {
 
     /// The key's fingerprint as people compare it: `SHA256:` and the SHA-256 of the raw public
     /// key in base64 without padding (as `ssh-keygen -l` writes one).
-    public var keyFingerprint: String? {
-        publicKey.flatMap(IdentityProof.readKey).map { IdentityProof.fingerprint(sha256: Digest.sha256($0)) }
+    public var keyFingerprint: String? { publicKey.flatMap(Self.fingerprint(ofKey:)) }
+
+    /// The fingerprint of a key as written on the wire; `nil` for anything that is not one.
+    static func fingerprint(ofKey publicKey: String) -> String? {
+        IdentityProof.readKey(publicKey).map { IdentityProof.fingerprint(sha256: Digest.sha256($0)) }
     }
 }
 
