@@ -425,6 +425,56 @@ public enum HomeportSchema {
                 "ALTER TABLE server_identity ADD COLUMN public_key TEXT",
                 "ALTER TABLE server_identity ADD COLUMN sealed_key TEXT",
             ]),
+        // OpenID Connect providers (`oidc add`), the people linked through them, and which
+        // provider a session signed in with (or waits on, beside its second factor).
+        Migration(
+            version: 16, name: "oidc_providers",
+            statements: [
+                """
+                CREATE TABLE IF NOT EXISTS oidc_providers (
+                    id TEXT PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    issuer TEXT NOT NULL,
+                    client_id TEXT NOT NULL,
+                    client_secret_file TEXT,
+                    app_client_ids TEXT NOT NULL,
+                    scopes TEXT NOT NULL,
+                    link_verified_email BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS provider_links (
+                    issuer TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    provider_id TEXT NOT NULL,
+                    user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    email TEXT,
+                    created_at BIGINT NOT NULL,
+                    PRIMARY KEY (issuer, subject)
+                )
+                """,
+                "CREATE INDEX IF NOT EXISTS provider_links_user ON provider_links (user_id)",
+                """
+                CREATE TABLE IF NOT EXISTS provider_signups (
+                    key_hash TEXT PRIMARY KEY REFERENCES sessions (key_hash) ON DELETE CASCADE,
+                    provider_id TEXT NOT NULL,
+                    issuer TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    email TEXT,
+                    email_verified BIGINT NOT NULL,
+                    name TEXT
+                )
+                """,
+                """
+                CREATE TABLE IF NOT EXISTS used_id_tokens (
+                    token_id TEXT PRIMARY KEY,
+                    expires_at BIGINT NOT NULL
+                )
+                """,
+                "ALTER TABLE session_factors ADD COLUMN provider_id TEXT",
+                "ALTER TABLE session_factors ADD COLUMN provider_subject TEXT",
+            ]),
     ]
 
     /// A migrator over ``migrations``.

@@ -1,0 +1,79 @@
+import HomeportStorage
+
+/// A person at an identity provider, linked to an account here (allauth's `SocialAccount`).
+public struct ProviderLink: Sendable, Hashable {
+    /// The provider's issuer.
+    public var issuer: String
+    /// The person's id there (`sub`).
+    public var subject: String
+    /// The provider it was last used through (its id here).
+    public var providerID: String
+    /// The account.
+    public var userID: Int64
+    /// The address the provider gave, if any.
+    public var email: String?
+    /// When it was linked, in Unix seconds.
+    public var createdAt: Int64
+}
+
+/// The `provider_links` table: who is who at which provider. One person at one issuer is linked
+/// to one account at most (the primary key), whichever provider id names that issuer.
+struct ProviderLinkStore {
+    let db: any SQLExecutor
+
+    init(_ db: any SQLExecutor) {
+        self.db = db
+    }
+
+    /// The link of `subject` at `issuer`, if any.
+    func find(issuer: String, subject: String) throws -> ProviderLink? {
+        try db.execute(
+            """
+            SELECT issuer, subject, provider_id, user_id, email, created_at FROM provider_links
+            WHERE issuer = $1 AND subject = $2
+            """, [.text(issuer), .text(subject)]
+        ).first.flatMap(Self.link)
+    }
+
+    /// The account's links, oldest first.
+    func all(userID: Int64) throws -> [ProviderLink] {
+        try db.execute(
+            """
+            SELECT issuer, subject, provider_id, user_id, email, created_at FROM provider_links
+            WHERE user_id = $1 ORDER BY created_at, issuer, subject
+            """, [.integer(userID)]
+        ).compactMap(Self.link)
+    }
+
+    /// Links a person to an account; false when they are linked already (to this account or
+    /// another: the caller reads which).
+    func link(_ link: ProviderLink) throws -> Bool {
+        !(try db.execute(
+            """
+            INSERT INTO provider_links (issuer, subject, provider_id, user_id, email, created_at)
+            VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (issuer, subject) DO NOTHING RETURNING user_id
+            """,
+            [
+                .text(link.issuer), .text(link.subject), .text(link.providerID), .integer(link.userID),
+                link.email.map(SQLValue.text) ?? .null, .integer(link.createdAt),
+            ]
+        ).isEmpty)
+    }
+
+    /// Removes one of an account's links; false when it has no such link.
+    func unlink(userID: Int64, issuer: String, subject: String) throws -> Bool {
+        !(try db.execute(
+            "DELETE FROM provider_links WHERE user_id = $1 AND issuer = $2 AND subject = $3 RETURNING user_id",
+            [.integer(userID), .text(issuer), .text(subject)]
+        ).isEmpty)
+    }
+
+    private static func link(_ row: Row) -> ProviderLink? {
+        guard let issuer = row.string("issuer"), let subject = row.string("subject"),
+            let provider = row.string("provider_id"), let user = row.int("user_id"), let at = row.int("created_at")
+        else { return nil }
+        return ProviderLink(
+            issuer: issuer, subject: subject, providerID: provider, userID: user, email: row.string("email"),
+            createdAt: at)
+    }
+}
