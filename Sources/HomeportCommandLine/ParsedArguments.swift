@@ -6,6 +6,11 @@ public struct ParsedArguments: Sendable, Equatable {
     public var positionals: [String]
     /// Whether `--help` or `-h` was given.
     public var wantsHelp: Bool
+    /// Every value given to each option, in order (an option that may be given several times).
+    public var repeated: [String: [String]] = [:]
+
+    /// Every value the option was given on the command line, in order.
+    public func values(_ name: String) -> [String] { repeated[name] ?? [] }
 
     /// The option's value from the command line, else from its environment variable, else `nil`.
     public func value(_ name: String, spec: CommandSpec, environment: [String: String]) -> String? {
@@ -74,6 +79,7 @@ extension CommandSpec {
                 } else {
                     throw UsageError("--\(key) needs a value (\(valueName))")
                 }
+                parsed.repeated[key, default: []].append(parsed.options[key] ?? "")
             } else {
                 guard inlineValue == nil else { throw UsageError("--\(key) takes no value") }
                 parsed.options[key] = "true"

@@ -82,14 +82,73 @@ public struct AuthMethod: Codable, Hashable, Sendable {
     /// Whether this was a confirmation of a session already signed in (`auth/reauthenticate`,
     /// `auth/2fa/reauthenticate`).
     public var reauthenticated: Bool?
+    /// For `socialaccount`, the identity provider's id.
+    public var provider: String?
+    /// For `socialaccount`, the person's id at the provider (`sub`).
+    public var uid: String?
 
     /// Creates a method entry.
-    public init(method: String, at: Double, email: String?, type: String? = nil, reauthenticated: Bool? = nil) {
+    public init(
+        method: String, at: Double, email: String?, type: String? = nil, reauthenticated: Bool? = nil,
+        provider: String? = nil, uid: String? = nil
+    ) {
         self.method = method
         self.at = at
         self.email = email
         self.type = type
         self.reauthenticated = reauthenticated
+        self.provider = provider
+        self.uid = uid
+    }
+}
+
+/// An identity provider as the app door describes it (`config`, `account/providers`, the
+/// `provider_signup` flow), in django-allauth's shape.
+public struct AuthProvider: Codable, Hashable, Sendable {
+    /// Its id on this server.
+    public var id: String
+    /// Its name, for a button.
+    public var name: String
+    /// How an app can sign in with it: `provider_token` (run its flow on the device, hand over
+    /// the ID token).
+    public var flows: [String]
+    /// The client id an app runs the provider's flow with.
+    public var clientID: String?
+    /// Where its OpenID Connect discovery document is.
+    public var openIDConfigurationURL: String?
+
+    /// Creates a provider description.
+    public init(
+        id: String, name: String, flows: [String], clientID: String? = nil, openIDConfigurationURL: String? = nil
+    ) {
+        self.id = id
+        self.name = name
+        self.flows = flows
+        self.clientID = clientID
+        self.openIDConfigurationURL = openIDConfigurationURL
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, name, flows
+        case clientID = "client_id"
+        case openIDConfigurationURL = "openid_configuration_url"
+    }
+}
+
+/// A provider account linked to the signed-in account (`account/providers`).
+public struct AuthProviderAccount: Codable, Hashable, Sendable {
+    /// The person's id at the provider.
+    public var uid: String
+    /// A name to show: the address the provider gave, or the id.
+    public var display: String
+    /// The provider.
+    public var provider: AuthProvider
+
+    /// Creates a linked account.
+    public init(uid: String, display: String, provider: AuthProvider) {
+        self.uid = uid
+        self.display = display
+        self.provider = provider
     }
 }
 
@@ -154,16 +213,25 @@ public struct AuthFlow: Codable, Hashable, Sendable {
     /// The second factors the flow accepts (`mfa_authenticate`, `mfa_reauthenticate`):
     /// `recovery_codes`, `totp`.
     public var types: [String]?
+    /// For `provider_token`: the ids of the providers an app can hand a token of.
+    public var providers: [String]?
+    /// For `provider_signup`: the provider whose sign-in waits for an address.
+    public var provider: AuthProvider?
 
     /// Creates a flow.
-    public init(id: String, isPending: Bool? = nil, types: [String]? = nil) {
+    public init(
+        id: String, isPending: Bool? = nil, types: [String]? = nil, providers: [String]? = nil,
+        provider: AuthProvider? = nil
+    ) {
         self.id = id
         self.isPending = isPending
         self.types = types
+        self.providers = providers
+        self.provider = provider
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, types
+        case id, types, providers, provider
         case isPending = "is_pending"
     }
 }
@@ -224,6 +292,67 @@ public enum AuthRequest {
         public init(email: String, password: String) {
             self.email = email
             self.password = password
+        }
+    }
+
+    /// `POST auth/provider/token`: an identity provider's token the app obtained itself.
+    public struct ProviderToken: Codable, Hashable, Sendable {
+        /// The provider's id on the server (`config`'s `socialaccount.providers`).
+        public var provider: String
+        /// `login`, or `connect` (link to the signed-in account).
+        public var process: String
+        /// The token and the client it was issued to.
+        public var token: Token
+
+        /// The token: `client_id` (the app's client at the provider) and `id_token`.
+        public struct Token: Codable, Hashable, Sendable {
+            /// The client the provider issued the token to.
+            public var clientID: String
+            /// The OpenID Connect ID token.
+            public var idToken: String
+
+            /// Creates a token.
+            public init(clientID: String, idToken: String) {
+                self.clientID = clientID
+                self.idToken = idToken
+            }
+
+            private enum CodingKeys: String, CodingKey {
+                case clientID = "client_id"
+                case idToken = "id_token"
+            }
+        }
+
+        /// Creates a body.
+        public init(provider: String, process: String = "login", token: Token) {
+            self.provider = provider
+            self.process = process
+            self.token = token
+        }
+    }
+
+    /// `POST auth/provider/signup`: the address for a provider sign-up.
+    public struct ProviderSignup: Codable, Hashable, Sendable {
+        /// The sign-in address of the new account.
+        public var email: String
+
+        /// Creates a body.
+        public init(email: String) {
+            self.email = email
+        }
+    }
+
+    /// `DELETE account/providers`: the provider account to unlink.
+    public struct ProviderAccount: Codable, Hashable, Sendable {
+        /// The provider's id.
+        public var provider: String
+        /// The person's id there (`uid`).
+        public var account: String
+
+        /// Creates a body.
+        public init(provider: String, account: String) {
+            self.provider = provider
+            self.account = account
         }
     }
 

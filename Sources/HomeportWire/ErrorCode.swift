@@ -63,4 +63,20 @@ public enum AuthErrorCode {
     public static let cannotGenerateRecoveryCodes = "cannot_generate_recovery_codes"
     /// A server-declared CSRF failure: the one refusal a client may retry once.
     public static let csrfInvalid = "csrf_invalid"
+    /// An identity provider's token that is not accepted (`auth/provider/token`).
+    public static let invalidToken = "invalid_token"
+    /// `auth/provider/token` without `token.client_id`.
+    public static let clientIDRequired = "client_id_required"
+    /// `auth/provider/token` without `token.id_token`.
+    public static let tokenRequired = "token_required"
+    /// `process` is neither `login` nor `connect`.
+    public static let invalidChoice = "invalid_choice"
+    /// The provider account is linked to another account.
+    public static let connectedOther = "connected_other"
+    /// No such linked provider account.
+    public static let accountNotFound = "account_not_found"
+    /// Unlinking would leave an account with no password and no provider to sign in with.
+    public static let noPassword = "no_password"
+    /// Unlinking would leave an account whose address is unverified with no way in.
+    public static let noVerifiedEmail = "no_verified_email"
 }

@@ -95,6 +95,12 @@ public enum AllauthAppPath {
     public static let totp = "account/authenticators/totp"
     /// `GET`: the recovery codes (their list only the first time); `POST`: make new ones.
     public static let recoveryCodes = "account/authenticators/recovery-codes"
+    /// `POST`: sign in (or connect) with an identity provider's ID token the app obtained itself.
+    public static let providerToken = "auth/provider/token"
+    /// `GET`, `POST`: the sign-up a provider sign-in waits on, when its address is taken.
+    public static let providerSignup = "auth/provider/signup"
+    /// `GET`, `DELETE`: the account's linked provider accounts.
+    public static let providerAccounts = "account/providers"
 
     /// The absolute path of an endpoint: `/_allauth/app/v1/<endpoint>`.
     public static func path(_ endpoint: String) -> String {

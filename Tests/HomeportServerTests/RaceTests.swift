@@ -199,7 +199,7 @@ struct RaceTests {
 
 /// Waits until `count` statements in `database` (PostgreSQL) wait for a lock: true once they do,
 /// false after five seconds or as soon as `givenUp` says there is no point.
-private func waitForLockWaiters(_ count: Int64, in database: any Database, unless givenUp: () -> Bool = { false })
+func waitForLockWaiters(_ count: Int64, in database: any Database, unless givenUp: () -> Bool = { false })
     throws -> Bool
 {
     for _ in 0..<500 {

@@ -26,6 +26,8 @@ public final class AccountService: Sendable {
     /// Two-factor sign-in, when a ``SecretsKey`` is at hand; `nil` offers none (and a server
     /// refuses to start without one if any account has a second factor).
     public let secondFactors: SecondFactorSettings?
+    /// The identity providers the operator configured (`oidc add`), and what they publish.
+    let identityProviders: ProviderDirectory
 
     /// Creates the service; `hasher` defaults to PBKDF2 at `settings.passwordIterations`. Who is
     /// calling is not its business: the one `SessionReader` (the application's) tells the doors.
@@ -43,6 +45,7 @@ public final class AccountService: Sendable {
         self.clock = clock
         self.random = random
         self.logger = logger.withLabel("homeport.accounts")
+        identityProviders = ProviderDirectory(database: database, clock: clock, caFile: settings.providerCAFile)
     }
 
     /// What a sign-up or sign-in attempt came to.
@@ -299,15 +302,7 @@ public final class AccountService: Sendable {
             guard let latest = try accounts.find(id: account.id), latest.passwordHash == hash else {
                 return .invalid([Self.mismatch])
             }
-            let standing: Standing = latest.approval == .held ? .held : .waiting
-            if case .preLogin(let session, _) = current, session.kind == kind {
-                try sessions.setStanding(standing, keyHash: session.keyHash)
-                return .pending(standing: standing, token: nil)
-            }
-            var preLogin = newSession
-            preLogin.session.userID = nil
-            preLogin.session.authenticatedAt = nil
-            return .pending(standing: standing, token: try insertPreLogin(preLogin, standing: standing, db, now))
+            return try notApproved(latest, newSession, current: current, kind: kind, db, now)
         }
         if case .signedIn = outcome {
             try? SessionStore(database).pruneExpired(now: now)
@@ -319,18 +314,39 @@ public final class AccountService: Sendable {
         return outcome
     }
 
+    /// The answer to a sign-in the account's standing refused (`latest`: not approved, or held):
+    /// the caller's own pre-login session at this door carries the standing, else a new one
+    /// made from `newSession` does (in the caller's transaction).
+    func notApproved(
+        _ latest: Account, _ newSession: (token: String, session: Session), current: Caller, kind: SessionKind,
+        _ db: any SQLExecutor, _ now: Int64
+    ) throws -> SignInOutcome {
+        let standing: Standing = latest.approval == .held ? .held : .waiting
+        if case .preLogin(let session, _) = current, session.kind == kind {
+            try SessionStore(db).setStanding(standing, keyHash: session.keyHash)
+            return .pending(standing: standing, token: nil)
+        }
+        var preLogin = newSession
+        preLogin.session.userID = nil
+        preLogin.session.authenticatedAt = nil
+        return .pending(standing: standing, token: try insertPreLogin(preLogin, standing: standing, db, now))
+    }
+
     /// A sign-in with the right password to an account whose address is not verified: no session
     /// yet, but a pre-login session and a mailed code (the caller's own session at this door ends).
     /// Past the account's mail budget the answer is django-allauth's: too many login attempts.
-    private func beginVerification(
-        account: Account, address: String, email: String, kind: SessionKind, current: Caller, now: Int64
+    func beginVerification(
+        account: Account, address: String, email: String, kind: SessionKind, current: Caller, now: Int64,
+        refund: Bool = true
     ) throws -> SignInOutcome {
         let verification = try makeVerification(kind: kind, now: now)
         let authenticatedAt = clock.now().timeIntervalSince1970
         let outcome: SignInOutcome = try database.transaction { db in
             // The password was right: its failure comes back whatever follows.
-            try RateLimiter(db, policy: settings.rateLimits).refundLoginFailure(
-                address: address, email: email, now: now)
+            if refund {
+                try RateLimiter(db, policy: settings.rateLimits).refundLoginFailure(
+                    address: address, email: email, now: now)
+            }
             do {
                 try beginVerification(verification, account: account, authenticatedAt: authenticatedAt, db, now: now)
             } catch let refusal as RateLimiter.Refusal {
@@ -411,7 +427,7 @@ public final class AccountService: Sendable {
     /// Stores a pre-login session carrying `standing` and returns its token, for the app door
     /// (which hands the token to the app for `auth/standing`); the web door shows the standing
     /// at once and keeps no row (`nil`).
-    private func insertPreLogin(
+    func insertPreLogin(
         _ new: (token: String, session: Session), standing: Standing, _ db: any SQLExecutor, _ now: Int64
     ) throws -> String? {
         guard new.session.kind == .app else { return nil }

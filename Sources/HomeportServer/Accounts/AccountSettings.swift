@@ -14,6 +14,9 @@ public struct AccountSettings: Sendable, Hashable {
     public var publicURL: String?
     /// Whether an address must be verified by a mailed code before its account gets a session.
     public var emailVerification: EmailVerificationPolicy
+    /// A CA to trust besides the system's when fetching identity providers' discovery documents
+    /// and keys (`HOMEPORT_OIDC_CA_FILE`: a provider behind a private CA).
+    public var providerCAFile: String?
 
     /// How long a mailed verification code works, in seconds (as django-allauth: 15 minutes).
     public static let verificationCodeLifetime: Int64 = 900
@@ -22,8 +25,9 @@ public struct AccountSettings: Sendable, Hashable {
     public init(
         signup: SignupPolicy = .approval, sessionLifetime: Int64 = 365 * 86400, resetKeyLifetime: Int64 = 3600,
         passwordIterations: Int = 600_000, rateLimits: RateLimitPolicy = RateLimitPolicy(), publicURL: String? = nil,
-        emailVerification: EmailVerificationPolicy = .none
+        emailVerification: EmailVerificationPolicy = .none, providerCAFile: String? = nil
     ) {
+        self.providerCAFile = providerCAFile
         self.signup = signup
         self.sessionLifetime = sessionLifetime
         self.resetKeyLifetime = resetKeyLifetime

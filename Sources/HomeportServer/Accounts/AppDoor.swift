@@ -34,6 +34,7 @@ extension Router where Context == RequestContext {
             app.post("/" + AllauthAppPath.emailVerifyResend) { _, context in try door.resendVerification(context.caller)
             }
             app.addTwoFactor(door)
+            app.addProviders(door)
         }
     }
 }
@@ -86,6 +87,11 @@ struct AppDoor: Sendable {
                 "password_reset_by_code_enabled": false, "authentication_method": "email",
             ]
         ]
+        // As allauth with its socialaccount app: the providers an app can hand a token of.
+        let providers = providers()
+        if !providers.isEmpty {
+            data["socialaccount"] = ["providers": providers.map { (try? asObject(describe($0))) ?? [:] }]
+        }
         // As allauth with its MFA app: the second factors offered (none without a secrets key).
         if service.secondFactors != nil {
             data["mfa"] = ["supported_types": ["recovery_codes", "totp"], "passkey_login_enabled": false]
@@ -174,7 +180,7 @@ struct AppDoor: Sendable {
 
     // MARK: Answers
 
-    private func signInAnswer(_ outcome: AccountService.SignInOutcome, caller: Caller, methods: Bool) -> HTTPResponse {
+    func signInAnswer(_ outcome: AccountService.SignInOutcome, caller: Caller, methods: Bool) -> HTTPResponse {
         switch outcome {
         case .signedIn(let token, let account, let session):
             return answer(
@@ -214,7 +220,7 @@ struct AppDoor: Sendable {
     func user(_ account: Account) -> AuthUser {
         AuthUser(
             id: Int(account.id), display: String(account.email.split(separator: "@").first ?? ""), email: account.email,
-            username: account.email)
+            hasUsablePassword: !account.passwordHash.hasPrefix("!"), username: account.email)
     }
 
     /// The user and the ways the session authenticated (none for a sign-up, as allauth).
@@ -230,6 +236,8 @@ struct AppDoor: Sendable {
     func flows(verifying: Bool = false, secondFactor: [String]? = nil) -> [AuthFlow] {
         var flows = [AuthFlow(id: "login")]
         if service.settings.signup != .closed { flows.append(AuthFlow(id: "signup")) }
+        let providers = providers()
+        if !providers.isEmpty { flows.append(AuthFlow(id: "provider_token", providers: providers.map(\.id))) }
         if verifying { flows.append(AuthFlow(id: "verify_email", isPending: true)) }
         if let secondFactor { flows.append(AuthFlow(id: "mfa_authenticate", isPending: true, types: secondFactor)) }
         return flows
@@ -246,10 +254,11 @@ struct AppDoor: Sendable {
     func notSignedIn(_ caller: Caller) throws -> HTTPResponse {
         let verifying = try service.verificationPending(caller)
         let secondFactor = try service.pendingSecondFactor(caller)
-        return answer(
-            AuthEnvelope(
-                status: 401, data: AuthData(flows: flows(verifying: verifying, secondFactor: secondFactor)),
-                meta: AuthMeta(isAuthenticated: false)))
+        var flows = flows(verifying: verifying, secondFactor: secondFactor)
+        if let (provider, _) = try service.pendingProviderSignup(caller) {
+            flows.append(AuthFlow(id: "provider_signup", isPending: true, provider: describe(provider)))
+        }
+        return answer(AuthEnvelope(status: 401, data: AuthData(flows: flows), meta: AuthMeta(isAuthenticated: false)))
     }
 
     /// 410: the token is invalid; the client drops it and starts clean.
@@ -280,6 +289,11 @@ struct AppDoor: Sendable {
         .json(
             bytes: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(),
             status: status)
+    }
+
+    /// An encodable value as a JSON object, to place inside an answer built from objects.
+    func asObject(_ value: some Encodable) throws -> Any {
+        try JSONSerialization.jsonObject(with: HTTPResponse.encode(value))
     }
 
     /// The envelope as the answer, its status repeated in the body.

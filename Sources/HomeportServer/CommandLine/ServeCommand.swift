@@ -522,6 +522,7 @@ package enum ServeCommand {
             }
             configuration.accounts.emailVerification = policy
         }
+        configuration.accounts.providerCAFile = environment["HOMEPORT_OIDC_CA_FILE"]
         if let text = parsed.value("session-lifetime", spec: spec, environment: environment) {
             guard let seconds = parseDuration(text), (60...(100 * 366 * 86400)).contains(seconds) else {
                 throw UsageError(

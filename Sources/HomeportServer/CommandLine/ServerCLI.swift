@@ -118,7 +118,8 @@ package enum ServerCLI {
           users             List accounts; approve, reject or hold one.
           push send         Notify an account (in-app stream and pushes).
           push devices      List the devices registered for pushes.
-          product-keys      Make, list or revoke keys of the product API (serve --product-listen).\
+          product-keys      Make, list or revoke keys of the product API (serve --product-listen).
+          oidc              Add, list or remove OpenID Connect providers people sign in with.\
         \(added.withLock { $0.flatMap(\.overview) }.map { "\n  \($0)" }.joined())
 
         Run 'homeport-server COMMAND --help' for a command's options.
@@ -152,6 +153,8 @@ package enum ServerCLI {
                 return try PushCommand.run(rest, environment: environment)
             case "product-keys":
                 return try ProductKeysCommand.run(rest, environment: environment)
+            case "oidc":
+                return try OIDCCommand.run(rest, environment: environment)
             default:
                 guard let added = added.withLock({ $0.first { $0.name == command } }) else {
                     throw UsageError("unknown command '\(command)'; run 'homeport-server --help'")

@@ -245,6 +245,11 @@ struct RateLimiter {
         try charge([bucket(budget, key)], now: now)
     }
 
+    /// Takes back one action of `budget` charged to `key` in its current window.
+    func refund(_ budget: Budget, _ key: String, now: Int64) throws {
+        try refund([bucket(budget, key)], now: now)
+    }
+
     /// `budget`'s counter of `key`, and its limit in this limiter's policy.
     private func bucket(_ budget: Budget, _ key: String) -> (String, RateLimit) {
         (budget.counter(key), policy[keyPath: budget.limit])

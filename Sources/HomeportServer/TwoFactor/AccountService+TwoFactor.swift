@@ -56,14 +56,17 @@ extension AccountService {
     /// own session at this door ends, as at any sign-in.
     func beginSecondFactor(
         account: Account, upgraded: String?, address: String, email: String, kind: SessionKind, current: Caller,
-        now: Int64
+        now: Int64, provider: SessionFactorStore.ProviderLogin? = nil
     ) throws -> SignInOutcome {
         var pending = try makeSession(kind: kind, userID: nil, now: now)
         pending.session.expiresAt = min(pending.session.expiresAt, now + Self.secondFactorWindow)
         let authenticatedAt = clock.now().timeIntervalSince1970
         return try database.transaction { db in
-            try RateLimiter(db, policy: settings.rateLimits).refundLoginFailure(
-                address: address, email: email, now: now)
+            // A password sign-in was charged a failure before its check; a provider's was not.
+            if provider == nil {
+                try RateLimiter(db, policy: settings.rateLimits).refundLoginFailure(
+                    address: address, email: email, now: now)
+            }
             var hash = account.passwordHash
             if let upgraded, try AccountStore(db).replacePasswordHash(id: account.id, from: hash, to: upgraded, at: now)
             {
@@ -72,7 +75,7 @@ extension AccountService {
             try SessionStore(db).insertPreLogin(pending.session, now: now)
             try SessionFactorStore(db).beginPending(
                 keyHash: pending.session.keyHash,
-                .init(userID: account.id, passwordHash: hash, authenticatedAt: authenticatedAt))
+                .init(userID: account.id, passwordHash: hash, authenticatedAt: authenticatedAt, provider: provider))
             if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
             let types = try AuthenticatorStore(db).all(userID: account.id).map(\.type).sorted()
             return .secondFactorPending(token: pending.token, types: types)
@@ -111,6 +114,9 @@ extension AccountService {
                 try SessionStore(db).insertSignedIn(signedIn.session, now: now, passwordHash: pending.passwordHash)
             else { return .noneWaiting }
             try SessionFactorStore(db).recordFactor(keyHash: signedIn.session.keyHash, factor: factor, at: at)
+            if let provider = pending.provider {
+                try SessionFactorStore(db).recordProvider(keyHash: signedIn.session.keyHash, provider)
+            }
             try ResetKeyStore(db).deleteAll(userID: account.id)
             return .signedIn(token: signedIn.token, account: account, session: signedIn.session)
         }
@@ -239,10 +245,17 @@ extension AccountService {
     /// it signed in with, its last confirmation.
     public func authenticationMethods(_ session: Session, account: Account) throws -> [AuthMethod] {
         var methods: [AuthMethod] = []
-        if let at = session.authenticatedAt {
-            methods.append(AuthMethod(method: "password", at: at, email: account.email))
-        }
         let record = try SessionFactorStore(database).record(keyHash: session.keyHash)
+        if let at = session.authenticatedAt {
+            if let provider = record.provider {
+                methods.append(
+                    AuthMethod(
+                        method: "socialaccount", at: at, email: nil, provider: provider.providerID,
+                        uid: provider.subject))
+            } else {
+                methods.append(AuthMethod(method: "password", at: at, email: account.email))
+            }
+        }
         if let factor = record.factor, let at = record.factorAt {
             methods.append(AuthMethod(method: "mfa", at: at, email: nil, type: factor))
         }

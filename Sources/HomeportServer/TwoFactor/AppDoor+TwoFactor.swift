@@ -176,7 +176,7 @@ extension AppDoor {
     }
 
     /// `{"status": 200, "data": …}` for a value the envelope type does not describe.
-    private func answer(data: some Encodable) -> HTTPResponse {
+    func answer(data: some Encodable) -> HTTPResponse {
         let encoded = (try? JSONSerialization.jsonObject(with: HTTPResponse.encode(data))) ?? [:]
         return answer(["status": 200, "data": encoded])
     }

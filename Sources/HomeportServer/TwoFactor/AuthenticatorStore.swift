@@ -150,6 +150,14 @@ struct SessionFactorStore {
         /// The password hash checked: a change since then voids the sign-in.
         var passwordHash: String
         var authenticatedAt: Double
+        /// The provider account the sign-in came through, when it was not a password.
+        var provider: ProviderLogin? = nil
+    }
+
+    /// The provider account a session signed in through (its id here, and the person's `sub`).
+    struct ProviderLogin: Sendable, Hashable {
+        var providerID: String
+        var subject: String
     }
 
     /// What a signed-in session did beyond its password.
@@ -159,44 +167,65 @@ struct SessionFactorStore {
         var reauthenticatedBy: String?
         var reauthenticatedAt: Double?
         var totpSetup: String?
+        var provider: ProviderLogin?
     }
 
     func beginPending(keyHash: String, _ pending: Pending) throws {
         try db.execute(
             """
-            INSERT INTO session_factors (key_hash, pending_user_id, pending_password_hash, pending_authenticated_at)
-            VALUES ($1, $2, $3, $4)
+            INSERT INTO session_factors (key_hash, pending_user_id, pending_password_hash, pending_authenticated_at,
+                provider_id, provider_subject)
+            VALUES ($1, $2, $3, $4, $5, $6)
             """,
-            [.text(keyHash), .integer(pending.userID), .text(pending.passwordHash), .real(pending.authenticatedAt)])
+            [
+                .text(keyHash), .integer(pending.userID), .text(pending.passwordHash), .real(pending.authenticatedAt),
+                pending.provider.map { .text($0.providerID) } ?? .null,
+                pending.provider.map { .text($0.subject) } ?? .null,
+            ])
     }
 
     func pending(keyHash: String) throws -> Pending? {
         guard
             let row = try db.execute(
                 """
-                SELECT pending_user_id, pending_password_hash, pending_authenticated_at FROM session_factors
-                WHERE key_hash = $1 AND pending_user_id IS NOT NULL
+                SELECT pending_user_id, pending_password_hash, pending_authenticated_at, provider_id, provider_subject
+                FROM session_factors WHERE key_hash = $1 AND pending_user_id IS NOT NULL
                 """, [.text(keyHash)]
             ).first,
             let userID = row.int("pending_user_id"), let hash = row.string("pending_password_hash"),
             let at = row.double("pending_authenticated_at")
         else { return nil }
-        return Pending(userID: userID, passwordHash: hash, authenticatedAt: at)
+        return Pending(userID: userID, passwordHash: hash, authenticatedAt: at, provider: Self.provider(row))
     }
 
     func record(keyHash: String) throws -> Record {
         guard
             let row = try db.execute(
                 """
-                SELECT factor, factor_at, reauthenticated_by, reauthenticated_at, totp_setup FROM session_factors
-                WHERE key_hash = $1
+                SELECT factor, factor_at, reauthenticated_by, reauthenticated_at, totp_setup, provider_id,
+                    provider_subject
+                FROM session_factors WHERE key_hash = $1
                 """, [.text(keyHash)]
             ).first
         else { return Record() }
         return Record(
             factor: row.string("factor"), factorAt: row.double("factor_at"),
             reauthenticatedBy: row.string("reauthenticated_by"), reauthenticatedAt: row.double("reauthenticated_at"),
-            totpSetup: row.string("totp_setup"))
+            totpSetup: row.string("totp_setup"), provider: Self.provider(row))
+    }
+
+    private static func provider(_ row: Row) -> ProviderLogin? {
+        guard let id = row.string("provider_id"), let subject = row.string("provider_subject") else { return nil }
+        return ProviderLogin(providerID: id, subject: subject)
+    }
+
+    /// Records the provider account a new session signed in through.
+    func recordProvider(keyHash: String, _ provider: ProviderLogin) throws {
+        try db.execute(
+            """
+            INSERT INTO session_factors (key_hash, provider_id, provider_subject) VALUES ($1, $2, $3)
+            ON CONFLICT (key_hash) DO UPDATE SET provider_id = $2, provider_subject = $3
+            """, [.text(keyHash), .text(provider.providerID), .text(provider.subject)])
     }
 
     /// Records the second factor a new session signed in with.
