@@ -49,6 +49,16 @@ struct AllauthInteropTests {
         var pause: Double = 0
         /// A second-factor code for `json["code"]`, made from what earlier answers showed.
         var factor: Factor?
+        /// An ID token for `json["token"]["id_token"]`, minted by the stand-in provider.
+        var idToken: Minted?
+    }
+
+    /// An ID token a step hands over.
+    enum Minted {
+        /// A new token of `subject` for the app's client, signed with the stand-in's `key`.
+        case fresh(subject: String, email: String?, verified: Bool, key: String = "rsa")
+        /// The token the last step handed over, again.
+        case again
     }
 
     /// A second-factor code a step sends.
@@ -400,10 +410,86 @@ struct AllauthInteropTests {
         }
     }
 
+    static let providerToken = "auth/provider/token"
+
+    /// The provider-token flow (allauth's socialaccount app with its OpenID Connect provider):
+    /// the request's checks, a forged token, a new person, a token used twice, the links, a
+    /// connection and a person linked elsewhere, and an address that has an account.
+    static var providerSteps: [Step] {
+        let login = { (name: String, minted: Minted, token: Token) in
+            Step(
+                name: name, method: "POST", path: providerToken, token: token,
+                json: ["provider": "household", "process": "login"], idToken: minted)
+        }
+        let connect = { (name: String, minted: Minted) in
+            Step(
+                name: name, method: "POST", path: providerToken, token: .current,
+                json: ["provider": "household", "process": "connect"], idToken: minted)
+        }
+        return [
+            Step(name: "config with a provider", method: "GET", path: "config"),
+            Step(name: "session, anonymous, with a provider", method: "GET", path: "auth/session"),
+            Step(name: "provider token, empty body", method: "POST", path: providerToken, json: [:]),
+            Step(
+                name: "provider token, unknown process", method: "POST", path: providerToken,
+                json: ["provider": "household", "process": "steal", "token": ["client_id": "homeport-app"]]),
+            Step(
+                name: "provider token, token not an object", method: "POST", path: providerToken,
+                json: ["provider": "household", "process": "login", "token": "eyJ"]),
+            Step(
+                name: "provider token, no client_id", method: "POST", path: providerToken,
+                json: ["provider": "household", "process": "login", "token": ["id_token": "eyJ"]]),
+            Step(
+                name: "provider token, no id_token", method: "POST", path: providerToken,
+                json: ["provider": "household", "process": "login", "token": ["client_id": "homeport-app"]]),
+            login(
+                "provider token, forged",
+                .fresh(subject: "ada-1", email: "ada@example.com", verified: true, key: "rogue"), .none),
+            login(
+                "provider token, a new person", .fresh(subject: "ada-1", email: "ada@example.com", verified: true),
+                .none),
+            Step(name: "session after a provider sign-in", method: "GET", path: "auth/session", token: .current),
+            Step(name: "provider accounts", method: "GET", path: "account/providers", token: .current),
+            Step(
+                name: "unlink the only way in", method: "DELETE", path: "account/providers", token: .current,
+                json: ["provider": "household", "account": "ada-1"]),
+            Step(
+                name: "unlink an unknown account", method: "DELETE", path: "account/providers", token: .current,
+                json: ["provider": "household", "account": "nobody"]),
+            Step(name: "logout after a provider sign-in", method: "DELETE", path: "auth/session", token: .current),
+            login("provider token, used twice", .again, .none),
+            login(
+                "provider token, the same person again",
+                .fresh(subject: "ada-1", email: "ada@example.com", verified: true), .none),
+            Step(
+                name: "signup for connecting", method: "POST", path: "auth/signup",
+                json: ["email": "bob@example.com", "password": "a good long password"]),
+            connect("connect a provider account", .fresh(subject: "bob-1", email: "bob@home.example", verified: true)),
+            connect(
+                "connect a person linked elsewhere", .fresh(subject: "ada-1", email: "ada@example.com", verified: true)),
+            Step(name: "provider accounts after connecting", method: "GET", path: "account/providers", token: .current),
+            Step(
+                name: "unlink a connected account", method: "DELETE", path: "account/providers", token: .current,
+                json: ["provider": "household", "account": "bob-1"]),
+            Step(name: "logout after connecting", method: "DELETE", path: "auth/session", token: .current),
+            login(
+                "provider token, a taken address", .fresh(subject: "eve-1", email: "bob@example.com", verified: true),
+                .none),
+            Step(name: "provider signup form", method: "GET", path: "auth/provider/signup", token: .current),
+            Step(
+                name: "provider signup, taken address", method: "POST", path: "auth/provider/signup", token: .current,
+                json: ["email": "bob@example.com"]),
+            Step(
+                name: "provider signup, another address", method: "POST", path: "auth/provider/signup",
+                token: .current, json: ["email": "eve@example.com"]),
+        ]
+    }
+
     /// Runs `steps` against a server and returns, per step, the status and the envelope's shape.
-    static func transcript(_ steps: [Step], port: Int, mail: () -> String) throws
+    static func transcript(_ steps: [Step], port: Int, provider: OIDCStandIn? = nil, mail: () -> String) throws
         -> [(step: String, status: Int, shape: Set<String>)]
     {
+        var lastIDToken = ""
         var current: String?
         var previous: String?
         var secret: [UInt8]?
@@ -443,6 +529,18 @@ struct AllauthInteropTests {
                     secret: key, step: OneTimeCode.step(at: Int64(Date().timeIntervalSince1970)) + offset)
             case .recovery(let index):
                 json?["code"] = try #require(recoveryCodes.indices.contains(index) ? recoveryCodes[index] : nil)
+            case nil: break
+            }
+            switch step.idToken {
+            case .fresh(let subject, let email, let verified, let key):
+                let standIn = try #require(provider, "\(step.name): no provider")
+                lastIDToken = try standIn.mint(
+                    standIn.claims(
+                        subject: subject, audience: "homeport-app", now: Int64(Date().timeIntervalSince1970),
+                        email: email, emailVerified: verified),
+                    key: key)
+                json?["token"] = ["client_id": "homeport-app", "id_token": lastIDToken]
+            case .again: json?["token"] = ["client_id": "homeport-app", "id_token": lastIDToken]
             case nil: break
             }
             var body: Data?
@@ -501,18 +599,29 @@ struct AllauthInteropTests {
 
     /// Runs `steps` on both servers and compares every answer; a step with a ``Difference`` must
     /// differ exactly as documented.
-    static func compare(_ steps: [Step], homeportArguments: [String], verifyByCode: Bool) throws {
-        let allauth = try AllauthPeer(verifyByCode: verifyByCode)
+    @discardableResult
+    static func compare(
+        _ steps: [Step], homeportArguments: [String], verifyByCode: Bool, provider: OIDCStandIn? = nil
+    ) throws -> [String: Int] {
+        let allauth = try AllauthPeer(verifyByCode: verifyByCode, oidcIssuer: provider?.issuer)
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let outbox = directory.file("outbox")
+        if let provider {
+            let added = try ServerProcess.run([
+                "oidc", "add", "household", "--issuer", provider.issuer, "--client-id", "homeport-web",
+                "--app-client-id", "homeport-app", "--name", "Household household", "--database",
+                "sqlite:" + directory.file("h.sqlite"),
+            ])
+            #expect(added.status == 0, "\(added.error)")
+        }
         let homeport = try ServerProcess(
             serve: [
                 "--database", "sqlite:" + directory.file("h.sqlite"), "--signup", "open", "--password-iterations",
                 "1000", "--outbox", outbox,
             ] + homeportArguments)
-        let reference = try transcript(steps, port: allauth.port) { allauth.mail }
-        let ours = try transcript(steps, port: homeport.port) { mailText(in: outbox) }
+        let reference = try transcript(steps, port: allauth.port, provider: provider) { allauth.mail }
+        let ours = try transcript(steps, port: homeport.port, provider: provider) { mailText(in: outbox) }
         #expect(reference.count == steps.count && ours.count == steps.count)
         let documented = try String(contentsOfFile: repositoryFile("docs/allauth-differences.md"), encoding: .utf8)
         for (step, (theirs, mine)) in zip(steps, zip(reference, ours)) {
@@ -538,6 +647,7 @@ struct AllauthInteropTests {
             )
         }
         #expect(homeport.stop() == 0)
+        return Dictionary(ours.map { ($0.step, $0.status) }) { first, _ in first }
     }
 
     @Test("every app-client operation answers alike on django-allauth and on homeport-server")
@@ -548,6 +658,21 @@ struct AllauthInteropTests {
     @Test("two-factor sign-in answers alike on django-allauth (its MFA app) and on homeport-server")
     func sameTwoFactorAnswers() throws {
         try Self.compare(Self.mfaSteps, homeportArguments: [], verifyByCode: false)
+    }
+
+    @Test(
+        "sign-in with an identity provider's ID token answers alike on django-allauth (its openid_connect provider) and on homeport-server"
+    )
+    func sameProviderAnswers() throws {
+        let statuses = try Self.compare(
+            Self.providerSteps, homeportArguments: [], verifyByCode: false, provider: try OIDCStandIn())
+        // Alike, and alike for the right reasons: the flow went where it should on both.
+        #expect(statuses["provider token, a new person"] == 200)
+        #expect(statuses["provider token, forged"] == 400 && statuses["provider token, used twice"] == 400)
+        #expect(statuses["provider token, the same person again"] == 200)
+        #expect(statuses["connect a provider account"] == 200)
+        #expect(statuses["provider token, a taken address"] == 401)
+        #expect(statuses["provider signup, another address"] == 200)
     }
 
     @Test("verification by code answers alike on django-allauth and on homeport-server")

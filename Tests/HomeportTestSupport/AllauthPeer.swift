@@ -21,7 +21,12 @@ public final class AllauthPeer: @unchecked Sendable {
     /// (`ACCOUNT_EMAIL_VERIFICATION_BY_CODE_ENABLED`, two resends allowed); with `mfa` (the
     /// default, as homeport-server offers it), allauth's MFA app is on: TOTP with one step of
     /// skew, recovery codes shown once.
-    public init(workers: Int = 1, fastHasher: Bool = true, verifyByCode: Bool = false, mfa: Bool = true) throws {
+    /// With `oidcIssuer`, allauth's socialaccount app signs people in with ID tokens of that
+    /// OpenID Connect provider (`household`, client `homeport-app`).
+    public init(
+        workers: Int = 1, fastHasher: Bool = true, verifyByCode: Bool = false, mfa: Bool = true,
+        oidcIssuer: String? = nil
+    ) throws {
         let environment = ProcessInfo.processInfo.environment
         guard let source = environment["HOMEPORT_TEST_ALLAUTH_DIR"],
             let python = environment["HOMEPORT_TEST_ALLAUTH_PYTHON"]
@@ -39,6 +44,7 @@ public final class AllauthPeer: @unchecked Sendable {
         if fastHasher { peerEnvironment["ALLAUTH_FAST_HASHER"] = "1" }
         if verifyByCode { peerEnvironment["ALLAUTH_VERIFY_BY_CODE"] = "1" }
         if mfa { peerEnvironment["ALLAUTH_MFA"] = "1" }
+        if let oidcIssuer { peerEnvironment["ALLAUTH_OIDC_URL"] = oidcIssuer }
         self.environment = peerEnvironment
 
         let migrate = Process()

@@ -79,3 +79,23 @@ if os.environ.get("ALLAUTH_MFA"):
     MFA_TOTP_ISSUER = "Homeport"
 USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
+# ALLAUTH_OIDC_URL=ISSUER adds allauth's socialaccount app with its OpenID Connect provider
+# ("household", the app's client "homeport-app") against that issuer, as `homeport-server oidc
+# add household --issuer ISSUER --app-client-id homeport-app` configures Homeport. New people sign
+# up at once when the provider gives an address no account has (allauth's default).
+if os.environ.get("ALLAUTH_OIDC_URL"):
+    INSTALLED_APPS += ["allauth.socialaccount", "allauth.socialaccount.providers.openid_connect"]
+    SOCIALACCOUNT_PROVIDERS = {
+        "openid_connect": {
+            "APPS": [
+                {
+                    "provider_id": "household",
+                    "name": "Household household",
+                    "client_id": "homeport-app",
+                    "secret": "",
+                    "settings": {"server_url": os.environ["ALLAUTH_OIDC_URL"]},
+                }
+            ]
+        }
+    }
+    SOCIALACCOUNT_EMAIL_AUTHENTICATION = False

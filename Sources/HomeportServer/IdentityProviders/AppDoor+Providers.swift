@@ -112,11 +112,11 @@ extension AppDoor {
         var data: [String: Any] = [
             "user": [
                 "display": identity.name ?? email.split(separator: "@").first.map(String.init) ?? identity.subject,
-                "has_usable_password": false, "email": email,
+                "has_usable_password": false,
             ],
             "account": [
-                "uid": identity.subject, "display": identity.name ?? email,
-                "provider": ["id": provider.id, "name": provider.name, "flows": ["provider_token"]],
+                "uid": identity.subject, "display": identity.name ?? (email.isEmpty ? identity.subject : email),
+                "provider": try asObject(describe(provider)),
             ],
         ]
         data["email"] =
@@ -207,7 +207,7 @@ extension AppDoor {
         case .connectedOther:
             return invalid([
                 FieldProblem(
-                    code: AuthErrorCode.connectedOther, param: "token",
+                    code: AuthErrorCode.connectedOther, param: nil,
                     message: "The third-party account is already connected to a different account.")
             ])
         case .noPendingSignup: return noProviderSignup()
