@@ -14,6 +14,10 @@ extension HomeportClient {
         /// Not signed in yet: the password was right and the account signs in with a second
         /// factor; send a code with ``HomeportClient/completeSecondFactor(_:code:)``.
         case secondFactorRequired(PendingSecondFactor)
+        /// Not signed in yet: an identity provider vouched for someone new whose address it did
+        /// not give, or gave one that has an account; choose another with
+        /// ``HomeportClient/completeProviderSignup(_:email:)``.
+        case providerSignupRequired(PendingProviderSignup)
     }
 
     /// A sign-in that waits for the code the server mailed to the account's address. It holds the
@@ -75,7 +79,8 @@ extension HomeportClient {
 
     /// Turns the answer of a sign-in step into its result: enrolls the server on 200.
     func finishSignIn(
-        _ response: ClientResponse, at address: ServerAddress, email: String, pendingToken: String? = nil
+        _ response: ClientResponse, at address: ServerAddress, email: String, pendingToken: String? = nil,
+        provider: String? = nil
     ) async throws -> SignInResult {
         let envelope = try decodeEnvelope(response, address)
         if response.status == 401 {
@@ -87,6 +92,11 @@ extension HomeportClient {
             if let token, !token.isEmpty, let pending, pending.id == "mfa_authenticate" {
                 return .secondFactorRequired(
                     PendingSecondFactor(address: address, email: email, types: pending.types ?? [], token: token))
+            }
+            if let token, !token.isEmpty, let pending, pending.id == "provider_signup" {
+                return .providerSignupRequired(
+                    PendingProviderSignup(
+                        address: address, provider: pending.provider?.id ?? provider ?? "", token: token))
             }
             return .pending(try await standing(at: address, token: token))
         }

@@ -14,8 +14,22 @@ extension Commands {
             )
         ],
         options: [
-            .value("email", "EMAIL", help: "The account's address."),
+            .value(
+                "email", "EMAIL",
+                help:
+                    "The account's address (with --provider: the address for a new account when the provider gives none, or one that has an account)."
+            ),
             .flag("password-stdin", help: "Read the password from standard input (the only way to pass it)."),
+            .value(
+                "provider", "ID",
+                help:
+                    "Sign in with this identity provider of the server (homeport-server oidc add) instead of a password."
+            ),
+            .flag(
+                "id-token-stdin",
+                help:
+                    "With --provider: read the ID token the provider issued to the server's app client from standard input."
+            ),
             .flag("allow-http", help: "Allow plain HTTP for this address."),
             .flag("signup", help: "Create the account first."),
             jsonOption, proxyOption, caFileOption,
@@ -31,12 +45,30 @@ extension Commands {
             A pairing link names the installation, its key's fingerprint and its address: the address must
             prove that key before the password goes there (over HTTPS, the certificate the server makes from
             its key is accepted with no certificate authority), and only that installation is enrolled.
+            With --provider, the ID token is one the provider issued for the client id the server names in its
+            config (homeport servers show it); it is sent once and never stored.
             """)
 
     static func login(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(loginSpec, arguments) else { return 0 }
-        guard let email = parsed.options["email"] else { throw UsageError("login needs --email EMAIL") }
-        let password = try passwordFromStandardInput(parsed, for: "login")
+        let provider = parsed.options["provider"]
+        var email = parsed.options["email"]
+        var password: String?
+        var idToken: String?
+        if let provider {
+            guard parsed.flag("id-token-stdin") else {
+                throw UsageError(
+                    "login --provider \(provider) needs --id-token-stdin (a token is never taken as an argument)")
+            }
+            guard !parsed.flag("password-stdin"), !parsed.flag("signup") else {
+                throw UsageError("login --provider takes no --password-stdin or --signup: the provider vouches instead")
+            }
+            idToken = try readSecret("ID token")
+        } else {
+            guard parsed.options["email"] != nil else { throw UsageError("login needs --email EMAIL") }
+            guard !parsed.flag("id-token-stdin") else { throw UsageError("--id-token-stdin needs --provider ID") }
+            password = try passwordFromStandardInput(parsed, for: "login")
+        }
         let target = parsed.positionals[0]
         let link: PairingLink?
         do {
@@ -52,10 +84,36 @@ extension Commands {
             } else {
                 try ServerAddress(parsing: target, allowHTTP: parsed.flag("allow-http"))
             }
-        var result =
-            parsed.flag("signup")
-            ? try await client.signup(at: address, email: email, password: password)
-            : try await client.login(at: address, email: email, password: password)
+        var result: HomeportClient.SignInResult
+        if let provider, let idToken {
+            let offered = try await client.identityProviders(at: address)
+            guard let chosen = offered.first(where: { $0.id == provider }) else {
+                let names = offered.map(\.id).joined(separator: ", ")
+                throw UsageError(
+                    "\(address.url) has no identity provider '\(ServerText.clean(provider, limit: 64))'"
+                        + (names.isEmpty ? " (it offers none)" : "; it offers \(ServerText.clean(names, limit: 200))"))
+            }
+            result = try await client.login(at: address, provider: chosen, idToken: idToken)
+            if case .providerSignupRequired(let pending) = result {
+                guard let chosenEmail = email else {
+                    if parsed.flag("json") { try printJSON(["signedIn": false, "providerSignup": "pending"]) }
+                    warn(
+                        "homeport: not signed in: \(provider) gave no address, or one that has an account here; "
+                            + "run again with --email ADDRESS for a new account (or sign in to that account and connect the provider)"
+                    )
+                    return 1
+                }
+                result = try await client.completeProviderSignup(pending, email: chosenEmail)
+            }
+            if case .signedIn(let record) = result { email = record.email }
+        } else if let email, let password {
+            result =
+                parsed.flag("signup")
+                ? try await client.signup(at: address, email: email, password: password)
+                : try await client.login(at: address, email: email, password: password)
+        } else {
+            return 2
+        }
         if case .verificationRequired(let pending) = result {
             guard let verified = try await verify(pending, client, json: parsed.flag("json")) else { return 1 }
             result = verified
@@ -104,7 +162,7 @@ extension Commands {
                 }
             warn("homeport: not signed in: \(why)")
             return 1
-        case .verificationRequired, .secondFactorRequired:
+        case .verificationRequired, .secondFactorRequired, .providerSignupRequired:
             return 1
         }
     }
@@ -117,7 +175,7 @@ extension Commands {
     {
         while true {
             warn(
-                "homeport: \(pending.email) signs in with a second factor; type the code from the authenticator app (or a recovery code) and press Enter"
+                "homeport: \(pending.email.isEmpty ? "the account" : pending.email) signs in with a second factor; type the code from the authenticator app (or a recovery code) and press Enter"
             )
             guard let line = readLine(strippingNewline: true) else {
                 if json { try printJSON(["signedIn": false, "secondFactor": "pending"]) }
