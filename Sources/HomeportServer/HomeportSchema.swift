@@ -475,6 +475,26 @@ public enum HomeportSchema {
                 "ALTER TABLE session_factors ADD COLUMN provider_id TEXT",
                 "ALTER TABLE session_factors ADD COLUMN provider_subject TEXT",
             ]),
+        // Browser sign-ins handed to an app (`auth/handoff`): what the app asked for, who
+        // confirmed it at the web door, and the single-use code it is exchanged with.
+        Migration(
+            version: 17, name: "handoffs",
+            statements: [
+                """
+                CREATE TABLE IF NOT EXISTS handoffs (
+                    id_hash TEXT PRIMARY KEY,
+                    code_challenge TEXT NOT NULL,
+                    redirect_uri TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    device_name TEXT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    user_id BIGINT REFERENCES users (id) ON DELETE CASCADE,
+                    authenticated_at DOUBLE PRECISION,
+                    code_hash TEXT UNIQUE,
+                    code_expires_at BIGINT
+                )
+                """
+            ]),
     ]
 
     /// A migrator over ``migrations``.

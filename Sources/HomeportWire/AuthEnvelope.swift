@@ -356,6 +356,57 @@ public enum AuthRequest {
         }
     }
 
+    /// `POST auth/handoff`: a browser sign-in for this app.
+    public struct Handoff: Codable, Hashable, Sendable {
+        /// `BASE64URL(SHA-256(code_verifier))`, the verifier a random secret the app keeps.
+        public var codeChallenge: String
+        /// `S256`.
+        public var codeChallengeMethod: String
+        /// Where the browser is sent with `code` and `state`: an app scheme, or
+        /// `http://127.0.0.1:PORT/…` (RFC 8252).
+        public var redirectURI: String
+        /// Given back with the code, for the app to match the answer to its request.
+        public var state: String
+        /// What the confirmation page calls this device ("Ada's iPhone").
+        public var deviceName: String
+
+        /// Creates a body.
+        public init(codeChallenge: String, redirectURI: String, state: String, deviceName: String) {
+            self.codeChallenge = codeChallenge
+            codeChallengeMethod = "S256"
+            self.redirectURI = redirectURI
+            self.state = state
+            self.deviceName = deviceName
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case state
+            case codeChallenge = "code_challenge"
+            case codeChallengeMethod = "code_challenge_method"
+            case redirectURI = "redirect_uri"
+            case deviceName = "device_name"
+        }
+    }
+
+    /// `POST auth/handoff/token`: the code the browser brought back and the app's verifier.
+    public struct HandoffToken: Codable, Hashable, Sendable {
+        /// The code.
+        public var code: String
+        /// The verifier whose SHA-256 the handoff was asked for with.
+        public var codeVerifier: String
+
+        /// Creates a body.
+        public init(code: String, codeVerifier: String) {
+            self.code = code
+            self.codeVerifier = codeVerifier
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case code
+            case codeVerifier = "code_verifier"
+        }
+    }
+
     /// `POST account/password/change`.
     public struct PasswordChange: Codable, Hashable, Sendable {
         /// The password now.

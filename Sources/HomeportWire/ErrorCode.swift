@@ -79,4 +79,6 @@ public enum AuthErrorCode {
     public static let noPassword = "no_password"
     /// Unlinking would leave an account whose address is unverified with no way in.
     public static let noVerifiedEmail = "no_verified_email"
+    /// A handoff's code that is unknown, expired, used, or not with this verifier.
+    public static let invalidHandoff = "invalid_handoff"
 }

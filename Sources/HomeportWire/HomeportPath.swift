@@ -101,6 +101,10 @@ public enum AllauthAppPath {
     public static let providerSignup = "auth/provider/signup"
     /// `GET`, `DELETE`: the account's linked provider accounts.
     public static let providerAccounts = "account/providers"
+    /// `POST`: ask for a browser sign-in handed to this app (Homeport's own extension).
+    public static let handoff = "auth/handoff"
+    /// `POST`: exchange a handoff's code and the app's verifier for a session.
+    public static let handoffToken = "auth/handoff/token"
 
     /// The absolute path of an endpoint: `/_allauth/app/v1/<endpoint>`.
     public static func path(_ endpoint: String) -> String {

@@ -35,6 +35,7 @@ extension Router where Context == RequestContext {
             }
             app.addTwoFactor(door)
             app.addProviders(door)
+            app.addHandoff(door)
         }
     }
 }

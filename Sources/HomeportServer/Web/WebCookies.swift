@@ -13,6 +13,8 @@ struct WebCookies: Sendable {
     var session: String { secure ? "__Host-homeport_session" : "homeport_session" }
     /// The CSRF seed cookie's name.
     var csrf: String { secure ? "__Host-homeport_csrf" : "homeport_csrf" }
+    /// The name of the cookie that remembers a handoff while its person signs in.
+    var handoff: String { secure ? "__Host-homeport_handoff" : "homeport_handoff" }
 
     /// A `Set-Cookie` value: `HttpOnly`, `SameSite=Lax`, `Path=/`, and `Secure` on HTTPS.
     /// Without `maxAge` the cookie lasts as long as the browser session.

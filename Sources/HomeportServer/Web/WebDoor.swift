@@ -21,7 +21,7 @@ extension Router where Context == RequestContext {
             CSRFMiddleware(key: csrfKey, cookies: cookies, trustedAuthorities: trusted, refusal: door.formExpired),
         ]
         group(WebDoor.base, middleware: middleware) { account in
-            account.get("") { _, context in door.home(context) }
+            account.get("") { request, context in door.pendingHandoff(request, context) ?? door.home(context) }
             account.get("/login") { _, context in
                 door.form(title: "Sign in", WebPage.loginForm(csrf: context.csrfToken))
             }
@@ -47,8 +47,11 @@ extension Router where Context == RequestContext {
             account.get("/2fa/totp") { _, context in try door.totpPage(context) }
             account.post("/2fa/totp", placement: .pool) { try door.activateTOTP($0, $1) }
             account.post("/2fa/totp/disable", placement: .pool) { try door.deactivateTOTP($0, $1) }
+            account.get("/handoff/:id") { try door.handoffPage($0, $1) }
+            account.post("/handoff/:id") { try door.decideHandoff($0, $1) }
         }
         logsSecrets(under: WebDoor.resetKeyPrefix)
+        logsSecrets(under: WebDoor.handoffPrefix)
     }
 }
 

@@ -129,6 +129,29 @@ enum WebPage {
         return html
     }
 
+    /// The confirmation of a handoff: which device, which account, on which server.
+    static func handoffForm(csrf: String, id: String, device: String, email: String, product: String) -> String {
+        """
+        <p>An app on <strong>\(htmlEscaped(device))</strong> asks to sign in to this \(htmlEscaped(product)) server
+        as <strong>\(htmlEscaped(email))</strong>.</p>
+        <p class="note">Allow it only if you started this sign-in yourself, on that device, just now.</p>
+        <form method="post" action="\(WebDoor.handoffPrefix)/\(htmlEscaped(id))">
+        \(guardFields(csrf: csrf))
+        <button type="submit" name="decision" value="allow">Sign in \(htmlEscaped(device))</button>
+        <button type="submit" name="decision" value="deny">Cancel</button>
+        </form>
+        """
+    }
+
+    /// The way back to the app after a handoff's decision: followed at once, and a link.
+    static func handoffDone(_ location: String, text: String) -> String {
+        """
+        <meta http-equiv="refresh" content="0;url=\(htmlEscaped(location))">
+        <p>\(htmlEscaped(text))</p>
+        <nav><a href="\(htmlEscaped(location))">Open the app</a></nav>
+        """
+    }
+
     static func deleteForm(csrf: String, email: String, errors: [String] = []) -> String {
         """
         \(Self.errors(errors))
