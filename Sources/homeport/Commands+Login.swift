@@ -26,6 +26,14 @@ extension Commands {
                     "Sign in with this identity provider of the server (homeport-server oidc add) instead of a password."
             ),
             .flag(
+                "browser",
+                help:
+                    "Sign in in a web browser (any way the server's sign-in page offers, a second factor included): prints the page to open (and opens it when there is a display), listens on 127.0.0.1 for the browser to come back, as gh auth login --web does."
+            ),
+            .value(
+                "device-name", "NAME", help: "With --browser: what the server's confirmation page calls this device.",
+                default: "homeport on HOSTNAME"),
+            .flag(
                 "id-token-stdin",
                 help:
                     "With --provider: read the ID token the provider issued to the server's app client from standard input."
@@ -52,6 +60,17 @@ extension Commands {
     static func login(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(loginSpec, arguments) else { return 0 }
         let provider = parsed.options["provider"]
+        let browser = parsed.flag("browser")
+        if browser {
+            guard provider == nil, !parsed.flag("password-stdin"), !parsed.flag("signup"),
+                parsed.options["email"] == nil
+            else {
+                throw UsageError(
+                    "login --browser takes no --provider, --email, --password-stdin or --signup: the browser signs in")
+            }
+        } else if parsed.options["device-name"] != nil {
+            throw UsageError("--device-name goes with --browser")
+        }
         var email = parsed.options["email"]
         var password: String?
         var idToken: String?
@@ -64,7 +83,7 @@ extension Commands {
                 throw UsageError("login --provider takes no --password-stdin or --signup: the provider vouches instead")
             }
             idToken = try readSecret("ID token")
-        } else {
+        } else if !browser {
             guard parsed.options["email"] != nil else { throw UsageError("login needs --email EMAIL") }
             guard !parsed.flag("id-token-stdin") else { throw UsageError("--id-token-stdin needs --provider ID") }
             password = try passwordFromStandardInput(parsed, for: "login")
@@ -85,7 +104,19 @@ extension Commands {
                 try ServerAddress(parsing: target, allowHTTP: parsed.flag("allow-http"))
             }
         var result: HomeportClient.SignInResult
-        if let provider, let idToken {
+        if browser {
+            let callback = try LoopbackCallback()
+            let device =
+                parsed.options["device-name"] ?? "homeport on \(ProcessInfo.processInfo.hostName.prefix(40))"
+            let pending = try await client.beginBrowserSignIn(
+                at: address, redirect: callback.redirect, deviceName: device)
+            warn("homeport: open this page in a web browser to sign in (it waits \(pending.expiresIn / 60) minutes):")
+            warn(pending.url)
+            openInBrowser(pending.url, environment)
+            let back = try callback.wait(seconds: pending.expiresIn + 60)
+            result = try await client.completeBrowserSignIn(pending, callbackURL: back)
+            if case .signedIn(let record) = result { email = record.email }
+        } else if let provider, let idToken {
             let offered = try await client.identityProviders(at: address)
             guard let chosen = offered.first(where: { $0.id == provider }) else {
                 let names = offered.map(\.id).joined(separator: ", ")
@@ -165,6 +196,19 @@ extension Commands {
         case .verificationRequired, .secondFactorRequired, .providerSignupRequired:
             return 1
         }
+    }
+
+    /// Opens `url` with `xdg-open` when there is a display (and `xdg-open`); nothing otherwise.
+    static func openInBrowser(_ url: String, _ environment: [String: String]) {
+        guard environment["DISPLAY"] != nil || environment["WAYLAND_DISPLAY"] != nil,
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/xdg-open")
+        else { return }
+        let opener = Process()
+        opener.executableURL = URL(fileURLWithPath: "/usr/bin/xdg-open")
+        opener.arguments = [url]
+        opener.standardOutput = FileHandle.nullDevice
+        opener.standardError = FileHandle.nullDevice
+        try? opener.run()
     }
 
     /// Asks for the second factor on standard input (the line after the password, or after the
