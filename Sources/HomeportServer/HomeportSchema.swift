@@ -495,6 +495,23 @@ public enum HomeportSchema {
                 )
                 """
             ]),
+        // Sign-ins through a provider's own pages (the web door's buttons): the authorization
+        // request's state, bound to the browser that began it, its nonce and PKCE verifier.
+        Migration(
+            version: 18, name: "provider_flows",
+            statements: [
+                """
+                CREATE TABLE IF NOT EXISTS provider_flows (
+                    state_hash TEXT PRIMARY KEY,
+                    binding_hash TEXT NOT NULL,
+                    provider_id TEXT NOT NULL,
+                    nonce TEXT NOT NULL,
+                    verifier TEXT NOT NULL,
+                    connect_user_id BIGINT REFERENCES users (id) ON DELETE CASCADE,
+                    expires_at BIGINT NOT NULL
+                )
+                """
+            ]),
     ]
 
     /// A migrator over ``migrations``.

@@ -58,7 +58,7 @@ struct DeployDocTests {
             Set(kinds) == [
                 "systemd ", "nginx ", "caddy ", "nginx forward-auth", "caddy forward-auth", "yaml traefik",
                 "sh backup", "sh restore", "sh clone", "sh postgres", "sh gateway-serve", "sh gateway",
-                "sh lan-beside", "sh lan-alone",
+                "sh lan-beside", "sh lan-alone", "sh oidc",
             ],
             "\(kinds)")
     }
@@ -409,6 +409,27 @@ struct DeployDocTests {
         let cloneID = try ServerProcessTests.identity(cloneServer.port)
         #expect(cloneID != id)
         #expect(cloneServer.stop() == 0)
+    }
+
+    @Test("the identity provider's commands add it as the page says, the secret in its file only")
+    func oidcProvider() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let script = try block("sh", "oidc")
+            .replacingOccurrences(of: "/etc/homeport/oidc-household.secret", with: directory.file("secret"))
+            .replacingOccurrences(of: "ISSUER", with: "https://auth.example.net/application/o/homeport/")
+            .replacingOccurrences(of: "WEB-CLIENT-ID", with: "homeport-web")
+            .replacingOccurrences(of: "APP-CLIENT-ID", with: "homeport-app")
+        let database = "sqlite:" + directory.file("homeport.sqlite")
+        let run = try runShell(script, ["HOMEPORT_DATABASE": database])
+        #expect(run.status == 0, "\(run.error)")
+        let secret = try String(contentsOfFile: directory.file("secret"), encoding: .utf8)
+        #expect(secret == "THE-WEB-CLIENT-SECRET\n")
+        let mode = try FileManager.default.attributesOfItem(atPath: directory.file("secret"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let listed = try ServerProcess.run(["oidc", "list", "--json", "--database", database])
+        #expect(listed.output.contains("homeport-app") && listed.output.contains("Our household"), "\(listed)")
+        #expect(!listed.output.contains("THE-WEB-CLIENT-SECRET"))
     }
 
     /// Signs `ada@example.com` up on the server at `port` and turns TOTP on; its secret.

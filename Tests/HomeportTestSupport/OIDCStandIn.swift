@@ -90,6 +90,11 @@ public final class OIDCStandIn: @unchecked Sendable {
         return ((object["discovery"] as? Int) ?? -1, (object["jwks"] as? Int) ?? -1)
     }
 
+    /// How the client authenticated at the last token request: `basic`, `post` or `none`.
+    public func tokenAuthentication() throws -> String {
+        (try RawHTTP.request(port: port, path: "/stats").jsonObject?["token_auth"] as? String) ?? ""
+    }
+
     private func post(_ path: String, _ object: [String: Any]) throws -> RawResponse {
         let response = try RawHTTP.request(
             port: port, method: "POST", path: path, headers: [("Content-Type", "application/json")],

@@ -12,7 +12,15 @@ Listens on 127.0.0.1 on a free port and writes the port to DIRECTORY/port once i
     POST /mint     {"claims": {...}, "key": "rsa"|"ec"|"rogue"|"weak"|"hs256-public"|"none",
                     "kid": "..." (or null for none; the key's own by default), "header": {...}}
     POST /rotate   publishes a new RSA key (minted with "rsa" from then on) and drops the old one
-    POST /control  {"issuer": "...", "jwks_status": 500, "discovery_status": 500, "jwks_body": "..."}
+    POST /control  {"issuer": "...", "jwks_status": 500, "discovery_status": 500, "jwks_body": "...",
+                    "now": seconds (the time tokens from /token are issued at), "login": {claims of who signs
+                    in at /authorize}, "authorize_error": "access_denied", "client_secret": "...",
+                    "token_status": 500, "nonce": "another"}
+    GET  /authorize  the authorization endpoint: signs in "login" at once and sends the browser back
+                     with a code (or "authorize_error")
+    POST /token      the token endpoint: the code, its PKCE verifier and redirect_uri, the client's
+                     secret (Basic or in the body) when "client_secret" is set; answers an ID token
+                     with the request's nonce
 """
 
 import base64
@@ -20,8 +28,11 @@ import hashlib
 import hmac
 import json
 import os
+import secrets
 import sys
 import threading
+import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jwt
@@ -49,7 +60,9 @@ class Provider:
             "weak": ("weak-1", new_rsa(1024)),
         }
         self.generation = 1
-        self.counts = {"discovery": 0, "jwks": 0}
+        self.counts = {"discovery": 0, "jwks": 0, "token": 0}
+        self.codes: dict = {}
+        self.token_auth = ""
         self.control: dict = {}
         self.base = ""
 
@@ -131,11 +144,65 @@ class Handler(BaseHTTPRequestHandler):
                     return self.answer(control.get("jwks_status", 200), control["jwks_body"].encode())
                 return self.answer(control.get("jwks_status", 200), provider.jwks())
             if self.path == "/stats":
-                return self.answer(200, provider.counts)
+                return self.answer(200, {**provider.counts, "token_auth": provider.token_auth})
+            if self.path.startswith("/authorize?"):
+                query = dict(urllib.parse.parse_qsl(self.path.split("?", 1)[1]))
+                back = query.get("redirect_uri", "")
+                if "authorize_error" in control:
+                    parameters = {"error": control["authorize_error"], "state": query.get("state", "")}
+                else:
+                    code = secrets.token_urlsafe(24)
+                    provider.codes[code] = {"query": query, "login": control.get("login", {})}
+                    parameters = {"code": code, "state": query.get("state", "")}
+                self.send_response(302)
+                self.send_header("Location", back + ("&" if "?" in back else "?") + urllib.parse.urlencode(parameters))
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
         self.answer(404, {"error": "not found"})
+
+    def token(self, body: bytes) -> None:
+        form = dict(urllib.parse.parse_qsl(body.decode()))
+        control = dict(provider.control)
+        provider.counts["token"] += 1
+        secret = None
+        header = self.headers.get("Authorization", "")
+        if header.startswith("Basic "):
+            client, _, secret = base64.b64decode(header[6:]).decode().partition(":")
+            secret = urllib.parse.unquote_plus(secret)
+            provider.token_auth = "basic"
+        elif "client_secret" in form:
+            secret = form["client_secret"]
+            provider.token_auth = "post"
+        else:
+            provider.token_auth = "none"
+        if "client_secret" in control and secret != control["client_secret"]:
+            return self.answer(401, {"error": "invalid_client"})
+        if "token_status" in control:
+            return self.answer(control["token_status"], {"error": "server_error"})
+        pending = provider.codes.pop(form.get("code", ""), None)
+        if pending is None:
+            return self.answer(400, {"error": "invalid_grant"})
+        query = pending["query"]
+        challenge = b64url(hashlib.sha256(form.get("code_verifier", "").encode()).digest())
+        if challenge != query.get("code_challenge") or query.get("code_challenge_method") != "S256":
+            return self.answer(400, {"error": "invalid_grant", "error_description": "PKCE"})
+        if form.get("redirect_uri") != query.get("redirect_uri") or form.get("client_id") != query.get("client_id"):
+            return self.answer(400, {"error": "invalid_grant", "error_description": "redirect_uri"})
+        now = int(control.get("now", time.time()))
+        claims = {"iss": provider.base, "aud": query.get("client_id"), "iat": now, "exp": now + 300,
+                  "nonce": control.get("nonce", query.get("nonce")), "jti": secrets.token_hex(8),
+                  "sub": "web-1", "email": "web@example.com", "email_verified": True, **pending["login"]}
+        kid, key = provider.keys["rsa"]
+        id_token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid})
+        self.answer(200, {"access_token": secrets.token_urlsafe(16), "token_type": "Bearer", "id_token": id_token})
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))
+        if self.path == "/token":
+            body = self.rfile.read(length)
+            with lock:
+                return self.token(body)
         request = json.loads(self.rfile.read(length) or b"{}")
         with lock:
             if self.path == "/mint":

@@ -226,12 +226,7 @@ extension AccountService {
 
     /// `uri` with `parameters` added to its query.
     static func callback(_ uri: String, _ parameters: KeyValuePairs<String, String>) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        let query = parameters.map {
-            "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")"
-        }
-        .joined(separator: "&")
+        let query = parameters.map { $0.key + "=" + formEncoded($0.value) }.joined(separator: "&")
         return uri + (uri.contains("?") ? "&" : "?") + query
     }
 

@@ -28,17 +28,7 @@ extension AppDoor {
             state: body.state, deviceName: body.deviceName, address: request.remoteAddress)
         {
         case .started(let id):
-            // Without --public-url, the address the app reached the server at (its Host field,
-            // when it is a plain host and port).
-            let host = request.headers.values("Host").first.flatMap { host in
-                host.utf8.allSatisfy { byte in
-                    (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                        || [0x2D, 0x2E, 0x3A, 0x5B, 0x5D].contains(byte)
-                } && !host.isEmpty ? host : nil
-            }
-            let base =
-                service.settings.publicURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
-                ?? "http://" + (host ?? "127.0.0.1")
+            let base = service.publicBase(for: request)
             return answer([
                 "status": 200,
                 "data": ["url": base + WebDoor.handoffPrefix + "/" + id, "expires_in": AccountService.handoffLifetime],

@@ -54,10 +54,17 @@ extension AccountService {
         case .refused(let outcome): return outcome
         case .accepted(let provider, let identity): checked = (provider, identity)
         }
-        // Two first sign-ins of one person at once: one links or creates, the other finds its work.
+        return try resolveRetrying(checked.provider, checked.identity, address: address, kind: kind, current: current)
+    }
+
+    /// ``resolve(_:_:address:kind:current:)``, once more when it lost a race: two first
+    /// sign-ins of one person at once, where one links or creates and the other finds its work.
+    func resolveRetrying(
+        _ provider: OIDCProvider, _ identity: ProviderIdentity, address: String, kind: SessionKind, current: Caller
+    ) throws -> ProviderOutcome {
         for _ in 0..<2 {
             do {
-                return try resolve(checked.provider, checked.identity, address: address, kind: kind, current: current)
+                return try resolve(provider, identity, address: address, kind: kind, current: current)
             } catch is LinkConflict {
                 continue
             }
@@ -78,6 +85,13 @@ extension AccountService {
         case .refused(let outcome): return outcome
         case .accepted(let found, let person): (provider, identity) = (found, person)
         }
+        return try connect(provider, identity, account: account, now: now)
+    }
+
+    /// Links the person to `account`: connected (now, or already), or linked to someone else.
+    func connect(_ provider: OIDCProvider, _ identity: ProviderIdentity, account: Account, now: Int64) throws
+        -> ProviderOutcome
+    {
         let link = ProviderLink(
             issuer: identity.issuer, subject: identity.subject, providerID: provider.id, userID: account.id,
             email: identity.email, createdAt: now)
@@ -165,18 +179,29 @@ extension AccountService {
 
     /// A sign-up or link that lost a race to another: the transaction rolls back and the
     /// sign-in is resolved again.
-    private struct LinkConflict: Error {}
+    struct LinkConflict: Error {}
 
-    private enum CheckedToken {
+    enum CheckedToken {
         case refused(ProviderOutcome)
         case accepted(OIDCProvider, ProviderIdentity)
     }
 
     /// The provider and the person in a token it signed for one of its clients here, spent so
     /// that it signs in once; charged as a sign-in (and a failure, given back when it is right).
-    private func checkedToken(providerID: String, clientID: String, idToken: String, address: String, now: Int64)
+    func checkedToken(providerID: String, clientID: String, idToken: String, address: String, now: Int64)
         throws -> CheckedToken
     {
+        try checkedToken(providerID: providerID, clientID: clientID, address: address, now: now) { provider in
+            try identityProviders.identity(in: idToken, from: provider)
+        }
+    }
+
+    /// As ``checkedToken(providerID:clientID:idToken:address:now:)``, with the identity that
+    /// `obtain` reads for the provider (an ID token handed over, or one fetched with a code).
+    func checkedToken(
+        providerID: String, clientID: String, address: String, now: Int64,
+        obtain: (OIDCProvider) throws -> ProviderIdentity
+    ) throws -> CheckedToken {
         let client = RateLimiter.clientKey(address)
         do {
             try database.transaction { db in
@@ -203,7 +228,7 @@ extension AccountService {
         }
         let identity: ProviderIdentity
         do {
-            identity = try identityProviders.identity(in: idToken, from: provider)
+            identity = try obtain(provider)
         } catch {
             // The reason, never the token.
             let reason = (error as? ProviderError)?.description ?? String(describing: error)
@@ -225,7 +250,7 @@ extension AccountService {
 
     /// The account a checked identity signs in to, linked or found by a verified address (when
     /// allowed), or a sign-up.
-    private func resolve(
+    func resolve(
         _ provider: OIDCProvider, _ identity: ProviderIdentity, address: String, kind: SessionKind, current: Caller
     ) throws -> ProviderOutcome {
         let now = clock.unixSeconds

@@ -15,6 +15,8 @@ struct WebCookies: Sendable {
     var csrf: String { secure ? "__Host-homeport_csrf" : "homeport_csrf" }
     /// The name of the cookie that remembers a handoff while its person signs in.
     var handoff: String { secure ? "__Host-homeport_handoff" : "homeport_handoff" }
+    /// The name of the cookie that binds a sign-in at a provider's pages to this browser.
+    var providerFlow: String { secure ? "__Host-homeport_oidc" : "homeport_oidc" }
 
     /// A `Set-Cookie` value: `HttpOnly`, `SameSite=Lax`, `Path=/`, and `Secure` on HTTPS.
     /// Without `maxAge` the cookie lasts as long as the browser session.

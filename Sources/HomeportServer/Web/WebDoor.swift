@@ -23,11 +23,14 @@ extension Router where Context == RequestContext {
         group(WebDoor.base, middleware: middleware) { account in
             account.get("") { request, context in door.pendingHandoff(request, context) ?? door.home(context) }
             account.get("/login") { _, context in
-                door.form(title: "Sign in", WebPage.loginForm(csrf: context.csrfToken))
+                door.form(
+                    title: "Sign in", WebPage.loginForm(csrf: context.csrfToken, providers: door.providerButtons()))
             }
             account.post("/login", placement: .pool) { try door.login($0, $1) }
             account.get("/signup") { _, context in
-                door.form(title: "Create an account", WebPage.signupForm(csrf: context.csrfToken))
+                door.form(
+                    title: "Create an account",
+                    WebPage.signupForm(csrf: context.csrfToken, providers: door.providerButtons()))
             }
             account.post("/signup", placement: .pool) { try door.signup($0, $1) }
             account.post("/logout") { try door.logout($0, $1) }
@@ -48,6 +51,12 @@ extension Router where Context == RequestContext {
             account.post("/2fa/totp", placement: .pool) { try door.activateTOTP($0, $1) }
             account.post("/2fa/totp/disable", placement: .pool) { try door.deactivateTOTP($0, $1) }
             account.get("/handoff/:id") { try door.handoffPage($0, $1) }
+            account.get("/provider/callback", placement: .pool) { try door.providerCallback($0, $1) }
+            account.get("/provider/signup") { _, context in try door.providerSignupForm(context) }
+            account.post("/provider/signup", placement: .pool) { try door.providerSignup($0, $1) }
+            account.get("/provider/:id/start", placement: .pool) { try door.startProvider($0, $1) }
+            account.get("/providers") { _, context in try door.providersPage(context) }
+            account.post("/providers/remove") { try door.removeProvider($0, $1) }
             account.post("/handoff/:id") { try door.decideHandoff($0, $1) }
         }
         logsSecrets(under: WebDoor.resetKeyPrefix)
@@ -71,8 +80,9 @@ struct WebDoor: Sendable {
 
     func home(_ context: RequestContext) -> HTTPResponse {
         guard case .signedIn(_, let account) = context.caller else { return .seeOther("/account/login") }
-        return page(
-            "Your account", WebPage.signedIn(email: account.email, csrf: context.csrfToken, pairing: pairingLink()))
+        var body = WebPage.signedIn(email: account.email, csrf: context.csrfToken, pairing: pairingLink())
+        if !providerButtons().isEmpty { body += "<nav><a href=\"/account/providers\">Sign-in providers</a></nav>" }
+        return page("Your account", body)
     }
 
     func form(title: String, _ body: String) -> HTTPResponse {
@@ -149,7 +159,7 @@ struct WebDoor: Sendable {
 
     // MARK: Answers
 
-    private func signInAnswer(
+    func signInAnswer(
         _ outcome: AccountService.SignInOutcome, title: String, form: ([String]) -> String
     ) -> HTTPResponse {
         switch outcome {

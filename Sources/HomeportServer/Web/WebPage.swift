@@ -49,9 +49,12 @@ enum WebPage {
         """
     }
 
-    static func loginForm(csrf: String, email: String = "", errors: [String] = []) -> String {
+    static func loginForm(
+        csrf: String, email: String = "", errors: [String] = [], providers: [(id: String, name: String)] = []
+    ) -> String {
         """
         \(Self.errors(errors))
+        \(providerButtons(providers))
         <form method="post" action="/account/login">
         \(guardFields(csrf: csrf))
         <label for="email">Email</label>
@@ -64,9 +67,12 @@ enum WebPage {
         """
     }
 
-    static func signupForm(csrf: String, email: String = "", errors: [String] = []) -> String {
+    static func signupForm(
+        csrf: String, email: String = "", errors: [String] = [], providers: [(id: String, name: String)] = []
+    ) -> String {
         """
         \(Self.errors(errors))
+        \(providerButtons(providers))
         <form method="post" action="/account/signup">
         \(guardFields(csrf: csrf))
         <label for="email">Email</label>
@@ -127,6 +133,58 @@ enum WebPage {
         var html = "<p>\(htmlEscaped(text))</p>"
         if let link { html += "<nav><a href=\"\(htmlEscaped(link.href))\">\(htmlEscaped(link.label))</a></nav>" }
         return html
+    }
+
+    /// A button per identity provider (links: the pages' `form-action 'self'` would stop a form
+    /// from leaving for the provider).
+    static func providerButtons(_ providers: [(id: String, name: String)]) -> String {
+        guard !providers.isEmpty else { return "" }
+        let links = providers.map {
+            "<a class=\"provider\" href=\"/account/provider/\(htmlEscaped($0.id))/start\">Continue with \(htmlEscaped($0.name))</a>"
+        }
+        return "<nav class=\"providers\">" + links.joined() + "</nav>"
+    }
+
+    /// The address for an account a provider vouched for.
+    static func providerSignupForm(csrf: String, provider: String, email: String, errors: [String] = []) -> String {
+        """
+        \(Self.errors(errors))
+        <p class="note">\(htmlEscaped(provider)) signed you in. Choose the address of your account on this server.</p>
+        <form method="post" action="/account/provider/signup">
+        \(guardFields(csrf: csrf))
+        <label for="email">Email</label>
+        <input id="email" type="email" name="email" value="\(htmlEscaped(email))" autocomplete="email" required>
+        <button type="submit">Create my account</button>
+        </form>
+        """
+    }
+
+    /// The provider accounts linked to an account, each with a button that removes it, and the
+    /// providers to connect.
+    static func providersPage(
+        csrf: String, links: [(provider: String, account: String, name: String, display: String)],
+        connectable: [(id: String, name: String)], errors: [String] = []
+    ) -> String {
+        let rows = links.map { link in
+            """
+            <form method="post" action="/account/providers/remove">
+            \(guardFields(csrf: csrf))
+            <input type="hidden" name="provider" value="\(htmlEscaped(link.provider))">
+            <input type="hidden" name="account" value="\(htmlEscaped(link.account))">
+            <p>\(htmlEscaped(link.name)): <strong>\(htmlEscaped(link.display))</strong></p>
+            <button type="submit">Remove</button>
+            </form>
+            """
+        }
+        let connect = connectable.map {
+            "<a class=\"provider\" href=\"/account/provider/\(htmlEscaped($0.id))/start?process=connect\">Connect \(htmlEscaped($0.name))</a>"
+        }
+        return """
+            \(Self.errors(errors))
+            \(rows.isEmpty ? "<p>No sign-in provider is linked to this account.</p>" : rows.joined())
+            \(connect.isEmpty ? "" : "<nav class=\"providers\">" + connect.joined() + "</nav>")
+            <nav><a href="/account">Your account</a></nav>
+            """
     }
 
     /// The confirmation of a handoff: which device, which account, on which server.

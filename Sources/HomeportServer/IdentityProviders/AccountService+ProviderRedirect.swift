@@ -1,0 +1,198 @@
+import Foundation
+import HomeportCrypto
+import HomeportHTTP
+import HomeportStorage
+
+/// Signing in through a provider's own pages, from the web door: the authorization code flow
+/// with PKCE (S256), a `state` bound to the browser that began it by a cookie, and a `nonce` the
+/// ID token must carry. The code is exchanged at the provider's token endpoint with the client's
+/// secret (as its discovery document allows: `client_secret_basic` or `client_secret_post`),
+/// and the ID token goes through the same checks and the same rules as one an app hands over.
+extension AccountService {
+    /// How long a sign-in may stay at the provider's pages.
+    static let providerFlowLifetime: Int64 = 600
+
+    /// Where a provider sends the browser back to: `/account/provider/callback` at the public URL
+    /// (or, without one, at the address the request came to).
+    static let providerCallbackPath = "/account/provider/callback"
+
+    /// The web door's base URL: `--public-url`, or the address the request came to (its `Host`,
+    /// when it is a plain host and port).
+    func publicBase(for request: HTTPRequest) -> String {
+        if let url = settings.publicURL { return url.hasSuffix("/") ? String(url.dropLast()) : url }
+        let host = request.headers.values("Host").first.flatMap { host in
+            !host.isEmpty
+                && host.utf8.allSatisfy { byte in
+                    (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                        || [0x2D, 0x2E, 0x3A, 0x5B, 0x5D].contains(byte)
+                } ? host : nil
+        }
+        return "http://" + (host ?? "127.0.0.1")
+    }
+
+    /// Where a sign-in through a provider's pages goes first.
+    enum ProviderRedirectStart {
+        /// To the provider's authorization endpoint; `binding` goes in the browser's cookie.
+        case redirect(url: String, binding: String)
+        /// Not now, and why (for a page).
+        case unavailable(String)
+    }
+
+    /// Begins a sign-in (or, with `account`, a connection) through provider `providerID`'s pages.
+    func beginProviderRedirect(providerID: String, connecting account: Account?, callback: String) throws
+        -> ProviderRedirectStart
+    {
+        guard let provider = try identityProviders.provider(id: providerID) else {
+            return .unavailable("This server offers no such sign-in.")
+        }
+        let metadata: ProviderMetadata
+        do {
+            metadata = try identityProviders.metadata(provider)
+        } catch {
+            logger.warning(
+                "provider unreachable", metadata: ["provider": provider.id, "reason": String(describing: error)])
+            return .unavailable("\(provider.name) cannot be reached now. Please try again later.")
+        }
+        guard let endpoint = metadata.authorizationEndpoint, metadata.tokenEndpoint != nil else {
+            return .unavailable("\(provider.name) does not offer a sign-in page this server can use.")
+        }
+        let now = clock.unixSeconds
+        let state = try SecretToken.generate(random)
+        let nonce = try SecretToken.generate(random)
+        let verifier = try SecretToken.generate(random)
+        let binding = try SecretToken.generate(random)
+        try database.transaction { db in
+            try ProviderFlowStore(db).insert(
+                stateHash: SecretToken.storedForm(of: state),
+                .init(
+                    bindingHash: SecretToken.storedForm(of: binding), providerID: provider.id, nonce: nonce,
+                    verifier: verifier, connectUserID: account?.id, expiresAt: now + Self.providerFlowLifetime),
+                now: now)
+        }
+        let url = Self.callback(
+            endpoint,
+            [
+                "response_type": "code", "client_id": provider.clientID, "redirect_uri": callback,
+                "scope": provider.scopes, "state": state, "nonce": nonce,
+                "code_challenge": IdentityProof.base64URL(Digest.sha256(Array(verifier.utf8))),
+                "code_challenge_method": "S256",
+            ])
+        return .redirect(url: url, binding: binding)
+    }
+
+    /// How a sign-in through a provider's pages ended.
+    enum ProviderRedirectEnd {
+        /// As a provider token's would: `provider` is the one it went through.
+        case outcome(ProviderOutcome, provider: OIDCProvider)
+        /// It did not, and why (for a page).
+        case failed(String)
+    }
+
+    /// Completes a sign-in through a provider's pages with what the browser brought back: the
+    /// flow's `state` (once, and only from the browser whose cookie holds `binding`), then the
+    /// provider's `code`, or its `error`.
+    func completeProviderRedirect(
+        state: String, code: String?, error: String?, binding: String?, callback: String, address: String,
+        current: Caller
+    ) throws -> ProviderRedirectEnd {
+        let now = clock.unixSeconds
+        guard state.utf8.count <= 128,
+            let flow = try database.transaction({
+                try ProviderFlowStore($0).claim(stateHash: SecretToken.storedForm(of: state), now: now)
+            })
+        else { return .failed("This sign-in has expired or was already used. Please start again.") }
+        guard let binding,
+            Digest.constantTimeEquals(
+                Array(SecretToken.storedForm(of: binding).utf8), Array(flow.bindingHash.utf8))
+        else {
+            logger.notice("provider sign-in refused", metadata: ["reason": "another browser's state"])
+            return .failed("This sign-in was started in another browser. Please start again from this one.")
+        }
+        guard let provider = try identityProviders.provider(id: flow.providerID) else {
+            return .failed("This server no longer offers that sign-in.")
+        }
+        if let error {
+            let said = String(error.unicodeScalars.filter { ("a"..."z").contains($0) || $0 == "_" }.prefix(64))
+            return .failed(
+                said == "access_denied"
+                    ? "You declined to sign in at \(provider.name)." : "\(provider.name) did not sign you in (\(said))."
+            )
+        }
+        guard let code, !code.isEmpty, code.utf8.count <= 2048 else {
+            return .failed("\(provider.name) sent you back without a sign-in. Please start again.")
+        }
+        let checked = try checkedToken(providerID: provider.id, clientID: provider.clientID, address: address, now: now)
+        {
+            provider in
+            let idToken = try exchangeCode(code, provider: provider, verifier: flow.verifier, callback: callback)
+            return try identityProviders.identity(in: idToken, from: provider, nonce: flow.nonce)
+        }
+        switch checked {
+        case .refused(.invalidToken):
+            return .failed("\(provider.name)'s answer could not be accepted. Please try again later.")
+        case .refused(let outcome):
+            return .outcome(outcome, provider: provider)
+        case .accepted(let provider, let identity):
+            if let userID = flow.connectUserID {
+                guard case .signedIn(_, let account) = current, account.id == userID else {
+                    return .failed("Sign in again to connect \(provider.name).")
+                }
+                return .outcome(try connect(provider, identity, account: account, now: now), provider: provider)
+            }
+            return .outcome(
+                try resolveRetrying(provider, identity, address: address, kind: .web, current: current),
+                provider: provider)
+        }
+    }
+
+    /// The ID token the provider's token endpoint gives for `code` (authorization code grant,
+    /// with the PKCE verifier and the client's secret when it has one).
+    private func exchangeCode(_ code: String, provider: OIDCProvider, verifier: String, callback: String) throws
+        -> String
+    {
+        let metadata = try identityProviders.metadata(provider)
+        guard let endpoint = metadata.tokenEndpoint else { throw ProviderError("it has no token endpoint") }
+        var fields: KeyValuePairs<String, String> = [
+            "grant_type": "authorization_code", "code": code, "redirect_uri": callback, "code_verifier": verifier,
+            "client_id": provider.clientID,
+        ]
+        var headers = ["Content-Type: application/x-www-form-urlencoded", "Accept: application/json"]
+        if let file = provider.clientSecretFile {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8),
+                case let secret = text.trimmingCharacters(in: .whitespacesAndNewlines), !secret.isEmpty
+            else { throw ProviderError("its client secret file \(file) cannot be read") }
+            if metadata.tokenEndpointAuthMethods.contains("client_secret_basic")
+                || !metadata.tokenEndpointAuthMethods.contains("client_secret_post")
+            {
+                // RFC 6749 §2.3.1: each form-encoded, then Basic.
+                let pair = Self.formEncoded(provider.clientID) + ":" + Self.formEncoded(secret)
+                headers.append("Authorization: Basic " + Data(pair.utf8).base64EncodedString())
+            } else {
+                fields = [
+                    "grant_type": "authorization_code", "code": code, "redirect_uri": callback,
+                    "code_verifier": verifier, "client_id": provider.clientID, "client_secret": secret,
+                ]
+            }
+        }
+        let body = fields.map { $0.key + "=" + Self.formEncoded($0.value) }.joined(separator: "&")
+        switch identityProviders.session.perform(endpoint, headers: headers, body: Data(body.utf8)) {
+        case .success(let answer):
+            guard answer.status == 200 else { throw ProviderError("its token endpoint answered HTTP \(answer.status)") }
+            guard let object = (try? JSONSerialization.jsonObject(with: answer.body)) as? [String: Any],
+                let idToken = object["id_token"] as? String
+            else { throw ProviderError("its token endpoint gave no ID token") }
+            return idToken
+        case .failure(let failure):
+            throw ProviderError("its token endpoint could not be reached (\(failure.description))")
+        }
+    }
+
+    /// `application/x-www-form-urlencoded` for one value.
+    static func formEncoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+    }
+
+    /// RFC 3986's unreserved characters, ASCII only (`alphanumerics` would let other scripts' letters through).
+    private static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+}
