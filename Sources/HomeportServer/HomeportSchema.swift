@@ -426,7 +426,7 @@ public enum HomeportSchema {
                 "ALTER TABLE server_identity ADD COLUMN sealed_key TEXT",
             ]),
         // OpenID Connect providers (`oidc add`), the people linked through them, and which
-        // provider a session signed in with (or waits on, beside its second factor).
+        // provider a session signed in with (or waits with for its second factor).
         Migration(
             version: 16, name: "oidc_providers",
             statements: [
@@ -472,8 +472,15 @@ public enum HomeportSchema {
                     expires_at BIGINT NOT NULL
                 )
                 """,
-                "ALTER TABLE session_factors ADD COLUMN provider_id TEXT",
-                "ALTER TABLE session_factors ADD COLUMN provider_subject TEXT",
+                // A table of its own rather than columns of session_factors: every statement of a
+                // migration runs again cleanly (IF NOT EXISTS), which ADD COLUMN does not.
+                """
+                CREATE TABLE IF NOT EXISTS session_providers (
+                    key_hash TEXT PRIMARY KEY REFERENCES sessions (key_hash) ON DELETE CASCADE,
+                    provider_id TEXT NOT NULL,
+                    provider_subject TEXT NOT NULL
+                )
+                """,
             ]),
         // Browser sign-ins handed to an app (`auth/handoff`): what the app asked for, who
         // confirmed it at the web door, and the single-use code it is exchanged with.

@@ -101,7 +101,12 @@ struct BrowserLoginCommandTests {
         let second = try Running(url, home: other.path)
         defer { if !second.process.hasEnded { second.process.terminate() } }
         _ = try second.page()
-        let listening = try portOfListener(second)
+        var found: Int?
+        eventually {
+            found = try? portOfListener(second)
+            return found != nil || second.process.hasEnded
+        }
+        let listening = try #require(found, "no listener; the command said: \(second.said.value)")
         let forged = try RawHTTP.request(port: listening, path: "/callback?code=stolen&state=not-yours")
         #expect(forged.status == 200)
         let refused = second.finish()

@@ -691,6 +691,51 @@ def pairing_flow(door, binary, password, workdir):
         raise StepFailed(f"{step}: homeport whoami after pairing failed: {redacted(whoami.stderr.strip())}")
 
 
+HANDOFF_DEVICE = "Chromium drive"
+
+
+def handoff_flow(door, binary, password, workdir):
+    """`homeport login LINK --browser`: the command prints the handoff's page and listens on
+    127.0.0.1; the browser, signed out, signs in first, confirms the page that names the device,
+    and follows the way back to the command, which exchanges the code and is signed in."""
+    step = "handoff"
+    door.open(HOME_PATH)
+    link = element_text(door, step, PAIRING_LINK_ID)
+    sign_out(door, "sign-in before the handoff")
+    client = Path(binary).parent / "homeport"
+    environment = dict(os.environ, HOMEPORT_HOME=str(workdir / "client-browser"))
+    environment.pop("DISPLAY", None)
+    environment.pop("WAYLAND_DISPLAY", None)
+    command = subprocess.Popen(
+        [str(client), "login", link, "--browser", "--device-name", HANDOFF_DEVICE, "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=environment)
+    try:
+        page = None
+        for line in command.stderr:
+            if line.startswith("https://") or line.startswith("http://"):
+                page = line.strip()
+                break
+        if page is None:
+            raise StepFailed(f"{step}: homeport login --browser printed no page to open")
+        door.open_url(page)
+        door.see("handoff: sign in first", heading="Sign in", path=LOGIN_PATH)
+        door.fill("handoff: sign in first", {"email": EMAIL, "password": password})
+        door.see("handoff: confirm the device", heading=f"Sign in {HANDOFF_DEVICE}?", path_prefix="/account/handoff/",
+                 texts=(f"An app on {HANDOFF_DEVICE} asks to sign in", EMAIL))
+        door.press(step, f"Sign in {HANDOFF_DEVICE}")
+        door.wait(step, lambda browser: urllib.parse.urlsplit(browser.current_url).path == "/callback",
+                  "the way back to the command's listener")
+        door.wait(step, lambda browser: "close this window" in browser.find_element(By.TAG_NAME, "body").text,
+                  "the command's page")
+        output, errors = command.communicate(timeout=60)
+        if command.returncode != 0 or '"signedIn" : true' not in output:
+            raise StepFailed(f"{step}: homeport login --browser did not sign in: {redacted(errors.strip())}")
+        print(f"ok    {step}: the command signed in through the browser")
+    finally:
+        if command.poll() is None:
+            command.kill()
+
+
 def parse_arguments():
     parser = argparse.ArgumentParser(description="Drive Homeport's web door in headless Chromium.")
     parser.add_argument("--server-binary", required=True, type=Path, help="the homeport-server to start")
@@ -725,9 +770,11 @@ def run(arguments, workdir):
         password = password_flows(door)
         if arguments.pairing:
             pairing_flow(door, binary, password, workdir)
+            handoff_flow(door, binary, password, workdir)
         if arguments.mfa:
             mfa_flows(door, password)
-        extras = [name for name, on in (("two factors", arguments.mfa), ("pairing", arguments.pairing)) if on]
+        extras = [name for name, on in (("two factors", arguments.mfa), ("pairing and the handoff", arguments.pairing))
+                  if on]
         print(f"passed: {door.number} pages checked{', with ' + ' and '.join(extras) if extras else ''}")
         return 0
     except StepFailed as failure:

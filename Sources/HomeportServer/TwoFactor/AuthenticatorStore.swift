@@ -173,23 +173,21 @@ struct SessionFactorStore {
     func beginPending(keyHash: String, _ pending: Pending) throws {
         try db.execute(
             """
-            INSERT INTO session_factors (key_hash, pending_user_id, pending_password_hash, pending_authenticated_at,
-                provider_id, provider_subject)
-            VALUES ($1, $2, $3, $4, $5, $6)
+            INSERT INTO session_factors (key_hash, pending_user_id, pending_password_hash, pending_authenticated_at)
+            VALUES ($1, $2, $3, $4)
             """,
-            [
-                .text(keyHash), .integer(pending.userID), .text(pending.passwordHash), .real(pending.authenticatedAt),
-                pending.provider.map { .text($0.providerID) } ?? .null,
-                pending.provider.map { .text($0.subject) } ?? .null,
-            ])
+            [.text(keyHash), .integer(pending.userID), .text(pending.passwordHash), .real(pending.authenticatedAt)])
+        if let provider = pending.provider { try recordProvider(keyHash: keyHash, provider) }
     }
 
     func pending(keyHash: String) throws -> Pending? {
         guard
             let row = try db.execute(
                 """
-                SELECT pending_user_id, pending_password_hash, pending_authenticated_at, provider_id, provider_subject
-                FROM session_factors WHERE key_hash = $1 AND pending_user_id IS NOT NULL
+                SELECT f.pending_user_id, f.pending_password_hash, f.pending_authenticated_at, p.provider_id,
+                    p.provider_subject
+                FROM session_factors f LEFT JOIN session_providers p ON p.key_hash = f.key_hash
+                WHERE f.key_hash = $1 AND f.pending_user_id IS NOT NULL
                 """, [.text(keyHash)]
             ).first,
             let userID = row.int("pending_user_id"), let hash = row.string("pending_password_hash"),
@@ -199,19 +197,21 @@ struct SessionFactorStore {
     }
 
     func record(keyHash: String) throws -> Record {
+        let provider = try db.execute(
+            "SELECT provider_id, provider_subject FROM session_providers WHERE key_hash = $1", [.text(keyHash)]
+        ).first.flatMap(Self.provider)
         guard
             let row = try db.execute(
                 """
-                SELECT factor, factor_at, reauthenticated_by, reauthenticated_at, totp_setup, provider_id,
-                    provider_subject
-                FROM session_factors WHERE key_hash = $1
+                SELECT factor, factor_at, reauthenticated_by, reauthenticated_at, totp_setup FROM session_factors
+                WHERE key_hash = $1
                 """, [.text(keyHash)]
             ).first
-        else { return Record() }
+        else { return Record(provider: provider) }
         return Record(
             factor: row.string("factor"), factorAt: row.double("factor_at"),
             reauthenticatedBy: row.string("reauthenticated_by"), reauthenticatedAt: row.double("reauthenticated_at"),
-            totpSetup: row.string("totp_setup"), provider: Self.provider(row))
+            totpSetup: row.string("totp_setup"), provider: provider)
     }
 
     private static func provider(_ row: Row) -> ProviderLogin? {
@@ -223,7 +223,7 @@ struct SessionFactorStore {
     func recordProvider(keyHash: String, _ provider: ProviderLogin) throws {
         try db.execute(
             """
-            INSERT INTO session_factors (key_hash, provider_id, provider_subject) VALUES ($1, $2, $3)
+            INSERT INTO session_providers (key_hash, provider_id, provider_subject) VALUES ($1, $2, $3)
             ON CONFLICT (key_hash) DO UPDATE SET provider_id = $2, provider_subject = $3
             """, [.text(keyHash), .text(provider.providerID), .text(provider.subject)])
     }
