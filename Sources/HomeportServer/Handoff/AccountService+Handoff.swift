@@ -130,15 +130,8 @@ extension AccountService {
         let now = clock.unixSeconds
         let client = RateLimiter.clientKey(address)
         do {
-            try database.transaction { db in
-                let limiter = RateLimiter(db, policy: settings.rateLimits)
-                try limiter.charge(.loginPerAddress, client, now: now)
-                do {
-                    try limiter.charge(.failedLoginPerAddress, client, now: now)
-                } catch var refusal as RateLimiter.Refusal {
-                    refusal.failedLogins = true
-                    throw refusal
-                }
+            try database.transaction {
+                try RateLimiter($0, policy: settings.rateLimits).chargeAddressAttempt(address: address, now: now)
             }
         } catch let refusal as RateLimiter.Refusal {
             return refusal.failedLogins

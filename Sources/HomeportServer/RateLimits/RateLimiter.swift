@@ -147,6 +147,20 @@ struct RateLimiter {
         }
     }
 
+    /// Charges a sign-in that is not a password's (an ID token, a handoff's code) to the client
+    /// address: the attempt, and before the check one failure, given back with
+    /// ``refund(_:_:now:)`` of ``Budget/failedLoginPerAddress`` when it is right.
+    func chargeAddressAttempt(address: String, now: Int64) throws {
+        let client = Self.clientKey(address)
+        try charge(.loginPerAddress, client, now: now)
+        do {
+            try charge(.failedLoginPerAddress, client, now: now)
+        } catch var refusal as Refusal {
+            refusal.failedLogins = true
+            throw refusal
+        }
+    }
+
     /// Gives back the failure ``chargeLoginAttempt`` charged, for an attempt whose password was right.
     func refundLoginFailure(address: String, email: String, now: Int64) throws {
         try refund(loginBuckets(address: address, email: email), now: now)
