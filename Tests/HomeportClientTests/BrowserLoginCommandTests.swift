@@ -119,7 +119,9 @@ struct BrowserLoginCommandTests {
     /// process could.
     func portOfListener(_ running: Running) throws -> Int {
         let pid = running.process.processIdentifier
-        let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
+        // Read to the end (a procfs file reports no size: a one-shot read gets its first page only).
+        let table = String(
+            decoding: FileHandle(forReadingAtPath: "/proc/net/tcp")?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
         let inodes = Set(
             ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).compactMap { fd in
                 (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"))

@@ -22,7 +22,7 @@ struct HandoffTests {
 
     /// `POST auth/handoff`.
     func begin(
-        _ server: AccountsHarness, challenge: String, redirect: String = "myapp://signed-in",
+        _ server: AccountsHarness, challenge: String, redirect: String = "com.example.books://signed-in",
         state: String = "state-123", device: String = "Ada's iPhone", method: String = "S256"
     ) throws -> RawResponse {
         try server.app(
@@ -65,10 +65,11 @@ struct HandoffTests {
     func confirm(_ browser: Browser, _ server: AccountsHarness, path: String) throws -> String {
         let page = try browser.get(path)
         #expect(page.status == 200 && page.text.contains("Ada&#39;s iPhone"), "\(page.text)")
+        #expect(page.text.contains("The sign-in goes to <strong>the app com.example.books</strong>"))
         let done = try browser.post(path, ["decision": "allow"])
         #expect(done.status == 200, "\(done.text)")
         let back = try wayBack(done)
-        #expect(back.url.hasPrefix("myapp://signed-in?"))
+        #expect(back.url.hasPrefix("com.example.books://signed-in?"))
         #expect(back.query["state"] == "state-123")
         return try #require(back.query["code"])
     }
@@ -173,7 +174,7 @@ struct HandoffTests {
         try withAccounts(.sqlite) { server in
             let (_, challenge) = try Self.pkce()
             for accepted in [
-                "myapp://signed-in", "com.example.books:/oauth", "http://127.0.0.1:53123/callback",
+                "com.example.books://signed-in", "com.example.books:/oauth", "http://127.0.0.1:53123/callback",
                 "http://[::1]:8080/cb?x=1",
             ] {
                 let answer = try begin(server, challenge: challenge, redirect: accepted)
@@ -181,7 +182,10 @@ struct HandoffTests {
             }
             for refused in [
                 "http://127.0.0.1.evil.example:80/cb", "http://evil.example@127.0.0.1:8080/cb",
-                "http://127.0.0.1:8080@evil.example/cb", "myapp://signed-in#fragment", "https://evil.example/cb",
+                "http://127.0.0.1:8080@evil.example/cb", "com.example.books://signed-in#fragment",
+                "https://evil.example/cb", "myapp://signed-in", "microsoft-edge:https://evil.example/cb",
+                "x-safari-https://evil.example/cb", "googlechromes://evil.example/cb", "webcal://evil.example/cal",
+                "firefox://open-url?url=https://evil.example", ".com.example://cb", "com..example://cb",
                 "http://localhost:8080/cb", "http://127.0.0.1/cb", "http://127.0.0.1:0/cb", "javascript:alert(1)",
                 "data:text/html,hi", "JAVASCRIPT:alert(1)", "//evil.example/cb", "myapp ://x", "", "http://[::1]/cb",
                 "http://127.0.0.2:8080/cb",

@@ -1,6 +1,7 @@
 import Foundation
 import HomeportStorage
 import HomeportTestSupport
+import HomeportWire
 import Testing
 
 @testable import HomeportServer
@@ -97,8 +98,40 @@ struct IDTokenCheckTests {
             refuses(directory, provider, good + ".e30", "")
             refuses(directory, provider, "<html>not a token</html>", "")
             refuses(directory, provider, String(repeating: "a", count: 20_000), "")
+            // An access token in JWT form, by its header or (Keycloak) its claim.
+            refuses(directory, provider, try standIn.mint(claims, header: ["typ": "at+jwt"]), "access token")
+            refuses(directory, provider, try standIn.mint(claims.merging(["typ": "Bearer"]) { $1 }), "not an ID token")
             // The header asks for an extension it must understand.
             refuses(directory, provider, try standIn.mint(claims, header: ["crit": ["exp"], "exp": 1]), "crit")
+        }
+    }
+
+    @Test("an ES256 token whose signature is rewritten to its other valid form is the same token (one use)")
+    func malleableSignature() throws {
+        try withProvider { directory, provider, standIn, clock in
+            var claims = standIn.claims(subject: "ada-1", audience: Self.app, now: clock.unixSeconds)
+            claims["jti"] = nil
+            let token = try standIn.mint(claims, key: "ec")
+            var parts = token.split(separator: ".").map(String.init)
+            var signature = try #require(IdentityProof.readBase64URL(parts[2]))
+            #expect(signature.count == 64)
+            // s' = n − s, the curve order minus s: as valid to OpenSSL as s.
+            let order: [UInt8] = [
+                0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51,
+            ]
+            var borrow = 0
+            for index in (0..<32).reversed() {
+                let difference = Int(order[index]) - Int(signature[32 + index]) - borrow
+                signature[32 + index] = UInt8((difference + 256) % 256)
+                borrow = difference < 0 ? 1 : 0
+            }
+            parts[2] = IdentityProof.base64URL(signature)
+            let rewritten = parts.joined(separator: ".")
+            #expect(rewritten != token)
+            let first = try directory.identity(in: token, from: provider)
+            let second = try directory.identity(in: rewritten, from: provider)
+            #expect(first.tokenID == second.tokenID, "a rewritten signature must not make a new token")
         }
     }
 

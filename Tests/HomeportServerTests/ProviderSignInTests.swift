@@ -193,7 +193,17 @@ struct ProviderSignInTests {
                 server, try token(standIn, server, subject: "ada-2", email: "ada@example.com", verified: false),
                 provider: "trusted")
             #expect(unverified.status == 401 && flows(unverified).contains { $0["id"] as? String == "provider_signup" })
-            // Trusted and verified: Ada's own account.
+            // Trusted and verified by the provider, but the address was never verified here: an
+            // account someone made with Ada's address is not linked to her provider account.
+            let unproven = try handOver(
+                server, try token(standIn, server, subject: "ada-3", email: "ADA@example.com", verified: true),
+                provider: "trusted")
+            #expect(unproven.status == 401 && flows(unproven).contains { $0["id"] as? String == "provider_signup" })
+            let verified = try ServerProcess.run([
+                "users", "verify", "ada@example.com", "--database", server.url.rawText,
+            ])
+            #expect(verified.status == 0, "\(verified.error)")
+            // Verified on both sides: Ada's own account.
             let linked = try handOver(
                 server, try token(standIn, server, subject: "ada-3", email: "ADA@example.com", verified: true),
                 provider: "trusted")

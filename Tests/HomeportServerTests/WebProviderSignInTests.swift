@@ -120,7 +120,13 @@ struct WebProviderSignInTests {
             #expect(try ada.get("/account").text.contains("/account/providers"))
             let page = try ada.get("/account/providers")
             #expect(page.text.contains("No sign-in provider is linked") && page.text.contains("Connect Household"))
-            let back = try toProvider(ada, standIn, start: "/account/provider/household/start?process=connect")
+            // Linking from a link another site shows (no token of this page): refused.
+            let forged = try ada.get("/account/provider/household/start?process=connect")
+            #expect(forged.status == 403, "\(forged.status)")
+            let start = try #require(
+                page.text.firstMatch(of: /href="(\/account\/provider\/household\/start\?process=connect[^"]*)"/)
+                    .map { String($0.output.1).replacingOccurrences(of: "&amp;", with: "&") })
+            let back = try toProvider(ada, standIn, start: start)
             let connected = try ada.get(back)
             #expect(
                 connected.status == 303 && connected.header("Location") == "/account/providers", "\(connected.text)")

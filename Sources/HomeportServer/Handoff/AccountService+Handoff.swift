@@ -83,10 +83,12 @@ extension AccountService {
         return .started(id: id)
     }
 
-    /// The name of the device a waiting handoff is for; `nil` when there is no such handoff (any
-    /// more).
-    public func waitingHandoff(id: String) throws -> String? {
-        try HandoffStore(database).waiting(idHash: SecretToken.storedForm(of: id), now: clock.unixSeconds)?.deviceName
+    /// The name of the device a waiting handoff is for, and where it goes back to; `nil` when
+    /// there is no such handoff (any more).
+    public func waitingHandoff(id: String) throws -> (device: String, redirect: String)? {
+        try HandoffStore(database).waiting(idHash: SecretToken.storedForm(of: id), now: clock.unixSeconds).map {
+            ($0.deviceName, $0.redirectURI)
+        }
     }
 
     /// Confirms (`allow`) or refuses the handoff `id` for the signed-in `session`: the address to
@@ -174,8 +176,8 @@ extension AccountService {
 
     // MARK: Rules
 
-    /// What is wrong with `uri` as a handoff's callback, or `nil`: an app's own scheme
-    /// (`myapp:/…`, `com.example.app:/…`), or a loopback address with a port (RFC 8252 §7.3:
+    /// What is wrong with `uri` as a handoff's callback, or `nil`: an app's own reverse-domain
+    /// scheme (`com.example.app:/…`, RFC 8252 §7.1), or a loopback address with a port (§7.3:
     /// `http://127.0.0.1:PORT/…` or `http://[::1]:PORT/…`), without user information or a
     /// fragment.
     static func redirectProblem(_ uri: String) -> String? {
@@ -208,12 +210,13 @@ extension AccountService {
             }
             return nil
         }
-        // Schemes a browser opens itself, or runs, are not an app's.
-        let web = [
-            "https", "javascript", "data", "file", "vbscript", "about", "blob", "ftp", "ws", "wss", "mailto", "tel",
-            "sms", "intent", "filesystem", "chrome", "view-source",
-        ]
-        guard !web.contains(scheme) else { return "The redirect URI must be an app scheme or a loopback URL." }
+        // An app's own scheme is a reversed domain name the app's maker holds (RFC 8252 §7.1:
+        // `com.example.app`): short schemes include browsers' own (`microsoft-edge:https://…`,
+        // `googlechromes://…`, `x-safari-https://…`, `webcal://…`), which would carry the code to
+        // a web page.
+        guard scheme.contains("."), !scheme.hasPrefix("."), !scheme.hasSuffix("."), !scheme.contains("..") else {
+            return "An app's redirect URI uses its reverse-domain scheme (com.example.app:/…), or a loopback URL."
+        }
         return nil
     }
 

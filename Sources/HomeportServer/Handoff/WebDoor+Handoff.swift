@@ -11,7 +11,7 @@ extension WebDoor {
     /// page that names the device and asks to confirm it.
     func handoffPage(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
-        guard let device = try service.waitingHandoff(id: id) else { return handoffGone() }
+        guard let (device, redirect) = try service.waitingHandoff(id: id) else { return handoffGone() }
         guard case .signedIn(_, let account) = context.caller else {
             var response = HTTPResponse.seeOther("/account/login")
             response.headers.add(
@@ -20,8 +20,9 @@ extension WebDoor {
         }
         var response = page(
             "Sign in \(device)?",
-            WebPage.handoffForm(csrf: context.csrfToken, id: id, device: device, email: account.email, product: product)
-        )
+            WebPage.handoffForm(
+                csrf: context.csrfToken, id: id, device: device, email: account.email, product: product,
+                returnsTo: Self.destination(redirect)))
         response.headers.add("Set-Cookie", cookies.setting(cookies.handoff, "", maxAge: 0))
         return response
     }
@@ -53,6 +54,12 @@ extension WebDoor {
             id.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "/") })
         else { return nil }
         return .seeOther(Self.handoffPrefix + "/" + id)
+    }
+
+    /// Where a handoff returns, for a person: an app's scheme, or "a program on this computer".
+    static func destination(_ redirect: String) -> String {
+        if redirect.lowercased().hasPrefix("http://") { return "a program on this computer (\(redirect.prefix(40)))" }
+        return "the app " + String(redirect.prefix { $0 != ":" })
     }
 
     func handoffGone() -> HTTPResponse {

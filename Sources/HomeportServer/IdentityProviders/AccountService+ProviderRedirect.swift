@@ -16,10 +16,16 @@ extension AccountService {
     /// (or, without one, at the address the request came to).
     static let providerCallbackPath = "/account/provider/callback"
 
-    /// The web door's base URL: `--public-url`, or the address the request came to (its `Host`,
-    /// when it is a plain host and port).
+    /// The web door's base URL: `--public-url` (by default the listen address), or, when that is
+    /// a wildcard address, the address the request came to (its `Host`, when it is a plain host
+    /// and port).
     func publicBase(for request: HTTPRequest) -> String {
-        if let url = settings.publicURL { return url.hasSuffix("/") ? String(url.dropLast()) : url }
+        // A wildcard listen address (the public URL's default) is nowhere a browser can go.
+        if let url = settings.publicURL,
+            !["0.0.0.0", "[::]", "::"].contains(URLComponents(string: url)?.host ?? "")
+        {
+            return url.hasSuffix("/") ? String(url.dropLast()) : url
+        }
         let host = request.headers.values("Host").first.flatMap { host in
             !host.isEmpty
                 && host.utf8.allSatisfy { byte in
@@ -36,14 +42,25 @@ extension AccountService {
         case redirect(url: String, binding: String)
         /// Not now, and why (for a page).
         case unavailable(String)
+        /// Too many sign-ins from this address.
+        case rateLimited(retryAfter: Int64)
     }
 
     /// Begins a sign-in (or, with `account`, a connection) through provider `providerID`'s pages.
-    func beginProviderRedirect(providerID: String, connecting account: Account?, callback: String) throws
-        -> ProviderRedirectStart
+    func beginProviderRedirect(providerID: String, connecting account: Account?, callback: String, address: String)
+        throws -> ProviderRedirectStart
     {
         guard let provider = try identityProviders.provider(id: providerID) else {
             return .unavailable("This server offers no such sign-in.")
+        }
+        // Each start stores a flow (and may fetch the provider's document): a sign-in's budget.
+        do {
+            try database.transaction {
+                try RateLimiter($0, policy: settings.rateLimits).charge(
+                    .loginPerAddress, RateLimiter.clientKey(address), now: clock.unixSeconds)
+            }
+        } catch let refusal as RateLimiter.Refusal {
+            return .rateLimited(retryAfter: refusal.retryAfter)
         }
         let metadata: ProviderMetadata
         do {

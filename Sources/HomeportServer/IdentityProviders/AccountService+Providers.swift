@@ -254,7 +254,11 @@ extension AccountService {
         }
         let email = identity.email.flatMap(Credentials.normalizedEmail)
         if let email, let account = try accounts.find(email: email) {
-            guard provider.linkVerifiedEmail && identity.emailVerified else {
+            // Both sides must have verified the address: an account someone made with another's
+            // address, and never proved, is not theirs to inherit.
+            guard provider.linkVerifiedEmail && identity.emailVerified,
+                try EmailVerificationStore(database).isVerified(userID: account.id)
+            else {
                 return try pendSignup(provider, identity, kind: kind, current: current, now: now)
             }
             let linked = try ProviderLinkStore(database).link(

@@ -50,6 +50,10 @@ struct IDTokenCheck: Sendable {
             throw ProviderError("the ID token's algorithm is not RS256 or ES256")
         }
         guard header["crit"] == nil else { throw ProviderError("the ID token names critical extensions") }
+        // An access token in JWT form (RFC 9068) is not an ID token, whoever it is for.
+        if let type = header["typ"] as? String, type.lowercased().hasSuffix("at+jwt") {
+            throw ProviderError("the token is an access token, not an ID token")
+        }
         let kid: String?
         switch header["kid"] {
         case nil: kid = nil
@@ -64,7 +68,9 @@ struct IDTokenCheck: Sendable {
         }
         guard let claims = Self.object(claimBytes) else { throw ProviderError("the ID token's claims are not JSON") }
         var identity = try identity(claims, now: now, nonce: nonce)
-        let digest = Digest.sha256Hex(token)
+        // The signed part, not the whole token: an ECDSA signature has two valid forms (s and
+        // n − s), and a token whose signature was rewritten must not count as another.
+        let digest = Digest.sha256Hex(String(parts[0]) + "." + String(parts[1]))
         identity.tokenID = issuer + " " + ((claims["jti"] as? String).map { "jti:" + $0 } ?? "sha256:" + digest)
         return identity
     }
@@ -109,6 +115,10 @@ struct IDTokenCheck: Sendable {
         }
         if let nonce {
             guard claims["nonce"] as? String == nonce else { throw ProviderError("the ID token's nonce is not ours") }
+        }
+        // Keycloak marks its tokens' kind in a claim: only an ID token signs in.
+        if let kind = claims["typ"] as? String, kind != "ID" {
+            throw ProviderError("the token is a \(kind.prefix(20)) token, not an ID token")
         }
         guard let subject = claims["sub"] as? String, (1...255).contains(subject.utf8.count) else {
             throw ProviderError("the ID token names nobody (sub)")

@@ -123,6 +123,12 @@ final class ProviderDirectory: Sendable {
         metadata: ProviderMetadata, keys: JSONWebKeySet
     ) {
         let key = provider.id + " " + provider.issuer
+        // What is at hand needs no lock: only a fetch waits for another fetch.
+        if !refetchKeys, let cached = state.withLock({ $0.cache[key] }), let metadata = cached.metadata,
+            let keys = cached.keys, clock.unixSeconds - cached.fetchedAt < Self.lifetime
+        {
+            return (metadata, keys)
+        }
         let attemptedBefore = state.withLock { $0.cache[key]?.attemptedAt }
         return try fetching.withLock { _ in
             let now = clock.unixSeconds

@@ -14,12 +14,20 @@ extension WebDoor {
         var connecting: Account?
         if request.query["process"] == "connect" {
             guard case .signedIn(_, let account) = context.caller else { return .seeOther("/account/login") }
+            // Linking changes the account: only from this server's own page (its CSRF token in
+            // the link), never from a link another site shows.
+            guard
+                Digest.constantTimeEquals(
+                    Array((request.query["csrf_token"] ?? "").utf8), Array(context.csrfToken.utf8))
+            else { return formExpired() }
             connecting = account
         }
         switch try service.beginProviderRedirect(
             providerID: request.pathParameters["id"] ?? "", connecting: connecting,
-            callback: service.publicBase(for: request) + AccountService.providerCallbackPath)
+            callback: service.publicBase(for: request) + AccountService.providerCallbackPath,
+            address: request.remoteAddress)
         {
+        case .rateLimited(let retryAfter): return tooMany(retryAfter)
         case .redirect(let url, let binding):
             var response = HTTPResponse.seeOther(url)
             response.headers.add(

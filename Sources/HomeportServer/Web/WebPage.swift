@@ -177,7 +177,7 @@ enum WebPage {
             """
         }
         let connect = connectable.map {
-            "<a class=\"provider\" href=\"/account/provider/\(htmlEscaped($0.id))/start?process=connect\">Connect \(htmlEscaped($0.name))</a>"
+            "<a class=\"provider\" href=\"/account/provider/\(htmlEscaped($0.id))/start?process=connect&amp;csrf_token=\(htmlEscaped(csrf))\">Connect \(htmlEscaped($0.name))</a>"
         }
         return """
             \(Self.errors(errors))
@@ -188,10 +188,12 @@ enum WebPage {
     }
 
     /// The confirmation of a handoff: which device, which account, on which server.
-    static func handoffForm(csrf: String, id: String, device: String, email: String, product: String) -> String {
+    static func handoffForm(
+        csrf: String, id: String, device: String, email: String, product: String, returnsTo: String
+    ) -> String {
         """
         <p>An app on <strong>\(htmlEscaped(device))</strong> asks to sign in to this \(htmlEscaped(product)) server
-        as <strong>\(htmlEscaped(email))</strong>.</p>
+        as <strong>\(htmlEscaped(email))</strong>. The sign-in goes to <strong>\(htmlEscaped(returnsTo))</strong>.</p>
         <p class="note">Allow it only if you started this sign-in yourself, on that device, just now.</p>
         <form method="post" action="\(WebDoor.handoffPrefix)/\(htmlEscaped(id))">
         \(guardFields(csrf: csrf))
