@@ -72,7 +72,17 @@ extension ConformanceCheck {
             """)
     static let appDoorConfig = ConformanceCheck(
         id: "app-door-config", title: "The app door's config is an allauth envelope",
-        explanation: "GET /_allauth/app/v1/config: 200 JSON {\"status\": 200, \"data\": {\"account\": {...}}}.")
+        explanation: """
+            GET /_allauth/app/v1/config: 200 JSON {"status": 200, "data": {"account": {...}}}; with \
+            data.socialaccount, each provider has an id, a name and, for provider_token, a client_id.
+            """)
+    static let handoff = ConformanceCheck(
+        id: "handoff", title: "A browser sign-in is handed only to the app that asked",
+        explanation: """
+            POST /_allauth/app/v1/auth/handoff with an S256 challenge and a reverse-domain way back: 200 with \
+            data.url (a web page) and data.expires_in; the same with a web page as the way back, or with plain \
+            PKCE: 400. A server without handoffs (404) is older-server.
+            """)
     static let appDoorInvalidToken = ConformanceCheck(
         id: "app-door-invalid-token", title: "The app door answers an invalid token with 410",
         explanation: """
@@ -181,7 +191,7 @@ extension ConformanceCheck {
     static let all: [ConformanceCheck] = [
         identityShape, identityHeaders, identityCredentialBlind, identityProof, appInfoAnonymous, standingStranger,
         appDoorConfig,
-        appDoorInvalidToken, appDoorNoToken, appDoorEmptyToken, login, sessionStatus, appInfoSignedIn,
+        appDoorInvalidToken, appDoorNoToken, appDoorEmptyToken, handoff, login, sessionStatus, appInfoSignedIn,
         apiHeaderOnly, pushRegistration, catalogueETag, mutes, stream, loginWhileSignedIn, secondLogin, passwordChange,
         logout, wrongPassword, verificationByCode,
     ]

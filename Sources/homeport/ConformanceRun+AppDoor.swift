@@ -18,7 +18,15 @@ extension ConformanceRun {
             case false?: "; sign-up closed"
             case nil: ""
             }
-        return .pass("200 envelope with data.account" + signup)
+        var providers = ""
+        if let social = json["data"]?["socialaccount"] {
+            guard let list = social["providers"]?.array else {
+                return .fail("data.socialaccount without a providers array")
+            }
+            if let problem = Self.providerProblem(list) { return .fail("data.socialaccount: \(problem)") }
+            providers = "; \(list.count) identity provider\(list.count == 1 ? "" : "s")"
+        }
+        return .pass("200 envelope with data.account" + signup + providers)
     }
 
     /// Runs ``ConformanceCheck/appDoorInvalidToken``.

@@ -79,6 +79,7 @@ final class ConformanceRun {
         await record(.appDoorInvalidToken, appDoorInvalidToken)
         await record(.appDoorNoToken, appDoorNoToken)
         await record(.appDoorEmptyToken, appDoorEmptyToken)
+        await record(.handoff, handoff)
         await record(.login, login)
         await record(.sessionStatus, sessionStatus)
         await record(.appInfoSignedIn, appInfoSignedIn)
