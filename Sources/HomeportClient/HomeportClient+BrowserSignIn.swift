@@ -1,12 +1,6 @@
 import Foundation
 import HomeportWire
 
-#if canImport(CryptoKit)
-    import CryptoKit
-#else
-    import HomeportCrypto
-#endif
-
 extension HomeportClient {
     /// A browser sign-in under way (the server's handoff): open ``url`` in the system browser
     /// (`ASWebAuthenticationSession` on Apple platforms); when the browser comes back to the
@@ -32,11 +26,13 @@ extension HomeportClient {
     public func beginBrowserSignIn(at address: ServerAddress, redirect: String, deviceName: String) async throws
         -> BrowserSignIn
     {
-        let verifier = Self.randomToken()
-        let state = Self.randomToken()
+        // 32 random bytes each, from the generator the identity probes' challenges come from.
+        let verifier = InstallationKeyCheck.challenge()
+        let state = InstallationKeyCheck.challenge()
         let body = try JSONEncoder().encode(
             AuthRequest.Handoff(
-                codeChallenge: IdentityProof.base64URL(Self.sha256(Array(verifier.utf8))), redirectURI: redirect,
+                codeChallenge: IdentityProof.base64URL(InstallationKeyCheck.sha256(Array(verifier.utf8))),
+                redirectURI: redirect,
                 state: state, deviceName: deviceName))
         let response = try await authRequest("POST", AllauthAppPath.handoff, at: address, body: body)
         struct Answer: Decodable {
@@ -93,19 +89,5 @@ extension HomeportClient {
         let body = try JSONEncoder().encode(AuthRequest.HandoffToken(code: code, codeVerifier: pending.verifier))
         let response = try await authRequest("POST", AllauthAppPath.handoffToken, at: pending.address, body: body)
         return try await finishSignIn(response, at: pending.address, email: "")
-    }
-
-    /// 32 random bytes in base64url (43 characters: a PKCE verifier, a state).
-    static func randomToken() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return IdentityProof.base64URL((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
-    }
-
-    static func sha256(_ bytes: [UInt8]) -> [UInt8] {
-        #if canImport(CryptoKit)
-            Array(SHA256.hash(data: bytes))
-        #else
-            Digest.sha256(bytes)
-        #endif
     }
 }

@@ -50,11 +50,15 @@ public enum InstallationKeyCheck {
     /// The SHA-256 of a key as written on the wire (its raw public half's): what a fingerprint
     /// shows and a TLS pin compares; `nil` for anything that is not a key.
     public static func digest(_ publicKey: String) -> [UInt8]? {
-        guard let key = IdentityProof.readKey(publicKey) else { return nil }
+        IdentityProof.readKey(publicKey).map(sha256)
+    }
+
+    /// The SHA-256 of `bytes` (CryptoKit on Apple platforms, OpenSSL elsewhere).
+    static func sha256(_ bytes: [UInt8]) -> [UInt8] {
         #if canImport(CryptoKit)
-            return Array(SHA256.hash(data: key))
+            Array(SHA256.hash(data: bytes))
         #else
-            return Digest.sha256(key)
+            Digest.sha256(bytes)
         #endif
     }
 }

@@ -17,6 +17,10 @@ public struct Account: Sendable, Hashable {
     /// verify`, or an import that said so), as the session reader read it with the session;
     /// `nil` where the account was read without it.
     public var emailVerified: Bool? = nil
+
+    /// Whether a password signs in to it: not Django's unusable password (`!…`), which an
+    /// import or an identity provider's sign-up leaves until a reset sets one.
+    var hasUsablePassword: Bool { !passwordHash.hasPrefix("!") }
 }
 
 /// An account's approval stage. Only `approved` accounts get a session.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// How accounts, sessions and their limits behave on this installation.
 public struct AccountSettings: Sendable, Hashable {
     /// Open signup, approval required, or closed.
@@ -35,6 +37,14 @@ public struct AccountSettings: Sendable, Hashable {
         self.rateLimits = rateLimits
         self.publicURL = publicURL
         self.emailVerification = emailVerification
+    }
+
+    /// The public address, unless it is a wildcard listen address (its default with `--listen
+    /// 0.0.0.0`), which is nowhere a browser or an app can go.
+    var reachablePublicURL: String? {
+        guard let url = publicURL, !["0.0.0.0", "[::]", "::"].contains(URLComponents(string: url)?.host ?? "")
+        else { return nil }
+        return url
     }
 
     /// Whether cookies must be `Secure` (the public address is HTTPS).

@@ -221,7 +221,7 @@ struct AppDoor: Sendable {
     func user(_ account: Account) -> AuthUser {
         AuthUser(
             id: Int(account.id), display: String(account.email.split(separator: "@").first ?? ""), email: account.email,
-            hasUsablePassword: !account.passwordHash.hasPrefix("!"), username: account.email)
+            hasUsablePassword: account.hasUsablePassword, username: account.email)
     }
 
     /// The user and the ways the session authenticated (none for a sign-up, as allauth).

@@ -39,13 +39,10 @@ extension WebDoor {
             let back = try service.decideHandoff(
                 id: request.pathParameters["id"] ?? "", allow: allow, session: session, account: account)
         else { return handoffGone() }
-        var response = page(
+        return page(
             allow ? "Signed in" : "Not signed in",
             WebPage.handoffDone(
                 back, text: allow ? "Returning to the app…" : "Nothing was signed in. Returning to the app…"))
-        response.headers.set(
-            "Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
-        return response
     }
 
     /// Signed in with a handoff waiting in the cookie: its page.

@@ -20,12 +20,7 @@ extension AccountService {
     /// a wildcard address, the address the request came to (its `Host`, when it is a plain host
     /// and port).
     func publicBase(for request: HTTPRequest) -> String {
-        // A wildcard listen address (the public URL's default) is nowhere a browser can go.
-        if let url = settings.publicURL,
-            !["0.0.0.0", "[::]", "::"].contains(URLComponents(string: url)?.host ?? "")
-        {
-            return url.hasSuffix("/") ? String(url.dropLast()) : url
-        }
+        if let url = settings.reachablePublicURL { return url.hasSuffix("/") ? String(url.dropLast()) : url }
         let host = request.headers.values("Host").first.flatMap { host in
             !host.isEmpty
                 && host.utf8.allSatisfy { byte in

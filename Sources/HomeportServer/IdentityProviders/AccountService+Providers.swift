@@ -166,7 +166,7 @@ extension AccountService {
                 return .failure(.notFound)
             }
             guard let latest = try AccountStore(db).find(id: account.id) else { return .failure(.notFound) }
-            if latest.passwordHash.hasPrefix("!") && all.count == 1 { return .failure(.noPassword) }
+            if !latest.hasUsablePassword && all.count == 1 { return .failure(.noPassword) }
             if settings.emailVerification == .code, try !EmailVerificationStore(db).isVerified(userID: account.id) {
                 return .failure(.noVerifiedEmail)
             }

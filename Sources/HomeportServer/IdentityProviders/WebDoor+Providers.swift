@@ -76,11 +76,10 @@ extension WebDoor {
         let fields = request.formFields
         if let refusal = honeypot(fields) { return refusal }
         let email = fields["email"] ?? ""
+        // Read before the sign-up, which ends the pending session when it succeeds.
+        let provider = try service.pendingProviderSignup(context.caller)?.provider
         let outcome = try service.providerSignup(
             email: email, address: request.remoteAddress, kind: .web, current: context.caller)
-        guard let (provider, _) = try service.pendingProviderSignup(context.caller) else {
-            return providerAnswer(outcome, provider: nil, context: context)
-        }
         return providerAnswer(outcome, provider: provider, context: context, email: email)
     }
 

@@ -243,9 +243,8 @@ extension WebDoor {
     /// identity to read now), or when the public URL is a wildcard address.
     func pairingLink() -> PairingLink? {
         guard let installation = try? identity?.current(), let fingerprint = installation.keyFingerprint,
-            let url = service.settings.publicURL,
             // A wildcard listen address is nowhere an app can reach: give --public-url.
-            !["0.0.0.0", "[::]", "::"].contains(URLComponents(string: url)?.host ?? "")
+            let url = service.settings.reachablePublicURL
         else { return nil }
         return try? PairingLink(instanceID: installation.instanceID, keyFingerprint: fingerprint, url: url)
     }
