@@ -254,6 +254,11 @@ extension AccountService {
         }
         let email = identity.email.flatMap(Credentials.normalizedEmail)
         if let email, let account = try accounts.find(email: email) {
+            // The account may be this person's own, made by their other sign-in a moment ago: an
+            // account and its link land in one transaction, so the link is there to read now.
+            if try ProviderLinkStore(database).find(issuer: identity.issuer, subject: identity.subject) != nil {
+                throw LinkConflict()
+            }
             // Both sides must have verified the address: an account someone made with another's
             // address, and never proved, is not theirs to inherit.
             guard provider.linkVerifiedEmail && identity.emailVerified,
