@@ -15,7 +15,15 @@ temporary directory, `--signup open`, `--email-verification code`, mail written 
   5. with --pairing, all of it over HTTPS on 127.0.0.2 with the installation's own certificate
      (`serve --tls-installation`: the browser takes it as a person clicking past the warning
      does), and the account page's pairing QR code, read from the screen with zbarimg, signs the
-     `homeport` client in (`homeport login LINK`) with nothing but the link to trust.
+     `homeport` client in (`homeport login LINK`) with nothing but the link to trust; and
+     `homeport login LINK --browser` signs in through the browser (a handoff);
+  6. with --identity-provider PYTHON, through a real OpenID Connect provider: django-allauth's
+     `allauth.idp.oidc`, started with interop/allauth/idp.py under PYTHON and added with
+     `homeport-server oidc add`: "Continue with …", the provider's own sign-in and consent
+     pages, back signed in (the verified address links the account), the linked provider
+     listed; a handoff to `homeport login --browser` signed in through the provider; an app's
+     ID token (the provider's flow with its public client and PKCE) handed to
+     `homeport login --provider`; and, with --mfa, the provider alone stopping at the second step.
 
 Every step is done as a person does it in headless Chromium: the real forms are filled in
 (found by their fields' names), their buttons clicked, their links followed; the CSRF token
@@ -25,7 +33,7 @@ path) and that the browser console shows no Content-Security-Policy violation. T
 thing unexpected stops the run with a message naming the step, and exit status 1.
 
 Usage:
-    webdoor.py --server-binary PATH [--screenshots DIR] [--mfa] [--pairing]
+    webdoor.py --server-binary PATH [--screenshots DIR] [--mfa] [--pairing] [--identity-provider PYTHON]
 
 With --screenshots DIR, a 1000x800 PNG of each page is written there as NN-step.png (the
 NN-*.png files an earlier run left there are removed first). Exit status: 0 all steps passed,
@@ -38,6 +46,7 @@ import email
 import email.policy
 import hashlib
 import hmac
+import json
 import os
 import re
 import secrets
@@ -70,6 +79,7 @@ LOGIN_PATH = "/account/login"
 VERIFY_PATH = "/account/verify-email"
 RESET_REQUEST_PATH = "/account/password/reset"
 RESET_KEY_PREFIX = "/account/password/reset/key/"
+HANDOFF_PREFIX = "/account/handoff/"
 IDENTITY_PATH = "/api/v1/server-identity"
 ERROR_SELECTOR = "p.error"
 HONEYPOT_FIELD = "website"
@@ -113,7 +123,8 @@ def secret(value):
 
 def redacted(text):
     """`text` without the key of any reset link, nor any secret seen so far."""
-    text = re.sub(re.escape(RESET_KEY_PREFIX) + r"[^\s\"'<>]+", RESET_KEY_PREFIX + "…", text)
+    for prefix in (RESET_KEY_PREFIX, HANDOFF_PREFIX):
+        text = re.sub(re.escape(prefix) + r"[^\s\"'<>]+", prefix + "…", text)
     for value in sorted(SECRETS, key=len, reverse=True):
         text = text.replace(value, "•••")
     return text
@@ -403,9 +414,10 @@ class Door:
                 f"{step}: expected one visible field named {name!r}, found {len(inputs)} ({self.describe()})")
         return inputs[0]
 
-    def fill(self, step, values):
+    def fill(self, step, values, guarded=True):
         """Types each value into its field, then submits the form holding the first one with
-        its own button, and waits for the next page."""
+        its own button, and waits for the next page. `guarded`: the form is the web door's
+        (its CSRF token and honeypot are checked); the identity provider's forms are not."""
         first = None
         for name, value in values.items():
             element = self.field(step, name)
@@ -413,7 +425,8 @@ class Door:
             element.send_keys(value)
             first = first or element
         form = first.find_element(By.XPATH, "./ancestor::form")
-        self.check_guards(step, form)
+        if guarded:
+            self.check_guards(step, form)
         self.click(step, form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
 
     def check_guards(self, step, form):
@@ -429,12 +442,14 @@ class Door:
         if traps[0].get_attribute("value"):
             raise StepFailed(f"{step}: the browser filled in the honeypot field")
 
-    def press(self, step, label):
-        """Clicks the button labelled `label` (checking its form's guards) and waits."""
+    def press(self, step, label, guarded=True):
+        """Clicks the button labelled `label` (checking its form's guards, when `guarded`: the
+        web door's own forms) and waits."""
         buttons = self.browser.find_elements(By.XPATH, f"//button[normalize-space()='{label}']")
         if len(buttons) != 1:
             raise StepFailed(f"{step}: expected one button {label!r}, found {len(buttons)} ({self.describe()})")
-        self.check_guards(step, buttons[0].find_element(By.XPATH, "./ancestor::form"))
+        if guarded:
+            self.check_guards(step, buttons[0].find_element(By.XPATH, "./ancestor::form"))
         self.click(step, buttons[0])
 
     def follow(self, step, label):
@@ -694,20 +709,39 @@ def pairing_flow(door, binary, password, workdir):
 HANDOFF_DEVICE = "Chromium drive"
 
 
-def handoff_flow(door, binary, password, workdir):
+def server_arguments(door, link):
+    """How `homeport login` is told the server: over the installation's own HTTPS, by its
+    pairing `link` (or its address, once a pairing made it known); over plain HTTP, by its
+    address with --allow-http."""
+    if door.base.startswith("http://"):
+        return [door.base, "--allow-http"]
+    return [link or door.base]
+
+
+def sign_in_with_password(password):
+    """How the handoff's person signs in at the web door: with the account's password."""
+
+    def sign_in_first(door, step):
+        door.see(f"{step}: sign in first", heading="Sign in", path=LOGIN_PATH)
+        door.fill(f"{step}: sign in first", {"email": EMAIL, "password": password})
+
+    return sign_in_first
+
+
+def handoff_flow(door, binary, workdir, sign_in_first, step="handoff", device=HANDOFF_DEVICE):
     """`homeport login LINK --browser`: the command prints the handoff's page and listens on
-    127.0.0.1; the browser, signed out, signs in first, confirms the page that names the device,
-    and follows the way back to the command, which exchanges the code and is signed in."""
-    step = "handoff"
+    127.0.0.1; the browser, signed out, signs in first (`sign_in_first(door, step)`, from the
+    sign-in page), confirms the page that names the device, and follows the way back to the
+    command, which exchanges the code and is signed in."""
     door.open(HOME_PATH)
-    link = element_text(door, step, PAIRING_LINK_ID)
-    sign_out(door, "sign-in before the handoff")
+    target = server_arguments(door, element_text(door, step, PAIRING_LINK_ID))
+    sign_out(door, f"sign-in before the {step}")
     client = Path(binary).parent / "homeport"
-    environment = dict(os.environ, HOMEPORT_HOME=str(workdir / "client-browser"))
+    environment = dict(os.environ, HOMEPORT_HOME=str(workdir / f"client-{re.sub(r'[^a-z]+', '-', step)}"))
     environment.pop("DISPLAY", None)
     environment.pop("WAYLAND_DISPLAY", None)
     command = subprocess.Popen(
-        [str(client), "login", link, "--browser", "--device-name", HANDOFF_DEVICE, "--json"],
+        [str(client), "login", *target, "--browser", "--device-name", device, "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=environment)
     try:
         page = None
@@ -716,13 +750,14 @@ def handoff_flow(door, binary, password, workdir):
                 page = line.strip()
                 break
         if page is None:
-            raise StepFailed(f"{step}: homeport login --browser printed no page to open")
+            command.kill()
+            raise StepFailed(f"{step}: homeport login --browser printed no page to open: "
+                             f"{redacted(command.stderr.read().strip())}")
         door.open_url(page)
-        door.see("handoff: sign in first", heading="Sign in", path=LOGIN_PATH)
-        door.fill("handoff: sign in first", {"email": EMAIL, "password": password})
-        door.see("handoff: confirm the device", heading=f"Sign in {HANDOFF_DEVICE}?", path_prefix="/account/handoff/",
-                 texts=(f"An app on {HANDOFF_DEVICE} asks to sign in", EMAIL))
-        door.press(step, f"Sign in {HANDOFF_DEVICE}")
+        sign_in_first(door, step)
+        door.see(f"{step}: confirm the device", heading=f"Sign in {device}?", path_prefix=HANDOFF_PREFIX,
+                 texts=(f"An app on {device} asks to sign in", EMAIL))
+        door.press(step, f"Sign in {device}")
         door.wait(step, lambda browser: urllib.parse.urlsplit(browser.current_url).path == "/callback",
                   "the way back to the command's listener")
         door.wait(step, lambda browser: "close this window" in browser.find_element(By.TAG_NAME, "body").text,
@@ -731,9 +766,196 @@ def handoff_flow(door, binary, password, workdir):
         if command.returncode != 0 or '"signedIn" : true' not in output:
             raise StepFailed(f"{step}: homeport login --browser did not sign in: {redacted(errors.strip())}")
         print(f"ok    {step}: the command signed in through the browser")
+        return environment
     finally:
         if command.poll() is None:
             command.kill()
+
+
+# --- The household's identity provider: django-allauth's own (interop/allauth/idp.py) -----------
+
+PROVIDER_ID = "household"
+PROVIDER_NAME = "Our household"
+PROVIDER_LINK = f"Continue with {PROVIDER_NAME}"
+PROVIDER_WEB_CLIENT = "homeport-web"
+PROVIDER_APP_CLIENT = "homeport-app"
+PROVIDER_CALLBACK_PATH = "/account/provider/callback"
+PROVIDERS_PATH = "/account/providers"
+IDP_LOGIN_PATH = "/accounts/login/"
+IDP_AUTHORIZE_PATH = "/identity/o/authorize"
+APP_CALLBACK_PATH = "/app-callback"
+
+
+class IdentityProvider:
+    """django-allauth as the household's OpenID Connect provider, started by idp.py with one
+    person (EMAIL, a password of its own), Homeport's web client and an app's public client."""
+
+    def __init__(self, python, workdir, base):
+        self.workdir = workdir / "idp"
+        self.workdir.mkdir()
+        self.port = free_port()
+        self.issuer = f"http://127.0.0.1:{self.port}"
+        self.password = secret(secrets.token_urlsafe(12))
+        self.client_secret = secret(secrets.token_urlsafe(24))
+        self.secret_file = workdir / "oidc-household.secret"
+        self.secret_file.write_text(self.client_secret + "\n")
+        self.secret_file.chmod(0o600)
+        self.app_listener = AppRedirectListener()
+        self.log_path = self.workdir / "idp.log"
+        command = [str(python), str(Path(__file__).resolve().parent.parent / "allauth" / "idp.py"),
+                   "--port", str(self.port), "--workdir", str(self.workdir), "--email", EMAIL,
+                   "--web-client-id", PROVIDER_WEB_CLIENT, "--web-client-secret-file", str(self.secret_file),
+                   "--redirect-uri", base + PROVIDER_CALLBACK_PATH,
+                   "--app-client-id", PROVIDER_APP_CLIENT, "--app-redirect-uri", self.app_listener.redirect_uri]
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT)
+        self.process.stdin.write((self.password + "\n").encode())
+        self.process.stdin.close()
+        poll(self.discovery_answers, SERVER_TIMEOUT, "the identity provider's discovery document")
+
+    def discovery_answers(self):
+        if self.process.poll() is not None:
+            raise StepFailed(f"the identity provider exited ({self.process.returncode}): {log_tail(self.log_path)}")
+        try:
+            with urllib.request.urlopen(self.issuer + "/.well-known/openid-configuration", timeout=2) as answer:
+                return answer.status == 200 and self.issuer.encode() in answer.read()
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def register(self, binary, workdir):
+        """`homeport-server oidc add`, as docs/deploy.md tells an operator, while the server runs."""
+        added = subprocess.run(
+            [str(binary), "oidc", "add", PROVIDER_ID, "--issuer", self.issuer, "--client-id", PROVIDER_WEB_CLIENT,
+             "--client-secret-file", str(self.secret_file), "--app-client-id", PROVIDER_APP_CLIENT,
+             "--name", PROVIDER_NAME, "--link-verified-email", "--database", f"sqlite:{workdir / 'homeport.sqlite'}"],
+            capture_output=True, text=True, env=dict(os.environ, HOMEPORT_DATA_DIR=str(workdir / "data")), timeout=60)
+        if added.returncode != 0:
+            raise StepFailed(f"homeport-server oidc add failed: {redacted(added.stderr.strip())}")
+
+    def stop(self):
+        self.app_listener.stop()
+        stop_server(self.process)
+
+
+class AppRedirectListener:
+    """An app's redirect URI on 127.0.0.1 (RFC 8252): keeps the query the browser brings."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        queries = self.queries = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                parts = urllib.parse.urlsplit(self.path)
+                if parts.path != APP_CALLBACK_PATH:
+                    self.send_error(404)
+                    return
+                queries.append(urllib.parse.parse_qs(parts.query))
+                body = b"<!doctype html><title>App</title><h1>Back in the app</h1>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_):
+                pass
+
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.redirect_uri = f"http://127.0.0.1:{self.server.server_address[1]}{APP_CALLBACK_PATH}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def sign_in_at_provider(door, step, password=None):
+    """On the identity provider's own pages: its sign-in form (when `password`: the browser is
+    not signed in there yet), then its consent page ("Authorize"), which sends the browser back."""
+    if password is not None:
+        door.see(f"{step}: the provider's sign-in", heading="Sign In", path=IDP_LOGIN_PATH)
+        door.fill(f"{step}: the provider's sign-in", {"login": EMAIL, "password": password}, guarded=False)
+    door.see(f"{step}: the provider asks", path=IDP_AUTHORIZE_PATH, texts=("wants to access your",))
+    door.press(f"{step}: the provider asks", "Authorize", guarded=False)
+
+
+def provider_flows(door, binary, workdir, provider):
+    """The web door through a real identity provider: the link on the sign-in page, the
+    provider's own sign-in and consent pages, back signed in to the account the verified
+    address names; the linked provider listed; a handoff to the command whose person signs in
+    through the provider; and an app's ID token (PKCE with the app's public client) handed to
+    `homeport login --provider`."""
+    step = "provider"
+    provider.register(binary, workdir)
+    door.open(HOME_PATH)
+    sign_out(door, "sign-in before the provider")
+    door.follow(step, PROVIDER_LINK)
+    sign_in_at_provider(door, step, password=provider.password)
+    see_home(door, "home after the provider")
+    door.open(PROVIDERS_PATH)
+    door.see("linked providers", path=PROVIDERS_PATH, texts=(PROVIDER_NAME,))
+
+    def through_provider(door, step):
+        door.see(f"{step}: sign in first", heading="Sign in", path=LOGIN_PATH, texts=(PROVIDER_LINK,))
+        door.follow(f"{step}: sign in first", PROVIDER_LINK)
+        sign_in_at_provider(door, step)
+
+    environment = handoff_flow(door, binary, workdir, through_provider, step="handoff through the provider",
+                               device="Provider drive")
+    app_provider_token(door, binary, provider, environment)
+
+
+def provider_needs_second_factor(door):
+    """With two-factor sign-in on, the provider alone does not sign in: back from it, the
+    person is at the second step (as after a password)."""
+    step = "provider with two factors"
+    door.open(LOGIN_PATH)
+    door.see(f"sign-in before the {step}", heading="Sign in", path=LOGIN_PATH, texts=(PROVIDER_LINK,))
+    door.follow(step, PROVIDER_LINK)
+    sign_in_at_provider(door, step)
+    door.see(f"{step}: second step", path=TOTP_AUTHENTICATE_PATH)
+    door.field(step, TOTP_CODE_FIELD)
+
+
+def app_provider_token(door, binary, provider, environment):
+    """What an app does on the phone: the provider's flow with its public client and PKCE (the
+    browser is signed in at the provider already), the code exchanged at the token endpoint,
+    and the ID token handed to the server (`homeport login URL --provider ID --id-token-stdin`)."""
+    step = "app: provider token"
+    verifier = secret(secrets.token_urlsafe(48))
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    state, nonce = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
+    query = urllib.parse.urlencode({
+        "response_type": "code", "client_id": PROVIDER_APP_CLIENT, "redirect_uri": provider.app_listener.redirect_uri,
+        "scope": "openid email profile", "state": state, "nonce": nonce, "code_challenge": challenge,
+        "code_challenge_method": "S256"})
+    door.open_url(f"{provider.issuer}{IDP_AUTHORIZE_PATH}?{query}")
+    sign_in_at_provider(door, step)
+    door.wait(step, lambda _: provider.app_listener.queries, "the provider's way back to the app")
+    answer = provider.app_listener.queries[-1]
+    if answer.get("state") != [state] or "code" not in answer:
+        raise StepFailed(f"{step}: the provider came back without the code and the app's state")
+    form = urllib.parse.urlencode({
+        "grant_type": "authorization_code", "code": secret(answer["code"][0]), "client_id": PROVIDER_APP_CLIENT,
+        "redirect_uri": provider.app_listener.redirect_uri, "code_verifier": verifier}).encode()
+    try:
+        with urllib.request.urlopen(f"{provider.issuer}/identity/o/api/token", data=form, timeout=10) as response:
+            tokens = json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        raise StepFailed(f"{step}: the provider's token endpoint answered {error.code}") from None
+    id_token = secret(tokens.get("id_token", ""))
+    if not id_token:
+        raise StepFailed(f"{step}: the provider's token answer holds no id_token")
+    client = Path(binary).parent / "homeport"
+    signed = subprocess.run(
+        [str(client), "login", *server_arguments(door, None), "--provider", PROVIDER_ID, "--id-token-stdin", "--json"],
+        input=id_token + "\n", capture_output=True, text=True, env=environment, timeout=60)
+    if signed.returncode != 0 or '"signedIn" : true' not in signed.stdout:
+        raise StepFailed(f"{step}: homeport login --provider did not sign in: {redacted(signed.stderr.strip())}")
+    print(f"ok    {step}: the app's ID token from the provider signed the command in")
 
 
 def parse_arguments():
@@ -743,9 +965,14 @@ def parse_arguments():
     parser.add_argument("--mfa", action="store_true", help="also run the two-factor steps")
     parser.add_argument("--pairing", action="store_true",
                         help="serve HTTPS with the installation's certificate, and pair the client from the QR code")
+    parser.add_argument("--identity-provider", type=Path, metavar="PYTHON",
+                        help="also sign in through django-allauth's OpenID Connect provider, run by PYTHON "
+                             "(a Python with the pinned django-allauth: .build/allauth-venv/bin/python)")
     arguments = parser.parse_args()
     if not os.access(arguments.server_binary, os.X_OK):
         parser.error(f"{arguments.server_binary} is not an executable")
+    if arguments.identity_provider is not None and not os.access(arguments.identity_provider, os.X_OK):
+        parser.error(f"{arguments.identity_provider} is not an executable")
     return arguments
 
 
@@ -759,7 +986,7 @@ def prepare_screenshots(directory):
 
 
 def run(arguments, workdir):
-    process = browser = None
+    process = browser = provider = None
     log_path = workdir / "server.log"
     try:
         binary = arguments.server_binary.resolve()
@@ -770,25 +997,37 @@ def run(arguments, workdir):
         password = password_flows(door)
         if arguments.pairing:
             pairing_flow(door, binary, password, workdir)
-            handoff_flow(door, binary, password, workdir)
+            handoff_flow(door, binary, workdir, sign_in_with_password(password))
+        if arguments.identity_provider is not None:
+            provider = IdentityProvider(arguments.identity_provider, workdir, base)
+            provider_flows(door, binary, workdir, provider)
         if arguments.mfa:
             mfa_flows(door, password)
-        extras = [name for name, on in (("two factors", arguments.mfa), ("pairing and the handoff", arguments.pairing))
-                  if on]
+            if provider is not None:
+                provider_needs_second_factor(door)
+        extras = [name for name, on in (("pairing and the handoff", arguments.pairing),
+                                        ("the identity provider", arguments.identity_provider is not None),
+                                        ("two factors", arguments.mfa)) if on]
         print(f"passed: {door.number} pages checked{', with ' + ' and '.join(extras) if extras else ''}")
         return 0
     except StepFailed as failure:
         print(f"FAILED: {redacted(str(failure))}", file=sys.stderr)
         print(f"server log (last lines):\n{log_tail(log_path)}", file=sys.stderr)
+        if provider is not None:
+            print(f"identity provider log (last lines):\n{log_tail(provider.log_path)}", file=sys.stderr)
         return 1
     except WebDriverException as error:
         print(f"FAILED: the browser: {redacted(str(error.msg or error))}", file=sys.stderr)
         print(f"at: {where(error)}", file=sys.stderr)
         print(f"server log (last lines):\n{log_tail(log_path)}", file=sys.stderr)
+        if provider is not None:
+            print(f"identity provider log (last lines):\n{log_tail(provider.log_path)}", file=sys.stderr)
         return 1
     finally:
         if browser is not None:
             browser.quit()
+        if provider is not None:
+            provider.stop()
         stop_server(process)
 
 

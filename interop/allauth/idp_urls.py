@@ -1,0 +1,6 @@
+from django.urls import include, path
+
+urlpatterns = [
+    path("accounts/", include("allauth.urls")),
+    path("", include("allauth.idp.urls")),
+]
