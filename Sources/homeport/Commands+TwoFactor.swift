@@ -116,7 +116,7 @@ extension Commands {
         let totp = authenticators.contains { $0.type == "totp" }
         let left = authenticators.first { $0.type == "recovery_codes" }?.unusedCodeCount
         if parsed.flag("json") {
-            try printJSON(["server": record.key, "totp": totp, "recoveryCodesLeft": left ?? NSNull()])
+            try printJSON(["server": record.key, "totp": totp, "recoveryCodesLeft": left.map { $0 as Any } ?? NSNull()])
         } else if totp {
             say(
                 "two-factor sign-in is on for \(record.email) on \(record.displayName); \(left ?? 0) recovery codes left"

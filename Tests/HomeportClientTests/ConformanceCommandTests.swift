@@ -276,6 +276,30 @@ struct ConformanceCommandTests {
         #expect(!silent.requests.contains { $0.contains(password) }, "no password went to a server that hangs")
     }
 
+    @Test("servers that lie about the handoff fail its row: a web page as the way back, a page that is not one")
+    func lyingHandoffs() throws {
+        let path = AllauthAppPath.path(AllauthAppPath.handoff)
+        let json = ["Content-Type": "application/json"]
+        for (answer, expected) in [
+            // Hands the code to any way back, a web site's included.
+            (
+                #"{"status":200,"data":{"url":"https://liar.invalid/account/handoff/x","expires_in":120}}"#,
+                "a web page as the way back answered 200"
+            ),
+            // A page to open that a browser would run, not show.
+            (#"{"status":200,"data":{"url":"javascript:alert(1)","expires_in":120}}"#, "not a web page to open"),
+            (#"{"status":200,"data":{"url":"https://liar.invalid/h","expires_in":0}}"#, "data.expires_in is 0"),
+            (#"{"status":200}"#, "200 without data.url and data.expires_in"),
+        ] {
+            let liar = try RecordingListener(behaviour: .routes([path: .init(200, json, answer)]))
+            let run = try conformance(liar.url, ["--allow-http", "--json"])
+            #expect(run.status == 1)
+            let row = try rows(run)["handoff"]
+            #expect(row?.result == "fail", "\(answer)")
+            #expect(row?.detail.contains(expected) == true, "\(answer): \(row?.detail ?? "")")
+        }
+    }
+
     @Test("misuse is a usage error (exit 2) saying what to fix; --help explains every check and flag")
     func usage() throws {
         for (arguments, input, message) in [
