@@ -106,14 +106,16 @@ ensure_allauth_peer() {
 }
 
 # ensure_apns_peer — the APNs stand-in (hypercorn + h2, PyJWT + cryptography) for the push tests
-# and benchmarks, and the OpenID Connect stand-in. Exports HOMEPORT_TEST_APNS_DIR and _PYTHON, and
-# HOMEPORT_TEST_OIDC_DIR.
+# and benchmarks, the OpenID Connect stand-in and the Web Push stand-in (http_ece, py_vapid).
+# Exports HOMEPORT_TEST_APNS_DIR and _PYTHON, HOMEPORT_TEST_OIDC_DIR and HOMEPORT_TEST_WEBPUSH_DIR.
 ensure_apns_peer() {
     HOMEPORT_TEST_APNS_PYTHON=$(ensure_venv apns "$HOMEPORT_ROOT/interop/apns/requirements.txt")
     export HOMEPORT_TEST_APNS_PYTHON
     export HOMEPORT_TEST_APNS_DIR="$HOMEPORT_ROOT/interop/apns"
     # The OpenID Connect stand-in runs in the same virtualenv (PyJWT and cryptography).
     export HOMEPORT_TEST_OIDC_DIR="$HOMEPORT_ROOT/interop/oidc"
+    # So does the Web Push stand-in (http_ece and py_vapid check what the server sends).
+    export HOMEPORT_TEST_WEBPUSH_DIR="$HOMEPORT_ROOT/interop/webpush"
 }
 
 # ensure_smtp_peer — aiosmtpd, a real SMTP server the mail tests send through; exports

@@ -46,15 +46,22 @@ public struct APNsResponse: Sendable, Hashable {
     public var reason: APNsReason?
     /// For `410`: when Apple learned that the token stopped being valid, in milliseconds.
     public var timestamp: Int64?
-    /// The transport's error, when there was no answer.
+    /// The transport's error, when there was no answer (or, for a push service other than
+    /// Apple's, what it answered).
     public var transportError: String?
+    /// Seconds the service asked to wait before trying again (`Retry-After`), when it did.
+    public var retryAfter: Int64?
 
     /// Creates a response.
-    public init(status: Int, reason: APNsReason? = nil, timestamp: Int64? = nil, transportError: String? = nil) {
+    public init(
+        status: Int, reason: APNsReason? = nil, timestamp: Int64? = nil, transportError: String? = nil,
+        retryAfter: Int64? = nil
+    ) {
         self.status = status
         self.reason = reason
         self.timestamp = timestamp
         self.transportError = transportError
+        self.retryAfter = retryAfter
     }
 
     /// What to do about it.

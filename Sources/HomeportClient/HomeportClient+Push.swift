@@ -144,6 +144,45 @@ extension HomeportClient {
         return registration
     }
 
+    /// Registers a Web Push subscription (a browser's, or a UnifiedPush distributor's endpoint and
+    /// keys) with one server, through the address chosen for the session token like every
+    /// authenticated request; returns the server's name for it (`webpush:…`), which is what is
+    /// kept here (never the keys). A registration this device made there before is withdrawn.
+    @discardableResult
+    public func registerWebPush(endpoint: String, keys: WebPushKeys, with server: String) async throws
+        -> PushDeviceRegistration
+    {
+        let key = try directory.find(server).key
+        let answer = try await send(
+            "POST", HomeportPath.pushDevices, to: key,
+            json: try JSONEncoder().encode(PushDeviceRegistration(webPushEndpoint: endpoint, keys: keys)))
+        guard (200...201).contains(answer.response.status) else { throw Self.refusal(answer) }
+        guard let named = try? JSONDecoder().decode(PushDeviceRegistration.self, from: answer.response.body),
+            named.provider == .webpush, !named.token.isEmpty
+        else {
+            throw ClientError.badAnswer(
+                address: key, detail: "the registration's answer names no Web Push subscription")
+        }
+        let previous = directory.devices.registration(for: key)
+        try directory.devices.record(named, for: key)
+        if let previous, previous.token != named.token {
+            try? await deleteRegistration(previous.token, at: key)
+        }
+        return named
+    }
+
+    /// The VAPID public key `server` signs its Web Pushes with (`applicationServerKey`, base64url),
+    /// or `nil` when it sends none.
+    public func webPushKey(of server: String) async throws -> String? {
+        let key = try directory.find(server).key
+        let answer = try await send("GET", HomeportPath.pushWebPushKey, to: key)
+        if answer.response.status == 404 { return nil }
+        guard answer.response.status == 200,
+            let object = try? JSONDecoder().decode(WebPushServerKey.self, from: answer.response.body)
+        else { throw Self.refusal(answer) }
+        return object.publicKey
+    }
+
     /// Withdraws the token this device registered with `server` (`DELETE /api/v1/push/devices/{token}`)
     /// and forgets it. Returns the registration withdrawn, or `nil` when none was recorded.
     @discardableResult

@@ -28,12 +28,19 @@ public enum AESGCM {
     ) throws -> [UInt8] {
         guard key.count == 32 else { throw Failure.badKey }
         let nonce = try random.bytes(12)
+        return nonce + (try encrypt(plaintext, cipher: EVP_aes_256_gcm(), key: key, nonce: nonce, associatedData))
+    }
+
+    /// GCM encryption with `cipher` (AES-128 or AES-256 GCM): ciphertext ‖ 16-byte tag.
+    static func encrypt(
+        _ plaintext: [UInt8], cipher: OpaquePointer?, key: [UInt8], nonce: [UInt8], _ associatedData: [UInt8]
+    ) throws -> [UInt8] {
         guard let context = EVP_CIPHER_CTX_new() else { throw Failure.cryptoFailed }
         defer { EVP_CIPHER_CTX_free(context) }
         var length: Int32 = 0
         var ciphertext = [UInt8](repeating: 0, count: plaintext.count + 16)
         var tag = [UInt8](repeating: 0, count: 16)
-        guard EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), nil, key, nonce) == 1,
+        guard EVP_EncryptInit_ex(context, cipher, nil, key, nonce) == 1,
             associatedData.isEmpty
                 || EVP_EncryptUpdate(context, nil, &length, associatedData, Int32(associatedData.count)) == 1,
             plaintext.isEmpty
@@ -47,7 +54,7 @@ public enum AESGCM {
             throw Failure.cryptoFailed
         }
         total += length
-        return nonce + ciphertext[0..<Int(total)] + tag
+        return Array(ciphertext[0..<Int(total)]) + tag
     }
 
     /// Opens a box made by ``seal(_:key:associatedData:random:)``; fails unless key and associated data match.

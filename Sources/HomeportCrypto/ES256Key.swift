@@ -42,6 +42,11 @@ public final class ES256Key: @unchecked Sendable {
         EVP_PKEY_free(key)
     }
 
+    /// The public half: the 65-byte uncompressed point (what VAPID's `k` carries).
+    public var publicKey: [UInt8] {
+        P256Key.uncompressedPoint(of: key)
+    }
+
     /// A 256-bit secret derived from the private key for `label` (HMAC-SHA256, keyed by the key's
     /// DER encoding): the same wherever the key is, and beyond reach of anyone without it.
     public func derivedSecret(_ label: String) throws -> [UInt8] {

@@ -70,15 +70,7 @@ public final class P256Key: @unchecked Sendable {
 
     /// The public half: the 65-byte uncompressed point.
     public var publicKey: [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: 65)
-        var length = 0
-        guard EVP_PKEY_get_octet_string_param(key, "encoded-pub-key", &bytes, bytes.count, &length) == 1,
-            length == 65
-        else {
-            ERR_clear_error()
-            return []
-        }
-        return bytes
+        P256Key.uncompressedPoint(of: key)
     }
 
     /// The signature of `message` (ECDSA over its SHA-256): 64 bytes, `r` then `s`.

@@ -179,16 +179,21 @@ public final class HomeportApplication: Sendable {
         self.retention = NotificationRetention(
             database: database, settings: configuration.push, clock: clock, logger: logger)
         let pushLogger = logger.withLabel("homeport.push")
-        let transport: (any PushTransport)?
+        let apple: (any PushTransport)?
         if let gateway = configuration.push.gateway {
             try PushGatewaySync(database).serve(gateway: gateway, now: clock.unixSeconds)
-            transport = try PushGatewayClient(database: database, settings: gateway, clock: clock, logger: pushLogger)
+            apple = try PushGatewayClient(database: database, settings: gateway, clock: clock, logger: pushLogger)
         } else if let apns = configuration.push.apns {
             try PushGatewaySync(database).serveWithoutGateway()
-            transport = try APNsDelivery(database: database, settings: apns, clock: clock, logger: pushLogger)
+            apple = try APNsDelivery(database: database, settings: apns, clock: clock, logger: pushLogger)
         } else {
-            transport = nil
+            apple = nil
         }
+        let web = try configuration.push.webPush.map {
+            try WebPushDelivery(settings: $0, clock: clock, logger: pushLogger)
+        }
+        let transport: (any PushTransport)? =
+            web == nil ? apple : PushDispatch(apns: apple, webPush: web)
         if let transport {
             self.sender = try PushSender(
                 database: database, transport: transport, maximumAttempts: configuration.push.maximumAttempts,

@@ -519,6 +519,20 @@ public enum HomeportSchema {
                 )
                 """
             ]),
+        // Web Push subscriptions beside APNs tokens: a device's push service, and for Web Push the
+        // endpoint and the subscription's keys, on the device and on each push waiting for it.
+        Migration(
+            version: 19, name: "push_providers",
+            statements: [
+                "ALTER TABLE push_devices ADD COLUMN provider TEXT NOT NULL DEFAULT 'apns'",
+                "ALTER TABLE push_devices ADD COLUMN endpoint TEXT",
+                "ALTER TABLE push_devices ADD COLUMN p256dh TEXT",
+                "ALTER TABLE push_devices ADD COLUMN auth TEXT",
+                "ALTER TABLE push_outbox ADD COLUMN provider TEXT NOT NULL DEFAULT 'apns'",
+                "ALTER TABLE push_outbox ADD COLUMN endpoint TEXT",
+                "ALTER TABLE push_outbox ADD COLUMN p256dh TEXT",
+                "ALTER TABLE push_outbox ADD COLUMN auth TEXT",
+            ]),
     ]
 
     /// A migrator over ``migrations``.

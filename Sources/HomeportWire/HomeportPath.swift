@@ -17,6 +17,8 @@ public enum HomeportPath {
     public static let pushDevices = apiPrefix + "/push/devices"
     /// `DELETE pushDevices/{token}`: unregister a device token.
     public static func pushDevice(_ token: String) -> String { pushDevices + "/" + token }
+    /// `GET`: the server's VAPID public key, for a Web Push subscription.
+    public static let pushWebPushKey = apiPrefix + "/push/webpush-key"
     /// `POST`: send one test notification to the caller's own devices.
     public static let pushTest = apiPrefix + "/push/test"
     /// `GET`: the server's notification catalogue (`ETag`, 304 on `If-None-Match`).

@@ -27,17 +27,109 @@ public struct NotificationCatalogue: Codable, Hashable, Sendable {
     }
 }
 
-/// `POST /api/v1/push/devices`: a device token to push to (and the answer, echoing it).
+/// `POST /api/v1/push/devices`: a device to push to (and the answer, naming it).
+///
+/// Two kinds: an APNs device token (`provider` `apns`, the default: `token` and `environment`),
+/// and a Web Push subscription (`webpush`: `endpoint` and `keys`, as a browser's
+/// `PushSubscription` or a UnifiedPush distributor gives them). The answer names a Web Push
+/// subscription by a `token` of its own (`webpush:` and the SHA-256 of the endpoint), which
+/// `DELETE /api/v1/push/devices/{token}` takes; it never echoes the keys.
 public struct PushDeviceRegistration: Codable, Hashable, Sendable {
-    /// The APNs device token, in hex (64 characters today; Apple may lengthen it).
+    /// Which push service carries the pushes.
+    public var provider: PushProvider
+    /// The APNs device token, in hex (64 characters today; Apple may lengthen it); for Web
+    /// Push, the server's name for the subscription (empty in a request).
     public var token: String
-    /// `sandbox` or `production`: which APNs host the token belongs to.
+    /// `sandbox` or `production`: which APNs host the token belongs to (APNs only).
     public var environment: PushEnvironment
+    /// The push service's URL the pushes are posted to (Web Push only).
+    public var endpoint: String?
+    /// The subscription's keys (Web Push only; requests only).
+    public var keys: WebPushKeys?
 
-    /// Creates a registration.
+    /// Creates an APNs registration.
     public init(token: String, environment: PushEnvironment) {
+        self.provider = .apns
         self.token = token
         self.environment = environment
+    }
+
+    /// Creates a Web Push registration for `endpoint` with the subscription's `keys`.
+    public init(webPushEndpoint endpoint: String, keys: WebPushKeys) {
+        self.provider = .webpush
+        self.token = ""
+        self.environment = .production
+        self.endpoint = endpoint
+        self.keys = keys
+    }
+
+    /// The answer naming a Web Push subscription by `token`.
+    public init(webPushToken token: String) {
+        self.provider = .webpush
+        self.token = token
+        self.environment = .production
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case provider, token, environment, endpoint, keys
+    }
+
+    /// Reads a registration; without `provider` it is an APNs one (as before Web Push).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        provider = try container.decodeIfPresent(PushProvider.self, forKey: .provider) ?? .apns
+        token = try container.decodeIfPresent(String.self, forKey: .token) ?? ""
+        environment = try container.decodeIfPresent(PushEnvironment.self, forKey: .environment) ?? .production
+        endpoint = try container.decodeIfPresent(String.self, forKey: .endpoint)
+        keys = try container.decodeIfPresent(WebPushKeys.self, forKey: .keys)
+        if provider == .apns, !container.contains(.token) || !container.contains(.environment) {
+            throw DecodingError.dataCorruptedError(
+                forKey: .token, in: container, debugDescription: "an APNs registration has a token and an environment")
+        }
+    }
+
+    /// Writes the fields of its kind only.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(provider, forKey: .provider)
+        if !token.isEmpty { try container.encode(token, forKey: .token) }
+        if provider == .apns { try container.encode(environment, forKey: .environment) }
+        try container.encodeIfPresent(endpoint, forKey: .endpoint)
+        try container.encodeIfPresent(keys, forKey: .keys)
+    }
+}
+
+/// Which push service carries a device's pushes.
+public enum PushProvider: String, Codable, Hashable, Sendable, CaseIterable {
+    /// Apple Push Notification service.
+    case apns
+    /// Web Push (RFC 8030): a browser's push service, or a UnifiedPush distributor.
+    case webpush
+}
+
+/// A Web Push subscription's keys, base64url as `PushSubscription.toJSON()` gives them.
+public struct WebPushKeys: Codable, Hashable, Sendable {
+    /// The subscription's P-256 public key: 65 bytes, uncompressed.
+    public var p256dh: String
+    /// The authentication secret: 16 bytes.
+    public var auth: String
+
+    /// Creates keys.
+    public init(p256dh: String, auth: String) {
+        self.p256dh = p256dh
+        self.auth = auth
+    }
+}
+
+/// `GET /api/v1/push/webpush-key`: the server's VAPID public key, which a browser or a
+/// UnifiedPush distributor subscribes with (`applicationServerKey`).
+public struct WebPushServerKey: Codable, Hashable, Sendable {
+    /// The key: a 65-byte uncompressed P-256 point, base64url without padding.
+    public var publicKey: String
+
+    /// Creates the answer.
+    public init(publicKey: String) {
+        self.publicKey = publicKey
     }
 }
 

@@ -9,21 +9,42 @@ extension Commands {
     static func pushSpec(_ action: String) -> CommandSpec {
         switch action {
         case "register":
-            CommandSpec(
-                name: "homeport push register",
-                summary: "Register this device's push token with SERVER, for the account signed in there.",
-                arguments: [serverArgument, .init("DEVICE_TOKEN", help: "The APNs device token, in hex.")],
-                options: [
-                    .value(
-                        "environment", "ENV", help: "sandbox (development builds) or production.",
-                        default: "production"),
-                    jsonOption, proxyOption, caFileOption,
-                ],
-                discussion: """
-                    The token goes only where the session token goes: to an address that answered as the
-                    installation on this network. A token registered with SERVER before from this device is
-                    withdrawn there. Signing in again registers the token again; logout and remove withdraw it.
-                    """)
+            {
+                var spec = CommandSpec(
+                    name: "homeport push register",
+                    summary:
+                        "Register this device's push token (or a Web Push subscription) with SERVER, for the account signed in there.",
+                    arguments: [
+                        serverArgument,
+                        .init("DEVICE_TOKEN", help: "The APNs device token, in hex (not with --provider webpush)."),
+                    ],
+                    options: [
+                        .value(
+                            "environment", "ENV", help: "sandbox (development builds) or production.",
+                            default: "production"),
+                        .value(
+                            "provider", "NAME",
+                            help:
+                                "apns (a device token), or webpush (a browser's or UnifiedPush distributor's subscription).",
+                            default: "apns"),
+                        .value("endpoint", "URL", help: "With --provider webpush: the subscription's endpoint."),
+                        .value(
+                            "p256dh", "KEY", help: "With --provider webpush: the subscription's public key (base64url)."
+                        ),
+                        .value(
+                            "auth", "SECRET", help: "With --provider webpush: its authentication secret (base64url)."),
+                        jsonOption, proxyOption, caFileOption,
+                    ],
+                    discussion: """
+                        The token goes only where the session token goes: to an address that answered as the
+                        installation on this network. A token registered with SERVER before from this device is
+                        withdrawn there. Signing in again registers the token again; logout and remove withdraw it.
+                        A Web Push subscription is kept here by the server's name for it (webpush:…), never by its
+                        keys; the server must send Web Push (its key: GET /api/v1/push/webpush-key).
+                        """)
+                spec.optionalArguments = 1
+                return spec
+            }()
         case "unregister":
             CommandSpec(
                 name: "homeport push unregister",
@@ -78,7 +99,27 @@ extension Commands {
         let record = try client.directory.find(parsed.positionals[0])
         let json = parsed.flag("json")
         switch action {
+        case "register" where (parsed.options["provider"] ?? "apns") == PushProvider.webpush.rawValue:
+            guard parsed.positionals.count == 1 else {
+                throw UsageError("--provider webpush takes --endpoint, --p256dh and --auth, not a DEVICE_TOKEN")
+            }
+            guard let endpoint = parsed.options["endpoint"], let p256dh = parsed.options["p256dh"],
+                let auth = parsed.options["auth"]
+            else { throw UsageError("--provider webpush needs --endpoint, --p256dh and --auth") }
+            let registration = try await client.registerWebPush(
+                endpoint: endpoint, keys: WebPushKeys(p256dh: p256dh, auth: auth), with: record.key)
+            if json {
+                try printJSON([
+                    "server": record.key, "registered": true, "provider": "webpush", "token": registration.token,
+                ])
+            } else {
+                say("registered Web Push subscription \(registration.token.prefix(16))… with \(record.displayName)")
+            }
         case "register":
+            guard (parsed.options["provider"] ?? "apns") == PushProvider.apns.rawValue else {
+                throw UsageError("--provider is apns or webpush, not '\(parsed.options["provider"] ?? "")'")
+            }
+            guard parsed.positionals.count == 2 else { throw UsageError("push register needs SERVER DEVICE_TOKEN") }
             let text = parsed.options["environment"] ?? PushEnvironment.production.rawValue
             guard let environment = PushEnvironment(rawValue: text) else {
                 throw UsageError("--environment is sandbox or production, not '\(text)'")

@@ -444,6 +444,34 @@ struct PushGatewayTests {
         #expect(other.results.first?["status"] as? Int == 200, "another server's rate is its own")
     }
 
+    @Test("a server behind a gateway sends its Web Pushes itself: the gateway never hears of a subscription")
+    func webPushBesideGateway() throws {
+        let standIn = try APNsStandIn()
+        let service = try WebPushStandIn()
+        let subscription = try service.subscribe()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let credential = try SecretToken.generate()
+        var settings = gatewayPush(gateway, credential: credential)
+        try settings.enableWebPush(
+            WebPushSettings(keyPEM: try P256Key.generate().privateKeyPEM, subject: "mailto:ops@example.net"))
+        try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
+            try gateway.enroll("s0", instanceID: server.instanceID, credential: credential)
+            let ada = try server.signIn("ada@example.com")
+            _ = try server.register(device(3), token: ada)
+            #expect(try server.register(subscription, token: ada).status == 200)
+            try server.drainThroughGateway()
+            #expect(try gateway.devices() == ["s0": [device(3)]], "only the APNs token reaches the gateway")
+            try server.pushToAda()
+            try server.drainThroughGateway()
+            #expect(standIn.waitForRequests(1))
+            #expect(try eventually { try service.messages().delivered.count == 1 })
+            #expect(try server.outboxRows().isEmpty)
+            #expect(
+                try server.application.database.execute("SELECT token FROM push_gateway_changes").isEmpty,
+                "no subscription waits to be forwarded")
+        }
+    }
+
     @Test("410 prunes the registration at the server that pushed, and only there", arguments: Backend.allCases)
     func unregisteredPrunesRightServer(backend: Backend) throws {
         let standIn = try APNsStandIn()

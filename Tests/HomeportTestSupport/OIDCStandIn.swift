@@ -5,45 +5,18 @@ import Foundation
 /// `scripts/test` installs it (in the APNs stand-in's virtualenv) and exports
 /// `HOMEPORT_TEST_OIDC_DIR`; the Python is `HOMEPORT_TEST_APNS_PYTHON`.
 public final class OIDCStandIn: @unchecked Sendable {
-    private let process: Process
-    private let directory: TemporaryDirectory
+    private let running: PythonStandIn
     /// Its port on 127.0.0.1.
     public let port: Int
 
     /// Starts it and waits until it listens.
     public init() throws {
-        let environment = ProcessInfo.processInfo.environment
-        guard let source = environment["HOMEPORT_TEST_OIDC_DIR"], let python = environment["HOMEPORT_TEST_APNS_PYTHON"]
-        else {
-            throw RawHTTPError(
-                "HOMEPORT_TEST_OIDC_DIR and HOMEPORT_TEST_APNS_PYTHON are not set: run the suite with scripts/test")
-        }
-        directory = try TemporaryDirectory()
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [source + "/standin.py", directory.path]
-        process.standardOutput = FileHandle.nullDevice
-        let errorLog = directory.file("stderr.log")
-        _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
-        process.standardError = FileHandle(forWritingAtPath: errorLog)
-        try process.spawn()
-        for _ in 0..<1200 {
-            if let text = try? String(contentsOfFile: directory.file("port"), encoding: .utf8), let port = Int(text) {
-                self.port = port
-                return
-            }
-            guard !process.hasEnded else { break }
-            usleep(50_000)
-        }
-        process.stop()
-        let log = (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""
-        directory.remove()
-        throw RawHTTPError("the OpenID Connect stand-in did not start: \(log.suffix(2000))")
+        running = try PythonStandIn(sourceVariable: "HOMEPORT_TEST_OIDC_DIR", what: "OpenID Connect stand-in")
+        port = running.port
     }
 
     deinit {
-        process.stop()
-        directory.remove()
+        running.stop()
     }
 
     /// Its issuer (and base URL).
@@ -96,12 +69,6 @@ public final class OIDCStandIn: @unchecked Sendable {
     }
 
     private func post(_ path: String, _ object: [String: Any]) throws -> RawResponse {
-        let response = try RawHTTP.request(
-            port: port, method: "POST", path: path, headers: [("Content-Type", "application/json")],
-            body: try JSONSerialization.data(withJSONObject: object))
-        guard response.status == 200 else {
-            throw RawHTTPError("stand-in \(path): \(response.status) \(response.text)")
-        }
-        return response
+        try running.post(path, object)
     }
 }

@@ -3,7 +3,7 @@ import HomeportCommandLine
 import HomeportLogging
 import HomeportStorage
 
-/// `homeport-server push send|devices`
+/// `homeport-server push send|devices|vapid-key`
 enum PushCommand {
     static let sendSpec = CommandSpec(
         name: "homeport-server push send",
@@ -30,24 +30,44 @@ enum PushCommand {
 
     static let devicesSpec = CommandSpec(
         name: "homeport-server push devices",
-        summary: "List the devices registered for pushes, with their accounts.",
+        summary: "List the devices registered for pushes, with their kind (apns, webpush) and accounts.",
         options: [ServerCLI.databaseOption, .flag("json", help: "Print a JSON array.")],
-        discussion: "Tokens are shown by their first 8 hex digits.")
+        discussion:
+            "APNs tokens are shown by their first 8 hex digits, Web Push subscriptions by webpush: and the first 8 of their name (never the endpoint)."
+    )
+
+    static let vapidKeySpec = CommandSpec(
+        name: "homeport-server push vapid-key",
+        summary: "Print the VAPID public key that browsers and UnifiedPush distributors subscribe with.",
+        options: [
+            .value(
+                "vapid-key-file", "FILE",
+                help:
+                    "The VAPID key serve --vapid-key-file uses; made there (a new P-256 key, mode 0600) when missing.",
+                environment: "HOMEPORT_VAPID_KEY_FILE")
+        ],
+        discussion: """
+            Prints the public key as base64url (the applicationServerKey a page or an app subscribes with;
+            apps signed in can also read it from GET /api/v1/push/webpush-key). The private key never leaves the file.
+            Exit codes: 0 printed, 2 bad command line or a key file that cannot be used.
+            """)
 
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
         guard let action = arguments.first, !action.hasPrefix("-") else {
             if arguments.contains("--help") || arguments.contains("-h") {
                 ServerCLI.line(
-                    "Usage: homeport-server push send|devices [options]\n\n\(sendSpec.summary)\n\(devicesSpec.summary)")
+                    "Usage: homeport-server push send|devices|vapid-key [options]\n\n\(sendSpec.summary)\n"
+                        + "\(devicesSpec.summary)\n\(vapidKeySpec.summary)")
                 return .success
             }
-            throw UsageError("push needs an action: 'push send' or 'push devices'")
+            throw UsageError("push needs an action: 'push send', 'push devices' or 'push vapid-key'")
         }
         let rest = Array(arguments.dropFirst())
         switch action {
         case "send": return try send(rest, environment: environment)
         case "devices": return try devices(rest, environment: environment)
-        default: throw UsageError("unknown push action '\(action)'; use 'send' or 'devices'")
+        case "vapid-key": return try vapidKey(rest, environment: environment)
+        default: throw UsageError("unknown push action '\(action)'; use 'send', 'devices' or 'vapid-key'")
         }
     }
 
@@ -88,6 +108,7 @@ enum PushCommand {
         let given = { (name: String, variable: String) in parsed.options[name] != nil || environment[variable] != nil }
         if let serving = try ServingPushSettings.recorded(in: database) {
             if !given("apns-topic", "HOMEPORT_APNS_TOPIC") { settings.topic = serving.topic }
+            settings.webPushKey = serving.webPushKey
             if !given("push-key", "HOMEPORT_PUSH_KEY") { settings.appDataKey = serving.appDataKey }
             if !given("catalogue", "HOMEPORT_CATALOGUE") { settings.extraCodes = serving.extraCodes }
             if !given("max-devices-per-account", "HOMEPORT_MAX_DEVICES_PER_ACCOUNT") {
@@ -109,8 +130,9 @@ enum PushCommand {
             let pushes =
                 delivery.muted
                 ? "no push: the thread is muted"
-                : settings.topic == nil
-                    ? "no push: the server has pushes off (no --apns-topic)" : "\(delivery.queued) push(es) queued"
+                : settings.topic == nil && settings.webPushKey == nil
+                    ? "no push: the server has pushes off (no --apns-topic or --vapid-key-file)"
+                    : "\(delivery.queued) push(es) queued"
             ServerCLI.line("notification \(delivery.seq) for \(email); \(pushes)")
             return .success
         } catch let refusal as PushCenter.Refusal {
@@ -129,8 +151,8 @@ enum PushCommand {
         if parsed.flag("json") {
             let objects = devices.map {
                 [
-                    "token": String($0.device.token.prefix(8)), "environment": $0.device.environment.rawValue,
-                    "topic": $0.device.topic, "email": $0.email,
+                    "token": shown($0.device), "provider": $0.device.provider.rawValue,
+                    "environment": $0.device.environment.rawValue, "topic": $0.device.topic, "email": $0.email,
                     "registeredAt": formatter.string(
                         from: Date(timeIntervalSince1970: TimeInterval($0.device.updatedAt))),
                 ] as [String: Any]
@@ -140,11 +162,32 @@ enum PushCommand {
             ServerCLI.line("no devices registered")
         } else {
             for entry in devices {
+                let kind = entry.device.provider == .apns ? entry.device.environment.rawValue : "webpush"
                 ServerCLI.line(
-                    "\(entry.device.token.prefix(8))…  \(entry.device.environment.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)) \(entry.email)"
+                    "\(shown(entry.device))…  \(kind.padding(toLength: 10, withPad: " ", startingAt: 0)) \(entry.email)"
                 )
             }
         }
         return .success
+    }
+
+    /// A device as operators see it: an APNs token's first 8 digits; `webpush:` and 8 of a
+    /// subscription's name.
+    private static func shown(_ device: PushDevice) -> String {
+        String(device.token.prefix(device.provider == .webpush ? WebPushSubscription.tokenPrefix.count + 8 : 8))
+    }
+
+    static func vapidKey(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let parsed = try ServerCLI.parse(vapidKeySpec, arguments) else { return .success }
+        guard let file = parsed.value("vapid-key-file", spec: vapidKeySpec, environment: environment) else {
+            throw UsageError("push vapid-key needs --vapid-key-file FILE")
+        }
+        do {
+            let key = try WebPushSettings(keyPEM: WebPushSettings.key(fromFile: file), subject: "").publicKey()
+            ServerCLI.line(key)
+            return .success
+        } catch let error as ConfigurationError {
+            throw UsageError(error.description)
+        }
     }
 }

@@ -56,8 +56,23 @@ package enum PushOptions {
             environment: "HOMEPORT_PUSH_GATEWAY_CA_FILE"),
     ]
 
+    /// The Web Push options of `serve`.
+    static let webPush: [CommandSpec.Option] = [
+        .value(
+            "vapid-key-file", "FILE",
+            help:
+                "Send Web Pushes (browsers, UnifiedPush) signed with this VAPID key (P-256 PEM): made there (mode 0600) when missing, read once, never logged.",
+            environment: "HOMEPORT_VAPID_KEY_FILE"),
+        .value(
+            "vapid-subject", "CONTACT",
+            help:
+                "Who runs this server, for the push services: mailto:ADDRESS or an https:// URL (needs --vapid-key-file).",
+            environment: "HOMEPORT_VAPID_SUBJECT"),
+    ]
+
     /// The options of `serve` (the sender's too).
-    static let all: [CommandSpec.Option] = [catalogue, pushKey, topic, devicesPerAccount] + apnsKey + gateway
+    static let all: [CommandSpec.Option] =
+        [catalogue, pushKey, topic, devicesPerAccount] + apnsKey + gateway + webPush
 
     /// The settings the command line asks for. `sender` reads the APNs key options too (`serve`).
     static func settings(
@@ -89,8 +104,32 @@ package enum PushOptions {
                     "--push-gateway sends pushes through the gateway, which holds the APNs key: give it or --apns-key-file, not both"
                 )
             }
+            if let web = try webPush(parsed, spec, environment) { try settings.enableWebPush(web) }
         }
         return settings
+    }
+
+    /// The Web Push settings: the VAPID key file and the subject, or none.
+    private static func webPush(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String])
+        throws -> WebPushSettings?
+    {
+        let file = parsed.value("vapid-key-file", spec: spec, environment: environment)
+        let subject = parsed.value("vapid-subject", spec: spec, environment: environment)
+        guard let file else {
+            if subject != nil { throw UsageError("--vapid-subject needs --vapid-key-file") }
+            return nil
+        }
+        guard let subject else {
+            throw UsageError("--vapid-key-file needs --vapid-subject, such as mailto:admin@example.net")
+        }
+        guard WebPushSettings.isAllowedSubject(subject) else {
+            throw UsageError("--vapid-subject is mailto:ADDRESS or an https:// URL, not '\(subject.prefix(200))'")
+        }
+        do {
+            return WebPushSettings(keyPEM: try WebPushSettings.key(fromFile: file), subject: subject)
+        } catch let error as ConfigurationError {
+            throw UsageError(error.description)
+        }
     }
 
     /// `--push-key`, checked; `nil` when not given.

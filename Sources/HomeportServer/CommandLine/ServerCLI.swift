@@ -118,6 +118,7 @@ package enum ServerCLI {
           users             List accounts; approve, reject or hold one.
           push send         Notify an account (in-app stream and pushes).
           push devices      List the devices registered for pushes.
+          push vapid-key    Print the VAPID public key Web Push subscribes with.
           product-keys      Make, list or revoke keys of the product API (serve --product-listen).
           oidc              Add, list or remove OpenID Connect providers people sign in with.\
         \(added.withLock { $0.flatMap(\.overview) }.map { "\n  \($0)" }.joined())

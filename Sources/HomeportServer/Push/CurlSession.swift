@@ -2,7 +2,8 @@ import CCurl
 import Foundation
 
 /// One libcurl handle, kept between exchanges so its connection stays open (keep-alive), for
-/// the server's exchanges with a push gateway and the gateway's fetch of an enrolling server.
+/// the server's exchanges with a push gateway, its Web Pushes, and the gateway's fetch of an
+/// enrolling server.
 /// One exchange at a time; HTTP and HTTPS only, no redirects, no proxy from the environment.
 package final class CurlSession: @unchecked Sendable {
     private let lock = NSLock()
@@ -24,10 +25,12 @@ package final class CurlSession: @unchecked Sendable {
         if let curl { curl_easy_cleanup(curl) }
     }
 
-    /// What came back: the status and the body.
+    /// What came back: the status, the body, and the final answer's header fields (names
+    /// lowercase; a field sent twice keeps its last value).
     package struct Answer {
         package var status: Int
         package var body: Data
+        package var headers: [String: String] = [:]
     }
 
     /// Why there was no answer.
@@ -57,6 +60,8 @@ package final class CurlSession: @unchecked Sendable {
             defer { context.release() }
             _ = homeport_curl_set_pointer(curl, CURLOPT_WRITEDATA, context.toOpaque())
             _ = homeport_curl_set_write_function(curl, curlSessionWrite)
+            _ = homeport_curl_set_pointer(curl, CURLOPT_HEADERDATA, context.toOpaque())
+            _ = homeport_curl_set_header_function(curl, curlSessionHeader)
             let code: CURLcode
             if let body {
                 code = body.withUnsafeBytes { bytes in
@@ -77,13 +82,14 @@ package final class CurlSession: @unchecked Sendable {
                 self.curl = nil
                 return .failure(Failure(description: String(cString: curl_easy_strerror(code))))
             }
-            return .success(Answer(status: homeport_curl_status(curl), body: exchange.body))
+            return .success(Answer(status: homeport_curl_status(curl), body: exchange.body, headers: exchange.headers))
         }
     }
 
     /// The answer's body, as it arrives, up to its limit.
     final class Exchange {
         var body = Data()
+        var headers: [String: String] = [:]
         let limit: Int
 
         init(limit: Int) {
@@ -98,5 +104,21 @@ private let curlSessionWrite: curl_write_callback = { data, size, count, context
     let length = size * count
     guard exchange.body.count + length <= exchange.limit else { return 0 }
     exchange.body.append(UnsafeRawBufferPointer(start: data, count: length).bindMemory(to: UInt8.self))
+    return length
+}
+
+/// One header line of the answer: a status line starts the fields afresh (an interim `100`, or
+/// the answer after it), so only the final answer's are kept.
+private let curlSessionHeader: curl_write_callback = { data, size, count, context in
+    guard let data, let context else { return 0 }
+    let exchange = Unmanaged<CurlSession.Exchange>.fromOpaque(context).takeUnretainedValue()
+    let length = size * count
+    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
+    if line.hasPrefix("HTTP/") {
+        exchange.headers = [:]
+    } else if let colon = line.firstIndex(of: ":"), exchange.headers.count < 100 {
+        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+        exchange.headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+    }
     return length
 }

@@ -187,7 +187,9 @@ public final class PushCenter: Sendable {
                 catalogueVersion: catalogue.version, data: data, now: now)
         else { throw Refusal.noAccount }
         let muted = try thread.map { try MuteStore(db).isMuted($0, userID: userID) } ?? false
-        guard !muted, let topic = settings.topic else { return Delivery(seq: record.seq, queued: 0, muted: muted) }
+        guard !muted, settings.topic != nil || settings.webPushKey != nil else {
+            return Delivery(seq: record.seq, queued: 0, muted: muted)
+        }
         // The newest registrations only: an account never fans out past its cap, even over rows
         // written before the cap.
         let newest = try PushDeviceStore(db).devices(userID: userID, newest: settings.maxDevicesPerAccount)
@@ -195,16 +197,24 @@ public final class PushCenter: Sendable {
         // yet pruned) gets nothing.
         let live = try SessionStore(db).live(keyHashes: newest.compactMap(\.sessionKeyHash), now: now)
         let devices = newest.filter { $0.sessionKeyHash.map(live.contains) ?? true }
+        var queued = 0
         for device in devices {
-            try PushOutbox(db).enqueue(
-                OutboxItem(
-                    id: 0, apnsID: try random.uuid().uuidString.lowercased(),
-                    deviceToken: device.token, environment: device.environment,
-                    topic: device.topic.isEmpty ? topic : device.topic, payload: text,
-                    collapseID: collapseID, priority: 10, expiration: now + 86400, attempts: 0),
-                now: now)
+            var item = OutboxItem(
+                id: 0, apnsID: try random.uuid().uuidString.lowercased(), deviceToken: device.token,
+                environment: device.environment, topic: device.topic, payload: text, collapseID: collapseID,
+                priority: 10, expiration: now + 86400, attempts: 0, provider: device.provider, webPush: device.webPush)
+            switch device.provider {
+            case .apns:
+                // APNs pushes only with a topic (pushes on); Web Push only while it is on.
+                guard let topic = settings.topic else { continue }
+                if item.topic.isEmpty { item.topic = topic }
+            case .webpush:
+                guard settings.webPushKey != nil, device.webPush != nil else { continue }
+            }
+            try PushOutbox(db).enqueue(item, now: now)
+            queued += 1
         }
-        return Delivery(seq: record.seq, queued: devices.count, muted: false)
+        return Delivery(seq: record.seq, queued: queued, muted: false)
     }
 
     /// Notifies the account that signs in with `email`.
@@ -240,18 +250,23 @@ public final class PushCenter: Sendable {
 
     // MARK: Registrations and mutes
 
-    /// Registers the caller's device token, through its session (ending the session drops it),
+    /// Registers the caller's device (an APNs token, or a Web Push subscription already named by
+    /// ``WebPushSubscription/token(endpoint:)``), through its session (ending the session drops it),
     /// charged to the account's budget of push changes; past ``PushSettings/maxDevicesPerAccount``
     /// the account's least recently registered device goes.
     func register(_ registration: PushDeviceRegistration, session: Session, account: Account) throws {
         let now = clock.unixSeconds
+        let target = registration.keys.flatMap { keys in
+            registration.endpoint.map { WebPushTarget(endpoint: $0, p256dh: keys.p256dh, auth: keys.auth) }
+        }
         try database.transaction { db in
             try RateLimiter(db, policy: rateLimits).charge(
                 .pushChangesPerAccount, String(account.id), now: now)
             let devices = PushDeviceStore(db)
             try devices.register(
                 token: registration.token, environment: registration.environment, topic: settings.topic ?? "",
-                userID: account.id, session: session.keyHash, now: now)
+                userID: account.id, session: session.keyHash, now: now, provider: registration.provider,
+                webPush: target)
             try devices.keepNewest(settings.maxDevicesPerAccount, keeping: registration.token, userID: account.id)
         }
     }

@@ -3,7 +3,8 @@ import HomeportWire
 
 /// One device registered for pushes on this server.
 public struct PushDevice: Sendable, Hashable {
-    /// The APNs device token, lowercase hex.
+    /// The APNs device token, lowercase hex; for Web Push, the subscription's name here
+    /// (`webpush:` and the SHA-256 of its endpoint).
     public var token: String
     /// Which APNs environment issued it.
     public var environment: PushEnvironment
@@ -15,6 +16,27 @@ public struct PushDevice: Sendable, Hashable {
     public var updatedAt: Int64
     /// The key hash of the session that registered it (`nil` for a row written without one).
     var sessionKeyHash: String?
+    /// Which push service carries its pushes.
+    public var provider: PushProvider = .apns
+    /// For Web Push: where its pushes go and the keys that encrypt them.
+    public var webPush: WebPushTarget?
+}
+
+/// Where a Web Push goes and the subscription's keys that encrypt it.
+public struct WebPushTarget: Sendable, Hashable {
+    /// The push service's URL for this subscription.
+    public var endpoint: String
+    /// The subscription's P-256 public key, base64url (65 bytes).
+    public var p256dh: String
+    /// The subscription's authentication secret, base64url (16 bytes).
+    public var auth: String
+
+    /// Creates a target.
+    public init(endpoint: String, p256dh: String, auth: String) {
+        self.endpoint = endpoint
+        self.p256dh = p256dh
+        self.auth = auth
+    }
 }
 
 /// The `push_devices` table: one row per device token on this server.
@@ -28,16 +50,22 @@ struct PushDeviceStore {
     /// Registers a token for an account through a session; a token another account registered
     /// moves to this one (one phone, one row per server).
     func register(
-        token: String, environment: PushEnvironment, topic: String, userID: Int64, session keyHash: String, now: Int64
+        token: String, environment: PushEnvironment, topic: String, userID: Int64, session keyHash: String, now: Int64,
+        provider: PushProvider = .apns, webPush: WebPushTarget? = nil
     ) throws {
         try db.execute(
             """
-            INSERT INTO push_devices (token, environment, topic, user_id, session_key_hash, created_at, updated_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $6)
+            INSERT INTO push_devices (token, environment, topic, user_id, session_key_hash, created_at, updated_at,
+                provider, endpoint, p256dh, auth)
+            VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10)
             ON CONFLICT (token) DO UPDATE SET environment = $2, topic = $3, user_id = $4, session_key_hash = $5,
-                updated_at = $6
+                updated_at = $6, provider = $7, endpoint = $8, p256dh = $9, auth = $10
             """,
-            [.text(token), .text(environment.rawValue), .text(topic), .integer(userID), .text(keyHash), .integer(now)])
+            [
+                .text(token), .text(environment.rawValue), .text(topic), .integer(userID), .text(keyHash),
+                .integer(now), .text(provider.rawValue), webPush.map { .text($0.endpoint) } ?? .null,
+                webPush.map { .text($0.p256dh) } ?? .null, webPush.map { .text($0.auth) } ?? .null,
+            ])
     }
 
     /// Keeps `token` and the account's `newest - 1` other most recently registered devices, and
@@ -76,14 +104,17 @@ struct PushDeviceStore {
     func devices(userID: Int64, newest: Int? = nil) throws -> [PushDevice] {
         guard let newest else {
             return try db.execute(
-                "SELECT token, environment, topic, user_id, updated_at FROM push_devices WHERE user_id = $1 ORDER BY token",
+                """
+                SELECT token, environment, topic, user_id, updated_at, provider, endpoint, p256dh, auth
+                FROM push_devices WHERE user_id = $1 ORDER BY token
+                """,
                 [.integer(userID)]
             ).compactMap(Self.device)
         }
         return try db.execute(
             """
-            SELECT token, environment, topic, user_id, updated_at, session_key_hash FROM push_devices
-            WHERE user_id = $1 ORDER BY updated_at DESC, token DESC LIMIT $2
+            SELECT token, environment, topic, user_id, updated_at, session_key_hash, provider, endpoint, p256dh, auth
+            FROM push_devices WHERE user_id = $1 ORDER BY updated_at DESC, token DESC LIMIT $2
             """, [.integer(userID), .integer(Int64(newest))]
         ).compactMap(Self.device)
     }
@@ -92,7 +123,8 @@ struct PushDeviceStore {
     func all() throws -> [(device: PushDevice, email: String)] {
         try db.execute(
             """
-            SELECT d.token, d.environment, d.topic, d.user_id, d.updated_at, u.email AS email
+            SELECT d.token, d.environment, d.topic, d.user_id, d.updated_at, d.provider, d.endpoint, d.p256dh, d.auth,
+                u.email AS email
             FROM push_devices d JOIN users u ON u.id = d.user_id ORDER BY u.email, d.token
             """
         ).compactMap { row in Self.device(row).map { ($0, row.string("email") ?? "") } }
@@ -103,8 +135,16 @@ struct PushDeviceStore {
             let environment = row.string("environment").flatMap(PushEnvironment.init),
             let topic = row.string("topic"), let userID = row.int("user_id"), let updated = row.int("updated_at")
         else { return nil }
+        let provider = row.string("provider").flatMap(PushProvider.init(rawValue:)) ?? .apns
+        var webPush: WebPushTarget?
+        if provider == .webpush {
+            guard let endpoint = row.string("endpoint"), let p256dh = row.string("p256dh"),
+                let auth = row.string("auth")
+            else { return nil }
+            webPush = WebPushTarget(endpoint: endpoint, p256dh: p256dh, auth: auth)
+        }
         return PushDevice(
             token: token, environment: environment, topic: topic, userID: userID, updatedAt: updated,
-            sessionKeyHash: row.string("session_key_hash"))
+            sessionKeyHash: row.string("session_key_hash"), provider: provider, webPush: webPush)
     }
 }

@@ -45,7 +45,7 @@ struct PushGatewaySync {
         try db.execute(
             """
             INSERT INTO push_gateway_changes (token, environment, registered, version)
-            SELECT token, environment, 1, 1 FROM push_devices WHERE true
+            SELECT token, environment, 1, 1 FROM push_devices WHERE provider = 'apns'
             ON CONFLICT (token) DO UPDATE SET environment = excluded.environment, registered = 1,
                 version = push_gateway_changes.version + 1
             """)
@@ -75,9 +75,13 @@ struct PushGatewaySync {
         try db.execute("DELETE FROM push_gateway_changes")
     }
 
-    /// Up to `limit` changes, in token order.
+    /// Up to `limit` changes, in token order. The gateway carries APNs only: the triggers note
+    /// every device's change, and a Web Push subscription's is dropped here (this server sends
+    /// its Web Pushes itself).
     func pending(limit: Int) throws -> [Change] {
         try db.execute(
+            "DELETE FROM push_gateway_changes WHERE token LIKE $1", [.text(WebPushSubscription.tokenPrefix + "%")])
+        return try db.execute(
             "SELECT token, environment, registered, version FROM push_gateway_changes ORDER BY token LIMIT $1",
             [.integer(Int64(limit))]
         ).compactMap { row in
@@ -103,7 +107,7 @@ struct PushGatewaySync {
         !(try db.execute(
             """
             INSERT INTO push_gateway_changes (token, environment, registered, version)
-            SELECT token, environment, 1, 1 FROM push_devices WHERE token = $1
+            SELECT token, environment, 1, 1 FROM push_devices WHERE token = $1 AND provider = 'apns'
             ON CONFLICT (token) DO UPDATE SET environment = excluded.environment, registered = 1,
                 version = push_gateway_changes.version + 1
             RETURNING token

@@ -23,6 +23,10 @@ public struct OutboxItem: Sendable, Hashable {
     public var expiration: Int64
     /// Attempts made so far.
     public var attempts: Int
+    /// Which push service carries it.
+    public var provider: PushProvider = .apns
+    /// For Web Push: where it goes and the keys that encrypt it.
+    public var webPush: WebPushTarget?
 }
 
 /// The `push_outbox` table. Every replica's sender claims rows for a lease, so two replicas never
@@ -38,29 +42,38 @@ struct PushOutbox {
         try db.execute(
             """
             INSERT INTO push_outbox (apns_id, device_token, environment, topic, payload, collapse_id, priority,
-                expiration, attempts, next_attempt_at, state, created_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, 'pending', $9)
+                expiration, attempts, next_attempt_at, state, created_at, provider, endpoint, p256dh, auth)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, 'pending', $9, $10, $11, $12, $13)
             """,
             [
                 .text(item.apnsID), .text(item.deviceToken), .text(item.environment.rawValue), .text(item.topic),
                 .text(item.payload), item.collapseID.map(SQLValue.text) ?? .null, .integer(Int64(item.priority)),
-                .integer(item.expiration), .integer(now),
+                .integer(item.expiration), .integer(now), .text(item.provider.rawValue),
+                item.webPush.map { .text($0.endpoint) } ?? .null, item.webPush.map { .text($0.p256dh) } ?? .null,
+                item.webPush.map { .text($0.auth) } ?? .null,
             ])
     }
 
-    /// Claims up to `limit` rows that are due (or whose earlier claim's lease ran out) for
-    /// `claimant`, until `now + lease`.
-    func claim(_ claimant: String, limit: Int, now: Int64, lease: Int64, dialect: SQLDialect) throws -> [OutboxItem] {
+    /// Claims up to `limit` rows for `providers` that are due (or whose earlier claim's lease
+    /// ran out) for `claimant`, until `now + lease`.
+    func claim(
+        _ claimant: String, limit: Int, now: Int64, lease: Int64, dialect: SQLDialect,
+        providers: Set<PushProvider> = [.apns]
+    ) throws -> [OutboxItem] {
         let lock = dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
+        // The names are the enum's own words, never text from outside.
+        let kinds = providers.map { "'\($0.rawValue)'" }.sorted().joined(separator: ", ")
+        guard !kinds.isEmpty else { return [] }
         return try db.execute(
             """
             UPDATE push_outbox SET state = 'sending', claimed_by = $1, claimed_until = $2
             WHERE id IN (
                 SELECT id FROM push_outbox
-                WHERE (state = 'pending' AND next_attempt_at <= $3) OR (state = 'sending' AND claimed_until < $3)
+                WHERE ((state = 'pending' AND next_attempt_at <= $3) OR (state = 'sending' AND claimed_until < $3))
+                    AND provider IN (\(kinds))
                 ORDER BY id LIMIT $4\(lock))
             RETURNING id, apns_id, device_token, environment, topic, payload, collapse_id, priority, expiration,
-                attempts
+                attempts, provider, endpoint, p256dh, auth
             """, [.text(claimant), .integer(now + lease), .integer(now), .integer(Int64(limit))]
         ).compactMap(Self.item)
     }
@@ -120,9 +133,16 @@ struct PushOutbox {
             let payload = row.string("payload"), let priority = row.int("priority"),
             let expiration = row.int("expiration"), let attempts = row.int("attempts")
         else { return nil }
+        let provider = row.string("provider").flatMap(PushProvider.init(rawValue:)) ?? .apns
+        var webPush: WebPushTarget?
+        if provider == .webpush, let endpoint = row.string("endpoint"), let p256dh = row.string("p256dh"),
+            let auth = row.string("auth")
+        {
+            webPush = WebPushTarget(endpoint: endpoint, p256dh: p256dh, auth: auth)
+        }
         return OutboxItem(
             id: id, apnsID: apnsID, deviceToken: token, environment: environment, topic: topic, payload: payload,
             collapseID: row.string("collapse_id"), priority: Int(priority), expiration: expiration,
-            attempts: Int(attempts))
+            attempts: Int(attempts), provider: provider, webPush: webPush)
     }
 }

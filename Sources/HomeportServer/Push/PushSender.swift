@@ -12,11 +12,12 @@ import Synchronization
 /// own, never the same), hands them as one batch to its transport (APNs itself, as HTTP/2
 /// streams, or a push gateway), and records each outcome, in one transaction per batch.
 ///
-/// Outcomes: delivered rows are deleted; `410 Unregistered` deletes the registration unless it
+/// Outcomes (a Web Push service's answers are mapped onto Apple's by ``WebPushDelivery``):
+/// delivered rows are deleted; `410 Unregistered` deletes the registration unless it
 /// was registered again after Apple's timestamp; `BadDeviceToken` and `DeviceTokenNotForTopic`
 /// delete it; a gateway that does not know the device from this server gets it registered again
 /// and the push is tried again later; no answer, 429 and 5xx are tried again later, with exponential
-/// backoff and jitter, up to the attempt limit; any other reason is not retried. Every outcome is
+/// backoff and jitter (never before a `Retry-After`), up to the attempt limit; any other reason is not retried. Every outcome is
 /// logged by its `apns-id`, never with the device token, the key or the payload.
 final class PushSender: Service, @unchecked Sendable {
     private let database: any Database
@@ -92,7 +93,9 @@ final class PushSender: Service, @unchecked Sendable {
     private func drainBatch() throws -> Int {
         let now = clock.unixSeconds
         let items = try database.transaction {
-            try PushOutbox($0).claim(claimant, limit: batchSize, now: now, lease: lease, dialect: database.dialect)
+            try PushOutbox($0).claim(
+                claimant, limit: batchSize, now: now, lease: lease, dialect: database.dialect,
+                providers: transport.providers)
         }
         guard !items.isEmpty else {
             try transport.idle()
@@ -153,7 +156,9 @@ final class PushSender: Service, @unchecked Sendable {
                         try outbox.fail(item.id, attempts: attempts, error: detail)
                         log("push given up after \(attempts) attempts", item, response)
                     } else {
-                        try outbox.retry(item.id, attempts: attempts, at: now + Self.backoff(attempts), error: detail)
+                        // Not before the service's Retry-After, when it gave one.
+                        let wait = max(Self.backoff(attempts), response.retryAfter ?? 0)
+                        try outbox.retry(item.id, attempts: attempts, at: now + wait, error: detail)
                         log("push will be tried again", item, response)
                     }
                 }

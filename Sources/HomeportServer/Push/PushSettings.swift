@@ -17,6 +17,12 @@ public struct PushSettings: Sendable {
     /// The push gateway this process sends the queued pushes to instead of APNs (the app's
     /// developer holds the APNs key); `nil` for none.
     public var gateway: PushGatewaySettings?
+    /// The VAPID public key (base64url) browsers and UnifiedPush distributors subscribe with:
+    /// with it, Web Push subscriptions are taken and notifications queue Web Pushes; without it,
+    /// Web Push is off. Set with ``webPush`` by ``enableWebPush(_:)``.
+    public var webPushKey: String?
+    /// How this process sends the queued Web Pushes; `nil` leaves them to another process.
+    public var webPush: WebPushSettings?
     /// How long the in-app notification log keeps a notification, in seconds.
     public var logRetention: Int64
     /// Attempts at one push before it is given up.
@@ -48,6 +54,13 @@ public struct PushSettings: Sendable {
         self.maximumAttempts = maximumAttempts
         self.streamHeartbeat = streamHeartbeat
         self.streamPollInterval = streamPollInterval
+    }
+
+    /// Turns Web Push on, sent by this process with `settings`: ``webPushKey`` becomes its
+    /// VAPID public key.
+    public mutating func enableWebPush(_ settings: WebPushSettings) throws {
+        webPushKey = try settings.publicKey()
+        webPush = settings
     }
 
     /// Checks an app-data key: 1–32 letters, digits, `_` or `-`, and not `aps`.

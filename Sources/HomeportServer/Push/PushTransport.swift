@@ -1,5 +1,6 @@
 import Foundation
 import HomeportAPNs
+import HomeportWire
 
 /// Where the sender hands its pushes: APNs itself (``APNsDelivery``, with this server's key) or
 /// a push gateway that holds the key (``PushGatewayClient``). Either answers with Apple's outcome
@@ -10,10 +11,13 @@ protocol PushTransport: AnyObject, Sendable {
     /// Work between batches, when nothing is due (a gateway hears of device changes at once,
     /// not only with the next push).
     func idle() throws
+    /// The push services it sends to: the sender claims only their rows.
+    var providers: Set<PushProvider> { get }
 }
 
 extension PushTransport {
     func idle() throws {}
+    var providers: Set<PushProvider> { [.apns] }
 }
 
 extension APNsRequest {

@@ -9,9 +9,12 @@ struct ServingPushSettings: Codable, Hashable, Sendable {
     var appDataKey: String
     var extraCodes: [CatalogueCode]
     var maxDevicesPerAccount: Int
+    /// The VAPID public key, when the server takes Web Push subscriptions.
+    var webPushKey: String?
 
     init(_ settings: PushSettings) {
         topic = settings.topic
+        webPushKey = settings.webPushKey
         appDataKey = settings.appDataKey
         extraCodes = settings.extraCodes
         maxDevicesPerAccount = settings.maxDevicesPerAccount

@@ -10,6 +10,10 @@ extension Router where Context == RequestContext {
         let routes = PushRoutes(push: push, hub: hub)
         post(HomeportPath.pushDevices) { try routes.register($0, $1.caller) }
         delete(HomeportPath.pushDevices + "/:token") { try routes.unregister($0, $1.caller) }
+        get(HomeportPath.pushWebPushKey) { _, context in
+            _ = try routes.signedInCaller(context.caller)
+            return try routes.webPushKey()
+        }
         post(HomeportPath.pushTest) { try routes.test($0, $1.caller) }
         get(HomeportPath.notificationsCatalogue) { request, _ in routes.catalogue(request) }
         get(HomeportPath.notificationsMutes) { try routes.mutes($1.caller) }
@@ -24,6 +28,11 @@ struct PushRoutes: Sendable {
     let push: PushCenter
     let hub: StreamHub
 
+    /// The caller, when signed in (every route here answers only the signed-in).
+    func signedInCaller(_ caller: Caller) throws -> Account {
+        try signedIn(caller).1
+    }
+
     private func signedIn(_ caller: Caller) throws -> (Session, Account) {
         guard case .signedIn(let session, let account) = caller else { throw RequireSignedIn.refusal }
         return (session, account)
@@ -32,28 +41,82 @@ struct PushRoutes: Sendable {
     func register(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
         let (session, account) = try signedIn(caller)
         struct Body: Decodable {
+            var provider: String?
             var token: String?
             var environment: String?
+            var endpoint: String?
+            var keys: Keys?
+            struct Keys: Decodable {
+                var p256dh: String?
+                var auth: String?
+            }
         }
         guard StrictJSON.isValidWithoutRepeatedKeys(Array(request.body)),
             let body = try? JSONDecoder().decode(Body.self, from: request.body)
         else {
             throw HTTPError.invalidField(
-                "token", "Send {\"token\": \"<hex>\", \"environment\": \"sandbox\"|\"production\"}.")
+                "token",
+                "Send {\"token\": \"<hex>\", \"environment\": \"sandbox\"|\"production\"}, or {\"provider\": \"webpush\", "
+                    + "\"endpoint\": \"https://…\", \"keys\": {\"p256dh\": \"…\", \"auth\": \"…\"}}.")
         }
-        guard let token = body.token.flatMap(PushCenter.normalizedDeviceToken) else {
-            throw HTTPError.invalidField("token", "A device token is hex: an even number of 16 to 200 digits.")
+        let registration: PushDeviceRegistration
+        switch body.provider ?? PushProvider.apns.rawValue {
+        case PushProvider.apns.rawValue:
+            guard let token = body.token.flatMap(PushCenter.normalizedDeviceToken) else {
+                throw HTTPError.invalidField("token", "A device token is hex: an even number of 16 to 200 digits.")
+            }
+            guard let environment = body.environment.flatMap(PushEnvironment.init(rawValue:)) else {
+                throw HTTPError.invalidField("environment", "The environment is sandbox or production.")
+            }
+            registration = PushDeviceRegistration(token: token, environment: environment)
+        case PushProvider.webpush.rawValue:
+            registration = try Self.webPushRegistration(endpoint: body.endpoint, body.keys?.p256dh, body.keys?.auth)
+            guard push.settings.webPushKey != nil else {
+                throw HTTPError.invalidField("provider", "This server does not send Web Push.")
+            }
+        default:
+            throw HTTPError.invalidField("provider", "The provider is apns or webpush.")
         }
-        guard let environment = body.environment.flatMap(PushEnvironment.init(rawValue:)) else {
-            throw HTTPError.invalidField("environment", "The environment is sandbox or production.")
-        }
-        let registration = PushDeviceRegistration(token: token, environment: environment)
         do {
             try push.register(registration, session: session, account: account)
         } catch let refusal as RateLimiter.Refusal {
             throw Self.tooManyChanges(refusal)
         }
-        return try .json(registration)
+        return try .json(
+            registration.provider == .webpush ? PushDeviceRegistration(webPushToken: registration.token) : registration)
+    }
+
+    /// A Web Push subscription as the server keeps it (named by its endpoint's hash, its keys
+    /// in canonical base64url), or the 400 that names the field that is wrong.
+    static func webPushRegistration(endpoint: String?, _ p256dh: String?, _ auth: String?) throws
+        -> PushDeviceRegistration
+    {
+        guard let endpoint else { throw HTTPError.invalidField("endpoint", "A Web Push subscription has an endpoint.") }
+        if let problem = WebPushSubscription.endpointProblem(endpoint) {
+            throw HTTPError.invalidField("endpoint", problem)
+        }
+        guard let key = p256dh.flatMap(WebPushSubscription.publicKey) else {
+            throw HTTPError.invalidField(
+                "keys.p256dh", "keys.p256dh is the subscription's P-256 public key: 65 bytes, base64url.")
+        }
+        guard let secret = auth.flatMap(WebPushSubscription.authSecret) else {
+            throw HTTPError.invalidField(
+                "keys.auth", "keys.auth is the subscription's authentication secret: 16 bytes, base64url.")
+        }
+        var registration = PushDeviceRegistration(
+            webPushEndpoint: endpoint,
+            keys: WebPushKeys(p256dh: IdentityProof.base64URL(key), auth: IdentityProof.base64URL(secret)))
+        registration.token = WebPushSubscription.token(endpoint: endpoint)
+        return registration
+    }
+
+    /// `GET /api/v1/push/webpush-key`: the VAPID public key to subscribe with; 404 when the
+    /// server does not send Web Push.
+    func webPushKey() throws -> HTTPResponse {
+        guard let key = push.settings.webPushKey else {
+            throw HTTPError(status: 404, code: APIErrorCode.notFound, message: "This server does not send Web Push.")
+        }
+        return try .json(WebPushServerKey(publicKey: key))
     }
 
     /// 429 `rate_limited`: the account's budget of registrations and mutes is spent.
@@ -66,8 +129,12 @@ struct PushRoutes: Sendable {
 
     func unregister(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
         let (_, account) = try signedIn(caller)
-        guard let token = request.pathParameters["token"].flatMap(PushCenter.normalizedDeviceToken) else {
-            throw HTTPError.invalidField("token", "A device token is hex: an even number of 16 to 200 digits.")
+        let given = request.pathParameters["token"] ?? ""
+        guard let token = PushCenter.normalizedDeviceToken(given) ?? (WebPushSubscription.isToken(given) ? given : nil)
+        else {
+            throw HTTPError.invalidField(
+                "token",
+                "A device token is hex: an even number of 16 to 200 digits; a Web Push one is webpush:<64 hex>.")
         }
         try push.unregister(token: token, account: account)
         return HTTPResponse(status: 204)

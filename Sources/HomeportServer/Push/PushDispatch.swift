@@ -1,0 +1,44 @@
+import HomeportAPNs
+import HomeportWire
+
+/// The sender's one transport over every push service this process sends to: APNs items to
+/// Apple's transport (APNs itself or a push gateway), Web Push items to ``WebPushDelivery``.
+/// Apple's go first: a transport that throws has then sent nothing of the batch, so the rows
+/// that wait out their lease and go again were not delivered already.
+final class PushDispatch: PushTransport {
+    private let apns: (any PushTransport)?
+    private let webPush: WebPushDelivery?
+
+    init(apns: (any PushTransport)?, webPush: WebPushDelivery?) {
+        self.apns = apns
+        self.webPush = webPush
+    }
+
+    var providers: Set<PushProvider> {
+        var providers: Set<PushProvider> = []
+        if apns != nil { providers.insert(.apns) }
+        if webPush != nil { providers.insert(.webpush) }
+        return providers
+    }
+
+    func deliver(_ items: [OutboxItem]) throws -> [APNsResponse] {
+        var responses = [APNsResponse](
+            repeating: APNsResponse(status: 0, transportError: "this process does not send to that push service"),
+            count: items.count)
+        let apple = items.indices.filter { items[$0].provider == .apns }
+        if let apns, !apple.isEmpty {
+            for (index, response) in zip(apple, try apns.deliver(apple.map { items[$0] })) {
+                responses[index] = response
+            }
+        }
+        let web = items.indices.filter { items[$0].provider == .webpush }
+        if let webPush, !web.isEmpty {
+            for (index, response) in zip(web, webPush.deliver(web.map { items[$0] })) { responses[index] = response }
+        }
+        return responses
+    }
+
+    func idle() throws {
+        try apns?.idle()
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import HomeportAPNs
+import HomeportCrypto
+import HomeportLogging
+import HomeportWire
+import Synchronization
+
+/// Sends Web Pushes (RFC 8030) to the push services of browsers and UnifiedPush distributors:
+/// each payload encrypted for its subscription (RFC 8291, `aes128gcm`), each request signed
+/// with the server's VAPID key (RFC 8292), with `TTL`, `Urgency` and a `Topic` made from the
+/// push's collapse id or thread, so a newer push replaces one still waiting at the service.
+///
+/// The services' answers become the sender's outcomes: 200–202 delivered; 404 and 410 the
+/// subscription is gone (removed, unless registered again since); 413 and other refusals are
+/// given up; 429 and 5xx (and no answer) are tried again, not before `Retry-After`.
+final class WebPushDelivery: Sendable {
+    private let vapid: VAPIDToken
+    private let clock: any WallClock
+    private let logger: Logger
+    /// Sessions not in use (each keeps its connections between pushes).
+    private let idle = Mutex<[CurlSession]>([])
+    private let timeoutSeconds: Int
+
+    init(settings: WebPushSettings, clock: any WallClock, logger: Logger) throws {
+        vapid = try VAPIDToken(settings: settings, clock: clock)
+        self.clock = clock
+        self.logger = logger
+        timeoutSeconds = settings.timeoutSeconds
+    }
+
+    /// How many pushes are in flight at once: every subscription names its own push service,
+    /// and one that is slow (or never answers) holds only its lane until the timeout.
+    static let lanes = 8
+
+    /// Sends each item (all Web Push ones), ``lanes`` at a time, and returns the outcomes, in order.
+    func deliver(_ items: [OutboxItem]) -> [APNsResponse] {
+        let lanes = min(Self.lanes, items.count)
+        let results = Results(count: items.count)
+        DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+            let session =
+                idle.withLock { $0.popLast() } ?? CurlSession(timeoutSeconds: timeoutSeconds, byteLimit: 64 << 10)
+            defer { idle.withLock { $0.append(session) } }
+            for index in stride(from: lane, to: items.count, by: lanes) {
+                results.set(index, send(items[index], session))
+            }
+        }
+        return results.all
+    }
+
+    /// The lanes' answers, by item.
+    private final class Results: @unchecked Sendable {
+        private let lock = NSLock()
+        private var responses: [APNsResponse]
+
+        init(count: Int) {
+            responses = Array(repeating: APNsResponse(status: 0, transportError: "not sent"), count: count)
+        }
+
+        func set(_ index: Int, _ response: APNsResponse) {
+            lock.withLock { responses[index] = response }
+        }
+
+        var all: [APNsResponse] { lock.withLock { responses } }
+    }
+
+    private func send(_ item: OutboxItem, _ session: CurlSession) -> APNsResponse {
+        guard let target = item.webPush,
+            let p256dh = WebPushSubscription.publicKey(target.p256dh),
+            let auth = WebPushSubscription.authSecret(target.auth)
+        else { return APNsResponse(status: 400, transportError: "the subscription's keys are not usable") }
+        let body: [UInt8]
+        let authorization: String
+        do {
+            body = try WebPushContent.encrypt(Array(item.payload.utf8), p256dh: p256dh, auth: auth)
+            authorization = try vapid.authorization(for: target.endpoint)
+        } catch {
+            return APNsResponse(status: 413, transportError: String(describing: error))
+        }
+        var headers = [
+            "Content-Type: application/octet-stream", "Content-Encoding: aes128gcm",
+            "TTL: \(max(0, item.expiration - clock.unixSeconds))",
+            "Urgency: \(item.priority >= 10 ? "high" : "normal")", "Authorization: \(authorization)",
+        ]
+        if let topic = Self.topic(item) { headers.append("Topic: \(topic)") }
+        switch session.perform(target.endpoint, headers: headers, body: Data(body)) {
+        case .failure(let failure):
+            return APNsResponse(status: 0, transportError: failure.description)
+        case .success(let answer):
+            return Self.response(answer)
+        }
+    }
+
+    /// The sender's view of a push service's answer.
+    static func response(_ answer: CurlSession.Answer) -> APNsResponse {
+        let detail = "web push \(answer.status)"
+        let retryAfter = answer.headers["retry-after"].flatMap { Int64($0) }.map { min(max($0, 0), 86400) }
+        switch answer.status {
+        case 200...202: return APNsResponse(status: 200)
+        case 404, 410: return APNsResponse(status: 410, transportError: detail)
+        case 429, 500...599:
+            let status = answer.status == 429 ? 429 : 503
+            return APNsResponse(status: status, transportError: detail, retryAfter: retryAfter)
+        default: return APNsResponse(status: answer.status == 413 ? 413 : 400, transportError: detail)
+        }
+    }
+
+    /// The `Topic` (at most 32 characters of base64url, RFC 8030 §5.4): the push's collapse id,
+    /// or else its thread, hashed; none when it has neither.
+    static func topic(_ item: OutboxItem) -> String? {
+        var key = item.collapseID
+        if key == nil, let object = try? JSONSerialization.jsonObject(with: Data(item.payload.utf8)) as? [String: Any],
+            let aps = object["aps"] as? [String: Any]
+        {
+            key = aps["thread-id"] as? String
+        }
+        guard let key, !key.isEmpty else { return nil }
+        return String(IdentityProof.base64URL(Digest.sha256(Array(key.utf8))).prefix(32))
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import HomeportCrypto
+import HomeportWire
+
+/// How this process sends Web Pushes (RFC 8030) to browsers and UnifiedPush distributors: the
+/// VAPID key that signs each request (RFC 8292) and the contact the push services see.
+public struct WebPushSettings: Sendable {
+    /// The VAPID private key (P-256) as PEM, read from its file; never logged.
+    public var keyPEM: String
+    /// Who runs this server, for the push services: `mailto:…` or `https://…`.
+    public var subject: String
+    /// Longest wait for one push service's answer, in seconds (a push service that takes longer
+    /// is tried again later).
+    public var timeoutSeconds: Int
+
+    /// Creates settings.
+    public init(keyPEM: String, subject: String, timeoutSeconds: Int = 10) {
+        self.keyPEM = keyPEM
+        self.subject = subject
+        self.timeoutSeconds = timeoutSeconds
+    }
+
+    /// The public key devices subscribe with (`applicationServerKey`), base64url.
+    public func publicKey() throws -> String {
+        IdentityProof.base64URL(try ES256Key(pem: keyPEM).publicKey)
+    }
+
+    /// The key in the file at `path`, made there first (a new P-256 key, mode 0600) when the file
+    /// does not exist. Throws ``ConfigurationError`` for a file others may read or that holds no
+    /// P-256 key.
+    public static func key(fromFile path: String) throws -> String {
+        let data = try PrivateFile.read(
+            path, what: "VAPID key file", create: { try P256Key.generate().privateKeyPEM })
+        let pem = String(decoding: data, as: UTF8.self)
+        do {
+            _ = try ES256Key(pem: pem)
+        } catch {
+            throw ConfigurationError("the VAPID key file \(path) does not hold a P-256 private key: \(error)")
+        }
+        return pem
+    }
+
+    /// Whether `subject` may be the VAPID contact: `mailto:` with an address, or an `https://` URL.
+    public static func isAllowedSubject(_ subject: String) -> Bool {
+        guard (8...256).contains(subject.utf8.count), subject.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+        else { return false }
+        let lower = subject.lowercased()
+        if lower.hasPrefix("mailto:") { return subject.dropFirst(7).contains("@") }
+        return lower.hasPrefix("https://") && URLComponents(string: subject)?.host?.isEmpty == false
+    }
+}

@@ -1,0 +1,243 @@
+import Foundation
+import HomeportCrypto
+import HomeportStorage
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+@testable import HomeportServer
+
+/// Push settings with Web Push on (a fresh VAPID key), and APNs to `apns` when given.
+func webPushSettings(apns: APNsStandIn? = nil) throws -> PushSettings {
+    var settings = try apns.map { try pushSettings($0) } ?? PushSettings()
+    try settings.enableWebPush(
+        WebPushSettings(keyPEM: try P256Key.generate().privateKeyPEM, subject: "mailto:ops@example.net"))
+    return settings
+}
+
+extension AccountsHarness {
+    /// Registers a Web Push subscription for the token's account.
+    func register(_ subscription: WebPushStandIn.Subscription, token: String) throws -> RawResponse {
+        try app(
+            "POST", HomeportPath.pushDevices, token: token,
+            json: [
+                "provider": "webpush", "endpoint": subscription.endpoint,
+                "keys": ["p256dh": subscription.p256dh, "auth": subscription.auth],
+            ])
+    }
+}
+
+@Suite("Web Push: subscriptions, and pushes a stand-in service decrypts and checks")
+struct WebPushTests {
+    static let endpoint = "https://push.example.net/wpush/v2/gAAAAABk"
+
+    @Test("a subscription registers by its endpoint and keys, is named webpush:<hash>, and unregisters by that name")
+    func registration() throws {
+        let receiver = try P256Key.generate().publicKey
+        let p256dh = IdentityProof.base64URL(receiver)
+        let auth = IdentityProof.base64URL([UInt8](repeating: 9, count: 16))
+        try withAccounts(.sqlite, push: try webPushSettings()) { server in
+            let ada = try server.signIn("ada@example.com")
+            let subscription = WebPushStandIn.Subscription(id: "", endpoint: Self.endpoint, p256dh: p256dh, auth: auth)
+            let answer = try server.register(subscription, token: ada)
+            #expect(answer.status == 200, "\(answer.text)")
+            let name = "webpush:" + Digest.sha256Hex(Self.endpoint)
+            #expect(answer.jsonObject?["provider"] as? String == "webpush")
+            #expect(answer.jsonObject?["token"] as? String == name)
+            #expect(!answer.text.contains(p256dh) && !answer.text.contains(auth), "the keys are not echoed")
+            // Padded base64url is the same subscription, stored once.
+            _ = try server.register(
+                .init(id: "", endpoint: Self.endpoint, p256dh: p256dh + "=", auth: auth + "=="), token: ada)
+            #expect(try server.registeredDevices() == [name])
+            let stored = try server.application.database.execute(
+                "SELECT provider, endpoint, p256dh, auth FROM push_devices")
+            #expect(stored.first?.string(at: 0) == "webpush" && stored.first?.string(at: 2) == p256dh)
+            let key = try server.app("GET", HomeportPath.pushWebPushKey, token: ada)
+            #expect(key.status == 200)
+            #expect(key.jsonObject?["publicKey"] as? String == server.application.push.settings.webPushKey)
+            #expect(try server.app("GET", HomeportPath.pushWebPushKey).status == 401, "signed in only")
+
+            #expect(try server.app("DELETE", HomeportPath.pushDevice(name), token: ada).status == 204)
+            #expect(try server.registeredDevices().isEmpty)
+            #expect(try server.app("DELETE", HomeportPath.pushDevice("webpush:xyz"), token: ada).status == 400)
+            // The APNs form is unchanged, and says its kind.
+            let apns = try server.register(String(repeating: "ab", count: 32), token: ada)
+            #expect(apns.status == 200)
+            #expect(apns.jsonObject?["provider"] as? String == "apns")
+            #expect(apns.jsonObject?["environment"] as? String == "sandbox")
+        }
+    }
+
+    @Test(
+        "a bad subscription is a 400 naming its field, and nothing is stored",
+        arguments: [
+            ("endpoint", "http://push.example.net/x", "endpoint"),
+            ("endpoint", "ftp://push.example.net/x", "endpoint"),
+            ("endpoint", "https://user:pw@push.example.net/x", "endpoint"),
+            ("endpoint", "https://push.example.net/x#f", "endpoint"),
+            ("endpoint", "https://push.example.net/" + String(repeating: "a", count: 1100), "endpoint"),
+            ("endpoint", nil, "endpoint"),
+            ("p256dh", "AAAA", "keys.p256dh"),
+            ("p256dh", "off-curve", "keys.p256dh"),
+            ("p256dh", "standard-alphabet", "keys.p256dh"),
+            ("auth", IdentityProof.base64URL([UInt8](repeating: 1, count: 12)), "keys.auth"),
+            ("auth", nil, "keys.auth"),
+            ("provider", "fcm", "provider"),
+            ("provider", "WEBPUSH", "provider"),
+        ] as [(String, String?, String)])
+    func refused(name: String, value: String?, field: String) throws {
+        var point = try P256Key.generate().publicKey
+        var p256dh = IdentityProof.base64URL(point)
+        if name == "p256dh", value == "off-curve" {
+            point[64] ^= 1
+            p256dh = IdentityProof.base64URL(point)
+        } else if name == "p256dh", value == "standard-alphabet" {
+            p256dh = Data(point).base64EncodedString()
+            if !p256dh.contains("+") && !p256dh.contains("/") { p256dh = "+" + p256dh.dropFirst() }
+        } else if name == "p256dh", let value {
+            p256dh = value
+        }
+        let given: Any = value ?? NSNull()
+        var keys: [String: Any] = ["p256dh": p256dh, "auth": IdentityProof.base64URL([UInt8](repeating: 2, count: 16))]
+        if name == "auth" { keys["auth"] = given }
+        var body: [String: Any] = ["provider": "webpush", "endpoint": Self.endpoint, "keys": keys]
+        if name == "endpoint" || name == "provider" { body[name] = given }
+        try withAccounts(.sqlite, push: try webPushSettings()) { server in
+            let ada = try server.signIn("ada@example.com")
+            let answer = try server.app("POST", HomeportPath.pushDevices, token: ada, json: body)
+            #expect(answer.status == 400, "\(name) \(value ?? "null"): \(answer.text)")
+            #expect(answer.text.contains("\"\(field)\""), "\(answer.text)")
+            #expect(try server.registeredDevices().isEmpty)
+        }
+    }
+
+    @Test("a server without a VAPID key takes no subscription and has no key to give")
+    func off() throws {
+        try withAccounts(.sqlite, push: PushSettings(topic: "net.example.books")) { server in
+            let ada = try server.signIn("ada@example.com")
+            let point = IdentityProof.base64URL(try P256Key.generate().publicKey)
+            let answer = try server.register(
+                .init(
+                    id: "", endpoint: Self.endpoint, p256dh: point,
+                    auth: IdentityProof.base64URL([UInt8](repeating: 3, count: 16))),
+                token: ada)
+            #expect(answer.status == 400 && answer.text.contains("\"provider\""), "\(answer.text)")
+            #expect(try server.app("GET", HomeportPath.pushWebPushKey, token: ada).status == 404)
+        }
+    }
+
+    @Test(
+        "one notification reaches an APNs device and two subscriptions once each, decrypted, signed, with this server's s",
+        arguments: Backend.allCases)
+    func delivers(backend: Backend) throws {
+        let apns = try APNsStandIn()
+        let service = try WebPushStandIn()
+        let phone = try service.subscribe()
+        let browser = try service.subscribe()
+        try withAccounts(backend, push: try webPushSettings(apns: apns), clockStart: Date()) { server in
+            let ada = try server.signIn("ada@example.com")
+            #expect(try server.register(phone, token: ada).status == 200)
+            #expect(try server.register(browser, token: ada).status == 200)
+            #expect(try server.register(String(repeating: "cd", count: 32), token: ada).status == 200)
+            let delivery = try server.application.push.notify(
+                email: "ada@example.com", code: ServerCatalogue.testCode, title: "Hello", thread: "chat:42")
+            #expect(delivery.queued == 3)
+            try server.drain()
+            #expect(try eventually { try service.messages().delivered.count == 2 && apns.requests().count == 1 })
+            usleep(200_000)
+            let (delivered, refused) = try service.messages()
+            #expect(refused.isEmpty, "\(refused)")
+            #expect(delivered.map(\.id).sorted() == [phone.id, browser.id].sorted(), "each subscription once")
+            let identity = try RawHTTP.request(port: server.port, path: HomeportPath.serverIdentity)
+            let instance = try #require(identity.jsonObject?["instanceId"] as? String)
+            for message in delivered {
+                let appData = try #require(message.payload["homeport"] as? [String: Any])
+                #expect(appData["s"] as? String == instance)
+                #expect((message.payload["aps"] as? [String: Any])?["thread-id"] as? String == "\(instance):chat:42")
+                #expect(message.key == server.application.push.settings.webPushKey, "signed with the server's key")
+                #expect(message.subject == "mailto:ops@example.net")
+                #expect(message.urgency == "high")
+                #expect((86000...86400).contains(message.ttl))
+                #expect(message.topic?.count == 32, "the thread as topic")
+            }
+            #expect(try server.outboxRows().isEmpty)
+        }
+    }
+
+    @Test("410 and 404 remove the subscription; 429 waits for Retry-After; 413 and 400 are given up")
+    func outcomes() throws {
+        let service = try WebPushStandIn()
+        let gone = try service.subscribe()
+        let missing = try service.subscribe()
+        let busy = try service.subscribe()
+        let large = try service.subscribe()
+        let refusing = try service.subscribe()
+        try service.answer(gone, with: [410])
+        try service.answer(missing, with: [404])
+        try service.answer(busy, with: [429], retryAfter: 600)
+        try service.answer(large, with: [413])
+        try service.answer(refusing, with: [400])
+        try withAccounts(.sqlite, push: try webPushSettings(), clockStart: Date()) { server in
+            let ada = try server.signIn("ada@example.com")
+            for subscription in [gone, missing, busy, large, refusing] {
+                #expect(try server.register(subscription, token: ada).status == 200)
+            }
+            try server.pushToAda()
+            try server.drain()
+            let names = Set([busy, large, refusing].map { "webpush:" + Digest.sha256Hex($0.endpoint) })
+            #expect(Set(try server.registeredDevices()) == names, "410 and 404 removed theirs, and only theirs")
+            let rows = try server.application.database.execute(
+                "SELECT state, next_attempt_at, last_error FROM push_outbox ORDER BY id")
+            #expect(rows.compactMap { $0.string(at: 0) }.sorted() == ["failed", "failed", "pending"], "\(rows)")
+            let waiting = try #require(rows.first { $0.string(at: 0) == "pending" })
+            #expect((waiting.int(at: 1) ?? 0) >= server.clock.unixSeconds + 600, "not before Retry-After")
+            // When it is due, the busy service takes it.
+            try server.makeDue()
+            try server.drain()
+            #expect(try service.messages().delivered.map(\.id) == [busy.id])
+            let lines = server.log.lines.joined(separator: "\n")
+            for subscription in [gone, missing, busy, large, refusing] {
+                #expect(!lines.contains(subscription.endpoint), "no endpoint in the log")
+                #expect(!lines.contains(subscription.auth), "no key in the log")
+            }
+        }
+    }
+
+    @Test("a push service that never answers holds only its lane: the other pushes go at once, and its own is retried")
+    func silentService() throws {
+        let service = try WebPushStandIn()
+        let good = try service.subscribe()
+        let silent = try RecordingListener(behaviour: .blackhole)
+        var settings = try webPushSettings()
+        settings.webPush?.timeoutSeconds = 5
+        try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
+            let ada = try server.signIn("ada@example.com")
+            // The silent one first: a sender that went one by one would wait on it before the other.
+            let tarpit = WebPushStandIn.Subscription(
+                id: "", endpoint: silent.url + "/push/1", p256dh: good.p256dh, auth: good.auth)
+            #expect(try server.register(tarpit, token: ada).status == 200)
+            #expect(try server.register(good, token: ada).status == 200)
+            try server.pushToAda()
+            let sender = try #require(server.application.sender)
+            let finished = Flag()
+            Thread.detachNewThread {
+                _ = try? sender.drainOnce()
+                finished.set()
+            }
+            #expect(try eventually { try service.messages().delivered.count == 1 })
+            #expect(!finished.isSet, "the other push went while the silent service still held its lane")
+            #expect(eventually(timeout: .seconds(30)) { finished.isSet })
+            let rows = try server.outboxRows()
+            #expect(
+                rows.count == 1 && rows.first?.string(at: 0) == "pending", "the silent one's push waits to go again")
+        }
+    }
+}
+
+/// A flag one thread sets and another reads.
+private final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}

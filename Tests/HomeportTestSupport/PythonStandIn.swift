@@ -1,0 +1,61 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A stand-in written in Python (`standin.py` in the directory named by `sourceVariable`, run by
+/// `HOMEPORT_TEST_APNS_PYTHON`) that listens on a free loopback port and writes it to
+/// `DIRECTORY/port`: started, waited for, and stopped with its directory.
+struct PythonStandIn {
+    let process: Process
+    let directory: TemporaryDirectory
+    let port: Int
+
+    /// Starts it; `what` names it in the error when it does not start.
+    init(sourceVariable: String, what: String) throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let source = environment[sourceVariable], let python = environment["HOMEPORT_TEST_APNS_PYTHON"] else {
+            throw RawHTTPError(
+                "\(sourceVariable) and HOMEPORT_TEST_APNS_PYTHON are not set: run the suite with scripts/test")
+        }
+        directory = try TemporaryDirectory()
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [source + "/standin.py", directory.path]
+        process.standardOutput = FileHandle.nullDevice
+        let errorLog = directory.file("stderr.log")
+        _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: errorLog)
+        try process.spawn()
+        for _ in 0..<1200 {
+            if let text = try? String(contentsOfFile: directory.file("port"), encoding: .utf8), let port = Int(text) {
+                self.port = port
+                return
+            }
+            guard !process.hasEnded else { break }
+            usleep(50_000)
+        }
+        process.stop()
+        let log = (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""
+        directory.remove()
+        throw RawHTTPError("the \(what) did not start: \(log.suffix(2000))")
+    }
+
+    /// Stops it and removes its directory.
+    func stop() {
+        process.stop()
+        directory.remove()
+    }
+
+    /// POSTs `object` as JSON to `path`; anything but 200 throws.
+    func post(_ path: String, _ object: [String: Any]) throws -> RawResponse {
+        let response = try RawHTTP.request(
+            port: port, method: "POST", path: path, headers: [("Content-Type", "application/json")],
+            body: try JSONSerialization.data(withJSONObject: object))
+        guard response.status == 200 else {
+            throw RawHTTPError("stand-in \(path): \(response.status) \(response.text)")
+        }
+        return response
+    }
+}
