@@ -79,7 +79,9 @@ public struct PushDeviceRegistration: Codable, Hashable, Sendable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         provider = try container.decodeIfPresent(PushProvider.self, forKey: .provider) ?? .apns
         token = try container.decodeIfPresent(String.self, forKey: .token) ?? ""
-        environment = try container.decodeIfPresent(PushEnvironment.self, forKey: .environment) ?? .production
+        // Only an APNs token has an environment (it is not written for the others).
+        let environment = try container.decodeIfPresent(PushEnvironment.self, forKey: .environment)
+        self.environment = provider == .apns ? environment ?? .production : .production
         endpoint = try container.decodeIfPresent(String.self, forKey: .endpoint)
         keys = try container.decodeIfPresent(WebPushKeys.self, forKey: .keys)
         if provider == .apns, !container.contains(.token) || !container.contains(.environment) {
@@ -92,7 +94,7 @@ public struct PushDeviceRegistration: Codable, Hashable, Sendable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(provider, forKey: .provider)
-        if !token.isEmpty { try container.encode(token, forKey: .token) }
+        if provider == .apns || !token.isEmpty { try container.encode(token, forKey: .token) }
         if provider == .apns { try container.encode(environment, forKey: .environment) }
         try container.encodeIfPresent(endpoint, forKey: .endpoint)
         try container.encodeIfPresent(keys, forKey: .keys)
