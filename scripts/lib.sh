@@ -106,8 +106,9 @@ ensure_allauth_peer() {
 }
 
 # ensure_apns_peer — the APNs stand-in (hypercorn + h2, PyJWT + cryptography) for the push tests
-# and benchmarks, the OpenID Connect stand-in and the Web Push stand-in (http_ece, py_vapid).
-# Exports HOMEPORT_TEST_APNS_DIR and _PYTHON, HOMEPORT_TEST_OIDC_DIR and HOMEPORT_TEST_WEBPUSH_DIR.
+# and benchmarks, the OpenID Connect stand-in, the Web Push stand-in (http_ece, py_vapid) and the
+# FCM stand-in (google-auth). Exports HOMEPORT_TEST_APNS_DIR and _PYTHON, HOMEPORT_TEST_OIDC_DIR,
+# HOMEPORT_TEST_WEBPUSH_DIR and HOMEPORT_TEST_FCM_DIR.
 ensure_apns_peer() {
     HOMEPORT_TEST_APNS_PYTHON=$(ensure_venv apns "$HOMEPORT_ROOT/interop/apns/requirements.txt")
     export HOMEPORT_TEST_APNS_PYTHON
@@ -116,6 +117,8 @@ ensure_apns_peer() {
     export HOMEPORT_TEST_OIDC_DIR="$HOMEPORT_ROOT/interop/oidc"
     # So does the Web Push stand-in (http_ece and py_vapid check what the server sends).
     export HOMEPORT_TEST_WEBPUSH_DIR="$HOMEPORT_ROOT/interop/webpush"
+    # And the FCM stand-in (google-auth checks the service account's assertion).
+    export HOMEPORT_TEST_FCM_DIR="$HOMEPORT_ROOT/interop/fcm"
 }
 
 # ensure_smtp_peer — aiosmtpd, a real SMTP server the mail tests send through; exports

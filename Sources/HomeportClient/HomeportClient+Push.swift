@@ -152,16 +152,28 @@ extension HomeportClient {
     public func registerWebPush(endpoint: String, keys: WebPushKeys, with server: String) async throws
         -> PushDeviceRegistration
     {
+        try await registerNamed(PushDeviceRegistration(webPushEndpoint: endpoint, keys: keys), with: server)
+    }
+
+    /// Registers an Android app's FCM registration token with one server, as
+    /// ``registerWebPush(endpoint:keys:with:)`` does a subscription: what is kept here is the
+    /// server's name for it (`fcm:…`).
+    @discardableResult
+    public func registerFCM(token: String, with server: String) async throws -> PushDeviceRegistration {
+        try await registerNamed(PushDeviceRegistration(fcmToken: token), with: server)
+    }
+
+    /// Sends `request` and keeps the server's name for the device it answers.
+    private func registerNamed(_ request: PushDeviceRegistration, with server: String) async throws
+        -> PushDeviceRegistration
+    {
         let key = try directory.find(server).key
-        let answer = try await send(
-            "POST", HomeportPath.pushDevices, to: key,
-            json: try JSONEncoder().encode(PushDeviceRegistration(webPushEndpoint: endpoint, keys: keys)))
+        let answer = try await send("POST", HomeportPath.pushDevices, to: key, json: try JSONEncoder().encode(request))
         guard (200...201).contains(answer.response.status) else { throw Self.refusal(answer) }
         guard let named = try? JSONDecoder().decode(PushDeviceRegistration.self, from: answer.response.body),
-            named.provider == .webpush, !named.token.isEmpty
+            named.provider == request.provider, !named.token.isEmpty
         else {
-            throw ClientError.badAnswer(
-                address: key, detail: "the registration's answer names no Web Push subscription")
+            throw ClientError.badAnswer(address: key, detail: "the registration's answer does not name the device")
         }
         let previous = directory.devices.registration(for: key)
         try directory.devices.record(named, for: key)

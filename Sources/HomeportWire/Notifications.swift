@@ -29,11 +29,12 @@ public struct NotificationCatalogue: Codable, Hashable, Sendable {
 
 /// `POST /api/v1/push/devices`: a device to push to (and the answer, naming it).
 ///
-/// Two kinds: an APNs device token (`provider` `apns`, the default: `token` and `environment`),
-/// and a Web Push subscription (`webpush`: `endpoint` and `keys`, as a browser's
-/// `PushSubscription` or a UnifiedPush distributor gives them). The answer names a Web Push
-/// subscription by a `token` of its own (`webpush:` and the SHA-256 of the endpoint), which
-/// `DELETE /api/v1/push/devices/{token}` takes; it never echoes the keys.
+/// Three kinds: an APNs device token (`provider` `apns`, the default: `token` and `environment`),
+/// an FCM registration token (`fcm`: `token`), and a Web Push subscription (`webpush`:
+/// `endpoint` and `keys`, as a browser's `PushSubscription` or a UnifiedPush distributor gives
+/// them). The answer names an FCM token and a Web Push subscription by a `token` of the server's
+/// own (`fcm:` or `webpush:` and a SHA-256 in hex), which `DELETE /api/v1/push/devices/{token}`
+/// takes; it never echoes the keys.
 public struct PushDeviceRegistration: Codable, Hashable, Sendable {
     /// Which push service carries the pushes.
     public var provider: PushProvider
@@ -61,6 +62,14 @@ public struct PushDeviceRegistration: Codable, Hashable, Sendable {
         self.environment = .production
         self.endpoint = endpoint
         self.keys = keys
+    }
+
+    /// Creates an FCM registration (the app's registration token; the answer names it by the
+    /// server's own name, `fcm:` and its SHA-256).
+    public init(fcmToken token: String) {
+        self.provider = .fcm
+        self.token = token
+        self.environment = .production
     }
 
     /// The answer naming a Web Push subscription by `token`.
@@ -107,6 +116,8 @@ public enum PushProvider: String, Codable, Hashable, Sendable, CaseIterable {
     case apns
     /// Web Push (RFC 8030): a browser's push service, or a UnifiedPush distributor.
     case webpush
+    /// Firebase Cloud Messaging: an Android app with Google's services.
+    case fcm
 }
 
 /// A Web Push subscription's keys, base64url as `PushSubscription.toJSON()` gives them.

@@ -16,7 +16,9 @@ extension Commands {
                         "Register this device's push token (or a Web Push subscription) with SERVER, for the account signed in there.",
                     arguments: [
                         serverArgument,
-                        .init("DEVICE_TOKEN", help: "The APNs device token, in hex (not with --provider webpush)."),
+                        .init(
+                            "DEVICE_TOKEN",
+                            help: "The APNs device token, in hex; with --provider fcm, the FCM registration token."),
                     ],
                     options: [
                         .value(
@@ -25,7 +27,7 @@ extension Commands {
                         .value(
                             "provider", "NAME",
                             help:
-                                "apns (a device token), or webpush (a browser's or UnifiedPush distributor's subscription).",
+                                "apns (a device token), fcm (an Android app's registration token), or webpush (a browser's or UnifiedPush distributor's subscription).",
                             default: "apns"),
                         .value("endpoint", "URL", help: "With --provider webpush: the subscription's endpoint."),
                         .value(
@@ -115,9 +117,21 @@ extension Commands {
             } else {
                 say("registered Web Push subscription \(registration.token.prefix(16))… with \(record.displayName)")
             }
+        case "register" where parsed.options["provider"] == PushProvider.fcm.rawValue:
+            guard parsed.positionals.count == 2 else {
+                throw UsageError("push register --provider fcm needs SERVER and the FCM registration token")
+            }
+            let registration = try await client.registerFCM(token: parsed.positionals[1], with: record.key)
+            if json {
+                try printJSON([
+                    "server": record.key, "registered": true, "provider": "fcm", "token": registration.token,
+                ])
+            } else {
+                say("registered FCM token \(registration.token.prefix(12))… with \(record.displayName)")
+            }
         case "register":
             guard (parsed.options["provider"] ?? "apns") == PushProvider.apns.rawValue else {
-                throw UsageError("--provider is apns or webpush, not '\(parsed.options["provider"] ?? "")'")
+                throw UsageError("--provider is apns, fcm or webpush, not '\(parsed.options["provider"] ?? "")'")
             }
             guard parsed.positionals.count == 2 else { throw UsageError("push register needs SERVER DEVICE_TOKEN") }
             let text = parsed.options["environment"] ?? PushEnvironment.production.rawValue

@@ -101,7 +101,8 @@ struct WebPushEndToEndTests {
         let full = ["--endpoint", other.endpoint, "--p256dh", other.p256dh, "--auth", other.auth]
         for (arguments, message) in [
             (["--provider", "webpush"] + full.dropLast(2), "needs --endpoint, --p256dh and --auth"),
-            (["--provider", "fcm"], "--provider is apns or webpush"),
+            (["--provider", "gcm"], "--provider is apns, fcm or webpush"),
+            (["--provider", "fcm"], "needs SERVER and the FCM registration token"),
             ([token, "--provider", "webpush"] + full, "not a DEVICE_TOKEN"),
         ] {
             let run = try ServerProcess.runClient(

@@ -65,6 +65,11 @@ struct WebPushTests {
             #expect(apns.status == 200)
             #expect(apns.jsonObject?["provider"] as? String == "apns")
             #expect(apns.jsonObject?["environment"] as? String == "sandbox")
+            let apnsToken = String(repeating: "ab", count: 32)
+            #expect(try server.app("DELETE", HomeportPath.pushDevice(apnsToken), token: ada).status == 204)
+            let logged = server.log.lines.joined(separator: "\n")
+            #expect(logged.contains("/api/v1/push/devices/***"), "\(logged.suffix(400))")
+            #expect(!logged.contains(apnsToken), "no whole device token in the access log")
         }
     }
 
@@ -82,7 +87,7 @@ struct WebPushTests {
             ("p256dh", "standard-alphabet", "keys.p256dh"),
             ("auth", IdentityProof.base64URL([UInt8](repeating: 1, count: 12)), "keys.auth"),
             ("auth", nil, "keys.auth"),
-            ("provider", "fcm", "provider"),
+            ("provider", "gcm", "provider"),
             ("provider", "WEBPUSH", "provider"),
         ] as [(String, String?, String)])
     func refused(name: String, value: String?, field: String) throws {

@@ -109,6 +109,7 @@ enum PushCommand {
         if let serving = try ServingPushSettings.recorded(in: database) {
             if !given("apns-topic", "HOMEPORT_APNS_TOPIC") { settings.topic = serving.topic }
             settings.webPushKey = serving.webPushKey
+            settings.fcmProject = serving.fcmProject
             if !given("push-key", "HOMEPORT_PUSH_KEY") { settings.appDataKey = serving.appDataKey }
             if !given("catalogue", "HOMEPORT_CATALOGUE") { settings.extraCodes = serving.extraCodes }
             if !given("max-devices-per-account", "HOMEPORT_MAX_DEVICES_PER_ACCOUNT") {
@@ -130,8 +131,8 @@ enum PushCommand {
             let pushes =
                 delivery.muted
                 ? "no push: the thread is muted"
-                : settings.topic == nil && settings.webPushKey == nil
-                    ? "no push: the server has pushes off (no --apns-topic or --vapid-key-file)"
+                : settings.topic == nil && settings.webPushKey == nil && settings.fcmProject == nil
+                    ? "no push: the server has pushes off (no --apns-topic, --vapid-key-file or --fcm-service-account-file)"
                     : "\(delivery.queued) push(es) queued"
             ServerCLI.line("notification \(delivery.seq) for \(email); \(pushes)")
             return .success
@@ -162,7 +163,8 @@ enum PushCommand {
             ServerCLI.line("no devices registered")
         } else {
             for entry in devices {
-                let kind = entry.device.provider == .apns ? entry.device.environment.rawValue : "webpush"
+                let kind =
+                    entry.device.provider == .apns ? entry.device.environment.rawValue : entry.device.provider.rawValue
                 ServerCLI.line(
                     "\(shown(entry.device))…  \(kind.padding(toLength: 10, withPad: " ", startingAt: 0)) \(entry.email)"
                 )
@@ -174,7 +176,11 @@ enum PushCommand {
     /// A device as operators see it: an APNs token's first 8 digits; `webpush:` and 8 of a
     /// subscription's name.
     private static func shown(_ device: PushDevice) -> String {
-        String(device.token.prefix(device.provider == .webpush ? WebPushSubscription.tokenPrefix.count + 8 : 8))
+        switch device.provider {
+        case .apns: String(device.token.prefix(8))
+        case .webpush: String(device.token.prefix(WebPushSubscription.tokenPrefix.count + 8))
+        case .fcm: String(device.token.prefix(FCMRegistration.tokenPrefix.count + 8))
+        }
     }
 
     static func vapidKey(_ arguments: [String], environment: [String: String]) throws -> ExitCode {

@@ -70,9 +70,22 @@ package enum PushOptions {
             environment: "HOMEPORT_VAPID_SUBJECT"),
     ]
 
+    /// The FCM options of `serve`.
+    static let fcm: [CommandSpec.Option] = [
+        .value(
+            "fcm-service-account-file", "FILE",
+            help:
+                "Send to Android apps through Firebase Cloud Messaging with this Google service account (its JSON key file, mode 0600): read once, never logged.",
+            environment: "HOMEPORT_FCM_SERVICE_ACCOUNT_FILE"),
+        .value(
+            "fcm-base-url", "URL",
+            help: "Send FCM messages there instead of https://fcm.googleapis.com (a test endpoint).",
+            environment: "HOMEPORT_FCM_BASE_URL"),
+    ]
+
     /// The options of `serve` (the sender's too).
     static let all: [CommandSpec.Option] =
-        [catalogue, pushKey, topic, devicesPerAccount] + apnsKey + gateway + webPush
+        [catalogue, pushKey, topic, devicesPerAccount] + apnsKey + gateway + webPush + fcm
 
     /// The settings the command line asks for. `sender` reads the APNs key options too (`serve`).
     static func settings(
@@ -105,6 +118,33 @@ package enum PushOptions {
                 )
             }
             if let web = try webPush(parsed, spec, environment) { try settings.enableWebPush(web) }
+            if let android = try fcm(parsed, spec, environment) { settings.enableFCM(android) }
+        }
+        return settings
+    }
+
+    /// The FCM settings: the service account (and a base URL for tests), or none.
+    private static func fcm(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String]) throws
+        -> FCMSettings?
+    {
+        let file = parsed.value("fcm-service-account-file", spec: spec, environment: environment)
+        let base = parsed.value("fcm-base-url", spec: spec, environment: environment)
+        guard let file else {
+            if base != nil { throw UsageError("--fcm-base-url needs --fcm-service-account-file") }
+            return nil
+        }
+        var settings: FCMSettings
+        do {
+            settings = try FCMSettings.serviceAccount(fromFile: file)
+        } catch let error as ConfigurationError {
+            throw UsageError(error.description)
+        }
+        if let base {
+            guard PushGatewaySettings.isAllowedURL(base) else {
+                throw UsageError(
+                    "--fcm-base-url must be https:// (or http:// on a loopback address), not '\(base.prefix(200))'")
+            }
+            settings.baseURL = base.hasSuffix("/") ? String(base.dropLast()) : base
         }
         return settings
     }

@@ -187,7 +187,7 @@ public final class PushCenter: Sendable {
                 catalogueVersion: catalogue.version, data: data, now: now)
         else { throw Refusal.noAccount }
         let muted = try thread.map { try MuteStore(db).isMuted($0, userID: userID) } ?? false
-        guard !muted, settings.topic != nil || settings.webPushKey != nil else {
+        guard !muted, settings.topic != nil || settings.webPushKey != nil || settings.fcmProject != nil else {
             return Delivery(seq: record.seq, queued: 0, muted: muted)
         }
         // The newest registrations only: an account never fans out past its cap, even over rows
@@ -202,7 +202,8 @@ public final class PushCenter: Sendable {
             var item = OutboxItem(
                 id: 0, apnsID: try random.uuid().uuidString.lowercased(), deviceToken: device.token,
                 environment: device.environment, topic: device.topic, payload: text, collapseID: collapseID,
-                priority: 10, expiration: now + 86400, attempts: 0, provider: device.provider, webPush: device.webPush)
+                priority: 10, expiration: now + 86400, attempts: 0, provider: device.provider, webPush: device.webPush,
+                fcmToken: device.fcmToken)
             switch device.provider {
             case .apns:
                 // APNs pushes only with a topic (pushes on); Web Push only while it is on.
@@ -210,6 +211,8 @@ public final class PushCenter: Sendable {
                 if item.topic.isEmpty { item.topic = topic }
             case .webpush:
                 guard settings.webPushKey != nil, device.webPush != nil else { continue }
+            case .fcm:
+                guard settings.fcmProject != nil, device.fcmToken != nil else { continue }
             }
             try PushOutbox(db).enqueue(item, now: now)
             queued += 1
@@ -266,7 +269,7 @@ public final class PushCenter: Sendable {
             try devices.register(
                 token: registration.token, environment: registration.environment, topic: settings.topic ?? "",
                 userID: account.id, session: session.keyHash, now: now, provider: registration.provider,
-                webPush: target)
+                webPush: target, fcmToken: registration.provider == .fcm ? registration.endpoint : nil)
             try devices.keepNewest(settings.maxDevicesPerAccount, keeping: registration.token, userID: account.id)
         }
     }

@@ -20,6 +20,8 @@ public struct PushDevice: Sendable, Hashable {
     public var provider: PushProvider = .apns
     /// For Web Push: where its pushes go and the keys that encrypt them.
     public var webPush: WebPushTarget?
+    /// For FCM: the app's registration token (``token`` is the server's name for it).
+    public var fcmToken: String?
 }
 
 /// Where a Web Push goes and the subscription's keys that encrypt it.
@@ -51,8 +53,11 @@ struct PushDeviceStore {
     /// moves to this one (one phone, one row per server).
     func register(
         token: String, environment: PushEnvironment, topic: String, userID: Int64, session keyHash: String, now: Int64,
-        provider: PushProvider = .apns, webPush: WebPushTarget? = nil
+        provider: PushProvider = .apns, webPush: WebPushTarget? = nil, fcmToken: String? = nil
     ) throws {
+        // The endpoint column holds where the push service takes the device's pushes: a Web Push
+        // endpoint, or an FCM registration token.
+        let address = webPush?.endpoint ?? fcmToken
         try db.execute(
             """
             INSERT INTO push_devices (token, environment, topic, user_id, session_key_hash, created_at, updated_at,
@@ -63,7 +68,7 @@ struct PushDeviceStore {
             """,
             [
                 .text(token), .text(environment.rawValue), .text(topic), .integer(userID), .text(keyHash),
-                .integer(now), .text(provider.rawValue), webPush.map { .text($0.endpoint) } ?? .null,
+                .integer(now), .text(provider.rawValue), address.map(SQLValue.text) ?? .null,
                 webPush.map { .text($0.p256dh) } ?? .null, webPush.map { .text($0.auth) } ?? .null,
             ])
     }
@@ -137,14 +142,20 @@ struct PushDeviceStore {
         else { return nil }
         let provider = row.string("provider").flatMap(PushProvider.init(rawValue:)) ?? .apns
         var webPush: WebPushTarget?
-        if provider == .webpush {
+        var fcmToken: String?
+        switch provider {
+        case .apns: break
+        case .webpush:
             guard let endpoint = row.string("endpoint"), let p256dh = row.string("p256dh"),
                 let auth = row.string("auth")
             else { return nil }
             webPush = WebPushTarget(endpoint: endpoint, p256dh: p256dh, auth: auth)
+        case .fcm:
+            guard let address = row.string("endpoint") else { return nil }
+            fcmToken = address
         }
         return PushDevice(
             token: token, environment: environment, topic: topic, userID: userID, updatedAt: updated,
-            sessionKeyHash: row.string("session_key_hash"), provider: provider, webPush: webPush)
+            sessionKeyHash: row.string("session_key_hash"), provider: provider, webPush: webPush, fcmToken: fcmToken)
     }
 }

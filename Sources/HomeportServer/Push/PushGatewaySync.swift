@@ -80,7 +80,8 @@ struct PushGatewaySync {
     /// its Web Pushes itself).
     func pending(limit: Int) throws -> [Change] {
         try db.execute(
-            "DELETE FROM push_gateway_changes WHERE token LIKE $1", [.text(WebPushSubscription.tokenPrefix + "%")])
+            "DELETE FROM push_gateway_changes WHERE token LIKE $1 OR token LIKE $2",
+            [.text(WebPushSubscription.tokenPrefix + "%"), .text(FCMRegistration.tokenPrefix + "%")])
         return try db.execute(
             "SELECT token, environment, registered, version FROM push_gateway_changes ORDER BY token LIMIT $1",
             [.integer(Int64(limit))]

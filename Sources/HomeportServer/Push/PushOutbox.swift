@@ -27,6 +27,8 @@ public struct OutboxItem: Sendable, Hashable {
     public var provider: PushProvider = .apns
     /// For Web Push: where it goes and the keys that encrypt it.
     public var webPush: WebPushTarget?
+    /// For FCM: the app's registration token.
+    public var fcmToken: String?
 }
 
 /// The `push_outbox` table. Every replica's sender claims rows for a lease, so two replicas never
@@ -49,7 +51,8 @@ struct PushOutbox {
                 .text(item.apnsID), .text(item.deviceToken), .text(item.environment.rawValue), .text(item.topic),
                 .text(item.payload), item.collapseID.map(SQLValue.text) ?? .null, .integer(Int64(item.priority)),
                 .integer(item.expiration), .integer(now), .text(item.provider.rawValue),
-                item.webPush.map { .text($0.endpoint) } ?? .null, item.webPush.map { .text($0.p256dh) } ?? .null,
+                (item.webPush?.endpoint ?? item.fcmToken).map(SQLValue.text) ?? .null,
+                item.webPush.map { .text($0.p256dh) } ?? .null,
                 item.webPush.map { .text($0.auth) } ?? .null,
             ])
     }
@@ -143,6 +146,7 @@ struct PushOutbox {
         return OutboxItem(
             id: id, apnsID: apnsID, deviceToken: token, environment: environment, topic: topic, payload: payload,
             collapseID: row.string("collapse_id"), priority: Int(priority), expiration: expiration,
-            attempts: Int(attempts), provider: provider, webPush: webPush)
+            attempts: Int(attempts), provider: provider, webPush: webPush,
+            fcmToken: provider == .fcm ? row.string("endpoint") : nil)
     }
 }

@@ -23,6 +23,11 @@ public struct PushSettings: Sendable {
     public var webPushKey: String?
     /// How this process sends the queued Web Pushes; `nil` leaves them to another process.
     public var webPush: WebPushSettings?
+    /// The Firebase project whose Android app takes FCM pushes: with it, FCM registrations are
+    /// taken and notifications queue FCM pushes. Set with ``fcm`` by ``enableFCM(_:)``.
+    public var fcmProject: String?
+    /// How this process sends the queued FCM pushes; `nil` leaves them to another process.
+    public var fcm: FCMSettings?
     /// How long the in-app notification log keeps a notification, in seconds.
     public var logRetention: Int64
     /// Attempts at one push before it is given up.
@@ -61,6 +66,12 @@ public struct PushSettings: Sendable {
     public mutating func enableWebPush(_ settings: WebPushSettings) throws {
         webPushKey = try settings.publicKey()
         webPush = settings
+    }
+
+    /// Turns FCM on, sent by this process with `settings`.
+    public mutating func enableFCM(_ settings: FCMSettings) {
+        fcmProject = settings.projectID
+        fcm = settings
     }
 
     /// Checks an app-data key: 1–32 letters, digits, `_` or `-`, and not `aps`.

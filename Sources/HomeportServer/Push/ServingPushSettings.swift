@@ -11,10 +11,13 @@ struct ServingPushSettings: Codable, Hashable, Sendable {
     var maxDevicesPerAccount: Int
     /// The VAPID public key, when the server takes Web Push subscriptions.
     var webPushKey: String?
+    /// The Firebase project, when the server takes FCM registrations.
+    var fcmProject: String?
 
     init(_ settings: PushSettings) {
         topic = settings.topic
         webPushKey = settings.webPushKey
+        fcmProject = settings.fcmProject
         appDataKey = settings.appDataKey
         extraCodes = settings.extraCodes
         maxDevicesPerAccount = settings.maxDevicesPerAccount

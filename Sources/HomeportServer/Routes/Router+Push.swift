@@ -10,6 +10,8 @@ extension Router where Context == RequestContext {
         let routes = PushRoutes(push: push, hub: hub)
         post(HomeportPath.pushDevices) { try routes.register($0, $1.caller) }
         delete(HomeportPath.pushDevices + "/:token") { try routes.unregister($0, $1.caller) }
+        // A device token in the path is written to the access log as `…/devices/***`.
+        logsSecrets(under: HomeportPath.pushDevices)
         get(HomeportPath.pushWebPushKey) { _, context in
             _ = try routes.signedInCaller(context.caller)
             return try routes.webPushKey()
@@ -69,21 +71,35 @@ struct PushRoutes: Sendable {
                 throw HTTPError.invalidField("environment", "The environment is sandbox or production.")
             }
             registration = PushDeviceRegistration(token: token, environment: environment)
+        case PushProvider.fcm.rawValue:
+            guard let token = body.token, FCMRegistration.isToken(token) else {
+                throw HTTPError.invalidField(
+                    "token", "An FCM registration token is 20 to 4096 letters, digits, '-', '_', ':' or '.'.")
+            }
+            guard push.settings.fcmProject != nil else {
+                throw HTTPError.invalidField("provider", "This server does not send to FCM.")
+            }
+            var fcm = PushDeviceRegistration(fcmToken: FCMRegistration.name(token: token))
+            fcm.endpoint = token
+            registration = fcm
         case PushProvider.webpush.rawValue:
             registration = try Self.webPushRegistration(endpoint: body.endpoint, body.keys?.p256dh, body.keys?.auth)
             guard push.settings.webPushKey != nil else {
                 throw HTTPError.invalidField("provider", "This server does not send Web Push.")
             }
         default:
-            throw HTTPError.invalidField("provider", "The provider is apns or webpush.")
+            throw HTTPError.invalidField("provider", "The provider is apns, fcm or webpush.")
         }
         do {
             try push.register(registration, session: session, account: account)
         } catch let refusal as RateLimiter.Refusal {
             throw Self.tooManyChanges(refusal)
         }
-        return try .json(
-            registration.provider == .webpush ? PushDeviceRegistration(webPushToken: registration.token) : registration)
+        switch registration.provider {
+        case .apns: return try .json(registration)
+        case .webpush: return try .json(PushDeviceRegistration(webPushToken: registration.token))
+        case .fcm: return try .json(PushDeviceRegistration(fcmToken: registration.token))
+        }
     }
 
     /// A Web Push subscription as the server keeps it (named by its endpoint's hash, its keys
@@ -130,11 +146,12 @@ struct PushRoutes: Sendable {
     func unregister(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
         let (_, account) = try signedIn(caller)
         let given = request.pathParameters["token"] ?? ""
-        guard let token = PushCenter.normalizedDeviceToken(given) ?? (WebPushSubscription.isToken(given) ? given : nil)
-        else {
+        let named = WebPushSubscription.isToken(given) || FCMRegistration.isName(given)
+        guard let token = PushCenter.normalizedDeviceToken(given) ?? (named ? given : nil) else {
             throw HTTPError.invalidField(
                 "token",
-                "A device token is hex: an even number of 16 to 200 digits; a Web Push one is webpush:<64 hex>.")
+                "A device token is hex: an even number of 16 to 200 digits; a Web Push or FCM one is the name the "
+                    + "registration answered (webpush:… or fcm:…).")
         }
         try push.unregister(token: token, account: account)
         return HTTPResponse(status: 204)

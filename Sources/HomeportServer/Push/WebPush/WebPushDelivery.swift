@@ -3,7 +3,6 @@ import HomeportAPNs
 import HomeportCrypto
 import HomeportLogging
 import HomeportWire
-import Synchronization
 
 /// Sends Web Pushes (RFC 8030) to the push services of browsers and UnifiedPush distributors:
 /// each payload encrypted for its subscription (RFC 8291, `aes128gcm`), each request signed
@@ -17,50 +16,20 @@ final class WebPushDelivery: Sendable {
     private let vapid: VAPIDToken
     private let clock: any WallClock
     private let logger: Logger
-    /// Sessions not in use (each keeps its connections between pushes).
-    private let idle = Mutex<[CurlSession]>([])
-    private let timeoutSeconds: Int
+    /// The lanes pushes go out in (each subscription names its own push service, and one that is
+    /// slow or never answers holds only its lane until the timeout).
+    private let lanes: CurlLanes
 
     init(settings: WebPushSettings, clock: any WallClock, logger: Logger) throws {
         vapid = try VAPIDToken(settings: settings, clock: clock)
         self.clock = clock
         self.logger = logger
-        timeoutSeconds = settings.timeoutSeconds
+        lanes = CurlLanes(timeoutSeconds: settings.timeoutSeconds)
     }
 
-    /// How many pushes are in flight at once: every subscription names its own push service,
-    /// and one that is slow (or never answers) holds only its lane until the timeout.
-    static let lanes = 8
-
-    /// Sends each item (all Web Push ones), ``lanes`` at a time, and returns the outcomes, in order.
+    /// Sends each item (all Web Push ones), in parallel lanes, and returns the outcomes, in order.
     func deliver(_ items: [OutboxItem]) -> [APNsResponse] {
-        let lanes = min(Self.lanes, items.count)
-        let results = Results(count: items.count)
-        DispatchQueue.concurrentPerform(iterations: lanes) { lane in
-            let session =
-                idle.withLock { $0.popLast() } ?? CurlSession(timeoutSeconds: timeoutSeconds, byteLimit: 64 << 10)
-            defer { idle.withLock { $0.append(session) } }
-            for index in stride(from: lane, to: items.count, by: lanes) {
-                results.set(index, send(items[index], session))
-            }
-        }
-        return results.all
-    }
-
-    /// The lanes' answers, by item.
-    private final class Results: @unchecked Sendable {
-        private let lock = NSLock()
-        private var responses: [APNsResponse]
-
-        init(count: Int) {
-            responses = Array(repeating: APNsResponse(status: 0, transportError: "not sent"), count: count)
-        }
-
-        func set(_ index: Int, _ response: APNsResponse) {
-            lock.withLock { responses[index] = response }
-        }
-
-        var all: [APNsResponse] { lock.withLock { responses } }
+        lanes.map(items, send)
     }
 
     private func send(_ item: OutboxItem, _ session: CurlSession) -> APNsResponse {

@@ -1,0 +1,118 @@
+import Foundation
+import HomeportAPNs
+import HomeportLogging
+import HomeportWire
+
+/// Sends pushes to Android apps through Firebase Cloud Messaging (HTTP v1,
+/// `POST /v1/projects/PROJECT/messages:send`), in parallel lanes: a data message with the APNs
+/// payload's fields (`s`, `c`, `id`, `mv`, `d`, and `thread`, all strings) and a notification
+/// block with the title and body. FCM's answers become the sender's outcomes: 200 delivered;
+/// `UNREGISTERED` (404) removes the registration (unless registered again since);
+/// `SENDER_ID_MISMATCH` removes it; 401 gets a new access token once; 429, 500 and 503 are tried
+/// again, not before `Retry-After`; `INVALID_ARGUMENT` and the rest are given up.
+final class FCMDelivery: Sendable {
+    private let settings: FCMSettings
+    private let token: FCMAccessToken
+    private let clock: any WallClock
+    private let lanes: CurlLanes
+
+    init(settings: FCMSettings, clock: any WallClock) throws {
+        self.settings = settings
+        token = try FCMAccessToken(settings: settings, clock: clock)
+        self.clock = clock
+        lanes = CurlLanes(timeoutSeconds: settings.timeoutSeconds)
+    }
+
+    /// Sends each item (all FCM ones) and returns the outcomes, in order. Items FCM refused for
+    /// the access token go again once with a new one.
+    func deliver(_ items: [OutboxItem]) -> [APNsResponse] {
+        let bearer: String
+        do {
+            bearer = try token.current()
+        } catch {
+            return items.map { _ in APNsResponse(status: 0, transportError: String(describing: error)) }
+        }
+        var responses = lanes.map(items) { self.send($0, $1, bearer: bearer) }
+        let refused = responses.indices.filter { responses[$0].outcome == .providerTokenRejected }
+        guard !refused.isEmpty, let fresh = try? token.refresh(after: bearer) else { return responses }
+        let again = lanes.map(refused.map { items[$0] }) { self.send($0, $1, bearer: fresh) }
+        for (index, response) in zip(refused, again) { responses[index] = response }
+        return responses
+    }
+
+    private func send(_ item: OutboxItem, _ session: CurlSession, bearer: String) -> APNsResponse {
+        guard let registration = item.fcmToken,
+            let body = try? JSONSerialization.data(
+                withJSONObject: ["message": Self.message(item, token: registration, now: clock.unixSeconds)])
+        else { return APNsResponse(status: 400, transportError: "the push cannot be made an FCM message") }
+        let url = "\(settings.baseURL)/v1/projects/\(settings.projectID)/messages:send"
+        switch session.perform(
+            url, headers: ["Content-Type: application/json", "Authorization: Bearer \(bearer)"], body: body)
+        {
+        case .failure(let failure): return APNsResponse(status: 0, transportError: failure.description)
+        case .success(let answer): return Self.response(answer)
+        }
+    }
+
+    /// The FCM message for `item`: its payload's app data as the data block, its alert as the
+    /// notification, and how Android should treat it.
+    static func message(_ item: OutboxItem, token: String, now: Int64) -> [String: Any] {
+        let payload = (try? JSONSerialization.jsonObject(with: Data(item.payload.utf8)) as? [String: Any]) ?? [:]
+        let aps = payload["aps"] as? [String: Any] ?? [:]
+        var data: [String: String] = [:]
+        if let appData = payload.first(where: { $0.key != "aps" })?.value as? [String: Any] {
+            for (key, value) in appData {
+                switch value {
+                case let text as String: data[key] = text
+                case let number as NSNumber: data[key] = number.stringValue
+                default:
+                    if let encoded = try? JSONSerialization.data(withJSONObject: value, options: .sortedKeys) {
+                        data[key] = String(decoding: encoded, as: UTF8.self)
+                    }
+                }
+            }
+        }
+        if let thread = aps["thread-id"] as? String { data["thread"] = thread }
+        var android: [String: Any] = [
+            "priority": item.priority >= 10 ? "HIGH" : "NORMAL", "ttl": "\(max(0, item.expiration - now))s",
+        ]
+        if let collapse = item.collapseID { android["collapse_key"] = collapse }
+        var message: [String: Any] = ["token": token, "data": data, "android": android]
+        if let alert = aps["alert"] as? [String: Any], let title = alert["title"] as? String {
+            var notification = ["title": title]
+            if let body = alert["body"] as? String { notification["body"] = body }
+            message["notification"] = notification
+        }
+        return message
+    }
+
+    /// The sender's view of FCM's answer.
+    static func response(_ answer: CurlSession.Answer) -> APNsResponse {
+        let object = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
+        let error = object?["error"] as? [String: Any]
+        let details = error?["details"] as? [[String: Any]] ?? []
+        let code =
+            details.compactMap { $0["errorCode"] as? String }.first ?? (error?["status"] as? String)
+            ?? "status \(answer.status)"
+        let detail = "fcm \(ServerTextLimit.clean(code))"
+        let retryAfter = answer.headers["retry-after"].flatMap { Int64($0) }.map { min(max($0, 0), 86400) }
+        switch (answer.status, code) {
+        case (200, _): return APNsResponse(status: 200)
+        case (_, "UNREGISTERED"), (404, _): return APNsResponse(status: 410, transportError: detail)
+        case (_, "SENDER_ID_MISMATCH"):
+            return APNsResponse(status: 400, reason: .badDeviceToken, transportError: detail)
+        case (401, _): return APNsResponse(status: 403, reason: .expiredProviderToken, transportError: detail)
+        case (429, _), (500...599, _):
+            let status = answer.status == 429 ? 429 : 503
+            return APNsResponse(status: status, transportError: detail, retryAfter: retryAfter)
+        default: return APNsResponse(status: 400, transportError: detail)
+        }
+    }
+}
+
+/// A push service's words, cut to a log's measure: printable ASCII, at most 64 characters.
+enum ServerTextLimit {
+    static func clean(_ text: String) -> String {
+        String(String(decoding: text.utf8.filter { $0 > 0x20 && $0 < 0x7F }, as: UTF8.self).prefix(64))
+    }
+}

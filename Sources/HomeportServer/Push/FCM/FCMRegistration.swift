@@ -1,0 +1,33 @@
+import HomeportCrypto
+
+/// The rules for an FCM registration token a device registers.
+enum FCMRegistration {
+    /// The prefix of the name the server gives a registration (`fcm:` and 64 hex digits).
+    static let tokenPrefix = "fcm:"
+
+    /// The server's name for the registration `token`: `fcm:` and its SHA-256, in hex (the token
+    /// is the device's address at FCM: it never goes in a path or a log).
+    static func name(token: String) -> String {
+        tokenPrefix + Digest.sha256Hex(token)
+    }
+
+    /// Whether `text` is such a name.
+    static func isName(_ text: String) -> Bool {
+        text.hasPrefix(tokenPrefix) && text.utf8.count == tokenPrefix.utf8.count + 64
+            && text.utf8.dropFirst(tokenPrefix.utf8.count).allSatisfy {
+                (0x30...0x39).contains($0) || (0x61...0x66).contains($0)
+            }
+    }
+
+    /// Whether `token` can be an FCM registration token: 20 to 4096 characters of letters,
+    /// digits, `-`, `_`, `:` and `.`.
+    static func isToken(_ token: String) -> Bool {
+        (20...4096).contains(token.utf8.count)
+            && token.utf8.allSatisfy {
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                    || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || [UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: ".")].contains($0)
+            }
+    }
+}
