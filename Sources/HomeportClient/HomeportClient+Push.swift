@@ -229,6 +229,17 @@ extension HomeportClient {
         guard let registration = directory.devices.device ?? directory.devices.registration(for: server) else {
             return
         }
+        // A Web Push subscription or an FCM token is kept here by the server's name only: the app
+        // registers it again itself (the server forgot it with the session that ended).
+        guard registration.provider == .apns else {
+            onEvent(
+                .pushDevice(
+                    server: server,
+                    outcome: .registrationFailed(
+                        "this device's \(registration.provider.rawValue) registration is kept by its name only: "
+                            + "register it again (registerWebPush or registerFCM)")))
+            return
+        }
         do {
             onEvent(.pushDevice(server: server, outcome: .registered(try await register(registration, with: server))))
         } catch {

@@ -28,6 +28,8 @@ public enum APIErrorCode {
     public static let tooManyStreams = "too_many_streams"
     /// An account holds as many muted threads as it may: unmute one first.
     public static let tooManyMutes = "too_many_mutes"
+    /// Another account holds this Web Push subscription with other keys.
+    public static let subscriptionTaken = "subscription_taken"
 }
 
 /// The `code`s of the app door's 400 errors, shared with django-allauth.

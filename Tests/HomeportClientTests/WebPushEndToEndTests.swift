@@ -19,11 +19,16 @@ struct WebPushEndToEndTests {
         let service = try WebPushStandIn()
         let subscription = try service.subscribe()
         func vapid(_ name: String) -> [String] {
-            ["--vapid-key-file", files.file("\(name).vapid"), "--vapid-subject", "mailto:ops@\(name).example.net"]
+            [
+                "--vapid-key-file", files.file("\(name).vapid"), "--vapid-subject", "mailto:ops@\(name).example.net",
+                // The stand-in push service listens on 127.0.0.1.
+                "--webpush-allow-private-endpoints",
+            ]
         }
         let a = try Installation(hosts: ["127.0.0.1"], extra: vapid("a"))
         let b = try Installation(hosts: ["127.0.0.1"], extra: vapid("b"))
-        let client = try makeClient(home, SpyTransport())
+        let events = EventLog()
+        let client = try makeClient(home, SpyTransport(), events: events)
         var servers: [String] = []
         for installation in [a, b] {
             guard
@@ -110,5 +115,16 @@ struct WebPushEndToEndTests {
             #expect(run.status == 2, "\(arguments): \(run.error)")
             #expect(run.error.contains(message), "\(arguments): \(run.error)")
         }
+
+        // Signing in again ends the old session, and the server forgets the subscription with it;
+        // the client, which keeps only its name, tells the app to register it again.
+        _ = try await client.login(at: try b.address("127.0.0.1"), email: "ada@example.com", password: password)
+        #expect(
+            events.all.contains {
+                if case .pushDevice(let server, .registrationFailed(let why)) = $0 {
+                    return server == servers[1] && why.contains("register it again")
+                }
+                return false
+            }, "\(events.all)")
     }
 }

@@ -452,8 +452,9 @@ struct PushGatewayTests {
         let gateway = try GatewayHarness(.sqlite, standIn: standIn)
         let credential = try SecretToken.generate()
         var settings = gatewayPush(gateway, credential: credential)
-        try settings.enableWebPush(
-            WebPushSettings(keyPEM: try P256Key.generate().privateKeyPEM, subject: "mailto:ops@example.net"))
+        var web = WebPushSettings(keyPEM: try P256Key.generate().privateKeyPEM, subject: "mailto:ops@example.net")
+        web.allowPrivateEndpoints = true
+        try settings.enableWebPush(web)
         try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
             try gateway.enroll("s0", instanceID: server.instanceID, credential: credential)
             let ada = try server.signIn("ada@example.com")

@@ -8,10 +8,12 @@ import Testing
 @testable import HomeportServer
 
 /// Push settings with Web Push on (a fresh VAPID key), and APNs to `apns` when given.
-func webPushSettings(apns: APNsStandIn? = nil) throws -> PushSettings {
+func webPushSettings(apns: APNsStandIn? = nil, allowPrivate: Bool = true) throws -> PushSettings {
     var settings = try apns.map { try pushSettings($0) } ?? PushSettings()
-    try settings.enableWebPush(
-        WebPushSettings(keyPEM: try P256Key.generate().privateKeyPEM, subject: "mailto:ops@example.net"))
+    var web = WebPushSettings(keyPEM: try P256Key.generate().privateKeyPEM, subject: "mailto:ops@example.net")
+    // The stand-in push service listens on 127.0.0.1.
+    web.allowPrivateEndpoints = allowPrivate
+    try settings.enableWebPush(web)
     return settings
 }
 
@@ -113,6 +115,81 @@ struct WebPushTests {
             #expect(answer.status == 400, "\(name) \(value ?? "null"): \(answer.text)")
             #expect(answer.text.contains("\"\(field)\""), "\(answer.text)")
             #expect(try server.registeredDevices().isEmpty)
+        }
+    }
+
+    @Test(
+        "without --webpush-allow-private-endpoints, an endpoint on this machine or a private network is refused",
+        arguments: [
+            "http://127.0.0.1:8080/push/1", "https://127.0.0.1/push/1", "https://127.1/push", "https://0x7f.0.0.1/p",
+            "https://10.1.2.3/p", "https://172.20.0.1/p", "https://192.168.1.20/p", "https://169.254.169.254/latest",
+            "https://100.100.1.1/p", "https://0.0.0.0/p", "https://[::1]/p", "https://[fd00::1]/p",
+            "https://[fe80::1]/p", "https://[::ffff:192.168.1.1]/p", "https://localhost/p", "https://LOCALHOST./p",
+            "https://ntfy.localhost/p",
+        ])
+    func privateEndpoints(endpoint: String) throws {
+        let point = IdentityProof.base64URL(try P256Key.generate().publicKey)
+        let auth = IdentityProof.base64URL([UInt8](repeating: 5, count: 16))
+        try withAccounts(.sqlite, push: try webPushSettings(allowPrivate: false)) { server in
+            let ada = try server.signIn("ada@example.com")
+            let refused = try server.register(.init(id: "", endpoint: endpoint, p256dh: point, auth: auth), token: ada)
+            #expect(refused.status == 400 && refused.text.contains("\"endpoint\""), "\(endpoint): \(refused.text)")
+            let public_ = try server.register(
+                .init(id: "", endpoint: Self.endpoint, p256dh: point, auth: auth), token: ada)
+            #expect(public_.status == 200)
+        }
+    }
+
+    @Test("one subscription is one row however its endpoint is spelled; another account takes it only with its keys")
+    func oneSubscription() throws {
+        let point = IdentityProof.base64URL(try P256Key.generate().publicKey)
+        let auth = IdentityProof.base64URL([UInt8](repeating: 6, count: 16))
+        let other = IdentityProof.base64URL([UInt8](repeating: 7, count: 16))
+        try withAccounts(.sqlite, push: try webPushSettings()) { server in
+            let ada = try server.signIn("ada@example.com")
+            let bob = try server.signIn("bob@example.com")
+            let name = "webpush:" + Digest.sha256Hex(Self.endpoint)
+            for spelling in [Self.endpoint, "HTTPS://Push.Example.NET:443/wpush/v2/gAAAAABk"] {
+                let answer = try server.register(
+                    .init(id: "", endpoint: spelling, p256dh: point, auth: auth), token: ada)
+                #expect(answer.jsonObject?["token"] as? String == name, "\(spelling): \(answer.text)")
+            }
+            #expect(try server.registeredDevices() == [name])
+            // Bob knows the endpoint but not the subscription's secret: refused, and ada keeps it.
+            let taken = try server.register(
+                .init(id: "", endpoint: Self.endpoint, p256dh: point, auth: other), token: bob)
+            #expect(taken.status == 409, "\(taken.text)")
+            #expect((taken.jsonObject?["error"] as? [String: Any])?["code"] as? String == "subscription_taken")
+            // Bob's DELETE of ada's name removes nothing.
+            #expect(try server.app("DELETE", HomeportPath.pushDevice(name), token: bob).status == 204)
+            let holder = try server.application.database.execute(
+                "SELECT u.email FROM push_devices d JOIN users u ON u.id = d.user_id")
+            #expect(holder.map { $0.string(at: 0) } == ["ada@example.com"])
+            // With the same keys (the same browser, signed in to bob now), it moves.
+            let moved = try server.register(
+                .init(id: "", endpoint: Self.endpoint, p256dh: point, auth: auth), token: bob)
+            #expect(moved.status == 200)
+            let now = try server.application.database.execute(
+                "SELECT u.email FROM push_devices d JOIN users u ON u.id = d.user_id")
+            #expect(now.map { $0.string(at: 0) } == ["bob@example.com"])
+        }
+    }
+
+    @Test("a push past its expiry is given up, not sent late with TTL 0")
+    func expired() throws {
+        let service = try WebPushStandIn()
+        let subscription = try service.subscribe()
+        try withAccounts(.sqlite, push: try webPushSettings(), clockStart: Date()) { server in
+            let ada = try server.signIn("ada@example.com")
+            #expect(try server.register(subscription, token: ada).status == 200)
+            try server.application.push.notify(email: "ada@example.com", code: ServerCatalogue.testCode, title: "Late")
+            try server.application.database.execute("UPDATE push_outbox SET expiration = 1")
+            try server.drain()
+            let rows = try server.outboxRows()
+            #expect(
+                rows.first?.string(at: 0) == "failed"
+                    && rows.first?.string(at: 2) == "expired before it could be delivered")
+            #expect(try service.messages().delivered.isEmpty)
         }
     }
 

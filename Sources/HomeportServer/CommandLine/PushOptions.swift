@@ -68,6 +68,11 @@ package enum PushOptions {
             help:
                 "Who runs this server, for the push services: mailto:ADDRESS or an https:// URL (needs --vapid-key-file).",
             environment: "HOMEPORT_VAPID_SUBJECT"),
+        .flag(
+            "webpush-allow-private-endpoints",
+            help:
+                "Also take Web Push endpoints on this machine or a private network, plain http:// there too (a UnifiedPush distributor on the household's network); otherwise only public https:// push services."
+        ),
     ]
 
     /// The FCM options of `serve`.
@@ -166,7 +171,9 @@ package enum PushOptions {
             throw UsageError("--vapid-subject is mailto:ADDRESS or an https:// URL, not '\(subject.prefix(200))'")
         }
         do {
-            return WebPushSettings(keyPEM: try WebPushSettings.key(fromFile: file), subject: subject)
+            var settings = WebPushSettings(keyPEM: try WebPushSettings.key(fromFile: file), subject: subject)
+            settings.allowPrivateEndpoints = parsed.flag("webpush-allow-private-endpoints")
+            return settings
         } catch let error as ConfigurationError {
             throw UsageError(error.description)
         }

@@ -266,6 +266,14 @@ public final class PushCenter: Sendable {
             try RateLimiter(db, policy: rateLimits).charge(
                 .pushChangesPerAccount, String(account.id), now: now)
             let devices = PushDeviceStore(db)
+            // A subscription moves to another account only with its own keys: its endpoint alone
+            // (which a shared distributor may show others) does not take it from its holder.
+            if let target, let held = try devices.holder(token: registration.token),
+                held.userID != account.id,
+                held.webPush.map({ ($0.p256dh, $0.auth) }) ?? ("", "") != (target.p256dh, target.auth)
+            {
+                throw SubscriptionTaken()
+            }
             try devices.register(
                 token: registration.token, environment: registration.environment, topic: settings.topic ?? "",
                 userID: account.id, session: session.keyHash, now: now, provider: registration.provider,
@@ -305,6 +313,9 @@ public final class PushCenter: Sendable {
             try mutes.mute(thread, userID: account.id, now: now)
         }
     }
+
+    /// Another account holds the Web Push subscription with other keys.
+    struct SubscriptionTaken: Error {}
 
     /// The account holds as many mutes as it may.
     struct MuteRefusal: Error {

@@ -105,6 +105,16 @@ struct PushDeviceStore {
         return !(try db.execute("DELETE FROM push_devices WHERE token = $1 RETURNING token", [.text(token)]).isEmpty)
     }
 
+    /// The registration of `token`, whoever holds it.
+    func holder(token: String) throws -> PushDevice? {
+        try db.execute(
+            """
+            SELECT token, environment, topic, user_id, updated_at, provider, endpoint, p256dh, auth
+            FROM push_devices WHERE token = $1
+            """, [.text(token)]
+        ).compactMap(Self.device).first
+    }
+
     /// An account's devices; with `newest`, only that many of the most recently registered.
     func devices(userID: Int64, newest: Int? = nil) throws -> [PushDevice] {
         guard let newest else {

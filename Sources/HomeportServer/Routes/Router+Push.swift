@@ -83,7 +83,9 @@ struct PushRoutes: Sendable {
             fcm.endpoint = token
             registration = fcm
         case PushProvider.webpush.rawValue:
-            registration = try Self.webPushRegistration(endpoint: body.endpoint, body.keys?.p256dh, body.keys?.auth)
+            registration = try Self.webPushRegistration(
+                endpoint: body.endpoint, body.keys?.p256dh, body.keys?.auth,
+                allowPrivate: push.settings.webPush?.allowPrivateEndpoints ?? false)
             guard push.settings.webPushKey != nil else {
                 throw HTTPError.invalidField("provider", "This server does not send Web Push.")
             }
@@ -94,6 +96,10 @@ struct PushRoutes: Sendable {
             try push.register(registration, session: session, account: account)
         } catch let refusal as RateLimiter.Refusal {
             throw Self.tooManyChanges(refusal)
+        } catch is PushCenter.SubscriptionTaken {
+            throw HTTPError(
+                status: 409, code: APIErrorCode.subscriptionTaken,
+                message: "Another account holds this subscription with other keys; subscribe again for this one.")
         }
         switch registration.provider {
         case .apns: return try .json(registration)
@@ -104,13 +110,14 @@ struct PushRoutes: Sendable {
 
     /// A Web Push subscription as the server keeps it (named by its endpoint's hash, its keys
     /// in canonical base64url), or the 400 that names the field that is wrong.
-    static func webPushRegistration(endpoint: String?, _ p256dh: String?, _ auth: String?) throws
-        -> PushDeviceRegistration
+    static func webPushRegistration(endpoint given: String?, _ p256dh: String?, _ auth: String?, allowPrivate: Bool)
+        throws -> PushDeviceRegistration
     {
-        guard let endpoint else { throw HTTPError.invalidField("endpoint", "A Web Push subscription has an endpoint.") }
-        if let problem = WebPushSubscription.endpointProblem(endpoint) {
+        guard let given else { throw HTTPError.invalidField("endpoint", "A Web Push subscription has an endpoint.") }
+        if let problem = WebPushSubscription.endpointProblem(given, allowPrivate: allowPrivate) {
             throw HTTPError.invalidField("endpoint", problem)
         }
+        let endpoint = WebPushSubscription.normalized(given)
         guard let key = p256dh.flatMap(WebPushSubscription.publicKey) else {
             throw HTTPError.invalidField(
                 "keys.p256dh", "keys.p256dh is the subscription's P-256 public key: 65 bytes, base64url.")

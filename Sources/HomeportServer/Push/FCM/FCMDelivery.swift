@@ -41,9 +41,13 @@ final class FCMDelivery: Sendable {
     }
 
     private func send(_ item: OutboxItem, _ session: CurlSession, bearer: String) -> APNsResponse {
+        let now = clock.unixSeconds
+        guard item.expiration > now else {
+            return APNsResponse(status: 400, transportError: "expired before it could be delivered")
+        }
         guard let registration = item.fcmToken,
             let body = try? JSONSerialization.data(
-                withJSONObject: ["message": Self.message(item, token: registration, now: clock.unixSeconds)])
+                withJSONObject: ["message": Self.message(item, token: registration, now: now)])
         else { return APNsResponse(status: 400, transportError: "the push cannot be made an FCM message") }
         let url = "\(settings.baseURL)/v1/projects/\(settings.projectID)/messages:send"
         switch session.perform(

@@ -42,11 +42,15 @@ final class VAPIDToken: Sendable {
         return value
     }
 
-    /// `scheme://host[:port]` of `endpoint` (the push service's origin: the JWT's audience).
+    /// `scheme://host[:port]` of `endpoint` (the push service's origin, RFC 6454: the JWT's
+    /// audience), the default port left out.
     static func origin(_ endpoint: String) -> String {
         guard let components = URLComponents(string: endpoint), let scheme = components.scheme?.lowercased(),
             let host = components.percentEncodedHost
         else { return endpoint }
-        return "\(scheme)://\(host.lowercased())" + (components.port.map { ":\($0)" } ?? "")
+        let port = components.port.flatMap {
+            (scheme == "https" && $0 == 443) || (scheme == "http" && $0 == 80) ? nil : $0
+        }
+        return "\(scheme)://\(host.lowercased())" + (port.map { ":\($0)" } ?? "")
     }
 }

@@ -14,6 +14,10 @@ import HomeportWire
 /// given up; 429 and 5xx (and no answer) are tried again, not before `Retry-After`.
 final class WebPushDelivery: Sendable {
     private let vapid: VAPIDToken
+    /// The key of the topics' HMAC.
+    private let topicKey: [UInt8]
+    /// Whether endpoints on this machine or a private network are posted to.
+    private let allowPrivate: Bool
     private let clock: any WallClock
     private let logger: Logger
     /// The lanes pushes go out in (each subscription names its own push service, and one that is
@@ -22,6 +26,8 @@ final class WebPushDelivery: Sendable {
 
     init(settings: WebPushSettings, clock: any WallClock, logger: Logger) throws {
         vapid = try VAPIDToken(settings: settings, clock: clock)
+        topicKey = try ES256Key(pem: settings.keyPEM).derivedSecret("homeport web push topic")
+        allowPrivate = settings.allowPrivateEndpoints
         self.clock = clock
         self.logger = logger
         lanes = CurlLanes(timeoutSeconds: settings.timeoutSeconds)
@@ -37,6 +43,14 @@ final class WebPushDelivery: Sendable {
             let p256dh = WebPushSubscription.publicKey(target.p256dh),
             let auth = WebPushSubscription.authSecret(target.auth)
         else { return APNsResponse(status: 400, transportError: "the subscription's keys are not usable") }
+        // Registered while private endpoints were allowed, or before the rule: not now.
+        if WebPushSubscription.endpointProblem(target.endpoint, allowPrivate: allowPrivate) != nil {
+            return APNsResponse(status: 400, transportError: "the endpoint is not one this server posts to")
+        }
+        let now = clock.unixSeconds
+        guard item.expiration > now else {
+            return APNsResponse(status: 400, transportError: "expired before it could be delivered")
+        }
         let body: [UInt8]
         let authorization: String
         do {
@@ -47,10 +61,10 @@ final class WebPushDelivery: Sendable {
         }
         var headers = [
             "Content-Type: application/octet-stream", "Content-Encoding: aes128gcm",
-            "TTL: \(max(0, item.expiration - clock.unixSeconds))",
+            "TTL: \(item.expiration - now)",
             "Urgency: \(item.priority >= 10 ? "high" : "normal")", "Authorization: \(authorization)",
         ]
-        if let topic = Self.topic(item) { headers.append("Topic: \(topic)") }
+        if let topic = topic(item) { headers.append("Topic: \(topic)") }
         switch session.perform(target.endpoint, headers: headers, body: Data(body)) {
         case .failure(let failure):
             return APNsResponse(status: 0, transportError: failure.description)
@@ -74,8 +88,9 @@ final class WebPushDelivery: Sendable {
     }
 
     /// The `Topic` (at most 32 characters of base64url, RFC 8030 §5.4): the push's collapse id,
-    /// or else its thread, hashed; none when it has neither.
-    static func topic(_ item: OutboxItem) -> String? {
+    /// or else its thread, under an HMAC keyed with a secret derived from the VAPID key (a push
+    /// service cannot read a thread back from it); none when it has neither.
+    func topic(_ item: OutboxItem) -> String? {
         var key = item.collapseID
         if key == nil, let object = try? JSONSerialization.jsonObject(with: Data(item.payload.utf8)) as? [String: Any],
             let aps = object["aps"] as? [String: Any]
@@ -83,6 +98,6 @@ final class WebPushDelivery: Sendable {
             key = aps["thread-id"] as? String
         }
         guard let key, !key.isEmpty else { return nil }
-        return String(IdentityProof.base64URL(Digest.sha256(Array(key.utf8))).prefix(32))
+        return String(IdentityProof.base64URL(Digest.hmacSHA256(key: topicKey, Array(key.utf8))).prefix(32))
     }
 }

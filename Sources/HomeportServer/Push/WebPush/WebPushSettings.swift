@@ -12,6 +12,10 @@ public struct WebPushSettings: Sendable {
     /// Longest wait for one push service's answer, in seconds (a push service that takes longer
     /// is tried again later).
     public var timeoutSeconds: Int
+    /// Whether endpoints on this machine or a private network (and plain `http://` there) are
+    /// taken: a UnifiedPush distributor on the household's network, tests. Off, the server
+    /// posts only to public `https://` push services.
+    public var allowPrivateEndpoints = false
 
     /// Creates settings.
     public init(keyPEM: String, subject: String, timeoutSeconds: Int = 10) {

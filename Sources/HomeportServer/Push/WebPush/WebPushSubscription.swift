@@ -21,20 +21,40 @@ enum WebPushSubscription {
             }
     }
 
-    /// What is wrong with `endpoint`, or `nil`: an `https://` URL with a host (plain `http://`
-    /// only on a loopback address, for tests and a distributor on the same machine), without
-    /// user information or a fragment, at most 1024 characters.
-    static func endpointProblem(_ endpoint: String) -> String? {
+    /// What is wrong with `endpoint`, or `nil`: an `https://` URL with a host, without user
+    /// information or a fragment, at most 1024 characters. A host that names this machine or a
+    /// private network (`localhost`, a loopback, private, link-local, shared or unique-local
+    /// address) is refused unless `allowPrivate` (`--webpush-allow-private-endpoints`: a
+    /// distributor on the household's network, tests), and then plain `http://` is taken too:
+    /// otherwise any account could make the server post to its neighbours.
+    static func endpointProblem(_ endpoint: String, allowPrivate: Bool) -> String? {
         guard (1...1024).contains(endpoint.utf8.count), endpoint.utf8.allSatisfy({ (0x21...0x7E).contains($0) }),
             let components = URLComponents(string: endpoint), let host = components.host, !host.isEmpty,
             components.user == nil, components.password == nil, components.fragment == nil
         else { return "The endpoint is the push service's https:// URL (at most 1024 characters)." }
-        switch components.scheme?.lowercased() {
-        case "https": return nil
-        case "http" where PushGatewaySettings.isAllowedURL("http://\(components.percentEncodedHost ?? host)/"):
-            return nil
-        default: return "The endpoint must be https:// (plain http:// only on a loopback address)."
+        let scheme = components.scheme?.lowercased()
+        let isPrivate = NetworkAddress.isPrivate(host: host)
+        guard scheme == "https" || (scheme == "http" && allowPrivate && isPrivate) else {
+            return "The endpoint must be https:// (plain http:// only on a private network this server allows)."
         }
+        if !allowPrivate, isPrivate {
+            return "The endpoint names this machine or a private network; this server does not post there."
+        }
+        return nil
+    }
+
+    /// `endpoint` as one subscription is spelled once: the scheme and host in lowercase, the
+    /// default port left out (so `HTTPS://Push.Example:443/x` is `https://push.example/x`).
+    static func normalized(_ endpoint: String) -> String {
+        guard var components = URLComponents(string: endpoint), let scheme = components.scheme?.lowercased() else {
+            return endpoint
+        }
+        components.scheme = scheme
+        components.percentEncodedHost = components.percentEncodedHost?.lowercased()
+        if (scheme == "https" && components.port == 443) || (scheme == "http" && components.port == 80) {
+            components.port = nil
+        }
+        return components.string ?? endpoint
     }
 
     /// The subscription's public key: base64url of a 65-byte uncompressed P-256 point on the curve.
