@@ -77,15 +77,20 @@ public struct PushRouter: Sendable {
         guard payload.count <= Self.maximumBytes else {
             throw PushRoutingFailure.unreadable("the payload is larger than \(Self.maximumBytes) bytes")
         }
+        // An APNs payload (a decrypted Web Push is one too), or an FCM message: `aps`, or `data`.
+        let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any]
+        let isFCM = object?["aps"] == nil && object?["data"] != nil
+        let read = { (bytes: Data) in
+            isFCM ? try PushPayload(decodingFCM: bytes) : try PushPayload(decoding: bytes, appDataKey: appDataKey)
+        }
         let first: PushPayload
         do {
-            first = try PushPayload(decoding: payload, appDataKey: appDataKey)
+            first = try read(payload)
         } catch {
             throw PushRoutingFailure.unreadable("not a push payload (\(Self.reason(error)))")
         }
-        guard let object = try? JSONSerialization.jsonObject(with: payload),
-            let again = try? JSONSerialization.data(withJSONObject: object),
-            let last = try? PushPayload(decoding: again, appDataKey: appDataKey)
+        guard let object, let again = try? JSONSerialization.data(withJSONObject: object),
+            let last = try? read(again)
         else { throw PushRoutingFailure.unreadable("not a push payload") }
         guard first == last else { throw PushRoutingFailure.ambiguous }
         return first

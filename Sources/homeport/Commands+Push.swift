@@ -56,7 +56,13 @@ extension Commands {
             CommandSpec(
                 name: "homeport push route",
                 summary: "Say which enrolled server a push payload came from (nothing is sent anywhere).",
-                arguments: [.init("FILE", help: "The payload's JSON; '-' or nothing reads standard input.")],
+                arguments: [
+                    .init(
+                        "FILE",
+                        help:
+                            "The payload's JSON (an APNs payload, a decrypted Web Push, or an FCM message {\"data\": …}); '-' or nothing reads standard input."
+                    )
+                ],
                 options: [
                     .value(
                         "app-data-key", "KEY", help: "The key of the product's block in the payload.",

@@ -122,6 +122,37 @@ struct PushRouterTests {
         #expect(throws: PushRoutingFailure.self) { try PushRouter().route(Data(bad.utf8), among: try servers()) }
     }
 
+    /// An FCM message as an Android app receives it from a Homeport server.
+    func fcm(_ data: [String: String], title: String = "Turn ended") throws -> Data {
+        try JSONSerialization.data(withJSONObject: ["data": data, "notification": ["title": title]])
+    }
+
+    @Test("an FCM data message routes by its s as an APNs payload does; a bad one fails closed")
+    func fcmMessages() throws {
+        let router = PushRouter()
+        let fromB = try router.route(
+            try fcm([
+                "s": b.description, "c": "homeport/core:chat.turn-ended", "id": "42", "mv": "m2",
+                "thread": "\(b):chat:42", "d": #"{"entry":"7"}"#,
+            ]), among: try servers())
+        #expect(fromB.server == b.description && fromB.attribution == .serverID)
+        #expect(fromB.threadID == "\(b):chat:42" && fromB.thread == "chat:42")
+        #expect(fromB.deepLink?.absoluteString == "homeport://session/42")
+        #expect(fromB.catalogueVersion == "m2" && fromB.title == "Turn ended")
+        let stranger = InstanceID(UUID())
+        #expect(throws: PushRoutingFailure.unknownServer(stranger)) {
+            try router.route(try fcm(["s": stranger.description, "c": "x"]), among: try servers())
+        }
+        #expect(throws: PushRoutingFailure.threadOfAnotherServer(a)) {
+            try router.route(try fcm(["s": b.description, "c": "x", "thread": "\(a):chat:42"]), among: try servers())
+        }
+        for bad in [["s": "not-an-id", "c": "x"], ["s": b.description], ["s": b.description, "c": "x", "id": "4x"]] {
+            #expect(throws: PushRoutingFailure.self) { try router.route(try fcm(bad), among: try servers()) }
+        }
+        let sTwice = #"{"data":{"s":"\#(a)","s":"\#(b)","c":"x"},"notification":{"title":"x"}}"#
+        #expect(throws: PushRoutingFailure.ambiguous) { try router.route(Data(sTwice.utf8), among: try servers()) }
+    }
+
     @Test("a key given twice with different values is refused (two readers must not see two servers)")
     func duplicateKeys() throws {
         let block = { (id: InstanceID) in #"{"s":"\#(id)","c":"x","id":1}"# }

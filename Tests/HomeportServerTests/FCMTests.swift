@@ -82,6 +82,12 @@ struct FCMTests {
             #expect(first.data["thread"] == "\(instance):chat:42")
             #expect(first.data["mv"] == server.application.push.catalogue.version)
             #expect(first.body == "There" && first.priority == "HIGH")
+            // What the server sends is what the client reads back as the APNs payload's twin.
+            let message = try JSONSerialization.data(
+                withJSONObject: ["data": first.data, "notification": ["title": first.title ?? "", "body": "There"]])
+            let read = try PushPayload(decodingFCM: message)
+            #expect(read.appData?.s?.description == instance && read.appData?.id == 7)
+            #expect(read.aps.threadID == "\(instance):chat:42" && read.aps.alert.title == "Hello")
             #expect(first.ttl.map { (86000...86400).contains(Int($0.dropLast()) ?? 0) } == true, "\(first.ttl ?? "")")
             #expect(try server.outboxRows().isEmpty)
         }

@@ -90,6 +90,7 @@ struct WebPushTests {
             ("auth", IdentityProof.base64URL([UInt8](repeating: 1, count: 12)), "keys.auth"),
             ("auth", nil, "keys.auth"),
             ("provider", "gcm", "provider"),
+            ("provider", nil, "provider"),
             ("provider", "WEBPUSH", "provider"),
         ] as [(String, String?, String)])
     func refused(name: String, value: String?, field: String) throws {

@@ -61,6 +61,11 @@ struct PushRoutes: Sendable {
                 "Send {\"token\": \"<hex>\", \"environment\": \"sandbox\"|\"production\"}, or {\"provider\": \"webpush\", "
                     + "\"endpoint\": \"https://…\", \"keys\": {\"p256dh\": \"…\", \"auth\": \"…\"}}.")
         }
+        // Left out, the provider is apns (as before there were others); given, it is a name.
+        let given = try? JSONSerialization.jsonObject(with: request.body) as? [String: Any]
+        if given?["provider"] is NSNull {
+            throw HTTPError.invalidField("provider", "The provider is apns, fcm or webpush.")
+        }
         let registration: PushDeviceRegistration
         switch body.provider ?? PushProvider.apns.rawValue {
         case PushProvider.apns.rawValue:
