@@ -4,7 +4,7 @@ extension PushPayload {
     /// Reads an FCM message as an Android app receives it, `{"data": {…}, "notification":
     /// {"title", "body"}}`, into the payload an APNs push of the same notification carries: the
     /// data block holds the app data's fields as strings (`s`, `c`, `id`, `mv`, `d` as JSON
-    /// text) and `thread`, the namespaced thread id. So ``PushRouter`` routes it by `s` as it
+    /// text) and `thread`, the namespaced thread id. So the client's `PushRouter` routes it by `s` as it
     /// routes an APNs payload. Throws when it is not such a message (no `data`, no `c`, an `s`
     /// that is not an installation id, an `id` that is not a number, a `d` that is not an
     /// object of strings).

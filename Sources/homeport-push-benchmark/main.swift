@@ -15,6 +15,9 @@ import HomeportCrypto
 //     opens COUNT in-app streams with the session TOKEN, runs COMMAND (which notifies the
 //     account) once all are open, and prints "streams <seconds until every stream had the event>
 //     <server RSS before, KiB> <server RSS with the streams open, KiB>".
+//   homeport-push-benchmark webpush-encrypt COUNT
+//     encrypts a 300-byte payload COUNT times for one subscription (RFC 8291: a fresh key pair,
+//     ECDH, HKDF, AES-128-GCM) and prints "webpush-encrypt <µs per message>".
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 
@@ -134,11 +137,30 @@ func sender(_ arguments: [String]) throws {
     }
 #endif
 
+func webPushEncrypt(_ arguments: [String]) throws {
+    guard arguments.count == 1, let count = Int(arguments[0]), count > 0 else {
+        fail("usage: homeport-push-benchmark webpush-encrypt COUNT")
+    }
+    let subscription = try P256Key.generate().publicKey
+    let auth = try SystemRandom().bytes(16)
+    let payload = [UInt8](repeating: 0x61, count: 300)
+    var bytes = 0
+    let start = ContinuousClock.now
+    for _ in 0..<count {
+        bytes &+= try WebPushContent.encrypt(payload, p256dh: subscription, auth: auth).count
+    }
+    let elapsed = ContinuousClock.now - start
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    guard bytes > 0 else { fail("nothing encrypted") }
+    print("webpush-encrypt \(seconds * 1e6 / Double(count))")
+}
+
 do {
     switch arguments.first {
     case "sender": try sender(Array(arguments.dropFirst()))
     case "streams": try streams(Array(arguments.dropFirst()))
-    default: fail("usage: homeport-push-benchmark sender|streams …")
+    case "webpush-encrypt": try webPushEncrypt(Array(arguments.dropFirst()))
+    default: fail("usage: homeport-push-benchmark sender|streams|webpush-encrypt …")
     }
 } catch {
     fail("homeport-push-benchmark: \(error)")
