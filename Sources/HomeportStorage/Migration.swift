@@ -177,7 +177,8 @@ public struct Migrator: Sendable {
                 return false
             }
             for statement in migration.statements(for: dialect) {
-                _ = try connection.execute(statement, [])
+                guard let idempotent = try Self.idempotent(statement, dialect: dialect, connection) else { continue }
+                _ = try connection.execute(idempotent, [])
             }
             let record: [SQLValue] = [
                 .integer(Int64(migration.version)), .text(migration.name),
@@ -193,6 +194,32 @@ public struct Migrator: Sendable {
         } catch {
             if !connection.isBroken { _ = try? connection.execute("ROLLBACK", []) }
             throw StorageError.migrationFailed(version: migration.version, message: String(describing: error))
+        }
+    }
+}
+
+extension Migrator {
+    /// `statement` made safe to run again, or `nil` when it has nothing left to do: an
+    /// `ALTER TABLE T ADD COLUMN C …` is `ADD COLUMN IF NOT EXISTS` on PostgreSQL, and is left
+    /// out on SQLite (which has no such clause) when `T` has a column `C` already. (A migration
+    /// runs again when its record is lost; every other statement is written idempotent.)
+    static func idempotent(_ statement: String, dialect: SQLDialect, _ connection: any DatabaseConnection) throws
+        -> String?
+    {
+        let words = statement.split(whereSeparator: \.isWhitespace)
+        guard words.count > 6, words[0].uppercased() == "ALTER", words[1].uppercased() == "TABLE",
+            words[3].uppercased() == "ADD", words[4].uppercased() == "COLUMN", words[5].uppercased() != "IF"
+        else { return statement }
+        let table = String(words[2])
+        let column = String(words[5])
+        switch dialect {
+        case .postgres:
+            guard let range = statement.range(of: String(words[4]) + " ") else { return statement }
+            return statement.replacingCharacters(in: range, with: String(words[4]) + " IF NOT EXISTS ")
+        case .sqlite:
+            let present = try connection.execute(
+                "SELECT 1 FROM pragma_table_info($1) WHERE name = $2", [.text(table), .text(column)])
+            return present.isEmpty ? statement : nil
         }
     }
 }
