@@ -36,6 +36,19 @@ public final class RSAPrivateKey: @unchecked Sendable {
         EVP_PKEY_free(key)
     }
 
+    /// A 256-bit secret derived from the private key for `label` (HMAC-SHA256, keyed by the key's
+    /// DER encoding): the same wherever the key is, and beyond reach of anyone without it.
+    public func derivedSecret(_ label: String) throws -> [UInt8] {
+        var der: UnsafeMutablePointer<UInt8>?
+        let length = i2d_PrivateKey(key, &der)
+        guard length > 0, let der else { throw CryptoError.badKey("OpenSSL cannot encode the private key") }
+        defer {
+            der.initialize(repeating: 0, count: Int(length))
+            CRYPTO_free(der, nil, 0)
+        }
+        return Digest.hmacSHA256(key: Array(UnsafeBufferPointer(start: der, count: Int(length))), Array(label.utf8))
+    }
+
     /// The RS256 signature of `message`.
     public func sign(_ message: [UInt8]) throws -> [UInt8] {
         guard let context = EVP_MD_CTX_new() else { throw CryptoError.signingFailed }

@@ -192,7 +192,9 @@ public final class HomeportApplication: Sendable {
         let web = try configuration.push.webPush.map {
             try WebPushDelivery(settings: $0, clock: clock, logger: pushLogger)
         }
-        let android = try configuration.push.fcm.map { try FCMDelivery(settings: $0, clock: clock) }
+        let android = try configuration.push.fcm.map {
+            try FCMDelivery(settings: $0, database: database, clock: clock)
+        }
         let transport: (any PushTransport)? =
             web == nil && android == nil ? apple : PushDispatch(apns: apple, webPush: web, fcm: android)
         if let transport {

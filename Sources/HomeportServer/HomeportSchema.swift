@@ -533,6 +533,19 @@ public enum HomeportSchema {
                 "ALTER TABLE push_outbox ADD COLUMN p256dh TEXT",
                 "ALTER TABLE push_outbox ADD COLUMN auth TEXT",
             ]),
+        // FCM's access token, shared by the replicas as the APNs provider token is (sealed).
+        Migration(
+            version: 20, name: "fcm_access_tokens",
+            statements: [
+                """
+                CREATE TABLE IF NOT EXISTS fcm_access_tokens (
+                    project_id TEXT PRIMARY KEY,
+                    client_email TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    expires_at BIGINT NOT NULL
+                )
+                """
+            ]),
     ]
 
     /// A migrator over ``migrations``.

@@ -139,6 +139,29 @@ struct FCMTests {
         }
     }
 
+    @Test("replicas share one access token through the database, where it is sealed")
+    func sharedAccessToken() throws {
+        let standIn = try FCMStandIn()
+        try withAccounts(.sqlite, push: try fcmSettings(standIn), clockStart: Date()) { a in
+            let ada = try a.signIn("ada@example.com")
+            #expect(try a.register(fcm: fcmToken(1), token: ada).status == 200)
+            try a.pushToAda("From A")
+            try a.drain()
+            #expect(try eventually { try standIn.messages().delivered.count == 1 })
+            // A stops sending; the second replica sends with the token A stored.
+            try #require(a.application.sender).stop()
+            try withAccounts(.sqlite, push: try fcmSettings(standIn), clockStart: Date(), database: a.url) { b in
+                try b.pushToAda("From B")
+                try b.drain()
+                #expect(try eventually { try standIn.messages().delivered.count == 2 })
+            }
+            #expect(try standIn.messages().tokensIssued == 1, "one access token for both replicas")
+            let rows = try a.application.database.execute("SELECT token FROM fcm_access_tokens")
+            #expect(rows.count == 1)
+            #expect(rows.first?.string(at: 0)?.contains("ya29.") == false, "sealed in the database")
+        }
+    }
+
     @Test("serve refuses an FCM base URL alone, a service-account file others may read or one without its key")
     func serveOptions() throws {
         let standIn = try FCMStandIn()

@@ -1,6 +1,7 @@
 import Foundation
 import HomeportAPNs
 import HomeportLogging
+import HomeportStorage
 import HomeportWire
 
 /// Sends pushes to Android apps through Firebase Cloud Messaging (HTTP v1,
@@ -16,9 +17,9 @@ final class FCMDelivery: Sendable {
     private let clock: any WallClock
     private let lanes: CurlLanes
 
-    init(settings: FCMSettings, clock: any WallClock) throws {
+    init(settings: FCMSettings, database: any Database, clock: any WallClock) throws {
         self.settings = settings
-        token = try FCMAccessToken(settings: settings, clock: clock)
+        token = try FCMAccessToken(settings: settings, database: database, clock: clock)
         self.clock = clock
         lanes = CurlLanes(timeoutSeconds: settings.timeoutSeconds)
     }
