@@ -183,6 +183,8 @@ struct WebPushTests {
         try withAccounts(.sqlite, push: try webPushSettings(), clockStart: Date()) { server in
             let ada = try server.signIn("ada@example.com")
             #expect(try server.register(subscription, token: ada).status == 200)
+            // The sending thread stops first, so that the push waits while its day is made past.
+            try #require(server.application.sender).stop()
             try server.application.push.notify(email: "ada@example.com", code: ServerCatalogue.testCode, title: "Late")
             try server.application.database.execute("UPDATE push_outbox SET expiration = 1")
             try server.drain()
