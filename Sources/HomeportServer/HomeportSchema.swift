@@ -324,50 +324,7 @@ public enum HomeportSchema {
                     version BIGINT NOT NULL
                 )
                 """
-            let gatewayOn = "EXISTS (SELECT 1 FROM serving_settings WHERE name = 'push-gateway')"
-            func upsert(_ row: String, _ registered: Int) -> String {
-                """
-                INSERT INTO push_gateway_changes (token, environment, registered, version)
-                VALUES (\(row).token, \(row).environment, \(registered), 1)
-                ON CONFLICT (token) DO UPDATE SET environment = excluded.environment, registered = \(registered),
-                    version = push_gateway_changes.version + 1;
-                """
-            }
-            guard dialect == .postgres else {
-                return [table]
-                    + [("insert", "INSERT", "NEW", 1), ("update", "UPDATE", "NEW", 1), ("delete", "DELETE", "OLD", 0)]
-                    .map { name, event, row, registered in
-                        """
-                        CREATE TRIGGER IF NOT EXISTS push_devices_gateway_\(name) AFTER \(event) ON push_devices
-                        WHEN \(gatewayOn)
-                        BEGIN
-                        \(upsert(row, registered))
-                        END
-                        """
-                    }
-            }
-            return [
-                table,
-                """
-                CREATE OR REPLACE FUNCTION push_devices_gateway_change() RETURNS trigger LANGUAGE plpgsql AS $body$
-                BEGIN
-                    IF \(gatewayOn) THEN
-                        IF TG_OP = 'DELETE' THEN
-                            \(upsert("OLD", 0))
-                        ELSE
-                            \(upsert("NEW", 1))
-                        END IF;
-                    END IF;
-                    RETURN NULL;
-                END
-                $body$
-                """,
-                "DROP TRIGGER IF EXISTS push_devices_gateway ON push_devices",
-                """
-                CREATE TRIGGER push_devices_gateway AFTER INSERT OR UPDATE OR DELETE ON push_devices
-                FOR EACH ROW EXECUTE FUNCTION push_devices_gateway_change()
-                """,
-            ]
+            return [table] + gatewayChangeTriggers(dialect, apnsOnly: false)
         },
         // Indexes for statements that read a growing table whole (found by EXPLAIN of every
         // statement a server runs): a reset's cleanup and an account's deletion (and the cascade
@@ -546,8 +503,72 @@ public enum HomeportSchema {
                 )
                 """
             ]),
+        // The push gateway carries APNs only: a Web Push or FCM device's change is not noted for it.
+        Migration(version: 21, name: "push_gateway_changes_apns_only") { dialect in
+            let again =
+                dialect == .postgres
+                ? []
+                : ["insert", "update", "delete"].map {
+                    "DROP TRIGGER IF EXISTS push_devices_gateway_\($0)"
+                }
+            return again + gatewayChangeTriggers(dialect, apnsOnly: true) + [
+                "DELETE FROM push_gateway_changes WHERE token LIKE 'webpush:%' OR token LIKE 'fcm:%'"
+            ]
+        },
     ]
 
     /// A migrator over ``migrations``.
     public static var migrator: Migrator { Migrator(migrations: migrations) }
+
+    /// The triggers that note each change of `push_devices` in `push_gateway_changes` while the
+    /// server sends through a push gateway (migration 11; with `apnsOnly`, migration 21: only an
+    /// APNs device's).
+    static func gatewayChangeTriggers(_ dialect: SQLDialect, apnsOnly: Bool) -> [String] {
+        let gatewayOn = "EXISTS (SELECT 1 FROM serving_settings WHERE name = 'push-gateway')"
+        func apns(_ row: String) -> String { apnsOnly ? " AND \(row).provider = 'apns'" : "" }
+        func only(_ row: String, _ statement: String) -> String {
+            apnsOnly ? "IF \(row).provider = 'apns' THEN \(statement) END IF;" : statement
+        }
+        func upsert(_ row: String, _ registered: Int) -> String {
+            """
+            INSERT INTO push_gateway_changes (token, environment, registered, version)
+            VALUES (\(row).token, \(row).environment, \(registered), 1)
+            ON CONFLICT (token) DO UPDATE SET environment = excluded.environment, registered = \(registered),
+                version = push_gateway_changes.version + 1;
+            """
+        }
+        guard dialect == .postgres else {
+            return [("insert", "INSERT", "NEW", 1), ("update", "UPDATE", "NEW", 1), ("delete", "DELETE", "OLD", 0)]
+                .map { name, event, row, registered in
+                    """
+                    CREATE TRIGGER IF NOT EXISTS push_devices_gateway_\(name) AFTER \(event) ON push_devices
+                    WHEN \(gatewayOn)\(apns(row))
+                    BEGIN
+                    \(upsert(row, registered))
+                    END
+                    """
+                }
+        }
+        return [
+            """
+            CREATE OR REPLACE FUNCTION push_devices_gateway_change() RETURNS trigger LANGUAGE plpgsql AS $body$
+            BEGIN
+                IF \(gatewayOn) THEN
+                    IF TG_OP = 'DELETE' THEN
+                        \(only("OLD", upsert("OLD", 0)))
+                    ELSE
+                        \(only("NEW", upsert("NEW", 1)))
+                    END IF;
+                END IF;
+                RETURN NULL;
+            END
+            $body$
+            """,
+            "DROP TRIGGER IF EXISTS push_devices_gateway ON push_devices",
+            """
+            CREATE TRIGGER push_devices_gateway AFTER INSERT OR UPDATE OR DELETE ON push_devices
+            FOR EACH ROW EXECUTE FUNCTION push_devices_gateway_change()
+            """,
+        ]
+    }
 }

@@ -444,8 +444,10 @@ struct PushGatewayTests {
         #expect(other.results.first?["status"] as? Int == 200, "another server's rate is its own")
     }
 
-    @Test("a server behind a gateway sends its Web Pushes itself: the gateway never hears of a subscription")
-    func webPushBesideGateway() throws {
+    @Test(
+        "a server behind a gateway sends its Web Pushes itself: the gateway never hears of a subscription",
+        arguments: Backend.allCases)
+    func webPushBesideGateway(backend: Backend) throws {
         let standIn = try APNsStandIn()
         let service = try WebPushStandIn()
         let subscription = try service.subscribe()
@@ -455,7 +457,7 @@ struct PushGatewayTests {
         var web = WebPushSettings(keyPEM: try P256Key.generate().privateKeyPEM, subject: "mailto:ops@example.net")
         web.allowPrivateEndpoints = true
         try settings.enableWebPush(web)
-        try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
+        try withAccounts(backend, push: settings, clockStart: Date()) { server in
             try gateway.enroll("s0", instanceID: server.instanceID, credential: credential)
             let ada = try server.signIn("ada@example.com")
             _ = try server.register(device(3), token: ada)

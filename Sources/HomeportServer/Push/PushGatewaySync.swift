@@ -75,14 +75,10 @@ struct PushGatewaySync {
         try db.execute("DELETE FROM push_gateway_changes")
     }
 
-    /// Up to `limit` changes, in token order. The gateway carries APNs only: the triggers note
-    /// every device's change, and a Web Push subscription's is dropped here (this server sends
-    /// its Web Pushes itself).
+    /// Up to `limit` changes, in token order (APNs devices only: the gateway carries nothing
+    /// else, and the triggers note nothing else).
     func pending(limit: Int) throws -> [Change] {
         try db.execute(
-            "DELETE FROM push_gateway_changes WHERE token LIKE $1 OR token LIKE $2",
-            [.text(WebPushSubscription.tokenPrefix + "%"), .text(FCMRegistration.tokenPrefix + "%")])
-        return try db.execute(
             "SELECT token, environment, registered, version FROM push_gateway_changes ORDER BY token LIMIT $1",
             [.integer(Int64(limit))]
         ).compactMap { row in
