@@ -11,17 +11,7 @@ public final class ES256Key: @unchecked Sendable {
     /// Reads a PEM private key (PKCS#8 `-----BEGIN PRIVATE KEY-----`, or SEC1 `EC PRIVATE KEY`);
     /// throws a sentence that says what is wrong when it is not a P-256 key.
     public init(pem: String) throws {
-        guard pem.contains("-----BEGIN") else {
-            throw CryptoError.badKey("it is not a PEM file (no -----BEGIN line)")
-        }
-        let bytes = Array(pem.utf8)
-        let parsed: OpaquePointer? = bytes.withUnsafeBytes { raw in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
-        }
-        ERR_clear_error()
-        guard let parsed else { throw CryptoError.badKey("OpenSSL cannot read a private key from it") }
+        let parsed = try PrivateKeyPEM.read(pem)
         guard EVP_PKEY_get_base_id(parsed) == homeport_evp_pkey_ec() else {
             EVP_PKEY_free(parsed)
             throw CryptoError.badKey("it is not an elliptic-curve key (APNs keys are P-256)")
@@ -50,14 +40,7 @@ public final class ES256Key: @unchecked Sendable {
     /// A 256-bit secret derived from the private key for `label` (HMAC-SHA256, keyed by the key's
     /// DER encoding): the same wherever the key is, and beyond reach of anyone without it.
     public func derivedSecret(_ label: String) throws -> [UInt8] {
-        var der: UnsafeMutablePointer<UInt8>?
-        let length = i2d_PrivateKey(key, &der)
-        guard length > 0, let der else { throw CryptoError.badKey("OpenSSL cannot encode the private key") }
-        defer {
-            der.initialize(repeating: 0, count: Int(length))
-            CRYPTO_free(der, nil, 0)
-        }
-        return Digest.hmacSHA256(key: Array(UnsafeBufferPointer(start: der, count: Int(length))), Array(label.utf8))
+        try PrivateKeyPEM.derivedSecret(key, label)
     }
 
     /// The ES256 signature of `message`: 64 bytes, `r` then `s`, each big-endian and zero-padded.

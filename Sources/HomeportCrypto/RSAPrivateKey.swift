@@ -10,17 +10,7 @@ public final class RSAPrivateKey: @unchecked Sendable {
     /// `RSA PRIVATE KEY`); throws a sentence that says what is wrong when it is not an RSA key of
     /// at least 2048 bits.
     public init(pem: String) throws {
-        guard pem.contains("-----BEGIN") else {
-            throw CryptoError.badKey("it is not a PEM key (no -----BEGIN line)")
-        }
-        let bytes = Array(pem.utf8)
-        let parsed: OpaquePointer? = bytes.withUnsafeBytes { raw in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
-        }
-        ERR_clear_error()
-        guard let parsed else { throw CryptoError.badKey("OpenSSL cannot read a private key from it") }
+        let parsed = try PrivateKeyPEM.read(pem)
         guard EVP_PKEY_get_base_id(parsed) == NID_rsaEncryption else {
             EVP_PKEY_free(parsed)
             throw CryptoError.badKey("it is not an RSA key")
@@ -39,14 +29,7 @@ public final class RSAPrivateKey: @unchecked Sendable {
     /// A 256-bit secret derived from the private key for `label` (HMAC-SHA256, keyed by the key's
     /// DER encoding): the same wherever the key is, and beyond reach of anyone without it.
     public func derivedSecret(_ label: String) throws -> [UInt8] {
-        var der: UnsafeMutablePointer<UInt8>?
-        let length = i2d_PrivateKey(key, &der)
-        guard length > 0, let der else { throw CryptoError.badKey("OpenSSL cannot encode the private key") }
-        defer {
-            der.initialize(repeating: 0, count: Int(length))
-            CRYPTO_free(der, nil, 0)
-        }
-        return Digest.hmacSHA256(key: Array(UnsafeBufferPointer(start: der, count: Int(length))), Array(label.utf8))
+        try PrivateKeyPEM.derivedSecret(key, label)
     }
 
     /// The RS256 signature of `message`.

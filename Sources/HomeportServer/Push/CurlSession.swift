@@ -31,6 +31,11 @@ package final class CurlSession: @unchecked Sendable {
         package var status: Int
         package var body: Data
         package var headers: [String: String] = [:]
+
+        /// The seconds `Retry-After` asks for (0 to a day), when it gives a number.
+        package var retryAfter: Int64? {
+            headers["retry-after"].flatMap { Int64($0) }.map { min(max($0, 0), 86400) }
+        }
     }
 
     /// Why there was no answer.

@@ -100,7 +100,6 @@ final class FCMDelivery: Sendable {
             details.compactMap { $0["errorCode"] as? String }.first ?? (error?["status"] as? String)
             ?? "status \(answer.status)"
         let detail = "fcm \(ServerTextLimit.clean(code))"
-        let retryAfter = answer.headers["retry-after"].flatMap { Int64($0) }.map { min(max($0, 0), 86400) }
         switch (answer.status, code) {
         case (200, _): return APNsResponse(status: 200)
         case (_, "UNREGISTERED"), (404, _): return APNsResponse(status: 410, transportError: detail)
@@ -109,7 +108,7 @@ final class FCMDelivery: Sendable {
         case (401, _): return APNsResponse(status: 403, reason: .expiredProviderToken, transportError: detail)
         case (429, _), (500...599, _):
             let status = answer.status == 429 ? 429 : 503
-            return APNsResponse(status: status, transportError: detail, retryAfter: retryAfter)
+            return APNsResponse(status: status, transportError: detail, retryAfter: answer.retryAfter)
         default: return APNsResponse(status: 400, transportError: detail)
         }
     }

@@ -1,5 +1,3 @@
-import HomeportCrypto
-
 /// The rules for an FCM registration token a device registers.
 enum FCMRegistration {
     /// The prefix of the name the server gives a registration (`fcm:` and 64 hex digits).
@@ -8,15 +6,12 @@ enum FCMRegistration {
     /// The server's name for the registration `token`: `fcm:` and its SHA-256, in hex (the token
     /// is the device's address at FCM: it never goes in a path or a log).
     static func name(token: String) -> String {
-        tokenPrefix + Digest.sha256Hex(token)
+        DeviceName.make(tokenPrefix, token)
     }
 
     /// Whether `text` is such a name.
     static func isName(_ text: String) -> Bool {
-        text.hasPrefix(tokenPrefix) && text.utf8.count == tokenPrefix.utf8.count + 64
-            && text.utf8.dropFirst(tokenPrefix.utf8.count).allSatisfy {
-                (0x30...0x39).contains($0) || (0x61...0x66).contains($0)
-            }
+        DeviceName.isName(text, prefix: tokenPrefix)
     }
 
     /// Whether `token` can be an FCM registration token: 20 to 4096 characters of letters,

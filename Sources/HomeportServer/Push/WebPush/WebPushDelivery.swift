@@ -76,13 +76,12 @@ final class WebPushDelivery: Sendable {
     /// The sender's view of a push service's answer.
     static func response(_ answer: CurlSession.Answer) -> APNsResponse {
         let detail = "web push \(answer.status)"
-        let retryAfter = answer.headers["retry-after"].flatMap { Int64($0) }.map { min(max($0, 0), 86400) }
         switch answer.status {
         case 200...202: return APNsResponse(status: 200)
         case 404, 410: return APNsResponse(status: 410, transportError: detail)
         case 429, 500...599:
             let status = answer.status == 429 ? 429 : 503
-            return APNsResponse(status: status, transportError: detail, retryAfter: retryAfter)
+            return APNsResponse(status: status, transportError: detail, retryAfter: answer.retryAfter)
         default: return APNsResponse(status: answer.status == 413 ? 413 : 400, transportError: detail)
         }
     }

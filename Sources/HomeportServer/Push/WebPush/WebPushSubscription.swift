@@ -10,15 +10,12 @@ enum WebPushSubscription {
     /// The server's name for the subscription at `endpoint`: `webpush:` and the SHA-256 of the
     /// endpoint, in hex (an endpoint is a secret of its device: it never goes in a path or a log).
     static func token(endpoint: String) -> String {
-        tokenPrefix + Digest.sha256Hex(endpoint)
+        DeviceName.make(tokenPrefix, endpoint)
     }
 
     /// Whether `text` is such a name.
     static func isToken(_ text: String) -> Bool {
-        text.hasPrefix(tokenPrefix) && text.utf8.count == tokenPrefix.utf8.count + 64
-            && text.utf8.dropFirst(tokenPrefix.utf8.count).allSatisfy {
-                (0x30...0x39).contains($0) || (0x61...0x66).contains($0)
-            }
+        DeviceName.isName(text, prefix: tokenPrefix)
     }
 
     /// What is wrong with `endpoint`, or `nil`: an `https://` URL with a host, without user
