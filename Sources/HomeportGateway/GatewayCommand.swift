@@ -18,14 +18,14 @@ package enum GatewayCommand {
     static let serveSpec = CommandSpec(
         name: "homeport-server gateway serve",
         summary:
-            "Run a push gateway: servers enrolled with 'gateway servers add' send their pushes here, and it sends them to APNs with the app's key.",
+            "Run a push gateway: servers enrolled with 'gateway servers add' send their pushes here, and it sends them to APNs with the app's key (and to FCM and Web Push with the app's service account and VAPID key, when given).",
         options: [
             .value(
                 "listen", "HOST:PORT", help: "Address to listen on; port 0 picks a free port.",
                 environment: "HOMEPORT_GATEWAY_LISTEN", default: "127.0.0.1:8090"),
             databaseOption,
             PushOptions.topic, PushOptions.pushKey,
-        ] + PushOptions.apnsKey + [
+        ] + PushOptions.apnsKey + PushOptions.fcm + PushOptions.webPush + [
             .value(
                 "pushes-per-minute", "N", help: "Pushes one enrolled server may send a minute, over every replica.",
                 environment: "HOMEPORT_GATEWAY_PUSHES_PER_MINUTE", default: "60000"),
@@ -53,6 +53,10 @@ package enum GatewayCommand {
             Servers reach it with 'homeport-server serve --push-gateway URL --push-gateway-credential-file FILE'.
             Serve it over HTTPS (--tls-cert, or a proxy that terminates TLS): credentials and payloads cross it.
             Replicas share one PostgreSQL database: a revocation holds on every one at once.
+            With --fcm-service-account-file it sends to the app's Android installs through FCM; servers
+            then add --push-gateway-fcm-project PROJECT. With --vapid-key-file and --vapid-subject it
+            sends Web Pushes (browsers, UnifiedPush); servers then add --push-gateway-webpush-key KEY,
+            the key 'homeport-server push vapid-key --vapid-key-file FILE' prints.
 
             Example:
               homeport-server gateway serve --listen 0.0.0.0:8443 --tls-cert gw.pem --tls-key gw.key \\
@@ -113,7 +117,8 @@ package enum GatewayCommand {
         Usage: homeport-server gateway serve [options]
                homeport-server gateway servers add|list|revoke [options]
 
-        A push gateway holds the app developer's APNs key for Homeport servers run by other people.
+        A push gateway holds the app developer's APNs key (and FCM service account and VAPID key)
+        for Homeport servers run by other people.
         Each server is enrolled from its own address, by its installation id and the digest of the
         credential it holds: it may push only as that installation (the payload's s), only to
         devices it registered, at its own rate, and a revocation cuts it off alone.
@@ -356,6 +361,8 @@ package enum GatewayCommand {
         if let appDataKey = try PushOptions.appDataKey(parsed, spec, environment) {
             configuration.appDataKey = appDataKey
         }
+        configuration.fcm = try PushOptions.fcm(parsed, spec, environment)
+        configuration.webPush = try PushOptions.webPush(parsed, spec, environment)
         if let rate = try ServerCLI.integer("pushes-per-minute", parsed, spec, environment, range: 1...100_000_000) {
             configuration.pushesPerMinute = rate
         }

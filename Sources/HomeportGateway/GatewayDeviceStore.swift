@@ -1,4 +1,22 @@
+import HomeportServer
 import HomeportStorage
+import HomeportWire
+
+/// One device a server registered with the gateway: an APNs token, or an FCM or Web Push
+/// device with the address the gateway pushes to (never in a log).
+struct GatewayDevice: Hashable {
+    /// The APNs token, or the server's name for the device (`fcm:…`, `webpush:…`).
+    var token: String
+    /// Which push service carries its pushes.
+    var provider: PushProvider
+    /// Which APNs host (APNs only).
+    var environment: PushEnvironment
+    /// FCM's registration token, or the Web Push endpoint.
+    var endpoint: String?
+    /// The Web Push subscription's keys.
+    var p256dh: String?
+    var auth: String?
+}
 
 /// The `gateway_devices` table: which devices each server registered.
 struct GatewayDeviceStore {
@@ -8,18 +26,25 @@ struct GatewayDeviceStore {
         self.db = db
     }
 
-    /// Registers `token` for `server` (again).
-    func register(server: Int64, token: String, environment: String, now: Int64) throws {
+    /// Registers `device` for `server` (again).
+    func register(server: Int64, _ device: GatewayDevice, now: Int64) throws {
         try db.execute(
             """
-            INSERT INTO gateway_devices (server_id, token, environment, updated_at) VALUES ($1, $2, $3, $4)
+            INSERT INTO gateway_devices (server_id, token, environment, updated_at, provider, endpoint, p256dh, auth)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
             ON CONFLICT (server_id, token) DO UPDATE SET environment = excluded.environment,
-                updated_at = excluded.updated_at
-            """, [.integer(server), .text(token), .text(environment), .integer(now)])
+                updated_at = excluded.updated_at, provider = excluded.provider, endpoint = excluded.endpoint,
+                p256dh = excluded.p256dh, auth = excluded.auth
+            """,
+            [
+                .integer(server), .text(device.token), .text(device.environment.rawValue), .integer(now),
+                .text(device.provider.rawValue), device.endpoint.map(SQLValue.text) ?? .null,
+                device.p256dh.map(SQLValue.text) ?? .null, device.auth.map(SQLValue.text) ?? .null,
+            ])
     }
 
     /// Removes `token` from `server`'s devices; after a 410, only if it was not registered again
-    /// after Apple's timestamp.
+    /// after the service's timestamp.
     func remove(server: Int64, token: String, unlessUpdatedAfter since: Int64? = nil) throws {
         if let since {
             try db.execute(
@@ -31,18 +56,27 @@ struct GatewayDeviceStore {
         }
     }
 
-    /// Which of `tokens` `server` registered.
-    func registered(server: Int64, among tokens: [String]) throws -> Set<String> {
-        var found: Set<String> = []
+    /// Which of `tokens` `server` registered, by token.
+    func registered(server: Int64, among tokens: [String]) throws -> [String: GatewayDevice] {
+        var found: [String: GatewayDevice] = [:]
         let unique = Array(Set(tokens))
         for start in stride(from: 0, to: unique.count, by: 500) {
             let chunk = Array(unique[start..<min(start + 500, unique.count)])
             let placeholders = (2...chunk.count + 1).map { "$\($0)" }.joined(separator: ", ")
             for row in try db.execute(
-                "SELECT token FROM gateway_devices WHERE server_id = $1 AND token IN (\(placeholders))",
+                """
+                SELECT token, provider, environment, endpoint, p256dh, auth FROM gateway_devices
+                WHERE server_id = $1 AND token IN (\(placeholders))
+                """,
                 [.integer(server)] + chunk.map(SQLValue.text))
             {
-                if let token = row.string("token") { found.insert(token) }
+                guard let token = row.string("token"),
+                    let provider = row.string("provider").flatMap(PushProvider.init(rawValue:)),
+                    let environment = row.string("environment").flatMap(PushEnvironment.init(rawValue:))
+                else { continue }
+                found[token] = GatewayDevice(
+                    token: token, provider: provider, environment: environment, endpoint: row.string("endpoint"),
+                    p256dh: row.string("p256dh"), auth: row.string("auth"))
             }
         }
         return found

@@ -12,7 +12,7 @@ import HomeportWire
 /// once on every replica.
 struct GatewayHandlers: Sendable {
     let database: any Database
-    let apns: APNsDelivery
+    let deliveries: GatewayDeliveries
     let configuration: PushGatewayConfiguration
     let clock: any WallClock
     let logger: Logger
@@ -21,8 +21,9 @@ struct GatewayHandlers: Sendable {
     /// The live credentials' digests, for the head check.
     let credentials: GatewayCredentials
 
-    /// `POST /gateway/v1/pushes`: checks each push, sends those that pass to APNs in one batch,
-    /// and answers each push's outcome in order.
+    /// `POST /gateway/v1/pushes`: checks each push, sends those that pass to their services
+    /// (APNs in one batch; FCM and Web Push in parallel lanes), and answers each push's outcome
+    /// in order.
     func pushes(_ request: HTTPRequest) throws -> HTTPResponse {
         // Who it is, before the body is parsed: a stranger costs one indexed lookup.
         let credential = try Self.credential(request)
@@ -57,32 +58,35 @@ struct GatewayHandlers: Sendable {
         for (index, push) in batch.pushes.enumerated() where outcomes[index] == nil {
             if index >= allowed {
                 outcomes[index] = GatewayPushOutcome(status: 429, reason: PushGatewayReason.tooManyRequests)
-            } else if push.topic != configuration.topic {
+            } else if !deliveries.carries(push.provider) {
+                outcomes[index] = GatewayPushOutcome(status: 400, reason: PushGatewayReason.providerUnavailable)
+            } else if push.provider == .apns, push.topic != configuration.topic {
                 outcomes[index] = GatewayPushOutcome(status: 400, reason: PushGatewayReason.topicDisallowed)
             } else if let refusal = refusal(of: push.payload) {
                 outcomes[index] = refusal
-            } else if !registered.contains(push.deviceToken) {
+            } else if registered[push.deviceToken]?.provider != push.provider {
                 outcomes[index] = GatewayPushOutcome(status: 403, reason: PushGatewayReason.unknownDevice)
             } else {
                 sending.append(index)
             }
         }
-        let answers = try apns.send(
-            sending.map {
-                let push = batch.pushes[$0]
-                return APNsRequest(
-                    apnsID: push.apnsId, deviceToken: push.deviceToken, topic: push.topic,
-                    // `malformed` refused any other priority.
-                    payload: Data(push.payload.utf8), priority: APNsPriority(rawValue: push.priority) ?? .immediate,
-                    expiration: push.expiration, collapseID: push.collapseId.map { Self.collapseID($0, of: server) },
-                    environment: push.environment == .sandbox ? .sandbox : .production)
+        let answers = try deliveries.send(
+            sending.map { index in
+                let push = batch.pushes[index]
+                let device = registered[push.deviceToken]
+                return OutboxItem(
+                    apnsID: push.apnsId, deviceToken: push.deviceToken, environment: push.environment,
+                    topic: push.topic, payload: push.payload,
+                    collapseID: push.collapseId.map { Self.collapseID($0, of: server) }, priority: push.priority,
+                    expiration: push.expiration, provider: push.provider,
+                    webPush: device.flatMap(Self.webPushTarget),
+                    fcmToken: push.provider == .fcm ? device?.endpoint : nil)
             })
         let devices = GatewayDeviceStore(database)
         for (index, answer) in zip(sending, answers) {
-            outcomes[index] = GatewayPushOutcome(
-                status: answer.status, reason: answer.reason?.rawValue, timestamp: answer.timestamp)
-            // Apple's word on a device ends this server's registration of it (only this one's:
-            // another server learns it from its own push).
+            outcomes[index] = Self.outcome(answer, provider: batch.pushes[index].provider)
+            // The service's word on a device ends this server's registration of it (only this
+            // one's: another server learns it from its own push).
             let token = batch.pushes[index].deviceToken
             switch answer.outcome {
             case .unregistered(let since):
@@ -109,11 +113,41 @@ struct GatewayHandlers: Sendable {
         return try HTTPResponse.json(GatewayPushResults(results: results))
     }
 
+    /// Where a registered Web Push subscription's pushes go, and its keys.
+    static func webPushTarget(_ device: GatewayDevice) -> WebPushTarget? {
+        guard device.provider == .webpush, let endpoint = device.endpoint, let p256dh = device.p256dh,
+            let auth = device.auth
+        else { return nil }
+        return WebPushTarget(endpoint: endpoint, p256dh: p256dh, auth: auth)
+    }
+
+    /// A service's answer as the server reads it: Apple's reason, or (FCM, Web Push) the
+    /// service's own words the delivery noted, which never name the device (a transport failure's
+    /// could name the endpoint, so none is passed on).
+    static func outcome(_ answer: APNsResponse, provider: PushProvider) -> GatewayPushOutcome {
+        var reason = answer.reason?.rawValue
+        if reason == nil, provider != .apns, answer.status != 0 {
+            reason = answer.transportError.map { String($0.prefix(64)) }
+        }
+        return GatewayPushOutcome(
+            status: answer.status, reason: reason, timestamp: answer.timestamp, retryAfter: answer.retryAfter)
+    }
+
+    /// Whether `token` names a device of `provider` as servers and the gateway name them: an
+    /// APNs token in lowercase hex, or `fcm:`/`webpush:` and 64 hex digits.
+    static func isDeviceName(_ token: String, of provider: PushProvider) -> Bool {
+        switch provider {
+        case .apns: PushCenter.normalizedDeviceToken(token) == token
+        case .fcm: FCMRegistration.isName(token)
+        case .webpush: WebPushSubscription.isToken(token)
+        }
+    }
+
     /// What is wrong with a push's device token or identifiers, as Apple would say it (400, its
     /// own reason), or `nil` when nothing is: a NUL in a token never reaches the database.
     static func malformed(_ push: GatewayPush) -> GatewayPushOutcome? {
         let reason: String? =
-            if PushCenter.normalizedDeviceToken(push.deviceToken) != push.deviceToken {
+            if !isDeviceName(push.deviceToken, of: push.provider) {
                 PushGatewayReason.badDeviceToken
             } else if UUID(uuidString: push.apnsId) == nil || push.apnsId.utf8.count != 36 {
                 PushGatewayReason.badMessageID
@@ -175,22 +209,22 @@ struct GatewayHandlers: Sendable {
         guard changes.register.count + changes.remove.count <= GatewayDeviceChanges.maximumCount else {
             throw HTTPError.invalidField("register", "Send at most \(GatewayDeviceChanges.maximumCount) changes.")
         }
-        for (index, device) in changes.register.enumerated()
-        where PushCenter.normalizedDeviceToken(device.token) != device.token {
-            throw HTTPError.invalidField("register[\(index)].token", "A device token is 16–200 lowercase hex digits.")
+        let registering = try changes.register.enumerated().map { index, registration in
+            try Self.device(registration, field: "register[\(index)]")
         }
-        for (index, token) in changes.remove.enumerated() where PushCenter.normalizedDeviceToken(token) != token {
-            throw HTTPError.invalidField("remove[\(index)]", "A device token is 16–200 lowercase hex digits.")
+        for (index, token) in changes.remove.enumerated()
+        where !PushProvider.allCases.contains(where: { Self.isDeviceName(token, of: $0) }) {
+            throw HTTPError.invalidField(
+                "remove[\(index)]",
+                "A device is named by its APNs token (16–200 lowercase hex digits) or fcm:/webpush: and 64 hex digits."
+            )
         }
         let now = clock.unixSeconds
         let server: GatewayServer = try database.transaction { db in
             guard let server = try GatewayServerStore(db).live(credentialHash: credential) else { throw Self.refused }
             let devices = GatewayDeviceStore(db)
             for token in changes.remove { try devices.remove(server: server.id, token: token) }
-            for device in changes.register {
-                try devices.register(
-                    server: server.id, token: device.token, environment: device.environment.rawValue, now: now)
-            }
+            for device in registering { try devices.register(server: server.id, device, now: now) }
             if !changes.register.isEmpty, try devices.count(server: server.id) > configuration.devicesPerServer {
                 throw HTTPError(
                     status: 409, code: "too_many_devices",
@@ -206,6 +240,40 @@ struct GatewayHandlers: Sendable {
                 "removed": String(changes.remove.count),
             ])
         return try HTTPResponse.json(["registered": changes.register.count, "removed": changes.remove.count])
+    }
+
+    /// The device a registration names, as the gateway keeps it, or the 400 that names the field
+    /// (under `field`) that is wrong. An FCM token and a Web Push subscription are named as the
+    /// server names them. A subscription on a private network is kept: whether the gateway posts
+    /// there is its own flag's word at each push (`--webpush-allow-private-endpoints`).
+    static func device(_ registration: PushDeviceRegistration, field: String) throws -> GatewayDevice {
+        switch registration.provider {
+        case .apns:
+            guard PushCenter.normalizedDeviceToken(registration.token) == registration.token else {
+                throw HTTPError.invalidField(field + ".token", "A device token is 16–200 lowercase hex digits.")
+            }
+            return GatewayDevice(token: registration.token, provider: .apns, environment: registration.environment)
+        case .fcm:
+            guard FCMRegistration.isToken(registration.token) else {
+                throw HTTPError.invalidField(
+                    field + ".token", "An FCM registration token is 20 to 4096 letters, digits, '-', '_', ':' or '.'.")
+            }
+            return GatewayDevice(
+                token: FCMRegistration.name(token: registration.token), provider: .fcm, environment: .production,
+                endpoint: registration.token)
+        case .webpush:
+            let subscription: PushDeviceRegistration
+            do {
+                subscription = try WebPushSubscription.registration(
+                    endpoint: registration.endpoint, registration.keys?.p256dh, registration.keys?.auth,
+                    allowPrivate: true)
+            } catch let error as HTTPError {
+                throw HTTPError.invalidField(field + "." + (error.field ?? "endpoint"), error.message)
+            }
+            return GatewayDevice(
+                token: subscription.token, provider: .webpush, environment: .production,
+                endpoint: subscription.endpoint, p256dh: subscription.keys?.p256dh, auth: subscription.keys?.auth)
+        }
     }
 
     /// The answer to a request's head, before a byte of its body is read: 401 unless it carries a

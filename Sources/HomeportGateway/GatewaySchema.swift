@@ -54,7 +54,26 @@ public enum GatewaySchema {
                 )
                 """,
             ]
-        }
+        },
+        // FCM and Web Push devices beside APNs ones: an FCM device is named `fcm:` and its token's
+        // SHA-256, the token kept in `endpoint`; a Web Push subscription `webpush:` and its
+        // endpoint's SHA-256, with its keys. FCM's access token, shared by every replica.
+        Migration(
+            version: 2, name: "push_providers",
+            statements: [
+                "ALTER TABLE gateway_devices ADD COLUMN provider TEXT NOT NULL DEFAULT 'apns'",
+                "ALTER TABLE gateway_devices ADD COLUMN endpoint TEXT",
+                "ALTER TABLE gateway_devices ADD COLUMN p256dh TEXT",
+                "ALTER TABLE gateway_devices ADD COLUMN auth TEXT",
+                """
+                CREATE TABLE IF NOT EXISTS fcm_access_tokens (
+                    project_id TEXT PRIMARY KEY,
+                    client_email TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    expires_at BIGINT NOT NULL
+                )
+                """,
+            ]),
     ]
 
     /// The component's name.

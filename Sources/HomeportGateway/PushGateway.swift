@@ -26,6 +26,10 @@ public struct PushGatewayConfiguration: Sendable {
     public var batchesPerServer: Int
     /// Where `/metrics` (per-server counters) is served; `nil` for nowhere.
     public var metricsListen: ListenAddress?
+    /// The app's VAPID key, when the gateway sends Web Pushes (browsers, UnifiedPush) too.
+    public var webPush: WebPushSettings?
+    /// The app's Firebase service account, when the gateway sends to FCM too.
+    public var fcm: FCMSettings?
 
     /// Creates a configuration.
     public init(
@@ -45,8 +49,8 @@ public struct PushGatewayConfiguration: Sendable {
     }
 }
 
-/// A push gateway (`homeport-server gateway serve`): holds the app developer's APNs key for
-/// servers run by strangers, and knows each server by the installation id it was enrolled with
+/// A push gateway (`homeport-server gateway serve`): holds the app developer's APNs key (and,
+/// when given them, its FCM service account and VAPID key) for servers run by strangers, and knows each server by the installation id it was enrolled with
 /// from its own address (`gateway servers add --url`), one enrolment per installation.
 ///
 /// What it guarantees, on every replica (PostgreSQL) at once:
@@ -63,7 +67,6 @@ public final class PushGateway: Sendable {
     public let configuration: PushGatewayConfiguration
     /// Its database.
     public let database: any Database
-    private let apns: APNsDelivery
     private let logger: Logger
     /// Per-server counters of this process, for `/metrics`.
     let counters: GatewayCounters
@@ -77,11 +80,12 @@ public final class PushGateway: Sendable {
         throws
     {
         self.configuration = configuration
-        self.logger = logger.withLabel("homeport.gateway")
+        let gatewayLogger = logger.withLabel("homeport.gateway")
+        self.logger = gatewayLogger
         var options = DatabaseOptions()
         options.maximumConnections = configuration.http.workerThreads + configuration.http.poolThreads + 2
         let database = try configuration.database.open(options: options)
-        let apns: APNsDelivery
+        let deliveries: GatewayDeliveries
         do {
             let applied = try GatewaySchema.migrator.migrate(database)
             if !applied.isEmpty {
@@ -92,19 +96,24 @@ public final class PushGateway: Sendable {
                         "versions": applied.map(String.init).joined(separator: ","),
                     ])
             }
-            apns = try APNsDelivery(database: database, settings: configuration.apns, clock: clock, logger: self.logger)
+            deliveries = GatewayDeliveries(
+                apns: try APNsDelivery(
+                    database: database, settings: configuration.apns, clock: clock, logger: self.logger),
+                webPush: try configuration.webPush.map {
+                    try WebPushDelivery(settings: $0, clock: clock, logger: gatewayLogger)
+                },
+                fcm: try configuration.fcm.map { try FCMDelivery(settings: $0, database: database, clock: clock) })
         } catch {
             database.close()
             throw error
         }
         self.database = database
-        self.apns = apns
         let counters = GatewayCounters()
         self.counters = counters
         let inFlight = GatewayInFlight(limit: configuration.batchesPerServer)
         self.inFlight = inFlight
         let handlers = GatewayHandlers(
-            database: database, apns: apns, configuration: configuration, clock: clock, logger: self.logger,
+            database: database, deliveries: deliveries, configuration: configuration, clock: clock, logger: self.logger,
             counters: counters, inFlight: inFlight, credentials: GatewayCredentials(database: database))
         var router = Router<EmptyRequestContext>()
         router.get("/healthz") { _, _ in HTTPResponse(status: 200, body: Data("ok\n".utf8)) }
@@ -140,9 +149,15 @@ public final class PushGateway: Sendable {
             server.shutdown()
             throw error
         }
+        var providers = ["apns"]
+        if configuration.fcm != nil { providers.append("fcm") }
+        if configuration.webPush != nil { providers.append("webpush") }
         logger.notice(
             "push gateway listening",
-            metadata: ["port": String(server.port), "topic": configuration.topic])
+            metadata: [
+                "port": String(server.port), "topic": configuration.topic,
+                "providers": providers.joined(separator: ","),
+            ])
         return server.port
     }
 

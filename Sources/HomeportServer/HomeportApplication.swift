@@ -179,24 +179,27 @@ public final class HomeportApplication: Sendable {
         self.retention = NotificationRetention(
             database: database, settings: configuration.push, clock: clock, logger: logger)
         let pushLogger = logger.withLabel("homeport.push")
-        let apple: (any PushTransport)?
+        // Each push service's transport: this process's own keys first, then the gateway for
+        // what it carries.
+        var routes: [PushProvider: any PushTransport] = [:]
+        if let web = configuration.push.webPush {
+            routes[.webpush] = try WebPushDelivery(settings: web, clock: clock, logger: pushLogger)
+        }
+        if let fcm = configuration.push.fcm {
+            routes[.fcm] = try FCMDelivery(settings: fcm, database: database, clock: clock)
+        }
         if let gateway = configuration.push.gateway {
-            try PushGatewaySync(database).serve(gateway: gateway, now: clock.unixSeconds)
-            apple = try PushGatewayClient(database: database, settings: gateway, clock: clock, logger: pushLogger)
+            let carried = gateway.providers.subtracting(routes.keys)
+            try PushGatewaySync(database).serve(gateway: gateway, providers: carried, now: clock.unixSeconds)
+            let client = try PushGatewayClient(
+                database: database, settings: gateway, providers: carried, clock: clock, logger: pushLogger)
+            for provider in carried { routes[provider] = client }
         } else if let apns = configuration.push.apns {
             try PushGatewaySync(database).serveWithoutGateway()
-            apple = try APNsDelivery(database: database, settings: apns, clock: clock, logger: pushLogger)
-        } else {
-            apple = nil
-        }
-        let web = try configuration.push.webPush.map {
-            try WebPushDelivery(settings: $0, clock: clock, logger: pushLogger)
-        }
-        let android = try configuration.push.fcm.map {
-            try FCMDelivery(settings: $0, database: database, clock: clock)
+            routes[.apns] = try APNsDelivery(database: database, settings: apns, clock: clock, logger: pushLogger)
         }
         let transport: (any PushTransport)? =
-            web == nil && android == nil ? apple : PushDispatch(apns: apple, webPush: web, fcm: android)
+            routes.count == 1 && routes[.apns] != nil ? routes[.apns] : routes.isEmpty ? nil : PushDispatch(routes)
         if let transport {
             self.sender = try PushSender(
                 database: database, transport: transport, maximumAttempts: configuration.push.maximumAttempts,

@@ -515,14 +515,25 @@ public enum HomeportSchema {
                 "DELETE FROM push_gateway_changes WHERE token LIKE 'webpush:%' OR token LIKE 'fcm:%'"
             ]
         },
+        // The push gateway carries FCM and Web Push too: every device's change is noted again (the
+        // forwarder sends those of the kinds the gateway carries for this server).
+        Migration(version: 22, name: "push_gateway_changes_every_kind") { dialect in
+            let again =
+                dialect == .postgres
+                ? []
+                : ["insert", "update", "delete"].map {
+                    "DROP TRIGGER IF EXISTS push_devices_gateway_\($0)"
+                }
+            return again + gatewayChangeTriggers(dialect, apnsOnly: false)
+        },
     ]
 
     /// A migrator over ``migrations``.
     public static var migrator: Migrator { Migrator(migrations: migrations) }
 
     /// The triggers that note each change of `push_devices` in `push_gateway_changes` while the
-    /// server sends through a push gateway (migration 11; with `apnsOnly`, migration 21: only an
-    /// APNs device's).
+    /// server sends through a push gateway (migrations 11 and 22; with `apnsOnly`, migration 21:
+    /// only an APNs device's).
     static func gatewayChangeTriggers(_ dialect: SQLDialect, apnsOnly: Bool) -> [String] {
         let gatewayOn = "EXISTS (SELECT 1 FROM serving_settings WHERE name = 'push-gateway')"
         func apns(_ row: String) -> String { apnsOnly ? " AND \(row).provider = 'apns'" : "" }

@@ -1,6 +1,6 @@
 /// The push gateway's API (`homeport-server gateway serve`), which a Homeport server sends its
-/// pushes to instead of APNs when the app's developer holds the APNs key and the server is run by
-/// someone else. Every request carries the server's credential, `Authorization: Bearer KEY`,
+/// pushes to instead of APNs (and, when the gateway carries them, FCM and Web Push) when the
+/// app's developer holds the keys and the server is run by someone else. Every request carries the server's credential, `Authorization: Bearer KEY`,
 /// which the gateway's operator issued bound to one installation id.
 public enum PushGatewayPath {
     /// `POST`: a batch of pushes (``GatewayPushBatch``), answered with Apple's outcome of each
@@ -54,13 +54,20 @@ public enum PushGatewayReason {
     public static let badPriority = "BadPriority"
     /// 400: the expiration is before 1970; Apple's own reason for it.
     public static let badExpirationDate = "BadExpirationDate"
+    /// 400: the gateway does not send to this push service (it holds no FCM service account, or
+    /// no VAPID key).
+    public static let providerUnavailable = "ProviderUnavailable"
 }
 
 /// One push, as the server's outbox holds it.
 public struct GatewayPush: Codable, Hashable, Sendable {
-    /// `apns-id`, the same on every attempt.
+    /// Which push service carries it (`apns` when left out, as before there were others).
+    public var provider: PushProvider
+    /// `apns-id` (the push's id for the other services), the same on every attempt.
     public var apnsId: String
-    /// The device token, lowercase hex.
+    /// The APNs device token, lowercase hex; for FCM and Web Push, the name the device was
+    /// registered by (`fcm:` or `webpush:` and a SHA-256 in hex): the gateway pushes to the
+    /// address and keys it holds for that name.
     public var deviceToken: String
     /// Which APNs host.
     public var environment: PushEnvironment
@@ -77,9 +84,10 @@ public struct GatewayPush: Codable, Hashable, Sendable {
 
     /// Creates a push.
     public init(
-        apnsId: String, deviceToken: String, environment: PushEnvironment, topic: String, payload: String,
-        priority: Int, expiration: Int64, collapseId: String?
+        provider: PushProvider = .apns, apnsId: String, deviceToken: String, environment: PushEnvironment,
+        topic: String, payload: String, priority: Int, expiration: Int64, collapseId: String?
     ) {
+        self.provider = provider
         self.apnsId = apnsId
         self.deviceToken = deviceToken
         self.environment = environment
@@ -88,6 +96,24 @@ public struct GatewayPush: Codable, Hashable, Sendable {
         self.priority = priority
         self.expiration = expiration
         self.collapseId = collapseId
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case provider, apnsId, deviceToken, environment, topic, payload, priority, expiration, collapseId
+    }
+
+    /// Reads a push; without `provider` it is an APNs one.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        provider = try container.decodeIfPresent(PushProvider.self, forKey: .provider) ?? .apns
+        apnsId = try container.decode(String.self, forKey: .apnsId)
+        deviceToken = try container.decode(String.self, forKey: .deviceToken)
+        environment = try container.decode(PushEnvironment.self, forKey: .environment)
+        topic = try container.decode(String.self, forKey: .topic)
+        payload = try container.decode(String.self, forKey: .payload)
+        priority = try container.decode(Int.self, forKey: .priority)
+        expiration = try container.decode(Int64.self, forKey: .expiration)
+        collapseId = try container.decodeIfPresent(String.self, forKey: .collapseId)
     }
 }
 
@@ -104,20 +130,25 @@ public struct GatewayPushBatch: Codable, Hashable, Sendable {
     }
 }
 
-/// What became of one push: Apple's answer passed on, or the gateway's refusal.
+/// What became of one push: the push service's answer passed on (FCM's and Web Push's in
+/// Apple's terms: 410 for a device that is gone, 429 and 503 to try again), or the gateway's
+/// refusal.
 public struct GatewayPushOutcome: Codable, Hashable, Sendable {
-    /// The HTTP status (Apple's, or the gateway's own); 0 when Apple gave no answer.
+    /// The HTTP status (Apple's, or the gateway's own); 0 when the service gave no answer.
     public var status: Int
-    /// Apple's reason, or one of ``PushGatewayReason``.
+    /// Apple's reason, the other service's own words, or one of ``PushGatewayReason``.
     public var reason: String?
     /// For a 410, when Apple learned the token stopped being valid, in milliseconds.
     public var timestamp: Int64?
+    /// For a 429 or 503, the seconds the service asked to wait before trying again.
+    public var retryAfter: Int64?
 
     /// Creates an outcome.
-    public init(status: Int, reason: String? = nil, timestamp: Int64? = nil) {
+    public init(status: Int, reason: String? = nil, timestamp: Int64? = nil, retryAfter: Int64? = nil) {
         self.status = status
         self.reason = reason
         self.timestamp = timestamp
+        self.retryAfter = retryAfter
     }
 }
 
@@ -136,9 +167,11 @@ public struct GatewayPushResults: Codable, Hashable, Sendable {
 public struct GatewayDeviceChanges: Codable, Hashable, Sendable {
     /// The most changes one request carries.
     public static let maximumCount = 5000
-    /// Devices the server may push to from now on.
+    /// Devices the server may push to from now on: APNs tokens, FCM registration tokens and Web
+    /// Push subscriptions (the gateway names the latter two as the server does, `fcm:` or
+    /// `webpush:` and a SHA-256).
     public var register: [PushDeviceRegistration]
-    /// Device tokens the server may no longer push to.
+    /// Devices the server may no longer push to: APNs tokens, or the names of the others.
     public var remove: [String]
 
     /// Creates the changes.

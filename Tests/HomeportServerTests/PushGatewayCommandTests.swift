@@ -121,6 +121,81 @@ struct PushGatewayCommandTests {
         #expect(gateway.stop() == 0)
     }
 
+    @Test("a gateway process with the app's FCM account and VAPID key carries a server's Android and browser pushes")
+    func otherKinds() throws {
+        let apns = try APNsStandIn()
+        let fcm = try FCMStandIn()
+        let service = try WebPushStandIn()
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let gatewayDatabase = "sqlite:" + data.file("gateway.sqlite")
+        // The app's developer makes the VAPID key, and tells servers its public half.
+        let printed = try ServerProcess.run(["push", "vapid-key", "--vapid-key-file", data.file("vapid.pem")])
+        #expect(printed.status == 0, "\(printed.error)")
+        let key = printed.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let gateway = try ServerProcess(
+            command: ["gateway", "serve"],
+            serve: [
+                "--database", gatewayDatabase, "--apns-topic", APNsStandIn.topic, "--apns-key-file", apns.keyFile,
+                "--apns-key-id", APNsStandIn.keyID, "--apns-team-id", APNsStandIn.teamID, "--apns-base-url", apns.url,
+                "--apns-ca-file", apns.caFile, "--fcm-service-account-file", fcm.serviceAccountFile,
+                "--fcm-base-url", fcm.url, "--vapid-key-file", data.file("vapid.pem"), "--vapid-subject",
+                "mailto:push@example.net", "--webpush-allow-private-endpoints",
+            ])
+        let serving = [
+            "--database", "sqlite:" + data.file("server.sqlite"), "--signup", "open", "--password-iterations", "1000",
+            "--apns-topic", APNsStandIn.topic, "--push-gateway", "http://127.0.0.1:\(gateway.port)",
+            "--push-gateway-credential-file", data.file("credential"), "--push-gateway-webpush-key", key,
+            "--push-gateway-fcm-project", "homeport-test", "--webpush-allow-private-endpoints",
+        ]
+        // Web Pushes go one way: through the gateway, or with the server's own key.
+        let both = try ServerProcess.run(
+            ["serve"] + serving + ["--vapid-key-file", data.file("own.pem"), "--vapid-subject", "mailto:a@example.net"])
+        #expect(both.status == 2 && both.error.contains("not both"), "\(both.error)")
+        let server = try ServerProcess(serve: serving)
+        let instance = try ServerProcessTests.identity(server.port)
+        let added = try ServerProcess.run([
+            "gateway", "servers", "add", "--url", "http://127.0.0.1:\(server.port)", "--name", "home",
+            "--database", gatewayDatabase,
+        ])
+        #expect(added.status == 0, "\(added.error)")
+
+        let signup = try RawHTTP.request(
+            port: server.port, method: "POST", path: "/_allauth/app/v1/auth/signup",
+            headers: [("Content-Type", "application/json")],
+            body: Data(#"{"email":"ada@example.com","password":"correct horse battery"}"#.utf8))
+        let token = try #require((signup.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
+        let served = try RawHTTP.request(
+            port: server.port, path: "/api/v1/push/webpush-key", headers: [("X-Session-Token", token)])
+        #expect(served.jsonObject?["publicKey"] as? String == key, "the app subscribes with the gateway's key")
+        let subscription = try service.subscribe()
+        let android = "fcm1Xk3:APA91b" + String(repeating: "Hq7-_zK", count: 20)
+        for body in [
+            #"{"provider":"fcm","token":"\#(android)"}"#,
+            #"{"provider":"webpush","endpoint":"\#(subscription.endpoint)","keys":{"p256dh":"\#(subscription.p256dh)","auth":"\#(subscription.auth)"}}"#,
+        ] {
+            let registered = try RawHTTP.request(
+                port: server.port, method: "POST", path: "/api/v1/push/devices",
+                headers: [("Content-Type", "application/json"), ("X-Session-Token", token)], body: Data(body.utf8))
+            #expect(registered.status == 200, "\(registered.text)")
+        }
+        let send = try ServerProcess.run([
+            "push", "send", "--database", "sqlite:" + data.file("server.sqlite"), "--email", "ada@example.com",
+            "--code", "homeport/core:push.test", "--title", "Through the gateway",
+        ])
+        #expect(send.status == 0, "\(send.error)")
+        #expect(try eventually(timeout: .seconds(30)) { try fcm.messages().delivered.count == 1 })
+        #expect(try fcm.messages().delivered.first?.data["s"] == instance)
+        #expect(try eventually(timeout: .seconds(30)) { try service.messages().delivered.count == 1 })
+        let message = try #require(try service.messages().delivered.first)
+        #expect((message.payload["homeport"] as? [String: Any])?["s"] as? String == instance)
+        #expect(message.key == key)
+        #expect(apns.requests().isEmpty, "the account has no Apple device")
+        #expect(!server.standardError.contains(subscription.endpoint) && !gateway.standardError.contains(android))
+        #expect(server.stop() == 0)
+        #expect(gateway.stop() == 0)
+    }
+
     @Test("a server without a gateway, or a credential file others may read, is refused with the reason")
     func enrolmentRefusals() throws {
         let data = try TemporaryDirectory()
@@ -158,6 +233,23 @@ struct PushGatewayCommandTests {
             (["serve", "--push-gateway", "ftp://127.0.0.1", "--apns-topic", "a.b"], "https://"),
             (["serve", "--push-gateway", "https://gw.example.net"], "--push-gateway-credential-file"),
             (["serve", "--push-gateway-credential-file", "/etc/hostname"], "need --push-gateway"),
+            (["serve", "--push-gateway-webpush-key", "BKey"], "need --push-gateway"),
+            (["serve", "--push-gateway-fcm-project", "books-app"], "need --push-gateway"),
+            (
+                ["serve", "--push-gateway", "https://gw.example.net", "--push-gateway-webpush-key", "not-a-key"],
+                "VAPID public key"
+            ),
+            (
+                [
+                    "serve", "--push-gateway", "https://gw.example.net", "--push-gateway-webpush-key",
+                    // 65 bytes, but not a point on P-256.
+                    "BA" + String(repeating: "A", count: 85),
+                ], "VAPID public key"
+            ),
+            (
+                ["serve", "--push-gateway", "https://gw.example.net", "--push-gateway-fcm-project", "Books/App"],
+                "Firebase project id"
+            ),
             (
                 [
                     "serve", "--push-gateway", "https://gw.example.net", "--push-gateway-credential-file",

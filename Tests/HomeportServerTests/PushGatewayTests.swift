@@ -30,7 +30,7 @@ final class GatewayHarness {
     init(
         _ backend: Backend, replicas count: Int = 1, standIn: APNsStandIn, pushesPerMinute: Int = 60_000,
         devicesPerServer: Int = 100_000, batchesPerServer: Int = 2, apnsURL: String? = nil,
-        tls: TestCertificates? = nil, metrics: Bool = false
+        tls: TestCertificates? = nil, metrics: Bool = false, webPush: WebPushSettings? = nil, fcm: FCMSettings? = nil
     ) throws {
         self.standIn = standIn
         let (url, cleanUp) = try backend.makeDatabaseURL()
@@ -47,13 +47,15 @@ final class GatewayHarness {
         }
         var started: [PushGateway] = []
         for _ in 0..<count {
+            var configuration = PushGatewayConfiguration(
+                http: http, database: url, apns: apns, topic: APNsStandIn.topic,
+                pushesPerMinute: pushesPerMinute, devicesPerServer: devicesPerServer,
+                batchesPerServer: batchesPerServer,
+                metricsListen: metrics ? ListenAddress(host: "127.0.0.1", port: 0) : nil)
+            configuration.webPush = webPush
+            configuration.fcm = fcm
             let gateway = try PushGateway(
-                configuration: PushGatewayConfiguration(
-                    http: http, database: url, apns: apns, topic: APNsStandIn.topic,
-                    pushesPerMinute: pushesPerMinute, devicesPerServer: devicesPerServer,
-                    batchesPerServer: batchesPerServer,
-                    metricsListen: metrics ? ListenAddress(host: "127.0.0.1", port: 0) : nil),
-                logger: Logger(label: "test", minimumLevel: .debug, sink: log))
+                configuration: configuration, logger: Logger(label: "test", minimumLevel: .debug, sink: log))
             try gateway.start()
             started.append(gateway)
         }

@@ -54,10 +54,19 @@ package enum PushOptions {
         .value(
             "push-gateway-ca-file", "FILE", help: "The CA to trust for the gateway, instead of the system's.",
             environment: "HOMEPORT_PUSH_GATEWAY_CA_FILE"),
+        .value(
+            "push-gateway-webpush-key", "KEY",
+            help:
+                "The gateway's VAPID public key (its operator prints it with 'push vapid-key'): Web Push subscriptions are made with it and their pushes go through the gateway.",
+            environment: "HOMEPORT_PUSH_GATEWAY_WEBPUSH_KEY"),
+        .value(
+            "push-gateway-fcm-project", "PROJECT",
+            help: "The Firebase project of the gateway's app: FCM registrations are taken and go through the gateway.",
+            environment: "HOMEPORT_PUSH_GATEWAY_FCM_PROJECT"),
     ]
 
-    /// The Web Push options of `serve`.
-    static let webPush: [CommandSpec.Option] = [
+    /// The Web Push options of `serve` and `gateway serve`.
+    package static let webPush: [CommandSpec.Option] = [
         .value(
             "vapid-key-file", "FILE",
             help:
@@ -75,8 +84,8 @@ package enum PushOptions {
         ),
     ]
 
-    /// The FCM options of `serve`.
-    static let fcm: [CommandSpec.Option] = [
+    /// The FCM options of `serve` and `gateway serve`.
+    package static let fcm: [CommandSpec.Option] = [
         .value(
             "fcm-service-account-file", "FILE",
             help:
@@ -122,14 +131,29 @@ package enum PushOptions {
                     "--push-gateway sends pushes through the gateway, which holds the APNs key: give it or --apns-key-file, not both"
                 )
             }
-            if let web = try webPush(parsed, spec, environment) { try settings.enableWebPush(web) }
-            if let android = try fcm(parsed, spec, environment) { settings.enableFCM(android) }
+            if let web = try webPush(parsed, spec, environment) {
+                if settings.gateway?.webPushKey != nil {
+                    throw UsageError(
+                        "Web Pushes go through the gateway (--push-gateway-webpush-key) or with this server's key (--vapid-key-file), not both"
+                    )
+                }
+                try settings.enableWebPush(web)
+            }
+            if let android = try fcm(parsed, spec, environment) {
+                if settings.gateway?.fcmProject != nil {
+                    throw UsageError(
+                        "FCM pushes go through the gateway (--push-gateway-fcm-project) or with this server's service account (--fcm-service-account-file), not both"
+                    )
+                }
+                settings.enableFCM(android)
+            }
+            if let gateway = settings.gateway { settings.sendThrough(gateway) }
         }
         return settings
     }
 
     /// The FCM settings: the service account (and a base URL for tests), or none.
-    private static func fcm(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String]) throws
+    package static func fcm(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String]) throws
         -> FCMSettings?
     {
         let file = parsed.value("fcm-service-account-file", spec: spec, environment: environment)
@@ -155,7 +179,7 @@ package enum PushOptions {
     }
 
     /// The Web Push settings: the VAPID key file and the subject, or none.
-    private static func webPush(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String])
+    package static func webPush(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String])
         throws -> WebPushSettings?
     {
         let file = parsed.value("vapid-key-file", spec: spec, environment: environment)
@@ -198,11 +222,25 @@ package enum PushOptions {
         let url = parsed.value("push-gateway", spec: spec, environment: environment)
         let file = parsed.value("push-gateway-credential-file", spec: spec, environment: environment)
         let ca = parsed.value("push-gateway-ca-file", spec: spec, environment: environment)
+        let webPushKey = parsed.value("push-gateway-webpush-key", spec: spec, environment: environment)
+        let fcmProject = parsed.value("push-gateway-fcm-project", spec: spec, environment: environment)
         guard let url else {
-            if file != nil || ca != nil {
-                throw UsageError("--push-gateway-credential-file and --push-gateway-ca-file need --push-gateway")
+            if file != nil || ca != nil || webPushKey != nil || fcmProject != nil {
+                throw UsageError(
+                    "--push-gateway-credential-file, --push-gateway-ca-file, --push-gateway-webpush-key and --push-gateway-fcm-project need --push-gateway"
+                )
             }
             return nil
+        }
+        if let webPushKey, WebPushSubscription.publicKey(webPushKey) == nil {
+            throw UsageError(
+                "--push-gateway-webpush-key is the gateway's VAPID public key (a P-256 point, base64url), not '\(webPushKey.prefix(100))'"
+            )
+        }
+        if let fcmProject, !FCMSettings.isProjectID(fcmProject) {
+            throw UsageError(
+                "--push-gateway-fcm-project is a Firebase project id (6–30 of a-z 0-9 -), not '\(fcmProject.prefix(100))'"
+            )
         }
         guard PushGatewaySettings.isAllowedURL(url) else {
             throw UsageError(
@@ -223,7 +261,12 @@ package enum PushOptions {
                 throw UsageError("cannot read the CA file \(ca)")
             }
         }
-        return PushGatewaySettings(url: url, credential: credential, caFile: ca)
+        var settings = PushGatewaySettings(
+            url: url, credential: credential, caFile: ca,
+            webPushKey: webPushKey.flatMap(WebPushSubscription.publicKey).map(IdentityProof.base64URL),
+            fcmProject: fcmProject)
+        settings.allowPrivateWebPushEndpoints = parsed.flag("webpush-allow-private-endpoints")
+        return settings
     }
 
     /// The APNs key settings: all of key file, key id, team id and topic, or none.

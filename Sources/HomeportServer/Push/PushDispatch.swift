@@ -1,47 +1,43 @@
 import HomeportAPNs
 import HomeportWire
 
-/// The sender's one transport over every push service this process sends to: APNs items to
-/// Apple's transport (APNs itself or a push gateway), Web Push items to ``WebPushDelivery``, FCM
-/// items to ``FCMDelivery``.
-/// Apple's go first: a transport that throws has then sent nothing of the batch, so the rows
-/// that wait out their lease and go again were not delivered already.
+/// The sender's one transport over every push service this process sends to: each item goes to
+/// its service's transport (APNs itself or a push gateway; ``WebPushDelivery``; ``FCMDelivery``;
+/// a gateway may carry all three, and gets them in one batch).
+/// The transport that carries APNs goes first: a transport that throws has then sent nothing of
+/// the batch, so the rows that wait out their lease and go again were not delivered already.
 final class PushDispatch: PushTransport {
-    private let apns: (any PushTransport)?
-    private let webPush: WebPushDelivery?
-    private let fcm: FCMDelivery?
+    /// Each push service's transport.
+    private let routes: [PushProvider: any PushTransport]
 
-    init(apns: (any PushTransport)?, webPush: WebPushDelivery?, fcm: FCMDelivery?) {
-        self.apns = apns
-        self.webPush = webPush
-        self.fcm = fcm
+    init(_ routes: [PushProvider: any PushTransport]) {
+        self.routes = routes
     }
 
-    var providers: Set<PushProvider> {
-        var providers: Set<PushProvider> = []
-        if apns != nil { providers.insert(.apns) }
-        if webPush != nil { providers.insert(.webpush) }
-        if fcm != nil { providers.insert(.fcm) }
-        return providers
+    /// The transports, each once, APNs's first.
+    private var transports: [(transport: any PushTransport, providers: Set<PushProvider>)] {
+        var transports: [(transport: any PushTransport, providers: Set<PushProvider>)] = []
+        for provider in PushProvider.allCases {
+            guard let transport = routes[provider] else { continue }
+            if let index = transports.firstIndex(where: { $0.transport === transport }) {
+                transports[index].providers.insert(provider)
+            } else {
+                transports.append((transport, [provider]))
+            }
+        }
+        return transports
     }
+
+    var providers: Set<PushProvider> { Set(routes.keys) }
 
     func deliver(_ items: [OutboxItem]) throws -> [APNsResponse] {
         var responses = [APNsResponse](
             repeating: APNsResponse(status: 0, transportError: "this process does not send to that push service"),
             count: items.count)
-        let apple = items.indices.filter { items[$0].provider == .apns }
-        if let apns, !apple.isEmpty {
-            for (index, response) in zip(apple, try apns.deliver(apple.map { items[$0] })) {
-                responses[index] = response
-            }
-        }
-        let web = items.indices.filter { items[$0].provider == .webpush }
-        if let webPush, !web.isEmpty {
-            for (index, response) in zip(web, webPush.deliver(web.map { items[$0] })) { responses[index] = response }
-        }
-        let android = items.indices.filter { items[$0].provider == .fcm }
-        if let fcm, !android.isEmpty {
-            for (index, response) in zip(android, fcm.deliver(android.map { items[$0] })) {
+        for (transport, providers) in transports {
+            let chosen = items.indices.filter { providers.contains(items[$0].provider) }
+            guard !chosen.isEmpty else { continue }
+            for (index, response) in zip(chosen, try transport.deliver(chosen.map { items[$0] })) {
                 responses[index] = response
             }
         }
@@ -49,6 +45,14 @@ final class PushDispatch: PushTransport {
     }
 
     func idle() throws {
-        try apns?.idle()
+        for (transport, _) in transports { try transport.idle() }
     }
+}
+
+extension WebPushDelivery: PushTransport {
+    var providers: Set<PushProvider> { [.webpush] }
+}
+
+extension FCMDelivery: PushTransport {
+    var providers: Set<PushProvider> { [.fcm] }
 }

@@ -6,10 +6,11 @@ import HomeportStorage
 import HomeportWire
 import Synchronization
 
-/// Sends the outbox to a push gateway instead of APNs: the device changes it has not heard of
-/// first (``PushGatewaySync``), then the batch of pushes as one request, over one kept-alive
-/// HTTPS connection (libcurl). The gateway answers with Apple's outcome of each push, so the
-/// sender records them as it would APNs' own.
+/// Sends the outbox to a push gateway instead of APNs (and FCM and Web Push, when the gateway
+/// carries them): the device changes it has not heard of first (``PushGatewaySync``), then the
+/// batch of pushes as one request, over one kept-alive HTTPS connection (libcurl). The gateway
+/// answers with each service's outcome of each push in Apple's terms, so the sender records them
+/// as it would APNs' own.
 ///
 /// Device changes go from one replica at a time (a lease in `serving_settings`), in the order
 /// they were made: a removal never overtakes the registration it undoes.
@@ -27,9 +28,15 @@ final class PushGatewayClient: PushTransport {
     private let base: String
     /// This process's name in the forwarding lease.
     private let claimant: String
+    /// The push services it carries for this process.
+    let providers: Set<PushProvider>
 
-    init(database: any Database, settings: PushGatewaySettings, clock: any WallClock, logger: Logger) throws {
+    init(
+        database: any Database, settings: PushGatewaySettings, providers: Set<PushProvider>, clock: any WallClock,
+        logger: Logger
+    ) throws {
         self.settings = settings
+        self.providers = providers
         self.database = database
         self.clock = clock
         self.logger = logger
@@ -45,7 +52,8 @@ final class PushGatewayClient: PushTransport {
         let batch = GatewayPushBatch(
             pushes: items.map {
                 GatewayPush(
-                    apnsId: $0.apnsID, deviceToken: $0.deviceToken, environment: $0.environment, topic: $0.topic,
+                    provider: $0.provider, apnsId: $0.apnsID, deviceToken: $0.deviceToken, environment: $0.environment,
+                    topic: $0.topic,
                     payload: $0.payload, priority: $0.priority, expiration: $0.expiration, collapseId: $0.collapseID)
             })
         switch post(PushGatewayPath.pushes, try JSONEncoder().encode(batch)) {
@@ -61,7 +69,8 @@ final class PushGatewayClient: PushTransport {
             }
             return answer.results.map {
                 APNsResponse(
-                    status: $0.status, reason: $0.reason.map(APNsReason.init(rawValue:)), timestamp: $0.timestamp)
+                    status: $0.status, reason: $0.reason.map(APNsReason.init(rawValue:)), timestamp: $0.timestamp,
+                    retryAfter: $0.retryAfter)
             }
         }
     }
@@ -98,12 +107,14 @@ final class PushGatewayClient: PushTransport {
             else { return nil }
             let changes = try PushGatewaySync(database).pending(limit: GatewayDeviceChanges.maximumCount)
             guard !changes.isEmpty else { return nil }
+            // Changes of kinds the gateway does not carry for this process are only acknowledged.
+            let carried = changes.filter { providers.contains($0.provider) }
             let body = GatewayDeviceChanges(
-                register: changes.filter(\.registered).map {
-                    PushDeviceRegistration(token: $0.token, environment: $0.environment)
-                },
-                remove: changes.filter { !$0.registered }.map(\.token))
-            if case .failure(let failure) = post(PushGatewayPath.devices, try JSONEncoder().encode(body)) {
+                register: carried.compactMap(\.registration),
+                remove: carried.filter { !$0.registered }.map(\.token))
+            if !body.register.isEmpty || !body.remove.isEmpty,
+                case .failure(let failure) = post(PushGatewayPath.devices, try JSONEncoder().encode(body))
+            {
                 return "device registrations not forwarded: " + failure.description
             }
             try database.transaction { try PushGatewaySync($0).acknowledge(changes) }

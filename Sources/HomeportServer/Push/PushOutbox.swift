@@ -31,6 +31,20 @@ public struct OutboxItem: Sendable, Hashable {
     public var fcmToken: String?
 }
 
+extension OutboxItem {
+    /// A push that is no row of this server's outbox (a push gateway's, sent as it arrived).
+    package init(
+        apnsID: String, deviceToken: String, environment: PushEnvironment, topic: String, payload: String,
+        collapseID: String?, priority: Int, expiration: Int64, provider: PushProvider, webPush: WebPushTarget?,
+        fcmToken: String?
+    ) {
+        self.init(
+            id: 0, apnsID: apnsID, deviceToken: deviceToken, environment: environment, topic: topic, payload: payload,
+            collapseID: collapseID, priority: priority, expiration: expiration, attempts: 0, provider: provider,
+            webPush: webPush, fcmToken: fcmToken)
+    }
+}
+
 /// The `push_outbox` table. Every replica's sender claims rows for a lease, so two replicas never
 /// send the same row (PostgreSQL skips rows another claim has locked; SQLite has one writer).
 struct PushOutbox {

@@ -74,6 +74,14 @@ public struct PushSettings: Sendable {
         fcm = settings
     }
 
+    /// Sends pushes through `gateway`: APNs always, and Web Push and FCM when the gateway carries
+    /// them (its VAPID key becomes ``webPushKey``, its project ``fcmProject``).
+    public mutating func sendThrough(_ gateway: PushGatewaySettings) {
+        self.gateway = gateway
+        if let key = gateway.webPushKey { webPushKey = key }
+        if let project = gateway.fcmProject { fcmProject = project }
+    }
+
     /// Checks an app-data key: 1–32 letters, digits, `_` or `-`, and not `aps`.
     public static func validateAppDataKey(_ key: String) -> Bool {
         (1...32).contains(key.utf8.count) && key != "aps"
@@ -117,13 +125,35 @@ public struct PushGatewaySettings: Sendable {
     public var caFile: String?
     /// Longest wait for one exchange with the gateway, in seconds.
     public var timeoutSeconds: Int
+    /// The gateway's VAPID public key (base64url), when it carries this server's Web Pushes:
+    /// subscriptions are made with it, and go to the gateway.
+    public var webPushKey: String?
+    /// The Firebase project of the gateway's app, when it carries this server's FCM pushes.
+    public var fcmProject: String?
+    /// Whether Web Push subscriptions on this machine or a private network are taken for the
+    /// gateway (`--webpush-allow-private-endpoints`; whether the gateway posts there is its own
+    /// flag's word).
+    public var allowPrivateWebPushEndpoints = false
 
     /// Creates settings.
-    public init(url: String, credential: String, caFile: String? = nil, timeoutSeconds: Int = 30) {
+    public init(
+        url: String, credential: String, caFile: String? = nil, timeoutSeconds: Int = 30, webPushKey: String? = nil,
+        fcmProject: String? = nil
+    ) {
         self.url = url
         self.credential = credential
         self.caFile = caFile
         self.timeoutSeconds = timeoutSeconds
+        self.webPushKey = webPushKey
+        self.fcmProject = fcmProject
+    }
+
+    /// The push services the gateway carries for this server.
+    public var providers: Set<PushProvider> {
+        var providers: Set<PushProvider> = [.apns]
+        if webPushKey != nil { providers.insert(.webpush) }
+        if fcmProject != nil { providers.insert(.fcm) }
+        return providers
     }
 
     /// The credential in the file at `path`, made there first (256 random bits, mode 0600) when

@@ -88,9 +88,10 @@ struct PushRoutes: Sendable {
             fcm.endpoint = token
             registration = fcm
         case PushProvider.webpush.rawValue:
-            registration = try Self.webPushRegistration(
+            registration = try WebPushSubscription.registration(
                 endpoint: body.endpoint, body.keys?.p256dh, body.keys?.auth,
-                allowPrivate: push.settings.webPush?.allowPrivateEndpoints ?? false)
+                allowPrivate: push.settings.webPush?.allowPrivateEndpoints
+                    ?? push.settings.gateway?.allowPrivateWebPushEndpoints ?? false)
             guard push.settings.webPushKey != nil else {
                 throw HTTPError.invalidField("provider", "This server does not send Web Push.")
             }
@@ -111,31 +112,6 @@ struct PushRoutes: Sendable {
         case .webpush: return try .json(PushDeviceRegistration(webPushToken: registration.token))
         case .fcm: return try .json(PushDeviceRegistration(fcmToken: registration.token))
         }
-    }
-
-    /// A Web Push subscription as the server keeps it (named by its endpoint's hash, its keys
-    /// in canonical base64url), or the 400 that names the field that is wrong.
-    static func webPushRegistration(endpoint given: String?, _ p256dh: String?, _ auth: String?, allowPrivate: Bool)
-        throws -> PushDeviceRegistration
-    {
-        guard let given else { throw HTTPError.invalidField("endpoint", "A Web Push subscription has an endpoint.") }
-        if let problem = WebPushSubscription.endpointProblem(given, allowPrivate: allowPrivate) {
-            throw HTTPError.invalidField("endpoint", problem)
-        }
-        let endpoint = WebPushSubscription.normalized(given)
-        guard let key = p256dh.flatMap(WebPushSubscription.publicKey) else {
-            throw HTTPError.invalidField(
-                "keys.p256dh", "keys.p256dh is the subscription's P-256 public key: 65 bytes, base64url.")
-        }
-        guard let secret = auth.flatMap(WebPushSubscription.authSecret) else {
-            throw HTTPError.invalidField(
-                "keys.auth", "keys.auth is the subscription's authentication secret: 16 bytes, base64url.")
-        }
-        var registration = PushDeviceRegistration(
-            webPushEndpoint: endpoint,
-            keys: WebPushKeys(p256dh: IdentityProof.base64URL(key), auth: IdentityProof.base64URL(secret)))
-        registration.token = WebPushSubscription.token(endpoint: endpoint)
-        return registration
     }
 
     /// `GET /api/v1/push/webpush-key`: the VAPID public key to subscribe with; 404 when the

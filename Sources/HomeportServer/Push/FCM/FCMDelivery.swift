@@ -11,13 +11,13 @@ import HomeportWire
 /// `UNREGISTERED` (404) removes the registration (unless registered again since);
 /// `SENDER_ID_MISMATCH` removes it; 401 gets a new access token once; 429, 500 and 503 are tried
 /// again, not before `Retry-After`; `INVALID_ARGUMENT` and the rest are given up.
-final class FCMDelivery: Sendable {
+package final class FCMDelivery: Sendable {
     private let settings: FCMSettings
     private let token: FCMAccessToken
     private let clock: any WallClock
     private let lanes: CurlLanes
 
-    init(settings: FCMSettings, database: any Database, clock: any WallClock) throws {
+    package init(settings: FCMSettings, database: any Database, clock: any WallClock) throws {
         self.settings = settings
         token = try FCMAccessToken(settings: settings, database: database, clock: clock)
         self.clock = clock
@@ -26,7 +26,7 @@ final class FCMDelivery: Sendable {
 
     /// Sends each item (all FCM ones) and returns the outcomes, in order. Items FCM refused for
     /// the access token go again once with a new one.
-    func deliver(_ items: [OutboxItem]) -> [APNsResponse] {
+    package func deliver(_ items: [OutboxItem]) -> [APNsResponse] {
         let bearer: String
         do {
             bearer = try token.current()

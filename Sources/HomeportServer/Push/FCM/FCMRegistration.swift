@@ -1,22 +1,22 @@
 /// The rules for an FCM registration token a device registers.
-enum FCMRegistration {
+package enum FCMRegistration {
     /// The prefix of the name the server gives a registration (`fcm:` and 64 hex digits).
     static let tokenPrefix = "fcm:"
 
     /// The server's name for the registration `token`: `fcm:` and its SHA-256, in hex (the token
     /// is the device's address at FCM: it never goes in a path or a log).
-    static func name(token: String) -> String {
+    package static func name(token: String) -> String {
         DeviceName.make(tokenPrefix, token)
     }
 
     /// Whether `text` is such a name.
-    static func isName(_ text: String) -> Bool {
+    package static func isName(_ text: String) -> Bool {
         DeviceName.isName(text, prefix: tokenPrefix)
     }
 
     /// Whether `token` can be an FCM registration token: 20 to 4096 characters of letters,
     /// digits, `-`, `_`, `:` and `.`.
-    static func isToken(_ token: String) -> Bool {
+    package static func isToken(_ token: String) -> Bool {
         (20...4096).contains(token.utf8.count)
             && token.utf8.allSatisfy {
                 (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)

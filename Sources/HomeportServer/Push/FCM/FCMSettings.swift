@@ -65,4 +65,11 @@ public struct FCMSettings: Sendable {
         }
         return settings
     }
+
+    /// Whether `text` can be a Firebase project id: 6–30 lowercase letters, digits and `-`,
+    /// starting with a letter.
+    public static func isProjectID(_ text: String) -> Bool {
+        (6...30).contains(text.utf8.count) && text.utf8.first.map { (0x61...0x7A).contains($0) } == true
+            && text.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }
+    }
 }

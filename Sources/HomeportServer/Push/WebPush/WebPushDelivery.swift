@@ -12,7 +12,7 @@ import HomeportWire
 /// The services' answers become the sender's outcomes: 200–202 delivered; 404 and 410 the
 /// subscription is gone (removed, unless registered again since); 413 and other refusals are
 /// given up; 429 and 5xx (and no answer) are tried again, not before `Retry-After`.
-final class WebPushDelivery: Sendable {
+package final class WebPushDelivery: Sendable {
     private let vapid: VAPIDToken
     /// The key of the topics' HMAC.
     private let topicKey: [UInt8]
@@ -24,7 +24,7 @@ final class WebPushDelivery: Sendable {
     /// slow or never answers holds only its lane until the timeout).
     private let lanes: CurlLanes
 
-    init(settings: WebPushSettings, clock: any WallClock, logger: Logger) throws {
+    package init(settings: WebPushSettings, clock: any WallClock, logger: Logger) throws {
         vapid = try VAPIDToken(settings: settings, clock: clock)
         topicKey = try ES256Key(pem: settings.keyPEM).derivedSecret("homeport web push topic")
         allowPrivate = settings.allowPrivateEndpoints
@@ -34,7 +34,7 @@ final class WebPushDelivery: Sendable {
     }
 
     /// Sends each item (all Web Push ones), in parallel lanes, and returns the outcomes, in order.
-    func deliver(_ items: [OutboxItem]) -> [APNsResponse] {
+    package func deliver(_ items: [OutboxItem]) -> [APNsResponse] {
         lanes.map(items, send)
     }
 

@@ -1,20 +1,21 @@
 import Foundation
 import HomeportCrypto
+import HomeportHTTP
 import HomeportWire
 
 /// The rules for a Web Push subscription a device registers: its endpoint and its keys.
-enum WebPushSubscription {
+package enum WebPushSubscription {
     /// The prefix of the name the server gives a subscription (`webpush:` and 64 hex digits).
     static let tokenPrefix = "webpush:"
 
     /// The server's name for the subscription at `endpoint`: `webpush:` and the SHA-256 of the
     /// endpoint, in hex (an endpoint is a secret of its device: it never goes in a path or a log).
-    static func token(endpoint: String) -> String {
+    package static func token(endpoint: String) -> String {
         DeviceName.make(tokenPrefix, endpoint)
     }
 
     /// Whether `text` is such a name.
-    static func isToken(_ text: String) -> Bool {
+    package static func isToken(_ text: String) -> Bool {
         DeviceName.isName(text, prefix: tokenPrefix)
     }
 
@@ -66,6 +67,31 @@ enum WebPushSubscription {
     static func authSecret(_ text: String) -> [UInt8]? {
         guard let bytes = IdentityProof.readBase64URL(Self.unpadded(text)), bytes.count == 16 else { return nil }
         return bytes
+    }
+
+    /// A Web Push subscription as the server keeps it (named by its endpoint's hash, its keys
+    /// in canonical base64url), or the 400 that names the field that is wrong.
+    package static func registration(
+        endpoint given: String?, _ p256dh: String?, _ auth: String?, allowPrivate: Bool
+    ) throws -> PushDeviceRegistration {
+        guard let given else { throw HTTPError.invalidField("endpoint", "A Web Push subscription has an endpoint.") }
+        if let problem = WebPushSubscription.endpointProblem(given, allowPrivate: allowPrivate) {
+            throw HTTPError.invalidField("endpoint", problem)
+        }
+        let endpoint = WebPushSubscription.normalized(given)
+        guard let key = p256dh.flatMap(WebPushSubscription.publicKey) else {
+            throw HTTPError.invalidField(
+                "keys.p256dh", "keys.p256dh is the subscription's P-256 public key: 65 bytes, base64url.")
+        }
+        guard let secret = auth.flatMap(WebPushSubscription.authSecret) else {
+            throw HTTPError.invalidField(
+                "keys.auth", "keys.auth is the subscription's authentication secret: 16 bytes, base64url.")
+        }
+        var registration = PushDeviceRegistration(
+            webPushEndpoint: endpoint,
+            keys: WebPushKeys(p256dh: IdentityProof.base64URL(key), auth: IdentityProof.base64URL(secret)))
+        registration.token = WebPushSubscription.token(endpoint: endpoint)
+        return registration
     }
 
     /// `text` without the `=` padding some encoders add.
