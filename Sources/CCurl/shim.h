@@ -41,6 +41,50 @@ static inline CURLcode homeport_curl_set_read_function(CURL *curl, curl_read_cal
     return curl_easy_setopt(curl, CURLOPT_READFUNCTION, callback);
 }
 
+// Connections to public addresses only: whatever a name resolves to, libcurl opens no socket to
+// this machine, a private, shared, link-local, benchmarking, multicast or reserved IPv4 network,
+// or the IPv6 ones (loopback, unique-local, link-local, multicast, and the forms that carry an
+// IPv4 address: mapped, NAT64, 6to4, checked as that address). For posting to URLs strangers
+// name (Web Push endpoints): a public name that resolves into the network is refused too.
+
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+
+static inline int homeport_private_ipv4(const unsigned char *a) {
+    return a[0] == 0 || a[0] == 10 || a[0] == 127 || a[0] >= 224 || (a[0] == 100 && (a[1] & 0xC0) == 64) ||
+           (a[0] == 169 && a[1] == 254) || (a[0] == 172 && (a[1] & 0xF0) == 16) ||
+           (a[0] == 192 && a[1] == 168) || (a[0] == 192 && a[1] == 0 && a[2] == 0) ||
+           (a[0] == 198 && (a[1] & 0xFE) == 18);
+}
+
+static inline int homeport_private_address(const struct sockaddr *address) {
+    if (address->sa_family == AF_INET) {
+        return homeport_private_ipv4((const unsigned char *)&((const struct sockaddr_in *)address)->sin_addr);
+    }
+    if (address->sa_family != AF_INET6) return 1;
+    const unsigned char *a = ((const struct sockaddr_in6 *)address)->sin6_addr.s6_addr;
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+    static const unsigned char nat64[12] = {0, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0};
+    static const unsigned char zeros[12] = {0};
+    if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0) return homeport_private_ipv4(a + 12);
+    if (a[0] == 0x20 && a[1] == 0x02) return homeport_private_ipv4(a + 2);
+    // ::, ::1 and the deprecated IPv4-compatible addresses.
+    if (memcmp(a, zeros, 12) == 0) return 1;
+    return (a[0] & 0xFE) == 0xFC || (a[0] == 0xFE && (a[1] & 0xC0) == 0x80) || a[0] == 0xFF;
+}
+
+static curl_socket_t homeport_public_socket(void *unused, curlsocktype purpose, struct curl_sockaddr *address) {
+    (void)unused;
+    if (purpose != CURLSOCKTYPE_IPCXN || homeport_private_address(&address->addr)) return CURL_SOCKET_BAD;
+    return socket(address->family, address->socktype, address->protocol);
+}
+
+/// With `on`, the transfer connects to public addresses only; without, to any.
+static inline CURLcode homeport_curl_public_only(CURL *curl, int on) {
+    return curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, on ? homeport_public_socket : NULL);
+}
+
 // An address of an installation whose key the client pinned: a TLS certificate whose public key
 // is that key is accepted whatever its CA, name or address; any other certificate is checked as
 // without a pin, against the CAs and the name in the URL. libcurl's own name check is off for

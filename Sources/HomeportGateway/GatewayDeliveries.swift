@@ -1,11 +1,21 @@
+import Dispatch
 import Foundation
 import HomeportAPNs
 import HomeportServer
 import HomeportWire
+import Synchronization
 
 /// The push services a gateway sends to: APNs always; FCM and Web Push when it holds the app's
 /// service account and VAPID key.
+///
+/// A batch answers within the server's wait for it (``PushGatewaySettings/timeoutSeconds``, 50
+/// seconds): APNs first, then Web Push and FCM side by side, each starting no request after
+/// ``laneBudget`` (a push not started comes back unsent, and the server sends it again).
 struct GatewayDeliveries: Sendable {
+    /// How long the Web Push and FCM lanes start new requests in one batch (each request then
+    /// has its 10 seconds).
+    static let laneBudget: Duration = .seconds(15)
+
     let apns: APNsDelivery
     let webPush: WebPushDelivery?
     let fcm: FCMDelivery?
@@ -37,13 +47,21 @@ struct GatewayDeliveries: Sendable {
             }
             for (index, response) in zip(apple, try apns.send(requests)) { responses[index] = response }
         }
-        for (provider, deliver) in [
-            (PushProvider.webpush, webPush.map { $0.deliver }), (PushProvider.fcm, fcm.map { $0.deliver }),
-        ] {
-            let chosen = items.indices.filter { items[$0].provider == provider }
-            guard let deliver, !chosen.isEmpty else { continue }
-            for (index, response) in zip(chosen, deliver(chosen.map { items[$0] })) { responses[index] = response }
+        let web = webPush == nil ? [] : items.indices.filter { items[$0].provider == .webpush }
+        let android = fcm == nil ? [] : items.indices.filter { items[$0].provider == .fcm }
+        let answers = Mutex<(web: [APNsResponse], android: [APNsResponse])>(([], []))
+        DispatchQueue.concurrentPerform(iterations: 2) { round in
+            if round == 0, let webPush, !web.isEmpty {
+                let sent = webPush.deliver(web.map { items[$0] })
+                answers.withLock { $0.web = sent }
+            } else if round == 1, let fcm, !android.isEmpty {
+                let sent = fcm.deliver(android.map { items[$0] })
+                answers.withLock { $0.android = sent }
+            }
         }
+        let sent = answers.withLock { $0 }
+        for (index, response) in zip(web, sent.web) { responses[index] = response }
+        for (index, response) in zip(android, sent.android) { responses[index] = response }
         return responses
     }
 }

@@ -209,23 +209,43 @@ struct GatewayHandlers: Sendable {
         guard changes.register.count + changes.remove.count <= GatewayDeviceChanges.maximumCount else {
             throw HTTPError.invalidField("register", "Send at most \(GatewayDeviceChanges.maximumCount) changes.")
         }
-        let registering = try changes.register.enumerated().map { index, registration in
-            try Self.device(registration, field: "register[\(index)]")
+        // Each change stands alone: one the gateway refuses is answered by its field, and the
+        // others are recorded (a server's queue of changes never stops on one). A device of a
+        // service the gateway does not carry is not kept: its pushes are refused by kind.
+        var registering: [GatewayDevice] = []
+        var refused: [GatewayDeviceResults.Refusal] = []
+        var ignored = 0
+        for (index, registration) in changes.register.enumerated() {
+            guard deliveries.carries(registration.provider) else {
+                ignored += 1
+                continue
+            }
+            do {
+                registering.append(try Self.device(registration, field: "register[\(index)]"))
+            } catch let error as HTTPError {
+                refused.append(.init(field: error.field ?? "register[\(index)]", message: error.message))
+            }
         }
-        for (index, token) in changes.remove.enumerated()
-        where !PushProvider.allCases.contains(where: { Self.isDeviceName(token, of: $0) }) {
-            throw HTTPError.invalidField(
-                "remove[\(index)]",
-                "A device is named by its APNs token (16–200 lowercase hex digits) or fcm:/webpush: and 64 hex digits."
-            )
+        var removing: [String] = []
+        for (index, token) in changes.remove.enumerated() {
+            if PushProvider.allCases.contains(where: { Self.isDeviceName(token, of: $0) }) {
+                removing.append(token)
+            } else {
+                refused.append(
+                    .init(
+                        field: "remove[\(index)]",
+                        message:
+                            "A device is named by its APNs token (16–200 lowercase hex digits) or fcm:/webpush: and 64 hex digits."
+                    ))
+            }
         }
         let now = clock.unixSeconds
         let server: GatewayServer = try database.transaction { db in
             guard let server = try GatewayServerStore(db).live(credentialHash: credential) else { throw Self.refused }
             let devices = GatewayDeviceStore(db)
-            for token in changes.remove { try devices.remove(server: server.id, token: token) }
+            for token in removing { try devices.remove(server: server.id, token: token) }
             for device in registering { try devices.register(server: server.id, device, now: now) }
-            if !changes.register.isEmpty, try devices.count(server: server.id) > configuration.devicesPerServer {
+            if !registering.isEmpty, try devices.count(server: server.id) > configuration.devicesPerServer {
                 throw HTTPError(
                     status: 409, code: "too_many_devices",
                     message: "This server holds \(configuration.devicesPerServer) devices at most; nothing was changed."
@@ -236,10 +256,12 @@ struct GatewayHandlers: Sendable {
         logger.info(
             "devices changed",
             metadata: [
-                "server": server.name, "registered": String(changes.register.count),
-                "removed": String(changes.remove.count),
+                "server": server.name, "registered": String(registering.count), "removed": String(removing.count),
+                "ignored": String(ignored), "refused": refused.map(\.field).joined(separator: ","),
             ])
-        return try HTTPResponse.json(["registered": changes.register.count, "removed": changes.remove.count])
+        return try HTTPResponse.json(
+            GatewayDeviceResults(
+                registered: registering.count, removed: removing.count, ignored: ignored, refused: refused))
     }
 
     /// The device a registration names, as the gateway keeps it, or the 400 that names the field

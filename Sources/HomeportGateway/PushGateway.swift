@@ -100,9 +100,13 @@ public final class PushGateway: Sendable {
                 apns: try APNsDelivery(
                     database: database, settings: configuration.apns, clock: clock, logger: self.logger),
                 webPush: try configuration.webPush.map {
-                    try WebPushDelivery(settings: $0, clock: clock, logger: gatewayLogger)
+                    try WebPushDelivery(
+                        settings: $0, clock: clock, logger: gatewayLogger, budget: GatewayDeliveries.laneBudget)
                 },
-                fcm: try configuration.fcm.map { try FCMDelivery(settings: $0, database: database, clock: clock) })
+                fcm: try configuration.fcm.map {
+                    try FCMDelivery(
+                        settings: $0, database: database, clock: clock, budget: GatewayDeliveries.laneBudget)
+                })
         } catch {
             database.close()
             throw error

@@ -180,3 +180,39 @@ public struct GatewayDeviceChanges: Codable, Hashable, Sendable {
         self.remove = remove
     }
 }
+
+/// The answer to ``GatewayDeviceChanges``: each change stands alone, so one the gateway refuses
+/// does not hold the others back.
+public struct GatewayDeviceResults: Codable, Hashable, Sendable {
+    /// Registrations recorded.
+    public var registered: Int
+    /// Removals made (of a device the server had registered, or not).
+    public var removed: Int
+    /// Registrations of a push service the gateway does not carry: not kept (a push to one is
+    /// answered `ProviderUnavailable`).
+    public var ignored: Int
+    /// The changes refused, each by its field (`register[3].endpoint`) and why.
+    public var refused: [Refusal]
+
+    /// Creates the answer.
+    public init(registered: Int, removed: Int, ignored: Int = 0, refused: [Refusal] = []) {
+        self.registered = registered
+        self.removed = removed
+        self.ignored = ignored
+        self.refused = refused
+    }
+
+    /// One refused change.
+    public struct Refusal: Codable, Hashable, Sendable {
+        /// The field, as `register[INDEX].NAME` or `remove[INDEX]`.
+        public var field: String
+        /// Why, in a sentence.
+        public var message: String
+
+        /// Creates a refusal.
+        public init(field: String, message: String) {
+            self.field = field
+            self.message = message
+        }
+    }
+}

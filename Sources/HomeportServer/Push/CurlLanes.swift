@@ -13,12 +13,15 @@ final class CurlLanes: Sendable {
     /// How long a batch may start new requests.
     let budget: Duration
     private let timeoutSeconds: Int
+    /// Whether the lanes connect to public addresses only (``CurlSession/publicOnly``).
+    private let publicOnly: Bool
     private let idle = Mutex<[CurlSession]>([])
 
-    init(lanes: Int = 8, timeoutSeconds: Int, budget: Duration = .seconds(40)) {
+    init(lanes: Int = 8, timeoutSeconds: Int, budget: Duration = .seconds(40), publicOnly: Bool = false) {
         self.lanes = lanes
         self.timeoutSeconds = timeoutSeconds
         self.budget = budget
+        self.publicOnly = publicOnly
     }
 
     /// `send` for each item, on up to `lanes` threads; the answers in the items' order.
@@ -32,7 +35,8 @@ final class CurlLanes: Sendable {
             let lane = Thread { [self] in
                 defer { group.leave() }
                 let session =
-                    idle.withLock { $0.popLast() } ?? CurlSession(timeoutSeconds: timeoutSeconds, byteLimit: 64 << 10)
+                    idle.withLock { $0.popLast() }
+                    ?? CurlSession(timeoutSeconds: timeoutSeconds, byteLimit: 64 << 10, publicOnly: publicOnly)
                 defer { idle.withLock { $0.append(session) } }
                 while let (index, item) = work.next() { work.set(index, send(item, session)) }
             }

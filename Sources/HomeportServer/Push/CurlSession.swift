@@ -14,11 +14,15 @@ package final class CurlSession: @unchecked Sendable {
     let timeoutSeconds: Int
     /// The largest answer read, in bytes.
     let byteLimit: Int
+    /// Whether it connects to public addresses only, whatever a name resolves to (for URLs
+    /// strangers name).
+    let publicOnly: Bool
 
-    package init(caFile: String? = nil, timeoutSeconds: Int = 30, byteLimit: Int = 16 << 20) {
+    package init(caFile: String? = nil, timeoutSeconds: Int = 30, byteLimit: Int = 16 << 20, publicOnly: Bool = false) {
         self.caFile = caFile
         self.timeoutSeconds = timeoutSeconds
         self.byteLimit = byteLimit
+        self.publicOnly = publicOnly
     }
 
     deinit {
@@ -60,6 +64,7 @@ package final class CurlSession: @unchecked Sendable {
             _ = homeport_curl_set_long(curl, CURLOPT_FOLLOWLOCATION, 0)
             _ = homeport_curl_set_string(curl, CURLOPT_PROXY, "")
             _ = homeport_curl_set_long(curl, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
+            _ = homeport_curl_public_only(curl, publicOnly ? 1 : 0)
             if let caFile { _ = homeport_curl_set_string(curl, CURLOPT_CAINFO, caFile) }
             let context = Unmanaged.passRetained(exchange)
             defer { context.release() }

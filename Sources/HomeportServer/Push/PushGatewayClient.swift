@@ -105,21 +105,53 @@ final class PushGatewayClient: PushTransport {
                     try PushGatewaySync($0).claimForwarding(claimant, now: clock.unixSeconds, lease: lease)
                 })
             else { return nil }
-            let changes = try PushGatewaySync(database).pending(limit: GatewayDeviceChanges.maximumCount)
-            guard !changes.isEmpty else { return nil }
+            let pending = try PushGatewaySync(database).pending(limit: GatewayDeviceChanges.maximumCount)
+            guard !pending.isEmpty else { return nil }
+            let changes = Self.fitting(pending)
             // Changes of kinds the gateway does not carry for this process are only acknowledged.
             let carried = changes.filter { providers.contains($0.provider) }
             let body = GatewayDeviceChanges(
                 register: carried.compactMap(\.registration),
                 remove: carried.filter { !$0.registered }.map(\.token))
-            if !body.register.isEmpty || !body.remove.isEmpty,
-                case .failure(let failure) = post(PushGatewayPath.devices, try JSONEncoder().encode(body))
-            {
-                return "device registrations not forwarded: " + failure.description
+            if !body.register.isEmpty || !body.remove.isEmpty {
+                switch post(PushGatewayPath.devices, try JSONEncoder().encode(body)) {
+                case .failure(let failure): return "device registrations not forwarded: " + failure.description
+                case .success(let answer):
+                    // What the gateway refused stays refused if sent again: said, and let go.
+                    if let results = try? JSONDecoder().decode(GatewayDeviceResults.self, from: answer),
+                        !results.refused.isEmpty
+                    {
+                        logger.warning(
+                            "the push gateway refused device registrations",
+                            metadata: [
+                                "count": String(results.refused.count),
+                                "fields": results.refused.prefix(5).map(\.field).joined(separator: ","),
+                                "reason": results.refused.first?.message ?? "",
+                            ])
+                    }
+                }
             }
             try database.transaction { try PushGatewaySync($0).acknowledge(changes) }
-            if changes.count < GatewayDeviceChanges.maximumCount { return nil }
+            if pending.count < GatewayDeviceChanges.maximumCount, changes.count == pending.count { return nil }
         }
+    }
+
+    /// The most of a request's changes' text, in bytes: well under the gateway's 8 MiB body (an FCM
+    /// token may be 4 KiB, a Web Push endpoint 1 KiB).
+    static let changesBytes = 4 << 20
+
+    /// The first of `changes` whose registrations fit in ``changesBytes`` (at least one).
+    static func fitting(_ changes: [PushGatewaySync.Change]) -> [PushGatewaySync.Change] {
+        var bytes = 0
+        var count = 0
+        for change in changes {
+            bytes +=
+                128 + change.token.utf8.count + (change.endpoint?.utf8.count ?? 0) + (change.p256dh?.utf8.count ?? 0)
+                + (change.auth?.utf8.count ?? 0)
+            if bytes > changesBytes, count > 0 { break }
+            count += 1
+        }
+        return Array(changes.prefix(count))
     }
 
     /// POSTs `body` as JSON to `path`; the answer's body when it is a 200, else why not.

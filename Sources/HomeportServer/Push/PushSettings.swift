@@ -123,7 +123,8 @@ public struct PushGatewaySettings: Sendable {
     public var credential: String
     /// A CA file trusted besides the system's (a gateway with a private CA).
     public var caFile: String?
-    /// Longest wait for one exchange with the gateway, in seconds.
+    /// Longest wait for one exchange with the gateway, in seconds (a batch of FCM and Web
+    /// Pushes takes the gateway up to about 40).
     public var timeoutSeconds: Int
     /// The gateway's VAPID public key (base64url), when it carries this server's Web Pushes:
     /// subscriptions are made with it, and go to the gateway.
@@ -137,7 +138,7 @@ public struct PushGatewaySettings: Sendable {
 
     /// Creates settings.
     public init(
-        url: String, credential: String, caFile: String? = nil, timeoutSeconds: Int = 30, webPushKey: String? = nil,
+        url: String, credential: String, caFile: String? = nil, timeoutSeconds: Int = 50, webPushKey: String? = nil,
         fcmProject: String? = nil
     ) {
         self.url = url

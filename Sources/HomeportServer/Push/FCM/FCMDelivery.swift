@@ -17,11 +17,14 @@ package final class FCMDelivery: Sendable {
     private let clock: any WallClock
     private let lanes: CurlLanes
 
-    package init(settings: FCMSettings, database: any Database, clock: any WallClock) throws {
+    /// `budget`: how long a batch may start new requests (``CurlLanes/budget``).
+    package init(
+        settings: FCMSettings, database: any Database, clock: any WallClock, budget: Duration = .seconds(40)
+    ) throws {
         self.settings = settings
         token = try FCMAccessToken(settings: settings, database: database, clock: clock)
         self.clock = clock
-        lanes = CurlLanes(timeoutSeconds: settings.timeoutSeconds)
+        lanes = CurlLanes(timeoutSeconds: settings.timeoutSeconds, budget: budget)
     }
 
     /// Sends each item (all FCM ones) and returns the outcomes, in order. Items FCM refused for

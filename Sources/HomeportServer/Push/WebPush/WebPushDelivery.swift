@@ -24,13 +24,19 @@ package final class WebPushDelivery: Sendable {
     /// slow or never answers holds only its lane until the timeout).
     private let lanes: CurlLanes
 
-    package init(settings: WebPushSettings, clock: any WallClock, logger: Logger) throws {
+    /// `budget`: how long a batch may start new requests (``CurlLanes/budget``).
+    package init(
+        settings: WebPushSettings, clock: any WallClock, logger: Logger, budget: Duration = .seconds(40)
+    ) throws {
         vapid = try VAPIDToken(settings: settings, clock: clock)
         topicKey = try ES256Key(pem: settings.keyPEM).derivedSecret("homeport web push topic")
         allowPrivate = settings.allowPrivateEndpoints
         self.clock = clock
         self.logger = logger
-        lanes = CurlLanes(timeoutSeconds: settings.timeoutSeconds)
+        // An endpoint is a stranger's word: a public name that resolves into the network is
+        // refused when the socket would open, not only a private address spelled out.
+        lanes = CurlLanes(
+            timeoutSeconds: settings.timeoutSeconds, budget: budget, publicOnly: !settings.allowPrivateEndpoints)
     }
 
     /// Sends each item (all Web Push ones), in parallel lanes, and returns the outcomes, in order.

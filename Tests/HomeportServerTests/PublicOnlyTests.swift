@@ -1,0 +1,79 @@
+import CCurl
+import Foundation
+import HomeportTestSupport
+import Testing
+
+@testable import HomeportServer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An IPv4 or IPv6 address as a socket address, for the connect-time check.
+private func isPrivate(_ text: String) -> Bool {
+    if text.contains(":") {
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        #expect(inet_pton(AF_INET6, text, &address.sin6_addr) == 1, "\(text)")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { homeport_private_address($0) != 0 }
+        }
+    }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    #expect(inet_pton(AF_INET, text, &address.sin_addr) == 1, "\(text)")
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { homeport_private_address($0) != 0 }
+    }
+}
+
+@Suite("Posting to a stranger's URL: public addresses only, checked as the socket opens")
+struct PublicOnlyTests {
+    @Test(
+        "this machine, private, shared, link-local, benchmarking, multicast and reserved networks are refused, in every IPv6 form that carries them",
+        arguments: [
+            "0.0.0.0", "10.1.2.3", "100.64.0.1", "127.0.0.1", "127.0.1.1", "169.254.169.254", "172.16.0.1",
+            "172.31.255.255", "192.168.1.1", "192.0.0.8", "198.18.0.1", "198.19.255.1", "224.0.0.1",
+            "255.255.255.255", "::", "::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a00:1",
+            "2002:c0a8:101::1", "fc00::1", "fd12:3456::1", "fe80::1", "ff02::1", "::127.0.0.1",
+        ])
+    func refused(address: String) {
+        #expect(isPrivate(address))
+    }
+
+    @Test(
+        "public addresses are taken",
+        arguments: [
+            "1.1.1.1", "8.8.8.8", "100.128.0.1", "172.32.0.1", "192.169.0.1", "198.20.0.1", "223.255.255.254",
+            "2001:4860:4860::8888", "2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1",
+        ])
+    func taken(address: String) {
+        #expect(!isPrivate(address))
+    }
+
+    @Test("a session that posts to strangers' URLs opens no socket to this machine, however the URL names it")
+    func session() throws {
+        let service = try WebPushStandIn()
+        let open = CurlSession(timeoutSeconds: 5)
+        guard case .success(let answer) = open.perform("http://127.0.0.1:\(service.port)/messages") else {
+            Issue.record("the stand-in did not answer an ordinary session")
+            return
+        }
+        #expect(answer.status == 200)
+        var hosts = ["127.0.0.1", "localhost", "2130706433", "[::ffff:127.0.0.1]", "127.1"]
+        // The machine's own name, which no spelling check sees through, where it resolves to
+        // the listener (as /etc/hosts has it on Debian and in most containers).
+        var name = [CChar](repeating: 0, count: 256)
+        gethostname(&name, name.count)
+        let hostname = String(cString: name)
+        #expect(!NetworkAddress.isPrivate(host: hostname), "its spelling says nothing")
+        if case .success = open.perform("http://\(hostname):\(service.port)/messages") { hosts.append(hostname) }
+        let strict = CurlSession(timeoutSeconds: 5, publicOnly: true)
+        for host in hosts {
+            guard case .failure = strict.perform("http://\(host):\(service.port)/messages") else {
+                Issue.record("a public-only session reached \(host)")
+                continue
+            }
+        }
+    }
+}
