@@ -240,7 +240,7 @@ public final class HomeportApplication: Sendable {
         router.addWebDoor(
             accounts, reader: reader, product: configuration.product,
             csrfKey: try ServerSecrets(database, logger: logger.withLabel("homeport.server")).secret(named: "csrf"),
-            identity: identity)
+            identity: identity, push: push)
         let server = HTTPServer(
             configuration: configuration.effectiveHTTP, responder: router, logger: logger, bound: bound)
         self.server = server

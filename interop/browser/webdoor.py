@@ -144,10 +144,11 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def start_server(binary, workdir, pairing=False):
+def start_server(binary, workdir, pairing=False, web_push=False):
     """Starts `binary serve` with its data, database and outbox in `workdir` (with `pairing`,
-    HTTPS on 127.0.0.2 with the installation's own certificate); returns (process, base URL,
-    outbox directory, log path) once the identity route answers."""
+    HTTPS on 127.0.0.2 with the installation's own certificate; with `web_push`, a VAPID key
+    and push services on this machine allowed); returns (process, base URL, outbox directory,
+    log path) once the identity route answers."""
     port = free_port()
     host = "127.0.0.2" if pairing else "127.0.0.1"
     base = f"{'https' if pairing else 'http'}://{host}:{port}"
@@ -163,6 +164,9 @@ def start_server(binary, workdir, pairing=False):
         "--public-url", base,
         "--password-iterations", "1000",
     ] + (["--tls-installation"] if pairing else [])
+    if web_push:
+        command += ["--vapid-key-file", str(workdir / "vapid.pem"), "--vapid-subject", "mailto:ops@example.net",
+                    "--webpush-allow-private-endpoints"]
     environment = dict(os.environ, HOMEPORT_DATA_DIR=str(workdir / "data"))
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
@@ -786,6 +790,136 @@ IDP_AUTHORIZE_PATH = "/identity/o/authorize"
 APP_CALLBACK_PATH = "/app-callback"
 
 
+# --- Notifications in this browser ---------------------------------------------------------------
+
+NOTIFICATIONS_PATH = "/account/notifications"
+NOTIFICATIONS_LINK = "Notifications in this browser"
+NOTIFICATIONS_ON = "Notifications are on in this browser."
+# Headless Chromium has no push service to reach here: its subscribe call fails, and the page
+# says so in these words.
+PUSH_SERVICE_UNREACHABLE = "This browser's push service could not be reached"
+
+
+class WebPushService:
+    """interop/webpush/standin.py: a push service that decrypts what the server sends with
+    http_ece and checks its VAPID token with py_vapid, standing in for the browser's own."""
+
+    def __init__(self, python, workdir):
+        self.directory = workdir / "webpush"
+        self.directory.mkdir()
+        self.log_path = self.directory / "standin.log"
+        script = Path(__file__).resolve().parent.parent / "webpush" / "standin.py"
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen([str(python), str(script), str(self.directory)],
+                                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.port = poll(self.listening, SERVER_TIMEOUT, "the Web Push stand-in")
+
+    def listening(self):
+        if self.process.poll() is not None:
+            raise StepFailed(f"the Web Push stand-in exited: {log_tail(self.log_path)}")
+        try:
+            return int((self.directory / "port").read_text())
+        except (OSError, ValueError):
+            return None
+
+    def call(self, method, path):
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method,
+                                         data=b"{}" if method == "POST" else None,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.loads(answer.read())
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def page_post(door, path, fields):
+    """POSTs `fields` from the page, as its script does (fetch, the section's CSRF token, the
+    empty honeypot); the answer's status."""
+    return door.browser.execute_async_script("""
+        const [path, fields, done] = arguments;
+        const section = document.getElementById("browser-notifications");
+        const body = new URLSearchParams({csrf_token: section.dataset.csrf, website: "", ...fields});
+        fetch(path, {method: "POST", body, credentials: "same-origin"}).then(
+            (answer) => done(answer.status), (error) => done(String(error)));
+    """, path, fields)
+
+
+def notifications_flow(door, binary, workdir, service):
+    """The account page's "Notifications in this browser": the service worker registers and the
+    page asks the browser's push service for a subscription with the server's VAPID key (which
+    headless Chromium cannot reach here; the page says so). A subscription from the stand-in
+    push service, posted as the page posts its own, then gets the account's notification, which
+    the stand-in decrypts; delivered to the service worker, a push is shown to the page."""
+    step = "notifications in this browser"
+    door.browser.execute_cdp_cmd("Browser.grantPermissions",
+                                 {"origin": door.base, "permissions": ["notifications"]})
+    door.open(HOME_PATH)
+    door.follow(step, NOTIFICATIONS_LINK)
+    door.see(step, heading=NOTIFICATIONS_LINK, path=NOTIFICATIONS_PATH,
+             texts=("This browser shows this account's notifications",))
+    buttons = door.browser.find_elements(By.ID, "notifications-on")
+    if len(buttons) != 1:
+        raise StepFailed(f"{step}: no 'Turn on notifications' button ({door.describe()})")
+    buttons[0].click()
+    status = lambda browser: browser.find_element(By.ID, "notifications-status").text.strip()
+    door.wait(step, lambda browser: status(browser) not in ("", "Subscribing…"), "the page to say how it went",
+              timeout=30)
+    said = status(door.browser)
+    if not (said == NOTIFICATIONS_ON or said.startswith(PUSH_SERVICE_UNREACHABLE)):
+        raise StepFailed(f"{step}: the page says {said!r}")
+    scope = door.base + "/account/"
+    active = door.browser.execute_async_script("""
+        const [scope, done] = arguments;
+        navigator.serviceWorker.getRegistration(scope).then(
+            (registration) => done(Boolean(registration && registration.active)), () => done(false));
+    """, scope)
+    if not active:
+        raise StepFailed(f"{step}: the service worker is not active for {scope}")
+    door.see("subscription asked", heading=NOTIFICATIONS_LINK, path=NOTIFICATIONS_PATH, texts=(said,))
+
+    step = "a push service's subscription"
+    subscription = service.call("POST", "/subscribe")
+    status_code = page_post(door, NOTIFICATIONS_PATH, {"endpoint": subscription["endpoint"],
+                                                        "p256dh": subscription["keys"]["p256dh"],
+                                                        "auth": subscription["keys"]["auth"]})
+    if status_code != 200:
+        raise StepFailed(f"{step}: posting the subscription was answered {status_code}")
+    title = "Your book is ready"
+    sent = subprocess.run(
+        [str(binary), "push", "send", "--database", f"sqlite:{workdir / 'homeport.sqlite'}", "--email", EMAIL,
+         "--code", "homeport/core:push.test", "--title", title],
+        capture_output=True, text=True, env=dict(os.environ, HOMEPORT_DATA_DIR=str(workdir / "data")), timeout=60)
+    if sent.returncode != 0:
+        raise StepFailed(f"{step}: homeport-server push send failed: {redacted(sent.stderr.strip())}")
+    delivered = poll(lambda: service.call("GET", "/messages")["delivered"], SERVER_TIMEOUT,
+                     "the push at the stand-in push service")
+    payload = delivered[0]["payload"]
+    if payload.get("aps", {}).get("alert", {}).get("title") != title or not payload.get("homeport", {}).get("s"):
+        raise StepFailed(f"{step}: the push service decrypted {payload!r}")
+    print(f"ok    {step}: the subscription got the notification, decrypted by the push service, with s")
+
+    step = "a push shown by the service worker"
+    door.browser.execute_cdp_cmd("ServiceWorker.enable", {})
+    refusals = []
+    for registration_id in range(8):
+        try:
+            door.browser.execute_cdp_cmd("ServiceWorker.deliverPushMessage", {
+                "origin": door.base, "registrationId": str(registration_id), "data": json.dumps(payload)})
+            break
+        except WebDriverException as error:
+            refusals.append(str(error.msg or error)[:120])
+    else:
+        raise StepFailed(f"{step}: Chromium delivered the push to no service worker registration: {refusals}")
+    door.wait(step, lambda browser: title in browser.find_element(By.ID, "notifications-last").text,
+              "the service worker's word of the push")
+    door.see(step, heading=NOTIFICATIONS_LINK, path=NOTIFICATIONS_PATH, texts=(f"Last notification: {title}",))
+
+
 class IdentityProvider:
     """django-allauth as the household's OpenID Connect provider, started by idp.py with one
     person (EMAIL, a password of its own), Homeport's web client and an app's public client."""
@@ -965,14 +1099,18 @@ def parse_arguments():
     parser.add_argument("--mfa", action="store_true", help="also run the two-factor steps")
     parser.add_argument("--pairing", action="store_true",
                         help="serve HTTPS with the installation's certificate, and pair the client from the QR code")
+    parser.add_argument("--webpush-standin", type=Path, metavar="PYTHON",
+                        help="also turn on notifications in this browser, against interop/webpush/standin.py run "
+                             "by PYTHON (a Python with http_ece and py_vapid: .build/apns-venv/bin/python)")
     parser.add_argument("--identity-provider", type=Path, metavar="PYTHON",
                         help="also sign in through django-allauth's OpenID Connect provider, run by PYTHON "
                              "(a Python with the pinned django-allauth: .build/allauth-venv/bin/python)")
     arguments = parser.parse_args()
     if not os.access(arguments.server_binary, os.X_OK):
         parser.error(f"{arguments.server_binary} is not an executable")
-    if arguments.identity_provider is not None and not os.access(arguments.identity_provider, os.X_OK):
-        parser.error(f"{arguments.identity_provider} is not an executable")
+    for python in (arguments.identity_provider, arguments.webpush_standin):
+        if python is not None and not os.access(python, os.X_OK):
+            parser.error(f"{python} is not an executable")
     return arguments
 
 
@@ -986,15 +1124,19 @@ def prepare_screenshots(directory):
 
 
 def run(arguments, workdir):
-    process = browser = provider = None
+    process = browser = provider = service = None
     log_path = workdir / "server.log"
     try:
         binary = arguments.server_binary.resolve()
-        process, base, outbox, log_path = start_server(binary, workdir, pairing=arguments.pairing)
+        process, base, outbox, log_path = start_server(
+            binary, workdir, pairing=arguments.pairing, web_push=arguments.webpush_standin is not None)
         print(f"server up at {base}")
         browser = make_browser(workdir / "profile", insecure=arguments.pairing)
         door = Door(browser, base, Outbox(outbox), prepare_screenshots(arguments.screenshots))
         password = password_flows(door)
+        if arguments.webpush_standin is not None:
+            service = WebPushService(arguments.webpush_standin, workdir)
+            notifications_flow(door, binary, workdir, service)
         if arguments.pairing:
             pairing_flow(door, binary, password, workdir)
             handoff_flow(door, binary, workdir, sign_in_with_password(password))
@@ -1007,6 +1149,7 @@ def run(arguments, workdir):
                 provider_needs_second_factor(door)
         extras = [name for name, on in (("pairing and the handoff", arguments.pairing),
                                         ("the identity provider", arguments.identity_provider is not None),
+                                        ("notifications", arguments.webpush_standin is not None),
                                         ("two factors", arguments.mfa)) if on]
         print(f"passed: {door.number} pages checked{', with ' + ' and '.join(extras) if extras else ''}")
         return 0
@@ -1028,6 +1171,8 @@ def run(arguments, workdir):
             browser.quit()
         if provider is not None:
             provider.stop()
+        if service is not None:
+            service.stop()
         stop_server(process)
 
 

@@ -10,11 +10,11 @@ extension Router where Context == RequestContext {
     /// so both spend one budget. Paths under the reset-key prefix never reach the log.
     mutating func addWebDoor(
         _ service: AccountService, reader: SessionReader, product: String, csrfKey: [UInt8],
-        identity: IdentityStore? = nil
+        identity: IdentityStore? = nil, push: PushCenter? = nil
     ) {
         let cookies = WebCookies(
             secure: service.settings.secureCookies, sessionLifetime: service.settings.sessionLifetime)
-        let door = WebDoor(service: service, product: product, cookies: cookies, identity: identity)
+        let door = WebDoor(service: service, product: product, cookies: cookies, identity: identity, push: push)
         let trusted = service.settings.publicURL.flatMap(CSRFMiddleware.authority).map { [$0] } ?? []
         let middleware: [any HTTPMiddleware<RequestContext>] = [
             SessionMiddleware(reader: reader, credential: .cookie(cookies.session)),
@@ -58,6 +58,11 @@ extension Router where Context == RequestContext {
             account.get("/providers") { _, context in try door.providersPage(context) }
             account.post("/providers/remove") { try door.removeProvider($0, $1) }
             account.post("/handoff/:id") { try door.decideHandoff($0, $1) }
+            account.get("/notifications") { _, context in door.notificationsPage(context) }
+            account.post("/notifications", placement: .pool) { try door.subscribe($0, $1) }
+            account.post("/notifications/remove") { try door.unsubscribe($0, $1) }
+            account.get("/notifications.js") { _, _ in WebDoor.script(WebPushScripts.page) }
+            account.get("/push-worker.js") { _, _ in WebDoor.script(WebPushScripts.worker) }
         }
         logsSecrets(under: WebDoor.resetKeyPrefix)
         logsSecrets(under: WebDoor.handoffPrefix)
@@ -75,6 +80,8 @@ struct WebDoor: Sendable {
     let cookies: WebCookies
     /// The installation, whose pairing link the account page shows when it has a key.
     var identity: IdentityStore?
+    /// The notifications, whose Web Push the account page offers when the server sends it.
+    var push: PushCenter?
 
     // MARK: Pages
 
@@ -82,6 +89,9 @@ struct WebDoor: Sendable {
         guard case .signedIn(_, let account) = context.caller else { return .seeOther("/account/login") }
         var body = WebPage.signedIn(email: account.email, csrf: context.csrfToken, pairing: pairingLink())
         if !providerButtons().isEmpty { body += "<nav><a href=\"/account/providers\">Sign-in providers</a></nav>" }
+        if takesWebPush {
+            body += "<nav><a href=\"\(Self.notificationsPath)\">Notifications in this browser</a></nav>"
+        }
         return page("Your account", body)
     }
 
