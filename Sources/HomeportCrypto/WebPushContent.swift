@@ -43,24 +43,39 @@ public enum WebPushContent {
         _ plaintext: [UInt8], p256dh: [UInt8], auth: [UInt8], random: any RandomSource = SystemRandom()
     ) throws -> [UInt8] {
         guard plaintext.count <= maximumPlaintextBytes else { throw Failure.tooLarge(bytes: plaintext.count) }
+        guard auth.count == 16 else { throw Failure.badAuthSecret }
+        let agreement: (publicKey: [UInt8], secret: [UInt8])
+        do {
+            agreement = try P256Key.ephemeralAgreement(with: p256dh)
+        } catch {
+            throw Failure.badSubscriptionKey
+        }
         return try encrypt(
-            plaintext, p256dh: p256dh, auth: auth, salt: try random.bytes(16), sender: P256Key.generate())
+            plaintext, p256dh: p256dh, auth: auth, salt: try random.bytes(16), senderPublic: agreement.publicKey,
+            secret: agreement.secret)
     }
 
     /// The same with the salt and the sender's key pair given (RFC 8291's own example fixes both).
     static func encrypt(_ plaintext: [UInt8], p256dh: [UInt8], auth: [UInt8], salt: [UInt8], sender: P256Key)
         throws -> [UInt8]
     {
-        guard p256dh.count == 65, p256dh.first == 0x04 else { throw Failure.badSubscriptionKey }
-        guard auth.count == 16 else { throw Failure.badAuthSecret }
-        guard plaintext.count <= maximumRecordPlaintext else { throw Failure.tooLarge(bytes: plaintext.count) }
-        let senderPublic = sender.publicKey
         let secret: [UInt8]
         do {
             secret = try sender.sharedSecret(with: p256dh)
         } catch {
             throw Failure.badSubscriptionKey
         }
+        return try encrypt(
+            plaintext, p256dh: p256dh, auth: auth, salt: salt, senderPublic: sender.publicKey, secret: secret)
+    }
+
+    /// The message, from the sender's public key and the ECDH secret.
+    private static func encrypt(
+        _ plaintext: [UInt8], p256dh: [UInt8], auth: [UInt8], salt: [UInt8], senderPublic: [UInt8], secret: [UInt8]
+    ) throws -> [UInt8] {
+        guard p256dh.count == 65, p256dh.first == 0x04 else { throw Failure.badSubscriptionKey }
+        guard auth.count == 16 else { throw Failure.badAuthSecret }
+        guard plaintext.count <= maximumRecordPlaintext else { throw Failure.tooLarge(bytes: plaintext.count) }
         // RFC 8291 §3.3: IKM = HKDF(salt = auth, ikm = ECDH secret, info = "WebPush: info" ‖ 0 ‖ ua ‖ as).
         let keyInfo = Array("WebPush: info".utf8) + [0] + p256dh + senderPublic
         let ikm = expand(extract(salt: auth, secret), info: keyInfo, length: 32)

@@ -80,4 +80,25 @@ struct WebPushContentTests {
         bad[10] ^= 0xFF
         #expect(throws: CryptoError.self) { try a.sharedSecret(with: bad) }
     }
+
+    @Test(
+        "a message's own key pair: the receiver's ECDH with its public key gives the same secret; never twice the same")
+    func ephemeralAgreement() throws {
+        let receiver = try P256Key.generate()
+        let first = try P256Key.ephemeralAgreement(with: receiver.publicKey)
+        let second = try P256Key.ephemeralAgreement(with: receiver.publicKey)
+        #expect(P256Key.isValidPublicKey(first.publicKey) && first.secret.count == 32)
+        #expect(try receiver.sharedSecret(with: first.publicKey) == first.secret)
+        #expect(try receiver.sharedSecret(with: second.publicKey) == second.secret)
+        #expect(first.publicKey != second.publicKey && first.secret != second.secret)
+        var offCurve = receiver.publicKey
+        offCurve[40] ^= 0x01
+        #expect(throws: CryptoError.self) { try P256Key.ephemeralAgreement(with: offCurve) }
+        var compressed = receiver.publicKey
+        compressed[0] = 0x02
+        #expect(throws: CryptoError.self) { try P256Key.ephemeralAgreement(with: compressed) }
+        #expect(throws: CryptoError.self) {
+            try P256Key.ephemeralAgreement(with: [0x04] + [UInt8](repeating: 0, count: 64))
+        }
+    }
 }

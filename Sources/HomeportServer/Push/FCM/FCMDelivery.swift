@@ -36,23 +36,69 @@ package final class FCMDelivery: Sendable {
         } catch {
             return items.map { _ in APNsResponse(status: 0, transportError: String(describing: error)) }
         }
-        var responses = lanes.map(items) { self.send($0, $1, bearer: bearer) }
+        let now = clock.unixSeconds
+        let bodies = Self.bodies(items, now: now)
+        var responses = lanes.map(items) { self.send($0, bodies[$0.apnsID] ?? nil, $1, bearer: bearer, now: now) }
         let refused = responses.indices.filter { responses[$0].outcome == .providerTokenRejected }
         guard !refused.isEmpty, let fresh = try? token.refresh(after: bearer) else { return responses }
-        let again = lanes.map(refused.map { items[$0] }) { self.send($0, $1, bearer: fresh) }
+        let again = lanes.map(refused.map { items[$0] }) {
+            self.send($0, bodies[$0.apnsID] ?? nil, $1, bearer: fresh, now: now)
+        }
         for (index, response) in zip(refused, again) { responses[index] = response }
         return responses
     }
 
-    private func send(_ item: OutboxItem, _ session: CurlSession, bearer: String) -> APNsResponse {
-        let now = clock.unixSeconds
+    /// Each item's request body, by its `apns-id` (`nil` for one that cannot be made a message).
+    /// One notification goes to many devices: its message is made once a batch, and each
+    /// device's is its token put in front.
+    static func bodies(_ items: [OutboxItem], now: Int64) -> [String: Data?] {
+        struct Shape: Hashable {
+            var payload: String
+            var priority: Int
+            var expiration: Int64
+            var collapseID: String?
+        }
+        var made: [Shape: [UInt8]?] = [:]
+        var bodies: [String: Data?] = [:]
+        for item in items {
+            guard let token = item.fcmToken, FCMRegistration.isToken(token) else {
+                bodies[item.apnsID] = .some(nil)
+                continue
+            }
+            let shape = Shape(
+                payload: item.payload, priority: item.priority, expiration: item.expiration, collapseID: item.collapseID
+            )
+            let rest: [UInt8]? =
+                made[shape]
+                ?? {
+                    // The message without its token: `{…}`, whose first byte gives way to the token.
+                    let text = (try? JSONSerialization.data(withJSONObject: message(item, now: now))).map(Array.init)
+                    made[shape] = .some(text)
+                    return text
+                }()
+            guard let rest, rest.first == UInt8(ascii: "{") else {
+                bodies[item.apnsID] = .some(nil)
+                continue
+            }
+            // The token is letters, digits and -_:. only (FCMRegistration.isToken): nothing to escape.
+            let separator = rest.count > 2 ? "," : ""
+            bodies[item.apnsID] = .some(
+                Data(
+                    #"{"message":{"token":""#.utf8 + Array(token.utf8) + Array("\"\(separator)".utf8) + rest.dropFirst()
+                        + [UInt8(ascii: "}")]))
+        }
+        return bodies
+    }
+
+    private func send(_ item: OutboxItem, _ body: Data?, _ session: CurlSession, bearer: String, now: Int64)
+        -> APNsResponse
+    {
         guard item.expiration > now else {
             return APNsResponse(status: 400, transportError: "expired before it could be delivered")
         }
-        guard let registration = item.fcmToken,
-            let body = try? JSONSerialization.data(
-                withJSONObject: ["message": Self.message(item, token: registration, now: now)])
-        else { return APNsResponse(status: 400, transportError: "the push cannot be made an FCM message") }
+        guard let body else {
+            return APNsResponse(status: 400, transportError: "the push cannot be made an FCM message")
+        }
         let url = "\(settings.baseURL)/v1/projects/\(settings.projectID)/messages:send"
         switch session.perform(
             url, headers: ["Content-Type: application/json", "Authorization: Bearer \(bearer)"], body: body)
@@ -62,9 +108,9 @@ package final class FCMDelivery: Sendable {
         }
     }
 
-    /// The FCM message for `item`: its payload's app data as the data block, its alert as the
-    /// notification, and how Android should treat it.
-    static func message(_ item: OutboxItem, token: String, now: Int64) -> [String: Any] {
+    /// The FCM message for `item`, without its token: its payload's app data as the data block,
+    /// its alert as the notification, and how Android should treat it.
+    static func message(_ item: OutboxItem, now: Int64) -> [String: Any] {
         let payload = (try? JSONSerialization.jsonObject(with: Data(item.payload.utf8)) as? [String: Any]) ?? [:]
         let aps = payload["aps"] as? [String: Any] ?? [:]
         var data: [String: String] = [:]
@@ -85,7 +131,7 @@ package final class FCMDelivery: Sendable {
             "priority": item.priority >= 10 ? "HIGH" : "NORMAL", "ttl": "\(max(0, item.expiration - now))s",
         ]
         if let collapse = item.collapseID { android["collapse_key"] = collapse }
-        var message: [String: Any] = ["token": token, "data": data, "android": android]
+        var message: [String: Any] = ["data": data, "android": android]
         if let alert = aps["alert"] as? [String: Any], let title = alert["title"] as? String {
             var notification = ["title": title]
             if let body = alert["body"] as? String { notification["body"] = body }

@@ -41,12 +41,23 @@ package final class WebPushDelivery: Sendable {
 
     /// Sends each item (all Web Push ones), in parallel lanes, and returns the outcomes, in order.
     package func deliver(_ items: [OutboxItem]) -> [APNsResponse] {
-        lanes.map(items, send)
+        // One notification goes to many subscriptions: its topic is made once a batch.
+        var topics: [String: String?] = [:]
+        var byPush: [String: String?] = [:]
+        for item in items {
+            let key = (item.collapseID ?? "") + "\u{0}" + item.payload
+            let made = topics[key] ?? topic(item)
+            topics[key] = .some(made)
+            byPush[item.apnsID] = .some(made)
+        }
+        let found = byPush
+        return lanes.map(items) { self.send($0, $1, topic: found[$0.apnsID] ?? nil) }
     }
 
-    private func send(_ item: OutboxItem, _ session: CurlSession) -> APNsResponse {
+    private func send(_ item: OutboxItem, _ session: CurlSession, topic: String?) -> APNsResponse {
+        // The key's point is checked on the curve as the message's own key agrees with it.
         guard let target = item.webPush,
-            let p256dh = WebPushSubscription.publicKey(target.p256dh),
+            let p256dh = WebPushSubscription.publicKeyBytes(target.p256dh),
             let auth = WebPushSubscription.authSecret(target.auth)
         else { return APNsResponse(status: 400, transportError: "the subscription's keys are not usable") }
         // Registered while private endpoints were allowed, or before the rule: not now.
@@ -62,6 +73,8 @@ package final class WebPushDelivery: Sendable {
         do {
             body = try WebPushContent.encrypt(Array(item.payload.utf8), p256dh: p256dh, auth: auth)
             authorization = try vapid.authorization(for: target.endpoint)
+        } catch WebPushContent.Failure.badSubscriptionKey {
+            return APNsResponse(status: 400, transportError: "the subscription's keys are not usable")
         } catch {
             return APNsResponse(status: 413, transportError: String(describing: error))
         }
@@ -70,7 +83,7 @@ package final class WebPushDelivery: Sendable {
             "TTL: \(item.expiration - now)",
             "Urgency: \(item.priority >= 10 ? "high" : "normal")", "Authorization: \(authorization)",
         ]
-        if let topic = topic(item) { headers.append("Topic: \(topic)") }
+        if let topic { headers.append("Topic: \(topic)") }
         switch session.perform(target.endpoint, headers: headers, body: Data(body)) {
         case .failure(let failure):
             return APNsResponse(status: 0, transportError: failure.description)

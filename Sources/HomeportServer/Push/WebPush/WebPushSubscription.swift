@@ -63,6 +63,14 @@ package enum WebPushSubscription {
         return bytes
     }
 
+    /// The subscription's public key's 65 bytes (uncompressed form), not checked on the curve:
+    /// for a key checked at registration, which the encryption checks again.
+    static func publicKeyBytes(_ text: String) -> [UInt8]? {
+        guard let bytes = IdentityProof.readBase64URL(Self.unpadded(text)), bytes.count == 65, bytes.first == 0x04
+        else { return nil }
+        return bytes
+    }
+
     /// The subscription's authentication secret: base64url of 16 bytes.
     static func authSecret(_ text: String) -> [UInt8]? {
         guard let bytes = IdentityProof.readBase64URL(Self.unpadded(text)), bytes.count == 16 else { return nil }
