@@ -325,4 +325,17 @@ private final class Flag: @unchecked Sendable {
     private var value = false
     func set() { lock.withLock { value = true } }
     var isSet: Bool { lock.withLock { value } }
+
+    @Test(
+        "a push service is known by its endpoint's origin, read as the server keeps endpoints",
+        arguments: [
+            ("https://push.example.net/wpush/v2/gAAAA", "https://push.example.net"),
+            ("https://push.example.net:8443/x?y#z", "https://push.example.net:8443"),
+            ("https://[2001:db8::1]:8443/up/1", "https://[2001:db8::1]:8443"),
+            ("https://push.example.net", "https://push.example.net"),
+            ("http://192.168.1.9:2586/upAbc?up=1", "http://192.168.1.9:2586"),
+        ])
+    func origin(endpoint: String, origin: String) {
+        #expect(WebPushSubscription.origin(of: WebPushSubscription.normalized(endpoint)) == origin)
+    }
 }

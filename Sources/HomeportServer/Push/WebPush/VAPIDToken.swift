@@ -23,9 +23,9 @@ final class VAPIDToken: Sendable {
         self.clock = clock
     }
 
-    /// The `Authorization` header's value for a push to `endpoint`.
-    func authorization(for endpoint: String) throws -> String {
-        let audience = Self.origin(endpoint)
+    /// The `Authorization` header's value for a push to the push service whose origin is
+    /// `audience`.
+    func authorization(audience: String) throws -> String {
         let now = clock.unixSeconds
         if let cached = made.withLock({ $0[audience] }), cached.expires - 3600 > now { return cached.header }
         let expires = now + Self.lifetime
@@ -40,17 +40,5 @@ final class VAPIDToken: Sendable {
             cache[audience] = (value, expires)
         }
         return value
-    }
-
-    /// `scheme://host[:port]` of `endpoint` (the push service's origin, RFC 6454: the JWT's
-    /// audience), the default port left out.
-    static func origin(_ endpoint: String) -> String {
-        guard let components = URLComponents(string: endpoint), let scheme = components.scheme?.lowercased(),
-            let host = components.percentEncodedHost
-        else { return endpoint }
-        let port = components.port.flatMap {
-            (scheme == "https" && $0 == 443) || (scheme == "http" && $0 == 80) ? nil : $0
-        }
-        return "\(scheme)://\(host.lowercased())" + (port.map { ":\($0)" } ?? "")
     }
 }

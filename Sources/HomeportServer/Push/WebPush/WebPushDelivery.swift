@@ -41,38 +41,68 @@ package final class WebPushDelivery: Sendable {
 
     /// Sends each item (all Web Push ones), in parallel lanes, and returns the outcomes, in order.
     package func deliver(_ items: [OutboxItem]) -> [APNsResponse] {
-        // One notification goes to many subscriptions: its topic is made once a batch.
+        // One notification goes to many subscriptions, and many subscriptions to one push
+        // service: a notification's topic, and a service's rule and VAPID token, are made once a
+        // batch.
         var topics: [String: String?] = [:]
-        var byPush: [String: String?] = [:]
+        var services: [Substring: Result<String, Refusal>] = [:]
+        var prepared: [String: (topic: String?, service: Result<String, Refusal>)] = [:]
         for item in items {
             let key = (item.collapseID ?? "") + "\u{0}" + item.payload
             let made = topics[key] ?? topic(item)
             topics[key] = .some(made)
-            byPush[item.apnsID] = .some(made)
+            let origin = WebPushSubscription.origin(of: item.webPush?.endpoint ?? "")
+            let service = services[origin] ?? self.service(origin)
+            services[origin] = service
+            prepared[item.apnsID] = (made, service)
         }
-        let found = byPush
-        return lanes.map(items) { self.send($0, $1, topic: found[$0.apnsID] ?? nil) }
+        let found = prepared
+        return lanes.map(items) { item, session in
+            guard let (topic, service) = found[item.apnsID] else {
+                return APNsResponse(status: 400, transportError: "the push was not prepared")
+            }
+            switch service {
+            case .failure(let refusal): return APNsResponse(status: 400, transportError: refusal.description)
+            case .success(let authorization):
+                return self.send(item, session, topic: topic, authorization: authorization)
+            }
+        }
     }
 
-    private func send(_ item: OutboxItem, _ session: CurlSession, topic: String?) -> APNsResponse {
+    /// Why a push service's pushes are not sent.
+    struct Refusal: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The `Authorization` for the push service at `origin` (`scheme://host[:port]`), unless this
+    /// server does not post there: a subscription registered while private endpoints were
+    /// allowed, or before the rule, is not posted to now.
+    private func service(_ origin: Substring) -> Result<String, Refusal> {
+        guard WebPushSubscription.endpointProblem(origin + "/", allowPrivate: allowPrivate) == nil else {
+            return .failure(Refusal(description: "the endpoint is not one this server posts to"))
+        }
+        do {
+            return .success(try vapid.authorization(audience: String(origin)))
+        } catch {
+            return .failure(Refusal(description: "no VAPID token: \(error)"))
+        }
+    }
+
+    private func send(_ item: OutboxItem, _ session: CurlSession, topic: String?, authorization: String)
+        -> APNsResponse
+    {
         // The key's point is checked on the curve as the message's own key agrees with it.
         guard let target = item.webPush,
             let p256dh = WebPushSubscription.publicKeyBytes(target.p256dh),
             let auth = WebPushSubscription.authSecret(target.auth)
         else { return APNsResponse(status: 400, transportError: "the subscription's keys are not usable") }
-        // Registered while private endpoints were allowed, or before the rule: not now.
-        if WebPushSubscription.endpointProblem(target.endpoint, allowPrivate: allowPrivate) != nil {
-            return APNsResponse(status: 400, transportError: "the endpoint is not one this server posts to")
-        }
         let now = clock.unixSeconds
         guard item.expiration > now else {
             return APNsResponse(status: 400, transportError: "expired before it could be delivered")
         }
         let body: [UInt8]
-        let authorization: String
         do {
             body = try WebPushContent.encrypt(Array(item.payload.utf8), p256dh: p256dh, auth: auth)
-            authorization = try vapid.authorization(for: target.endpoint)
         } catch WebPushContent.Failure.badSubscriptionKey {
             return APNsResponse(status: 400, transportError: "the subscription's keys are not usable")
         } catch {

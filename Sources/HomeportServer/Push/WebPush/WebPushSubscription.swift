@@ -41,6 +41,15 @@ package enum WebPushSubscription {
         return nil
     }
 
+    /// `scheme://host[:port]` of an endpoint as the server keeps it (``normalized(_:)``: the
+    /// scheme and host lowercase, no default port, no user information), read without a URL
+    /// parser: what comes before the first `/`, `?` or `#` after `://` (all of it, without `://`).
+    static func origin(of endpoint: String) -> Substring {
+        guard let separator = endpoint.range(of: "://") else { return endpoint[...] }
+        let rest = endpoint[separator.upperBound...]
+        return endpoint[..<(rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex)]
+    }
+
     /// `endpoint` as one subscription is spelled once: the scheme and host in lowercase, the
     /// default port left out (so `HTTPS://Push.Example:443/x` is `https://push.example/x`).
     static func normalized(_ endpoint: String) -> String {
