@@ -95,6 +95,16 @@ struct PushCommandLineTests {
             input: officer)
         #expect(json(custom.output)?["deepLink"] as? String == "officer-chat://session/3")
 
+        // An Android app's FCM data message routes the same way (the values are strings there).
+        let android = #"""
+            {"data":{"s":"\#(a)","c":"homeport/core:chat.turn-ended","id":"9","mv":"m1","thread":"\#(a):chat:9"},"notification":{"title":"Your turn"}}
+            """#
+        let routedFCM = try ServerProcess.runClient(["push", "route", "--json"], environment: environment, input: android)
+        #expect(routedFCM.status == 0, "\(routedFCM.error)")
+        #expect(json(routedFCM.output)?["server"] as? String == a.description)
+        #expect(json(routedFCM.output)?["threadId"] as? String == "\(a):chat:9")
+        #expect(json(routedFCM.output)?["deepLink"] as? String == "homeport://session/9")
+
         for (payload, reason) in [
             (String(decoding: try PushPeer.payload(InstanceID(UUID()), mv: "m"), as: UTF8.self), "not enrolled"),
             (String(decoding: try PushPeer.payload(nil, mv: "m"), as: UTF8.self), "2 servers are enrolled"),
