@@ -41,6 +41,47 @@ static inline CURLcode homeport_curl_set_read_function(CURL *curl, curl_read_cal
     return curl_easy_setopt(curl, CURLOPT_READFUNCTION, callback);
 }
 
+// The multi interface: many transfers at once on one thread, HTTP/2 streams multiplexed on one
+// connection per host where the server offers HTTP/2 (ALPN), kept-alive HTTP/1.1 connections
+// otherwise.
+
+static inline CURLMcode homeport_curl_multi_set_long(CURLM *multi, CURLMoption option, long value) {
+    return curl_multi_setopt(multi, option, value);
+}
+
+/// A transfer that has ended, with its result; NULL when none has (since the last call).
+static inline CURL *homeport_curl_multi_done(CURLM *multi, CURLcode *result) {
+    int left = 0;
+    CURLMsg *message;
+    while ((message = curl_multi_info_read(multi, &left)) != NULL) {
+        if (message->msg == CURLMSG_DONE) {
+            *result = message->data.result;
+            return message->easy_handle;
+        }
+    }
+    return NULL;
+}
+
+/// The transfer's CURLOPT_PRIVATE.
+static inline void *homeport_curl_private(CURL *curl) {
+    char *value = NULL;
+    curl_easy_getinfo(curl, CURLINFO_PRIVATE, &value);
+    return value;
+}
+
+/// The HTTP version the transfer spoke (CURL_HTTP_VERSION_1_1, CURL_HTTP_VERSION_2_0, …).
+static inline long homeport_curl_http_version(CURL *curl) {
+    long version = 0;
+    curl_easy_getinfo(curl, CURLINFO_HTTP_VERSION, &version);
+    return version;
+}
+
+/// Trusts the PEM certificates in `data` (copied) instead of the CA file.
+static inline CURLcode homeport_curl_set_ca_blob(CURL *curl, void *data, size_t length) {
+    struct curl_blob blob = {data, length, CURL_BLOB_COPY};
+    return curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
+}
+
 // Connections to public addresses only: whatever a name resolves to, libcurl opens no socket to
 // this machine, a private, shared, link-local, benchmarking, multicast or reserved IPv4 network,
 // or the IPv6 ones (loopback, unique-local, link-local, multicast, and the forms that carry an

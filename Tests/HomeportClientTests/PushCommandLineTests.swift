@@ -96,9 +96,9 @@ struct PushCommandLineTests {
         #expect(json(custom.output)?["deepLink"] as? String == "officer-chat://session/3")
 
         // An Android app's FCM data message routes the same way (the values are strings there).
-        let android = #"""
-            {"data":{"s":"\#(a)","c":"homeport/core:chat.turn-ended","id":"9","mv":"m1","thread":"\#(a):chat:9"},"notification":{"title":"Your turn"}}
-            """#
+        let android =
+            #"{"data":{"s":"\#(a)","c":"homeport/core:chat.turn-ended","id":"9","mv":"m1","thread":"\#(a):chat:9"},"#
+            + #""notification":{"title":"Your turn"}}"#
         let routedFCM = try ServerProcess.runClient(["push", "route", "--json"], environment: environment, input: android)
         #expect(routedFCM.status == 0, "\(routedFCM.error)")
         #expect(json(routedFCM.output)?["server"] as? String == a.description)

@@ -317,14 +317,44 @@ struct WebPushTests {
                 rows.count == 1 && rows.first?.string(at: 0) == "pending", "the silent one's push waits to go again")
         }
     }
-}
 
-/// A flag one thread sets and another reads.
-private final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
+    @Test(
+        "to a push service that speaks HTTP/2 over TLS, a batch goes as streams of one connection; its CA is trusted only when given"
+    )
+    func http2() throws {
+        let certificates = try TestCertificates()
+        let service = try NginxPushService(certificates: certificates)
+        let receiver = IdentityProof.base64URL(try P256Key.generate().publicKey)
+        let auth = IdentityProof.base64URL([UInt8](repeating: 3, count: 16))
+        for trusted in [false, true] {
+            var settings = try webPushSettings()
+            if trusted { settings.webPush?.extraCA = try String(contentsOfFile: certificates.caFile, encoding: .utf8) }
+            try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
+                let ada = try server.signIn("ada@example.com")
+                for n in 0..<20 {
+                    let subscription = WebPushStandIn.Subscription(
+                        id: "", endpoint: "https://localhost:\(service.port)/push/\(trusted)/\(n)", p256dh: receiver,
+                        auth: auth)
+                    #expect(try server.register(subscription, token: ada).status == 200)
+                }
+                try server.pushToAda()
+                let sender = try #require(server.application.sender)
+                _ = try sender.drainOnce()
+                let rows = try server.outboxRows()
+                if trusted {
+                    #expect(rows.isEmpty, "every push delivered")
+                    let requests = service.requests().filter { $0.contains("/push/true/") }
+                    #expect(requests.count == 20)
+                    #expect(requests.allSatisfy { $0.hasPrefix("HTTP/2.0 POST") }, "\(requests)")
+                    let connections = Set(requests.compactMap { $0.split(separator: " ").last })
+                    #expect(connections.count == 1, "one connection carried them all: \(connections)")
+                } else {
+                    #expect(rows.count == 20 && rows.allSatisfy { $0.string(at: 0) == "pending" }, "untrusted: kept")
+                    #expect(service.requests().isEmpty, "no request reached a service it does not trust")
+                }
+            }
+        }
+    }
 
     @Test(
         "a push service is known by its endpoint's origin, read as the server keeps endpoints",
@@ -338,4 +368,12 @@ private final class Flag: @unchecked Sendable {
     func origin(endpoint: String, origin: String) {
         #expect(WebPushSubscription.origin(of: WebPushSubscription.normalized(endpoint)) == origin)
     }
+}
+
+/// A flag one thread sets and another reads.
+private final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
 }

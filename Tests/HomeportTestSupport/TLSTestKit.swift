@@ -100,3 +100,65 @@ public final class NginxProxy: @unchecked Sendable {
         directory.remove()
     }
 }
+
+/// Debian's nginx as a push service over TLS and HTTP/2: every `POST /push/…` is answered 201,
+/// and the access log says which protocol each came in (``protocols()``).
+public final class NginxPushService: @unchecked Sendable {
+    /// Its HTTPS port.
+    public let port: Int
+    private let process = Process()
+    private let directory: TemporaryDirectory
+
+    /// Starts nginx with `certificates`' pair.
+    public init(certificates: TestCertificates) throws {
+        directory = try TemporaryDirectory()
+        port = try RawHTTP.freePort()
+        let inner = try RawHTTP.freePort()
+        let d = directory.path
+        // The answer comes from behind a proxy, which reads each body whole first, as a push
+        // service does (an answer before the body ends would reset the stream).
+        try directory.file("nginx.conf").write(
+            """
+            daemon off; master_process off; worker_processes 1;
+            pid \(d)/nginx.pid; error_log \(d)/error.log;
+            events { worker_connections 256; }
+            http {
+                log_format protocol '$server_protocol $request_method $uri $connection';
+                client_body_temp_path \(d); proxy_temp_path \(d); fastcgi_temp_path \(d);
+                uwsgi_temp_path \(d); scgi_temp_path \(d);
+                server {
+                    listen 127.0.0.1:\(inner);
+                    access_log off;
+                    location / { return 201; }
+                }
+                server {
+                    listen 127.0.0.1:\(port) ssl http2;
+                    access_log \(d)/access.log protocol;
+                    ssl_certificate \(certificates.certificateFile);
+                    ssl_certificate_key \(certificates.keyFile);
+                    location /push/ { proxy_pass http://127.0.0.1:\(inner); }
+                }
+            }
+            """)
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        process.arguments = ["-c", directory.file("nginx.conf"), "-p", d]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.spawn()
+        guard !RawHTTP.waitUntilListening(port: port) else { return }
+        throw RawHTTPError(
+            "nginx did not start: \((try? String(contentsOfFile: d + "/error.log", encoding: .utf8)) ?? "")")
+    }
+
+    /// Each request so far: `PROTOCOL METHOD PATH CONNECTION` (nginx's serial number of the
+    /// connection it came on).
+    public func requests() -> [String] {
+        ((try? String(contentsOfFile: directory.file("access.log"), encoding: .utf8)) ?? "")
+            .split(separator: "\n").map(String.init)
+    }
+
+    deinit {
+        process.stop()
+        directory.remove()
+    }
+}

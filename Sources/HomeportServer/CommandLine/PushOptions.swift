@@ -77,6 +77,11 @@ package enum PushOptions {
             help:
                 "Who runs this server, for the push services: mailto:ADDRESS or an https:// URL (needs --vapid-key-file).",
             environment: "HOMEPORT_VAPID_SUBJECT"),
+        .value(
+            "webpush-ca-file", "FILE",
+            help:
+                "PEM certificates to trust besides the system's for push services: a UnifiedPush distributor with a CA of its own (needs --vapid-key-file).",
+            environment: "HOMEPORT_WEBPUSH_CA_FILE"),
         .flag(
             "webpush-allow-private-endpoints",
             help:
@@ -184,8 +189,10 @@ package enum PushOptions {
     {
         let file = parsed.value("vapid-key-file", spec: spec, environment: environment)
         let subject = parsed.value("vapid-subject", spec: spec, environment: environment)
+        let ca = parsed.value("webpush-ca-file", spec: spec, environment: environment)
         guard let file else {
             if subject != nil { throw UsageError("--vapid-subject needs --vapid-key-file") }
+            if ca != nil { throw UsageError("--webpush-ca-file needs --vapid-key-file") }
             return nil
         }
         guard let subject else {
@@ -197,6 +204,12 @@ package enum PushOptions {
         do {
             var settings = WebPushSettings(keyPEM: try WebPushSettings.key(fromFile: file), subject: subject)
             settings.allowPrivateEndpoints = parsed.flag("webpush-allow-private-endpoints")
+            if let ca {
+                guard let pem = try? String(contentsOfFile: ca, encoding: .utf8),
+                    pem.contains("-----BEGIN CERTIFICATE-----")
+                else { throw UsageError("--webpush-ca-file \(ca) is not a readable PEM file of certificates") }
+                settings.extraCA = pem
+            }
             return settings
         } catch let error as ConfigurationError {
             throw UsageError(error.description)

@@ -108,7 +108,7 @@ package final class CurlSession: @unchecked Sendable {
     }
 }
 
-private let curlSessionWrite: curl_write_callback = { data, size, count, context in
+let curlSessionWrite: curl_write_callback = { data, size, count, context in
     guard let data, let context else { return 0 }
     let exchange = Unmanaged<CurlSession.Exchange>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
@@ -119,7 +119,7 @@ private let curlSessionWrite: curl_write_callback = { data, size, count, context
 
 /// One header line of the answer: a status line starts the fields afresh (an interim `100`, or
 /// the answer after it), so only the final answer's are kept.
-private let curlSessionHeader: curl_write_callback = { data, size, count, context in
+let curlSessionHeader: curl_write_callback = { data, size, count, context in
     guard let data, let context else { return 0 }
     let exchange = Unmanaged<CurlSession.Exchange>.fromOpaque(context).takeUnretainedValue()
     let length = size * count

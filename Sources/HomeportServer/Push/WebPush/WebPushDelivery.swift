@@ -1,8 +1,10 @@
+import Dispatch
 import Foundation
 import HomeportAPNs
 import HomeportCrypto
 import HomeportLogging
 import HomeportWire
+import Synchronization
 
 /// Sends Web Pushes (RFC 8030) to the push services of browsers and UnifiedPush distributors:
 /// each payload encrypted for its subscription (RFC 8291, `aes128gcm`), each request signed
@@ -20,11 +22,13 @@ package final class WebPushDelivery: Sendable {
     private let allowPrivate: Bool
     private let clock: any WallClock
     private let logger: Logger
-    /// The lanes pushes go out in (each subscription names its own push service, and one that is
-    /// slow or never answers holds only its lane until the timeout).
-    private let lanes: CurlLanes
+    /// How long a batch may start new requests.
+    private let budget: Duration
+    /// The requests in flight: each subscription names its own push service, and one that is
+    /// slow or never answers holds only its own request until the timeout.
+    private let multi: CurlMulti
 
-    /// `budget`: how long a batch may start new requests (``CurlLanes/budget``).
+    /// `budget`: how long a batch may start new requests.
     package init(
         settings: WebPushSettings, clock: any WallClock, logger: Logger, budget: Duration = .seconds(40)
     ) throws {
@@ -33,20 +37,24 @@ package final class WebPushDelivery: Sendable {
         allowPrivate = settings.allowPrivateEndpoints
         self.clock = clock
         self.logger = logger
+        self.budget = budget
         // An endpoint is a stranger's word: a public name that resolves into the network is
         // refused when the socket would open, not only a private address spelled out.
-        lanes = CurlLanes(
-            timeoutSeconds: settings.timeoutSeconds, budget: budget, publicOnly: !settings.allowPrivateEndpoints)
+        multi = CurlMulti(
+            timeoutSeconds: settings.timeoutSeconds, publicOnly: !settings.allowPrivateEndpoints,
+            extraCA: settings.extraCA)
     }
 
-    /// Sends each item (all Web Push ones), in parallel lanes, and returns the outcomes, in order.
+    /// Sends each item (all Web Push ones) and returns the outcomes, in order: each message is
+    /// encrypted first (on every core), then they all go at once.
     package func deliver(_ items: [OutboxItem]) -> [APNsResponse] {
+        let deadline = ContinuousClock.now + budget
         // One notification goes to many subscriptions, and many subscriptions to one push
         // service: a notification's topic, and a service's rule and VAPID token, are made once a
         // batch.
         var topics: [String: String?] = [:]
         var services: [Substring: Result<String, Refusal>] = [:]
-        var prepared: [String: (topic: String?, service: Result<String, Refusal>)] = [:]
+        var prepared: [(topic: String?, service: Result<String, Refusal>)] = []
         for item in items {
             let key = (item.collapseID ?? "") + "\u{0}" + item.payload
             let made = topics[key] ?? topic(item)
@@ -54,19 +62,39 @@ package final class WebPushDelivery: Sendable {
             let origin = WebPushSubscription.origin(of: item.webPush?.endpoint ?? "")
             let service = services[origin] ?? self.service(origin)
             services[origin] = service
-            prepared[item.apnsID] = (made, service)
+            prepared.append((made, service))
         }
-        let found = prepared
-        return lanes.map(items) { item, session in
-            guard let (topic, service) = found[item.apnsID] else {
-                return APNsResponse(status: 400, transportError: "the push was not prepared")
-            }
-            switch service {
-            case .failure(let refusal): return APNsResponse(status: 400, transportError: refusal.description)
-            case .success(let authorization):
-                return self.send(item, session, topic: topic, authorization: authorization)
+        let now = clock.unixSeconds
+        let made = Mutex(
+            [Outgoing](
+                repeating: .answered(APNsResponse(status: 0, transportError: "not prepared")), count: items.count))
+        let settled = prepared
+        DispatchQueue.concurrentPerform(iterations: items.count) { index in
+            let request = self.request(items[index], settled[index].topic, settled[index].service, now: now)
+            made.withLock { $0[index] = request }
+        }
+        let requests = made.withLock { $0 }
+        var responses = requests.map { request -> APNsResponse in
+            if case .answered(let response) = request { return response }
+            return APNsResponse(status: 0, transportError: "not sent")
+        }
+        let ready = requests.indices.compactMap { index -> (Int, CurlMulti.Request)? in
+            guard case .ready(let request) = requests[index] else { return nil }
+            return (index, request)
+        }
+        for ((index, _), result) in zip(ready, multi.perform(ready.map(\.1), deadline: deadline)) {
+            switch result {
+            case .failure(let failure): responses[index] = APNsResponse(status: 0, transportError: failure.description)
+            case .success(let answer): responses[index] = Self.response(answer)
             }
         }
+        return responses
+    }
+
+    /// A push about to go: its request, or the outcome it has without one.
+    enum Outgoing {
+        case ready(CurlMulti.Request)
+        case answered(APNsResponse)
     }
 
     /// Why a push service's pushes are not sent.
@@ -88,25 +116,31 @@ package final class WebPushDelivery: Sendable {
         }
     }
 
-    private func send(_ item: OutboxItem, _ session: CurlSession, topic: String?, authorization: String)
-        -> APNsResponse
+    /// The request for one push (its message encrypted for its subscription), or the outcome it
+    /// gets without one.
+    private func request(_ item: OutboxItem, _ topic: String?, _ service: Result<String, Refusal>, now: Int64)
+        -> Outgoing
     {
+        let authorization: String
+        switch service {
+        case .failure(let refusal): return .answered(APNsResponse(status: 400, transportError: refusal.description))
+        case .success(let value): authorization = value
+        }
         // The key's point is checked on the curve as the message's own key agrees with it.
         guard let target = item.webPush,
             let p256dh = WebPushSubscription.publicKeyBytes(target.p256dh),
             let auth = WebPushSubscription.authSecret(target.auth)
-        else { return APNsResponse(status: 400, transportError: "the subscription's keys are not usable") }
-        let now = clock.unixSeconds
+        else { return .answered(APNsResponse(status: 400, transportError: "the subscription's keys are not usable")) }
         guard item.expiration > now else {
-            return APNsResponse(status: 400, transportError: "expired before it could be delivered")
+            return .answered(APNsResponse(status: 400, transportError: "expired before it could be delivered"))
         }
         let body: [UInt8]
         do {
             body = try WebPushContent.encrypt(Array(item.payload.utf8), p256dh: p256dh, auth: auth)
         } catch WebPushContent.Failure.badSubscriptionKey {
-            return APNsResponse(status: 400, transportError: "the subscription's keys are not usable")
+            return .answered(APNsResponse(status: 400, transportError: "the subscription's keys are not usable"))
         } catch {
-            return APNsResponse(status: 413, transportError: String(describing: error))
+            return .answered(APNsResponse(status: 413, transportError: String(describing: error)))
         }
         var headers = [
             "Content-Type: application/octet-stream", "Content-Encoding: aes128gcm",
@@ -114,12 +148,7 @@ package final class WebPushDelivery: Sendable {
             "Urgency: \(item.priority >= 10 ? "high" : "normal")", "Authorization: \(authorization)",
         ]
         if let topic { headers.append("Topic: \(topic)") }
-        switch session.perform(target.endpoint, headers: headers, body: Data(body)) {
-        case .failure(let failure):
-            return APNsResponse(status: 0, transportError: failure.description)
-        case .success(let answer):
-            return Self.response(answer)
-        }
+        return .ready(CurlMulti.Request(url: target.endpoint, headers: headers, body: Data(body)))
     }
 
     /// The sender's view of a push service's answer.

@@ -16,6 +16,9 @@ public struct WebPushSettings: Sendable {
     /// taken: a UnifiedPush distributor on the household's network, tests. Off, the server
     /// posts only to public `https://` push services.
     public var allowPrivateEndpoints = false
+    /// PEM certificates to trust besides the system's for push services (a distributor on the
+    /// household's network with a CA of its own; a test push service).
+    public var extraCA: String?
 
     /// Creates settings.
     public init(keyPEM: String, subject: String, timeoutSeconds: Int = 10) {
