@@ -99,7 +99,8 @@ struct PushCommandLineTests {
         let android =
             #"{"data":{"s":"\#(a)","c":"homeport/core:chat.turn-ended","id":"9","mv":"m1","thread":"\#(a):chat:9"},"#
             + #""notification":{"title":"Your turn"}}"#
-        let routedFCM = try ServerProcess.runClient(["push", "route", "--json"], environment: environment, input: android)
+        let routedFCM = try ServerProcess.runClient(
+            ["push", "route", "--json"], environment: environment, input: android)
         #expect(routedFCM.status == 0, "\(routedFCM.error)")
         #expect(json(routedFCM.output)?["server"] as? String == a.description)
         #expect(json(routedFCM.output)?["threadId"] as? String == "\(a):chat:9")
