@@ -10,11 +10,11 @@ import Synchronization
 ///
 /// A batch answers within the server's wait for it (``PushGatewaySettings/timeoutSeconds``, 50
 /// seconds): APNs first, then Web Push and FCM side by side, each starting no request after
-/// ``laneBudget`` (a push not started comes back unsent, and the server sends it again).
+/// ``batchBudget`` (a push not started comes back unsent, and the server sends it again).
 struct GatewayDeliveries: Sendable {
-    /// How long the Web Push and FCM lanes start new requests in one batch (each request then
+    /// How long the Web Push and FCM rounds start new requests in one batch (each request then
     /// has its 10 seconds).
-    static let laneBudget: Duration = .seconds(15)
+    static let batchBudget: Duration = .seconds(15)
 
     let apns: APNsDelivery
     let webPush: WebPushDelivery?

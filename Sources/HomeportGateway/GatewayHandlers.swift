@@ -22,7 +22,7 @@ struct GatewayHandlers: Sendable {
     let credentials: GatewayCredentials
 
     /// `POST /gateway/v1/pushes`: checks each push, sends those that pass to their services
-    /// (APNs in one batch; FCM and Web Push in parallel lanes), and answers each push's outcome
+    /// (APNs in one batch; FCM and Web Push side by side, each many at once), and answers each push's outcome
     /// in order.
     func pushes(_ request: HTTPRequest) throws -> HTTPResponse {
         // Who it is, before the body is parsed: a stranger costs one indexed lookup.

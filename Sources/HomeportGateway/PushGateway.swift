@@ -101,11 +101,11 @@ public final class PushGateway: Sendable {
                     database: database, settings: configuration.apns, clock: clock, logger: self.logger),
                 webPush: try configuration.webPush.map {
                     try WebPushDelivery(
-                        settings: $0, clock: clock, logger: gatewayLogger, budget: GatewayDeliveries.laneBudget)
+                        settings: $0, clock: clock, logger: gatewayLogger, budget: GatewayDeliveries.batchBudget)
                 },
                 fcm: try configuration.fcm.map {
                     try FCMDelivery(
-                        settings: $0, database: database, clock: clock, budget: GatewayDeliveries.laneBudget)
+                        settings: $0, database: database, clock: clock, budget: GatewayDeliveries.batchBudget)
                 })
         } catch {
             database.close()

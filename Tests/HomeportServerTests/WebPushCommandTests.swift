@@ -36,7 +36,9 @@ struct WebPushCommandTests {
         #expect(none.status == 2 && none.error.contains("needs --vapid-key-file"), "\(none.error)")
     }
 
-    @Test("serve refuses a VAPID key without a subject, a subject without a key, and a subject that is no contact")
+    @Test(
+        "serve refuses a VAPID key without a subject, a subject without a key, a subject that is no contact, and a CA file that holds none"
+    )
     func serveOptions() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -47,6 +49,11 @@ struct WebPushCommandTests {
             (["--vapid-subject", "mailto:ops@example.net"], "--vapid-subject needs --vapid-key-file"),
             (["--vapid-key-file", key, "--vapid-subject", "ops@example.net"], "--vapid-subject is mailto:"),
             (["--vapid-key-file", key, "--vapid-subject", "http://example.net"], "--vapid-subject is mailto:"),
+            (["--webpush-ca-file", key], "--webpush-ca-file needs --vapid-key-file"),
+            (
+                ["--vapid-key-file", key, "--vapid-subject", "mailto:ops@example.net", "--webpush-ca-file", key],
+                "is not a readable PEM file of certificates"
+            ),
         ] {
             let run = try ServerProcess.run(["serve"] + database + options, timeout: 30)
             #expect(run.status == 2, "\(options): \(run.error)")

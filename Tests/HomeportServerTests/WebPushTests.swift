@@ -288,7 +288,9 @@ struct WebPushTests {
         }
     }
 
-    @Test("a push service that never answers holds only its lane: the other pushes go at once, and its own is retried")
+    @Test(
+        "a push service that never answers holds only its own request: the other pushes go at once, and its own is retried"
+    )
     func silentService() throws {
         let service = try WebPushStandIn()
         let good = try service.subscribe()
@@ -310,7 +312,7 @@ struct WebPushTests {
                 finished.set()
             }
             #expect(try eventually { try service.messages().delivered.count == 1 })
-            #expect(!finished.isSet, "the other push went while the silent service still held its lane")
+            #expect(!finished.isSet, "the other push went while the silent service still held its own")
             #expect(eventually(timeout: .seconds(30)) { finished.isSet })
             let rows = try server.outboxRows()
             #expect(

@@ -5,7 +5,8 @@ import HomeportStorage
 import HomeportWire
 
 /// Sends pushes to Android apps through Firebase Cloud Messaging (HTTP v1,
-/// `POST /v1/projects/PROJECT/messages:send`), in parallel lanes: a data message with the APNs
+/// `POST /v1/projects/PROJECT/messages:send`), a batch at once (``CurlMulti``: streams of one
+/// HTTP/2 connection to FCM): a data message with the APNs
 /// payload's fields (`s`, `c`, `id`, `mv`, `d`, and `thread`, all strings) and a notification
 /// block with the title and body. FCM's answers become the sender's outcomes: 200 delivered;
 /// `UNREGISTERED` (404) removes the registration (unless registered again since);
@@ -15,16 +16,20 @@ package final class FCMDelivery: Sendable {
     private let settings: FCMSettings
     private let token: FCMAccessToken
     private let clock: any WallClock
-    private let lanes: CurlLanes
+    /// How long a batch may start new requests.
+    private let budget: Duration
+    /// The requests in flight: many at once, as streams of one HTTP/2 connection to FCM.
+    private let multi: CurlMulti
 
-    /// `budget`: how long a batch may start new requests (``CurlLanes/budget``).
+    /// `budget`: how long a batch may start new requests.
     package init(
         settings: FCMSettings, database: any Database, clock: any WallClock, budget: Duration = .seconds(40)
     ) throws {
         self.settings = settings
         token = try FCMAccessToken(settings: settings, database: database, clock: clock)
         self.clock = clock
-        lanes = CurlLanes(timeoutSeconds: settings.timeoutSeconds, budget: budget)
+        self.budget = budget
+        multi = CurlMulti(timeoutSeconds: settings.timeoutSeconds, publicOnly: false)
     }
 
     /// Sends each item (all FCM ones) and returns the outcomes, in order. Items FCM refused for
@@ -37,13 +42,12 @@ package final class FCMDelivery: Sendable {
             return items.map { _ in APNsResponse(status: 0, transportError: String(describing: error)) }
         }
         let now = clock.unixSeconds
+        let deadline = ContinuousClock.now + budget
         let bodies = Self.bodies(items, now: now)
-        var responses = lanes.map(items) { self.send($0, bodies[$0.apnsID] ?? nil, $1, bearer: bearer, now: now) }
+        var responses = send(items, bodies, bearer: bearer, now: now, deadline: deadline)
         let refused = responses.indices.filter { responses[$0].outcome == .providerTokenRejected }
         guard !refused.isEmpty, let fresh = try? token.refresh(after: bearer) else { return responses }
-        let again = lanes.map(refused.map { items[$0] }) {
-            self.send($0, bodies[$0.apnsID] ?? nil, $1, bearer: fresh, now: now)
-        }
+        let again = send(refused.map { items[$0] }, bodies, bearer: fresh, now: now, deadline: deadline)
         for (index, response) in zip(refused, again) { responses[index] = response }
         return responses
     }
@@ -90,22 +94,32 @@ package final class FCMDelivery: Sendable {
         return bodies
     }
 
-    private func send(_ item: OutboxItem, _ body: Data?, _ session: CurlSession, bearer: String, now: Int64)
-        -> APNsResponse
-    {
-        guard item.expiration > now else {
-            return APNsResponse(status: 400, transportError: "expired before it could be delivered")
-        }
-        guard let body else {
-            return APNsResponse(status: 400, transportError: "the push cannot be made an FCM message")
-        }
+    /// Sends `items` at once with their `bodies` and returns the outcomes, in order.
+    private func send(
+        _ items: [OutboxItem], _ bodies: [String: Data?], bearer: String, now: Int64,
+        deadline: ContinuousClock.Instant
+    ) -> [APNsResponse] {
+        var responses = [APNsResponse](
+            repeating: APNsResponse(status: 0, transportError: "not sent"), count: items.count)
+        var ready: [(Int, CurlMulti.Request)] = []
         let url = "\(settings.baseURL)/v1/projects/\(settings.projectID)/messages:send"
-        switch session.perform(
-            url, headers: ["Content-Type: application/json", "Authorization: Bearer \(bearer)"], body: body)
-        {
-        case .failure(let failure): return APNsResponse(status: 0, transportError: failure.description)
-        case .success(let answer): return Self.response(answer)
+        let headers = ["Content-Type: application/json", "Authorization: Bearer \(bearer)"]
+        for (index, item) in items.enumerated() {
+            if item.expiration <= now {
+                responses[index] = APNsResponse(status: 400, transportError: "expired before it could be delivered")
+            } else if let body = bodies[item.apnsID] ?? nil {
+                ready.append((index, CurlMulti.Request(url: url, headers: headers, body: body)))
+            } else {
+                responses[index] = APNsResponse(status: 400, transportError: "the push cannot be made an FCM message")
+            }
         }
+        for ((index, _), result) in zip(ready, multi.perform(ready.map(\.1), deadline: deadline)) {
+            switch result {
+            case .failure(let failure): responses[index] = APNsResponse(status: 0, transportError: failure.description)
+            case .success(let answer): responses[index] = Self.response(answer)
+            }
+        }
+        return responses
     }
 
     /// The FCM message for `item`, without its token: its payload's app data as the data block,
