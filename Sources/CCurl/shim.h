@@ -62,26 +62,6 @@ static inline CURL *homeport_curl_multi_done(CURLM *multi, CURLcode *result) {
     return NULL;
 }
 
-/// The transfer's CURLOPT_PRIVATE.
-static inline void *homeport_curl_private(CURL *curl) {
-    char *value = NULL;
-    curl_easy_getinfo(curl, CURLINFO_PRIVATE, &value);
-    return value;
-}
-
-/// The HTTP version the transfer spoke (CURL_HTTP_VERSION_1_1, CURL_HTTP_VERSION_2_0, …).
-static inline long homeport_curl_http_version(CURL *curl) {
-    long version = 0;
-    curl_easy_getinfo(curl, CURLINFO_HTTP_VERSION, &version);
-    return version;
-}
-
-/// Trusts the PEM certificates in `data` (copied) instead of the CA file.
-static inline CURLcode homeport_curl_set_ca_blob(CURL *curl, void *data, size_t length) {
-    struct curl_blob blob = {data, length, CURL_BLOB_COPY};
-    return curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
-}
-
 // Connections to public addresses only: whatever a name resolves to, libcurl opens no socket to
 // this machine, a private, shared, link-local, benchmarking, multicast or reserved IPv4 network,
 // or the IPv6 ones (loopback, unique-local, link-local, multicast, and the forms that carry an
@@ -110,9 +90,12 @@ static inline int homeport_private_address(const struct sockaddr *address) {
     static const unsigned char zeros[12] = {0};
     if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0) return homeport_private_ipv4(a + 12);
     if (a[0] == 0x20 && a[1] == 0x02) return homeport_private_ipv4(a + 2);
+    // 64:ff9b:1::/48, NAT64 for a local network (RFC 8215).
+    if (a[0] == 0 && a[1] == 0x64 && a[2] == 0xFF && a[3] == 0x9B && a[4] == 0 && a[5] == 1) return 1;
     // ::, ::1 and the deprecated IPv4-compatible addresses.
     if (memcmp(a, zeros, 12) == 0) return 1;
-    return (a[0] & 0xFE) == 0xFC || (a[0] == 0xFE && (a[1] & 0xC0) == 0x80) || a[0] == 0xFF;
+    // Unique-local, link-local, site-local (deprecated), multicast.
+    return (a[0] & 0xFE) == 0xFC || (a[0] == 0xFE && (a[1] & 0x80) == 0x80) || a[0] == 0xFF;
 }
 
 static curl_socket_t homeport_public_socket(void *unused, curlsocktype purpose, struct curl_sockaddr *address) {

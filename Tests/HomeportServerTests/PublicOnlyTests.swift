@@ -35,7 +35,8 @@ struct PublicOnlyTests {
             "0.0.0.0", "10.1.2.3", "100.64.0.1", "127.0.0.1", "127.0.1.1", "169.254.169.254", "172.16.0.1",
             "172.31.255.255", "192.168.1.1", "192.0.0.8", "198.18.0.1", "198.19.255.1", "224.0.0.1",
             "255.255.255.255", "::", "::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a00:1",
-            "2002:c0a8:101::1", "fc00::1", "fd12:3456::1", "fe80::1", "ff02::1", "::127.0.0.1",
+            "2002:c0a8:101::1", "fc00::1", "fd12:3456::1", "fe80::1", "ff02::1", "::127.0.0.1", "64:ff9b:1::a00:1",
+            "fec0::1",
         ])
     func refused(address: String) {
         #expect(isPrivate(address))
@@ -75,5 +76,33 @@ struct PublicOnlyTests {
                 continue
             }
         }
+    }
+
+    @Test("a push service that never answers holds at most its share of the requests in flight: the others' go at once")
+    func slowServiceShare() throws {
+        let service = try WebPushStandIn()
+        let silent = try RecordingListener(behaviour: .blackhole)
+        let multi = try CurlMulti(timeoutSeconds: 5, publicOnly: false, inFlight: 4, perOrigin: 2)
+        // The silent service's requests first, more of them than there are places in flight.
+        let requests =
+            (0..<6).map { CurlMulti.Request(url: silent.url + "/push/\($0)", headers: [], body: Data("x".utf8)) }
+            + (0..<4).map {
+                CurlMulti.Request(
+                    url: "http://127.0.0.1:\(service.port)/push/none\($0)", headers: [], body: Data("x".utf8))
+            }
+        // No request starts after a second: behind six silent ones, the others would never start.
+        let answers = multi.perform(requests, deadline: ContinuousClock.now + .seconds(1))
+        for answer in answers.suffix(4) {
+            guard case .success(let reply) = answer else {
+                Issue.record("a request to the answering service did not go: \(answer)")
+                continue
+            }
+            #expect(reply.status == 404)
+        }
+        #expect(
+            answers.prefix(6).allSatisfy {
+                if case .failure = $0 { return true }
+                return false
+            }, "the silent service's requests time out or never start")
     }
 }

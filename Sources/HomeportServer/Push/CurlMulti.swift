@@ -1,14 +1,27 @@
 import CCurl
+import Dispatch
 import Foundation
+import Synchronization
 
 /// Sends a batch of requests at once, on the calling thread, through libcurl's multi interface:
 /// to a server that speaks HTTP/2 (ALPN, as browsers' push services and UnifiedPush
 /// distributors behind TLS do), the requests are streams of one connection, many to a packet;
 /// to one that speaks HTTP/1.1, kept-alive connections, up to ``connectionsPerHost`` at once.
-/// Connections stay open between batches. Batches sent at once (a push gateway's, for
-/// several servers) each get a multi handle of their own; a request that is slow, or never
-/// answered, holds only itself until its timeout.
+/// Connections stay open between batches. A batch is split over the machine's cores, each part
+/// on a multi handle of its own, as are batches sent at once (a push gateway's, for several
+/// servers). A request that is slow, or never answered, holds only itself until its timeout,
+/// and one push service holds at most ``perOrigin`` of the requests in flight: the others'
+/// go on.
 final class CurlMulti: @unchecked Sendable {
+    /// libcurl's own CA file.
+    private enum CAStoreDefault {
+        static let file: String = {
+            guard let curl = curl_easy_init() else { return "" }
+            defer { curl_easy_cleanup(curl) }
+            return homeport_curl_default_ca_file(curl).map { String(cString: $0) } ?? ""
+        }()
+    }
+
     /// One request: a POST of `body` to `url` with these header lines.
     struct Request {
         var url: String
@@ -22,11 +35,16 @@ final class CurlMulti: @unchecked Sendable {
     let inFlight: Int
     /// Connections to one host at once (HTTP/1.1; over HTTP/2 one carries them all).
     let connectionsPerHost: Int
+    /// Requests to one push service (`scheme://host[:port]`) in flight at once, in one part.
+    let perOrigin: Int
     /// Whether it connects to public addresses only (``CurlSession/publicOnly``).
     let publicOnly: Bool
     /// A file of PEM certificates trusted instead of libcurl's CA file (that file's and more),
-    /// if any: a file, so that libcurl reads it once and keeps its store for every connection.
+    /// if any: a file, so that libcurl reads it once a handle and keeps its store.
     private let trusted: String?
+    /// What ``trusted`` holds, to write it again if the file is gone (a cleaner of the
+    /// temporary directory).
+    private let bundle: Data?
     private let lock = NSLock()
     /// The multi handles no batch is using, with their connections.
     private var resting: [Handle] = []
@@ -49,22 +67,35 @@ final class CurlMulti: @unchecked Sendable {
         }
     }
 
-    /// `extraCA`: PEM certificates to trust besides the system's.
+    /// `extraCA`: PEM certificates to trust besides libcurl's own CA file. Throws when that file
+    /// cannot be read, or the bundle of both written.
     init(
-        timeoutSeconds: Int, publicOnly: Bool, extraCA: String? = nil, inFlight: Int = 256, connectionsPerHost: Int = 8
-    ) {
+        timeoutSeconds: Int, publicOnly: Bool, extraCA: String? = nil, inFlight: Int = 256, connectionsPerHost: Int = 8,
+        perOrigin: Int = 64
+    ) throws {
         self.timeoutSeconds = timeoutSeconds
         self.publicOnly = publicOnly
         self.inFlight = inFlight
         self.connectionsPerHost = connectionsPerHost
-        trusted = extraCA.flatMap { extra in
-            let system = (try? Data(contentsOf: URL(fileURLWithPath: "/etc/ssl/certs/ca-certificates.crt"))) ?? Data()
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "homeport-webpush-ca-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).pem"
-            ).path
-            let bundle = system + Data(("\n" + extra + "\n").utf8)
-            return FileManager.default.createFile(atPath: path, contents: bundle) ? path : nil
+        self.perOrigin = perOrigin
+        guard let extraCA else {
+            trusted = nil
+            bundle = nil
+            return
         }
+        let system = CAStoreDefault.file
+        guard !system.isEmpty, let systemPEM = FileManager.default.contents(atPath: system) else {
+            throw CurlSession.Failure(description: "cannot read libcurl's CA file (\(system)) to add the CA to")
+        }
+        let bundle = systemPEM + Data(("\n" + extraCA + "\n").utf8)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "homeport-ca-\(getpid())-\(UInt64.random(in: 0...UInt64.max)).pem"
+        ).path
+        guard FileManager.default.createFile(atPath: path, contents: bundle) else {
+            throw CurlSession.Failure(description: "cannot write the CA bundle \(path)")
+        }
+        trusted = path
+        self.bundle = bundle
     }
 
     deinit {
@@ -96,6 +127,27 @@ final class CurlMulti: @unchecked Sendable {
     func perform(_ requests: [Request], deadline: ContinuousClock.Instant) -> [Result<
         CurlSession.Answer, CurlSession.Failure
     >] {
+        if let trusted, let bundle, !FileManager.default.fileExists(atPath: trusted) {
+            _ = FileManager.default.createFile(atPath: trusted, contents: bundle)
+        }
+        let parts = max(1, min(ProcessInfo.processInfo.activeProcessorCount, requests.count / 16))
+        let answers = Mutex(
+            [Result<CurlSession.Answer, CurlSession.Failure>](
+                repeating: .failure(CurlSession.Failure(description: "not sent")), count: requests.count))
+        DispatchQueue.concurrentPerform(iterations: parts) { part in
+            let indices = Array(stride(from: part, to: requests.count, by: parts))
+            let sent = perform(indices.map { requests[$0] }, deadline: deadline, part: part)
+            answers.withLock { all in
+                for (index, answer) in zip(indices, sent) { all[index] = answer }
+            }
+        }
+        return answers.withLock { $0 }
+    }
+
+    /// One part of a batch, on a multi handle of its own.
+    private func perform(_ requests: [Request], deadline: ContinuousClock.Instant, part: Int) -> [Result<
+        CurlSession.Answer, CurlSession.Failure
+    >] {
         var results = [Result<CurlSession.Answer, CurlSession.Failure>](
             repeating: .failure(CurlSession.Failure(description: "not sent: the batch ran out of time")),
             count: requests.count)
@@ -103,34 +155,55 @@ final class CurlMulti: @unchecked Sendable {
         else { return requests.map { _ in .failure(CurlSession.Failure(description: "libcurl failed")) } }
         defer { lock.withLock { resting.append(handle) } }
         let multi = handle.multi
-        var active: [UnsafeMutableRawPointer: Transfer] = [:]
-        var next = 0
+        // The requests waiting, by push service, taken in turn: one that is slow holds at most
+        // `perOrigin` of the places in flight.
+        var waiting: [String: [Int]] = [:]
+        var origins: [String] = []
+        for (index, request) in requests.enumerated() {
+            let origin = WebPushSubscription.origin(of: request.url)
+            if waiting[origin] == nil { origins.append(origin) }
+            waiting[origin, default: []].append(index)
+        }
+        var position: [String: Int] = [:]
+        var flying: [String: Int] = [:]
+        var active: [UnsafeMutableRawPointer: (transfer: Transfer, origin: String)] = [:]
         func start() {
-            while active.count < inFlight, next < requests.count, ContinuousClock.now < deadline {
-                defer { next += 1 }
-                guard let easy = handle.idle.popLast() ?? curl_easy_init() else {
-                    results[next] = .failure(CurlSession.Failure(description: "libcurl failed"))
-                    continue
+            var progress = true
+            while progress, active.count < inFlight, ContinuousClock.now < deadline {
+                progress = false
+                for origin in origins where active.count < inFlight {
+                    let queue = waiting[origin] ?? []
+                    let at = position[origin, default: 0]
+                    guard at < queue.count, flying[origin, default: 0] < perOrigin else { continue }
+                    position[origin] = at + 1
+                    progress = true
+                    let index = queue[at]
+                    guard let easy = handle.idle.popLast() ?? curl_easy_init() else {
+                        results[index] = .failure(CurlSession.Failure(description: "libcurl failed"))
+                        continue
+                    }
+                    let transfer = Transfer(index: index, limit: 64 << 10)
+                    configure(easy, requests[index], transfer)
+                    guard curl_multi_add_handle(multi, easy) == CURLM_OK else {
+                        transfer.finish()
+                        curl_easy_cleanup(easy)
+                        results[index] = .failure(CurlSession.Failure(description: "libcurl failed"))
+                        continue
+                    }
+                    active[easy] = (transfer, origin)
+                    flying[origin, default: 0] += 1
                 }
-                let transfer = Transfer(index: next, limit: 64 << 10)
-                configure(easy, requests[next], transfer)
-                guard curl_multi_add_handle(multi, easy) == CURLM_OK else {
-                    transfer.finish()
-                    curl_easy_cleanup(easy)
-                    results[next] = .failure(CurlSession.Failure(description: "libcurl failed"))
-                    continue
-                }
-                active[easy] = transfer
             }
         }
         start()
         var running: Int32 = 0
         while !active.isEmpty {
-            _ = curl_multi_perform(multi, &running)
+            var failed = curl_multi_perform(multi, &running) != CURLM_OK
             var code = CURLE_OK
             while let easy = homeport_curl_multi_done(multi, &code) {
                 _ = curl_multi_remove_handle(multi, easy)
-                guard let transfer = active.removeValue(forKey: easy) else { continue }
+                guard let (transfer, origin) = active.removeValue(forKey: easy) else { continue }
+                flying[origin, default: 1] -= 1
                 if code == CURLE_OK {
                     results[transfer.index] = .success(
                         CurlSession.Answer(
@@ -145,7 +218,17 @@ final class CurlMulti: @unchecked Sendable {
                 transfer.finish()
             }
             start()
-            if !active.isEmpty { _ = curl_multi_poll(multi, nil, 0, 100, nil) }
+            if !active.isEmpty, !failed { failed = curl_multi_poll(multi, nil, 0, 100, nil) != CURLM_OK }
+            if failed {
+                // libcurl cannot go on with this handle: what is in flight fails, to go again.
+                for (easy, (transfer, _)) in active {
+                    _ = curl_multi_remove_handle(multi, easy)
+                    results[transfer.index] = .failure(CurlSession.Failure(description: "libcurl failed"))
+                    curl_easy_cleanup(easy)
+                    transfer.finish()
+                }
+                active.removeAll()
+            }
         }
         return results
     }

@@ -29,7 +29,7 @@ package final class FCMDelivery: Sendable {
         token = try FCMAccessToken(settings: settings, database: database, clock: clock)
         self.clock = clock
         self.budget = budget
-        multi = CurlMulti(timeoutSeconds: settings.timeoutSeconds, publicOnly: false)
+        multi = try CurlMulti(timeoutSeconds: settings.timeoutSeconds, publicOnly: false)
     }
 
     /// Sends each item (all FCM ones) and returns the outcomes, in order. Items FCM refused for
@@ -47,15 +47,16 @@ package final class FCMDelivery: Sendable {
         var responses = send(items, bodies, bearer: bearer, now: now, deadline: deadline)
         let refused = responses.indices.filter { responses[$0].outcome == .providerTokenRejected }
         guard !refused.isEmpty, let fresh = try? token.refresh(after: bearer) else { return responses }
-        let again = send(refused.map { items[$0] }, bodies, bearer: fresh, now: now, deadline: deadline)
+        let again = send(
+            refused.map { items[$0] }, refused.map { bodies[$0] }, bearer: fresh, now: now, deadline: deadline)
         for (index, response) in zip(refused, again) { responses[index] = response }
         return responses
     }
 
-    /// Each item's request body, by its `apns-id` (`nil` for one that cannot be made a message).
+    /// Each item's request body, in order (`nil` for one that cannot be made a message).
     /// One notification goes to many devices: its message is made once a batch, and each
     /// device's is its token put in front.
-    static func bodies(_ items: [OutboxItem], now: Int64) -> [String: Data?] {
+    static func bodies(_ items: [OutboxItem], now: Int64) -> [Data?] {
         struct Shape: Hashable {
             var payload: String
             var priority: Int
@@ -63,10 +64,10 @@ package final class FCMDelivery: Sendable {
             var collapseID: String?
         }
         var made: [Shape: [UInt8]?] = [:]
-        var bodies: [String: Data?] = [:]
+        var bodies: [Data?] = []
         for item in items {
             guard let token = item.fcmToken, FCMRegistration.isToken(token) else {
-                bodies[item.apnsID] = .some(nil)
+                bodies.append(nil)
                 continue
             }
             let shape = Shape(
@@ -81,12 +82,12 @@ package final class FCMDelivery: Sendable {
                     return text
                 }()
             guard let rest, rest.first == UInt8(ascii: "{") else {
-                bodies[item.apnsID] = .some(nil)
+                bodies.append(nil)
                 continue
             }
             // The token is letters, digits and -_:. only (FCMRegistration.isToken): nothing to escape.
             let separator = rest.count > 2 ? "," : ""
-            bodies[item.apnsID] = .some(
+            bodies.append(
                 Data(
                     #"{"message":{"token":""#.utf8 + Array(token.utf8) + Array("\"\(separator)".utf8) + rest.dropFirst()
                         + [UInt8(ascii: "}")]))
@@ -96,7 +97,7 @@ package final class FCMDelivery: Sendable {
 
     /// Sends `items` at once with their `bodies` and returns the outcomes, in order.
     private func send(
-        _ items: [OutboxItem], _ bodies: [String: Data?], bearer: String, now: Int64,
+        _ items: [OutboxItem], _ bodies: [Data?], bearer: String, now: Int64,
         deadline: ContinuousClock.Instant
     ) -> [APNsResponse] {
         var responses = [APNsResponse](
@@ -107,7 +108,7 @@ package final class FCMDelivery: Sendable {
         for (index, item) in items.enumerated() {
             if item.expiration <= now {
                 responses[index] = APNsResponse(status: 400, transportError: "expired before it could be delivered")
-            } else if let body = bodies[item.apnsID] ?? nil {
+            } else if let body = bodies[index] {
                 ready.append((index, CurlMulti.Request(url: url, headers: headers, body: body)))
             } else {
                 responses[index] = APNsResponse(status: 400, transportError: "the push cannot be made an FCM message")

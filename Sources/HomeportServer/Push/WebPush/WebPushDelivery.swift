@@ -40,7 +40,7 @@ package final class WebPushDelivery: Sendable {
         self.budget = budget
         // An endpoint is a stranger's word: a public name that resolves into the network is
         // refused when the socket would open, not only a private address spelled out.
-        multi = CurlMulti(
+        multi = try CurlMulti(
             timeoutSeconds: settings.timeoutSeconds, publicOnly: !settings.allowPrivateEndpoints,
             extraCA: settings.extraCA)
     }
@@ -53,7 +53,7 @@ package final class WebPushDelivery: Sendable {
         // service: a notification's topic, and a service's rule and VAPID token, are made once a
         // batch.
         var topics: [String: String?] = [:]
-        var services: [Substring: Result<String, Refusal>] = [:]
+        var services: [String: Result<String, Refusal>] = [:]
         var prepared: [(topic: String?, service: Result<String, Refusal>)] = []
         for item in items {
             let key = (item.collapseID ?? "") + "\u{0}" + item.payload
@@ -105,12 +105,12 @@ package final class WebPushDelivery: Sendable {
     /// The `Authorization` for the push service at `origin` (`scheme://host[:port]`), unless this
     /// server does not post there: a subscription registered while private endpoints were
     /// allowed, or before the rule, is not posted to now.
-    private func service(_ origin: Substring) -> Result<String, Refusal> {
+    private func service(_ origin: String) -> Result<String, Refusal> {
         guard WebPushSubscription.endpointProblem(origin + "/", allowPrivate: allowPrivate) == nil else {
             return .failure(Refusal(description: "the endpoint is not one this server posts to"))
         }
         do {
-            return .success(try vapid.authorization(audience: String(origin)))
+            return .success(try vapid.authorization(audience: origin))
         } catch {
             return .failure(Refusal(description: "no VAPID token: \(error)"))
         }

@@ -41,13 +41,19 @@ package enum WebPushSubscription {
         return nil
     }
 
-    /// `scheme://host[:port]` of an endpoint as the server keeps it (``normalized(_:)``: the
-    /// scheme and host lowercase, no default port, no user information), read without a URL
-    /// parser: what comes before the first `/`, `?` or `#` after `://` (all of it, without `://`).
-    static func origin(of endpoint: String) -> Substring {
-        guard let separator = endpoint.range(of: "://") else { return endpoint[...] }
+    /// `scheme://host[:port]` of an endpoint (user information is refused at registration),
+    /// read without a URL parser: what comes before the first `/`, `?` or `#` after `://` (all of
+    /// it, without `://`), in lowercase, without a default port.
+    static func origin(of endpoint: String) -> String {
+        guard let separator = endpoint.range(of: "://") else { return endpoint }
         let rest = endpoint[separator.upperBound...]
-        return endpoint[..<(rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex)]
+        let origin = endpoint[..<(rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex)]
+            .lowercased()
+        for (scheme, port) in [("https://", ":443"), ("http://", ":80")]
+        where origin.hasPrefix(scheme) && origin.hasSuffix(port) {
+            return String(origin.dropLast(port.count))
+        }
+        return origin
     }
 
     /// `endpoint` as one subscription is spelled once: the scheme and host in lowercase, the
