@@ -218,7 +218,7 @@ final class CurlMulti: @unchecked Sendable {
                 transfer.finish()
             }
             start()
-            if !active.isEmpty, !failed { failed = curl_multi_poll(multi, nil, 0, 100, nil) != CURLM_OK }
+            if !active.isEmpty, !failed { failed = curl_multi_poll(multi, nil, 0, 10, nil) != CURLM_OK }
             if failed {
                 // libcurl cannot go on with this handle: what is in flight fails, to go again.
                 for (easy, (transfer, _)) in active {
