@@ -3,7 +3,7 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Sends a batch of requests at once, on the calling thread, through libcurl's multi interface:
+/// Sends a batch of requests at once through libcurl's multi interface:
 /// to a server that speaks HTTP/2 (ALPN, as browsers' push services and UnifiedPush
 /// distributors behind TLS do), the requests are streams of one connection, many to a packet;
 /// to one that speaks HTTP/1.1, kept-alive connections, up to ``connectionsPerHost`` at once.
