@@ -264,6 +264,18 @@ struct GatewayHandlers: Sendable {
                 registered: registering.count, removed: removing.count, ignored: ignored, refused: refused))
     }
 
+    /// `GET /gateway/v1/services`: what this gateway carries, for an enrolled server to check
+    /// its flags against.
+    func services(_ request: HTTPRequest) throws -> HTTPResponse {
+        guard try GatewayServerStore(database).live(credentialHash: try Self.credential(request)) != nil else {
+            throw Self.refused
+        }
+        return try HTTPResponse.json(
+            GatewayServices(
+                providers: PushProvider.allCases.filter(deliveries.carries),
+                webPushKey: try configuration.webPush?.publicKey(), fcmProject: configuration.fcm?.projectID))
+    }
+
     /// The device a registration names, as the gateway keeps it, or the 400 that names the field
     /// (under `field`) that is wrong. An FCM token and a Web Push subscription are named as the
     /// server names them. A subscription on a private network is kept: whether the gateway posts
@@ -303,7 +315,8 @@ struct GatewayHandlers: Sendable {
     /// and no 8 MiB read). The handler checks again, with the body, in the database: a
     /// revocation holds there at once.
     func checkHead(_ request: HTTPRequest) -> HTTPError? {
-        guard request.path == PushGatewayPath.pushes || request.path == PushGatewayPath.devices else { return nil }
+        guard [PushGatewayPath.pushes, PushGatewayPath.devices, PushGatewayPath.services].contains(request.path)
+        else { return nil }
         do {
             return credentials.isLive(try Self.credential(request)) ? nil : Self.refused
         } catch let error as HTTPError {

@@ -125,6 +125,7 @@ public final class PushGateway: Sendable {
         router.headCheck = { handlers.checkHead($0) }
         router.post(PushGatewayPath.pushes, placement: .pool) { request, _ in try handlers.pushes(request) }
         router.post(PushGatewayPath.devices, placement: .pool) { request, _ in try handlers.devices(request) }
+        router.get(PushGatewayPath.services, placement: .pool) { request, _ in try handlers.services(request) }
         let server = HTTPServer(configuration: configuration.http, responder: router, logger: logger)
         self.server = server
         if let address = configuration.metricsListen {

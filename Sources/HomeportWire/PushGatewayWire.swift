@@ -9,6 +9,9 @@ public enum PushGatewayPath {
     /// `POST`: devices the server registered and removed (``GatewayDeviceChanges``); the
     /// gateway sends a server's pushes only to devices it registered.
     public static let devices = "/gateway/v1/devices"
+    /// `GET`: the push services the gateway carries (``GatewayServices``), which the server
+    /// checks against what its operator told it.
+    public static let services = "/gateway/v1/services"
     /// `GET`, on the server (not the gateway): what the gateway enrolls it by
     /// (``PushGatewayEnrollment``), fetched from the server's own public address, so that only
     /// whoever serves that address can be enrolled with the credential it names.
@@ -114,6 +117,24 @@ public struct GatewayPush: Codable, Hashable, Sendable {
         priority = try container.decode(Int.self, forKey: .priority)
         expiration = try container.decode(Int64.self, forKey: .expiration)
         collapseId = try container.decodeIfPresent(String.self, forKey: .collapseId)
+    }
+}
+
+/// `GET /gateway/v1/services`: what the gateway sends to, and the public facts a server's
+/// flags must repeat.
+public struct GatewayServices: Codable, Hashable, Sendable {
+    /// The push services it carries.
+    public var providers: [PushProvider]
+    /// Its VAPID public key (base64url), when it sends Web Pushes.
+    public var webPushKey: String?
+    /// The Firebase project of its FCM service account, when it sends to FCM.
+    public var fcmProject: String?
+
+    /// Creates the answer.
+    public init(providers: [PushProvider], webPushKey: String? = nil, fcmProject: String? = nil) {
+        self.providers = providers
+        self.webPushKey = webPushKey
+        self.fcmProject = fcmProject
     }
 }
 

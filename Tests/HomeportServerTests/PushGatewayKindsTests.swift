@@ -301,4 +301,48 @@ struct PushGatewayKindsTests {
         #expect((body?.count ?? .max) < 8 << 20)
         #expect(PushGatewayClient.fitting(Array(changes.prefix(3))).count == 3)
     }
+
+    @Test("a server whose flags name another VAPID key or Firebase project than its gateway's says so in its log")
+    func flagsChecked() throws {
+        let apns = try APNsStandIn()
+        let fcm = try FCMStandIn()
+        let keys = try gatewayKeys(fcm)
+        let gateway = try GatewayHarness(.sqlite, standIn: apns, webPush: keys.web, fcm: keys.fcm)
+        let warning = "the push gateway does not carry what this server was told"
+        for right in [true, false] {
+            let credential = try SecretToken.generate()
+            var settings = throughGateway(
+                gateway, credential: credential,
+                webPushKey: right ? try keys.web.publicKey() : IdentityProof.base64URL(try P256Key.generate().publicKey)
+            )
+            if !right { settings.gateway?.fcmProject = "another-project" }
+            if let carried = settings.gateway { settings.sendThrough(carried) }
+            try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
+                try gateway.enroll(right ? "right" : "wrong", instanceID: server.instanceID, credential: credential)
+                _ = try server.application.sender?.drainOnce()
+                let said = server.log.lines.filter { $0.contains(warning) }
+                if right {
+                    #expect(said.isEmpty, "\(said)")
+                } else {
+                    #expect(said.count == 2, "\(said)")
+                    #expect(said.contains { $0.contains("--push-gateway-webpush-key") })
+                    #expect(said.contains { $0.contains("its Firebase project is homeport-test") })
+                }
+            }
+        }
+    }
+
+    @Test("a kind the server sends through the gateway, which the gateway does not send, is named")
+    func kindNamed() {
+        let settings = PushGatewaySettings(url: "https://gw.example.net", credential: "x", fcmProject: "books-app")
+        #expect(
+            PushGatewayClient.mismatches(
+                GatewayServices(providers: [.apns]), settings: settings, providers: [.apns, .fcm])
+                == ["it does not send fcm: those pushes are refused"])
+        #expect(
+            PushGatewayClient.mismatches(
+                GatewayServices(providers: [.apns, .fcm], fcmProject: "books-app"), settings: settings,
+                providers: [.apns, .fcm]
+            ).isEmpty)
+    }
 }

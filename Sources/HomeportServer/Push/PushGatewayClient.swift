@@ -30,6 +30,8 @@ final class PushGatewayClient: PushTransport {
     private let claimant: String
     /// The push services it carries for this process.
     let providers: Set<PushProvider>
+    /// Whether what the gateway carries was compared with this process's flags (once it answers).
+    private let servicesChecked = Mutex(false)
 
     init(
         database: any Database, settings: PushGatewaySettings, providers: Set<PushProvider>, clock: any WallClock,
@@ -76,8 +78,45 @@ final class PushGatewayClient: PushTransport {
     }
 
     func idle() throws {
+        checkServices()
         // Why it failed is logged by the exchange; the changes wait for the next pass.
         _ = try forwardDeviceChanges()
+    }
+
+    /// Compares what the gateway carries with this process's flags, once the gateway answers:
+    /// a kind it does not send, or a VAPID key or Firebase project other than the flags name,
+    /// would have every such push refused, so it is said in the log.
+    private func checkServices() {
+        guard !servicesChecked.withLock({ $0 }),
+            case .success(let answer) = session.perform(
+                base + PushGatewayPath.services, headers: ["Authorization: Bearer \(settings.credential)"]),
+            answer.status == 200, let services = try? JSONDecoder().decode(GatewayServices.self, from: answer.body)
+        else { return }
+        servicesChecked.withLock { $0 = true }
+        for problem in Self.mismatches(services, settings: settings, providers: providers) {
+            logger.warning("the push gateway does not carry what this server was told", metadata: ["problem": problem])
+        }
+    }
+
+    /// What the gateway's `services` answer says against the flags, one sentence each.
+    static func mismatches(_ services: GatewayServices, settings: PushGatewaySettings, providers: Set<PushProvider>)
+        -> [String]
+    {
+        var problems: [String] = []
+        for provider in providers.sorted(by: { $0.rawValue < $1.rawValue })
+        where !services.providers.contains(provider) {
+            problems.append("it does not send \(provider.rawValue): those pushes are refused")
+        }
+        if providers.contains(.webpush), let key = services.webPushKey, key != settings.webPushKey {
+            problems.append(
+                "its VAPID key is not --push-gateway-webpush-key: push services refuse pushes to subscriptions made with that key"
+            )
+        }
+        if providers.contains(.fcm), let project = services.fcmProject, project != settings.fcmProject {
+            problems.append(
+                "its Firebase project is \(project), not --push-gateway-fcm-project \(settings.fcmProject ?? "")")
+        }
+        return problems
     }
 
     /// Logs a failed exchange, at most once a minute (the idle pass tries four times a second).
