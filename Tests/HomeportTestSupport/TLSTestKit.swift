@@ -84,14 +84,7 @@ public final class NginxProxy: @unchecked Sendable {
                 }
             }
             """)
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-c", directory.file("nginx.conf"), "-p", d]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.spawn()
-        guard !RawHTTP.waitUntilListening(port: port) else { return }
-        throw RawHTTPError(
-            "nginx did not start: \((try? String(contentsOfFile: d + "/error.log", encoding: .utf8)) ?? "")")
+        try startNginx(process, directory: directory, port: port)
     }
 
     deinit {
@@ -140,14 +133,7 @@ public final class NginxPushService: @unchecked Sendable {
                 }
             }
             """)
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-c", directory.file("nginx.conf"), "-p", d]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.spawn()
-        guard !RawHTTP.waitUntilListening(port: port) else { return }
-        throw RawHTTPError(
-            "nginx did not start: \((try? String(contentsOfFile: d + "/error.log", encoding: .utf8)) ?? "")")
+        try startNginx(process, directory: directory, port: port)
     }
 
     /// Each request so far: `PROTOCOL METHOD PATH CONNECTION` (nginx's serial number of the
@@ -161,4 +147,16 @@ public final class NginxPushService: @unchecked Sendable {
         process.stop()
         directory.remove()
     }
+}
+
+/// Starts Debian's nginx with the `nginx.conf` in `directory` and waits until it listens on `port`.
+private func startNginx(_ process: Process, directory: TemporaryDirectory, port: Int) throws {
+    process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+    process.arguments = ["-c", directory.file("nginx.conf"), "-p", directory.path]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.spawn()
+    guard !RawHTTP.waitUntilListening(port: port) else { return }
+    throw RawHTTPError(
+        "nginx did not start: \((try? String(contentsOfFile: directory.file("error.log"), encoding: .utf8)) ?? "")")
 }

@@ -236,18 +236,11 @@ final class CurlMulti: @unchecked Sendable {
     /// Sets a handle up for `request`, its answer going to `transfer`.
     private func configure(_ easy: UnsafeMutableRawPointer, _ request: Request, _ transfer: Transfer) {
         for header in request.headers + ["Expect:"] { transfer.headers = curl_slist_append(transfer.headers, header) }
-        _ = homeport_curl_set_string(easy, CURLOPT_URL, request.url)
-        _ = homeport_curl_set_slist(easy, CURLOPT_HTTPHEADER, transfer.headers)
-        _ = homeport_curl_set_long(easy, CURLOPT_TIMEOUT, timeoutSeconds)
-        _ = homeport_curl_set_long(easy, CURLOPT_CONNECTTIMEOUT, min(10, timeoutSeconds))
-        _ = homeport_curl_set_long(easy, CURLOPT_NOSIGNAL, 1)
-        _ = homeport_curl_set_long(easy, CURLOPT_FOLLOWLOCATION, 0)
-        _ = homeport_curl_set_string(easy, CURLOPT_PROXY, "")
-        _ = homeport_curl_set_long(easy, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
+        CurlSession.setUp(
+            easy, url: request.url, headers: transfer.headers, timeoutSeconds: timeoutSeconds, publicOnly: publicOnly)
         _ = homeport_curl_set_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         // A second request to a host waits to learn whether the first connection multiplexes.
         _ = homeport_curl_set_long(easy, CURLOPT_PIPEWAIT, 1)
-        _ = homeport_curl_public_only(easy, publicOnly ? 1 : 0)
         if let trusted { _ = homeport_curl_set_string(easy, CURLOPT_CAINFO, trusted) }
         _ = homeport_curl_set_pointer(easy, CURLOPT_WRITEDATA, transfer.context.toOpaque())
         _ = homeport_curl_set_write_function(easy, curlSessionWrite)

@@ -56,15 +56,7 @@ package final class CurlSession: @unchecked Sendable {
             var list: UnsafeMutablePointer<curl_slist>?
             for header in headers + ["Expect:"] { list = curl_slist_append(list, header) }
             defer { curl_slist_free_all(list) }
-            _ = homeport_curl_set_string(curl, CURLOPT_URL, url)
-            _ = homeport_curl_set_slist(curl, CURLOPT_HTTPHEADER, list)
-            _ = homeport_curl_set_long(curl, CURLOPT_TIMEOUT, timeoutSeconds)
-            _ = homeport_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT, min(10, timeoutSeconds))
-            _ = homeport_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
-            _ = homeport_curl_set_long(curl, CURLOPT_FOLLOWLOCATION, 0)
-            _ = homeport_curl_set_string(curl, CURLOPT_PROXY, "")
-            _ = homeport_curl_set_long(curl, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
-            _ = homeport_curl_public_only(curl, publicOnly ? 1 : 0)
+            Self.setUp(curl, url: url, headers: list, timeoutSeconds: timeoutSeconds, publicOnly: publicOnly)
             if let caFile { _ = homeport_curl_set_string(curl, CURLOPT_CAINFO, caFile) }
             let context = Unmanaged.passRetained(exchange)
             defer { context.release() }
@@ -94,6 +86,24 @@ package final class CurlSession: @unchecked Sendable {
             }
             return .success(Answer(status: homeport_curl_status(curl), body: exchange.body, headers: exchange.headers))
         }
+    }
+
+    /// What every exchange of the server's own is: `url` with `headers`, HTTP or HTTPS only, no
+    /// redirect, no proxy from the environment, no signal, `timeoutSeconds` in all (at most 10 to
+    /// connect), and with `publicOnly` public addresses only.
+    static func setUp(
+        _ curl: UnsafeMutableRawPointer, url: String, headers: UnsafeMutablePointer<curl_slist>?, timeoutSeconds: Int,
+        publicOnly: Bool
+    ) {
+        _ = homeport_curl_set_string(curl, CURLOPT_URL, url)
+        _ = homeport_curl_set_slist(curl, CURLOPT_HTTPHEADER, headers)
+        _ = homeport_curl_set_long(curl, CURLOPT_TIMEOUT, timeoutSeconds)
+        _ = homeport_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT, min(10, timeoutSeconds))
+        _ = homeport_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
+        _ = homeport_curl_set_long(curl, CURLOPT_FOLLOWLOCATION, 0)
+        _ = homeport_curl_set_string(curl, CURLOPT_PROXY, "")
+        _ = homeport_curl_set_long(curl, CURLOPT_PROTOCOLS, Int(CURLPROTO_HTTP | CURLPROTO_HTTPS))
+        _ = homeport_curl_public_only(curl, publicOnly ? 1 : 0)
     }
 
     /// The answer's body, as it arrives, up to its limit.

@@ -74,6 +74,12 @@ public struct PushSettings: Sendable {
         fcm = settings
     }
 
+    /// Whether Web Push subscriptions on this machine or a private network are taken
+    /// (`--webpush-allow-private-endpoints`, with this process's VAPID key or its gateway's).
+    var takesPrivateWebPushEndpoints: Bool {
+        webPush?.allowPrivateEndpoints ?? gateway?.allowPrivateWebPushEndpoints ?? false
+    }
+
     /// Sends pushes through `gateway`: APNs always, and Web Push and FCM when the gateway carries
     /// them (its VAPID key becomes ``webPushKey``, its project ``fcmProject``).
     public mutating func sendThrough(_ gateway: PushGatewaySettings) {

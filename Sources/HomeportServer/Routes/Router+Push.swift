@@ -90,23 +90,14 @@ struct PushRoutes: Sendable {
         case PushProvider.webpush.rawValue:
             registration = try WebPushSubscription.registration(
                 endpoint: body.endpoint, body.keys?.p256dh, body.keys?.auth,
-                allowPrivate: push.settings.webPush?.allowPrivateEndpoints
-                    ?? push.settings.gateway?.allowPrivateWebPushEndpoints ?? false)
+                allowPrivate: push.settings.takesPrivateWebPushEndpoints)
             guard push.settings.webPushKey != nil else {
                 throw HTTPError.invalidField("provider", "This server does not send Web Push.")
             }
         default:
             throw HTTPError.invalidField("provider", "The provider is apns, fcm or webpush.")
         }
-        do {
-            try push.register(registration, session: session, account: account)
-        } catch let refusal as RateLimiter.Refusal {
-            throw Self.tooManyChanges(refusal)
-        } catch is PushCenter.SubscriptionTaken {
-            throw HTTPError(
-                status: 409, code: APIErrorCode.subscriptionTaken,
-                message: "Another account holds this subscription with other keys; subscribe again for this one.")
-        }
+        try Self.register(registration, push: push, session: session, account: account)
         switch registration.provider {
         case .apns: return try .json(registration)
         case .webpush: return try .json(PushDeviceRegistration(webPushToken: registration.token))
@@ -121,6 +112,22 @@ struct PushRoutes: Sendable {
             throw HTTPError(status: 404, code: APIErrorCode.notFound, message: "This server does not send Web Push.")
         }
         return try .json(WebPushServerKey(publicKey: key))
+    }
+
+    /// Registers `registration` for the account through `session`; its refusals as answers: 429
+    /// for a spent budget, 409 for a subscription another account holds with other keys.
+    static func register(_ registration: PushDeviceRegistration, push: PushCenter, session: Session, account: Account)
+        throws
+    {
+        do {
+            try push.register(registration, session: session, account: account)
+        } catch let refusal as RateLimiter.Refusal {
+            throw tooManyChanges(refusal)
+        } catch is PushCenter.SubscriptionTaken {
+            throw HTTPError(
+                status: 409, code: APIErrorCode.subscriptionTaken,
+                message: "Another account holds this subscription with other keys; subscribe again for this one.")
+        }
     }
 
     /// 429 `rate_limited`: the account's budget of registrations and mutes is spent.

@@ -47,20 +47,10 @@ extension WebDoor {
         guard let push, push.settings.webPushKey != nil else {
             throw HTTPError(status: 404, code: APIErrorCode.notFound, message: "This server does not send Web Push.")
         }
-        let settings = push.settings
         let registration = try WebPushSubscription.registration(
             endpoint: fields["endpoint"], fields["p256dh"], fields["auth"],
-            allowPrivate: settings.webPush?.allowPrivateEndpoints ?? settings.gateway?.allowPrivateWebPushEndpoints
-                ?? false)
-        do {
-            try push.register(registration, session: session, account: account)
-        } catch let refusal as RateLimiter.Refusal {
-            throw PushRoutes.tooManyChanges(refusal)
-        } catch is PushCenter.SubscriptionTaken {
-            throw HTTPError(
-                status: 409, code: APIErrorCode.subscriptionTaken,
-                message: "Another account holds this subscription with other keys; subscribe again for this one.")
-        }
+            allowPrivate: push.settings.takesPrivateWebPushEndpoints)
+        try PushRoutes.register(registration, push: push, session: session, account: account)
         return try .json(PushDeviceRegistration(webPushToken: registration.token))
     }
 
