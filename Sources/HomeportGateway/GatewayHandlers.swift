@@ -12,7 +12,7 @@ import HomeportWire
 /// once on every replica.
 struct GatewayHandlers: Sendable {
     let database: any Database
-    let deliveries: GatewayDeliveries
+    let deliveries: PushDispatch
     let configuration: PushGatewayConfiguration
     let clock: any WallClock
     let logger: Logger
@@ -47,6 +47,7 @@ struct GatewayHandlers: Sendable {
             server: server.id,
             among: batch.pushes.indices.filter { outcomes[$0] == nil }.map { batch.pushes[$0].deviceToken })
         var sending: [Int] = []
+        let carried = deliveries.providers
         // One notification fans out as the same payload to each device: it is read once a batch.
         var checked: [String: GatewayPushOutcome?] = [:]
         func refusal(of payload: String) -> GatewayPushOutcome? {
@@ -58,7 +59,7 @@ struct GatewayHandlers: Sendable {
         for (index, push) in batch.pushes.enumerated() where outcomes[index] == nil {
             if index >= allowed {
                 outcomes[index] = GatewayPushOutcome(status: 429, reason: PushGatewayReason.tooManyRequests)
-            } else if !deliveries.carries(push.provider) {
+            } else if !carried.contains(push.provider) {
                 outcomes[index] = GatewayPushOutcome(status: 400, reason: PushGatewayReason.providerUnavailable)
             } else if push.provider == .apns, push.topic != configuration.topic {
                 outcomes[index] = GatewayPushOutcome(status: 400, reason: PushGatewayReason.topicDisallowed)
@@ -70,7 +71,7 @@ struct GatewayHandlers: Sendable {
                 sending.append(index)
             }
         }
-        let answers = try deliveries.send(
+        let answers = try deliveries.deliver(
             sending.map { index in
                 let push = batch.pushes[index]
                 let device = registered[push.deviceToken]
@@ -215,8 +216,9 @@ struct GatewayHandlers: Sendable {
         var registering: [GatewayDevice] = []
         var refused: [GatewayDeviceResults.Refusal] = []
         var ignored = 0
+        let carried = deliveries.providers
         for (index, registration) in changes.register.enumerated() {
-            guard deliveries.carries(registration.provider) else {
+            guard carried.contains(registration.provider) else {
                 ignored += 1
                 continue
             }
@@ -272,7 +274,7 @@ struct GatewayHandlers: Sendable {
         }
         return try HTTPResponse.json(
             GatewayServices(
-                providers: PushProvider.allCases.filter(deliveries.carries),
+                providers: PushProvider.allCases.filter(deliveries.providers.contains),
                 webPushKey: try configuration.webPush?.publicKey(), fcmProject: configuration.fcm?.projectID))
     }
 
@@ -287,26 +289,22 @@ struct GatewayHandlers: Sendable {
                 throw HTTPError.invalidField(field + ".token", "A device token is 16–200 lowercase hex digits.")
             }
             return GatewayDevice(token: registration.token, provider: .apns, environment: registration.environment)
-        case .fcm:
-            guard FCMRegistration.isToken(registration.token) else {
-                throw HTTPError.invalidField(
-                    field + ".token", "An FCM registration token is 20 to 4096 letters, digits, '-', '_', ':' or '.'.")
-            }
-            return GatewayDevice(
-                token: FCMRegistration.name(token: registration.token), provider: .fcm, environment: .production,
-                endpoint: registration.token)
-        case .webpush:
-            let subscription: PushDeviceRegistration
+        case .fcm, .webpush:
+            // Checked and named as the server checks and names them.
+            let kept: PushDeviceRegistration
             do {
-                subscription = try WebPushSubscription.registration(
-                    endpoint: registration.endpoint, registration.keys?.p256dh, registration.keys?.auth,
-                    allowPrivate: true)
+                kept =
+                    registration.provider == .fcm
+                    ? try FCMRegistration.registration(token: registration.token)
+                    : try WebPushSubscription.registration(
+                        endpoint: registration.endpoint, registration.keys?.p256dh, registration.keys?.auth,
+                        allowPrivate: true)
             } catch let error as HTTPError {
                 throw HTTPError.invalidField(field + "." + (error.field ?? "endpoint"), error.message)
             }
             return GatewayDevice(
-                token: subscription.token, provider: .webpush, environment: .production,
-                endpoint: subscription.endpoint, p256dh: subscription.keys?.p256dh, auth: subscription.keys?.auth)
+                token: kept.token, provider: kept.provider, environment: .production, endpoint: kept.endpoint,
+                p256dh: kept.keys?.p256dh, auth: kept.keys?.auth)
         }
     }
 

@@ -75,6 +75,10 @@ public final class PushGateway: Sendable {
     private let server: HTTPServer
     private let metricsServer: HTTPServer?
 
+    /// How long the Web Push and FCM rounds of a batch start new requests (each request then
+    /// has its 10 seconds).
+    static let batchBudget: Duration = .seconds(15)
+
     /// Opens and migrates the database and prepares the routes; nothing listens yet.
     public init(configuration: PushGatewayConfiguration, logger: Logger, clock: any WallClock = SystemWallClock())
         throws
@@ -85,7 +89,7 @@ public final class PushGateway: Sendable {
         var options = DatabaseOptions()
         options.maximumConnections = configuration.http.workerThreads + configuration.http.poolThreads + 2
         let database = try configuration.database.open(options: options)
-        let deliveries: GatewayDeliveries
+        let deliveries: PushDispatch
         do {
             let applied = try GatewaySchema.migrator.migrate(database)
             if !applied.isEmpty {
@@ -96,16 +100,17 @@ public final class PushGateway: Sendable {
                         "versions": applied.map(String.init).joined(separator: ","),
                     ])
             }
-            deliveries = GatewayDeliveries(
+            // A batch answers within the server's wait for it (`PushGatewaySettings.timeoutSeconds`,
+            // 50 seconds): Apple's first, then Web Push and FCM side by side, each starting no
+            // request after `batchBudget` (a push not started comes back unsent, to go again).
+            deliveries = PushDispatch(
                 apns: try APNsDelivery(
                     database: database, settings: configuration.apns, clock: clock, logger: self.logger),
                 webPush: try configuration.webPush.map {
-                    try WebPushDelivery(
-                        settings: $0, clock: clock, logger: gatewayLogger, budget: GatewayDeliveries.batchBudget)
+                    try WebPushDelivery(settings: $0, clock: clock, logger: gatewayLogger, budget: Self.batchBudget)
                 },
                 fcm: try configuration.fcm.map {
-                    try FCMDelivery(
-                        settings: $0, database: database, clock: clock, budget: GatewayDeliveries.batchBudget)
+                    try FCMDelivery(settings: $0, database: database, clock: clock, budget: Self.batchBudget)
                 })
         } catch {
             database.close()

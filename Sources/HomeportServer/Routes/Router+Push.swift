@@ -77,16 +77,10 @@ struct PushRoutes: Sendable {
             }
             registration = PushDeviceRegistration(token: token, environment: environment)
         case PushProvider.fcm.rawValue:
-            guard let token = body.token, FCMRegistration.isToken(token) else {
-                throw HTTPError.invalidField(
-                    "token", "An FCM registration token is 20 to 4096 letters, digits, '-', '_', ':' or '.'.")
-            }
+            registration = try FCMRegistration.registration(token: body.token)
             guard push.settings.fcmProject != nil else {
                 throw HTTPError.invalidField("provider", "This server does not send to FCM.")
             }
-            var fcm = PushDeviceRegistration(fcmToken: FCMRegistration.name(token: token))
-            fcm.endpoint = token
-            registration = fcm
         case PushProvider.webpush.rawValue:
             registration = try WebPushSubscription.registration(
                 endpoint: body.endpoint, body.keys?.p256dh, body.keys?.auth,

@@ -1,3 +1,6 @@
+import HomeportHTTP
+import HomeportWire
+
 /// The rules for an FCM registration token a device registers.
 package enum FCMRegistration {
     /// The prefix of the name the server gives a registration (`fcm:` and 64 hex digits).
@@ -24,5 +27,17 @@ package enum FCMRegistration {
                     || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
                     || [UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: ".")].contains($0)
             }
+    }
+
+    /// The registration of `token` as the server keeps it (named by its SHA-256, the token in
+    /// `endpoint`), or the 400 that names the `token` field.
+    package static func registration(token: String?) throws -> PushDeviceRegistration {
+        guard let token, isToken(token) else {
+            throw HTTPError.invalidField(
+                "token", "An FCM registration token is 20 to 4096 letters, digits, '-', '_', ':' or '.'.")
+        }
+        var registration = PushDeviceRegistration(fcmToken: name(token: token))
+        registration.endpoint = token
+        return registration
     }
 }
