@@ -505,31 +505,28 @@ public enum HomeportSchema {
             ]),
         // The push gateway carries APNs only: a Web Push or FCM device's change is not noted for it.
         Migration(version: 21, name: "push_gateway_changes_apns_only") { dialect in
-            let again =
-                dialect == .postgres
-                ? []
-                : ["insert", "update", "delete"].map {
-                    "DROP TRIGGER IF EXISTS push_devices_gateway_\($0)"
-                }
-            return again + gatewayChangeTriggers(dialect, apnsOnly: true) + [
+            replacedGatewayChangeTriggers(dialect, apnsOnly: true) + [
                 "DELETE FROM push_gateway_changes WHERE token LIKE 'webpush:%' OR token LIKE 'fcm:%'"
             ]
         },
         // The push gateway carries FCM and Web Push too: every device's change is noted again (the
         // forwarder sends those of the kinds the gateway carries for this server).
         Migration(version: 22, name: "push_gateway_changes_every_kind") { dialect in
-            let again =
-                dialect == .postgres
-                ? []
-                : ["insert", "update", "delete"].map {
-                    "DROP TRIGGER IF EXISTS push_devices_gateway_\($0)"
-                }
-            return again + gatewayChangeTriggers(dialect, apnsOnly: false)
+            replacedGatewayChangeTriggers(dialect, apnsOnly: false)
         },
     ]
 
     /// A migrator over ``migrations``.
     public static var migrator: Migrator { Migrator(migrations: migrations) }
+
+    /// ``gatewayChangeTriggers(_:apnsOnly:)`` in place of the ones there are (PostgreSQL replaces
+    /// its function and trigger itself; SQLite's are dropped first).
+    static func replacedGatewayChangeTriggers(_ dialect: SQLDialect, apnsOnly: Bool) -> [String] {
+        let drops =
+            dialect == .postgres
+            ? [] : ["insert", "update", "delete"].map { "DROP TRIGGER IF EXISTS push_devices_gateway_\($0)" }
+        return drops + gatewayChangeTriggers(dialect, apnsOnly: apnsOnly)
+    }
 
     /// The triggers that note each change of `push_devices` in `push_gateway_changes` while the
     /// server sends through a push gateway (migrations 11 and 22; with `apnsOnly`, migration 21:

@@ -12,8 +12,6 @@ extension WebDoor {
     static let notificationsPath = base + "/notifications"
     /// The page's script.
     static let notificationsScriptPath = base + "/notifications.js"
-    /// The service worker (its scope is `/account/`).
-    static let pushWorkerPath = base + "/push-worker.js"
 
     /// The page's policy: the default one, with this origin's scripts, fetches and workers.
     static let notificationsPolicy =

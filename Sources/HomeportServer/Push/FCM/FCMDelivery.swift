@@ -114,12 +114,7 @@ package final class FCMDelivery: Sendable {
                 responses[index] = APNsResponse(status: 400, transportError: "the push cannot be made an FCM message")
             }
         }
-        for ((index, _), result) in zip(ready, multi.perform(ready.map(\.1), deadline: deadline)) {
-            switch result {
-            case .failure(let failure): responses[index] = APNsResponse(status: 0, transportError: failure.description)
-            case .success(let answer): responses[index] = Self.response(answer)
-            }
-        }
+        multi.send(ready, deadline: deadline, into: &responses, reading: Self.response)
         return responses
     }
 

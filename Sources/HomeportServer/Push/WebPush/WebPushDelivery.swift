@@ -87,12 +87,7 @@ package final class WebPushDelivery: Sendable {
             guard case .ready(let request) = requests[index] else { return nil }
             return (index, request)
         }
-        for ((index, _), result) in zip(ready, multi.perform(ready.map(\.1), deadline: deadline)) {
-            switch result {
-            case .failure(let failure): responses[index] = APNsResponse(status: 0, transportError: failure.description)
-            case .success(let answer): responses[index] = Self.response(answer)
-            }
-        }
+        multi.send(ready, deadline: deadline, into: &responses, reading: Self.response)
         return responses
     }
 
