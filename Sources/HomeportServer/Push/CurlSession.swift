@@ -133,12 +133,21 @@ let curlSessionHeader: curl_write_callback = { data, size, count, context in
     guard let data, let context else { return 0 }
     let exchange = Unmanaged<CurlSession.Exchange>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
-    let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
-    if line.hasPrefix("HTTP/") {
+    // Read as bytes: every answer passes here, many times a push.
+    let line = UnsafeRawBufferPointer(start: data, count: length)
+    if line.starts(with: "HTTP/".utf8) {
         exchange.headers = [:]
-    } else if let colon = line.firstIndex(of: ":"), exchange.headers.count < 100 {
-        let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
-        exchange.headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+    } else if let colon = line.firstIndex(of: UInt8(ascii: ":")), exchange.headers.count < 100 {
+        let name = String(decoding: curlHeaderTrimmed(line[..<colon]), as: UTF8.self).lowercased()
+        exchange.headers[name] = String(decoding: curlHeaderTrimmed(line[(colon + 1)...]), as: UTF8.self)
     }
     return length
+}
+
+/// A header's name or value without the spaces, tabs and line ends around it.
+private func curlHeaderTrimmed(_ bytes: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
+    let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
+    guard let first = bytes.firstIndex(where: { !blank($0) }), let last = bytes.lastIndex(where: { !blank($0) })
+    else { return bytes[bytes.startIndex..<bytes.startIndex] }
+    return bytes[first...last]
 }

@@ -119,6 +119,9 @@ package enum WebPushSubscription {
 
     /// `text` without the `=` padding some encoders add.
     private static func unpadded(_ text: String) -> String {
-        String(text.prefix(200).reversed().drop { $0 == "=" }.reversed())
+        // On the bytes: a push's keys pass here each time it is sent.
+        var bytes = text.utf8.prefix(200)
+        while bytes.last == UInt8(ascii: "=") { bytes.removeLast() }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
