@@ -10,7 +10,9 @@ import Synchronization
 
 /// Delivers the outbox on a thread of its own: claims due rows (every replica's sender claims its
 /// own, never the same), hands them as one batch to its transport (APNs itself, as HTTP/2
-/// streams, or a push gateway), and records each outcome, in one transaction per batch.
+/// streams, or a push gateway), and records each outcome, in one transaction per batch. While a
+/// batch is out, the thread records the one before and claims the next, so the database's work
+/// and the push services' overlap.
 ///
 /// Outcomes (a Web Push service's answers are mapped onto Apple's by ``WebPushDelivery``):
 /// delivered rows are deleted; `410 Unregistered` deletes the registration unless it
@@ -56,7 +58,7 @@ final class PushSender: Service, @unchecked Sendable {
             while !thread.isStopping {
                 let handled: Int
                 do {
-                    handled = try drainOnce()
+                    handled = try pass.withLock { try drainWhileDue(thread) }
                 } catch {
                     logger.warning("push batch failed", metadata: ["error": String(describing: error)])
                     handled = 0
@@ -91,12 +93,7 @@ final class PushSender: Service, @unchecked Sendable {
     }
 
     private func drainBatch() throws -> Int {
-        let now = clock.unixSeconds
-        let items = try database.transaction {
-            try PushOutbox($0).claim(
-                claimant, limit: batchSize, now: now, lease: lease, dialect: database.dialect,
-                providers: transport.providers)
-        }
+        let items = try claim()
         guard !items.isEmpty else {
             try transport.idle()
             return 0
@@ -105,6 +102,56 @@ final class PushSender: Service, @unchecked Sendable {
         let responses = try transport.deliver(items)
         try record(items, responses, now: clock.unixSeconds)
         return items.count
+    }
+
+    /// Batches one after another until none is due or the thread stops; returns how many rows it
+    /// handled. Each batch goes out on another thread while this one records the batch before and
+    /// claims the next; a batch is claimed only while the thread is not stopping, so every
+    /// claimed batch is sent and recorded before it returns.
+    private func drainWhileDue(_ thread: ServiceThread) throws -> Int {
+        var items = try claim()
+        guard !items.isEmpty else {
+            try transport.idle()
+            return 0
+        }
+        var handled = 0
+        var sent: (items: [OutboxItem], responses: [APNsResponse])?
+        while !items.isEmpty {
+            let delivery = Delivery(transport, items)
+            var failure: (any Error)?
+            var next: [OutboxItem] = []
+            do {
+                if let sent { try record(sent.items, sent.responses, now: clock.unixSeconds) }
+                if !thread.isStopping { next = try claim() }
+            } catch {
+                failure = error
+            }
+            sent = nil
+            // A transport that throws sent nothing: the rows wait out their lease and go again
+            // (with those claimed next, if any).
+            let responses = try delivery.wait()
+            if let failure {
+                // Sent, not recorded: recorded now, before the error ends the run (the rows
+                // claimed next, if any, wait out their lease).
+                try record(items, responses, now: clock.unixSeconds)
+                throw failure
+            }
+            sent = (items, responses)
+            handled += items.count
+            items = next
+        }
+        if let sent { try record(sent.items, sent.responses, now: clock.unixSeconds) }
+        return handled
+    }
+
+    /// Due rows, claimed for this sender.
+    private func claim() throws -> [OutboxItem] {
+        let now = clock.unixSeconds
+        return try database.transaction {
+            try PushOutbox($0).claim(
+                claimant, limit: batchSize, now: now, lease: lease, dialect: database.dialect,
+                providers: transport.providers)
+        }
     }
 
     private func record(_ items: [OutboxItem], _ responses: [APNsResponse], now: Int64) throws {
@@ -181,5 +228,25 @@ final class PushSender: Service, @unchecked Sendable {
     static func backoff(_ attempts: Int) -> Int64 {
         let base = Double(min(3600, 1 << min(attempts, 12)))
         return Int64((base * Double.random(in: 0.5...1.5)).rounded(.up))
+    }
+}
+
+/// A batch on its way out on a thread of the pool, and its answers once they are all in.
+private final class Delivery: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    /// Written once by the sending thread before `done` is signalled, read after it.
+    private var result: Result<[APNsResponse], any Error> = .success([])
+
+    init(_ transport: any PushTransport, _ items: [OutboxItem]) {
+        DispatchQueue.global().async { [self] in
+            result = Result { try transport.deliver(items) }
+            done.signal()
+        }
+    }
+
+    /// The answers, in the items' order (or what the transport threw).
+    func wait() throws -> [APNsResponse] {
+        done.wait()
+        return try result.get()
     }
 }
