@@ -249,6 +249,33 @@ struct WebPushTests {
         }
     }
 
+    @Test(
+        "a stored key that is no point on the curve is found as its message is encrypted: that push is given up and never sent, the others go"
+    )
+    func keyOffTheCurve() throws {
+        let service = try WebPushStandIn()
+        let good = try service.subscribe()
+        let spoiled = try service.subscribe()
+        try withAccounts(.sqlite, push: try webPushSettings(), clockStart: Date()) { server in
+            let ada = try server.signIn("ada@example.com")
+            for subscription in [good, spoiled] { #expect(try server.register(subscription, token: ada).status == 200) }
+            server.application.sender?.stop()
+            try server.pushToAda()
+            // 0x04 and 64 bytes: the length of a point, not one on P-256 (registration refuses it;
+            // here the row was changed after).
+            let offCurve = IdentityProof.base64URL([4] + [UInt8](repeating: 1, count: 64))
+            try server.application.database.execute(
+                "UPDATE push_outbox SET p256dh = $1 WHERE endpoint = $2", [.text(offCurve), .text(spoiled.endpoint)])
+            try server.drain()
+            #expect(try service.messages().delivered.map(\.id) == [good.id])
+            #expect(try service.messages().refused.isEmpty, "nothing reached the service for the spoiled one")
+            let rows = try server.application.database.execute("SELECT state, last_error FROM push_outbox")
+            #expect(rows.count == 1)
+            #expect(rows.first?.string(at: 0) == "failed")
+            #expect(rows.first?.string(at: 1) == "the subscription's keys are not usable")
+        }
+    }
+
     @Test("410 and 404 remove the subscription; 429 waits for Retry-After; 413 and 400 are given up")
     func outcomes() throws {
         let service = try WebPushStandIn()

@@ -12,7 +12,8 @@ import Synchronization
 /// on a multi handle of its own, as are batches sent at once (a push gateway's, for several
 /// servers). A request that is slow, or never answered, holds only itself until its timeout,
 /// and one push service holds at most ``perOrigin`` of the requests in flight: the others'
-/// go on.
+/// go on. A request's body may be made as it starts (``Request/Body/made(_:)``), so that
+/// making bodies overlaps the exchanges already out.
 final class CurlMulti: @unchecked Sendable {
     /// libcurl's own CA file.
     private enum CAStoreDefault {
@@ -23,11 +24,29 @@ final class CurlMulti: @unchecked Sendable {
         }()
     }
 
-    /// One request: a POST of `body` to `url` with these header lines.
+    /// One request: a POST of its body to `url` with these header lines.
     struct Request {
         var url: String
         var headers: [String]
-        var body: Data
+        /// The body, or how to make it (nil: it is not sent) as the request starts.
+        var body: Body
+
+        /// A body made already, or made as the request starts: then making one (an encryption)
+        /// overlaps the exchanges of the requests sent before it, on the part's own thread.
+        enum Body {
+            case data(Data)
+            case made(@Sendable () -> Data?)
+        }
+
+        init(url: String, headers: [String], body: Data) {
+            self.init(url: url, headers: headers, making: .data(body))
+        }
+
+        init(url: String, headers: [String], making body: Body) {
+            self.url = url
+            self.headers = headers
+            self.body = body
+        }
     }
 
     /// Longest wait for one exchange, in seconds.
@@ -194,12 +213,22 @@ final class CurlMulti: @unchecked Sendable {
                     position[origin] = at + 1
                     progress = true
                     let index = queue[at]
+                    let body: Data
+                    switch requests[index].body {
+                    case .data(let data): body = data
+                    case .made(let make):
+                        guard let made = make() else {
+                            results[index] = .failure(CurlSession.Failure(description: "its body was not made"))
+                            continue
+                        }
+                        body = made
+                    }
                     guard let easy = handle.idle.popLast() ?? curl_easy_init() else {
                         results[index] = .failure(CurlSession.Failure(description: "libcurl failed"))
                         continue
                     }
                     let transfer = Transfer(index: index, limit: 64 << 10)
-                    configure(easy, requests[index], transfer)
+                    configure(easy, requests[index].url, requests[index].headers, body, transfer)
                     guard curl_multi_add_handle(multi, easy) == CURLM_OK else {
                         transfer.finish()
                         curl_easy_cleanup(easy)
@@ -249,11 +278,13 @@ final class CurlMulti: @unchecked Sendable {
         return results
     }
 
-    /// Sets a handle up for `request`, its answer going to `transfer`.
-    private func configure(_ easy: UnsafeMutableRawPointer, _ request: Request, _ transfer: Transfer) {
-        for header in request.headers + ["Expect:"] { transfer.headers = curl_slist_append(transfer.headers, header) }
+    /// Sets a handle up for a POST of `body` to `url`, its answer going to `transfer`.
+    private func configure(
+        _ easy: UnsafeMutableRawPointer, _ url: String, _ headers: [String], _ body: Data, _ transfer: Transfer
+    ) {
+        for header in headers + ["Expect:"] { transfer.headers = curl_slist_append(transfer.headers, header) }
         CurlSession.setUp(
-            easy, url: request.url, headers: transfer.headers, timeoutSeconds: timeoutSeconds, publicOnly: publicOnly)
+            easy, url: url, headers: transfer.headers, timeoutSeconds: timeoutSeconds, publicOnly: publicOnly)
         _ = homeport_curl_set_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         // A second request to a host waits to learn whether the first connection multiplexes.
         _ = homeport_curl_set_long(easy, CURLOPT_PIPEWAIT, 1)
@@ -263,9 +294,9 @@ final class CurlMulti: @unchecked Sendable {
         _ = homeport_curl_set_pointer(easy, CURLOPT_HEADERDATA, transfer.context.toOpaque())
         _ = homeport_curl_set_header_function(easy, curlSessionHeader)
         _ = homeport_curl_set_long(easy, CURLOPT_POST, 1)
-        _ = homeport_curl_set_long(easy, CURLOPT_POSTFIELDSIZE, request.body.count)
+        _ = homeport_curl_set_long(easy, CURLOPT_POSTFIELDSIZE, body.count)
         // libcurl keeps its own copy of the body until the transfer ends.
-        _ = request.body.withUnsafeBytes {
+        _ = body.withUnsafeBytes {
             homeport_curl_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress))
         }
     }

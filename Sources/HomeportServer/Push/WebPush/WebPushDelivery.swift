@@ -46,7 +46,8 @@ package final class WebPushDelivery: Sendable {
     }
 
     /// Sends each item (all Web Push ones) and returns the outcomes, in order: each message is
-    /// encrypted first (on every core), then they all go at once.
+    /// encrypted as its request starts, on the thread of the batch's part it is in (one a core),
+    /// while the requests before it are out.
     package func deliver(_ items: [OutboxItem]) -> [APNsResponse] {
         let deadline = ContinuousClock.now + budget
         // One notification goes to many subscriptions, and many subscriptions to one push
@@ -65,20 +66,13 @@ package final class WebPushDelivery: Sendable {
             prepared.append((made, service))
         }
         let now = clock.unixSeconds
-        let made = Mutex(
-            [Outgoing](
-                repeating: .answered(APNsResponse(status: 0, transportError: "not prepared")), count: items.count))
-        let settled = prepared
-        // One part a core, each a run of the items: the key agreements are most of the work.
-        let parts = max(1, min(ProcessInfo.processInfo.activeProcessorCount, items.count))
-        DispatchQueue.concurrentPerform(iterations: parts) { part in
-            let range = (items.count * part / parts)..<(items.count * (part + 1) / parts)
-            let own = range.map { self.request(items[$0], settled[$0].topic, settled[$0].service, now: now) }
-            made.withLock { all in
-                for (index, request) in zip(range, own) { all[index] = request }
+        // A message that cannot be encrypted as its request starts is not sent: its outcome.
+        let refused = Mutex([Int: APNsResponse]())
+        let requests = items.indices.map { index in
+            request(items[index], prepared[index].topic, prepared[index].service, now: now) { response in
+                refused.withLock { $0[index] = response }
             }
         }
-        let requests = made.withLock { $0 }
         var responses = requests.map { request -> APNsResponse in
             if case .answered(let response) = request { return response }
             return APNsResponse(status: 0, transportError: "not sent")
@@ -88,6 +82,7 @@ package final class WebPushDelivery: Sendable {
             return (index, request)
         }
         multi.send(ready, deadline: deadline, into: &responses, reading: Self.response)
+        for (index, response) in refused.withLock({ $0 }) { responses[index] = response }
         return responses
     }
 
@@ -116,11 +111,13 @@ package final class WebPushDelivery: Sendable {
         }
     }
 
-    /// The request for one push (its message encrypted for its subscription), or the outcome it
-    /// gets without one.
-    private func request(_ item: OutboxItem, _ topic: String?, _ service: Result<String, Refusal>, now: Int64)
-        -> Outgoing
-    {
+    /// The request for one push (its message encrypted for its subscription as it starts), or
+    /// the outcome it gets without one; `refuse` is told the outcome of a message that cannot be
+    /// encrypted, which is then not sent.
+    private func request(
+        _ item: OutboxItem, _ topic: String?, _ service: Result<String, Refusal>, now: Int64,
+        refuse: @escaping @Sendable (APNsResponse) -> Void
+    ) -> Outgoing {
         let authorization: String
         switch service {
         case .failure(let refusal): return .answered(APNsResponse(status: 400, transportError: refusal.description))
@@ -134,13 +131,20 @@ package final class WebPushDelivery: Sendable {
         guard item.expiration > now else {
             return .answered(APNsResponse(status: 400, transportError: "expired before it could be delivered"))
         }
-        let body: [UInt8]
-        do {
-            body = try WebPushContent.encrypt(Array(item.payload.utf8), p256dh: p256dh, auth: auth)
-        } catch WebPushContent.Failure.badSubscriptionKey {
-            return .answered(APNsResponse(status: 400, transportError: "the subscription's keys are not usable"))
-        } catch {
-            return .answered(APNsResponse(status: 413, transportError: String(describing: error)))
+        let plaintext = Array(item.payload.utf8)
+        guard plaintext.count <= WebPushContent.maximumPlaintextBytes else {
+            let failure = WebPushContent.Failure.tooLarge(bytes: plaintext.count)
+            return .answered(APNsResponse(status: 413, transportError: failure.description))
+        }
+        let body = CurlMulti.Request.Body.made {
+            do {
+                return Data(try WebPushContent.encrypt(plaintext, p256dh: p256dh, auth: auth))
+            } catch WebPushContent.Failure.badSubscriptionKey {
+                refuse(APNsResponse(status: 400, transportError: "the subscription's keys are not usable"))
+            } catch {
+                refuse(APNsResponse(status: 413, transportError: String(describing: error)))
+            }
+            return nil
         }
         var headers = [
             "Content-Type: application/octet-stream", "Content-Encoding: aes128gcm",
@@ -148,7 +152,7 @@ package final class WebPushDelivery: Sendable {
             "Urgency: \(item.priority >= 10 ? "high" : "normal")", "Authorization: \(authorization)",
         ]
         if let topic { headers.append("Topic: \(topic)") }
-        return .ready(CurlMulti.Request(url: target.endpoint, headers: headers, body: Data(body)))
+        return .ready(CurlMulti.Request(url: target.endpoint, headers: headers, making: body))
     }
 
     /// The sender's view of a push service's answer.
