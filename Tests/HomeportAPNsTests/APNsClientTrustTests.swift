@@ -3,7 +3,7 @@ import HomeportAPNs
 import HomeportTestSupport
 import Testing
 
-@Suite("The HTTP/2 client's trust")
+@Suite("The HTTP/2 client's trust", .tags(.process, .interop))
 struct APNsClientTrustTests {
     private func request() -> APNsRequest {
         APNsRequest(

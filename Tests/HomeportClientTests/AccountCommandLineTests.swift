@@ -4,7 +4,7 @@ import Testing
 
 /// Finishing a reset from the app (`homeport password reset URL --key`) and deleting the account
 /// (`homeport account delete`), as a person runs them.
-@Suite("The homeport command line: finishing a reset, deleting the account")
+@Suite("The homeport command line: finishing a reset, deleting the account", .tags(.process))
 struct AccountCommandLineTests {
     func json(_ run: (status: Int32, output: String, error: String)) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(run.output.utf8)) as? [String: Any])

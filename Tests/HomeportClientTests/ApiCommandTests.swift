@@ -3,7 +3,7 @@ import HomeportClient
 import HomeportTestSupport
 import Testing
 
-@Suite("homeport api: any route of a server's API from the shell, with the session and its rules")
+@Suite("homeport api: any route of a server's API from the shell, with the session and its rules", .tags(.process))
 struct ApiCommandTests {
     @Test("calls a route through the chosen address; exit codes tell a 4xx, a refusal and a sign-out apart")
     func calls() throws {

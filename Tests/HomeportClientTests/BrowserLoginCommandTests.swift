@@ -6,7 +6,7 @@ import Testing
 /// `homeport login URL --browser`: the command listens on 127.0.0.1, a browser signs in at the
 /// server's web door and confirms the device, and the browser's way back brings the code to the
 /// command, which exchanges it with the verifier only it holds.
-@Suite("Signing in through a browser from the command line")
+@Suite("Signing in through a browser from the command line", .tags(.process, .browser))
 struct BrowserLoginCommandTests {
     /// A running `homeport login --browser`, and what it says on standard error.
     final class Running {

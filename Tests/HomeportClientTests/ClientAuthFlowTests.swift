@@ -5,7 +5,7 @@ import HomeportWire
 import Testing
 
 /// The client's auth flows against a real django-allauth headless server and against homeport-server.
-@Suite("Client auth flows on django-allauth and homeport-server")
+@Suite("Client auth flows on django-allauth and homeport-server", .tags(.process, .interop))
 struct ClientAuthFlowTests {
     enum Peer: String, CaseIterable, Sendable {
         case allauth, homeport

@@ -2,7 +2,7 @@ import Foundation
 import HomeportTestSupport
 import Testing
 
-@Suite("The homeport command line")
+@Suite("The homeport command line", .tags(.process))
 struct ClientCommandLineTests {
     @Test("help for every command; bad command lines exit 2")
     func help() throws {
@@ -80,7 +80,7 @@ struct ClientCommandLineTests {
     }
 }
 
-@Suite("homeport login with verification by code")
+@Suite("homeport login with verification by code", .tags(.process))
 struct CommandLineVerificationTests {
     @Test("login asks for the mailed code on the next line; a wrong one is refused, the right one signs in")
     func promptsForCode() throws {

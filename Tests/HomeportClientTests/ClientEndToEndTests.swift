@@ -4,7 +4,7 @@ import HomeportTestSupport
 import HomeportWire
 import Testing
 
-@Suite("Client end to end, against real homeport-server processes")
+@Suite("Client end to end, against real homeport-server processes", .tags(.process))
 struct ClientEndToEndTests {
     @Test("credentials reach only verified addresses of the installation; a dead primary fails over")
     func noLeaksAndFailover() async throws {

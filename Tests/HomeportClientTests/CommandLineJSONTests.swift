@@ -3,7 +3,7 @@ import HomeportTestSupport
 import Testing
 
 /// `--json` on every command that prints a result, and the password commands.
-@Suite("The homeport command line: JSON results and passwords")
+@Suite("The homeport command line: JSON results and passwords", .tags(.process))
 struct CommandLineJSONTests {
     func json(_ run: (status: Int32, output: String, error: String)) throws -> [String: Any] {
         try #require(

@@ -5,7 +5,7 @@ import Testing
 
 /// `homeport conformance` run as a process against a real homeport-server, a stock
 /// django-allauth, servers that lie, and bad command lines.
-@Suite("homeport conformance")
+@Suite("homeport conformance", .tags(.process, .interop))
 struct ConformanceCommandTests {
     typealias Run = (status: Int32, output: String, error: String)
 

@@ -6,7 +6,7 @@ import Testing
 /// The promise without exceptions: a verified address beats the primary's standing trust in a
 /// whole command — retries, slow alternatives and re-logins included — and one function attaches
 /// every session token.
-@Suite("One credential path: no token to a primary that answered as another installation")
+@Suite("One credential path: no token to a primary that answered as another installation", .tags(.process))
 struct CredentialPathTests {
     /// A primary that now answers as another installation (and would accept anything).
     static func impostorPrimary() throws -> RecordingListener {

@@ -7,7 +7,7 @@ import Testing
 /// in an `atexit` handler under that thread: the first initialization of OpenSSL in the process
 /// asks it not to, and its cleanup never runs. Watched from outside, in a debugger: a crash of
 /// that kind shows only now and then, under load.
-@Suite("Exit with transfers still running: OpenSSL keeps its state")
+@Suite("Exit with transfers still running: OpenSSL keeps its state", .tags(.process))
 struct ExitWithTransfersTests {
     /// The first argument register, where OpenSSL's options arrive.
     static let firstArgument: String = {

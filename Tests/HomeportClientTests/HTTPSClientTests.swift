@@ -4,7 +4,7 @@ import HomeportTestSupport
 import HomeportWire
 import Testing
 
-@Suite("The client library over HTTPS, through nginx in front of replicas")
+@Suite("The client library over HTTPS, through nginx in front of replicas", .tags(.process, .postgres))
 struct HTTPSClientTests {
     @Test("signs in and calls app-info with the test CA trusted for this client only; without it, sends nothing")
     func clientThroughNginx() async throws {

@@ -5,7 +5,7 @@ import HomeportWire
 import Testing
 
 /// What the client says and prints: true, and free of terminal controls (issue 8, findings 6 and 10).
-@Suite("Messages say what happened, and server text cannot drive the terminal")
+@Suite("Messages say what happened, and server text cannot drive the terminal", .tags(.process))
 struct HonestMessagesTests {
     /// Scalars a terminal acts on: C0 controls other than newline and tab, DEL, and C1 controls.
     static func controls(_ text: String) -> [UInt32] {

@@ -14,7 +14,9 @@ import Testing
 // Three lanes, each one scenario at a time (a scenario runs five CLI processes at once): all nine
 // at once would starve the rest of the suite on a small machine, and one at a time made the
 // matrix, which mostly waits on its listeners' delays, the last of the suite to end.
-@Suite("The hostile-listener matrix: no credential byte at any listener that did not answer as the installation")
+@Suite(
+    "The hostile-listener matrix: no credential byte at any listener that did not answer as the installation",
+    .tags(.process))
 struct HostileListenerMatrixTests {
     /// What the listeners do.
     enum Scenario: String, CaseIterable, Sendable {

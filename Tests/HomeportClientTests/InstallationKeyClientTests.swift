@@ -7,7 +7,7 @@ import Testing
 
 /// An address is the installation only if it proves the installation key this device pinned:
 /// repeating the id, the public key, or an old signature proves nothing.
-@Suite("The installation key on the client: pinned at sign-in, proved by every address")
+@Suite("The installation key on the client: pinned at sign-in, proved by every address", .tags(.process))
 struct InstallationKeyClientTests {
     /// The installation's identity answer to a challenge of our own, asked with `host` as the
     /// Host header: what an impostor can collect from the real server.

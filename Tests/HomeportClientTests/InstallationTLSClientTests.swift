@@ -9,7 +9,7 @@ import Testing
 /// A server serving HTTPS with its installation's own certificate, and the clients that pinned
 /// its key: accepted on any address that holds the key, with no certificate authority; anyone
 /// else's certificate is the system's trust as before.
-@Suite("HTTPS pinned to the installation key, and pairing links")
+@Suite("HTTPS pinned to the installation key, and pairing links", .tags(.process))
 struct InstallationTLSClientTests {
     /// The id and key fingerprint `identity show` prints for `database`.
     static func identity(_ database: String) throws -> (id: InstanceID, fingerprint: String, publicKey: String) {

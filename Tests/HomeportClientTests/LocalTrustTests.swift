@@ -9,7 +9,7 @@ import Testing
 #endif
 
 /// What the machine itself may decide: proxies and the state directory (issue 8, findings 7 and 11).
-@Suite("Proxies only when asked for, and a state directory only its owner can write")
+@Suite("Proxies only when asked for, and a state directory only its owner can write", .tags(.process))
 struct LocalTrustTests {
     @Test("proxy variables in the environment are not used; --proxy is")
     func proxiesFromTheEnvironmentAreIgnored() throws {

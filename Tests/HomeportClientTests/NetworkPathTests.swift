@@ -5,7 +5,7 @@ import Testing
 
 /// The network path on Linux, read from the system inside a network namespace the test makes
 /// (`unshare -n`: only its own loopback and a veth pair, nothing reaches the machine's network).
-@Suite("The network path comes from the system")
+@Suite("The network path comes from the system", .tags(.process))
 struct NetworkPathTests {
     /// Runs `script` with `sh` in a new network namespace; `$HOMEPORT` and `$SERVER` name the binaries.
     func inNamespace(_ script: String, home: TemporaryDirectory) throws -> (

@@ -6,7 +6,7 @@ import Testing
 /// A server that moves: its plain-HTTP primary starts redirecting to `https://` on the same host,
 /// or the person gives a new address. The new one becomes the primary, without signing in again,
 /// only when it answers as the enrolled installation.
-@Suite("A server that moves to HTTPS", .serialized)
+@Suite("A server that moves to HTTPS", .serialized, .tags(.process))
 struct PrimaryMoveTests {
     func primary(_ run: (status: Int32, output: String, error: String)) -> String? {
         ((try? JSONSerialization.jsonObject(with: Data(run.output.utf8))) as? [[String: Any]])?.first?["primary"]

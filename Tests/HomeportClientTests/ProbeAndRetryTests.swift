@@ -4,7 +4,7 @@ import HomeportTestSupport
 import HomeportWire
 import Testing
 
-@Suite("Identity probe and request rules, against scripted listeners")
+@Suite("Identity probe and request rules, against scripted listeners", .tags(.process))
 struct ProbeAndRetryTests {
     static let id = InstanceID(UUID())
     static var identity: ServerIdentity { ServerIdentity(product: "homeport", instanceId: id) }
@@ -162,7 +162,7 @@ final class ScriptedServer {
     var apiCalls: Int { listener.requests.filter { !$0.contains("/api/v1/server-identity") }.count }
 }
 
-@Suite("Client safety rules found in review")
+@Suite("Client safety rules found in review", .tags(.process))
 struct ClientSafetyTests {
     static let json = ["Content-Type": "application/json"]
 
@@ -255,7 +255,7 @@ struct ClientSafetyTests {
     }
 }
 
-@Suite("TLS trust")
+@Suite("TLS trust", .tags(.process))
 struct TLSTrustTests {
     @Test("an HTTPS address with an untrusted certificate is refused, and no request gets through")
     func untrustedCertificate() async throws {
@@ -285,7 +285,7 @@ struct TLSTrustTests {
     }
 }
 
-@Suite("Identity collisions")
+@Suite("Identity collisions", .tags(.process))
 struct IdentityCollisionTests {
     @Test("a server that starts answering as another enrolled server's id is refused, and neither record is lost")
     func collision() async throws {

@@ -4,7 +4,7 @@ import Testing
 
 /// `homeport login URL --provider ID --id-token-stdin`: a sign-in with an ID token the household's
 /// identity provider issued, against a real server that was given the provider.
-@Suite("Signing in with an identity provider from the command line")
+@Suite("Signing in with an identity provider from the command line", .tags(.process, .interop))
 struct ProviderLoginCommandTests {
     @Test("the token signs in once and is kept nowhere; unknown providers, a missing flag and a taken address are told")
     func providerLogin() throws {

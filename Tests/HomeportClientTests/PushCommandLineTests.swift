@@ -4,7 +4,7 @@ import HomeportTestSupport
 import HomeportWire
 import Testing
 
-@Suite("The homeport command line: push, mutes, notifications")
+@Suite("The homeport command line: push, mutes, notifications", .tags(.process))
 struct PushCommandLineTests {
     let a = InstanceID(UUID())
     let b = InstanceID(UUID())

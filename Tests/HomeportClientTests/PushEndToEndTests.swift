@@ -7,7 +7,7 @@ import Testing
 
 /// Two installations push to one device token through the APNs stand-in; real homeport-server
 /// processes; the client routes, resyncs and watches.
-@Suite("Push end to end: two installations, one device token, real servers")
+@Suite("Push end to end: two installations, one device token, real servers", .tags(.process, .interop))
 struct PushEndToEndTests {
     static let device = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
     static let code = "homeport/core:chat.turn-ended"

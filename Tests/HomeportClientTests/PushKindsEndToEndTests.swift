@@ -8,7 +8,7 @@ import Testing
 /// Google's services (FCM) and one with a UnifiedPush distributor (Web Push). Real
 /// homeport-server processes sending to all three stand-ins at once; each phone's client routes
 /// what it gets.
-@Suite("Pushes of three kinds end to end: two installations, three phones, real servers")
+@Suite("Pushes of three kinds end to end: two installations, three phones, real servers", .tags(.process, .interop))
 struct PushKindsEndToEndTests {
     static let device = "1f2e3d4c5b6a79880796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
     static let fcmToken = "cAbC1:APA91b" + String(repeating: "x9_Z-", count: 30)

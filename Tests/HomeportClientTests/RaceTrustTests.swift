@@ -5,7 +5,7 @@ import HomeportWire
 import Testing
 
 /// The primary's standing trust against a verified alternative, at any delay (issue 8, findings 1 and 9).
-@Suite("Choosing an address: a verified address always beats the primary's standing trust")
+@Suite("Choosing an address: a verified address always beats the primary's standing trust", .tags(.process))
 struct RaceTrustTests {
     /// What a primary that is not (or no longer shows itself as) the enrolled installation answers.
     enum PrimaryAnswer: String, CaseIterable, Sendable {

@@ -5,7 +5,7 @@ import Testing
 
 /// A label per server (seed 002: the server's key "also labels it in a switcher"): the person
 /// names a server once, and every command shows the name and takes it.
-@Suite("Server labels")
+@Suite("Server labels", .tags(.process))
 struct ServerLabelTests {
     @Test("a server named on this device is shown by name, found by name in any case, and keeps it through a sign-in")
     func rename() throws {

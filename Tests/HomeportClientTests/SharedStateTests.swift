@@ -12,7 +12,7 @@ import Testing
 /// What several `homeport` processes (or an app and its extension) keep in one directory: every
 /// change is made to the file as it is on disk, under a lock they all take; nobody's change is
 /// undone by another's stale copy.
-@Suite("State several processes share: read-modify-write under one lock")
+@Suite("State several processes share: read-modify-write under one lock", .tags(.process))
 struct SharedStateTests {
     @Test("six `address remove` started together, each with the record as it was, remove all six addresses")
     func parallelRemoves() async throws {

@@ -8,7 +8,7 @@ import Testing
 /// Two-factor sign-in from the library and from the command line, against django-allauth (its MFA
 /// app) and against homeport-server: the code is asked for, passed in and forgotten; nothing of
 /// it, nor the key or the recovery codes, is ever in the client's state on disk.
-@Suite("Two-factor sign-in from the client, on django-allauth and homeport-server")
+@Suite("Two-factor sign-in from the client, on django-allauth and homeport-server", .tags(.process))
 struct TwoFactorClientTests {
     typealias Peer = ClientAuthFlowTests.Peer
 

@@ -6,7 +6,7 @@ import Testing
 
 /// Two installations push to one Web Push subscription through the stand-in service, which
 /// decrypts and checks every push; real homeport-server processes, the client routes each.
-@Suite("Web Push end to end: two installations, one subscription, real servers")
+@Suite("Web Push end to end: two installations, one subscription, real servers", .tags(.process, .interop))
 struct WebPushEndToEndTests {
     @Test("each push decrypts with its own server's s and routes there; a 410 prunes only at the server that pushed")
     func twoInstallations() async throws {

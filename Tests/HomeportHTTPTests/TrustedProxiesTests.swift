@@ -3,7 +3,7 @@ import HomeportHTTP
 import HomeportTestSupport
 import Testing
 
-@Suite("Trusted proxies name the client; nobody else can")
+@Suite("Trusted proxies name the client; nobody else can", .tags(.process))
 struct TrustedProxiesTests {
     private let proxies: TrustedProxies
 

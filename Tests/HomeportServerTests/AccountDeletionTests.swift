@@ -7,7 +7,7 @@ import Testing
 /// Deleting an account (app door, web door, `users delete`): everything that was its own goes in
 /// one transaction, its tokens die, its address can sign up again; a sign-in racing the deletion
 /// never leaves a session behind.
-@Suite("Deleting an account")
+@Suite("Deleting an account", .tags(.process, .postgres, .browser))
 struct AccountDeletionTests {
     static let push = PushSettings(topic: "net.example.books")
     static let device = String(repeating: "ab", count: 32)

@@ -16,7 +16,7 @@ private func errors(port: Int, _ path: String, body: String?, token: String? = n
     return (response.status, list)
 }
 
-@Suite("Field errors as django-allauth reports them, side by side with a stock peer")
+@Suite("Field errors as django-allauth reports them, side by side with a stock peer", .tags(.process, .interop))
 struct AllauthFieldErrorTests {
     @Test("every field's error at once, an empty body read as {}, and validation before 409")
     func fieldErrors() throws {

@@ -6,7 +6,7 @@ import Testing
 /// Every app-client operation, run step by step against a real django-allauth headless server and
 /// against homeport-server; both must answer each step with the same status and envelope, except
 /// where docs/allauth-differences.md lists a deliberate difference, which the step then names.
-@Suite("Interop with django-allauth headless")
+@Suite("Interop with django-allauth headless", .tags(.process, .interop, .docs))
 struct AllauthInteropTests {
     /// Envelope members that differ on purpose (see docs/allauth-differences.md): an `mfa`
     /// method's authenticator `id` (Homeport's authenticators have none to give).

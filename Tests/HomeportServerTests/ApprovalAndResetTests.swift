@@ -4,7 +4,7 @@ import HomeportStorage
 import HomeportTestSupport
 import Testing
 
-@Suite("Approval stages, standing and password reset")
+@Suite("Approval stages, standing and password reset", .tags(.postgres, .browser))
 struct ApprovalAndResetTests {
     @Test(
         "waiting and held people get no session; standing says so; rejected is told waiting",

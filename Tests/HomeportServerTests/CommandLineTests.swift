@@ -8,7 +8,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite("homeport-server command line")
+@Suite("homeport-server command line", .tags(.process, .postgres))
 struct CommandLineTests {
     @Test(
         "--help explains every command and exits 0",
@@ -183,7 +183,7 @@ struct CommandLineTests {
     }
 }
 
-@Suite("homeport-server identity reset and live replicas")
+@Suite("homeport-server identity reset and live replicas", .tags(.process, .postgres))
 struct IdentityResetTests {
     @Test(
         "reset refuses while a replica's heartbeat is fresh, even with --replicas-stopped; --force after a crash",
@@ -238,7 +238,7 @@ struct IdentityResetTests {
     }
 }
 
-@Suite("homeport-server users")
+@Suite("homeport-server users", .tags(.process, .postgres))
 struct UsersCommandTests {
     @Test("operators list accounts and move them between approval stages", arguments: Backend.allCases)
     func approvalCommands(backend: Backend) throws {
@@ -293,7 +293,7 @@ struct UsersCommandTests {
     }
 }
 
-@Suite("homeport-server users verify")
+@Suite("homeport-server users verify", .tags(.process, .postgres))
 struct UsersVerifyCommandTests {
     @Test("an operator marks an address verified; its next sign-in needs no code")
     func operatorVerifies() throws {
@@ -325,7 +325,7 @@ struct UsersVerifyCommandTests {
     }
 }
 
-@Suite("homeport-server serve refuses a verification window shorter than a code's life")
+@Suite("homeport-server serve refuses a verification window shorter than a code's life", .tags(.process, .postgres))
 struct VerificationWindowTests {
     @Test("verification-attempt-per-session with a window under 900 s is a usage error")
     func shortWindow() throws {

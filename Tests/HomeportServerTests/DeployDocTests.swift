@@ -49,7 +49,7 @@ private func runShell(_ script: String, _ environment: [String: String]) throws 
         "/bin/bash", ["-euo", "pipefail", "-c", script], environment: environment.merging(["PATH": path]) { $1 })
 }
 
-@Suite("docs/deploy.md: every block is checked or run", .serialized)
+@Suite("docs/deploy.md: every block is checked or run", .serialized, .tags(.process, .postgres, .interop, .docs))
 struct DeployDocTests {
     @Test("every block of the page is one of the checked kinds")
     func everyBlockChecked() throws {

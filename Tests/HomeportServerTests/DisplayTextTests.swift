@@ -6,7 +6,7 @@ import Testing
 
 /// Text a person reads in a notification or a catalogue holds nothing hidden or reordering,
 /// whoever sends it: the operator's catalogue, the operator's `push send`, a Swift product.
-@Suite("Titles and bodies hold nothing hidden")
+@Suite("Titles and bodies hold nothing hidden", .tags(.process))
 struct DisplayTextTests {
     static let hidden = [
         "\u{202E}", "\u{2028}", "\u{7F}", "\u{85}", "\u{200B}", "\u{2067}", "\u{FEFF}", "\u{1B}", "\n", "\u{AD}",

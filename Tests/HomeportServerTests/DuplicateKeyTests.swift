@@ -7,7 +7,7 @@ import Testing
 /// A JSON body that names a key twice is refused wherever Homeport reads JSON from outside:
 /// Foundation reads the first value, Python and JavaScript the last, so a proxy, a product or a
 /// log could each see another request than Homeport did.
-@Suite("A key named twice in a JSON body is refused")
+@Suite("A key named twice in a JSON body is refused", .tags(.process))
 struct DuplicateKeyTests {
     @Test("the app door's sign-up and sign-in, and a device registration, answer 400 and change nothing")
     func appDoor() throws {

@@ -103,7 +103,7 @@ private func verify(_ acknowledged: Acknowledged, on server: ServerProcess, _ co
     }
 }
 
-@Suite("Crashes and stops lose nothing that was acknowledged", .serialized)
+@Suite("Crashes and stops lose nothing that was acknowledged", .serialized, .tags(.process, .postgres))
 struct DurabilityTests {
     @Test("kill -9 under write load, three times: every acknowledged write survives", arguments: Backend.allCases)
     func killUnderLoad(backend: Backend) throws {

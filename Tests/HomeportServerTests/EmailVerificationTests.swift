@@ -30,7 +30,7 @@ extension AccountsHarness {
 /// alphabet, so `A` never matches).
 private let wrongCode = "AAAA-AAAA"
 
-@Suite("Verification of an address by a mailed code")
+@Suite("Verification of an address by a mailed code", .tags(.postgres, .browser))
 struct EmailVerificationTests {
     @Test(
         "a sign-up waits for its code; the code signs in once and the pre-login token dies", arguments: Backend.allCases

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("docs/embedding.md shows the sample product's code as it is")
+@Suite("docs/embedding.md shows the sample product's code as it is", .tags(.docs))
 struct EmbeddingDocTests {
     /// The ```swift blocks of the guide.
     private func swiftBlocks() throws -> [String] {

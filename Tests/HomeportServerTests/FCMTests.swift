@@ -28,7 +28,7 @@ private func fcmToken(_ number: Int) -> String {
     "d\(number)Xk3:APA91b" + String(repeating: "Hq7-_zK", count: 20)
 }
 
-@Suite("FCM: Android registrations, and pushes a stand-in FCM checks with google-auth")
+@Suite("FCM: Android registrations, and pushes a stand-in FCM checks with google-auth", .tags(.process, .interop))
 struct FCMTests {
     @Test("a registration token registers, is named fcm:<hash>, never echoed or logged, and unregisters by that name")
     func registration() throws {

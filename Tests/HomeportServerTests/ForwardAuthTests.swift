@@ -10,7 +10,9 @@ import Testing
     import Glibc
 #endif
 
-@Suite("Forward auth: a reverse proxy asks who a request is, and the one session reader answers")
+@Suite(
+    "Forward auth: a reverse proxy asks who a request is, and the one session reader answers",
+    .tags(.process, .postgres))
 struct ForwardAuthTests {
     private func forward(_ server: AccountsHarness, _ headers: [(String, String)]) throws -> RawResponse {
         try server.app("GET", HomeportPath.authForward, headers: headers)

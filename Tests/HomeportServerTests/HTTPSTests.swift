@@ -48,7 +48,7 @@ private func fetch(_ port: Int, trusting caFile: String) throws -> (status: Int,
     return (status, subject)
 }
 
-@Suite("HTTPS of its own: libmicrohttpd's TLS, and a certificate renewed without a dropped connection")
+@Suite("HTTPS of its own: libmicrohttpd's TLS, and a certificate renewed without a dropped connection", .tags(.process))
 struct HTTPSTests {
     @Test("serves HTTPS; SIGHUP renews the certificate; an open connection carries on; a bad renewal changes nothing")
     func httpsAndReload() throws {

@@ -10,7 +10,7 @@ import Testing
 /// (authorization code with PKCE, RFC 7636 and RFC 8252). The code works once, for two minutes,
 /// only with the app's verifier; the page names the device; the way back is only where the app
 /// said.
-@Suite("Browser sign-in handed to an app")
+@Suite("Browser sign-in handed to an app", .tags(.postgres, .browser))
 struct HandoffTests {
     static let password = "correct horse battery"
 

@@ -9,7 +9,7 @@ import Testing
 private let password = "correct horse battery"
 
 /// Attacks and races found in review, each pinned by a test.
-@Suite("Hardening of the account doors")
+@Suite("Hardening of the account doors", .tags(.postgres, .browser))
 struct HardeningTests {
     @Test("an address with a NUL or control character is not an address", arguments: Backend.allCases)
     func controlCharactersInEmail(backend: Backend) throws {

@@ -9,7 +9,7 @@ import Testing
 /// ID tokens as a hostile or broken provider (or someone who fetched its public keys) writes them,
 /// minted by an independent library (PyJWT) in the stand-in provider: only a token signed by
 /// the provider's published key, for one of our clients, in its time, is accepted.
-@Suite("ID token checks")
+@Suite("ID token checks", .tags(.process, .interop))
 struct IDTokenCheckTests {
     static let client = "homeport-web"
     static let app = "homeport-app"

@@ -23,7 +23,7 @@ func withApplication<T>(
     return try body(application, url)
 }
 
-@Suite("GET /api/v1/server-identity")
+@Suite("GET /api/v1/server-identity", .tags(.postgres))
 struct IdentityRouteTests {
     @Test(
         "exactly product, protocolVersion 1 and a lowercase UUID; no-store; JSON; no cookie",

@@ -30,7 +30,7 @@ final class CountingRandom: RandomSource, @unchecked Sendable {
     var callCount: Int { lock.withLock { calls } }
 }
 
-@Suite("Identity store, on SQLite and PostgreSQL")
+@Suite("Identity store, on SQLite and PostgreSQL", .tags(.postgres))
 struct IdentityStoreTests {
     @Test(
         "the identity is created on first use, stored, and then read rather than recreated", arguments: Backend.allCases

@@ -10,7 +10,7 @@ import Testing
 ///
 /// A measurement: `scripts/test` runs it alone, after the rest of the suite and the background
 /// builds, so that the machine's other work is not what it measures.
-@Suite("Imported hashes are not visible by timing")
+@Suite("Imported hashes are not visible by timing", .tags(.process))
 struct ImportTimingTests {
     @Test(
         "wrong-password times for no account, a 1,000-iteration import, a 4x-cost import, a bcrypt import and a native account are alike"

@@ -22,7 +22,9 @@ private let wholeTableOnPurpose: [(marker: String, why: String)] = [
     ("FROM users ORDER BY id", "users list: the operator's listing of every account"),
 ]
 
-@Suite("Every statement a server runs reads the tables that grow through an index (EXPLAIN of each)")
+@Suite(
+    "Every statement a server runs reads the tables that grow through an index (EXPLAIN of each)",
+    .tags(.process, .postgres, .interop))
 struct IndexUseTests {
     @Test(
         "sign-up, sign-in, the API, pushes, mutes, the stream, resets, retention, sign-out and deletion",

@@ -10,7 +10,7 @@ import Testing
 
 /// The installation key: made with the identity, the same on every replica, sealed at rest, and
 /// proved for each challenge over the host the request named.
-@Suite("The installation key and signed identity challenges")
+@Suite("The installation key and signed identity challenges", .tags(.postgres))
 struct InstallationKeyTests {
     /// A fresh challenge: 32 random bytes in base64url.
     static func challenge() throws -> String { IdentityProof.base64URL(try SystemRandom().bytes(32)) }

@@ -10,7 +10,7 @@ import Testing
 
 /// HTTPS on the LAN without a certificate authority: a certificate the server makes from the
 /// installation key, on its main listener or another, renewed by itself.
-@Suite("HTTPS with the installation's own certificate")
+@Suite("HTTPS with the installation's own certificate", .tags(.process, .postgres))
 struct InstallationTLSTests {
     /// The raw installation key `identity show --json` prints for the database at `database`, in hex.
     static func installationKey(_ database: String) throws -> String {

@@ -3,7 +3,7 @@ import HomeportTestSupport
 import HomeportWire
 import Testing
 
-@Suite("Prometheus metrics on an address of their own")
+@Suite("Prometheus metrics on an address of their own", .tags(.process))
 struct MetricsTests {
     /// The value of the sample `name` (with its labels) in Prometheus text, or `nil`.
     private func sample(_ name: String, in text: String) -> Double? {

@@ -10,7 +10,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite("The in-app notification stream")
+@Suite("The in-app notification stream", .tags(.process, .postgres))
 struct NotificationStreamTests {
     private func notify(_ server: AccountsHarness, _ email: String, _ title: String, thread: String? = nil) throws {
         try server.application.push.notify(email: email, code: ServerCatalogue.testCode, title: title, thread: thread)
@@ -158,7 +158,7 @@ struct NotificationStreamTests {
     }
 }
 
-@Suite("Notifications across processes")
+@Suite("Notifications across processes", .tags(.process, .postgres))
 struct NotificationProcessTests {
     @Test(
         "a notification sent by `homeport-server push send` reaches a stream of the running server",

@@ -3,7 +3,7 @@ import HomeportTestSupport
 import Testing
 
 /// `homeport-server oidc add|list|remove` as an operator uses it, and what it refuses.
-@Suite("oidc command")
+@Suite("oidc command", .tags(.process))
 struct OIDCCommandTests {
     @Test("add, list (text and JSON), remove; a taken id, a bad issuer, an unreadable secret file are refused")
     func lifecycle() throws {

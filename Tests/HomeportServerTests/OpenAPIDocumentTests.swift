@@ -28,7 +28,7 @@ func openAPIOperations(_ yaml: String) -> Set<String> {
     return operations
 }
 
-@Suite("docs/openapi.yaml describes the server's JSON routes")
+@Suite("docs/openapi.yaml describes the server's JSON routes", .tags(.docs))
 struct OpenAPIDocumentTests {
     /// The web door's HTML pages: not JSON, not in the document (docs/api.md lists them).
     static let htmlPrefix = "/account"

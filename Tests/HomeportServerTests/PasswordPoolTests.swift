@@ -5,7 +5,8 @@ import HomeportTestSupport
 import HomeportWire
 import Testing
 
-@Suite("Password hashing runs on its own threads: the server answers everyone else meanwhile")
+@Suite(
+    "Password hashing runs on its own threads: the server answers everyone else meanwhile", .tags(.postgres, .browser))
 struct PasswordPoolTests {
     /// Sends `request` on another thread; its answer arrives through the returned box.
     private func inBackground(_ request: @escaping @Sendable () throws -> RawResponse) -> (

@@ -9,7 +9,7 @@ import Testing
 
 /// The product's own codes (`PUT /product/v1/catalogue`), the values a notification carries
 /// (`data`), and the product API on a Unix socket.
-@Suite("The product API: a product's catalogue, its data, its socket")
+@Suite("The product API: a product's catalogue, its data, its socket", .tags(.process))
 struct ProductAPICatalogueTests {
     typealias Stage = ProductAPITests.Stage
 

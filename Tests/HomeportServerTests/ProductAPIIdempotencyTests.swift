@@ -12,7 +12,7 @@ import Testing
 /// An Idempotency-Key of the product API is written with its notification, in one transaction:
 /// a crash never leaves a key that answers 409 for ever, nor a notification made twice, nor one
 /// acknowledged and lost; and a key is forgotten with the account it notified.
-@Suite("Product API Idempotency-Keys: crashes and deleted accounts", .serialized)
+@Suite("Product API Idempotency-Keys: crashes and deleted accounts", .serialized, .tags(.process, .postgres))
 struct ProductAPIIdempotencyTests {
     /// A server with the product API, on `url`, with one product code.
     static func serve(_ url: DatabaseURL, _ directory: TemporaryDirectory) throws -> (ServerProcess, Int) {

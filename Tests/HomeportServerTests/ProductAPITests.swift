@@ -10,7 +10,7 @@ import Testing
 /// A product in another language, as it uses the product API: a key from the command line,
 /// notifications that reach the account's stream, retries that deliver once, bad input and bad
 /// keys refused with nothing queued.
-@Suite("The product API: product keys, notifications from a product in any language")
+@Suite("The product API: product keys, notifications from a product in any language", .tags(.process))
 struct ProductAPITests {
     /// A server with the product API on a port of its own and a product's code in its catalogue.
     final class Stage: @unchecked Sendable {

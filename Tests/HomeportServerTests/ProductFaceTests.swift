@@ -44,7 +44,7 @@ private func shelf(
     }
 }
 
-@Suite("A product's routes, migrations, codes and budgets live inside Homeport's rules")
+@Suite("A product's routes, migrations, codes and budgets live inside Homeport's rules", .tags(.postgres))
 struct ProductFaceTests {
     @Test("a signed-in route gets the caller from the one reader; every other credential is refused before it runs")
     func signedInRoute() throws {

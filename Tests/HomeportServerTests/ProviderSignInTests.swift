@@ -8,7 +8,7 @@ import Testing
 /// (`auth/provider/token`), as allauth answers it, and who the person turns out to be: the
 /// account linked to them, an account with their address only when the operator allowed it and
 /// the provider verified it, or a sign-up under the server's own rules.
-@Suite("Provider sign-in at the app door")
+@Suite("Provider sign-in at the app door", .tags(.process, .postgres, .interop))
 struct ProviderSignInTests {
     static let app = "homeport-app"
 

@@ -7,7 +7,7 @@ import Testing
 
 @testable import HomeportServer
 
-@Suite("APNs provider tokens shared by replicas")
+@Suite("APNs provider tokens shared by replicas", .tags(.postgres))
 struct ProviderTokenTests {
     @Test(
         "replicas share one token, reuse it 40 minutes, and replace it once between them", arguments: Backend.allCases)

@@ -27,7 +27,7 @@ private func isPrivate(_ text: String) -> Bool {
     }
 }
 
-@Suite("Posting to a stranger's URL: public addresses only, checked as the socket opens")
+@Suite("Posting to a stranger's URL: public addresses only, checked as the socket opens", .tags(.process, .interop))
 struct PublicOnlyTests {
     @Test(
         "this machine, private, shared, link-local, benchmarking, multicast and reserved networks are refused, in every IPv6 form that carries them",

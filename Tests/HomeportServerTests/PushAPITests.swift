@@ -52,7 +52,7 @@ func openNotificationStream(port: Int, token: String, lastEventID: Int64? = nil)
     return reader
 }
 
-@Suite("Push registrations, catalogue, mutes and the payload")
+@Suite("Push registrations, catalogue, mutes and the payload", .tags(.postgres))
 struct PushAPITests {
     @Test(
         "a device registers (hex, lowercased), unregisters idempotently, and moves to the account that registers it last",
@@ -314,7 +314,7 @@ struct PushAPITests {
     }
 }
 
-@Suite("Registrations and mutes have caps and a budget; a notification never fans out past the cap")
+@Suite("Registrations and mutes have caps and a budget; a notification never fans out past the cap", .tags(.postgres))
 struct PushCapTests {
     private static func device(_ index: Int) -> String { String(format: "%064x", 0xD0D0_0000 + index) }
 

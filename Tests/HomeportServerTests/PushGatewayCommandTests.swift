@@ -7,7 +7,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite("homeport-server gateway: enrol, serve, push, revoke, as an operator would")
+@Suite("homeport-server gateway: enrol, serve, push, revoke, as an operator would", .tags(.process, .interop))
 struct PushGatewayCommandTests {
     @Test("a server enrolled from its own address pushes through a gateway process; revoked, it is cut off")
     func operatorFlow() throws {

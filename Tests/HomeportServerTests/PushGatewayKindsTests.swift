@@ -63,7 +63,8 @@ private func webPushRegistration(_ subscription: WebPushStandIn.Subscription) ->
     ]
 }
 
-@Suite("The push gateway carries FCM and Web Push too, under the same rules as APNs")
+@Suite(
+    "The push gateway carries FCM and Web Push too, under the same rules as APNs", .tags(.process, .postgres, .interop))
 struct PushGatewayKindsTests {
     @Test(
         "two servers through one gateway: each push arrives once per device with its own server's s; a 410 prunes only where it was pushed",

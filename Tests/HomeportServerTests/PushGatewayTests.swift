@@ -176,7 +176,7 @@ extension AccountsHarness {
     }
 }
 
-@Suite("The push gateway: servers run by strangers push through one APNs key")
+@Suite("The push gateway: servers run by strangers push through one APNs key", .tags(.process, .postgres, .interop))
 struct PushGatewayTests {
     @Test("three servers push through two gateway replicas on PostgreSQL: every push once, one provider token for all")
     func threeServers() throws {

@@ -6,7 +6,9 @@ import Testing
 
 @testable import HomeportServer
 
-@Suite("The sender's batches overlap: one out while the one before is recorded and the next claimed")
+@Suite(
+    "The sender's batches overlap: one out while the one before is recorded and the next claimed",
+    .tags(.process, .interop))
 struct PushSenderPipelineTests {
     /// The outbox's rows by state, for the rows of each account's notification in turn.
     private func states(_ server: AccountsHarness) throws -> [String] {

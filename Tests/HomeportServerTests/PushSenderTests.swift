@@ -51,7 +51,7 @@ extension AccountsHarness {
     }
 }
 
-@Suite("The APNs sender, against a stand-in that checks every request")
+@Suite("The APNs sender, against a stand-in that checks every request", .tags(.process, .postgres, .interop))
 struct PushSenderTests {
     @Test(
         "a push goes over HTTP/2 with a provider token APNs accepts, and leaves the outbox", arguments: Backend.allCases
@@ -222,7 +222,7 @@ struct PushSenderTests {
     }
 }
 
-@Suite("Pushes from several replicas")
+@Suite("Pushes from several replicas", .tags(.process, .postgres, .interop))
 struct PushReplicaTests {
     @Test("three replicas on one PostgreSQL database drain one outbox of 1,000: each push once, one provider token")
     func threeReplicas() throws {
@@ -273,7 +273,7 @@ struct PushReplicaTests {
     }
 }
 
-@Suite("push send notifies as the serving process does")
+@Suite("push send notifies as the serving process does", .tags(.process, .postgres, .interop))
 struct PushSendSettingsTests {
     @Test(
         "push send takes the serve's topic, payload key and catalogue it recorded; a flag given wins; never served and no topic: refused"

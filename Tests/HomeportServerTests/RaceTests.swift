@@ -9,7 +9,7 @@ private let password = "correct horse battery"
 
 /// Two requests interleaved on purpose: the first waits at a gate inside its password check
 /// (``GatedHasher``) while the second runs to the end; then the first goes on.
-@Suite("Requests racing each other")
+@Suite("Requests racing each other", .tags(.postgres))
 struct RaceTests {
     /// Runs `first` on another thread until it is held at the gate, runs `second`, opens the gate,
     /// and returns what `first` answered.

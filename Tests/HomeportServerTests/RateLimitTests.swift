@@ -5,7 +5,7 @@ import Testing
 
 @testable import HomeportServer
 
-@Suite("Rate limits: two doors, one budget")
+@Suite("Rate limits: two doors, one budget", .tags(.process, .postgres, .browser))
 struct RateLimitTests {
     static var tightLogin: RateLimitPolicy {
         var policy = RateLimitPolicy()

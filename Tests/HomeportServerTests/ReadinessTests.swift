@@ -7,7 +7,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite("/readyz tells a load balancer whether the database is there and migrated")
+@Suite("/readyz tells a load balancer whether the database is there and migrated", .tags(.process, .postgres))
 struct ReadinessTests {
     private func readiness(_ port: Int) throws -> (status: Int, body: [String: Any]) {
         let response = try RawHTTP.request(port: port, path: "/readyz")

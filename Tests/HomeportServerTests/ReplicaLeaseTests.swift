@@ -13,7 +13,7 @@ import Testing
 
 /// A serving replica vouches for its cached identity only while it can write its heartbeat, and
 /// freshness is judged by the database's clock, not by any process's.
-@Suite("Replica heartbeats and the identity they vouch for")
+@Suite("Replica heartbeats and the identity they vouch for", .tags(.process, .postgres))
 struct ReplicaLeaseTests {
     @Test(
         "a replica that cannot write its heartbeat stops answering its identity, and answers the reset one when it can"

@@ -36,7 +36,7 @@ private func curl(
     return (status, body)
 }
 
-@Suite("Three replicas on one PostgreSQL database over TLS: behind nginx, and on their own")
+@Suite("Three replicas on one PostgreSQL database over TLS: behind nginx, and on their own", .tags(.process, .postgres))
 struct ReverseProxyTests {
     @Test("a token works on every replica; identity is one; each client address has its own budget")
     func replicasBehindNginx() throws {

@@ -14,7 +14,7 @@ private func header(_ name: String, in message: String) -> String? {
         .map { String($0.dropFirst(name.count + 1)).trimmingCharacters(in: .whitespaces) }
 }
 
-@Suite("Mail over SMTP: really sent, off the request, kept across a restart", .serialized)
+@Suite("Mail over SMTP: really sent, off the request, kept across a restart", .serialized, .tags(.process, .postgres))
 struct SMTPMailTests {
     private func serve(
         _ data: TemporaryDirectory, relayPort: Int, signup: String = "open", extra: [String] = [],

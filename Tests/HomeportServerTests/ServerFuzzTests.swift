@@ -85,7 +85,7 @@ private func printable(_ bytes: [UInt8]) -> String {
     String(String(decoding: bytes.prefix(300), as: UTF8.self).debugDescription.prefix(400))
 }
 
-@Suite("Fuzzing a real server: no crash, no 5xx, valid requests always answered", .serialized)
+@Suite("Fuzzing a real server: no crash, no 5xx, valid requests always answered", .serialized, .tags(.process))
 struct ServerFuzzTests {
     /// Every route, well formed, as the fuzzer's starting points.
     private static func templates(token: String) -> [RequestTemplate] {

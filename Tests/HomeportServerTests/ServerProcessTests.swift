@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// Tests that run the real `homeport-server` executable.
-@Suite("homeport-server processes")
+@Suite("homeport-server processes", .tags(.process, .postgres))
 struct ServerProcessTests {
     static func identity(_ port: Int) throws -> String {
         let response = try RawHTTP.request(port: port, path: "/api/v1/server-identity")
@@ -134,7 +134,7 @@ final class LockedList<Element>: @unchecked Sendable {
     var all: [Element] { lock.withLock { elements } }
 }
 
-@Suite("A server on port 0 names the port it got")
+@Suite("A server on port 0 names the port it got", .tags(.process, .postgres))
 struct PortZeroTests {
     @Test("--listen HOST:0: mail links, the replicas table and the banner carry the bound port")
     func boundPortEverywhere() throws {

@@ -80,7 +80,8 @@ private struct Replicas {
     }
 }
 
-@Suite("The session cache never serves an ended session for more than a second", .serialized)
+@Suite(
+    "The session cache never serves an ended session for more than a second", .serialized, .tags(.process, .postgres))
 struct SessionCacheTests {
     @Test("three replicas on one PostgreSQL: logout, users hold and a password change reach all within a second")
     func replicasOnPostgres() throws {
@@ -200,7 +201,7 @@ struct SessionCacheTests {
     }
 }
 
-@Suite("The session cache's rules, one by one")
+@Suite("The session cache's rules, one by one", .tags(.process, .postgres))
 struct SessionCacheRuleTests {
     private let session = Session(
         keyHash: "k", userID: 1, kind: .app, expiresAt: 2_000_000_000, authenticatedAt: nil, standing: nil)
@@ -252,7 +253,7 @@ struct SessionCacheRuleTests {
     }
 }
 
-@Suite("The session cache holds only what is fresh")
+@Suite("The session cache holds only what is fresh", .tags(.process, .postgres))
 struct SessionCacheMemoryTests {
     @Test("entries of tokens never read again are swept out once they are past their age")
     func staleEntriesSwept() throws {

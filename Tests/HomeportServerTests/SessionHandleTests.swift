@@ -5,7 +5,7 @@ import Testing
 @testable import HomeportServer
 
 /// A session's handle is derived once and kept, and is the same whether kept or derived again.
-@Suite("Session handles: kept per session, the same digest as ever, bounded")
+@Suite("Session handles: kept per session, the same digest as ever, bounded", .tags(.process))
 struct SessionHandleTests {
     /// The handle as `sha256sum` derives it, independently of the server's code.
     static func derived(_ keyHash: String) throws -> String {

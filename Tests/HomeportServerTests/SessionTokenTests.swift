@@ -4,7 +4,7 @@ import HomeportStorage
 import HomeportTestSupport
 import Testing
 
-@Suite("Session tokens on the app door and the API prefix")
+@Suite("Session tokens on the app door and the API prefix", .tags(.postgres))
 struct SessionTokenTests {
     @Test(
         "a login token opens app-info; the same value as a cookie does not; logout ends it", arguments: Backend.allCases

@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// Slow clients against a real `homeport-server` with its default limits.
-@Suite("homeport-server under slow clients")
+@Suite("homeport-server under slow clients", .tags(.process))
 struct SlowClientProcessTests {
     @Test("a thousand slow connections from one address leave identity probes from another answering")
     func thousandSlowConnections() throws {

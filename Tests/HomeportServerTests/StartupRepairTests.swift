@@ -7,7 +7,7 @@ import Testing
 
 /// What a server finds damaged in its database at start, it repairs or reports; it does not
 /// refuse to start for ever.
-@Suite("Repairs at start")
+@Suite("Repairs at start", .tags(.postgres))
 struct StartupRepairTests {
     @Test(
         "a damaged secret row is replaced with a warning, and the web door's forms work again",

@@ -9,7 +9,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite("Notification streams are capped per session, account and address")
+@Suite("Notification streams are capped per session, account and address", .tags(.postgres))
 struct StreamLimitTests {
     @Test("the census: a session's newest replaces its oldest; an account or an address at its cap is refused")
     func census() {

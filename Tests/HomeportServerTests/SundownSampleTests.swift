@@ -12,7 +12,7 @@ import Testing
 /// two Homeport replicas on PostgreSQL, Sundown behind Debian's nginx (`auth_request`) and
 /// Debian's Caddy (`forward_auth`) with the sample's own site files, notifying through the
 /// product API on a Unix socket, pushes going to the APNs stand-in.
-@Suite("The sample product in Python behind nginx and Caddy", .serialized)
+@Suite("The sample product in Python behind nginx and Caddy", .serialized, .tags(.process, .postgres, .interop))
 struct SundownSampleTests {
     static let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Examples/sundown-python").path

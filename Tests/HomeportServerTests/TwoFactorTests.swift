@@ -12,7 +12,7 @@ import Testing
 /// Two-factor sign-in (TOTP and recovery codes) as an attacker meets it: a code is good once, on
 /// every replica; tries are charged before comparing, one budget for both doors; the session
 /// token appears only after the second factor; secrets are sealed at rest; no code is logged.
-@Suite("Two-factor sign-in")
+@Suite("Two-factor sign-in", .tags(.process, .postgres, .browser))
 struct TwoFactorTests {
     static let password = "correct horse battery"
 

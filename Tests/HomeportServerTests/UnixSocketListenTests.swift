@@ -11,7 +11,7 @@ import Testing
 
 /// `homeport-server serve --listen /PATH`: the app's listener on a Unix socket, for a reverse
 /// proxy on the same host.
-@Suite("serve on a Unix socket")
+@Suite("serve on a Unix socket", .tags(.process))
 struct UnixSocketListenTests {
     /// A request through the socket as curl sends it: the status and the body.
     private static func call(

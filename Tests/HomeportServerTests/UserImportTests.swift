@@ -6,7 +6,7 @@ import Testing
 
 /// `homeport-server users import`: the accounts of a stock django-allauth site, read out of its
 /// own database with SQL, sign in to Homeport with the same passwords, on both backends.
-@Suite("Bringing the users along: users import from django-allauth")
+@Suite("Bringing the users along: users import from django-allauth", .tags(.process, .postgres, .interop))
 struct UserImportTests {
     static let passwords = [
         "ada@example.com": "ada's first good password",

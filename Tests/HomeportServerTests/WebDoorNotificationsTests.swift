@@ -31,7 +31,7 @@ private func pageToken(_ page: RawResponse) throws -> String {
     return String(page.text[range.upperBound...].prefix { $0 != "\"" })
 }
 
-@Suite("The web door: notifications in this browser")
+@Suite("The web door: notifications in this browser", .tags(.process, .interop, .browser))
 struct WebDoorNotificationsTests {
     @Test("offered only where the server sends Web Push; the page runs this origin's scripts and no other")
     func page() throws {

@@ -4,7 +4,7 @@ import HomeportTestSupport
 import HomeportWire
 import Testing
 
-@Suite("The web door's pairing link")
+@Suite("The web door's pairing link", .tags(.browser))
 struct WebDoorPairingTests {
     @Test("the account page shows the installation's pairing link, as text and as a QR code; signed out, nothing")
     func accountPageShowsThePairingLink() throws {

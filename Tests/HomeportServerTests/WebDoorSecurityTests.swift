@@ -4,7 +4,7 @@ import HomeportTestSupport
 import Testing
 
 /// The web door under attack: session fixation, forged forms, posts from other sites.
-@Suite("The web door's sessions and CSRF defence")
+@Suite("The web door's sessions and CSRF defence", .tags(.browser))
 struct WebDoorSecurityTests {
     private func signedInBrowser(_ server: AccountsHarness, _ email: String = "ada@example.com") throws -> Browser {
         let browser = Browser(port: server.port)

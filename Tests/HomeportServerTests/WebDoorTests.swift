@@ -3,7 +3,7 @@ import HomeportServer
 import HomeportTestSupport
 import Testing
 
-@Suite("The web door")
+@Suite("The web door", .tags(.browser))
 struct WebDoorTests {
     @Test("sign-up and sign-in set an HttpOnly, SameSite=Lax session cookie; sign-out ends it")
     func cookieSession() throws {

@@ -6,7 +6,7 @@ import Testing
 /// Signing in at the web door through the provider's own pages: the authorization code flow
 /// with PKCE, a state bound to the browser, a nonce the ID token must carry, the code exchanged
 /// with the client's secret; errors are pages that say what happened.
-@Suite("Provider sign-in at the web door")
+@Suite("Provider sign-in at the web door", .tags(.process, .interop, .browser))
 struct WebProviderSignInTests {
     static let secret = "s3cret-of-the-web-client"
 

@@ -6,7 +6,7 @@ import Testing
     import Glibc
 #endif
 
-@Suite("homeport-server's Web Push options and push vapid-key, as processes")
+@Suite("homeport-server's Web Push options and push vapid-key, as processes", .tags(.process))
 struct WebPushCommandTests {
     @Test("vapid-key makes the key file (0600) once and prints the same key each time; a bad file is refused")
     func vapidKey() throws {

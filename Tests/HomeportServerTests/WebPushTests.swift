@@ -29,7 +29,8 @@ extension AccountsHarness {
     }
 }
 
-@Suite("Web Push: subscriptions, and pushes a stand-in service decrypts and checks")
+@Suite(
+    "Web Push: subscriptions, and pushes a stand-in service decrypts and checks", .tags(.process, .postgres, .interop))
 struct WebPushTests {
     static let endpoint = "https://push.example.net/wpush/v2/gAAAAABk"
 

@@ -1,7 +1,7 @@
 import HomeportStorage
 import Testing
 
-@Suite("Database URLs")
+@Suite("Database URLs", .tags(.postgres))
 struct DatabaseURLTests {
     @Test("sqlite: and postgres:// URLs parse; others are refused with a message")
     func parsing() throws {

@@ -3,7 +3,7 @@ import HomeportStorage
 import HomeportTestSupport
 import Testing
 
-@Suite("Migrations, on SQLite and PostgreSQL")
+@Suite("Migrations, on SQLite and PostgreSQL", .tags(.postgres))
 struct MigratorTests {
     static let migrations = [
         Migration(

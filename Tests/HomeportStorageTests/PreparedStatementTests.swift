@@ -3,7 +3,7 @@ import HomeportStorage
 import HomeportTestSupport
 import Testing
 
-@Suite("PostgreSQL prepares each statement once per connection")
+@Suite("PostgreSQL prepares each statement once per connection", .tags(.postgres))
 struct PreparedStatementTests {
     @Test("a statement with parameters is prepared once and executed many times")
     func preparedOnce() throws {
@@ -56,7 +56,7 @@ struct PreparedStatementTests {
     }
 }
 
-@Suite("The connection pool counts the callers it made wait")
+@Suite("The connection pool counts the callers it made wait", .tags(.postgres))
 struct PoolWaitTests {
     @Test("a caller that finds every connection lent out is counted once", arguments: Backend.allCases)
     func waitsAreCounted(backend: Backend) throws {

@@ -14,7 +14,7 @@ func withDatabase<T>(
     return try body(database, url)
 }
 
-@Suite("Storage, on SQLite and PostgreSQL")
+@Suite("Storage, on SQLite and PostgreSQL", .tags(.postgres))
 struct StorageTests {
     @Test("values of every type round-trip through $N placeholders", arguments: Backend.allCases)
     func roundTrip(backend: Backend) throws {
