@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -14,6 +16,15 @@ public enum Output {
     /// Writes `text` and a newline to standard error.
     public static func error(_ text: String) {
         write(text + "\n", to: 2)
+    }
+
+    /// `object` (what `JSONSerialization` takes) as JSON with its keys sorted, the way every
+    /// command's `--json` prints it: indented over lines for a person, or `compact`, one line a
+    /// record, for a program that reads line by line.
+    public static func json(_ object: Any, compact: Bool = false) throws -> String {
+        let data = try JSONSerialization.data(
+            withJSONObject: object, options: compact ? [.sortedKeys] : [.sortedKeys, .prettyPrinted])
+        return String(decoding: data, as: UTF8.self)
     }
 
     /// `text` with every C0 and C1 control character (ESC, CR, BEL, …) but the newline shown as `?`,

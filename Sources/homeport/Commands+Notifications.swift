@@ -75,10 +75,9 @@ extension Commands {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let object = try JSONSerialization.jsonObject(with: try encoder.encode(notification))
-        let line = try JSONSerialization.data(
-            withJSONObject: ["server": server, "eventId": notification.id, "notification": object],
-            options: [.sortedKeys])
-        say(String(decoding: line, as: UTF8.self))
+        say(
+            try Output.json(
+                ["server": server, "eventId": notification.id, "notification": object] as [String: Any], compact: true))
     }
 
     static func seconds(_ duration: Duration) -> String {

@@ -142,8 +142,7 @@ enum Commands {
 
     /// Prints `object` as JSON (string values cannot carry terminal controls either).
     static func printJSON(_ object: Any) throws {
-        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
+        for line in try Output.json(object).split(separator: "\n", omittingEmptySubsequences: false) {
             say(String(line))
         }
     }

@@ -98,8 +98,7 @@ package enum ServerCLI {
     /// renamed for a product, as ``line(_:)`` is: the data is printed as it is (JSON escapes
     /// every control character, so none reaches the terminal).
     package static func printJSON(_ object: Any) throws {
-        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-        Output.line(String(decoding: data, as: UTF8.self))
+        Output.line(try Output.json(object, compact: true))
     }
 
     static var overview: String {
