@@ -89,7 +89,8 @@ let package = Package(
         .target(
             name: "HomeportGateway",
             dependencies: [
-                "HomeportServer", "HomeportWire", "HomeportHTTP", "HomeportStorage", "HomeportCrypto",
+                "HomeportServer", "HomeportWire", "HomeportHTTP", "HomeportLifecycle", "HomeportStorage",
+                "HomeportCrypto",
                 "HomeportLogging", "HomeportAPNs", "HomeportCommandLine",
             ]
         ),

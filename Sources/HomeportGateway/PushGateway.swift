@@ -1,5 +1,6 @@
 import Foundation
 import HomeportHTTP
+import HomeportLifecycle
 import HomeportLogging
 import HomeportServer
 import HomeportStorage
@@ -74,6 +75,8 @@ public final class PushGateway: Sendable {
     let inFlight: GatewayInFlight
     private let server: HTTPServer
     private let metricsServer: HTTPServer?
+    /// The listeners, the requests' first: started in order, stopped in reverse.
+    private let listeners: ServiceGroup
 
     /// How long the Web Push and FCM rounds of a batch start new requests (each request then
     /// has its 10 seconds).
@@ -147,18 +150,20 @@ public final class PushGateway: Sendable {
         } else {
             metricsServer = nil
         }
+        let logger = self.logger
+        listeners = ServiceGroup(
+            [HTTPListenerService(name: "homeport.gateway.http", server: server, logger: logger)]
+                + (metricsServer.map {
+                    [HTTPListenerService(name: "homeport.gateway.metrics", server: $0, logger: logger)]
+                }
+                    ?? [])
+        ) { verb, name in logger.debug("\(name) \(verb)") }
     }
 
     /// Starts listening; returns the bound port.
     @discardableResult
     public func start() throws -> Int {
-        try server.start()
-        do {
-            try metricsServer?.start()
-        } catch {
-            server.shutdown()
-            throw error
-        }
+        try listeners.start()
         var providers = ["apns"]
         if configuration.fcm != nil { providers.append("fcm") }
         if configuration.webPush != nil { providers.append("webpush") }
@@ -179,8 +184,7 @@ public final class PushGateway: Sendable {
 
     /// Stops: no new connections, requests in flight finish, the database closes.
     public func shutdown() {
-        server.shutdown()
-        metricsServer?.shutdown()
+        listeners.stop()
         database.close()
     }
 }

@@ -234,6 +234,26 @@ struct PushGatewayTests {
         }
     }
 
+    @Test("a gateway whose /metrics address is taken does not start, and leaves no listener open")
+    func metricsAddressTaken() throws {
+        let standIn = try APNsStandIn()
+        let taken = try DeadPort()
+        let port = try RawHTTP.freePort()
+        let (url, cleanUp) = try Backend.sqlite.makeDatabaseURL()
+        defer { cleanUp() }
+        let configuration = PushGatewayConfiguration(
+            http: HTTPServerConfiguration(host: "127.0.0.1", port: port, workerThreads: 1), database: url,
+            apns: try #require(try pushSettings(standIn).apns), topic: APNsStandIn.topic,
+            metricsListen: ListenAddress(host: "127.0.0.1", port: taken.port))
+        let gateway = try PushGateway(
+            configuration: configuration, logger: Logger(label: "test", sink: MemoryLogSink()))
+        defer { gateway.shutdown() }
+        #expect(throws: (any Error).self) { try gateway.start() }
+        #expect(throws: (any Error).self, "the push listener was closed again") {
+            try RawHTTP.request(port: port, path: "/healthz")
+        }
+    }
+
     @Test("a push whose s or thread is another installation's is refused, also with a key sent twice")
     func spoofedSender() throws {
         let standIn = try APNsStandIn()
