@@ -12,13 +12,12 @@ struct AccountCommandLineTests {
 
     /// The reset key of the newest reset mail in `outbox`, once one is there.
     func mailedKey(_ outbox: String) -> String? {
-        for _ in 0..<100 {
-            if let match = mailText(in: outbox).matches(of: /key: ([A-Za-z0-9_-]{43})/).last {
-                return String(match.output.1)
-            }
-            usleep(50_000)
+        var key: String?
+        eventually(timeout: .seconds(5), every: .milliseconds(50)) {
+            key = mailText(in: outbox).matches(of: /key: ([A-Za-z0-9_-]{43})/).last.map { String($0.output.1) }
+            return key != nil
         }
-        return nil
+        return key
     }
 
     @Test(

@@ -176,20 +176,18 @@ final class HeldLock: @unchecked Sendable {
     /// the lock), at most 240 s.
     func waitForWaiters(_ count: Int) async throws {
         let me = String(getpid())
-        let deadline = ContinuousClock.now + .seconds(240)
-        while ContinuousClock.now < deadline {
+        let arrived = await eventually(timeout: .seconds(240)) { () async -> Bool in
             let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-            let waiting = processes.filter { pid in
+            return processes.filter { pid in
                 guard pid != me, pid.allSatisfy(\.isNumber),
                     let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
                 else { return false }
                 return fds.contains {
                     (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) == path
                 }
-            }.count
-            if waiting >= count { return }
-            try await Task.sleep(for: .milliseconds(20))
+            }.count >= count
         }
+        if arrived { return }
         throw RawHTTPError("fewer than \(count) processes came to wait for \(path)")
     }
 

@@ -185,10 +185,10 @@ struct PreparedResponseTests {
             stopped.signal()
         }
         // The listener is gone once the drain has begun.
-        for _ in 0..<200 {
-            guard let fd = try? RawHTTP.connect(port: server.port, timeout: 1) else { break }
+        eventually(timeout: .seconds(2), every: .milliseconds(10)) {
+            guard let fd = try? RawHTTP.connect(port: server.port, timeout: 1) else { return true }
             close(fd)
-            usleep(10_000)
+            return false
         }
         release.signal()
         let answer = try RawHTTP.readResponse(inFlight)

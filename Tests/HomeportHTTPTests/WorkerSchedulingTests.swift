@@ -15,14 +15,15 @@ import Testing
     /// Other suites start servers in this process at the same time, with workers of the default
     /// policy, so a test counts the workers of the policy it expects rather than every new one.
     private func newWorkers(since before: Set<Int>, policy: Int, count: Int) -> Int {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while true {
-            let found = ThreadTable.threads().filter {
-                !before.contains($0.key) && $0.value.name == "MHD-worker" && $0.value.policy == policy
-            }
-            if found.count >= count || ContinuousClock.now > deadline { return found.count }
-            usleep(10_000)
+        var found = 0
+        eventually(timeout: .seconds(5), every: .milliseconds(10)) {
+            found =
+                ThreadTable.threads().filter {
+                    !before.contains($0.key) && $0.value.name == "MHD-worker" && $0.value.policy == policy
+                }.count
+            return found >= count
         }
+        return found
     }
 
     @Suite("Worker threads are scheduled as configured", .serialized)

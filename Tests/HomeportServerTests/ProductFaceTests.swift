@@ -235,9 +235,7 @@ struct ProductFaceTests {
     func task() throws {
         let ticks = LockedBox(0)
         try withAccounts(.sqlite, product: shelf(ticks: ticks)) { _ in
-            let deadline = Date().addingTimeInterval(10)
-            while ticks.value < 2 && Date() < deadline { usleep(10_000) }
-            #expect(ticks.value >= 2)
+            #expect(eventually(every: .milliseconds(10)) { ticks.value >= 2 })
         }
         let stopped = ticks.value
         usleep(100_000)
@@ -258,8 +256,7 @@ struct ProductFaceTests {
                 }
             ])
         try withAccounts(.sqlite, product: product) { _ in
-            let deadline = Date().addingTimeInterval(10)
-            while runs.value.started < 2 && Date() < deadline { usleep(10_000) }
+            eventually(every: .milliseconds(10)) { runs.value.started >= 2 }
         }
         #expect(runs.value.started >= 2)
         #expect(runs.value.started == runs.value.finished, "a run was cut off by the stop")

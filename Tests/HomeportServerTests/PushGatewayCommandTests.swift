@@ -108,12 +108,7 @@ struct PushGatewayCommandTests {
             try ServerProcess.run(["gateway", "servers", "revoke", "home", "--database", gatewayDatabase]).status == 0)
         #expect(try ServerProcess.run(send).status == 0)
         // The server keeps the push and says why; nothing more reaches Apple.
-        var waiting = ""
-        for _ in 0..<200 {
-            waiting = server.standardError
-            if waiting.contains("push gateway refused the request") { break }
-            usleep(50_000)
-        }
+        let waiting = server.standardError(within: 10) { $0.contains("push gateway refused the request") }
         #expect(waiting.contains("push gateway refused the request"), "\(waiting.suffix(2000))")
         #expect(!waiting.contains(credential), "the server never logs its credential")
         #expect(standIn.requests().count == 1)

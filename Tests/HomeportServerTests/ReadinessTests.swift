@@ -41,10 +41,9 @@ struct ReadinessTests {
         try admin.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", [.text(String(name))])
         var down = (status: 0, body: [String: Any]())
-        for _ in 0..<50 {
+        try eventually(timeout: .seconds(3), every: .milliseconds(50)) {
             down = try readiness(server.port)
-            if down.status == 503 { break }
-            usleep(50_000)
+            return down.status == 503
         }
         #expect(down.status == 503 && down.body["status"] as? String == "database_unavailable")
         #expect(try RawHTTP.request(port: server.port, path: "/healthz").status == 200, "alive all the same")

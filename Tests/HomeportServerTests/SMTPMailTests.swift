@@ -32,13 +32,11 @@ struct SMTPMailTests {
     /// Whether the pre-login session's standing becomes `expected` within five seconds (the mail
     /// sender tries once a second).
     private func standing(of token: String, on server: ServerProcess, becomes expected: String) throws -> Bool {
-        for _ in 0..<100 {
+        try eventually(timeout: .seconds(5), every: .milliseconds(50)) {
             let answer = try RawHTTP.request(
                 port: server.port, path: HomeportPath.authStanding, headers: [("X-Session-Token", token)])
-            if answer.jsonObject?["standing"] as? String == expected { return true }
-            usleep(50_000)
+            return answer.jsonObject?["standing"] as? String == expected
         }
-        return false
     }
 
     private func post(_ server: ServerProcess, _ path: String, _ json: String, token: String? = nil) throws

@@ -87,15 +87,13 @@ struct StreamLimitTests {
 
             // A stream that ends gives its place back.
             close(bobs[0].fd)
-            var reopened = false
-            for _ in 0..<40 where !reopened {
+            let reopened = try eventually(timeout: .seconds(20), every: .milliseconds(100)) {
                 let attempt = try RawHTTP.connect(port: server.port, timeout: 10)
+                defer { close(attempt) }
                 RawHTTP.send(
                     attempt, "GET /api/v1/notifications/stream HTTP/1.1\r\nHost: x\r\nX-Session-Token: \(carol)\r\n\r\n"
                 )
-                reopened = StreamReader(fd: attempt).wait(for: ": connected", timeout: 2)
-                close(attempt)
-                if !reopened { usleep(100_000) }
+                return StreamReader(fd: attempt).wait(for: ": connected", timeout: 2)
             }
             #expect(reopened, "the place bob's closed stream held is free again")
             for reader in [second, third, fourth, bobs[1]] { close(reader.fd) }

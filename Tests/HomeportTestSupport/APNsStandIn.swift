@@ -62,19 +62,19 @@ public final class APNsStandIn: @unchecked Sendable {
     /// Whether it has written its keys and accepts connections on both addresses, within 60
     /// seconds (false at once when it has exited).
     private static func waitUntilListening(_ process: Process, port: Int, ready: String) -> Bool {
-        for _ in 0..<1200 {
-            guard !process.hasEnded else { return false }
-            if FileManager.default.fileExists(atPath: ready),
+        var listening = false
+        eventually(timeout: .seconds(60), every: .milliseconds(50)) {
+            guard !process.hasEnded else { return true }
+            guard FileManager.default.fileExists(atPath: ready),
                 let first = try? RawHTTP.connect(port: port, timeout: 1),
                 let second = try? RawHTTP.connect(host: "127.0.0.2", port: port, timeout: 1)
-            {
-                close(first)
-                close(second)
-                return true
-            }
-            usleep(50_000)
+            else { return false }
+            close(first)
+            close(second)
+            listening = true
+            return true
         }
-        return false
+        return listening
     }
 
     deinit {
@@ -113,11 +113,6 @@ public final class APNsStandIn: @unchecked Sendable {
     /// Waits until it has recorded at least `count` requests; false after `timeout` seconds.
     @discardableResult
     public func waitForRequests(_ count: Int, timeout: Double = 30) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if requests().count >= count { return true }
-            usleep(50_000)
-        }
-        return requests().count >= count
+        eventually(timeout: .milliseconds(Int(timeout * 1000)), every: .milliseconds(50)) { requests().count >= count }
     }
 }

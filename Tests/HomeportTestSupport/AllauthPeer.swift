@@ -74,10 +74,11 @@ public final class AllauthPeer: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.spawn()
-        for _ in 0..<200 {
-            if (try? RawHTTP.request(port: port, path: "/_allauth/app/v1/config", timeout: 2))?.status == 200 { return }
-            usleep(50_000)
+        let port = port
+        let answered = eventually(timeout: .seconds(10), every: .milliseconds(50)) {
+            (try? RawHTTP.request(port: port, path: "/_allauth/app/v1/config", timeout: 2))?.status == 200
         }
+        if answered { return }
         process.stop()
         throw RawHTTPError("gunicorn with django-allauth did not start on port \(port)")
     }
@@ -121,13 +122,10 @@ extension RawHTTP {
     /// Waits until something accepts connections on `port` of 127.0.0.1: true, or false after
     /// about `seconds`.
     public static func waitUntilListening(port: Int, seconds: Double = 4) -> Bool {
-        for _ in 0..<Int(seconds * 50) {
-            if let fd = try? connect(port: port, timeout: 1) {
-                close(fd)
-                return true
-            }
-            usleep(20_000)
+        eventually(timeout: .milliseconds(Int(seconds * 1000))) {
+            guard let fd = try? connect(port: port, timeout: 1) else { return false }
+            close(fd)
+            return true
         }
-        return false
     }
 }

@@ -28,13 +28,15 @@ struct PythonStandIn {
         _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: errorLog)
         try process.spawn()
-        for _ in 0..<1200 {
-            if let text = try? String(contentsOfFile: directory.file("port"), encoding: .utf8), let port = Int(text) {
-                self.port = port
-                return
-            }
-            guard !process.hasEnded else { break }
-            usleep(50_000)
+        let (portFile, process) = (directory.file("port"), process)
+        var written: Int?
+        eventually(timeout: .seconds(60), every: .milliseconds(50)) {
+            written = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0) }
+            return written != nil || process.hasEnded
+        }
+        if let written {
+            port = written
+            return
         }
         process.stop()
         let log = (try? String(contentsOfFile: errorLog, encoding: .utf8)) ?? ""

@@ -55,8 +55,7 @@ public final class SMTPRelay: @unchecked Sendable {
 
     /// Waits up to `timeout` seconds for at least `count` messages.
     public func waitForMessages(_ count: Int, timeout: Double = 10) -> [String] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while messages.count < count && Date() < deadline { usleep(20_000) }
+        eventually(timeout: .milliseconds(Int(timeout * 1000))) { messages.count >= count }
         return messages
     }
 }

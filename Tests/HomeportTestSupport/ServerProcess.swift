@@ -111,11 +111,10 @@ public final class ServerProcess: @unchecked Sendable {
     /// Standard error once `condition` holds of it, or as it is after `seconds`: the access log is
     /// written in batches, up to a tenth of a second after its requests.
     public func standardError(within seconds: Double = 5, until condition: (String) -> Bool) -> String {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         var text = standardError
-        while !condition(text) && ContinuousClock.now < deadline {
-            usleep(20_000)
+        eventually(timeout: .milliseconds(Int(seconds * 1000))) {
             text = standardError
+            return condition(text)
         }
         return text
     }
