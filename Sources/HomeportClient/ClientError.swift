@@ -63,9 +63,8 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
 
     private var sentence: String {
         switch self {
-        case .invalidAddress(let text):
-            "'\(text)' is not an address; use https://HOST[:PORT] (or http:// with --allow-http)"
-        case .plainHTTPNotAllowed(let text): "\(text) is plain HTTP; add --allow-http to use it for this address"
+        case .invalidAddress(let text): "'\(text)' is not an address: a server's address is https://HOST[:PORT]"
+        case .plainHTTPNotAllowed(let text): "\(text) is plain HTTP, which was not allowed for this address"
         case .identityMismatch(let address, let seen):
             "\(address) answered as a different installation (id \(seen)); nothing was sent"
         case .probeFailed(let address, let outcome):
@@ -100,7 +99,7 @@ public enum ClientError: Error, Equatable, Sendable, CustomStringConvertible {
             "\(address) refused the request (\(status) \(code)\(field.map { ", field \($0)" } ?? "")): \(message)"
         case .invalidInput(let text): text
         case .badAnswer(let address, let detail): "\(address) answered something unreadable: \(detail)"
-        case .unknownServer(let text): "no server matches '\(text)'; see 'homeport servers'"
+        case .unknownServer(let text): "no server matches '\(text)'"
         case .ambiguousServer(let text, let candidates):
             "'\(text)' matches several servers: \(candidates.joined(separator: ", "))"
         case .vault(let detail): "the credential vault failed: \(detail)"

@@ -178,10 +178,39 @@ public enum PushRoutingFailure: Error, Equatable, Sendable, CustomStringConverti
         case .noAppData(let key): "the push has no '\(key)' block, so it cannot say which server sent it"
         case .unknownServer(let id): "the push names server \(id), which is not enrolled here"
         case .unattributable(let count):
-            "the push does not say which server sent it, and \(count) servers are enrolled"
+            switch count {
+            case 0: "the push does not say which server sent it, and no server is enrolled"
+            case 1:
+                "the push does not say which server sent it, and the one server enrolled names itself in "
+                    + "every push, so it came from another (one removed from this device?)"
+            default: "the push does not say which server sent it, and \(count) servers are enrolled"
+            }
         case .threadOfAnotherServer(let id):
             "the push's thread id belongs to another server (\(id)) than the one that sent it"
         case .ambiguous: "the push gives a field twice with different values"
+        }
+    }
+}
+
+/// What an app shows its user when a push cannot be routed (the precise reason is
+/// ``PushRoutingFailure/description``, for logs).
+extension PushRoutingFailure: LocalizedError {
+    /// What happened, for the app's user.
+    public var errorDescription: String? {
+        switch self {
+        case .unreadable, .noAppData, .ambiguous: "A notification could not be read."
+        case .unknownServer: "A notification came from a server that is not among yours."
+        case .unattributable: "A notification did not say which of your servers sent it."
+        case .threadOfAnotherServer: "A notification claimed to belong to another server's conversation."
+        }
+    }
+
+    /// What the app's user can do about it.
+    public var recoverySuggestion: String? {
+        switch self {
+        case .unknownServer: "If you removed that server, sign out of it on the server too, so it stops notifying you."
+        case .unreadable, .noAppData, .ambiguous, .unattributable, .threadOfAnotherServer:
+            "It was not shown. Open the app to see what is new."
         }
     }
 }

@@ -91,13 +91,26 @@ enum HomeportCLI {
             Commands.warn("homeport: \(error.description)")
             code = 2
         } catch let error as ClientError {
-            Commands.warn("homeport: \(error.description)")
+            Commands.warn("homeport: \(error.description)" + (Self.advice(for: error).map { "; " + $0 } ?? ""))
             code = Self.exitCode(for: error)
         } catch {
             Commands.warn("homeport: error: \(error)")
             code = 1
         }
         exit(code)
+    }
+
+    /// What to type next, for the errors whose way out is one of this tool's flags or commands
+    /// (the library's own sentences name none).
+    static func advice(for error: ClientError) -> String? {
+        switch error {
+        case .invalidAddress: "use https://HOST[:PORT] (or http:// with --allow-http)"
+        case .plainHTTPNotAllowed: "add --allow-http to use it for this address"
+        case .unknownServer, .ambiguousServer: "see 'homeport servers'"
+        case .signedOut: "sign in again with 'homeport login'"
+        case .signInNotKept(let reason, _): advice(for: reason)
+        default: nil
+        }
     }
 
     static func exitCode(for error: ClientError) -> Int32 {

@@ -40,7 +40,10 @@ struct ClientCommandLineTests {
             ["login", "http://127.0.0.1:1", "--email", "ada@example.com", "--password-stdin"], environment: environment,
             input: password + "\n")
         #expect(http.status == 3)
-        #expect(http.error.contains("--allow-http"))
+        #expect(http.error.contains("--allow-http"), "the command line adds its own advice: \(http.error)")
+        let unknown = try ServerProcess.runClient(["logout", "nosuchserver"], environment: environment)
+        #expect(unknown.status == 2)
+        #expect(unknown.error.contains("no server matches 'nosuchserver'; see 'homeport servers'"), "\(unknown.error)")
 
         let listing = try ServerProcess.runClient(["servers", "--json"], environment: environment)
         let servers = try JSONSerialization.jsonObject(with: Data(listing.output.utf8)) as? [[String: Any]]
