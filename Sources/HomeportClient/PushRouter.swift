@@ -66,8 +66,8 @@ public struct PushRouter: Sendable {
             server: record.key, instanceID: record.instanceID, attribution: attribution,
             code: ServerText.clean(app.c), objectID: app.id, thread: thread,
             threadID: thread.map { "\(record.key):\($0)" }, deepLink: linkID,
-            catalogueVersion: app.mv.map { ServerText.clean($0) }, title: ServerText.clean(push.aps.alert.title),
-            body: push.aps.alert.body.map { ServerText.clean($0) })
+            catalogueVersion: app.mv.map { ServerText.clean($0) }, title: ServerText.clean(push.aps.alert?.title ?? ""),
+            body: push.aps.alert?.body.map { ServerText.clean($0) }, isSilent: push.aps.isSilent)
     }
 
     /// The payload, read twice — keeping the first and the last of any key given twice — and
@@ -146,10 +146,13 @@ public struct RoutedPush: Sendable, Equatable {
     public var deepLink: URL?
     /// The server's catalogue version the push was sent with (`mv`).
     public var catalogueVersion: String?
-    /// The banner's title.
+    /// The banner's title (empty when it has none: a string alert, a silent push).
     public var title: String
-    /// The banner's body.
+    /// The banner's body (a string alert is one).
     public var body: String?
+    /// A silent push (`content-available` and no alert): nothing to show; the app refreshes
+    /// ``server``'s data.
+    public var isSilent = false
     /// Whether `mv` differs from the catalogue this client keeps for ``server`` (set by the client).
     public var resyncDue = false
     /// The code's title in the catalogue kept for ``server`` (set by the client), if it is there.

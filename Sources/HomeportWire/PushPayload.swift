@@ -24,32 +24,40 @@ public struct PushPayload: Hashable, Sendable {
         self.appData = appData
     }
 
-    /// Apple's `aps` dictionary, as Homeport fills it.
+    /// Apple's `aps` dictionary, as Homeport fills it, and as any sender may: the alert is a
+    /// dictionary or a string (its body), or absent in a silent push (`content-available` only).
     public struct APS: Codable, Hashable, Sendable {
-        /// The banner's text.
-        public var alert: Alert
+        /// The banner's text; `nil` in a silent push.
+        public var alert: Alert?
         /// Groups banners: `<instanceId>:<thread>`, so that two servers' threads never merge.
         public var threadID: String?
         /// 1: a notification service extension may change the content before it is shown.
         public var mutableContent: Int?
+        /// 1: the app is woken in the background (without an alert, a silent push).
+        public var contentAvailable: Int?
 
         /// Creates the dictionary.
-        public init(alert: Alert, threadID: String? = nil, mutableContent: Int? = 1) {
+        public init(alert: Alert?, threadID: String? = nil, mutableContent: Int? = 1, contentAvailable: Int? = nil) {
             self.alert = alert
             self.threadID = threadID
             self.mutableContent = mutableContent
+            self.contentAvailable = contentAvailable
         }
+
+        /// Whether it wakes the app without showing anything.
+        public var isSilent: Bool { alert == nil && contentAvailable == 1 }
 
         private enum CodingKeys: String, CodingKey {
             case alert
             case threadID = "thread-id"
             case mutableContent = "mutable-content"
+            case contentAvailable = "content-available"
         }
     }
 
     /// The banner's text.
     public struct Alert: Codable, Hashable, Sendable {
-        /// The title.
+        /// The title (empty when the sender gave none).
         public var title: String
         /// The body, when there is one.
         public var body: String?
@@ -58,6 +66,30 @@ public struct PushPayload: Hashable, Sendable {
         public init(title: String, body: String? = nil) {
             self.title = title
             self.body = body
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case title, body
+        }
+
+        /// Reads Apple's two forms: a dictionary (`title`, `body`), or a string, which Apple shows
+        /// as the body.
+        public init(from decoder: any Decoder) throws {
+            if let text = try? decoder.singleValueContainer().decode(String.self) {
+                self.init(title: "", body: text)
+                return
+            }
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(
+                title: try container.decodeIfPresent(String.self, forKey: .title) ?? "",
+                body: try container.decodeIfPresent(String.self, forKey: .body))
+        }
+
+        /// Writes the dictionary form.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(title, forKey: .title)
+            try container.encodeIfPresent(body, forKey: .body)
         }
     }
 

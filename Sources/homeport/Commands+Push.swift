@@ -247,12 +247,12 @@ extension Commands {
         if parsed.flag("json") {
             var object: [String: Any] = [
                 "routed": true, "server": routed.server, "attributedBy": routed.attribution.rawValue,
-                "code": routed.code, "resyncDue": routed.resyncDue, "title": routed.title,
+                "code": routed.code, "resyncDue": routed.resyncDue, "title": routed.title, "silent": routed.isSilent,
             ]
             let optional: [String: Any?] = [
                 "threadId": routed.threadID, "thread": routed.thread, "deepLink": routed.deepLink?.absoluteString,
                 "codeTitle": routed.codeTitle, "catalogueVersion": routed.catalogueVersion,
-                "keptCatalogueVersion": kept, "objectId": routed.objectID,
+                "keptCatalogueVersion": kept, "objectId": routed.objectID, "body": routed.body,
             ]
             for (name, value) in optional { object[name] = value ?? NSNull() }
             try printJSON(object)
@@ -263,6 +263,11 @@ extension Commands {
         say("thread     \(routed.threadID ?? "none")")
         say("deep link  \(routed.deepLink.map { "\($0.absoluteString)  (open on \(routed.server))" } ?? "none")")
         say("code       \(routed.code)\(routed.codeTitle.map { "  (\($0))" } ?? "")")
+        if routed.isSilent {
+            say("shown      nothing: a silent push (content-available), to refresh \(routed.server)")
+        } else {
+            say("shown      \([routed.title, routed.body ?? ""].filter { !$0.isEmpty }.joined(separator: " — "))")
+        }
         switch (routed.resyncDue, routed.catalogueVersion) {
         case (true, let version?):
             say(

@@ -106,6 +106,20 @@ struct PushCommandLineTests {
         #expect(json(routedFCM.output)?["threadId"] as? String == "\(a):chat:9")
         #expect(json(routedFCM.output)?["deepLink"] as? String == "homeport://session/9")
 
+        // A silent push, and a string alert: routed by s like the others, and said what they show.
+        let silent = try ServerProcess.runClient(
+            ["push", "route"], environment: environment,
+            input: #"{"aps":{"content-available":1},"homeport":{"s":"\#(b)","c":"homeport/core:sync"}}"#)
+        #expect(silent.status == 0, "\(silent.error)")
+        #expect(silent.output.contains("server     \(b)  (named by the payload)"))
+        #expect(silent.output.contains("shown      nothing: a silent push"))
+        let plain = try ServerProcess.runClient(
+            ["push", "route", "--json"], environment: environment,
+            input: #"{"aps":{"alert":"Your move"},"homeport":{"s":"\#(a)","c":"homeport/core:chat.turn-ended"}}"#)
+        #expect(json(plain.output)?["server"] as? String == a.description)
+        #expect(json(plain.output)?["body"] as? String == "Your move")
+        #expect(json(plain.output)?["silent"] as? Bool == false)
+
         for (payload, reason) in [
             (String(decoding: try PushPeer.payload(InstanceID(UUID()), mv: "m"), as: UTF8.self), "not enrolled"),
             (String(decoding: try PushPeer.payload(nil, mv: "m"), as: UTF8.self), "2 servers are enrolled"),

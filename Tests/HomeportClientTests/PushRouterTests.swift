@@ -43,6 +43,65 @@ struct PushRouterTests {
         #expect(fromA.threadID != fromB.threadID, "the same chat id on two servers never shares a banner")
     }
 
+    @Test(
+        "what else APNs allows routes by s too: a string alert (its body), a dictionary without a title, a silent push"
+    )
+    func otherAPNsShapes() throws {
+        let router = PushRouter()
+        let app = #""homeport": {"s": "\#(b)", "c": "homeport/core:chat.turn-ended", "id": 7}"#
+        let text = try router.route(Data(#"{"aps": {"alert": "Your move"}, \#(app)}"#.utf8), among: try servers())
+        #expect(text.server == b.description && text.attribution == .serverID)
+        #expect(text.title == "" && text.body == "Your move" && !text.isSilent)
+        let untitled = try router.route(
+            Data(#"{"aps": {"alert": {"body": "Your move"}, "thread-id": "\#(b):chat:7"}, \#(app)}"#.utf8),
+            among: try servers())
+        #expect(untitled.title == "" && untitled.body == "Your move" && untitled.threadID == "\(b):chat:7")
+        let silent = try router.route(Data(#"{"aps": {"content-available": 1}, \#(app)}"#.utf8), among: try servers())
+        #expect(silent.server == b.description && silent.isSilent && silent.title == "" && silent.body == nil)
+        #expect(silent.deepLink?.absoluteString == "homeport://session/7")
+        // Not silent: an empty aps shows nothing and wakes nothing, but is still b's.
+        let empty = try router.route(Data(#"{"aps": {}, \#(app)}"#.utf8), among: try servers())
+        #expect(empty.server == b.description && !empty.isSilent)
+    }
+
+    @Test("those shapes fail closed like any other: no s among two servers, an s of nobody's, an alert given twice")
+    func otherAPNsShapesFailClosed() throws {
+        let router = PushRouter()
+        let code = #""c": "homeport/core:chat.turn-ended""#
+        #expect(throws: PushRoutingFailure.unattributable(enrolled: 2)) {
+            try router.route(
+                Data(#"{"aps": {"content-available": 1}, "homeport": {\#(code)}}"#.utf8), among: try servers())
+        }
+        let stranger = InstanceID(UUID())
+        #expect(throws: PushRoutingFailure.unknownServer(stranger)) {
+            try router.route(
+                Data(#"{"aps": {"alert": "hi"}, "homeport": {"s": "\#(stranger)", \#(code)}}"#.utf8),
+                among: try servers())
+        }
+        #expect(throws: PushRoutingFailure.ambiguous) {
+            try router.route(
+                Data(#"{"aps": {"alert": "one", "alert": "two"}, "homeport": {"s": "\#(a)", \#(code)}}"#.utf8),
+                among: try servers())
+        }
+        for alert in ["42", "[\"x\"]", "{\"title\": 5}"] {
+            #expect(throws: PushRoutingFailure.self, "alert \(alert)") {
+                try router.route(
+                    Data(#"{"aps": {"alert": \#(alert)}, "homeport": {"s": "\#(a)", \#(code)}}"#.utf8),
+                    among: try servers())
+            }
+        }
+    }
+
+    @Test("a silent push is written without an alert, and read back the same")
+    func silentRoundTrip() throws {
+        let silent = PushPayload(
+            aps: .init(alert: nil, mutableContent: nil, contentAvailable: 1),
+            appData: PushAppData(s: a, c: "homeport/core:sync", id: nil, mv: nil))
+        let bytes = try silent.encoded()
+        #expect(String(decoding: bytes, as: UTF8.self).hasPrefix(#"{"aps":{"content-available":1},"#))
+        #expect(try PushPayload(decoding: bytes) == silent)
+    }
+
     @Test("an s that names no enrolled server is nobody's, even with a single server enrolled")
     func unknownServerFailsClosed() throws {
         let stranger = InstanceID(UUID())

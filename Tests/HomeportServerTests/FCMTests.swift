@@ -87,7 +87,7 @@ struct FCMTests {
                 withJSONObject: ["data": first.data, "notification": ["title": first.title ?? "", "body": "There"]])
             let read = try PushPayload(decodingFCM: message)
             #expect(read.appData?.s?.description == instance && read.appData?.id == 7)
-            #expect(read.aps.threadID == "\(instance):chat:42" && read.aps.alert.title == "Hello")
+            #expect(read.aps.threadID == "\(instance):chat:42" && read.aps.alert?.title == "Hello")
             #expect(first.ttl.map { (86000...86400).contains(Int($0.dropLast()) ?? 0) } == true, "\(first.ttl ?? "")")
             #expect(try server.outboxRows().isEmpty)
         }
