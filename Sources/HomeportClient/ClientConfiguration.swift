@@ -44,6 +44,14 @@ public struct ClientConfiguration: Sendable {
     /// on Linux, `SystemNetworkPath.current` reads the default route cheaply.
     public var networkPathSource: (@Sendable () -> String)?
 
+    /// Called before each API request of ``HomeportClient/send(_:_:to:json:headers:)`` and
+    /// ``HomeportClient/send(_:_:to:json:headers:as:decoder:)`` goes, with what the app may see
+    /// and change of it: to log it, or to add conditional and language fields
+    /// (``HomeportClient/extraHeaderNames``). It never sees the session token, and a field it
+    /// adds that is not one of those (an `Authorization`, a cookie, a `Host`) fails the request
+    /// with nothing sent.
+    public var requestHook: (@Sendable (inout OutgoingRequest) -> Void)?
+
     /// The defaults.
     public init() {}
 }

@@ -29,6 +29,30 @@ extension HomeportClient {
         try await exchange(method, path, to: server, json: json, headers: headers).answer
     }
 
+    /// ``send(_:_:to:json:headers:)``, with the answer read as `type`: a 2xx answer in JSON is
+    /// decoded with `decoder`, and anything else throws — the server's refusal, with its code,
+    /// message and field (``ClientError/refused(address:status:code:message:field:)``), or
+    /// ``ClientError/badAnswer(address:detail:)`` for an answer that is not JSON or not that
+    /// type (an HTML page from something in between, say). Text the server wrote into the
+    /// value is as it sent it.
+    public func send<Value: Decodable>(
+        _ method: String = "GET", _ path: String, to server: String, json: Data? = nil,
+        headers: [String: String] = [:], as type: Value.Type, decoder: JSONDecoder = JSONDecoder()
+    ) async throws -> Value {
+        let answer = try await send(method, path, to: server, json: json, headers: headers)
+        guard (200...299).contains(answer.response.status) else { throw Self.refusal(answer) }
+        guard answer.response.isJSON else {
+            throw ClientError.badAnswer(
+                address: answer.via.url, detail: "\(path) answered \(answer.response.kind), not JSON")
+        }
+        do {
+            return try decoder.decode(Value.self, from: answer.response.body)
+        } catch {
+            throw ClientError.badAnswer(
+                address: answer.via.url, detail: "\(path) answered JSON that is not \(Value.self): \(error)")
+        }
+    }
+
     /// ``send(_:_:to:json:headers:)``, also saying how the answering address was chosen.
     func exchange(
         _ method: String, _ path: String, to server: String, json: Data? = nil, headers: [String: String] = [:]
@@ -42,12 +66,15 @@ extension HomeportClient {
                 "an API path starts with / and has no spaces, '#' or control characters: '\(ServerText.clean(path, limit: 80))'"
             )
         }
+        var record = try directory.find(server)
+        var outgoing = OutgoingRequest(method: method, path: path, server: record.key, headers: headers)
+        configuration.requestHook?(&outgoing)
+        let headers = outgoing.headers
         if let refused = headers.keys.first(where: { !Self.extraHeaderNames.contains($0.lowercased()) }) {
             throw ClientError.invalidInput(
                 "the header \(ServerText.clean(refused, limit: 80)) cannot be added to an API request; only "
                     + Self.extraHeaderNames.sorted().joined(separator: ", "))
         }
-        var record = try directory.find(server)
         guard !record.signedOut, let token = try vault.token(for: record.key) else {
             throw ClientError.signedOut(server: record.key)
         }
