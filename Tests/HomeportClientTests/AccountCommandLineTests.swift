@@ -40,8 +40,10 @@ struct AccountCommandLineTests {
 
         #expect(try run(["password", "reset", primary, "--email", "ada@example.com", "--allow-http"]).status == 0)
         let key = try #require(mailedKey(mine.directory.file("outbox")))
+        // Another first character (a key that starts with "x" already is one in 64).
+        let wrongReset = (key.first == "x" ? "y" : "x") + key.dropFirst()
         let wrongKey = try run(
-            ["password", "reset", primary, "--key", "x" + key.dropFirst(), "--password-stdin", "--allow-http"],
+            ["password", "reset", primary, "--key", wrongReset, "--password-stdin", "--allow-http"],
             input: "a brand new password\n")
         #expect(wrongKey.status == 1 && wrongKey.error.contains("reset token was invalid"), "\(wrongKey.error)")
         #expect(try run(["whoami", server]).status == 0, "a wrong key changed nothing")
