@@ -160,6 +160,19 @@ public final class ServerDirectory: Sendable {
         }
     }
 
+    /// Saves `record` unless a record of the same server is stored already (its key, or its
+    /// primary address): then that one is returned and nothing changes. One step under the file's
+    /// lock, so a sign-in saved meanwhile is never replaced by a record without its session.
+    func insertIfAbsent(_ record: ServerRecord) throws -> ServerRecord {
+        try file.change { servers in
+            if let stored = servers.first(where: { $0.key == record.key || $0.primary.url == record.primary.url }) {
+                return stored
+            }
+            servers.append(record)
+            return record
+        }
+    }
+
     /// Reads, changes and saves the record stored under `key` in one step, so that a change made
     /// meanwhile (an address removed, the server removed) is never undone by a stale copy.
     /// Returns the saved record, or `nil` when there is no such record any more.
