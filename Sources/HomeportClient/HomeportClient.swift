@@ -18,6 +18,8 @@ public final class HomeportClient: Sendable {
     /// Limits and timings.
     public let configuration: ClientConfiguration
     let onEvent: @Sendable (ClientEvent) -> Void
+    /// The listeners of ``events``.
+    let eventListeners = Broadcast<ClientEvent>()
     private let state: Mutex<PathState>
     /// Notification streams open now: a network-path change ends them (they reconnect on the new path).
     let openStreams = OpenStreams()
@@ -39,9 +41,19 @@ public final class HomeportClient: Sendable {
         self.vault = vault
         self.transport = PinningTransport(base: transport, directory: directory, pairings: pairings)
         self.configuration = configuration
-        self.onEvent = onEvent
+        let listeners = eventListeners
+        self.onEvent = { event in
+            onEvent(event)
+            listeners.send(event)
+        }
         self.state = Mutex(PathState(path: networkPath))
     }
+
+    /// What the client tells the app (an identity change, a sign-out, a session replaced, …), as
+    /// they happen from now on: each access is a stream of its own, so any number of parts of the
+    /// app may listen (a view, a model, a logger); one that stops listening is let go, and one
+    /// that falls behind keeps the newest 256. The closure given at `init` hears them too.
+    public var events: AsyncStream<ClientEvent> { eventListeners.stream() }
 
     /// The platform's transport: libcurl on Linux, URLSession elsewhere. It uses no proxy unless
     /// `proxy` names one (never one from the environment): a proxy sees every request, tokens

@@ -111,6 +111,8 @@ public final class ServerDirectory: Sendable {
     /// The device's push token and the registration made with each server (`push-devices.json`).
     public let devices: DeviceRegistry
     private let file: SharedJSONFile<[ServerRecord]>
+    /// The listeners of ``changes``.
+    private let listeners = Broadcast<[ServerRecord]>(buffer: 16)
 
     /// Loads the directory from `directory/servers.json` (empty when the file does not exist),
     /// with the catalogues and push registrations kept beside it.
@@ -129,6 +131,26 @@ public final class ServerDirectory: Sendable {
 
     /// Every server, as stored now.
     public var all: [ServerRecord] { file.value }
+
+    /// The servers as stored now, then again after every change made through this directory (an
+    /// enrolment, a sign-in or sign-out, an address added or moved, a label, a removal): what a
+    /// server list observes instead of reading the directory again after each call. Each access
+    /// is a stream of its own. A change another process makes is seen with the next change made
+    /// here, or by reading ``all``.
+    public var changes: AsyncStream<[ServerRecord]> { listeners.stream(startingWith: all) }
+
+    /// Changes the file, then tells the listeners when the servers are not what they were.
+    private func changeFile<T>(_ body: (inout [ServerRecord]) throws -> T) throws -> T {
+        var changed: [ServerRecord]?
+        let result = try file.change { servers in
+            let before = servers
+            let result = try body(&servers)
+            if servers != before { changed = servers }
+            return result
+        }
+        if let changed { listeners.send(changed) }
+        return result
+    }
 
     /// The server with this key.
     public func server(_ key: String) -> ServerRecord? { all.first { $0.key == key } }
@@ -153,7 +175,7 @@ public final class ServerDirectory: Sendable {
 
     /// Inserts or replaces the record stored under `previousKey` (or under its own key), then saves.
     public func save(_ record: ServerRecord, replacing previousKey: String? = nil) throws {
-        try file.change { servers in
+        try changeFile { servers in
             let key = previousKey ?? record.key
             servers.removeAll { $0.key == key || $0.key == record.key }
             servers.append(record)
@@ -164,7 +186,7 @@ public final class ServerDirectory: Sendable {
     /// primary address): then that one is returned and nothing changes. One step under the file's
     /// lock, so a sign-in saved meanwhile is never replaced by a record without its session.
     func insertIfAbsent(_ record: ServerRecord) throws -> ServerRecord {
-        try file.change { servers in
+        try changeFile { servers in
             if let stored = servers.first(where: { $0.key == record.key || $0.primary.url == record.primary.url }) {
                 return stored
             }
@@ -188,7 +210,7 @@ public final class ServerDirectory: Sendable {
     func rewrite(_ key: String, _ change: (inout ServerRecord, _ others: [ServerRecord]) throws -> Void) throws
         -> ServerRecord?
     {
-        try file.change { servers in
+        try changeFile { servers in
             guard let index = servers.firstIndex(where: { $0.key == key }) else { return nil }
             var record = servers[index]
             let others = servers.enumerated().filter { $0.offset != index }.map(\.element)
@@ -238,6 +260,6 @@ public final class ServerDirectory: Sendable {
 
     /// Removes a server's record, then saves.
     public func remove(_ key: String) throws {
-        try file.change { servers in servers.removeAll { $0.key == key } }
+        try changeFile { servers in servers.removeAll { $0.key == key } }
     }
 }
