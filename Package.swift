@@ -122,6 +122,12 @@ let package = Package(
         ),
 
         // Tests.
+        // Every Swift block of the client's iOS article, compiled (with stand-ins for what only
+        // Apple's SDKs have); ClientArticleSnippetTests checks the blocks are these.
+        .target(
+            name: "HomeportClientSnippets", dependencies: ["HomeportClient", "HomeportWire"],
+            path: "Tests/HomeportClientSnippets"
+        ),
         .target(
             name: "HomeportTestSupport",
             dependencies: ["HomeportStorage", "HomeportLogging", "HomeportServer", "HomeportClient", "HomeportCrypto"],
@@ -136,7 +142,9 @@ let package = Package(
         ),
         .testTarget(
             name: "HomeportClientTests",
-            dependencies: ["HomeportClient", "HomeportCrypto", "HomeportTestSupport", "HomeportWire"]
+            dependencies: [
+                "HomeportClient", "HomeportClientSnippets", "HomeportCrypto", "HomeportTestSupport", "HomeportWire",
+            ]
         ),
         .testTarget(
             name: "HomeportHTTPTests",
