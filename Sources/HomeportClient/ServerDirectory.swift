@@ -3,8 +3,11 @@ import HomeportWire
 
 /// One enrolled server: its identity, its account, and every address that reaches it.
 public struct ServerRecord: Codable, Hashable, Sendable {
-    /// The installation's id once known (the key the server is stored under).
-    public var instanceID: InstanceID?
+    /// The installation's id once known (the key the server is stored under). When it changes
+    /// (an identity reset), ``localID`` stays.
+    public var instanceID: InstanceID? {
+        willSet { pinLocalID() }
+    }
     /// The product name it announced (control characters removed).
     public var product: String?
     /// The protocol version it announced; `nil` in records written before it was kept (version 1).
@@ -12,7 +15,9 @@ public struct ServerRecord: Codable, Hashable, Sendable {
     /// The account signed in there.
     public var email: String
     /// The address the user signed in with.
-    public var primary: ServerAddress
+    public var primary: ServerAddress {
+        willSet { pinLocalID() }
+    }
     /// Further addresses, in the user's order of preference.
     public var alternatives: [Alternative]
     /// The address the last successful choice took.
@@ -34,6 +39,49 @@ public struct ServerRecord: Codable, Hashable, Sendable {
     /// Once pinned, an address is the installation only if it proves this key; `nil` for a server
     /// without one (it proves nothing beyond its id).
     public var publicKey: String?
+    /// ``localID`` once given or pinned; `nil` in a record written before it was kept.
+    private var storedLocalID: UUID?
+
+    /// This device's own handle for the server, fixed when it was enrolled: it stays the same when
+    /// the server's ``key`` changes (an identity reset gives it a new instance id; an older
+    /// server's key is its primary URL), so an app may keep it (`@SceneStorage`, a selection, a
+    /// navigation path) and every call that names a server takes it. A record written before it
+    /// was kept gets one derived from its key, kept from the first change on.
+    public var localID: UUID { storedLocalID ?? Self.derivedLocalID(key) }
+
+    private enum CodingKeys: String, CodingKey {
+        case instanceID, product, protocolVersion, email, primary, alternatives, lastWinner, signedOut, signedInPath,
+            label, roundTrips, publicKey
+        case storedLocalID = "localID"
+    }
+
+    /// Keeps the handle the record has now, before its key changes.
+    private mutating func pinLocalID() {
+        if storedLocalID == nil { storedLocalID = localID }
+    }
+
+    /// A handle for a record written before handles were kept: the same every time it is read
+    /// (FNV-1a over the key, twice), so it holds until it is stored.
+    static func derivedLocalID(_ key: String) -> UUID {
+        func fnv(_ seed: UInt64) -> UInt64 {
+            var hash = seed
+            for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+            return hash
+        }
+        let (high, low) = (fnv(0xCBF2_9CE4_8422_2325), fnv(0x8422_2325_CBF2_9CE4))
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for index in 0..<8 {
+            bytes[index] = UInt8(truncatingIfNeeded: high >> (8 * index))
+            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (8 * index))
+        }
+        bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8: made by this library's own rule
+        bytes[8] = (bytes[8] & 0x3F) | 0x80
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
+    }
 
     /// Creates a record.
     public init(
@@ -49,6 +97,7 @@ public struct ServerRecord: Codable, Hashable, Sendable {
         self.lastWinner = lastWinner
         self.signedOut = signedOut
         self.signedInPath = signedInPath
+        storedLocalID = UUID()
     }
 
     /// The round trip `url` took on `path`, as last stored.
@@ -155,10 +204,15 @@ public final class ServerDirectory: Sendable {
     /// The server with this key.
     public func server(_ key: String) -> ServerRecord? { all.first { $0.key == key } }
 
-    /// Finds a server by instance id, label (in any case), primary URL, or unique id prefix.
+    /// The server whose handle is `localID` (``ServerRecord/localID``), whatever its key now.
+    public func server(_ localID: UUID) -> ServerRecord? { all.first { $0.localID == localID } }
+
+    /// Finds a server by its handle (``ServerRecord/localID``), instance id, label (in any case),
+    /// primary URL, or unique id prefix.
     public func find(_ text: String) throws -> ServerRecord {
         let all = self.all
         if let exact = all.first(where: { $0.key == text || $0.primary.url == text }) { return exact }
+        if let handle = UUID(uuidString: text), let held = all.first(where: { $0.localID == handle }) { return held }
         if let labelled = all.first(where: { $0.label.map { Self.sameLabel($0, text) } ?? false }) {
             return labelled
         }

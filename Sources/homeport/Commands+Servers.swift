@@ -25,7 +25,8 @@ extension Commands {
             try printJSON(
                 records.map { record -> [String: Any] in
                     [
-                        "server": record.key, "label": record.label ?? NSNull(),
+                        "server": record.key, "handle": record.localID.uuidString.lowercased(),
+                        "label": record.label ?? NSNull(),
                         "instanceId": record.instanceID?.description ?? NSNull(),
                         "product": record.product ?? NSNull(), "email": record.email, "primary": record.primary.url,
                         "signedIn": !record.signedOut, "keyFingerprint": record.keyFingerprint ?? NSNull(),

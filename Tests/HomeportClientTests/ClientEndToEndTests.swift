@@ -156,6 +156,10 @@ struct ClientEndToEndTests {
         let updated = try client.directory.find(new.description)
         #expect(updated.alternatives.allSatisfy { !$0.isVerified })
         #expect(try await client.appInfo(new.description).info.instanceId == new, "the primary keeps working")
+        // The app's handle is the same after the reset: stored before, it names the moved record.
+        #expect(updated.localID == record.localID && updated.key != record.key)
+        #expect(client.directory.server(record.localID)?.key == new.description)
+        #expect(try await client.appInfo(record.localID.uuidString).info.instanceId == new, "calls take the handle")
     }
 
     @Test("logout with the server stopped still erases the local session; a revoked token signs the account out")

@@ -1,0 +1,52 @@
+import Foundation
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+@testable import HomeportClient
+
+@Suite("A server's handle on this device: fixed at enrolment, through every change of its key")
+struct ServerHandleTests {
+    @Test("an identity change or a moved primary keeps the handle; find takes it; two records never share one")
+    func kept() throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let directory = try ServerDirectory(directory: home.file("state"))
+        let ada = try record(InstanceID(UUID()), primary: "http://127.0.0.1:1")
+        let older = try record(nil, primary: "http://127.0.0.1:2")
+        #expect(ada.localID != older.localID)
+        try directory.save(ada)
+        try directory.save(older)
+        let reset = InstanceID(UUID())
+        let moved = try #require(try directory.update(ada.key) { $0.instanceID = reset })
+        #expect(moved.key == reset.description && moved.localID == ada.localID)
+        // An older server's key is its primary URL: a new primary, the same handle.
+        let elsewhere = try #require(
+            try directory.update(older.key) {
+                $0.primary = try! ServerAddress(parsing: "http://127.0.0.1:3", allowHTTP: true)
+            })
+        #expect(elsewhere.key != older.key && elsewhere.localID == older.localID)
+        #expect(try directory.find(ada.localID.uuidString).key == reset.description)
+        #expect(directory.server(older.localID)?.primary.url == "http://127.0.0.1:3")
+    }
+
+    @Test("a record written before handles were kept gets the same one at every read, kept once its key changes")
+    func olderRecord() throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let id = InstanceID(UUID())
+        let state = home.file("state")
+        _ = try ServerDirectory(directory: state)
+        let written = try JSONEncoder().encode([try record(id, primary: "http://127.0.0.1:1")])
+        var objects = try #require(try JSONSerialization.jsonObject(with: written) as? [[String: Any]])
+        objects[0]["localID"] = nil
+        try JSONSerialization.data(withJSONObject: objects).write(to: URL(fileURLWithPath: state + "/servers.json"))
+        let first = try ServerDirectory(directory: state).all[0].localID
+        let again = try ServerDirectory(directory: state).all[0].localID
+        #expect(first == again, "derived from the key, the same every time")
+        let directory = try ServerDirectory(directory: state)
+        let reset = try #require(try directory.update(id.description) { $0.instanceID = InstanceID(UUID()) })
+        #expect(reset.localID == first, "pinned before the key changed")
+        #expect(try ServerDirectory(directory: state).all[0].localID == first, "and stored")
+    }
+}
