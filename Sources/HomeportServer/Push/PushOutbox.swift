@@ -103,6 +103,36 @@ struct PushOutbox {
         }
     }
 
+    /// Holds `ids` for `claimant` until `until` (a batch claimed while the one before was out,
+    /// about to go), and returns those it still held: a row whose lease ran out and that another
+    /// sender claimed meanwhile is that sender's now, and is not sent here.
+    func renew(_ ids: [Int64], for claimant: String, until: Int64) throws -> Set<Int64> {
+        var held: Set<Int64> = []
+        for chunk in stride(from: 0, to: ids.count, by: 500).map({ Array(ids[$0..<min($0 + 500, ids.count)]) }) {
+            let placeholders = (3..<(chunk.count + 3)).map { "$\($0)" }.joined(separator: ", ")
+            let rows = try db.execute(
+                """
+                UPDATE push_outbox SET claimed_until = $1
+                WHERE claimed_by = $2 AND state = 'sending' AND id IN (\(placeholders)) RETURNING id
+                """, [.integer(until), .text(claimant)] + chunk.map(SQLValue.integer))
+            held.formUnion(rows.compactMap { $0.int(at: 0) })
+        }
+        return held
+    }
+
+    /// Gives back rows `claimant` claimed and did not send (a stop came first): due again at
+    /// once, for any sender.
+    func release(_ ids: [Int64], by claimant: String) throws {
+        for chunk in stride(from: 0, to: ids.count, by: 500).map({ Array(ids[$0..<min($0 + 500, ids.count)]) }) {
+            let placeholders = (2..<(chunk.count + 2)).map { "$\($0)" }.joined(separator: ", ")
+            try db.execute(
+                """
+                UPDATE push_outbox SET state = 'pending', claimed_by = NULL, claimed_until = NULL
+                WHERE claimed_by = $1 AND state = 'sending' AND id IN (\(placeholders))
+                """, [.text(claimant)] + chunk.map(SQLValue.integer))
+        }
+    }
+
     /// Deletes the pushes waiting for these devices (an account that is deleted); one being sent
     /// right now is not recalled.
     func deletePending(deviceTokens: [String]) throws {

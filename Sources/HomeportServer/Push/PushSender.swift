@@ -12,7 +12,7 @@ import Synchronization
 /// own, never the same), hands them as one batch to its transport (APNs itself, as HTTP/2
 /// streams, or a push gateway), and records each outcome, in one transaction per batch. While a
 /// batch is out, the thread records the one before and claims the next, so the database's work
-/// and the push services' overlap.
+/// and the push services' overlap (a batch claimed that way has its lease renewed as it goes).
 ///
 /// Outcomes (a Web Push service's answers are mapped onto Apple's by ``WebPushDelivery``):
 /// delivered rows are deleted; `410 Unregistered` deletes the registration unless it
@@ -106,8 +106,10 @@ final class PushSender: Service, @unchecked Sendable {
 
     /// Batches one after another until none is due or the thread stops; returns how many rows it
     /// handled. Each batch goes out on another thread while this one records the batch before and
-    /// claims the next; a batch is claimed only while the thread is not stopping, so every
-    /// claimed batch is sent and recorded before it returns.
+    /// claims the next. A batch claimed while the one before was out has its lease renewed as it
+    /// goes (a row another sender took over meanwhile is left to it), so no batch is sent past its
+    /// lease; one claimed when the thread is stopping, or when the run ends in an error, is given
+    /// back unsent, due at once.
     private func drainWhileDue(_ thread: ServiceThread) throws -> Int {
         var items = try claim()
         guard !items.isEmpty else {
@@ -116,7 +118,21 @@ final class PushSender: Service, @unchecked Sendable {
         }
         var handled = 0
         var sent: (items: [OutboxItem], responses: [APNsResponse])?
+        var first = true
         while !items.isEmpty {
+            if !first {
+                if thread.isStopping {
+                    try release(items)
+                    break
+                }
+                let held = try database.transaction {
+                    try PushOutbox($0).renew(
+                        items.map(\.id), for: claimant, until: clock.unixSeconds + lease)
+                }
+                items = items.filter { held.contains($0.id) }
+                if items.isEmpty { break }
+            }
+            first = false
             let delivery = Delivery(transport, items)
             var failure: (any Error)?
             var next: [OutboxItem] = []
@@ -127,12 +143,19 @@ final class PushSender: Service, @unchecked Sendable {
                 failure = error
             }
             sent = nil
-            // A transport that throws sent nothing: the rows wait out their lease and go again
-            // (with those claimed next, if any).
-            let responses = try delivery.wait()
+            let responses: [APNsResponse]
+            do {
+                responses = try delivery.wait()
+            } catch {
+                // A transport that throws sent nothing: these rows wait out their lease and go
+                // again; those claimed next are given back.
+                try? release(next)
+                throw error
+            }
             if let failure {
-                // Sent, not recorded: recorded now, before the error ends the run (the rows
-                // claimed next, if any, wait out their lease).
+                // Sent, not recorded: recorded now, before the error ends the run; those claimed
+                // next are given back.
+                try? release(next)
                 try record(items, responses, now: clock.unixSeconds)
                 throw failure
             }
@@ -142,6 +165,12 @@ final class PushSender: Service, @unchecked Sendable {
         }
         if let sent { try record(sent.items, sent.responses, now: clock.unixSeconds) }
         return handled
+    }
+
+    /// Gives back claimed rows that were not sent.
+    private func release(_ items: [OutboxItem]) throws {
+        guard !items.isEmpty else { return }
+        try database.transaction { try PushOutbox($0).release(items.map(\.id), by: claimant) }
     }
 
     /// Due rows, claimed for this sender.
