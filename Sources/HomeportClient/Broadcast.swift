@@ -12,15 +12,16 @@ final class Broadcast<Value: Sendable>: Sendable {
         self.buffer = buffer
     }
 
-    /// A new listener's stream, starting with `first` when there is one.
-    func stream(startingWith first: Value? = nil) -> AsyncStream<Value> {
+    /// A new listener's stream, starting with what `first` gives once it listens (so a value
+    /// sent meanwhile is not missed).
+    func stream(startingWith first: () -> Value? = { nil }) -> AsyncStream<Value> {
         let (stream, continuation) = AsyncStream.makeStream(of: Value.self, bufferingPolicy: .bufferingNewest(buffer))
         let id = UUID()
         listeners.withLock { $0[id] = continuation }
         continuation.onTermination = { [weak self] _ in
             _ = self?.listeners.withLock { $0.removeValue(forKey: id) }
         }
-        if let first { continuation.yield(first) }
+        if let first = first() { continuation.yield(first) }
         return stream
     }
 

@@ -46,10 +46,9 @@ public struct ClientConfiguration: Sendable {
 
     /// Called before each API request of ``HomeportClient/send(_:_:to:json:headers:)`` and
     /// ``HomeportClient/send(_:_:to:json:headers:as:decoder:)`` goes, with what the app may see
-    /// and change of it: to log it, or to add conditional and language fields
-    /// (``HomeportClient/extraHeaderNames``). It never sees the session token, and a field it
-    /// adds that is not one of those (an `Authorization`, a cookie, a `Host`) fails the request
-    /// with nothing sent.
+    /// and change of it: to log it, or to add `Accept-Language`. It never sees the session token,
+    /// and anything else it sets (an `Authorization`, a cookie, a `Host`, a field its caller set,
+    /// a value with a line break) fails the request with nothing sent.
     public var requestHook: (@Sendable (inout OutgoingRequest) -> Void)?
 
     /// The defaults.

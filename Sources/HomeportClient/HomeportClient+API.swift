@@ -67,13 +67,30 @@ extension HomeportClient {
             )
         }
         var record = try directory.find(server)
-        var outgoing = OutgoingRequest(method: method, path: path, server: record.key, headers: headers)
-        configuration.requestHook?(&outgoing)
-        let headers = outgoing.headers
         if let refused = headers.keys.first(where: { !Self.extraHeaderNames.contains($0.lowercased()) }) {
             throw ClientError.invalidInput(
                 "the header \(ServerText.clean(refused, limit: 80)) cannot be added to an API request; only "
                     + Self.extraHeaderNames.sorted().joined(separator: ", "))
+        }
+        var outgoing = OutgoingRequest(method: method, path: path, server: record.key, headers: headers)
+        configuration.requestHook?(&outgoing)
+        // The hook adds the language, and changes nothing the caller set: a condition the caller
+        // reads the answer by (a catalogue's If-None-Match) stays the caller's.
+        let added = Set(outgoing.headers.keys).subtracting(headers.keys)
+        if let refused = added.first(where: { $0.lowercased() != "accept-language" })
+            ?? headers.keys.first(where: { outgoing.headers[$0] != headers[$0] })
+        {
+            throw ClientError.invalidInput(
+                "the request hook cannot set \(ServerText.clean(refused, limit: 80)); it may add Accept-Language only")
+        }
+        let headers = outgoing.headers
+        // A value is one line of text: a line break would add a field (a Host) of its own.
+        if let broken = headers.first(where: {
+            $0.value.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }
+        }) {
+            throw ClientError.invalidInput(
+                "the header \(ServerText.clean(broken.key, limit: 80)) has a line break or a control character in its value"
+            )
         }
         guard !record.signedOut, let token = try vault.token(for: record.key) else {
             throw ClientError.signedOut(server: record.key)

@@ -55,6 +55,12 @@ extension HomeportClient {
     /// ``addAddress(_:to:)``'s, which verifies it.
     public func enroll(at address: ServerAddress) async throws -> ServerRecord {
         let preview = try await identify(at: address)
+        // The primary of a server kept here that now answers as another installation: not this one.
+        if let kept = directory.all.first(where: { $0.primary.url == preview.address.url }),
+            let id = kept.instanceID, id != preview.identity.instanceId
+        {
+            throw ClientError.identityMismatch(address: preview.address.url, seen: preview.identity.instanceId)
+        }
         try checkPairing(
             at: preview.address, instanceID: preview.identity.instanceId, publicKey: preview.identity.publicKey)
         var record = ServerRecord(

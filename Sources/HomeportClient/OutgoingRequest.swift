@@ -8,8 +8,9 @@ public struct OutgoingRequest: Sendable {
     public let path: String
     /// The server it goes to (its key).
     public let server: String
-    /// The fields the app adds: conditional and language ones only
-    /// (``HomeportClient/extraHeaderNames``).
+    /// The fields the request carries besides the client's own: those its caller set
+    /// (conditional and language ones, ``HomeportClient/extraHeaderNames``), which the hook may
+    /// read but not change, and `Accept-Language`, which it may add.
     public var headers: [String: String]
 
     /// A request about to go.

@@ -1,5 +1,6 @@
 import Foundation
 import HomeportWire
+import Synchronization
 
 /// One enrolled server: its identity, its account, and every address that reaches it.
 public struct ServerRecord: Codable, Hashable, Sendable {
@@ -53,6 +54,11 @@ public struct ServerRecord: Codable, Hashable, Sendable {
         case instanceID, product, protocolVersion, email, primary, alternatives, lastWinner, signedOut, signedInPath,
             label, roundTrips, publicKey
         case storedLocalID = "localID"
+    }
+
+    /// Takes `other`'s handle: the same server, saved over it.
+    mutating func keepHandle(of other: ServerRecord) {
+        storedLocalID = other.localID
     }
 
     /// Keeps the handle the record has now, before its key changes.
@@ -162,6 +168,9 @@ public final class ServerDirectory: Sendable {
     private let file: SharedJSONFile<[ServerRecord]>
     /// The listeners of ``changes``.
     private let listeners = Broadcast<[ServerRecord]>(buffer: 16)
+    /// The changes made through this directory, counted under the file's lock, and the newest
+    /// told: a change told late (its thread was slower) never follows a newer one.
+    private let versions = Mutex((made: 0, told: 0))
 
     /// Loads the directory from `directory/servers.json` (empty when the file does not exist),
     /// with the catalogues and push registrations kept beside it.
@@ -186,18 +195,30 @@ public final class ServerDirectory: Sendable {
     /// server list observes instead of reading the directory again after each call. Each access
     /// is a stream of its own. A change another process makes is seen with the next change made
     /// here, or by reading ``all``.
-    public var changes: AsyncStream<[ServerRecord]> { listeners.stream(startingWith: all) }
+    public var changes: AsyncStream<[ServerRecord]> { listeners.stream { self.all } }
 
     /// Changes the file, then tells the listeners when the servers are not what they were.
     private func changeFile<T>(_ body: (inout [ServerRecord]) throws -> T) throws -> T {
-        var changed: [ServerRecord]?
+        var changed: (servers: [ServerRecord], version: Int)?
         let result = try file.change { servers in
             let before = servers
             let result = try body(&servers)
-            if servers != before { changed = servers }
+            if servers != before {
+                let version = versions.withLock { versions in
+                    versions.made += 1
+                    return versions.made
+                }
+                changed = (servers, version)
+            }
             return result
         }
-        if let changed { listeners.send(changed) }
+        if let changed {
+            versions.withLock { versions in
+                guard changed.version > versions.told else { return }
+                versions.told = changed.version
+                listeners.send(changed.servers)
+            }
+        }
         return result
     }
 
@@ -231,6 +252,11 @@ public final class ServerDirectory: Sendable {
     public func save(_ record: ServerRecord, replacing previousKey: String? = nil) throws {
         try changeFile { servers in
             let key = previousKey ?? record.key
+            var record = record
+            // The server's handle stays: a record saved over one of the same server keeps its id.
+            if let kept = servers.first(where: { $0.key == key }) ?? servers.first(where: { $0.key == record.key }) {
+                record.keepHandle(of: kept)
+            }
             servers.removeAll { $0.key == key || $0.key == record.key }
             servers.append(record)
         }

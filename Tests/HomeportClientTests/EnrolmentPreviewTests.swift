@@ -102,5 +102,17 @@ struct EnrolmentPreviewTests {
             #expect(!listener.sawCredential, "\(what): no credential")
         }
         #expect(client.directory.all.isEmpty, "nothing was enrolled")
+
+        // A server kept here whose primary now answers as another installation is not enrolled again.
+        let other = try RecordingListener(behaviour: .routes([HomeportPath.serverIdentity: Peer.identity(stranger)]))
+        let kept = try record(InstanceID(UUID()), primary: other.url)
+        try client.directory.save(kept)
+        await #expect {
+            _ = try await client.enroll(at: try ServerAddress(parsing: other.url, allowHTTP: true))
+        } throws: { error in
+            guard case ClientError.identityMismatch(_, stranger) = error else { return false }
+            return true
+        }
+        #expect(client.directory.all == [kept])
     }
 }

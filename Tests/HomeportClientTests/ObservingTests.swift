@@ -24,10 +24,15 @@ struct ObservingTests {
         let (client, _) = try scriptedClient(home, record: try record(id, primary: server.url), events: heard)
         let first = client.events
         let second = client.events
-        let gone = Task { for await _ in client.events {} }
-        #expect(eventually { client.eventListeners.count == 3 })
+        // Taken here, so that it listens before its task runs.
+        let third = client.events
+        #expect(client.eventListeners.count == 3)
+        let gone = Task { for await _ in third {} }
         gone.cancel()
-        #expect(eventually { client.eventListeners.count == 2 }, "a listener that stopped is let go")
+        await gone.value
+        // Suspending between looks: a blocking wait would hold one of the pool's two threads.
+        let letGo = await eventually { () async -> Bool in client.eventListeners.count == 2 }
+        #expect(letGo, "a listener that stopped is let go")
 
         await #expect(throws: ClientError.signedOut(server: id.description)) {
             _ = try await client.send("GET", HomeportPath.appInfo, to: id.description)

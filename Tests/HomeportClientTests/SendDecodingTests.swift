@@ -101,7 +101,7 @@ struct SendDecodingTests {
         #expect(head.lowercased().contains("accept-language: fr"))
         #expect(head.contains("s3cret-t0ken"), "the client still sends the token itself")
 
-        for field in ["X-Session-Token", "Authorization", "Cookie", "Host", "X-Forwarded-For"] {
+        for field in ["X-Session-Token", "Authorization", "Cookie", "Host", "X-Forwarded-For", "If-None-Match"] {
             let home = try TemporaryDirectory()
             defer { home.remove() }
             let (client, listener, server) = try self.client(
@@ -114,6 +114,31 @@ struct SendDecodingTests {
                 return text.contains(field)
             }
             #expect(!listener.requests.contains { $0.contains("/api/v1/shelf") }, "nothing was sent with \(field)")
+        }
+    }
+
+    @Test("a line break in a value never adds a field; the hook cannot change a condition its caller set")
+    func smuggled() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let route = ["/api/v1/shelf/1": RecordingListener.Canned(200, Peer.json, #"{"id":1,"title":"Dune"}"#)]
+        let (smuggler, smuggled, server) = try client(home, route) { request in
+            request.headers["Accept-Language"] = "en\r\nHost: other.internal"
+        }
+        let (plain, plainListener, _) = try client(home, route)
+        let (meddler, meddled, _) = try client(home, route) { request in request.headers["If-None-Match"] = "\"v9\"" }
+        let attempts: [(HomeportClient, RecordingListener, [String: String])] = [
+            (smuggler, smuggled, [:]), (plain, plainListener, ["Accept-Language": "en\nX-Session-Token: stolen"]),
+            (plain, plainListener, ["If-None-Match": "\"v1\"\u{0}"]), (meddler, meddled, ["If-None-Match": "\"v1\""]),
+        ]
+        for (client, listener, headers) in attempts {
+            await #expect {
+                _ = try await client.send("GET", "/api/v1/shelf/1", to: server.key, headers: headers, as: Shelf.self)
+            } throws: { error in
+                guard case ClientError.invalidInput = error else { return false }
+                return true
+            }
+            #expect(!listener.requests.contains { $0.contains("/api/v1/shelf") }, "nothing was sent: \(headers)")
         }
     }
 }

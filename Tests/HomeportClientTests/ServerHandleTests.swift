@@ -30,6 +30,20 @@ struct ServerHandleTests {
         #expect(directory.server(older.localID)?.primary.url == "http://127.0.0.1:3")
     }
 
+    @Test("a record saved over one of the same server keeps its handle (a sign-in racing an enrolment)")
+    func savedOver() throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let directory = try ServerDirectory(directory: home.file("state"))
+        let id = InstanceID(UUID())
+        let enrolled = try record(id, primary: "http://127.0.0.1:1")
+        try directory.save(enrolled)
+        let signedIn = try record(id, primary: "http://127.0.0.1:1")
+        #expect(signedIn.localID != enrolled.localID, "made afresh")
+        try directory.save(signedIn)
+        #expect(directory.all.count == 1 && directory.all[0].localID == enrolled.localID)
+    }
+
     @Test("a record written before handles were kept gets the same one at every read, kept once its key changes")
     func olderRecord() throws {
         let home = try TemporaryDirectory()
