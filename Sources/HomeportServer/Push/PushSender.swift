@@ -121,16 +121,22 @@ final class PushSender: Service, @unchecked Sendable {
         var first = true
         while !items.isEmpty {
             if !first {
-                if thread.isStopping {
-                    try release(items)
-                    break
+                do {
+                    if thread.isStopping {
+                        try release(items)
+                        break
+                    }
+                    let held = try database.transaction {
+                        try PushOutbox($0).renew(
+                            items.map(\.id), for: claimant, until: clock.unixSeconds + lease)
+                    }
+                    items = items.filter { held.contains($0.id) }
+                    if items.isEmpty { break }
+                } catch {
+                    // The batch before was sent: it is recorded before the error ends the run.
+                    if let sent { try? record(sent.items, sent.responses, now: clock.unixSeconds) }
+                    throw error
                 }
-                let held = try database.transaction {
-                    try PushOutbox($0).renew(
-                        items.map(\.id), for: claimant, until: clock.unixSeconds + lease)
-                }
-                items = items.filter { held.contains($0.id) }
-                if items.isEmpty { break }
             }
             first = false
             let delivery = Delivery(transport, items)
