@@ -60,9 +60,7 @@ struct GatewayDeviceStore {
     func registered(server: Int64, among tokens: [String]) throws -> [String: GatewayDevice] {
         var found: [String: GatewayDevice] = [:]
         let unique = Array(Set(tokens))
-        for start in stride(from: 0, to: unique.count, by: 500) {
-            let chunk = Array(unique[start..<min(start + 500, unique.count)])
-            let placeholders = (2...chunk.count + 1).map { "$\($0)" }.joined(separator: ", ")
+        for (chunk, placeholders) in SQLList.chunks(unique, first: 2) {
             for row in try db.execute(
                 """
                 SELECT token, provider, environment, endpoint, p256dh, auth FROM gateway_devices

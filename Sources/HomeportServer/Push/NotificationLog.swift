@@ -86,10 +86,7 @@ struct NotificationLog {
     func latest(userIDs: [Int64]) throws -> [Int64: Int64] {
         guard !userIDs.isEmpty else { return [:] }
         var result: [Int64: Int64] = [:]
-        for chunk in stride(from: 0, to: userIDs.count, by: 500).map({
-            Array(userIDs[$0..<min($0 + 500, userIDs.count)])
-        }) {
-            let placeholders = (1...chunk.count).map { "$\($0)" }.joined(separator: ", ")
+        for (chunk, placeholders) in SQLList.chunks(userIDs) {
             for row in try db.execute(
                 "SELECT user_id, MAX(seq) AS seq FROM notifications WHERE user_id IN (\(placeholders)) GROUP BY user_id",
                 chunk.map(SQLValue.integer))

@@ -97,8 +97,7 @@ struct PushOutbox {
 
     /// Deletes rows that were delivered (or whose device is gone).
     func delete(_ ids: [Int64]) throws {
-        for chunk in stride(from: 0, to: ids.count, by: 500).map({ Array(ids[$0..<min($0 + 500, ids.count)]) }) {
-            let placeholders = (1...chunk.count).map { "$\($0)" }.joined(separator: ", ")
+        for (chunk, placeholders) in SQLList.chunks(ids) {
             try db.execute("DELETE FROM push_outbox WHERE id IN (\(placeholders))", chunk.map(SQLValue.integer))
         }
     }
@@ -108,8 +107,7 @@ struct PushOutbox {
     /// sender claimed meanwhile is that sender's now, and is not sent here.
     func renew(_ ids: [Int64], for claimant: String, until: Int64) throws -> Set<Int64> {
         var held: Set<Int64> = []
-        for chunk in stride(from: 0, to: ids.count, by: 500).map({ Array(ids[$0..<min($0 + 500, ids.count)]) }) {
-            let placeholders = (3..<(chunk.count + 3)).map { "$\($0)" }.joined(separator: ", ")
+        for (chunk, placeholders) in SQLList.chunks(ids, first: 3) {
             let rows = try db.execute(
                 """
                 UPDATE push_outbox SET claimed_until = $1
@@ -123,8 +121,7 @@ struct PushOutbox {
     /// Gives back rows `claimant` claimed and did not send (a stop came first): due again at
     /// once, for any sender.
     func release(_ ids: [Int64], by claimant: String) throws {
-        for chunk in stride(from: 0, to: ids.count, by: 500).map({ Array(ids[$0..<min($0 + 500, ids.count)]) }) {
-            let placeholders = (2..<(chunk.count + 2)).map { "$\($0)" }.joined(separator: ", ")
+        for (chunk, placeholders) in SQLList.chunks(ids, first: 2) {
             try db.execute(
                 """
                 UPDATE push_outbox SET state = 'pending', claimed_by = NULL, claimed_until = NULL

@@ -138,9 +138,7 @@ struct SessionStore {
     /// Which of `keyHashes` name a live (present, unexpired) session.
     func live(keyHashes: [String], now: Int64) throws -> Set<String> {
         var live = Set<String>()
-        for start in stride(from: 0, to: keyHashes.count, by: 500) {
-            let chunk = keyHashes[start..<min(start + 500, keyHashes.count)]
-            let placeholders = (2...(chunk.count + 1)).map { "$\($0)" }.joined(separator: ", ")
+        for (chunk, placeholders) in SQLList.chunks(keyHashes, first: 2) {
             for row in try db.execute(
                 "SELECT key_hash FROM sessions WHERE expires_at > $1 AND key_hash IN (\(placeholders))",
                 [.integer(now)] + chunk.map(SQLValue.text))
