@@ -1,35 +1,10 @@
 import Foundation
+import HomeportTestSupport
 import Testing
 
 @Suite("The iOS article's Swift blocks are the ones HomeportClientSnippets compiles", .tags(.docs))
 struct ClientArticleSnippetTests {
     private static let article = "Sources/HomeportClient/HomeportClient.docc/IntegratingInAnIOSApp.md"
-
-    /// The ```swift blocks of a Markdown file, each as its lines.
-    private func blocks(_ path: String) throws -> [[String]] {
-        let text = try String(contentsOfFile: repositoryPath(path), encoding: .utf8)
-        var blocks: [[String]] = []
-        var current: [String]?
-        for line in text.components(separatedBy: "\n") {
-            if line.hasPrefix("```") {
-                if let open = current {
-                    blocks.append(open)
-                    current = nil
-                } else if line == "```swift" {
-                    current = []
-                }
-            } else {
-                current?.append(line)
-            }
-        }
-        return blocks
-    }
-
-    /// The repository's file at `path`.
-    private func repositoryPath(_ path: String) -> String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(path).path
-    }
 
     /// Lines without their indentation: a block wrapped in a function stands there indented.
     private func normalized(_ lines: [String]) -> [String] {
@@ -38,11 +13,11 @@ struct ClientArticleSnippetTests {
 
     @Test("every block of the article, and of docs/client.md, stands in the target as written; its imports too")
     func blocksAreCompiled() throws {
-        let folder = repositoryPath("Tests/HomeportClientSnippets")
+        let folder = repositoryFile("Tests/HomeportClientSnippets")
         let files = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".swift") }
         let compiled = try files.map { try String(contentsOfFile: folder + "/" + $0, encoding: .utf8) }
         let compiledLines = compiled.map { normalized($0.components(separatedBy: "\n")) }
-        let all = try blocks(Self.article) + blocks("docs/client.md")
+        let all = try swiftBlocks(inMarkdown: Self.article) + swiftBlocks(inMarkdown: "docs/client.md")
         #expect(all.count >= 12, "the article's blocks were found")
         for block in all {
             let imports = block.filter { $0.hasPrefix("import ") }

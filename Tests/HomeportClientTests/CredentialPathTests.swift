@@ -154,9 +154,3 @@ struct CredentialPathTests {
         }
     }
 }
-
-/// A file of this repository, by its path from the root.
-func repositoryFile(_ path: String) -> String {
-    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(path).path
-}

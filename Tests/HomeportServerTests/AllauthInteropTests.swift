@@ -681,9 +681,3 @@ struct AllauthInteropTests {
             Self.verificationSteps, homeportArguments: ["--email-verification", "code"], verifyByCode: true)
     }
 }
-
-/// A file of the repository, by its path from the root.
-func repositoryFile(_ path: String) -> String {
-    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(path).path
-}

@@ -11,29 +11,12 @@ import Testing
     import Glibc
 #endif
 
-/// The fenced blocks of docs/deploy.md: (language, label, text).
-private func deployBlocks() throws -> [(language: String, label: String, text: String)] {
-    let text = try String(contentsOfFile: repositoryFile("docs/deploy.md"), encoding: .utf8)
-    var blocks: [(String, String, String)] = []
-    var current: (String, String, [String])?
-    for line in text.components(separatedBy: "\n") {
-        if line.hasPrefix("```") {
-            if let open = current {
-                blocks.append((open.0, open.1, open.2.joined(separator: "\n") + "\n"))
-                current = nil
-            } else {
-                let words = line.dropFirst(3).split(separator: " ").map(String.init)
-                current = (words.first ?? "", words.dropFirst().first ?? "", [])
-            }
-        } else if current != nil {
-            current?.2.append(line)
-        }
-    }
-    return blocks
-}
-
 private func block(_ language: String, _ label: String = "") throws -> String {
-    guard let found = try deployBlocks().first(where: { $0.language == language && $0.label == label }) else {
+    guard
+        let found = try fencedBlocks(inMarkdown: "docs/deploy.md").first(where: {
+            $0.language == language && $0.label == label
+        })
+    else {
         throw RawHTTPError("docs/deploy.md has no ```\(language) \(label) block")
     }
     return found.text
@@ -53,7 +36,7 @@ private func runShell(_ script: String, _ environment: [String: String]) throws 
 struct DeployDocTests {
     @Test("every block of the page is one of the checked kinds")
     func everyBlockChecked() throws {
-        let kinds = try deployBlocks().map { "\($0.language) \($0.label)" }
+        let kinds = try fencedBlocks(inMarkdown: "docs/deploy.md").map { "\($0.language) \($0.label)" }
         #expect(
             Set(kinds) == [
                 "systemd ", "nginx ", "caddy ", "nginx forward-auth", "caddy forward-auth", "yaml traefik",

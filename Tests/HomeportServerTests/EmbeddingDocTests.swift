@@ -1,28 +1,9 @@
 import Foundation
+import HomeportTestSupport
 import Testing
 
 @Suite("docs/embedding.md shows the sample product's code as it is", .tags(.docs))
 struct EmbeddingDocTests {
-    /// The ```swift blocks of the guide.
-    private func swiftBlocks() throws -> [String] {
-        let text = try String(contentsOfFile: repositoryFile("docs/embedding.md"), encoding: .utf8)
-        var blocks: [String] = []
-        var current: [String]?
-        for line in text.components(separatedBy: "\n") {
-            if line.hasPrefix("```") {
-                if let open = current {
-                    blocks.append(open.joined(separator: "\n"))
-                    current = nil
-                } else if line == "```swift" {
-                    current = []
-                }
-            } else {
-                current?.append(line)
-            }
-        }
-        return blocks
-    }
-
     /// Every Swift file of Examples/BookOrbit (its manifest, sources and tests), joined.
     private func sampleText() throws -> String {
         let root = repositoryFile("Examples/BookOrbit")
@@ -34,7 +15,7 @@ struct EmbeddingDocTests {
 
     @Test("every Swift block is in the sample, which scripts/test builds (so the block compiles)")
     func blocksAreTheSample() throws {
-        let blocks = try swiftBlocks()
+        let blocks = try swiftBlocks(inMarkdown: "docs/embedding.md").map { $0.joined(separator: "\n") }
         #expect(blocks.count >= 6)
         let sample = try sampleText()
         #expect(sample.contains("ServerCommandLine.main(product: .bookOrbit)"))

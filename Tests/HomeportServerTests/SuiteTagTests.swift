@@ -1,4 +1,5 @@
 import Foundation
+import HomeportTestSupport
 import Testing
 
 @Suite(
