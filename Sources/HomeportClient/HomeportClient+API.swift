@@ -23,7 +23,7 @@ extension HomeportClient {
     /// `If-None-Match`, say); any other throws ``ClientError/invalidInput(_:)`` with nothing sent,
     /// so that no cookie, credential or `Host` is ever added to what the client sends.
     public func send(
-        _ method: String = "GET", _ path: String, to server: String, json: Data? = nil,
+        _ method: String = "GET", _ path: String, to server: some ServerReference, json: Data? = nil,
         headers: [String: String] = [:]
     ) async throws -> Answer {
         try await exchange(method, path, to: server, json: json, headers: headers).answer
@@ -36,7 +36,7 @@ extension HomeportClient {
     /// type (an HTML page from something in between, say). Text the server wrote into the
     /// value is as it sent it.
     public func send<Value: Decodable>(
-        _ method: String = "GET", _ path: String, to server: String, json: Data? = nil,
+        _ method: String = "GET", _ path: String, to server: some ServerReference, json: Data? = nil,
         headers: [String: String] = [:], as type: Value.Type, decoder: JSONDecoder = JSONDecoder()
     ) async throws -> Value {
         let answer = try await send(method, path, to: server, json: json, headers: headers)
@@ -55,7 +55,8 @@ extension HomeportClient {
 
     /// ``send(_:_:to:json:headers:)``, also saying how the answering address was chosen.
     func exchange(
-        _ method: String, _ path: String, to server: String, json: Data? = nil, headers: [String: String] = [:]
+        _ method: String, _ path: String, to server: some ServerReference, json: Data? = nil,
+        headers: [String: String] = [:]
     ) async throws
         -> (answer: Answer, choice: Choice)
     {
@@ -66,7 +67,7 @@ extension HomeportClient {
                 "an API path starts with / and has no spaces, '#' or control characters: '\(ServerText.clean(path, limit: 80))'"
             )
         }
-        var record = try directory.find(server)
+        var record = try server.record(in: directory)
         if let refused = headers.keys.first(where: { !Self.extraHeaderNames.contains($0.lowercased()) }) {
             throw ClientError.invalidInput(
                 "the header \(ServerText.clean(refused, limit: 80)) cannot be added to an API request; only "
@@ -232,7 +233,7 @@ extension HomeportClient {
     /// ``ClientEvent/identityChanged(server:old:new:unverifiedAlternatives:)``. An alternative that
     /// reports another id loses its verification instead, and the call throws
     /// ``ClientError/alternativeDisowned(address:seen:)``.
-    public func appInfo(_ server: String) async throws -> (info: AppInfo, via: ServerAddress) {
+    public func appInfo(_ server: some ServerReference) async throws -> (info: AppInfo, via: ServerAddress) {
         let (answer, _) = try await exchange("GET", HomeportPath.appInfo, to: server)
         guard answer.response.status == 200,
             let raw = try? JSONDecoder().decode(AppInfo.self, from: answer.response.body)
@@ -240,7 +241,7 @@ extension HomeportClient {
             throw ClientError.badAnswer(address: answer.via.url, detail: "app-info answered \(answer.response.status)")
         }
         let info = Self.cleaned(raw)
-        let record = try directory.find(server)
+        let record = try server.record(in: directory)
         guard answer.via.url == record.primary.url else {
             if let new = info.instanceId, new != record.instanceID {
                 try disown(answer.via, of: record)

@@ -8,8 +8,8 @@ extension HomeportClient {
     /// probed again: its verification on this path is renewed when it matches, and withdrawn only
     /// when it answers as something else (``ProbeOutcome/refutes``); no answer changes nothing.
     @discardableResult
-    public func addAddress(_ address: ServerAddress, to server: String) async throws -> ServerRecord {
-        let record = try directory.find(server)
+    public func addAddress(_ address: ServerAddress, to server: some ServerReference) async throws -> ServerRecord {
+        let record = try server.record(in: directory)
         guard let expected = record.expectedIdentity else {
             throw ClientError.notHomeport(
                 address: record.primary.url, detail: "the server has no identity route, so it keeps one address")
@@ -33,7 +33,7 @@ extension HomeportClient {
         }
         forgetWinner(record.key)
         guard outcome.isMatch else { throw Self.error(for: outcome, at: address) }
-        guard let saved else { throw ClientError.unknownServer(server) }
+        guard let saved else { throw ClientError.unknownServer(record.key) }
         return saved
     }
 
@@ -41,8 +41,8 @@ extension HomeportClient {
     /// answers as the enrolled installation; the session stays, nothing is sent to sign in again.
     /// Any other answer changes nothing and throws what it was.
     @discardableResult
-    public func movePrimary(of server: String, to address: ServerAddress) async throws -> ServerRecord {
-        let record = try directory.find(server)
+    public func movePrimary(of server: some ServerReference, to address: ServerAddress) async throws -> ServerRecord {
+        let record = try server.record(in: directory)
         guard address.url != record.primary.url else { return record }
         guard let expected = record.expectedIdentity else {
             throw ClientError.notHomeport(
@@ -71,8 +71,8 @@ extension HomeportClient {
 
     /// Removes an alternative address from the record as it is stored now (a change another
     /// process made meanwhile stays).
-    public func removeAddress(_ address: ServerAddress, from server: String) throws {
-        let key = try directory.find(server).key
+    public func removeAddress(_ address: ServerAddress, from server: some ServerReference) throws {
+        let key = try server.record(in: directory).key
         var removed = false
         let saved = try directory.update(key) { stored in
             let before = stored.alternatives.count
@@ -80,7 +80,7 @@ extension HomeportClient {
             removed = stored.alternatives.count < before
         }
         forgetWinner(key)
-        guard saved != nil else { throw ClientError.unknownServer(server) }
+        guard saved != nil else { throw ClientError.unknownServer(key) }
         guard removed else {
             throw ClientError.addressNotApplicable("\(address.url) is not an alternative address of \(key)")
         }
@@ -91,8 +91,10 @@ extension HomeportClient {
     /// that answers as something else loses its verification on this path; one that does not
     /// answer (in time, or at all) keeps what it had: silence is not a mismatch, and must not hand
     /// the primary back its standing trust.
-    public func verifyAddresses(of server: String) async throws -> [(address: ServerAddress, outcome: ProbeOutcome)] {
-        let record = try directory.find(server)
+    public func verifyAddresses(of server: some ServerReference) async throws -> [(
+        address: ServerAddress, outcome: ProbeOutcome
+    )] {
+        let record = try server.record(in: directory)
         let expected = record.expectedIdentity
         let addresses = [record.primary] + record.alternatives.map(\.address)
         let probe = self.probe

@@ -134,10 +134,10 @@ extension HomeportClient {
     /// end the session through an address that answers as the enrolled installation, and erases
     /// the local session whether or not it could. Says whether the server confirmed, and if not, why.
     @discardableResult
-    public func logout(_ server: String) async throws -> SignOutOutcome {
-        await withdrawRegistration(of: try directory.find(server))
+    public func logout(_ server: some ServerReference) async throws -> SignOutOutcome {
+        await withdrawRegistration(of: try server.record(in: directory))
         // Read again: the server may have refused the session meanwhile.
-        let record = try directory.find(server)
+        let record = try server.record(in: directory)
         let outcome: SignOutOutcome
         if record.signedOut {
             outcome = .notConfirmed("the account was already signed out on this device")
@@ -191,7 +191,7 @@ extension HomeportClient {
     /// password change is one of the few answers that may hand out a token). Returns whether the
     /// token was renewed.
     @discardableResult
-    public func changePassword(_ server: String, current: String, new: String) async throws -> Bool {
+    public func changePassword(_ server: some ServerReference, current: String, new: String) async throws -> Bool {
         let body = try JSONEncoder().encode(AuthRequest.PasswordChange(currentPassword: current, newPassword: new))
         let (answer, _) = try await exchange(
             "POST", AllauthAppPath.path(AllauthAppPath.passwordChange), to: server, json: body)
@@ -200,7 +200,7 @@ extension HomeportClient {
             throw ClientError.rejected(status: answer.response.status, errors: envelope.errors ?? [])
         }
         guard let token = envelope.meta?.sessionToken, !token.isEmpty else { return false }
-        let record = try directory.find(server)
+        let record = try server.record(in: directory)
         try vault.store(token: token, for: record.key)
         return true
     }
@@ -236,7 +236,7 @@ extension HomeportClient {
     /// credential, record, catalogue and push registration: the server erased its side).
     /// Throws ``ClientError/rejected(status:errors:)`` with `incorrect_password` and nothing
     /// changes, on either side.
-    public func deleteAccount(_ server: String, password: String) async throws {
+    public func deleteAccount(_ server: some ServerReference, password: String) async throws {
         let body = try JSONEncoder().encode(AuthRequest.AccountDeletion(password: password))
         let (answer, _) = try await exchange(
             "POST", AllauthAppPath.path(AllauthAppPath.accountDelete), to: server, json: body)
@@ -244,14 +244,14 @@ extension HomeportClient {
         guard answer.response.status == 200 else {
             throw ClientError.rejected(status: answer.response.status, errors: envelope.errors ?? [])
         }
-        try forget(try directory.find(server))
+        try forget(try server.record(in: directory))
     }
 
     /// Removes a server locally: its credential, its record and its catalogue. Not a remote
     /// revocation; this device's push registration is withdrawn first when the server can be
     /// asked (best effort: offline, the server is removed all the same).
-    public func remove(_ server: String) async throws {
-        let record = try directory.find(server)
+    public func remove(_ server: some ServerReference) async throws {
+        let record = try server.record(in: directory)
         await withdrawRegistration(of: record)
         try forget(record)
     }

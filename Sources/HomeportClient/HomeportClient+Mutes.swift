@@ -4,8 +4,8 @@ import HomeportWire
 extension HomeportClient {
     /// The threads the account muted on `server` (`GET /api/v1/notifications/mutes`), as that
     /// server names them (`chat:42`). Muting is per server, because the conversation is.
-    public func mutedThreads(_ server: String) async throws -> [String] {
-        let answer = try await send("GET", HomeportPath.notificationsMutes, to: try directory.find(server).key)
+    public func mutedThreads(_ server: some ServerReference) async throws -> [String] {
+        let answer = try await send("GET", HomeportPath.notificationsMutes, to: try server.record(in: directory).key)
         guard answer.response.status == 200 else { throw Self.refusal(answer) }
         guard answer.response.isJSON,
             let muted = try? JSONDecoder().decode(MutedThreads.self, from: answer.response.body)
@@ -16,19 +16,19 @@ extension HomeportClient {
     /// Mutes `thread` on `server` (`PUT /api/v1/notifications/mutes/{thread}`). Returns the thread
     /// as the server names it.
     @discardableResult
-    public func mute(_ thread: String, on server: String) async throws -> String {
+    public func mute(_ thread: String, on server: some ServerReference) async throws -> String {
         try await setMuted(true, thread, on: server)
     }
 
     /// Unmutes `thread` on `server` (`DELETE /api/v1/notifications/mutes/{thread}`). Returns the
     /// thread as the server names it.
     @discardableResult
-    public func unmute(_ thread: String, on server: String) async throws -> String {
+    public func unmute(_ thread: String, on server: some ServerReference) async throws -> String {
         try await setMuted(false, thread, on: server)
     }
 
-    private func setMuted(_ muted: Bool, _ thread: String, on server: String) async throws -> String {
-        let record = try directory.find(server)
+    private func setMuted(_ muted: Bool, _ thread: String, on server: some ServerReference) async throws -> String {
+        let record = try server.record(in: directory)
         let local = try Self.serverThread(thread, of: record)
         let answer = try await send(
             muted ? "PUT" : "DELETE", HomeportPath.notificationsMute(local), to: record.key)

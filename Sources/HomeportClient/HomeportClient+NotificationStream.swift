@@ -35,11 +35,12 @@ extension HomeportClient {
     /// reported as ``NotificationStreamEvent/discarded(eventID:reason:)``; the stream goes on.
     ///
     /// - Parameters:
-    ///   - server: the server's key, a unique prefix of its instance id, or its primary URL.
+    ///   - server: the server: its handle, its record or its key (``ServerReference``), found
+    ///     again at each reconnection.
     ///   - lastEventID: resume after this event id (`nil`: new notifications only).
     ///   - sleep: how the stream waits before reconnecting (tests pass one that does not wait).
     public func notificationStream(
-        _ server: String, resumingAfter lastEventID: String? = nil,
+        _ server: some ServerReference, resumingAfter lastEventID: String? = nil,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
     ) -> AsyncThrowingStream<NotificationStreamEvent, any Error> {
         AsyncThrowingStream { continuation in
@@ -69,14 +70,14 @@ extension HomeportClient {
     }
 
     private func runNotificationStream(
-        _ server: String, lastEventID: String?, sleep: @Sendable (Duration) async throws -> Void,
+        _ server: some ServerReference, lastEventID: String?, sleep: @Sendable (Duration) async throws -> Void,
         yield: (NotificationStreamEvent) -> Void
     ) async throws {
         var cursor = StreamCursor(lastEventID: lastEventID.flatMap(Self.sendableEventID))
         var delay = configuration.streamRetryDelay
         while true {
             try Task.checkCancellation()
-            let key = try directory.find(server).key
+            let key = try server.record(in: directory).key
             let end: ConnectionEnd
             do {
                 end = try await streamOnce(key, cursor: &cursor, yield: yield)
@@ -128,7 +129,7 @@ extension HomeportClient {
     private func streamOnce(
         _ key: String, cursor: inout StreamCursor, yield: (NotificationStreamEvent) -> Void
     ) async throws -> ConnectionEnd {
-        let record = try directory.find(key)
+        let record = try key.record(in: directory)
         guard !record.signedOut, let token = try vault.token(for: record.key) else {
             throw ClientError.signedOut(server: record.key)
         }

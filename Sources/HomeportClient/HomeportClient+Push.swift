@@ -46,15 +46,15 @@ extension HomeportClient {
     // MARK: Catalogue
 
     /// The catalogue kept for `server` (nothing is fetched).
-    public func keptCatalogue(_ server: String) throws -> NotificationCatalogue? {
-        directory.catalogues.catalogue(for: try directory.find(server).key)
+    public func keptCatalogue(_ server: some ServerReference) throws -> NotificationCatalogue? {
+        directory.catalogues.catalogue(for: try server.record(in: directory).key)
     }
 
     /// Fetches `server`'s catalogue (`If-None-Match` with the kept version; a 304 keeps it) and
     /// keeps it; joins a resync of that server already running instead of starting another.
     @discardableResult
-    public func syncCatalogue(_ server: String) async throws -> NotificationCatalogue {
-        let key = try directory.find(server).key
+    public func syncCatalogue(_ server: some ServerReference) async throws -> NotificationCatalogue {
+        let key = try server.record(in: directory).key
         let catalogue = try await directory.catalogues.resync(key) { kept in
             try await self.fetchCatalogue(key, kept: kept)
         }
@@ -63,7 +63,9 @@ extension HomeportClient {
     }
 
     /// `GET /api/v1/notifications/catalogue`, conditional on the kept version.
-    func fetchCatalogue(_ server: String, kept: CatalogueStore.Entry?) async throws -> CatalogueStore.FetchResult {
+    func fetchCatalogue(_ server: some ServerReference, kept: CatalogueStore.Entry?) async throws
+        -> CatalogueStore.FetchResult
+    {
         var headers: [String: String] = [:]
         if let version = kept?.catalogue.version, Self.isEntityTagText(version) {
             headers["If-None-Match"] = "\"\(version)\""
@@ -123,16 +125,17 @@ extension HomeportClient {
     /// chosen for the session token like every authenticated request. The token another
     /// registration of this device left there is withdrawn (best effort).
     @discardableResult
-    public func registerDevice(token: String, environment: PushEnvironment, with server: String) async throws
+    public func registerDevice(token: String, environment: PushEnvironment, with server: some ServerReference)
+        async throws
         -> PushDeviceRegistration
     {
         try await register(try Self.registration(token, environment), with: server)
     }
 
-    private func register(_ registration: PushDeviceRegistration, with server: String) async throws
+    private func register(_ registration: PushDeviceRegistration, with server: some ServerReference) async throws
         -> PushDeviceRegistration
     {
-        let key = try directory.find(server).key
+        let key = try server.record(in: directory).key
         let answer = try await send(
             "POST", HomeportPath.pushDevices, to: key, json: try JSONEncoder().encode(registration))
         guard (200...201).contains(answer.response.status) else { throw Self.refusal(answer) }
@@ -149,7 +152,7 @@ extension HomeportClient {
     /// authenticated request; returns the server's name for it (`webpush:…`), which is what is
     /// kept here (never the keys). A registration this device made there before is withdrawn.
     @discardableResult
-    public func registerWebPush(endpoint: String, keys: WebPushKeys, with server: String) async throws
+    public func registerWebPush(endpoint: String, keys: WebPushKeys, with server: some ServerReference) async throws
         -> PushDeviceRegistration
     {
         try await registerNamed(PushDeviceRegistration(webPushEndpoint: endpoint, keys: keys), with: server)
@@ -159,15 +162,15 @@ extension HomeportClient {
     /// ``registerWebPush(endpoint:keys:with:)`` does a subscription: what is kept here is the
     /// server's name for it (`fcm:…`).
     @discardableResult
-    public func registerFCM(token: String, with server: String) async throws -> PushDeviceRegistration {
+    public func registerFCM(token: String, with server: some ServerReference) async throws -> PushDeviceRegistration {
         try await registerNamed(PushDeviceRegistration(fcmToken: token), with: server)
     }
 
     /// Sends `request` and keeps the server's name for the device it answers.
-    private func registerNamed(_ request: PushDeviceRegistration, with server: String) async throws
+    private func registerNamed(_ request: PushDeviceRegistration, with server: some ServerReference) async throws
         -> PushDeviceRegistration
     {
-        let key = try directory.find(server).key
+        let key = try server.record(in: directory).key
         let answer = try await send("POST", HomeportPath.pushDevices, to: key, json: try JSONEncoder().encode(request))
         guard (200...201).contains(answer.response.status) else { throw Self.refusal(answer) }
         guard let named = try? JSONDecoder().decode(PushDeviceRegistration.self, from: answer.response.body),
@@ -185,8 +188,8 @@ extension HomeportClient {
 
     /// The VAPID public key `server` signs its Web Pushes with (`applicationServerKey`, base64url),
     /// or `nil` when it sends none.
-    public func webPushKey(of server: String) async throws -> String? {
-        let key = try directory.find(server).key
+    public func webPushKey(of server: some ServerReference) async throws -> String? {
+        let key = try server.record(in: directory).key
         let answer = try await send("GET", HomeportPath.pushWebPushKey, to: key)
         if answer.response.status == 404 { return nil }
         guard answer.response.status == 200,
@@ -198,26 +201,25 @@ extension HomeportClient {
     /// Withdraws the token this device registered with `server` (`DELETE /api/v1/push/devices/{token}`)
     /// and forgets it. Returns the registration withdrawn, or `nil` when none was recorded.
     @discardableResult
-    public func unregisterDevice(from server: String) async throws -> PushDeviceRegistration? {
-        let key = try directory.find(server).key
+    public func unregisterDevice(from server: some ServerReference) async throws -> PushDeviceRegistration? {
+        let key = try server.record(in: directory).key
         guard let registration = directory.devices.registration(for: key) else { return nil }
         try await deleteRegistration(registration.token, at: key)
         try directory.devices.record(nil, for: key)
         return registration
     }
 
-    private func deleteRegistration(_ token: String, at server: String) async throws {
+    private func deleteRegistration(_ token: String, at server: some ServerReference) async throws {
         let answer = try await send("DELETE", HomeportPath.pushDevice(token), to: server)
         guard [200, 204].contains(answer.response.status) else { throw Self.refusal(answer) }
     }
 
     /// `POST /api/v1/push/test`: the server sends one notification to this account's devices.
     /// Returns how many devices it queued it for.
-    public func sendTestPush(_ server: String) async throws -> Int {
-        let answer = try await send("POST", HomeportPath.pushTest, to: try directory.find(server).key)
+    public func sendTestPush(_ server: some ServerReference) async throws -> Int {
+        let answer = try await send("POST", HomeportPath.pushTest, to: try server.record(in: directory).key)
         guard answer.response.status == 202 || answer.response.status == 200 else { throw Self.refusal(answer) }
-        struct Queued: Decodable { var queued: Int }
-        guard let queued = try? JSONDecoder().decode(Queued.self, from: answer.response.body) else {
+        guard let queued = try? JSONDecoder().decode(TestPushQueued.self, from: answer.response.body) else {
             throw ClientError.badAnswer(address: answer.via.url, detail: "push test answered \(answer.response.kind)")
         }
         return queued.queued
@@ -283,3 +285,6 @@ extension HomeportClient {
         return .badAnswer(address: answer.via.url, detail: "answered \(response.kind)")
     }
 }
+
+/// `POST /api/v1/push/test`'s answer.
+private struct TestPushQueued: Decodable { var queued: Int }

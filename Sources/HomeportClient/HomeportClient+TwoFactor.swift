@@ -45,11 +45,10 @@ extension HomeportClient {
     }
 
     /// The account's second factors on `server` (empty when two-factor sign-in is off).
-    public func authenticators(_ server: String) async throws -> [AuthenticatorInfo] {
-        struct Listed: Decodable { var data: [AuthenticatorInfo] }
+    public func authenticators(_ server: some ServerReference) async throws -> [AuthenticatorInfo] {
         let (answer, _) = try await exchange("GET", AllauthAppPath.path(AllauthAppPath.authenticators), to: server)
         guard answer.response.status == 200,
-            let list = try? JSONDecoder().decode(Listed.self, from: answer.response.body)
+            let list = try? JSONDecoder().decode(AuthenticatorList.self, from: answer.response.body)
         else { throw try rejection(answer) }
         return list.data
     }
@@ -57,22 +56,11 @@ extension HomeportClient {
     /// A new TOTP secret to set up, kept by the server for this session; `nil` when TOTP is on
     /// already. Throws ``ClientError/rejected(status:errors:)`` with 404 when the server offers no
     /// second factor.
-    public func beginTOTPSetup(_ server: String) async throws -> TOTPSetup? {
-        struct Offer: Decodable {
-            struct Meta: Decodable {
-                var secret: String
-                var totpURL: String
-                enum CodingKeys: String, CodingKey {
-                    case secret
-                    case totpURL = "totp_url"
-                }
-            }
-            var meta: Meta
-        }
+    public func beginTOTPSetup(_ server: some ServerReference) async throws -> TOTPSetup? {
         let (answer, _) = try await exchange("GET", AllauthAppPath.path(AllauthAppPath.totp), to: server)
         if answer.response.status == 200 { return nil }
         guard answer.response.status == 404,
-            let offer = try? JSONDecoder().decode(Offer.self, from: answer.response.body)
+            let offer = try? JSONDecoder().decode(TOTPOffer.self, from: answer.response.body)
         else { throw try rejection(answer) }
         return TOTPSetup(secret: offer.meta.secret, url: offer.meta.totpURL)
     }
@@ -81,7 +69,7 @@ extension HomeportClient {
     /// password first, and returns the recovery codes, shown this once (give them to the person,
     /// then forget them). A wrong code or password throws ``ClientError/rejected(status:errors:)``
     /// (`incorrect_code`, `incorrect_password`).
-    public func enableTOTP(_ server: String, code: String, password: String) async throws -> [String] {
+    public func enableTOTP(_ server: some ServerReference, code: String, password: String) async throws -> [String] {
         try await reauthenticate(server, password: password)
         let body = try JSONEncoder().encode(AuthRequest.SecondFactor(code: code))
         let (answer, _) = try await exchange("POST", AllauthAppPath.path(AllauthAppPath.totp), to: server, json: body)
@@ -90,7 +78,7 @@ extension HomeportClient {
     }
 
     /// Turns TOTP off (and the recovery codes with it), confirming the password first.
-    public func disableTOTP(_ server: String, password: String) async throws {
+    public func disableTOTP(_ server: some ServerReference, password: String) async throws {
         try await reauthenticate(server, password: password)
         let (answer, _) = try await exchange("DELETE", AllauthAppPath.path(AllauthAppPath.totp), to: server)
         guard answer.response.status == 200 else { throw try rejection(answer) }
@@ -98,23 +86,22 @@ extension HomeportClient {
 
     /// Makes new recovery codes (the old ones stop working), confirming the password first, and
     /// returns them, shown this once.
-    public func regenerateRecoveryCodes(_ server: String, password: String) async throws -> [String] {
+    public func regenerateRecoveryCodes(_ server: some ServerReference, password: String) async throws -> [String] {
         try await reauthenticate(server, password: password)
         return try await shownRecoveryCodes(server, method: "POST")
     }
 
     /// The recovery codes of the answer that shows them; empty when they were shown before.
-    private func shownRecoveryCodes(_ server: String, method: String) async throws -> [String] {
-        struct Shown: Decodable { var data: AuthenticatorInfo }
+    private func shownRecoveryCodes(_ server: some ServerReference, method: String) async throws -> [String] {
         let (answer, _) = try await exchange(method, AllauthAppPath.path(AllauthAppPath.recoveryCodes), to: server)
         guard answer.response.status == 200,
-            let shown = try? JSONDecoder().decode(Shown.self, from: answer.response.body)
+            let shown = try? JSONDecoder().decode(ShownAuthenticator.self, from: answer.response.body)
         else { throw try rejection(answer) }
         return shown.data.unusedCodes ?? []
     }
 
     /// Confirms the password of this device's session on `server` (`auth/reauthenticate`).
-    private func reauthenticate(_ server: String, password: String) async throws {
+    private func reauthenticate(_ server: some ServerReference, password: String) async throws {
         let body = try JSONEncoder().encode(AuthRequest.Reauthentication(password: password))
         let (answer, _) = try await exchange(
             "POST", AllauthAppPath.path(AllauthAppPath.reauthenticate), to: server, json: body)
@@ -127,3 +114,22 @@ extension HomeportClient {
             status: answer.response.status, errors: (try? decodeEnvelope(answer.response, answer.via))?.errors ?? [])
     }
 }
+
+/// `account/authenticators`' answer.
+private struct AuthenticatorList: Decodable { var data: [AuthenticatorInfo] }
+
+/// `account/authenticators/totp`'s answer while TOTP is off: a secret to set up.
+private struct TOTPOffer: Decodable {
+    struct Meta: Decodable {
+        var secret: String
+        var totpURL: String
+        enum CodingKeys: String, CodingKey {
+            case secret
+            case totpURL = "totp_url"
+        }
+    }
+    var meta: Meta
+}
+
+/// `account/authenticators/recovery-codes`' answer.
+private struct ShownAuthenticator: Decodable { var data: AuthenticatorInfo }

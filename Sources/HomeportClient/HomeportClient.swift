@@ -123,7 +123,7 @@ public final class HomeportClient: Sendable {
         }
     }
 
-    /// Chooses the address to send `record`'s credential to on the current path, probing every
+    /// Chooses the address to send `server`'s credential to on the current path, probing every
     /// candidate at once. Throws ``ClientError/noVerifiedAddress(server:detail:)`` when none qualifies.
     ///
     /// A verified address that matches always wins over the primary's standing trust, however late
@@ -131,10 +131,10 @@ public final class HomeportClient: Sendable {
     /// answered as something else. A verified address that says nothing of who it is (no answer
     /// in time, a refused connection, a TLS failure, a 5xx, `503 identity_unavailable`) keeps the
     /// primary out: it may still be the installation.
-    public func chooseAddress(for record: ServerRecord, excluding failed: Set<String> = []) async throws
+    public func chooseAddress(for server: some ServerReference, excluding failed: Set<String> = []) async throws
         -> ServerAddress
     {
-        try await choose(for: record, excluding: failed).address
+        try await choose(for: try server.record(in: directory), excluding: failed).address
     }
 
     /// Chooses an address for `record`'s credential. With `matchOnly`, the primary's standing trust

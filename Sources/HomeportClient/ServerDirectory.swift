@@ -228,9 +228,10 @@ public final class ServerDirectory: Sendable {
     /// The server whose handle is `localID` (``ServerRecord/localID``), whatever its key now.
     public func server(_ localID: UUID) -> ServerRecord? { all.first { $0.localID == localID } }
 
-    /// Finds a server by its handle (``ServerRecord/localID``), instance id, label (in any case),
-    /// primary URL, or unique id prefix.
-    public func find(_ text: String) throws -> ServerRecord {
+    /// The command line's lookup of what a person typed: a server by its handle, instance id,
+    /// label (in any case), primary URL, or unique id prefix. Not the library's: its calls take a
+    /// ``ServerReference``.
+    package func find(_ text: String) throws -> ServerRecord {
         let all = self.all
         if let exact = all.first(where: { $0.key == text || $0.primary.url == text }) { return exact }
         if let handle = UUID(uuidString: text), let held = all.first(where: { $0.localID == handle }) { return held }

@@ -49,12 +49,14 @@ extension Commands {
         }
         guard let parsed = try parse(addressSpec(action), arguments) else { return 0 }
         let client = try client(environment, parsed)
-        let server = parsed.positionals[0]
+        // The command line's conveniences (a label, a prefix, a URL) name the server once, here.
+        let found = try client.directory.find(parsed.positionals[0])
+        let server = found.localID
         let json = parsed.flag("json")
         switch action {
         case "add":
             let address = try ServerAddress(parsing: parsed.positionals[1], allowHTTP: parsed.flag("allow-http"))
-            let existed = try client.directory.find(server).alternatives.contains { $0.address.url == address.url }
+            let existed = found.alternatives.contains { $0.address.url == address.url }
             let record = try await client.addAddress(address, to: server)
             if json {
                 try printJSON([
@@ -69,7 +71,7 @@ extension Commands {
             }
         case "primary":
             let address = try ServerAddress(parsing: parsed.positionals[1], allowHTTP: parsed.flag("allow-http"))
-            let before = try client.directory.find(server).primary.url
+            let before = found.primary.url
             let record = try await client.movePrimary(of: server, to: address)
             if json {
                 try printJSON(["server": record.key, "primary": record.primary.url, "previous": before])
@@ -78,7 +80,7 @@ extension Commands {
             }
         case "remove":
             let address = try ServerAddress(parsing: parsed.positionals[1], allowHTTP: true)
-            let record = try client.directory.find(server)
+            let record = found
             try client.removeAddress(address, from: server)
             if json {
                 try printJSON(["server": record.key, "removed": address.url])
@@ -86,7 +88,7 @@ extension Commands {
                 say("removed \(address.url) from \(record.displayName)")
             }
         default:
-            let record = try client.directory.find(server)
+            let record = found
             let results = try await client.verifyAddresses(of: server)
             let allGood = results.allSatisfy { $0.outcome.isMatch }
             if json {

@@ -97,7 +97,7 @@ func addHomeAddress(record: ServerRecord) async throws {
 }
 
 func checkAddresses(of server: String) async throws {
-    let record = try connection.client.directory.find(server)
+    let record = try server.record(in: connection.client.directory)
     let results = try await connection.client.verifyAddresses(of: server)
     for (address, outcome) in results where address != record.primary && !outcome.isMatch {
         offerToRemove(address, because: outcome.description)

@@ -63,4 +63,37 @@ struct ServerHandleTests {
         #expect(reset.localID == first, "pinned before the key changed")
         #expect(try ServerDirectory(directory: state).all[0].localID == first, "and stored")
     }
+
+    @Test(
+        "the library's calls take a handle, a record or a key; a label, a prefix or a URL names no server and sends nothing"
+    )
+    func references() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let id = InstanceID(UUID())
+        var books = try record(id, primary: "http://127.0.0.1:1")
+        books.label = "Books"
+        let transport = SpyTransport()
+        let (client, _) = try scriptedClient(home, record: books, transport: transport)
+        let stored = try #require(client.directory.all.first)
+        #expect(try stored.localID.record(in: client.directory).key == id.description)
+        #expect(try stored.localID.uuidString.record(in: client.directory).key == id.description)
+        #expect(try id.description.record(in: client.directory).localID == stored.localID)
+        // What the command line takes from a person names nothing in the library.
+        for typed in ["Books", "books", String(id.description.prefix(8)), "http://127.0.0.1:1", UUID().uuidString] {
+            #expect(throws: ClientError.unknownServer(typed)) { try typed.record(in: client.directory) }
+            await #expect(throws: ClientError.unknownServer(typed)) {
+                _ = try await client.send("GET", "/api/v1/books", to: typed)
+            }
+            await #expect(throws: ClientError.unknownServer(typed)) { _ = try await client.chooseAddress(for: typed) }
+        }
+        await #expect(throws: ClientError.self) { _ = try await client.chooseAddress(for: UUID()) }
+        #expect(transport.requests.isEmpty, "nothing was sent for a name that names no server")
+        // A copy read before an identity reset still names the server, as it is stored now.
+        let reset = InstanceID(UUID())
+        _ = try client.directory.update(id.description) { $0.instanceID = reset }
+        #expect(try stored.record(in: client.directory).key == reset.description)
+        #expect(try stored.localID.record(in: client.directory).instanceID == reset)
+        #expect(throws: ClientError.unknownServer(id.description)) { try id.description.record(in: client.directory) }
+    }
 }
