@@ -14,8 +14,7 @@ struct TwoFactorClientTests {
 
     /// The TOTP code of the current step plus `steps`.
     static func code(_ secret: String, steps: Int64 = 0) throws -> String {
-        let key = try #require(Base32.decode(secret))
-        return OneTimeCode.code(secret: key, step: OneTimeCode.step(at: Int64(Date().timeIntervalSince1970)) + steps)
+        try #require(AuthenticatorApp.code(secret: secret, steps: steps))
     }
 
     /// Every file under `directory`, read as text, concatenated.

@@ -19,11 +19,12 @@ public func eventually(
 }
 
 /// The same for an async test: between checks it suspends, giving its thread back to the
-/// cooperative pool (two threads on a two-core machine) rather than holding it.
+/// cooperative pool (two threads on a two-core machine) rather than holding it. It runs on the
+/// caller's actor, so a test on the main actor can look at its main-actor state.
 @discardableResult
 public func eventually(
     timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(20),
-    _ condition: () async throws -> Bool
+    isolation: isolated (any Actor)? = #isolation, _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
     while true {
