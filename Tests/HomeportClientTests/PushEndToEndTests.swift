@@ -45,10 +45,7 @@ struct PushEndToEndTests {
             files.remove()
         }
         let standIn = try APNsStandIn()
-        let apns = [
-            "--apns-topic", APNsStandIn.topic, "--apns-key-file", standIn.keyFile, "--apns-key-id", APNsStandIn.keyID,
-            "--apns-team-id", APNsStandIn.teamID, "--apns-base-url", standIn.url, "--apns-ca-file", standIn.caFile,
-        ]
+        let apns = standIn.serverArguments
         // B has a plugin A lacks: the two catalogues, and so their versions, differ.
         let chat = #"{"code":"\#(Self.code)","title":"Turn ended"}"#
         try #"{"codes":[\#(chat)]}"#.write(toFile: files.file("a.json"), atomically: true, encoding: .utf8)

@@ -26,10 +26,8 @@ struct PushKindsEndToEndTests {
         let webPush = try WebPushStandIn()
         let subscription = try webPush.subscribe()
         func serving(_ name: String) -> [String] {
-            [
-                "--apns-topic", APNsStandIn.topic, "--apns-key-file", apns.keyFile, "--apns-key-id",
-                APNsStandIn.keyID, "--apns-team-id", APNsStandIn.teamID, "--apns-base-url", apns.url, "--apns-ca-file",
-                apns.caFile, "--fcm-service-account-file", fcm.serviceAccountFile, "--fcm-base-url", fcm.url,
+            apns.serverArguments + [
+                "--fcm-service-account-file", fcm.serviceAccountFile, "--fcm-base-url", fcm.url,
                 "--vapid-key-file", files.file("\(name).vapid"), "--vapid-subject", "mailto:ops@example.net",
                 // The stand-in push service listens on 127.0.0.1.
                 "--webpush-allow-private-endpoints",

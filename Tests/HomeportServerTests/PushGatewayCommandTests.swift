@@ -19,10 +19,8 @@ struct PushGatewayCommandTests {
         let gateway = try ServerProcess(
             command: ["gateway", "serve"],
             serve: [
-                "--database", gatewayDatabase, "--apns-topic", APNsStandIn.topic, "--apns-key-file", standIn.keyFile,
-                "--apns-key-id", APNsStandIn.keyID, "--apns-team-id", APNsStandIn.teamID, "--apns-base-url",
-                standIn.url, "--apns-ca-file", standIn.caFile,
-            ])
+                "--database", gatewayDatabase,
+            ] + standIn.serverArguments)
         #expect(gateway.banner.contains("homeport-server gateway listening on http://127.0.0.1:"))
         // The server's operator starts it with the gateway: its credential file is made (0600).
         let serving = [
@@ -131,9 +129,9 @@ struct PushGatewayCommandTests {
         let gateway = try ServerProcess(
             command: ["gateway", "serve"],
             serve: [
-                "--database", gatewayDatabase, "--apns-topic", APNsStandIn.topic, "--apns-key-file", apns.keyFile,
-                "--apns-key-id", APNsStandIn.keyID, "--apns-team-id", APNsStandIn.teamID, "--apns-base-url", apns.url,
-                "--apns-ca-file", apns.caFile, "--fcm-service-account-file", fcm.serviceAccountFile,
+                "--database", gatewayDatabase,
+            ] + apns.serverArguments + [
+                "--fcm-service-account-file", fcm.serviceAccountFile,
                 "--fcm-base-url", fcm.url, "--vapid-key-file", data.file("vapid.pem"), "--vapid-subject",
                 "mailto:push@example.net", "--webpush-allow-private-endpoints",
             ])

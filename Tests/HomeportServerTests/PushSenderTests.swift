@@ -249,11 +249,7 @@ struct PushReplicaTests {
             "--title", "To every device", "--apns-topic", APNsStandIn.topic, "--max-devices-per-account", "1000",
         ])
         #expect(sent.status == 0 && sent.output.contains("1000 push(es) queued"), "\(sent.output) \(sent.error)")
-        let apns = [
-            "--database", url.rawText, "--apns-key-file", standIn.keyFile, "--apns-key-id", APNsStandIn.keyID,
-            "--apns-team-id", APNsStandIn.teamID, "--apns-topic", APNsStandIn.topic, "--apns-base-url", standIn.url,
-            "--apns-ca-file", standIn.caFile,
-        ]
+        let apns = ["--database", url.rawText] + standIn.serverArguments
         let replicas = try (0..<3).map { _ in try ServerProcess(serve: apns) }
         defer { replicas.forEach { $0.stop() } }
         #expect(standIn.waitForRequests(1000, timeout: 60))

@@ -65,12 +65,11 @@ struct SundownSampleTests {
 
         // Two replicas on one database; the first serves the product API on a Unix socket.
         let socket = scratch.file("product.sock")
-        let common = [
-            "--database", database.rawText, "--signup", "open", "--password-iterations", "1000",
-            "--trusted-proxies", "127.0.0.1", "--max-connections-per-address", "0",
-            "--apns-topic", APNsStandIn.topic, "--apns-key-file", standIn.keyFile, "--apns-key-id", APNsStandIn.keyID,
-            "--apns-team-id", APNsStandIn.teamID, "--apns-base-url", standIn.url, "--apns-ca-file", standIn.caFile,
-        ]
+        let common =
+            [
+                "--database", database.rawText, "--signup", "open", "--password-iterations", "1000",
+                "--trusted-proxies", "127.0.0.1", "--max-connections-per-address", "0",
+            ] + standIn.serverArguments
         let first = try ServerProcess(serve: common + ["--product-listen", socket])
         defer { first.stop() }
         let second = try ServerProcess(serve: common)

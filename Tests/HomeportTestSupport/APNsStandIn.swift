@@ -89,6 +89,15 @@ public final class APNsStandIn: @unchecked Sendable {
     /// The developer account's APNs auth key (`.p8`) whose public half it verifies with.
     public var keyFile: String { directory.file("auth-key.p8") }
 
+    /// The `serve` flags that send a server's pushes here: the topic, the provider key and its
+    /// ids, this stand-in's URL and the CA that signed its certificate.
+    public var serverArguments: [String] {
+        [
+            "--apns-topic", Self.topic, "--apns-key-file", keyFile, "--apns-key-id", Self.keyID, "--apns-team-id",
+            Self.teamID, "--apns-base-url", url, "--apns-ca-file", caFile,
+        ]
+    }
+
     /// Sets how it answers: `tokens` maps a device token to answers given in order (the last
     /// repeats), each `["status": 410, "reason": "Unregistered", "timestamp": ms]`; a provider
     /// token issued more than `expireTokensOlderThan` seconds ago is refused as expired.

@@ -29,12 +29,11 @@ struct BookOrbitTests {
         init(hosts: [String], arguments: [String] = []) throws {
             files = try TemporaryDirectory()
             standIn = try APNsStandIn()
-            let common = [
-                "--database", "sqlite:" + files.file("bookorbit.sqlite"), "--signup", "open", "--password-iterations",
-                "1000", "--outbox", files.file("outbox"), "--apns-topic", APNsStandIn.topic, "--apns-key-file",
-                standIn.keyFile, "--apns-key-id", APNsStandIn.keyID, "--apns-team-id", APNsStandIn.teamID,
-                "--apns-base-url", standIn.url, "--apns-ca-file", standIn.caFile,
-            ]
+            let common =
+                [
+                    "--database", "sqlite:" + files.file("bookorbit.sqlite"), "--signup", "open",
+                    "--password-iterations", "1000", "--outbox", files.file("outbox"),
+                ] + standIn.serverArguments
             for host in hosts {
                 processes[host] = try ServerProcess(
                     binary: BookOrbitTests.binary, serve: common + arguments + ["--listen", "\(host):0"])

@@ -41,12 +41,11 @@ struct ShelfTests {
             }
             files = try TemporaryDirectory()
             standIn = try APNsStandIn()
-            let serve = [
-                "--database", "sqlite:" + files.file("bookorbit.sqlite"), "--signup", "open", "--password-iterations",
-                "1000", "--outbox", files.file("outbox"), "--apns-topic", APNsStandIn.topic, "--apns-key-file",
-                standIn.keyFile, "--apns-key-id", APNsStandIn.keyID, "--apns-team-id", APNsStandIn.teamID,
-                "--apns-base-url", standIn.url, "--apns-ca-file", standIn.caFile,
-            ]
+            let serve =
+                [
+                    "--database", "sqlite:" + files.file("bookorbit.sqlite"), "--signup", "open",
+                    "--password-iterations", "1000", "--outbox", files.file("outbox"),
+                ] + standIn.serverArguments
             for host in hosts {
                 processes[host] = try ServerProcess(
                     binary: ShelfTests.binary, serve: serve + ["--listen", "\(host):0"])
