@@ -330,7 +330,7 @@ struct TwoFactorTests {
             let wrongCode = try browser.post("/account/2fa/totp", ["password": Self.password, "code": "000000"])
             #expect(wrongCode.status == 400 && wrongCode.text.contains(secretText))
             let accounts = server.application.accounts
-            #expect(try accounts.authenticators(userID: 1).isEmpty, "still off")
+            #expect(try accounts.twoFactor.authenticators(userID: 1).isEmpty, "still off")
             let on = try browser.post("/account/2fa/totp", ["password": Self.password, "code": code(secret, server)])
             #expect(on.status == 200)
             #expect(on.text.matches(of: /class="recovery-code">[0-9]{8}</).count == 10, "\(on.text)")
@@ -338,10 +338,10 @@ struct TwoFactorTests {
             #expect(again.text.contains("Two-factor sign-in is on") && !again.text.contains("recovery-code"))
             #expect(
                 try browser.post("/account/2fa/totp/disable", ["password": "not the password"]).status == 400)
-            #expect(try accounts.authenticators(userID: 1).count == 2, "still on")
+            #expect(try accounts.twoFactor.authenticators(userID: 1).count == 2, "still on")
             let off = try browser.post("/account/2fa/totp/disable", ["password": Self.password])
             #expect(off.status == 200 && off.text.contains("off"))
-            #expect(try accounts.authenticators(userID: 1).isEmpty)
+            #expect(try accounts.twoFactor.authenticators(userID: 1).isEmpty)
         }
     }
 
@@ -431,7 +431,7 @@ struct TwoFactorTests {
             configuration.secretsKeyFile = other
             let replaced = try HomeportApplication(
                 configuration: configuration, logger: Logger(label: "test", sink: MemoryLogSink()))
-            #expect(replaced.accounts.secondFactors != nil)
+            #expect(replaced.accounts.twoFactor.settings != nil)
         }
         try withAccounts(.postgres) { server in
             _ = try enroll(server, "ada@example.com")

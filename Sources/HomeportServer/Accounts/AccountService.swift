@@ -23,9 +23,9 @@ public final class AccountService: Sendable {
     let hashTiming = HashTiming()
     /// The costliest hash held, which every check is padded to.
     let costliestHash: CostliestHash
-    /// Two-factor sign-in, when a ``SecretsKey`` is at hand; `nil` offers none (and a server
-    /// refuses to start without one if any account has a second factor).
-    public let secondFactors: SecondFactorSettings?
+    /// Second factors: offered when a ``SecretsKey`` is at hand (and a server refuses to start
+    /// without one if any account has a second factor).
+    public let twoFactor: TwoFactorService
     /// The identity providers the operator configured (`oidc add`), and what they publish.
     let identityProviders: ProviderDirectory
 
@@ -36,7 +36,6 @@ public final class AccountService: Sendable {
         random: any RandomSource = SystemRandom(), hasher: (any PasswordHashing)? = nil, logger: Logger,
         secondFactors: SecondFactorSettings? = nil
     ) {
-        self.secondFactors = secondFactors
         self.settings = settings
         self.database = database
         self.hasher = hasher ?? PasswordHasher(iterations: settings.passwordIterations, random: random)
@@ -45,6 +44,9 @@ public final class AccountService: Sendable {
         self.clock = clock
         self.random = random
         self.logger = logger.withLabel("homeport.accounts")
+        twoFactor = TwoFactorService(
+            settings: secondFactors, database: database, rateLimits: settings.rateLimits, clock: clock, random: random,
+            logger: self.logger)
         identityProviders = ProviderDirectory(database: database, clock: clock, caFile: settings.providerCAFile)
     }
 

@@ -94,7 +94,7 @@ struct AppDoor: Sendable {
             data["socialaccount"] = ["providers": providers.map { (try? asObject(describe($0))) ?? [:] }]
         }
         // As allauth with its MFA app: the second factors offered (none without a secrets key).
-        if service.secondFactors != nil {
+        if service.twoFactor.settings != nil {
             data["mfa"] = ["supported_types": ["recovery_codes", "totp"], "passkey_login_enabled": false]
         }
         return answer(["status": 200, "data": data])

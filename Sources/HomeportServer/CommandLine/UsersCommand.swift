@@ -141,7 +141,7 @@ enum UsersCommand {
             )
             return .refused
         }
-        guard try service(parsed, resetSecondFactorSpec, environment).resetSecondFactors(email: email) else {
+        guard try service(parsed, resetSecondFactorSpec, environment).twoFactor.resetSecondFactors(email: email) else {
             ServerCLI.error("homeport-server: no account uses '\(email)'")
             return .failure
         }

@@ -43,7 +43,8 @@ extension AppDoor {
         case .success(let value): body = value
         case .failure(let problems): return invalid(problems.problems)
         }
-        return factorAnswer(try service.reauthenticateSecondFactor(code: body.code, session: session, account: account))
+        return factorAnswer(
+            try service.twoFactor.reauthenticateSecondFactor(code: body.code, session: session, account: account))
     }
 
     /// `POST auth/reauthenticate`: confirms the password of a signed-in session.
@@ -69,13 +70,13 @@ extension AppDoor {
     /// `GET account/authenticators`.
     func authenticators(_ caller: Caller) throws -> HTTPResponse {
         guard case .signedIn(_, let account) = caller else { return try notSignedIn(caller) }
-        return answer(data: try service.authenticators(userID: account.id))
+        return answer(data: try service.twoFactor.authenticators(userID: account.id))
     }
 
     /// `GET account/authenticators/totp`: 200 when on; else 404 with a new secret and its URL.
     func totp(_ caller: Caller) throws -> HTTPResponse {
         guard case .signedIn(let session, let account) = caller else { return try notSignedIn(caller) }
-        switch try service.totpState(session: session, account: account) {
+        switch try service.twoFactor.totpState(session: session, account: account) {
         case .active(let info): return answer(data: info)
         case .offered(let secret, let url):
             return answer(["status": 404, "meta": ["secret": secret, "totp_url": url]], status: 404)
@@ -91,7 +92,7 @@ extension AppDoor {
         case .success(let value): body = value
         case .failure(let problems): return invalid(problems.problems)
         }
-        switch try service.activateTOTP(code: body.code, session: session, account: account) {
+        switch try service.twoFactor.activateTOTP(code: body.code, session: session, account: account) {
         case .activated(let info): return answer(data: info)
         case .incorrect: return invalid([Self.incorrectCodeOfFactor])
         case .rateLimited(let retryAfter):
@@ -107,7 +108,7 @@ extension AppDoor {
     /// `DELETE account/authenticators/totp`.
     func deactivateTOTP(_ caller: Caller) throws -> HTTPResponse {
         guard case .signedIn(let session, let account) = caller else { return try notSignedIn(caller) }
-        switch try service.deactivateTOTP(session: session, account: account) {
+        switch try service.twoFactor.deactivateTOTP(session: session, account: account) {
         case .done, .none: return answer(AuthEnvelope(status: 200))
         case .reauthenticationRequired: return try reauthenticationRequired(session, account)
         }
@@ -116,7 +117,7 @@ extension AppDoor {
     /// `GET account/authenticators/recovery-codes`.
     func recoveryCodes(_ caller: Caller) throws -> HTTPResponse {
         guard case .signedIn(let session, let account) = caller else { return try notSignedIn(caller) }
-        switch try service.recoveryCodes(session: session, account: account) {
+        switch try service.twoFactor.recoveryCodes(session: session, account: account) {
         case .done(let info): return answer(data: info)
         case .none: return answer(AuthEnvelope(status: 404))
         case .reauthenticationRequired: return try reauthenticationRequired(session, account)
@@ -126,7 +127,7 @@ extension AppDoor {
     /// `POST account/authenticators/recovery-codes`: new codes, shown this once.
     func regenerateRecoveryCodes(_ caller: Caller) throws -> HTTPResponse {
         guard case .signedIn(let session, let account) = caller else { return try notSignedIn(caller) }
-        switch try service.regenerateRecoveryCodes(session: session, account: account) {
+        switch try service.twoFactor.regenerateRecoveryCodes(session: session, account: account) {
         case .done(let info): return answer(data: info)
         case .none:
             return invalid([
@@ -140,7 +141,7 @@ extension AppDoor {
 
     // MARK: Answers
 
-    private func factorAnswer(_ outcome: AccountService.SecondFactorOutcome) -> HTTPResponse {
+    private func factorAnswer(_ outcome: TwoFactorService.SecondFactorOutcome) -> HTTPResponse {
         switch outcome {
         case .signedIn(let token, let account, let session):
             return answer(
@@ -169,7 +170,7 @@ extension AppDoor {
     private func reauthenticationRequired(_ session: Session, _ account: Account) throws -> HTTPResponse {
         var data = userData(account, session)
         var ways = [AuthFlow(id: "reauthenticate")]
-        let types = try service.secondFactorTypes(userID: account.id)
+        let types = try service.twoFactor.secondFactorTypes(userID: account.id)
         if types.contains("totp") { ways.append(AuthFlow(id: "mfa_reauthenticate", types: types)) }
         data.flows = ways
         return answer(AuthEnvelope(status: 401, data: data, meta: AuthMeta(isAuthenticated: true)))

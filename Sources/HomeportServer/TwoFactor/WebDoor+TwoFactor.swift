@@ -32,7 +32,7 @@ extension WebDoor {
         throws -> HTTPResponse
     {
         guard case .signedIn(let session, let account) = context.caller else { return .seeOther("/account/login") }
-        switch try service.totpState(session: session, account: account, keepingOffer: keepingOffer) {
+        switch try service.twoFactor.totpState(session: session, account: account, keepingOffer: keepingOffer) {
         case .active:
             return page(
                 Self.secondStepTitle, WebPage.totpActive(csrf: context.csrfToken, errors: errors), status: status)
@@ -55,9 +55,9 @@ extension WebDoor {
         if let refusal = honeypot(fields) { return refusal }
         guard case .signedIn(let session, let account) = context.caller else { return .seeOther("/account/login") }
         if let refusal = try confirmPassword(fields["password"] ?? "", session, account, context) { return refusal }
-        switch try service.activateTOTP(code: fields["code"] ?? "", session: session, account: account) {
+        switch try service.twoFactor.activateTOTP(code: fields["code"] ?? "", session: session, account: account) {
         case .activated:
-            guard case .done(let codes) = try service.recoveryCodes(session: session, account: account) else {
+            guard case .done(let codes) = try service.twoFactor.recoveryCodes(session: session, account: account) else {
                 return .seeOther("/account/2fa/totp")
             }
             return page("Two-factor sign-in is on", WebPage.recoveryCodes(codes.unusedCodes ?? []))
@@ -77,7 +77,7 @@ extension WebDoor {
         if let refusal = honeypot(fields) { return refusal }
         guard case .signedIn(let session, let account) = context.caller else { return .seeOther("/account/login") }
         if let refusal = try confirmPassword(fields["password"] ?? "", session, account, context) { return refusal }
-        switch try service.deactivateTOTP(session: session, account: account) {
+        switch try service.twoFactor.deactivateTOTP(session: session, account: account) {
         case .done, .none:
             return page(
                 Self.secondStepTitle,
