@@ -115,7 +115,7 @@ struct RaceTests {
             _ = try server.signIn("ada@example.com")
             let database = server.application.database
             let account = try #require(try AccountStore(database).find(email: "ada@example.com"))
-            let login = try server.application.accounts.makeSession(
+            let login = try server.application.accounts.mint.make(
                 kind: .app, userID: account.id, authenticatedAt: 0, now: server.clock.unixSeconds)
             let inserted = LockedValue<Bool?>(nil)
             let done = DispatchSemaphore(value: 0)

@@ -25,7 +25,7 @@ extension AccountService {
                 FieldProblem(code: AuthErrorCode.required, param: "password", message: "This field is required.")
             ])
         }
-        switch try confirmPassword(password, session: session, account: account, now: clock.unixSeconds) {
+        switch try passwords.confirmPassword(password, session: session, account: account, now: clock.unixSeconds) {
         case .rateLimited(let retryAfter): return .rateLimited(retryAfter: retryAfter)
         case .wrong: return .invalid([Self.wrongPassword])
         case .confirmed: break

@@ -28,6 +28,12 @@ public final class AccountService: Sendable {
     public let twoFactor: TwoFactorService
     /// The identity providers the operator configured (`oidc add`), and what they publish.
     let identityProviders: ProviderDirectory
+    /// Makes the sessions a sign-in begins.
+    let mint: SessionMint
+    /// Password changes, confirmations and resets.
+    public let passwords: PasswordService
+    /// Sends (or queues) the account's mail.
+    let deliver: MailDelivery
 
     /// Creates the service; `hasher` defaults to PBKDF2 at `settings.passwordIterations`. Who is
     /// calling is not its business: the one `SessionReader` (the application's) tells the doors.
@@ -48,6 +54,11 @@ public final class AccountService: Sendable {
             settings: secondFactors, database: database, rateLimits: settings.rateLimits, clock: clock, random: random,
             logger: self.logger)
         identityProviders = ProviderDirectory(database: database, clock: clock, caFile: settings.providerCAFile)
+        mint = SessionMint(random: random, lifetime: settings.sessionLifetime)
+        deliver = MailDelivery(mailer: mailer, database: database, clock: clock, logger: self.logger)
+        passwords = PasswordService(
+            settings: settings, database: database, hasher: self.hasher, clock: clock, random: random,
+            logger: self.logger, mint: mint, deliver: deliver)
     }
 
     /// What a sign-up or sign-in attempt came to.
@@ -108,7 +119,7 @@ public final class AccountService: Sendable {
         }
         let passwordHash = try hasher.hash(password)
         let approval: Approval = settings.signup == .open ? .approved : .waiting
-        let newSession = try makeSession(kind: kind, userID: nil, now: now)
+        let newSession = try mint.make(kind: kind, userID: nil, now: now)
         let verification = settings.emailVerification == .code ? try makeVerification(kind: kind, now: now) : nil
         // The outcome, and whether the address was taken (`nil` outcome: say so, unless a code
         // is due, which keeps the answer the same either way).
@@ -280,7 +291,7 @@ public final class AccountService: Sendable {
                 account: account, upgraded: upgraded, address: address, email: email, kind: kind, current: current,
                 now: now)
         }
-        let newSession = try makeSession(
+        let newSession = try mint.make(
             kind: kind, userID: account.id, authenticatedAt: clock.now().timeIntervalSince1970, now: now)
         let outcome: SignInOutcome = try database.transaction { db in
             try RateLimiter(db, policy: settings.rateLimits).refundLoginFailure(
@@ -406,22 +417,7 @@ public final class AccountService: Sendable {
         }
     }
 
-    // MARK: Sessions and mail
-
-    /// A new session (not stored yet) and its token, shown once and never stored.
-    func makeSession(kind: SessionKind, userID: Int64?, authenticatedAt: Double? = nil, now: Int64) throws
-        -> (token: String, session: Session)
-    {
-        let token = try SecretToken.generate(random)
-        let life = settings.sessionLifetime
-        let expires = now.addingReportingOverflow(life).overflow ? Int64.max : now + life
-        return (
-            token,
-            Session(
-                keyHash: SecretToken.storedForm(of: token), userID: userID, kind: kind, expiresAt: expires,
-                authenticatedAt: authenticatedAt, standing: nil)
-        )
-    }
+    // MARK: Pre-login sessions
 
     /// How long a pre-login session (one with nobody in it, kept only for its standing) lives.
     static let preLoginLifetime: Int64 = 86400
@@ -439,30 +435,5 @@ public final class AccountService: Sendable {
         session.expiresAt = min(session.expiresAt, now + Self.preLoginLifetime)
         try SessionStore(db).insertPreLogin(session, now: now)
         return new.token
-    }
-
-    /// Sends a mail, or queues it for the `MailSender` when the mailer queues (SMTP). A failure
-    /// is logged (without the address) and recorded, together with the standing `mail_failed` on
-    /// the pre-login session `keyHash` when there is one; returns false.
-    func deliver(_ mail: Mail, standingOf keyHash: String?) -> Bool {
-        do {
-            if mailer.queues {
-                // Sent by the MailSender: a failure then sets the standing.
-                try MailQueue(database).enqueue(mail, standingKeyHash: keyHash, now: clock.unixSeconds)
-            } else {
-                try mailer.send(mail)
-                ServerMetrics.add(ServerMetrics.mailSent)
-            }
-            return true
-        } catch {
-            logger.warning("mail not sent", metadata: ["kind": mail.kind, "error": String(describing: error)])
-            ServerMetrics.add(ServerMetrics.mailFailed)
-            let now = clock.unixSeconds
-            _ = try? database.transaction { db in
-                try MailFailureStore(db).record(kind: mail.kind, reason: String(describing: error), at: now)
-                if let keyHash { try SessionStore(db).setStanding(.mailFailed, keyHash: keyHash) }
-            }
-            return false
-        }
     }
 }

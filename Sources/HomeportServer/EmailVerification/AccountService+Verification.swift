@@ -76,7 +76,7 @@ extension AccountService {
         case .none: return .noneWaiting
         }
         let now = clock.unixSeconds
-        let replacement = try makeSession(kind: session.kind, userID: nil, now: now)
+        let replacement = try mint.make(kind: session.kind, userID: nil, now: now)
         // The outcome, and the address to tell that it waits for approval after a sign-up.
         let (outcome, waitingMail): (VerificationOutcome, String?) = try database.transaction { db in
             let verifications = EmailVerificationStore(db)
@@ -213,7 +213,7 @@ extension AccountService {
 
     /// A new code and pre-login session of `kind` (nothing stored yet).
     func makeVerification(kind: SessionKind, now: Int64) throws -> NewVerification {
-        var preLogin = try makeSession(kind: kind, userID: nil, now: now)
+        var preLogin = try mint.make(kind: kind, userID: nil, now: now)
         // A day, whatever --session-lifetime says: long enough for the code and the standing.
         preLogin.session.expiresAt = now + Self.preLoginLifetime
         return NewVerification(code: try VerificationCode.generate(random), preLogin: preLogin)

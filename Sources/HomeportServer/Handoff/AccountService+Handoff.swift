@@ -155,7 +155,7 @@ extension AccountService {
             return .invalid
         }
         guard let account = try AccountStore(database).find(id: claimed.userID) else { return .invalid }
-        let new = try makeSession(
+        let new = try mint.make(
             kind: .app, userID: account.id,
             authenticatedAt: claimed.authenticatedAt ?? clock.now().timeIntervalSince1970,
             now: now)

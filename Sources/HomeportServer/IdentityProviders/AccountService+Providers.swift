@@ -284,7 +284,7 @@ extension AccountService {
         _ provider: OIDCProvider, _ identity: ProviderIdentity, kind: SessionKind, current: Caller, now: Int64
     ) throws -> ProviderOutcome {
         guard settings.signup != .closed else { return .signIn(.signupClosed) }
-        var pending = try makeSession(kind: kind, userID: nil, now: now)
+        var pending = try mint.make(kind: kind, userID: nil, now: now)
         pending.session.expiresAt = min(pending.session.expiresAt, now + Self.secondFactorWindow)
         try database.transaction { db in
             try SessionStore(db).insertPreLogin(pending.session, now: now)
@@ -317,7 +317,7 @@ extension AccountService {
         let verification =
             settings.emailVerification == .code && !verified ? try makeVerification(kind: kind, now: now) : nil
         let authenticatedAt = clock.now().timeIntervalSince1970
-        let newSession = try makeSession(kind: kind, userID: nil, authenticatedAt: authenticatedAt, now: now)
+        let newSession = try mint.make(kind: kind, userID: nil, authenticatedAt: authenticatedAt, now: now)
         let login = SessionFactorStore.ProviderLogin(providerID: provider.id, subject: identity.subject)
         let outcome: SignInOutcome = try database.transaction { db in
             guard
@@ -389,7 +389,7 @@ extension AccountService {
                     account: account, upgraded: nil, address: address, email: account.email, kind: kind,
                     current: current, now: now, provider: login))
         }
-        let newSession = try makeSession(
+        let newSession = try mint.make(
             kind: kind, userID: account.id, authenticatedAt: clock.now().timeIntervalSince1970, now: now)
         let outcome: SignInOutcome = try database.transaction { db in
             let sessions = SessionStore(db)

@@ -12,7 +12,7 @@ extension AppDoor {
         case .success(let value): change = value
         case .failure(let problems): return invalid(problems.problems)
         }
-        switch try service.changePassword(
+        switch try service.passwords.changePassword(
             session: session, account: account, current: change.currentPassword, new: change.newPassword)
         {
         case .invalid(let problems): return invalid(problems)
@@ -32,7 +32,9 @@ extension AppDoor {
         case .success(let value): body = value
         case .failure(let problems): return invalid(problems.problems)
         }
-        switch try service.requestPasswordReset(email: body.email, address: request.remoteAddress, current: caller) {
+        switch try service.passwords.requestPasswordReset(
+            email: body.email, address: request.remoteAddress, current: caller)
+        {
         case .accepted: return answer(AuthEnvelope(status: 200))
         case .invalid(let problems): return invalid(problems)
         case .rateLimited(let retryAfter): return tooMany(retryAfter)
@@ -45,7 +47,7 @@ extension AppDoor {
                 FieldProblem(code: AuthErrorCode.required, param: "key", message: "This field is required.")
             ])
         }
-        guard let account = try service.account(forResetKey: key) else { return invalidResetKey() }
+        guard let account = try service.passwords.account(forResetKey: key) else { return invalidResetKey() }
         return answer(AuthEnvelope(status: 200, data: AuthData(user: user(account))))
     }
 
@@ -58,13 +60,13 @@ extension AppDoor {
             var all = problems.problems
             let sent = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any]
             if !all.contains(where: { $0.param == "key" }), let key = sent?["key"] as? String,
-                try service.account(forResetKey: key) == nil
+                try service.passwords.account(forResetKey: key) == nil
             {
                 all.insert(Self.invalidResetKeyProblem, at: 0)
             }
             return invalid(all)
         }
-        switch try service.resetPassword(key: body.key, password: body.password) {
+        switch try service.passwords.resetPassword(key: body.key, password: body.password) {
         case .reset: return notSignedIn()
         case .invalidKey: return invalidResetKey()
         case .invalid(let problems): return invalid(problems)

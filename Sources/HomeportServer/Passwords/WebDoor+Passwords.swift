@@ -7,7 +7,7 @@ extension WebDoor {
     func requestReset(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let fields = request.formFields
         if let refusal = honeypot(fields) { return refusal }
-        switch try service.requestPasswordReset(
+        switch try service.passwords.requestPasswordReset(
             email: fields["email"] ?? "", address: request.remoteAddress, current: context.caller)
         {
         case .accepted:
@@ -27,7 +27,7 @@ extension WebDoor {
 
     func resetForm(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let key = request.pathParameters["key"] ?? ""
-        guard try service.account(forResetKey: key) != nil else { return invalidKeyPage() }
+        guard try service.passwords.account(forResetKey: key) != nil else { return invalidKeyPage() }
         return page("Set a new password", WebPage.resetForm(csrf: context.csrfToken, key: key))
     }
 
@@ -35,7 +35,7 @@ extension WebDoor {
         let fields = request.formFields
         if let refusal = honeypot(fields) { return refusal }
         let key = request.pathParameters["key"] ?? ""
-        switch try service.resetPassword(key: key, password: fields["password"] ?? "") {
+        switch try service.passwords.resetPassword(key: key, password: fields["password"] ?? "") {
         case .reset:
             return page(
                 "Password changed",

@@ -19,7 +19,7 @@ extension AccountService {
         account: Account, upgraded: String?, address: String, email: String, kind: SessionKind, current: Caller,
         now: Int64, provider: SessionFactorStore.ProviderLogin? = nil
     ) throws -> SignInOutcome {
-        var pending = try makeSession(kind: kind, userID: nil, now: now)
+        var pending = try mint.make(kind: kind, userID: nil, now: now)
         pending.session.expiresAt = min(pending.session.expiresAt, now + Self.secondFactorWindow)
         let authenticatedAt = clock.now().timeIntervalSince1970
         return try database.transaction { db in
@@ -65,7 +65,7 @@ extension AccountService {
         case .used(let used): factor = used
         case .refused(let outcome): return outcome
         }
-        var signedIn = try makeSession(kind: preLogin.kind, userID: pending.userID, now: now)
+        var signedIn = try mint.make(kind: preLogin.kind, userID: pending.userID, now: now)
         signedIn.session.authenticatedAt = pending.authenticatedAt
         let at = clock.now().timeIntervalSince1970
         let outcome: TwoFactorService.SecondFactorOutcome = try database.transaction { db in

@@ -1,9 +1,36 @@
 import Foundation
 import HomeportCrypto
+import HomeportLogging
 import HomeportStorage
 import HomeportWire
 
-extension AccountService {
+/// Passwords: changed with the current one, confirmed before a change made with it (a new
+/// password, the account's deletion), and reset with a single-use key mailed to the address.
+/// Both doors call these; ``AccountService`` builds it.
+public final class PasswordService: Sendable {
+    let settings: AccountSettings
+    let database: any Database
+    let hasher: any PasswordHashing
+    let clock: any WallClock
+    let random: any RandomSource
+    let logger: Logger
+    let mint: SessionMint
+    let deliver: MailDelivery
+
+    init(
+        settings: AccountSettings, database: any Database, hasher: any PasswordHashing, clock: any WallClock,
+        random: any RandomSource, logger: Logger, mint: SessionMint, deliver: MailDelivery
+    ) {
+        self.settings = settings
+        self.database = database
+        self.hasher = hasher
+        self.clock = clock
+        self.random = random
+        self.logger = logger
+        self.mint = mint
+        self.deliver = deliver
+    }
+
     /// What a password change came to.
     public enum PasswordChangeOutcome: Sendable {
         /// Changed: every session of the account is gone, and this new one (same door) replaces
@@ -40,7 +67,7 @@ extension AccountService {
         case .confirmed: break
         }
         let newHash = try hasher.hash(new)
-        var replacement = try makeSession(kind: session.kind, userID: account.id, now: now)
+        var replacement = try mint.make(kind: session.kind, userID: account.id, now: now)
         replacement.session.authenticatedAt = session.authenticatedAt
         let changed: Bool
         do {
@@ -114,7 +141,7 @@ extension AccountService {
     public func requestPasswordReset(email rawEmail: String, address: String, current: Caller) throws
         -> ResetRequestOutcome
     {
-        guard let email = Credentials.normalizedEmail(rawEmail) else { return .invalid([Self.invalidEmail]) }
+        guard let email = Credentials.normalizedEmail(rawEmail) else { return .invalid([AccountService.invalidEmail]) }
         let now = clock.unixSeconds
         do {
             try database.transaction {

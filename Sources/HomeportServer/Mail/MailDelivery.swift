@@ -1,0 +1,36 @@
+import HomeportLogging
+import HomeportStorage
+
+/// How the account services send mail: at once, or queued for the `MailSender` when the mailer
+/// queues (SMTP), a failure recorded where the person can be told.
+struct MailDelivery: Sendable {
+    let mailer: any Mailer
+    let database: any Database
+    let clock: any WallClock
+    let logger: Logger
+
+    /// Sends a mail, or queues it for the `MailSender` when the mailer queues (SMTP). A failure
+    /// is logged (without the address) and recorded, together with the standing `mail_failed` on
+    /// the pre-login session `keyHash` when there is one; returns false.
+    func callAsFunction(_ mail: Mail, standingOf keyHash: String?) -> Bool {
+        do {
+            if mailer.queues {
+                // Sent by the MailSender: a failure then sets the standing.
+                try MailQueue(database).enqueue(mail, standingKeyHash: keyHash, now: clock.unixSeconds)
+            } else {
+                try mailer.send(mail)
+                ServerMetrics.add(ServerMetrics.mailSent)
+            }
+            return true
+        } catch {
+            logger.warning("mail not sent", metadata: ["kind": mail.kind, "error": String(describing: error)])
+            ServerMetrics.add(ServerMetrics.mailFailed)
+            let now = clock.unixSeconds
+            _ = try? database.transaction { db in
+                try MailFailureStore(db).record(kind: mail.kind, reason: String(describing: error), at: now)
+                if let keyHash { try SessionStore(db).setStanding(.mailFailed, keyHash: keyHash) }
+            }
+            return false
+        }
+    }
+}
