@@ -73,7 +73,7 @@ struct ForwardAuthTests {
             let token = try server.signIn("ada@example.com")
             let before = try forward(server, [(HomeportHeader.sessionToken, token)])
             #expect(before.header(HomeportHeader.accountEmailVerified) == "false")
-            #expect(try server.application.accounts.markEmailVerified(email: "ada@example.com"))
+            #expect(try server.application.accounts.emailVerification.markEmailVerified(email: "ada@example.com"))
             var after = try forward(server, [(HomeportHeader.sessionToken, token)])
             try eventually(every: .milliseconds(50)) {
                 after = try forward(server, [(HomeportHeader.sessionToken, token)])

@@ -4,8 +4,11 @@ import HomeportLogging
 import HomeportStorage
 import HomeportWire
 
-/// Sign-up, sign-in, sign-out, password change and reset: the rules both doors (the app JSON
-/// API and the web forms) share. Each door only translates requests and answers.
+/// Sign-up, sign-in and sign-out: the rules both doors (the app JSON API and the web forms)
+/// share. Each door only translates requests and answers. Passwords, second factors and the
+/// verification of addresses are services of their own it builds and begins sign-ins with
+/// (``passwords``, ``twoFactor``, ``emailVerification``), as django-allauth's account, MFA and
+/// email apps sit side by side.
 ///
 /// Every use case that writes more than one row does its slow work first (password hashing,
 /// mail), then one `database.transaction`: a hash never holds the database's write lock, and a
@@ -32,6 +35,8 @@ public final class AccountService: Sendable {
     let mint: SessionMint
     /// Password changes, confirmations and resets.
     public let passwords: PasswordService
+    /// Addresses verified by a mailed code.
+    public let emailVerification: EmailVerificationService
     /// Sends (or queues) the account's mail.
     let deliver: MailDelivery
 
@@ -59,6 +64,9 @@ public final class AccountService: Sendable {
         passwords = PasswordService(
             settings: settings, database: database, hasher: self.hasher, clock: clock, random: random,
             logger: self.logger, mint: mint, deliver: deliver)
+        emailVerification = EmailVerificationService(
+            settings: settings, database: database, clock: clock, random: random, logger: self.logger, mint: mint,
+            deliver: deliver)
     }
 
     /// What a sign-up or sign-in attempt came to.
@@ -120,7 +128,8 @@ public final class AccountService: Sendable {
         let passwordHash = try hasher.hash(password)
         let approval: Approval = settings.signup == .open ? .approved : .waiting
         let newSession = try mint.make(kind: kind, userID: nil, now: now)
-        let verification = settings.emailVerification == .code ? try makeVerification(kind: kind, now: now) : nil
+        let verification =
+            settings.emailVerification == .code ? try emailVerification.makeVerification(kind: kind, now: now) : nil
         // The outcome, and whether the address was taken (`nil` outcome: say so, unless a code
         // is due, which keeps the answer the same either way).
         let outcome: SignInOutcome?
@@ -139,7 +148,8 @@ public final class AccountService: Sendable {
                     }
                     decoy.code = nil
                     do {
-                        try beginVerification(decoy, account: owner, authenticatedAt: nil, db, now: now)
+                        try emailVerification.beginVerification(
+                            decoy, account: owner, authenticatedAt: nil, db, now: now)
                     } catch let refusal as RateLimiter.Refusal {
                         return (.rateLimited(retryAfter: refusal.retryAfter), true)
                     }
@@ -156,7 +166,8 @@ public final class AccountService: Sendable {
                     // account or not.
                     try RateLimiter(db, policy: settings.rateLimits).chargeVerificationMail(
                         account: account.id, email: account.email, decoy: true, mailboxDay: false, now: now)
-                    try beginVerification(verification, account: account, authenticatedAt: nil, db, now: now)
+                    try emailVerification.beginVerification(
+                        verification, account: account, authenticatedAt: nil, db, now: now)
                     return (.verificationPending(token: verification.preLogin.token), false)
                 }
                 if approval == .approved {
@@ -182,7 +193,7 @@ public final class AccountService: Sendable {
                 _ = deliver(Self.accountExistsMail(to: email), standingOf: verification.preLogin.session.keyHash)
             } else {
                 logger.notice("account created", metadata: ["approval": approval.rawValue])
-                mailVerification(verification, to: email)
+                emailVerification.mailVerification(verification, to: email)
             }
             return outcome
         }
@@ -282,7 +293,7 @@ public final class AccountService: Sendable {
         case .authenticated(let normalized, let found): (email, account) = (normalized, found)
         }
         if settings.emailVerification == .code, try !EmailVerificationStore(database).isVerified(userID: account.id) {
-            return try beginVerification(
+            return try signInAwaitingVerification(
                 account: account, address: address, email: email, kind: kind, current: current, now: now)
         }
         let upgraded = hasher.needsUpgrade(account.passwordHash) ? try hasher.hash(password) : nil
@@ -348,11 +359,11 @@ public final class AccountService: Sendable {
     /// A sign-in with the right password to an account whose address is not verified: no session
     /// yet, but a pre-login session and a mailed code (the caller's own session at this door ends).
     /// Past the account's mail budget the answer is django-allauth's: too many login attempts.
-    func beginVerification(
+    func signInAwaitingVerification(
         account: Account, address: String, email: String, kind: SessionKind, current: Caller, now: Int64,
         refund: Bool = true
     ) throws -> SignInOutcome {
-        let verification = try makeVerification(kind: kind, now: now)
+        let verification = try emailVerification.makeVerification(kind: kind, now: now)
         let authenticatedAt = clock.now().timeIntervalSince1970
         let outcome: SignInOutcome = try database.transaction { db in
             // The password was right: its failure comes back whatever follows.
@@ -361,14 +372,15 @@ public final class AccountService: Sendable {
                     address: address, email: email, now: now)
             }
             do {
-                try beginVerification(verification, account: account, authenticatedAt: authenticatedAt, db, now: now)
+                try emailVerification.beginVerification(
+                    verification, account: account, authenticatedAt: authenticatedAt, db, now: now)
             } catch let refusal as RateLimiter.Refusal {
                 return .tooManyFailedLogins(retryAfter: refusal.retryAfter)
             }
             if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
             return .verificationPending(token: verification.preLogin.token)
         }
-        if case .verificationPending = outcome { mailVerification(verification, to: account.email) }
+        if case .verificationPending = outcome { emailVerification.mailVerification(verification, to: account.email) }
         return outcome
     }
 

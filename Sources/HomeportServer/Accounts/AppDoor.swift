@@ -174,7 +174,12 @@ struct AppDoor: Sendable {
         guard case .signedIn(_, let account) = caller else { return try notSignedIn(caller) }
         let object: [String: Any] = [
             "status": 200,
-            "data": [["email": account.email, "primary": true, "verified": try service.isEmailVerified(account)]],
+            "data": [
+                [
+                    "email": account.email, "primary": true,
+                    "verified": try service.emailVerification.isEmailVerified(account),
+                ]
+            ],
         ]
         return answer(object)
     }
@@ -253,7 +258,7 @@ struct AppDoor: Sendable {
 
     /// 401 for a caller who is not signed in, with the flow its pre-login session waits on.
     func notSignedIn(_ caller: Caller) throws -> HTTPResponse {
-        let verifying = try service.verificationPending(caller)
+        let verifying = try service.emailVerification.verificationPending(caller)
         let secondFactor = try service.pendingSecondFactor(caller)
         var flows = flows(verifying: verifying, secondFactor: secondFactor)
         if let (provider, _) = try service.pendingProviderSignup(caller) {

@@ -87,7 +87,7 @@ enum UsersCommand {
         guard let parsed = try ServerCLI.parse(listSpec, arguments) else { return .success }
         let service = try service(parsed, listSpec, environment)
         let accounts = try service.accounts()
-        let verified = try service.verifiedAccountIDs()
+        let verified = try service.emailVerification.verifiedAccountIDs()
         let formatter = ISO8601DateFormatter()
         if parsed.flag("json") {
             let objects = accounts.map {
@@ -152,7 +152,7 @@ enum UsersCommand {
     static func verify(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
         guard let parsed = try ServerCLI.parse(verifySpec, arguments) else { return .success }
         let email = parsed.positionals[0]
-        guard try service(parsed, verifySpec, environment).markEmailVerified(email: email) else {
+        guard try service(parsed, verifySpec, environment).emailVerification.markEmailVerified(email: email) else {
             ServerCLI.error("homeport-server: no account uses '\(email)'")
             return .failure
         }

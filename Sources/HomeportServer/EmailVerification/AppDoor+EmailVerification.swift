@@ -10,14 +10,16 @@ extension AppDoor {
     /// allauth's link keys, and Homeport has none.
     func verifyEmail(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
         let byCode = service.settings.emailVerification == .code
-        if byCode, try !service.verificationPending(caller) { return answer(AuthEnvelope(status: 409)) }
+        if byCode, try !service.emailVerification.verificationPending(caller) {
+            return answer(AuthEnvelope(status: 409))
+        }
         let body: AuthRequest.EmailVerification
         switch decode(AuthRequest.EmailVerification.self, request, order: ["key"]) {
         case .success(let value): body = value
         case .failure(let problems): return invalid(problems.problems)
         }
         guard byCode else { return invalid([Self.invalidKeyProblem]) }
-        switch try service.verifyEmail(code: body.key, caller: caller) {
+        switch try service.emailVerification.verifyEmail(code: body.key, caller: caller) {
         case .signedIn(let token, let account, let session):
             return answer(
                 AuthEnvelope(
@@ -42,7 +44,9 @@ extension AppDoor {
     /// `GET auth/email/verify`: checks the code in `X-Email-Verification-Key` without using it.
     func checkVerification(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
         let byCode = service.settings.emailVerification == .code
-        if byCode, try !service.verificationPending(caller) { return answer(AuthEnvelope(status: 409)) }
+        if byCode, try !service.emailVerification.verificationPending(caller) {
+            return answer(AuthEnvelope(status: 409))
+        }
         let keys = request.headers.values(HomeportHeader.emailVerificationKey)
         // Two keys in one request would be two tries for the price of one, or an ambiguity.
         guard keys.count <= 1 else {
@@ -52,7 +56,7 @@ extension AppDoor {
         }
         guard let key = keys.first, !key.isEmpty else { return invalid([Self.requiredKeyProblem]) }
         guard byCode else { return invalid([Self.invalidKeyProblem]) }
-        switch try service.checkVerificationCode(key, caller: caller) {
+        switch try service.emailVerification.checkVerificationCode(key, caller: caller) {
         case .valid(let account):
             let userObject =
                 (try? JSONSerialization.jsonObject(with: HTTPResponse.encode(user(account)))) ?? [:]
@@ -70,7 +74,7 @@ extension AppDoor {
 
     /// `POST auth/email/verify/resend`.
     func resendVerification(_ caller: Caller) throws -> HTTPResponse {
-        switch try service.resendVerification(caller: caller) {
+        switch try service.emailVerification.resendVerification(caller: caller) {
         case .sent: return answer(AuthEnvelope(status: 200))
         case .noneWaiting: return answer(AuthEnvelope(status: 409))
         case .rateLimited(let retryAfter): return tooMany(retryAfter)

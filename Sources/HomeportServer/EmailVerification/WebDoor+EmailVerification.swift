@@ -5,14 +5,16 @@ import HomeportWire
 /// The web door's e-mail verification pages: the code's form, checking it, and sending another.
 extension WebDoor {
     func verifyForm(_ context: RequestContext) throws -> HTTPResponse {
-        guard try service.verificationPending(context.caller) else { return .seeOther("/account/login") }
+        guard try service.emailVerification.verificationPending(context.caller) else {
+            return .seeOther("/account/login")
+        }
         return page("Confirm your address", WebPage.verifyForm(csrf: context.csrfToken))
     }
 
     func verifyEmail(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let fields = request.formFields
         if let refusal = honeypot(fields) { return refusal }
-        switch try service.verifyEmail(code: fields["code"] ?? "", caller: context.caller) {
+        switch try service.emailVerification.verifyEmail(code: fields["code"] ?? "", caller: context.caller) {
         case .signedIn(let token, _, _): return signedIn(token)
         case .pending(let standing): return pendingPage(standing)
         case .incorrect:
@@ -33,7 +35,7 @@ extension WebDoor {
 
     func resendVerification(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         if let refusal = honeypot(request.formFields) { return refusal }
-        switch try service.resendVerification(caller: context.caller) {
+        switch try service.emailVerification.resendVerification(caller: context.caller) {
         case .sent:
             return page(
                 "Confirm your address",

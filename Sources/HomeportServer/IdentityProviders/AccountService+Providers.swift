@@ -315,7 +315,8 @@ extension AccountService {
         let passwordHash = "!" + (try SecretToken.generate(random))
         let verified = identity.emailVerified && identity.email.flatMap(Credentials.normalizedEmail) == email
         let verification =
-            settings.emailVerification == .code && !verified ? try makeVerification(kind: kind, now: now) : nil
+            settings.emailVerification == .code && !verified
+            ? try emailVerification.makeVerification(kind: kind, now: now) : nil
         let authenticatedAt = clock.now().timeIntervalSince1970
         let newSession = try mint.make(kind: kind, userID: nil, authenticatedAt: authenticatedAt, now: now)
         let login = SessionFactorStore.ProviderLogin(providerID: provider.id, subject: identity.subject)
@@ -334,7 +335,8 @@ extension AccountService {
                 try SessionEnding(db).end(keyHash: old.keyHash)
             }
             if let verification {
-                try beginVerification(verification, account: account, authenticatedAt: nil, db, now: now)
+                try emailVerification.beginVerification(
+                    verification, account: account, authenticatedAt: nil, db, now: now)
                 return .verificationPending(token: verification.preLogin.token)
             }
             if approval == .approved {
@@ -354,7 +356,7 @@ extension AccountService {
             "account created", metadata: ["approval": approval.rawValue, "provider": provider.id])
         switch outcome {
         case .verificationPending:
-            if let verification { mailVerification(verification, to: email) }
+            if let verification { emailVerification.mailVerification(verification, to: email) }
         case .pending(_, let token):
             let mailed = deliver(
                 Self.waitingMail(to: email), standingOf: token == nil ? nil : newSession.session.keyHash)
@@ -378,7 +380,7 @@ extension AccountService {
                 try database.transaction { try EmailVerificationStore($0).markVerified(userID: account.id, now: now) }
             } else {
                 return .signIn(
-                    try beginVerification(
+                    try signInAwaitingVerification(
                         account: account, address: address, email: account.email, kind: kind, current: current,
                         now: now, refund: false))
             }

@@ -1,5 +1,6 @@
 import Foundation
 import HomeportCrypto
+import HomeportLogging
 import HomeportStorage
 import HomeportWire
 
@@ -7,8 +8,30 @@ import HomeportWire
 /// django-allauth's `ACCOUNT_EMAIL_VERIFICATION_BY_CODE_ENABLED`: a sign-up, or a sign-in with
 /// the right password to an account whose address is not verified, gets a pre-login session and
 /// a mailed code instead of a session; the code, sent back with that session's token, verifies
-/// the address, and then the approval stage decides as at any sign-in.
-extension AccountService {
+/// the address, and then the approval stage decides as at any sign-in. ``AccountService``
+/// builds it and begins a verification at a sign-up or sign-in; both doors call the rest.
+public final class EmailVerificationService: Sendable {
+    let settings: AccountSettings
+    let database: any Database
+    let clock: any WallClock
+    let random: any RandomSource
+    let logger: Logger
+    let mint: SessionMint
+    let deliver: MailDelivery
+
+    init(
+        settings: AccountSettings, database: any Database, clock: any WallClock, random: any RandomSource,
+        logger: Logger, mint: SessionMint, deliver: MailDelivery
+    ) {
+        self.settings = settings
+        self.database = database
+        self.clock = clock
+        self.random = random
+        self.logger = logger
+        self.mint = mint
+        self.deliver = deliver
+    }
+
     /// What sending a code back came to.
     public enum VerificationOutcome: Sendable {
         /// Verified and signed in: a new session (the pre-login one ends) and its token.
@@ -111,7 +134,7 @@ extension AccountService {
         guard case .signedIn = outcome else {
             if case .pending(let standing) = outcome {
                 logger.notice("address verified", metadata: ["signedIn": "false"])
-                if let waitingMail, !deliver(Self.waitingMail(to: waitingMail), standingOf: session.keyHash) {
+                if let waitingMail, !deliver(AccountService.waitingMail(to: waitingMail), standingOf: session.keyHash) {
                     return .pending(standing: standing == .waiting ? .mailFailed : standing)
                 }
             }
@@ -164,7 +187,7 @@ extension AccountService {
         }
         // A verification no code completes stays one: its owner is told again, no code is made.
         if decoy {
-            _ = deliver(Self.accountExistsMail(to: account.email), standingOf: session.keyHash)
+            _ = deliver(AccountService.accountExistsMail(to: account.email), standingOf: session.keyHash)
             return .sent
         }
         let code = try VerificationCode.generate(random)
@@ -215,7 +238,7 @@ extension AccountService {
     func makeVerification(kind: SessionKind, now: Int64) throws -> NewVerification {
         var preLogin = try mint.make(kind: kind, userID: nil, now: now)
         // A day, whatever --session-lifetime says: long enough for the code and the standing.
-        preLogin.session.expiresAt = now + Self.preLoginLifetime
+        preLogin.session.expiresAt = now + AccountService.preLoginLifetime
         return NewVerification(code: try VerificationCode.generate(random), preLogin: preLogin)
     }
 
