@@ -5,10 +5,10 @@ import HomeportStorage
 import HomeportWire
 
 /// Sign-up, sign-in and sign-out: the rules both doors (the app JSON API and the web forms)
-/// share. Each door only translates requests and answers. Passwords, second factors and the
-/// verification of addresses are services of their own it builds and begins sign-ins with
-/// (``passwords``, ``twoFactor``, ``emailVerification``), as django-allauth's account, MFA and
-/// email apps sit side by side.
+/// share. Each door only translates requests and answers. Passwords, second factors, the
+/// verification of addresses and the handoff to apps are services of their own it builds
+/// (``passwords``, ``twoFactor``, ``emailVerification``, ``handoffs``), as django-allauth's
+/// account, MFA and email apps sit side by side.
 ///
 /// Every use case that writes more than one row does its slow work first (password hashing,
 /// mail), then one `database.transaction`: a hash never holds the database's write lock, and a
@@ -37,6 +37,8 @@ public final class AccountService: Sendable {
     public let passwords: PasswordService
     /// Addresses verified by a mailed code.
     public let emailVerification: EmailVerificationService
+    /// Browser sign-ins handed to apps.
+    public let handoffs: HandoffService
     /// Sends (or queues) the account's mail.
     let deliver: MailDelivery
 
@@ -67,6 +69,9 @@ public final class AccountService: Sendable {
         emailVerification = EmailVerificationService(
             settings: settings, database: database, clock: clock, random: random, logger: self.logger, mint: mint,
             deliver: deliver)
+        handoffs = HandoffService(
+            database: database, rateLimits: settings.rateLimits, clock: clock, random: random, logger: self.logger,
+            mint: mint)
     }
 
     /// What a sign-up or sign-in attempt came to.

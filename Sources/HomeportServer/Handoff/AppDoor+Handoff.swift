@@ -23,7 +23,7 @@ extension AppDoor {
         case .success(let value): body = value
         case .failure(let problems): return invalid(problems.problems)
         }
-        switch try service.beginHandoff(
+        switch try service.handoffs.beginHandoff(
             codeChallenge: body.codeChallenge, method: body.codeChallengeMethod, redirectURI: body.redirectURI,
             state: body.state, deviceName: body.deviceName, address: request.remoteAddress)
         {
@@ -31,7 +31,7 @@ extension AppDoor {
             let base = service.publicBase(for: request)
             return answer([
                 "status": 200,
-                "data": ["url": base + WebDoor.handoffPrefix + "/" + id, "expires_in": AccountService.handoffLifetime],
+                "data": ["url": base + WebDoor.handoffPrefix + "/" + id, "expires_in": HandoffService.handoffLifetime],
             ])
         case .invalid(let problems): return invalid(problems)
         case .rateLimited(let retryAfter): return tooMany(retryAfter)
@@ -45,7 +45,8 @@ extension AppDoor {
         case .success(let value): body = value
         case .failure(let problems): return invalid(problems.problems)
         }
-        switch try service.exchangeHandoff(code: body.code, verifier: body.codeVerifier, address: request.remoteAddress)
+        switch try service.handoffs.exchangeHandoff(
+            code: body.code, verifier: body.codeVerifier, address: request.remoteAddress)
         {
         case .signedIn(let token, let account, let session):
             return signInAnswer(

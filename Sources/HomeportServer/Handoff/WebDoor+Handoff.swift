@@ -11,11 +11,11 @@ extension WebDoor {
     /// page that names the device and asks to confirm it.
     func handoffPage(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
-        guard let (device, redirect) = try service.waitingHandoff(id: id) else { return handoffGone() }
+        guard let (device, redirect) = try service.handoffs.waitingHandoff(id: id) else { return handoffGone() }
         guard case .signedIn(_, let account) = context.caller else {
             var response = HTTPResponse.seeOther("/account/login")
             response.headers.add(
-                "Set-Cookie", cookies.setting(cookies.handoff, id, maxAge: AccountService.handoffLifetime))
+                "Set-Cookie", cookies.setting(cookies.handoff, id, maxAge: HandoffService.handoffLifetime))
             return response
         }
         var response = page(
@@ -36,7 +36,7 @@ extension WebDoor {
         guard case .signedIn(let session, let account) = context.caller else { return .seeOther("/account/login") }
         let allow = fields["decision"] == "allow"
         guard
-            let back = try service.decideHandoff(
+            let back = try service.handoffs.decideHandoff(
                 id: request.pathParameters["id"] ?? "", allow: allow, session: session, account: account)
         else { return handoffGone() }
         return page(

@@ -81,7 +81,7 @@ extension AccountService {
                     verifier: verifier, connectUserID: account?.id, expiresAt: now + Self.providerFlowLifetime),
                 now: now)
         }
-        let url = Self.callback(
+        let url = HandoffService.callback(
             endpoint,
             [
                 "response_type": "code", "client_id": provider.clientID, "redirect_uri": callback,

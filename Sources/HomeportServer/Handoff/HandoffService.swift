@@ -1,5 +1,6 @@
 import Foundation
 import HomeportCrypto
+import HomeportLogging
 import HomeportStorage
 import HomeportWire
 
@@ -11,8 +12,27 @@ import HomeportWire
 /// to be called back (an app scheme, or a loopback port); the person opens the handoff's page
 /// in the system browser, signs in there by any means and confirms the device by its name; the
 /// browser is sent back with a code that lives two minutes, works once, on this installation,
-/// and only with the secret.
-extension AccountService {
+/// and only with the secret. ``AccountService`` builds it; both doors call it.
+public final class HandoffService: Sendable {
+    let database: any Database
+    let rateLimits: RateLimitPolicy
+    let clock: any WallClock
+    let random: any RandomSource
+    let logger: Logger
+    let mint: SessionMint
+
+    init(
+        database: any Database, rateLimits: RateLimitPolicy, clock: any WallClock, random: any RandomSource,
+        logger: Logger, mint: SessionMint
+    ) {
+        self.database = database
+        self.rateLimits = rateLimits
+        self.clock = clock
+        self.random = random
+        self.logger = logger
+        self.mint = mint
+    }
+
     /// How long a handoff waits for its confirmation.
     public static let handoffLifetime: Int64 = 600
     /// How long the code of a confirmed handoff can be exchanged.
@@ -68,7 +88,7 @@ extension AccountService {
         let id = try SecretToken.generate(random)
         do {
             try database.transaction { db in
-                try RateLimiter(db, policy: settings.rateLimits).charge(
+                try RateLimiter(db, policy: rateLimits).charge(
                     .loginPerAddress, RateLimiter.clientKey(address), now: now)
                 try HandoffStore(db).pruneExpired(now: now)
                 try HandoffStore(db).insert(
@@ -133,7 +153,7 @@ extension AccountService {
         let client = RateLimiter.clientKey(address)
         do {
             try database.transaction {
-                try RateLimiter($0, policy: settings.rateLimits).chargeAddressAttempt(address: address, now: now)
+                try RateLimiter($0, policy: rateLimits).chargeAddressAttempt(address: address, now: now)
             }
         } catch let refusal as RateLimiter.Refusal {
             return refusal.failedLogins
@@ -163,7 +183,7 @@ extension AccountService {
             guard try SessionStore(db).insertSignedIn(new.session, now: now, passwordHash: account.passwordHash) else {
                 return false
             }
-            try RateLimiter(db, policy: settings.rateLimits).refund(.failedLoginPerAddress, client, now: now)
+            try RateLimiter(db, policy: rateLimits).refund(.failedLoginPerAddress, client, now: now)
             return true
         }
         guard created else {
@@ -222,7 +242,7 @@ extension AccountService {
 
     /// `uri` with `parameters` added to its query.
     static func callback(_ uri: String, _ parameters: KeyValuePairs<String, String>) -> String {
-        let query = parameters.map { $0.key + "=" + formEncoded($0.value) }.joined(separator: "&")
+        let query = parameters.map { $0.key + "=" + AccountService.formEncoded($0.value) }.joined(separator: "&")
         return uri + (uri.contains("?") ? "&" : "?") + query
     }
 
