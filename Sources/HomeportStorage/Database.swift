@@ -31,6 +31,8 @@ extension SQLExecutor {
 public protocol DatabaseConnection: SQLExecutor, AnyObject {
     /// Whether the connection is unusable and must be discarded rather than reused.
     var isBroken: Bool { get }
+    /// What waits for the connection's transaction to commit (``afterCommit(_:)``).
+    var commitHooks: CommitHooks { get }
 }
 
 /// A database: a pool of connections to one SQLite file or PostgreSQL database.
@@ -68,11 +70,14 @@ extension Database {
     func transactionOnPooledConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
         try withConnection { connection in
             _ = try connection.execute(dialect == .sqlite ? "BEGIN IMMEDIATE" : "BEGIN", [])
+            connection.commitHooks.begin()
             do {
                 let result = try body(connection)
                 _ = try connection.execute("COMMIT", [])
+                for action in connection.commitHooks.committed() { action() }
                 return result
             } catch {
+                connection.commitHooks.ended()
                 if !connection.isBroken { _ = try? connection.execute("ROLLBACK", []) }
                 throw error
             }

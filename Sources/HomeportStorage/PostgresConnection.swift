@@ -10,6 +10,7 @@ final class PostgresConnection: DatabaseConnection {
     let dialect = SQLDialect.postgres
     private var handle: OpaquePointer?
     private(set) var isBroken = false
+    let commitHooks = CommitHooks()
     /// Names of the statements prepared on this connection, by SQL text.
     private var prepared: [String: String] = [:]
     /// Statements prepared so far (never reused as a name, even for one forgotten).

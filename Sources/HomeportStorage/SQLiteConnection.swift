@@ -14,6 +14,7 @@ final class SQLiteConnection: DatabaseConnection {
         _ = homeport_sqlite_disable_memstatus()
     }()
     private(set) var isBroken = false
+    let commitHooks = CommitHooks()
 
     /// The file, as ``StatementLog`` names this database.
     private let source: String

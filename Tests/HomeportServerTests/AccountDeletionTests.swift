@@ -41,7 +41,8 @@ struct AccountDeletionTests {
                 #expect(try server.app("PUT", "/api/v1/notifications/mutes/chat:1", token: token).status == 204)
             }
             for user in [ada, boID] {
-                try server.application.push.notify(userID: user, code: "homeport/core:push.test", title: "Hello")
+                try server.application.push.notify(
+                    ProductNotification(code: "homeport/core:push.test", title: "Hello"), to: user)
             }
             #expect(try server.app("POST", "auth/password/request", json: ["email": "ada@example.com"]).status == 200)
             let resetKey = try #require(server.mailer.resetKey(for: "ada@example.com"))

@@ -65,8 +65,9 @@ struct FCMTests {
             #expect(try server.register(fcm: fcmToken(1), token: ada).status == 200)
             #expect(try server.register(fcm: fcmToken(2), token: ada).status == 200)
             try server.application.push.notify(
-                email: "ada@example.com", code: ServerCatalogue.testCode, title: "Hello", body: "There",
-                thread: "chat:42", objectID: 7)
+                ProductNotification(
+                    code: ServerCatalogue.testCode, title: "Hello", body: "There", thread: "chat:42", objectID: 7),
+                email: "ada@example.com")
             try server.pushToAda("Again")
             try server.drain()
             #expect(try eventually { try standIn.messages().delivered.count == 4 })

@@ -89,7 +89,8 @@ struct IndexUseTests {
         #expect(try server.app("GET", "/api/v1/notifications/mutes", token: ada).status == 200)
         #expect(try server.app("DELETE", "/api/v1/notifications/mutes/chat:1", token: ada).status < 300)
         try server.application.push.notify(
-            email: "ada@example.com", code: ServerCatalogue.testCode, title: "Hello", thread: "chat:1", objectID: 7)
+            ProductNotification(code: ServerCatalogue.testCode, title: "Hello", thread: "chat:1", objectID: 7),
+            email: "ada@example.com")
         try server.drain()
         let stream = try server.openStream(ada, lastEventID: 0)
         #expect(stream.wait(for: "Hello"))

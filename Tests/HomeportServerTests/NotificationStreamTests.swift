@@ -13,7 +13,8 @@ import Testing
 @Suite("The in-app notification stream", .tags(.process, .postgres))
 struct NotificationStreamTests {
     private func notify(_ server: AccountsHarness, _ email: String, _ title: String, thread: String? = nil) throws {
-        try server.application.push.notify(email: email, code: ServerCatalogue.testCode, title: title, thread: thread)
+        try server.application.push.notify(
+            ProductNotification(code: ServerCatalogue.testCode, title: title, thread: thread), email: email)
     }
 
     @Test("an account's notifications arrive in order, once each, and no other account's", arguments: Backend.allCases)

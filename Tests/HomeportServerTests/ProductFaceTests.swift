@@ -143,11 +143,59 @@ struct ProductFaceTests {
             #expect(codes.contains("shelf:item.ready") && codes.contains(ServerCatalogue.testCode))
             #expect(answer["version"] as? String != homeportVersion)
             let delivery = try server.application.push.notify(
-                email: "ada@example.com", code: "shelf:item.ready", title: "Ready")
+                ProductNotification(code: "shelf:item.ready", title: "Ready"), email: "ada@example.com")
             #expect(delivery.seq == 1)
             #expect(throws: PushCenter.Refusal.unknownCode("shelf:unknown")) {
-                try server.application.push.notify(email: "ada@example.com", code: "shelf:unknown", title: "No")
+                try server.application.push.notify(
+                    ProductNotification(code: "shelf:unknown", title: "No"), email: "ada@example.com")
             }
+        }
+    }
+
+    @Test(
+        "notify inside the product's transaction is written with it and undone with it; a refusal writes nothing",
+        arguments: Backend.allCases)
+    func notifyInTransaction(backend: Backend) throws {
+        try withAccounts(backend, product: shelf()) { server in
+            _ = try server.signIn("ada@example.com")
+            let database = server.application.database
+            let push = server.application.push
+            let ada = try #require(
+                try database.execute("SELECT id FROM users WHERE email = 'ada@example.com'").first?.int("id"))
+            let count = { (table: String) in
+                try database.execute("SELECT count(*) AS n FROM \(table)").first?.int("n") ?? -1
+            }
+            struct Undone: Error {}
+            #expect(throws: Undone.self) {
+                try database.transaction { db in
+                    try db.execute("INSERT INTO shelf_items (id) VALUES (1)")
+                    try push.notify(ProductNotification(code: "shelf:item.ready", title: "Ready"), to: ada, in: db)
+                    throw Undone()
+                }
+            }
+            #expect(try count("shelf_items") == 0 && count("notifications") == 0, "undone together")
+
+            try database.transaction { db in
+                try db.execute("INSERT INTO shelf_items (id) VALUES (2)")
+                #expect(throws: PushCenter.Refusal.unknownCode("shelf:nope")) {
+                    try push.notify(ProductNotification(code: "shelf:nope", title: "No"), to: ada, in: db)
+                }
+                #expect(throws: PushCenter.Refusal.noAccount) {
+                    try push.notify(
+                        ProductNotification(code: "shelf:item.ready", title: "Nobody"), to: ada + 99, in: db)
+                }
+            }
+            #expect(try count("shelf_items") == 1 && count("notifications") == 0, "the caller's write stands alone")
+
+            let delivery = try database.transaction { db in
+                try db.execute("INSERT INTO shelf_items (id) VALUES (3)")
+                return try push.notify(
+                    ProductNotification(code: "shelf:item.ready", title: "Ready", objectID: 3), to: ada, in: db)
+            }
+            #expect(delivery.seq == 1)
+            let written = try database.execute(
+                "SELECT code, object_id FROM notifications WHERE user_id = $1", [.integer(ada)])
+            #expect(written.map { $0.string("code") } == ["shelf:item.ready"] && written.first?.int("object_id") == 3)
         }
     }
 

@@ -197,16 +197,21 @@ struct PushAPITests {
             }
             let push = server.application.push
             let muted = try push.notify(
-                email: "ada@example.com", code: ServerCatalogue.testCode, title: "Hi", thread: "chat:7")
+                ProductNotification(code: ServerCatalogue.testCode, title: "Hi", thread: "chat:7"),
+                email: "ada@example.com")
             #expect(muted.muted && muted.queued == 0)
             #expect(try server.outbox().isEmpty)
             let open = try push.notify(
-                email: "ada@example.com", code: ServerCatalogue.testCode, title: "Hi", thread: "chat:8")
+                ProductNotification(code: ServerCatalogue.testCode, title: "Hi", thread: "chat:8"),
+                email: "ada@example.com")
             #expect(open.queued == 1 && open.seq == muted.seq + 1)
             #expect(try server.app("DELETE", "/api/v1/notifications/mutes/chat:7", token: ada).status == 204)
             #expect(
-                try push.notify(email: "ada@example.com", code: ServerCatalogue.testCode, title: "Hi", thread: "chat:7")
-                    .queued == 1)
+                try push.notify(
+                    ProductNotification(code: ServerCatalogue.testCode, title: "Hi", thread: "chat:7"),
+                    email: "ada@example.com"
+                )
+                .queued == 1)
         }
     }
 
@@ -219,9 +224,10 @@ struct PushAPITests {
             _ = try server.register(deviceA, token: ada)
             let push = server.application.push
             let database = server.application.database
-            try push.notify(email: "ada@example.com", code: ServerCatalogue.testCode, title: "old")
+            try push.notify(ProductNotification(code: ServerCatalogue.testCode, title: "old"), email: "ada@example.com")
             server.clock.advance(by: 20 * 86400)
-            try push.notify(email: "ada@example.com", code: ServerCatalogue.testCode, title: "recent")
+            try push.notify(
+                ProductNotification(code: ServerCatalogue.testCode, title: "recent"), email: "ada@example.com")
             try database.execute("UPDATE push_outbox SET state = 'failed', last_error = 'BadTopic'")
             server.clock.advance(by: 11 * 86400)
             try server.application.retention.sweep()
@@ -244,8 +250,9 @@ struct PushAPITests {
             _ = try server.register(deviceA, token: ada)
             _ = try server.register(deviceB, token: ada, environment: "production")
             try server.application.push.notify(
-                email: "ada@example.com", code: ServerCatalogue.testCode, title: "Turn ended", body: "Your move",
-                thread: "chat:42", objectID: 42)
+                ProductNotification(
+                    code: ServerCatalogue.testCode, title: "Turn ended", body: "Your move", thread: "chat:42",
+                    objectID: 42), email: "ada@example.com")
             let identity = try RawHTTP.request(port: server.port, path: "/api/v1/server-identity")
             let idText = identity.jsonObject?["instanceId"] as? String
             let id = try #require(idText.flatMap { InstanceID($0) })
@@ -273,20 +280,24 @@ struct PushAPITests {
             let push = server.application.push
             #expect {
                 try push.notify(
-                    email: "ada@example.com", code: ServerCatalogue.testCode, title: "Long",
-                    body: String(repeating: "é", count: 2000), thread: "chat:1")
+                    ProductNotification(
+                        code: ServerCatalogue.testCode, title: "Long", body: String(repeating: "é", count: 2000),
+                        thread: "chat:1"), email: "ada@example.com")
             } throws: { error in
                 guard case .payloadTooLarge(let bytes) = error as? PushCenter.Refusal else { return false }
                 return bytes > 4096
             }
             #expect(throws: PushCenter.Refusal.unknownCode("nope:nope")) {
-                try push.notify(email: "ada@example.com", code: "nope:nope", title: "x")
+                try push.notify(ProductNotification(code: "nope:nope", title: "x"), email: "ada@example.com")
             }
             #expect(throws: PushCenter.Refusal.invalidThread) {
-                try push.notify(email: "ada@example.com", code: ServerCatalogue.testCode, title: "x", thread: "a b")
+                try push.notify(
+                    ProductNotification(code: ServerCatalogue.testCode, title: "x", thread: "a b"),
+                    email: "ada@example.com")
             }
             #expect(throws: PushCenter.Refusal.noAccount) {
-                try push.notify(email: "nobody@example.com", code: ServerCatalogue.testCode, title: "x")
+                try push.notify(
+                    ProductNotification(code: ServerCatalogue.testCode, title: "x"), email: "nobody@example.com")
             }
             #expect(try server.outbox().isEmpty)
             #expect(
@@ -346,7 +357,7 @@ struct PushCapTests {
                     == [Self.device(0), Self.device(2), Self.device(3), Self.device(99)].sorted())
             // Several in one second: each new one stays.
             for index in 4..<7 { #expect(try server.register(Self.device(index), token: ada).status == 200) }
-            let adas = try server.application.push.devices(userID: 1).map(\.token)
+            let adas = try server.application.push.devices(accountID: 1).map(\.token)
             #expect(adas.count == 3 && adas.contains(Self.device(6)), "\(adas)")
 
             // Rows written before the cap (a server upgraded) are not all pushed to.
@@ -374,7 +385,7 @@ struct PushCapTests {
             // The first session (a year's lifetime) has expired; the second has not.
             server.clock.advance(by: 200 * 86400)
             let delivery = try server.application.push.notify(
-                email: "ada@example.com", code: ServerCatalogue.testCode, title: "Hello")
+                ProductNotification(code: ServerCatalogue.testCode, title: "Hello"), email: "ada@example.com")
             #expect(delivery.queued == 1)
             #expect(try server.outbox().map(\.token) == [Self.device(2)])
         }

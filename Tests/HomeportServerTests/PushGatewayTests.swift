@@ -585,7 +585,8 @@ struct PushGatewayTests {
             _ = try server.register(device(5), token: carol)
             try server.drainThroughGateway()
             try gateway.database.execute("DELETE FROM gateway_devices")
-            try server.application.push.notify(email: "carol@example.com", code: ServerCatalogue.testCode, title: "Hi")
+            try server.application.push.notify(
+                ProductNotification(code: ServerCatalogue.testCode, title: "Hi"), email: "carol@example.com")
             try server.drainThroughGateway()
             #expect(try server.outboxRows().map { $0.string("state") } == ["pending"])
             #expect(try gateway.devices()["home"] == [device(5)])

@@ -43,7 +43,8 @@ struct PushSenderPipelineTests {
             }
             for person in people {
                 try server.application.push.notify(
-                    email: "\(person)@example.com", code: ServerCatalogue.testCode, title: "Hello \(person)")
+                    ProductNotification(code: ServerCatalogue.testCode, title: "Hello \(person)"),
+                    email: "\(person)@example.com")
             }
             #expect(try states(server) == Array(repeating: "pending", count: 20))
             let delivery = try WebPushDelivery(

@@ -31,7 +31,8 @@ func pushSettings(_ standIn: APNsStandIn, maximumAttempts: Int = 8) throws -> Pu
 extension AccountsHarness {
     /// Notifies ada and lets the sender run one pass.
     func pushToAda(_ title: String = "Hello") throws {
-        try application.push.notify(email: "ada@example.com", code: ServerCatalogue.testCode, title: title)
+        try application.push.notify(
+            ProductNotification(code: ServerCatalogue.testCode, title: title), email: "ada@example.com")
     }
 
     /// Runs sender passes until nothing is due.

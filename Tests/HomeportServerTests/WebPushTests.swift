@@ -186,7 +186,8 @@ struct WebPushTests {
             #expect(try server.register(subscription, token: ada).status == 200)
             // The sending thread stops first, so that the push waits while its day is made past.
             try #require(server.application.sender).stop()
-            try server.application.push.notify(email: "ada@example.com", code: ServerCatalogue.testCode, title: "Late")
+            try server.application.push.notify(
+                ProductNotification(code: ServerCatalogue.testCode, title: "Late"), email: "ada@example.com")
             try server.application.database.execute("UPDATE push_outbox SET expiration = 1")
             try server.drain()
             let rows = try server.outboxRows()
@@ -226,7 +227,8 @@ struct WebPushTests {
             #expect(try server.register(browser, token: ada).status == 200)
             #expect(try server.register(String(repeating: "cd", count: 32), token: ada).status == 200)
             let delivery = try server.application.push.notify(
-                email: "ada@example.com", code: ServerCatalogue.testCode, title: "Hello", thread: "chat:42")
+                ProductNotification(code: ServerCatalogue.testCode, title: "Hello", thread: "chat:42"),
+                email: "ada@example.com")
             #expect(delivery.queued == 3)
             try server.drain()
             #expect(try eventually { try service.messages().delivered.count == 2 && apns.requests().count == 1 })

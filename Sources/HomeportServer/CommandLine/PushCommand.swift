@@ -126,8 +126,9 @@ enum PushCommand {
         let push = center(database, settings: settings)
         do {
             let delivery = try push.notify(
-                email: email, code: code, title: title, body: parsed.value("body", spec: sendSpec, environment: [:]),
-                thread: parsed.value("thread", spec: sendSpec, environment: [:]), objectID: objectID)
+                ProductNotification(
+                    code: code, title: title, body: parsed.value("body", spec: sendSpec, environment: [:]),
+                    thread: parsed.value("thread", spec: sendSpec, environment: [:]), objectID: objectID), email: email)
             let pushes =
                 delivery.muted
                 ? "no push: the thread is muted"

@@ -9,7 +9,7 @@ import HomeportWire
 /// (`Authorization: Bearer KEY`, made by `homeport-server product-keys create`).
 ///
 /// - `POST /product/v1/notifications` notifies one account through the same path as
-///   ``PushCenter/notify(userID:code:title:body:thread:objectID:collapseID:data:)``: the log, the
+///   ``PushCenter/notify(_:to:)``: the log, the
 ///   in-app stream, mutes and the push outbox. An `Idempotency-Key` makes a retry (the same
 ///   body) deliver once; the key with another body is refused (422).
 /// - `PUT /product/v1/catalogue` declares the product's notification codes: they join the
@@ -88,8 +88,9 @@ package struct ProductAPI: Sendable {
         }
         do {
             let delivery = try push.notify(
-                userID: userID, code: body.code, title: body.title, body: body.body, thread: body.thread,
-                objectID: body.id, collapseID: nil, data: body.data, within: hook)
+                ProductNotification(
+                    code: body.code, title: body.title, body: body.body, thread: body.thread, objectID: body.id,
+                    data: body.data), to: userID, within: hook)
             return try Self.accepted(seq: delivery.seq, queued: delivery.queued)
         } catch let refusal as PushCenter.Refusal {
             throw Self.refusal(refusal, body)

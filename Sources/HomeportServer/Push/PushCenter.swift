@@ -9,8 +9,8 @@ import Synchronization
 /// Notifications from this server: what a product calls to notify an account, and what the API's
 /// push and notification routes use.
 ///
-/// One call, ``notify(userID:code:title:body:thread:objectID:collapseID:data:)``, writes the
-/// notification to the account's log (which the in-app stream reads) and, in the same
+/// One call, ``notify(_:to:)`` (or ``notify(_:to:in:)`` inside the caller's own transaction),
+/// writes the notification to the account's log (which the in-app stream reads) and, in the same
 /// transaction, one outbox row per registered device whose thread is not muted (which the
 /// sender delivers to APNs). The payload follows PROTOCOL §4: `s` is this installation's
 /// `instanceId`, `mv` the catalogue's version, the thread is namespaced by the server.
@@ -116,18 +116,35 @@ public final class PushCenter: Sendable {
         }
     }
 
-    /// Notifies one account: logs the notification and queues a push to each of its devices,
-    /// unless the thread is muted. Refuses a payload over 4096 bytes rather than cutting it.
-    /// `data` is the product's own string values for the app (``NotificationData``): `d` in the
-    /// push's app data and `data` on the stream.
+    /// Notifies one account in a transaction of its own: logs the notification (the in-app
+    /// stream reads the log) and queues a push to each of its devices, unless the thread is
+    /// muted. Refuses a payload over 4096 bytes rather than cutting it; a refusal writes nothing.
     @discardableResult
-    public func notify(
-        userID: Int64, code: String, title: String, body: String? = nil, thread: String? = nil, objectID: Int64? = nil,
-        collapseID: String? = nil, data: [String: String]? = nil
-    ) throws -> Delivery {
-        try notify(
-            userID: userID, code: code, title: title, body: body, thread: thread, objectID: objectID,
-            collapseID: collapseID, data: data, within: nil)
+    public func notify(_ notification: ProductNotification, to accountID: Int64) throws -> Delivery {
+        try notify(notification, to: accountID, within: nil)
+    }
+
+    /// Notifies one account inside the caller's transaction: the notification, its stream event
+    /// and its pushes are written with whatever else the transaction writes, so that "the loan is
+    /// ready" and "its owner is told" are one act — both or neither. The stream and the sender
+    /// look once the transaction commits. A refusal throws before anything is written.
+    @discardableResult
+    public func notify(_ notification: ProductNotification, to accountID: Int64, in db: any DatabaseConnection)
+        throws -> Delivery
+    {
+        let checked = try check(notification)
+        let delivery = try log(db, accountID: accountID, checked, now: clock.unixSeconds)
+        db.afterCommit { self.wakeListeners() }
+        return delivery
+    }
+
+    /// Notifies the account that signs in with `email`, in a transaction of its own.
+    @discardableResult
+    public func notify(_ notification: ProductNotification, email: String) throws -> Delivery {
+        guard let email = Credentials.normalizedEmail(email),
+            let account = try AccountStore(database).find(email: email)
+        else { throw Refusal.noAccount }
+        return try notify(notification, to: account.id)
     }
 
     /// What a caller does in the notification's own transaction: `before` may answer with a
@@ -138,49 +155,73 @@ public final class PushCenter: Sendable {
         var after: (any DatabaseConnection, Delivery) throws -> Void
     }
 
-    /// ``notify(userID:code:title:body:thread:objectID:collapseID:data:)`` with `hook` run in the
-    /// same transaction.
-    func notify(
-        userID: Int64, code: String, title: String, body: String?, thread: String?, objectID: Int64?,
-        collapseID: String?, data: [String: String]?, within hook: TransactionHook?
-    ) throws -> Delivery {
+    /// ``notify(_:to:)`` with `hook` run in the same transaction.
+    func notify(_ notification: ProductNotification, to accountID: Int64, within hook: TransactionHook?) throws
+        -> Delivery
+    {
+        let checked = try check(notification)
+        let now = clock.unixSeconds
+        let delivery: Delivery = try database.transaction { db in
+            if let earlier = try hook?.before(db) { return earlier }
+            let delivery = try log(db, accountID: accountID, checked, now: now)
+            try hook?.after(db, delivery)
+            return delivery
+        }
+        wakeListeners()
+        return delivery
+    }
+
+    /// A notification that passed the catalogue and the rules, with its push payload.
+    private struct Checked {
+        var notification: ProductNotification
+        var catalogue: ServerCatalogue
+        var payload: String
+    }
+
+    /// Checks `notification` and makes its payload; throws ``Refusal`` for one that breaks a rule.
+    private func check(_ notification: ProductNotification) throws -> Checked {
+        var notification = notification
+        let (code, title, body, thread) = (
+            notification.code, notification.title, notification.body, notification.thread
+        )
         let catalogue = catalogue
         guard catalogue.contains(code) else { throw Refusal.unknownCode(code) }
         guard (1...200).contains(title.count), DisplayText.isShown(title), body.map({ $0.count <= 2000 }) ?? true,
             body.map({ DisplayText.isShown($0, newlines: true) }) ?? true
         else { throw Refusal.invalidText }
         if let thread, !Self.isThread(thread) { throw Refusal.invalidThread }
-        if let data, let problem = NotificationData.problem(data) { throw Refusal.invalidData(problem) }
-        let data = data?.isEmpty == true ? nil : data
+        if let data = notification.data, let problem = NotificationData.problem(data) {
+            throw Refusal.invalidData(problem)
+        }
+        if notification.data?.isEmpty == true { notification.data = nil }
         guard let server = try? identity.instanceID() else { throw Refusal.identityUnavailable }
         let payload = PushPayload(
             aps: .init(
                 alert: .init(title: title, body: body),
                 threadID: thread.map { NotificationThread.namespaced($0, server: server) }),
-            appData: PushAppData(s: server, c: code, id: objectID, mv: catalogue.version, d: data))
+            appData: PushAppData(
+                s: server, c: code, id: notification.objectID, mv: catalogue.version, d: notification.data))
         let encoded = try payload.encoded(appDataKey: settings.appDataKey) { try HTTPResponse.encode($0) }
         guard encoded.count <= PushPayload.maximumBytes else { throw Refusal.payloadTooLarge(bytes: encoded.count) }
-        let text = String(decoding: encoded, as: UTF8.self)
-        let now = clock.unixSeconds
-        let delivery: Delivery = try database.transaction { db in
-            if let earlier = try hook?.before(db) { return earlier }
-            let delivery = try log(
-                db, userID: userID, code: code, title: title, body: body, thread: thread, objectID: objectID,
-                collapseID: collapseID, data: data, catalogue: catalogue, payload: text, now: now)
-            try hook?.after(db, delivery)
-            return delivery
-        }
+        return Checked(
+            notification: notification, catalogue: catalogue, payload: String(decoding: encoded, as: UTF8.self))
+    }
+
+    /// Wakes the stream and the sender of this process.
+    private func wakeListeners() {
         listeners.withLock { $0 }.forEach { $0() }
-        return delivery
     }
 
     /// Logs the notification and queues its pushes, in `db`'s transaction.
-    private func log(
-        _ db: any DatabaseConnection, userID: Int64, code: String, title: String, body: String?, thread: String?,
-        objectID: Int64?, collapseID: String?, data: [String: String]?, catalogue: ServerCatalogue,
-        payload text: String,
-        now: Int64
-    ) throws -> Delivery {
+    private func log(_ db: any DatabaseConnection, accountID userID: Int64, _ checked: Checked, now: Int64) throws
+        -> Delivery
+    {
+        let notification = checked.notification
+        let (catalogue, text) = (checked.catalogue, checked.payload)
+        let (code, title, body, thread) = (
+            notification.code, notification.title, notification.body, notification.thread
+        )
+        let (objectID, collapseID, data) = (notification.objectID, notification.collapseID, notification.data)
         guard
             let record = try NotificationLog(db).append(
                 userID: userID, code: code, title: title, body: body, thread: thread, objectID: objectID,
@@ -218,19 +259,6 @@ public final class PushCenter: Sendable {
             queued += 1
         }
         return Delivery(seq: record.seq, queued: queued, muted: false)
-    }
-
-    /// Notifies the account that signs in with `email`.
-    @discardableResult
-    public func notify(
-        email: String, code: String, title: String, body: String? = nil, thread: String? = nil, objectID: Int64? = nil,
-        data: [String: String]? = nil
-    ) throws -> Delivery {
-        guard let email = Credentials.normalizedEmail(email),
-            let account = try AccountStore(database).find(email: email)
-        else { throw Refusal.noAccount }
-        return try notify(
-            userID: account.id, code: code, title: title, body: body, thread: thread, objectID: objectID, data: data)
     }
 
     /// Calls `listener` after every notification this process makes (the sender and the stream
@@ -288,8 +316,8 @@ public final class PushCenter: Sendable {
     }
 
     /// The account's devices.
-    public func devices(userID: Int64) throws -> [PushDevice] {
-        try PushDeviceStore(database).devices(userID: userID)
+    public func devices(accountID: Int64) throws -> [PushDevice] {
+        try PushDeviceStore(database).devices(userID: accountID)
     }
 
     /// Every registered device, with its account's address.

@@ -154,8 +154,9 @@ struct PushRoutes: Sendable {
                 headers: ["Retry-After": String(retryAfter)])
         }
         let delivery = try push.notify(
-            userID: account.id, code: ServerCatalogue.testCode, title: "Test notification",
-            body: "Notifications from this server reach this device.")
+            ProductNotification(
+                code: ServerCatalogue.testCode, title: "Test notification",
+                body: "Notifications from this server reach this device."), to: account.id)
         var response = try HTTPResponse.json(["queued": delivery.queued])
         response.status = 202
         return response

@@ -54,32 +54,39 @@ struct Loans {
         return try .json(["loan": Loan(id: id, bookID: bookID, state: state, readyAt: row.int("ready_at") ?? 0)])
     }
 
-    /// Readies every loan whose preparation is over and notifies its owner. A loan is claimed by
-    /// one statement (so of several replicas, one notifies); when notifying fails, the claim is
-    /// undone and the next run tries again.
+    /// Readies every loan whose preparation is over and notifies its owner: each loan in one
+    /// transaction, so that a loan is ready exactly when its owner was notified. Of several
+    /// replicas, one readies a loan (the update finds it preparing once). A loan whose
+    /// notification fails stays preparing and is tried at the next run; the others go on.
     func notifyReady() throws {
         let due = try services.database.execute(
-            """
-            UPDATE bookorbit_loans SET state = 'ready' WHERE state = 'preparing' AND ready_at <= $1
-            RETURNING id, user_id, book_id
-            """, [.integer(services.clock.unixSeconds)])
-        for row in due {
-            guard let id = row.int("id"), let userID = row.int("user_id"), let bookID = row.int("book_id") else {
-                continue
-            }
+            "SELECT id FROM bookorbit_loans WHERE state = 'preparing' AND ready_at <= $1 ORDER BY id",
+            [.integer(services.clock.unixSeconds)])
+        var failure: (any Error)?
+        for id in due.compactMap({ $0.int("id") }) {
             do {
-                let title =
-                    try services.database.execute(
-                        "SELECT title FROM bookorbit_books WHERE id = $1", [.integer(bookID)]
-                    ).first?.string("title") ?? "A book"
-                try services.notifications.notify(
-                    userID: userID, code: BookOrbitCode.loanReady, title: "Your loan is ready",
-                    body: "\(title.prefix(150)) is ready to read.", thread: "loan:\(id)", objectID: id)
+                try services.database.transaction { db in
+                    guard
+                        let loan = try db.execute(
+                            """
+                            UPDATE bookorbit_loans SET state = 'ready' WHERE id = $1 AND state = 'preparing'
+                            RETURNING user_id, book_id
+                            """, [.integer(id)]
+                        ).first, let owner = loan.int("user_id"), let bookID = loan.int("book_id")
+                    else { return }
+                    let title =
+                        try db.execute("SELECT title FROM bookorbit_books WHERE id = $1", [.integer(bookID)]).first?
+                        .string("title") ?? "A book"
+                    try services.notifications.notify(
+                        ProductNotification(
+                            code: BookOrbitCode.loanReady, title: "Your loan is ready",
+                            body: "\(title.prefix(150)) is ready to read.", thread: "loan:\(id)", objectID: id),
+                        to: owner, in: db)
+                }
             } catch {
-                try services.database.execute(
-                    "UPDATE bookorbit_loans SET state = 'preparing' WHERE id = $1", [.integer(id)])
-                throw error
+                failure = failure ?? error
             }
         }
+        if let failure { throw failure }
     }
 }

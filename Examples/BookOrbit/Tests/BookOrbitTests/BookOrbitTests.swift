@@ -141,6 +141,58 @@ struct BookOrbitTests {
         #expect((listed["loan"] as? [String: Any])?["state"] as? String == "ready")
     }
 
+    @Test(
+        "a loan is ready exactly when its owner is notified: a notification that fails for the 2nd of 3 loans holds back that loan alone, and each is notified once"
+    )
+    func loansNotifiedInTheirTransaction() async throws {
+        let books = try Installation(hosts: ["127.0.0.1"])
+        let file = books.files.file("bookorbit.sqlite")
+        /// Runs SQL on the server's database beside it, as an operator's shell would.
+        func sql(_ statement: String) throws -> String {
+            let run = try ServerProcess.runProgram("/usr/bin/sqlite3", [file, ".timeout 10000", statement])
+            guard run.status == 0 else { throw RawHTTPError("sqlite3: \(run.error)") }
+            return run.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        // The notification of "Second" fails while the flag is up: a trigger the server does not know.
+        _ = try sql(
+            """
+            CREATE TABLE test_fail (up INTEGER); INSERT INTO test_fail VALUES (1);
+            CREATE TRIGGER test_fail_second BEFORE INSERT ON notifications
+            WHEN NEW.body LIKE 'Second%' AND EXISTS (SELECT 1 FROM test_fail)
+            BEGIN SELECT RAISE(ABORT, 'the notifier failed'); END;
+            """)
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let client = try client(home)
+        let record = try await signUp(client, at: try books.address("127.0.0.1"))
+        for title in ["First", "Second", "Third"] {
+            let added = try await client.send(
+                "POST", "/api/v1/books", to: record.localID, json: Data(#"{"title":"\#(title)"}"#.utf8))
+            let id = try #require(json(added)["id"] as? Int)
+            #expect(
+                try await client.send("POST", "/api/v1/books/\(id)/loan", to: record.localID).response.status == 202)
+        }
+        let states =
+            "SELECT b.title || '=' || l.state FROM bookorbit_loans l JOIN bookorbit_books b ON b.id = l.book_id ORDER BY l.id"
+        let notified = "SELECT group_concat(object_id) FROM (SELECT object_id FROM notifications ORDER BY object_id)"
+        #expect(
+            await eventually(timeout: .seconds(20)) { () async -> Bool in
+                (try? sql(states)) == "First=ready\nSecond=preparing\nThird=ready"
+            }, "the loans after the one that failed are readied and notified all the same")
+        #expect(try sql(notified) == "1,3")
+        // Tried again while it fails: still preparing, never notified twice.
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(try sql(states) == "First=ready\nSecond=preparing\nThird=ready")
+
+        _ = try sql("DELETE FROM test_fail")
+        #expect(
+            await eventually(timeout: .seconds(20)) { () async -> Bool in (try? sql(notified)) == "1,2,3" },
+            "once the notifier works, the held-back loan is notified")
+        #expect(try sql(states) == "First=ready\nSecond=ready\nThird=ready")
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(try sql(notified) == "1,2,3", "each loan notified once")
+    }
+
     @Test("a signed-out token gets 401 on the product's route; the same token as a cookie is refused")
     func sessionRules() async throws {
         let books = try Installation(hosts: ["127.0.0.1"])
