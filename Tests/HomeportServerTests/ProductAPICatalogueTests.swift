@@ -133,6 +133,37 @@ struct ProductAPICatalogueTests {
         #expect(try stage.declare(larger, key: key).status == 413)
     }
 
+    @Test(
+        "a key sends the codes it declared and the operator's; another key's code, or Homeport's own in any spelling, is refused naming code and nothing is written"
+    )
+    func codesOfTheirKey() throws {
+        let stage = try Stage()
+        let key = try stage.keys(["create", "sundown"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let rival = try stage.keys(["create", "rival"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        _ = try stage.signUp("ada@example.com")
+        #expect(
+            try stage.declare(#"{"codes":[{"code":"sundown:entry.shared","title":"Shared"}]}"#, key: key).status == 200)
+        #expect(try stage.declare(#"{"codes":[{"code":"rival:poke","title":"Poke"}]}"#, key: rival).status == 200)
+        let send = { (code: String, from: String) in
+            try stage.notify(#"{"email":"ada@example.com","code":"\#(code)","title":"From \#(code)"}"#, key: from)
+        }
+        for (code, from) in [
+            ("rival:poke", key), ("sundown:entry.shared", rival), ("homeport/core:push.test", key),
+            ("Homeport/Core:push.test", key),
+        ] {
+            let refused = try send(code, from)
+            #expect(refused.status == 400 && errorField(refused) == "code", "\(code): \(refused.text)")
+        }
+        #expect(try send("sundown:entry.shared", key).status == 202, "its own")
+        #expect(try send("journal:entry.shared", key).status == 202, "the operator's")
+        #expect(try send("rival:poke", rival).status == 202)
+        let written = try ServerProcess.runProgram(
+            "/usr/bin/sqlite3", [stage.data.file("h.sqlite"), "SELECT code FROM notifications ORDER BY seq"])
+        #expect(
+            written.output.split(separator: "\n") == ["sundown:entry.shared", "journal:entry.shared", "rival:poke"],
+            "the refused wrote nothing")
+    }
+
     @Test("data travels with the notification to the stream; data that breaks the rules is refused naming data")
     func data() throws {
         let stage = try Stage()

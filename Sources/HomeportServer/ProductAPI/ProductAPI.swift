@@ -64,6 +64,7 @@ package struct ProductAPI: Sendable {
             guard sent.requestHash == requestHash else { throw Self.reusedKey }
             return try Self.accepted(seq: sent.seq, queued: sent.queued)
         }
+        try checkSender(of: body.code, key: key)
         let userID = try account(of: body)
         // Claim, notification and what it made are one transaction: a crash keeps all or none,
         // so a key never sticks half-done, and nothing acknowledged is lost or made twice.
@@ -176,6 +177,20 @@ package struct ProductAPI: Sendable {
     }
 
     /// The account a notification is for: by id, or by address.
+    /// A key notifies with the codes it declared and the operator's (`--catalogue`, a Swift
+    /// product's own): another key's code, or Homeport's own, is refused naming `code`.
+    private func checkSender(of code: String, key: ProductKey) throws {
+        guard !ServerCatalogue.isReserved(code) else {
+            throw HTTPError.invalidField(
+                "code", "The namespace \(Self.reservedNamespace) is Homeport's own: a product sends its own codes.")
+        }
+        guard !push.settings.extraCodes.contains(where: { $0.code == code }) else { return }
+        if let owner = try ProductCatalogueStore(database).owner(of: code), owner != key.id {
+            throw HTTPError.invalidField(
+                "code", "'\(code)' is another product key's code: a key sends the codes it declared.")
+        }
+    }
+
     private func account(of body: ProductNotificationRequest) throws -> Int64 {
         if let id = body.accountId {
             guard id > 0, try AccountStore(database).find(id: id) != nil else {

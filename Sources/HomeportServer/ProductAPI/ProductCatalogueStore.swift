@@ -22,6 +22,16 @@ struct ProductCatalogueStore {
         }
     }
 
+    /// The working key that declared `code`, if one did.
+    func owner(of code: String) throws -> Int64? {
+        try db.execute(
+            """
+            SELECT c.key_id FROM product_codes c JOIN product_keys k ON k.id = c.key_id
+            WHERE c.code = $1 AND k.revoked_at IS NULL
+            """, [.text(code)]
+        ).first?.int("key_id")
+    }
+
     /// Replaces the codes `key` declared with `codes`; returns those another key holds (the
     /// caller then rolls back). Call it inside a transaction.
     func replace(key: Int64, with codes: [CatalogueCode]) throws -> [String] {
