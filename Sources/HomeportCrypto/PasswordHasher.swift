@@ -31,8 +31,8 @@ public protocol PasswordHashing: Sendable {
 extension PasswordHashing {
     /// Checks `password` against `stored` so that the time spent never tells whether an account
     /// exists or what its hash costs: with no hash, or a cheaper one than configured, the
-    /// difference is spent too. (A hash dearer than configured is upgraded at its next
-    /// successful login; see ``needsUpgrade(_:)``.)
+    /// difference is spent too. (A cheaper hash is remade at the configured cost at its next
+    /// successful sign-in; see ``needsUpgrade(_:)``.)
     public func checkEqualized(_ password: String, against stored: String?) -> Bool {
         let check = stored.map { verify(password, against: $0) } ?? PasswordCheck(matches: false, iterations: 0)
         if check.iterations < iterations { spend(iterations: iterations - check.iterations) }
@@ -73,9 +73,13 @@ extension PasswordHashing {
         return check.matches
     }
 
-    /// Whether `encoded` was made at another cost than the configured one.
+    /// Whether `encoded` is made again at the configured cost at its next successful sign-in: a
+    /// PBKDF2 hash of fewer iterations, or a hash of another algorithm (bcrypt, brought by
+    /// `users import`). A PBKDF2 hash of more iterations stays as it is: a sign-in never lowers
+    /// a hash's cost.
     public func needsUpgrade(_ encoded: String) -> Bool {
-        PasswordHasher.iterations(of: encoded) != iterations
+        guard let stored = PasswordHasher.iterations(of: encoded) else { return true }
+        return stored < iterations
     }
 }
 

@@ -35,7 +35,7 @@ struct PasswordAndTokenTests {
     static let pythonDigest = "BVALGMmC/K/8ELErc5VgJxyPFApArIZRCQsqjEgZWJ4="
 
     @Test("bcrypt hashes made by Python's bcrypt verify through libcrypt, in all three spellings; none is ours to keep")
-    func bcrypt() {
+    func bcrypt() throws {
         // python3 -c "import bcrypt; print(bcrypt.hashpw(b'correct horse battery', bcrypt.gensalt(4)).decode())"
         let plain = "$2b$04$J5ILeWTV7TdC1.1fWvcpJOTdFfCOLiNNK6O2IpsnIA2RK9qtp7ihC"
         // ... of hexlify(sha256(b'correct horse battery')), as Django's BCryptSHA256PasswordHasher does.
@@ -51,6 +51,14 @@ struct PasswordAndTokenTests {
         #expect(!hasher.verify("correct horse battery", against: "bcrypt_sha256$" + plain).matches, "prehash differs")
         #expect(!hasher.verify("correct horse battery\u{0}x", against: plain).matches)
         #expect(hasher.needsUpgrade(plain) && hasher.needsUpgrade(prehashed), "rehashed at the first sign-in")
+        // PBKDF2: a cheaper hash is remade at the configured cost; a costlier one never made cheaper.
+        let configured = try hasher.hash("correct horse battery")
+        let cheaper = try PasswordHasher(iterations: 1000).hash("x").replacingOccurrences(of: "$1000$", with: "$999$")
+        let costlier = try PasswordHasher(iterations: 1_000_000 / 500).hash("x")
+        #expect(!hasher.needsUpgrade(configured) && hasher.needsUpgrade(cheaper))
+        #expect(PasswordHasher(iterations: 1000).needsUpgrade(cheaper))
+        #expect(!hasher.needsUpgrade(costlier), "2000 iterations stay 2000 where 1000 are configured")
+        #expect(!hasher.needsUpgrade("pbkdf2_sha256$1000000$salt$aGFzaA=="), "Django 5.2's million stays a million")
         for malformed in [
             "$2b$04$short", "$2x$04$J5ILeWTV7TdC1.1fWvcpJOTdFfCOLiNNK6O2IpsnIA2RK9qtp7ihC",
             "$2b$4$J5ILeWTV7TdC1.1fWvcpJOTdFfCOLiNNK6O2IpsnIA2RK9qtp7ihC", plain + "x", "bcrypt$$" + plain,

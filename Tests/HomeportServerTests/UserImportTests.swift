@@ -69,7 +69,7 @@ struct UserImportTests {
     }
 
     @Test(
-        "a django-allauth site's users (PBKDF2, bcrypt_sha256, bcrypt) sign in with their passwords, rehashed at the first sign-in",
+        "a django-allauth site's users (PBKDF2, bcrypt_sha256, bcrypt) sign in with their passwords; bcrypt is rehashed at the first sign-in, a costlier PBKDF2 hash never made cheaper",
         arguments: Backend.allCases)
     func importsDjangoUsers(backend: Backend) throws {
         let peer = try Self.djangoSite()
@@ -101,8 +101,14 @@ struct UserImportTests {
             let before = try count(database, "imported_password_hashes")
             let answer = try signIn(server.port, email, password)
             #expect(answer.status == 200 && answer.sessionToken != nil, "\(email): \(answer.text)")
-            #expect(try storedHash(database, email).hasPrefix("pbkdf2_sha256$1000$"), "\(email): rehashed")
-            #expect(try count(database, "imported_password_hashes") == before - 1, "\(email): no import any more")
+            if email == "ada@example.com" {
+                // Django's million iterations against the 1,000 configured: kept, and still padded to.
+                #expect(try storedHash(database, email).hasPrefix("pbkdf2_sha256$1000000$"), "never made cheaper")
+                #expect(try count(database, "imported_password_hashes") == before, "still the costliest held")
+            } else {
+                #expect(try storedHash(database, email).hasPrefix("pbkdf2_sha256$1000$"), "\(email): rehashed")
+                #expect(try count(database, "imported_password_hashes") == before - 1, "\(email): no import any more")
+            }
             #expect(try signIn(server.port, email, password).status == 200, "\(email): signs in again after")
         }
     }
