@@ -347,6 +347,74 @@ struct ProductFaceTests {
         }
     }
 
+    @Test(
+        "a migration that writes Homeport's tables, or hides a change behind a trigger, a comment, quotes, a schema or a function, is refused",
+        arguments: [
+            "UPDATE users SET email = 'x'", "DELETE FROM sessions", "INSERT INTO sessions (x) VALUES (1)",
+            "INSERT OR REPLACE INTO main.users (id) VALUES (1)", "REPLACE INTO users (id) VALUES (1)",
+            "UPDATE OR IGNORE \"users\" SET email = ''", "/* shelf_ */ UPDATE `users` SET email = ''",
+            "-- shelf_items\nDELETE FROM [sessions]", "WITH x AS (SELECT 1) DELETE FROM sessions",
+            "TRUNCATE shelf_items, sessions", "ALTER TABLE shelf_items RENAME TO users_old",
+            "CREATE TRIGGER shelf_t AFTER INSERT ON users BEGIN SELECT 1; END",
+            "CREATE TRIGGER shelf_t AFTER INSERT ON shelf_items BEGIN DELETE FROM sessions; END",
+            "CREATE TRIGGER shelf_t AFTER INSERT ON shelf_items BEGIN SELECT CASE WHEN 1 THEN 1 END; UPDATE users SET email = ''; END",
+            "CREATE FUNCTION shelf_f() RETURNS trigger AS $$ BEGIN DELETE FROM sessions; RETURN NEW; END $$ LANGUAGE plpgsql",
+            "CREATE FUNCTION shelf_f() RETURNS trigger AS $body$ BEGIN UPDATE public.users SET email = ''; END $body$",
+        ])
+    func refusedWrites(statement: String) throws {
+        #expect {
+            try withAccounts(.sqlite, product: Self.migrating(statement)) { _ in }
+        } throws: { error in
+            (error as? ConfigurationError)?.description.contains("start with 'shelf_'") == true
+        }
+    }
+
+    @Test(
+        "a string of several statements is refused (SQLite would run the first and drop the rest)",
+        arguments: [
+            "CREATE TABLE shelf_a (x INT); DELETE FROM sessions",
+            "CREATE TABLE shelf_a (x INT); CREATE TABLE shelf_b (x INT)",
+            "CREATE TABLE shelf_a (x INT) /* ; */; ; DROP TABLE shelf_a",
+        ])
+    func severalStatements(statement: String) throws {
+        #expect {
+            try withAccounts(.sqlite, product: Self.migrating(statement)) { _ in }
+        } throws: { error in
+            (error as? ConfigurationError)?.description.contains("several statements") == true
+        }
+    }
+
+    @Test("a product's own tables, triggers, views and data migrations pass, reading Homeport's tables as they like")
+    func allowedMigrations() throws {
+        let product = Product(
+            name: "shelf", version: "1",
+            migrations: [
+                Migration(
+                    version: 1, name: "own",
+                    statements: [
+                        """
+                        CREATE TABLE IF NOT EXISTS shelf_items (
+                            id INTEGER, owner BIGINT REFERENCES users (id) ON DELETE CASCADE ON UPDATE CASCADE,
+                            note TEXT DEFAULT 'DELETE FROM sessions; UPDATE users SET x = 1')
+                        """,
+                        "CREATE TABLE IF NOT EXISTS shelf_log (id INTEGER)",
+                        """
+                        CREATE TRIGGER IF NOT EXISTS shelf_touch AFTER UPDATE OF id ON shelf_items BEGIN
+                            INSERT INTO shelf_log (id) VALUES (CASE WHEN NEW.id > 0 THEN NEW.id ELSE 0 END);
+                            DELETE FROM shelf_log WHERE id < 0;
+                        END;
+                        """,
+                        "CREATE VIEW IF NOT EXISTS shelf_people AS SELECT email FROM users",
+                        "INSERT INTO shelf_items (id, owner) SELECT id, id FROM users",
+                        "UPDATE shelf_items SET note = (SELECT email FROM users WHERE users.id = shelf_items.owner)",
+                    ])
+            ])
+        let logged = try withAccounts(.sqlite, product: product) { server in
+            try server.application.database.execute("SELECT count(*) AS n FROM shelf_log").first?.int("n")
+        }
+        #expect(logged == 0, "every statement ran")
+    }
+
     @Test("the command line refuses such a product before any command: migrate creates nothing")
     func commandLineRefuses() throws {
         let directory = try TemporaryDirectory()

@@ -73,31 +73,6 @@ public struct Product: Sendable {
     /// What every table and index of the product starts with: its name, `-` as `_`, then `_`.
     public var tablePrefix: String { name.replacingOccurrences(of: "-", with: "_") + "_" }
 
-    /// The schema objects a statement creates, changes or drops (lowercased, unquoted): the name
-    /// after `CREATE [UNIQUE] TABLE|INDEX|VIEW|TRIGGER [IF NOT EXISTS]`, `ALTER TABLE` or
-    /// `DROP TABLE|INDEX|VIEW|TRIGGER [IF EXISTS]`, and the table of `CREATE INDEX … ON`.
-    static func touchedObjects(_ statement: String) -> [String] {
-        let words = statement.split(whereSeparator: { $0.isWhitespace || $0 == "(" }).map {
-            $0.lowercased().replacingOccurrences(of: "\"", with: "")
-        }
-        guard let verb = words.first, ["create", "alter", "drop"].contains(verb) else { return [] }
-        var index = 1
-        while index < words.count, ["unique", "temporary", "temp"].contains(words[index]) { index += 1 }
-        guard index < words.count, ["table", "index", "view", "trigger"].contains(words[index]) else { return [] }
-        let kind = words[index]
-        index += 1
-        for guardWords in [["if", "not", "exists"], ["if", "exists"]]
-        where Array(words.dropFirst(index).prefix(guardWords.count)) == guardWords {
-            index += guardWords.count
-        }
-        guard index < words.count else { return [] }
-        var touched = [words[index]]
-        if verb == "create", kind == "index", let on = words[index...].firstIndex(of: "on"), on + 1 < words.count {
-            touched.append(words[on + 1])
-        }
-        return touched
-    }
-
     /// Throws a sentence naming what is wrong with the declaration (before anything is served).
     func validate() throws {
         guard Migrator.isComponentName(name) else {
@@ -112,10 +87,17 @@ public struct Product: Sendable {
         for migration in migrations {
             for dialect in [SQLDialect.sqlite, .postgres] {
                 for statement in migration.statements(for: dialect) {
-                    for object in Self.touchedObjects(statement) where !object.hasPrefix(tablePrefix) {
+                    switch MigrationGuard.read(statement) {
+                    case .severalStatements:
                         throw ConfigurationError(
-                            "\(name) migration \(migration.version) touches '\(object.prefix(80))': a product's tables and indexes start with '\(tablePrefix)', so they never meet Homeport's"
+                            "\(name) migration \(migration.version) has a string of several statements: give each its own string (SQLite would run the first and drop the rest)"
                         )
+                    case .touches(let objects):
+                        for object in objects where !object.hasPrefix(tablePrefix) {
+                            throw ConfigurationError(
+                                "\(name) migration \(migration.version) touches '\(object.prefix(80))': a product creates, changes and writes only its own tables, which start with '\(tablePrefix)', so they never meet Homeport's"
+                            )
+                        }
                     }
                 }
             }
