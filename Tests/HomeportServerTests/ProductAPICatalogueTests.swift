@@ -164,6 +164,39 @@ struct ProductAPICatalogueTests {
             "the refused wrote nothing")
     }
 
+    @Test(
+        "product-keys rotate: a new secret, the old refused at once, the codes kept; revoking frees the codes for another key"
+    )
+    func rotateAndRevoke() throws {
+        let stage = try Stage()
+        let old = try stage.keys(["create", "sundown"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        _ = try stage.signUp("ada@example.com")
+        #expect(
+            try stage.declare(#"{"codes":[{"code":"sundown:entry.shared","title":"Shared"}]}"#, key: old).status == 200)
+        let note = #"{"email":"ada@example.com","code":"sundown:entry.shared","title":"Shared"}"#
+        #expect(try stage.notify(note, key: old).status == 202, "before")
+
+        let rotated = try stage.keys(["rotate", "sundown"])
+        #expect(rotated.status == 0, "\(rotated.error)")
+        let new = rotated.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(new.count == 43 && new != old)
+        #expect(try stage.notify(note, key: old).status == 401, "the old secret is refused at once")
+        #expect(try stage.notify(note, key: new).status == 202, "after: the key kept its code, nothing declared again")
+        #expect(try stage.keys(["rotate", "nothing"]).status == 1)
+        let listed = try stage.keys(["list", "--json"]).output
+        #expect(!listed.contains(new) && !listed.contains(old))
+
+        // Revoked, its code leaves the catalogue and is free: another key declares it.
+        #expect(try stage.keys(["revoke", "sundown"]).status == 0)
+        #expect(try stage.keys(["rotate", "sundown"]).status == 1, "a revoked key is not brought back")
+        let refused = try stage.notify(note, key: new)
+        #expect(refused.status == 401)
+        let heir = try stage.keys(["create", "sundown-2"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let declared = try stage.declare(#"{"codes":[{"code":"sundown:entry.shared","title":"Shared"}]}"#, key: heir)
+        #expect(declared.status == 200, "\(declared.text)")
+        #expect(try stage.notify(note, key: heir).status == 202)
+    }
+
     @Test("data travels with the notification to the stream; data that breaks the rules is refused naming data")
     func data() throws {
         let stage = try Stage()

@@ -2,7 +2,7 @@ import Foundation
 import HomeportCommandLine
 import HomeportCrypto
 
-/// `homeport-server product-keys create|list|revoke`: keys of the product API.
+/// `homeport-server product-keys create|list|rotate|revoke`: keys of the product API.
 enum ProductKeysCommand {
     static func spec(_ action: String) -> CommandSpec {
         switch action {
@@ -15,7 +15,14 @@ enum ProductKeysCommand {
         case "revoke":
             CommandSpec(
                 name: "homeport-server product-keys revoke",
-                summary: "Revoke a product API key: refused at once, on every replica.",
+                summary:
+                    "Revoke a product API key: refused at once, on every replica; the codes it declared leave the catalogue, free for another key.",
+                arguments: [.init("NAME", help: "The key's name.")], options: [ServerCLI.databaseOption])
+        case "rotate":
+            CommandSpec(
+                name: "homeport-server product-keys rotate",
+                summary:
+                    "Give a product API key a new secret, printed once: the old one is refused at once, on every replica; the key keeps its codes.",
                 arguments: [.init("NAME", help: "The key's name.")], options: [ServerCLI.databaseOption])
         default:
             CommandSpec(
@@ -28,7 +35,7 @@ enum ProductKeysCommand {
     }
 
     static let overview = """
-        Usage: homeport-server product-keys create|list|revoke [NAME] [options]
+        Usage: homeport-server product-keys create|list|rotate|revoke [NAME] [options]
 
         Keys a product in another language sends to the product API (serve --product-listen) as
         'Authorization: Bearer KEY', to notify its users. A key is shown once, when it is made.
@@ -40,10 +47,10 @@ enum ProductKeysCommand {
                 ServerCLI.line(overview)
                 return .success
             }
-            throw UsageError("product-keys needs an action: create, list or revoke")
+            throw UsageError("product-keys needs an action: create, list, rotate or revoke")
         }
-        guard ["create", "list", "revoke"].contains(action) else {
-            throw UsageError("unknown product-keys action '\(action)'; use create, list or revoke")
+        guard ["create", "list", "rotate", "revoke"].contains(action) else {
+            throw UsageError("unknown product-keys action '\(action)'; use create, list, rotate or revoke")
         }
         let spec = spec(action)
         guard let parsed = try ServerCLI.parse(spec, Array(arguments.dropFirst())) else { return .success }
@@ -67,9 +74,20 @@ enum ProductKeysCommand {
             }
             ServerCLI.line(key)
             ServerCLI.error("homeport-server: product key '\(name)' made; it is not shown again")
+        case "rotate":
+            let name = parsed.positionals[0]
+            let key = try SecretToken.generate()
+            guard try store.rotate(name: name, keyHash: SecretToken.storedForm(of: key)) else {
+                ServerCLI.error("homeport-server: no working key is named '\(name)'")
+                return .failure
+            }
+            ServerCLI.line(key)
+            ServerCLI.error(
+                "homeport-server: product key '\(name)' rotated; the old secret is refused from now on, and this one is not shown again"
+            )
         case "revoke":
             let name = parsed.positionals[0]
-            guard try store.revoke(name: name, now: now) else {
+            guard try database.transaction({ try ProductKeyStore($0).revoke(name: name, now: now) }) else {
                 ServerCLI.error("homeport-server: no working key is named '\(name)'")
                 return .failure
             }

@@ -46,11 +46,26 @@ struct ProductKeyStore {
         ).first.flatMap(Self.key)
     }
 
-    /// Revokes the key named `name`; false when there is none that works.
+    /// Revokes the key named `name` and frees the codes it declared (another key may declare
+    /// them); false when no working key has that name. Call it inside a transaction.
     func revoke(name: String, now: Int64) throws -> Bool {
+        guard
+            let id = try db.execute(
+                "UPDATE product_keys SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL RETURNING id",
+                [.text(name), .integer(now)]
+            ).first?.int("id")
+        else { return false }
+        try db.execute("DELETE FROM product_codes WHERE key_id = $1", [.integer(id)])
+        return true
+    }
+
+    /// Gives the working key named `name` a new secret, `keyHash`: the old one is refused from
+    /// then on, and the key keeps its codes and its idempotency keys. False when no working key
+    /// has that name.
+    func rotate(name: String, keyHash: String) throws -> Bool {
         !(try db.execute(
-            "UPDATE product_keys SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL RETURNING id",
-            [.text(name), .integer(now)]
+            "UPDATE product_keys SET key_hash = $2 WHERE name = $1 AND revoked_at IS NULL RETURNING id",
+            [.text(name), .text(keyHash)]
         ).isEmpty)
     }
 
