@@ -247,7 +247,9 @@ public final class HomeportApplication: Sendable {
         if let address = configuration.metricsListen {
             var metricsRouter = Router<EmptyRequestContext>()
             metricsRouter.get("/metrics") { _, _ in
-                let text = server.metrics.render() + ServerMetrics.render(poolWaits: database.poolWaits)
+                let text =
+                    server.metrics.render()
+                    + ServerMetrics.render(poolWaits: database.poolWaits, outbox: try? PushOutbox(database).summary())
                 return HTTPResponse(
                     status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                     body: Data(text.utf8))

@@ -42,6 +42,7 @@ struct MetricsTests {
         #expect(statuses.contains(429))
         #expect(try post(AllauthAppPath.session, "", token: token, method: "DELETE").status == 401)
         #expect(try RawHTTP.request(port: server.port, path: "/metrics").status == 404, "not on the API's address")
+        try Self.queue(in: data.file("h.sqlite"))
 
         let response = try RawHTTP.request(port: metricsPort, path: "/metrics")
         #expect(response.status == 200)
@@ -58,7 +59,57 @@ struct MetricsTests {
         #expect(sample("homeport_mail_sent_total", in: text) == 1)
         #expect(sample("homeport_mail_failed_total", in: text) == 0)
         #expect(sample("homeport_database_pool_waits_total", in: text) == 0)
+        #expect(sample(#"homeport_push_outbox{state="pending"}"#, in: text) == 2)
+        #expect(sample(#"homeport_push_outbox{state="sending"}"#, in: text) == 0)
+        #expect(sample(#"homeport_push_outbox{state="failed"}"#, in: text) == 1)
+        #expect(!text.contains("tok-secret"), "no device token")
         #expect(!text.contains("ada@example.com") && !text.contains(token), "no address, no token")
         #expect(server.stop() == 0)
+    }
+
+    /// Puts two pushes waiting (an APNs one and a Web Push one) and a failed one in the outbox of
+    /// the SQLite database `file`, as a server's notify would have.
+    static func queue(in file: String) throws {
+        let run = try ServerProcess.runProgram(
+            "/usr/bin/sqlite3",
+            [
+                file, ".timeout 10000",
+                """
+                INSERT INTO push_outbox (apns_id, device_token, environment, topic, payload, priority, expiration,
+                    attempts, next_attempt_at, state, created_at, provider, last_error)
+                VALUES ('a1', 'tok-secret-1', 'sandbox', 't', '{"p":"payload-secret"}', 10, 0, 0, 0, 'pending',
+                        1800000000, 'apns', NULL),
+                       ('a2', 'tok-secret-2', 'sandbox', 't', '{}', 10, 0, 0, 0, 'pending', 1800000100, 'webpush', NULL),
+                       ('a3', 'tok-secret-3', 'sandbox', 't', '{}', 10, 0, 3, 0, 'failed', 1700000000, 'apns',
+                        'BadDeviceToken');
+                """,
+            ])
+        #expect(run.status == 0, "\(run.error)")
+    }
+
+    @Test("push outbox shows what waits by state and kind, the oldest, and why the failed failed; never a token")
+    func outboxCommand() throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let database = "sqlite:" + data.file("h.sqlite")
+        let empty = try ServerProcess.run(["push", "outbox", "--database", database])
+        #expect(
+            empty.status == 0 && empty.output.contains("pending  0") && empty.output.contains("oldest waiting: none"))
+        try Self.queue(in: data.file("h.sqlite"))
+        let shown = try ServerProcess.run(["push", "outbox", "--database", database])
+        #expect(shown.status == 0, "\(shown.error)")
+        #expect(shown.output.contains("pending  2  (apns 1, webpush 1)"), "\(shown.output)")
+        #expect(shown.output.contains("failed   1  (apns 1)") && shown.output.contains("failed 1× BadDeviceToken"))
+        #expect(shown.output.contains("oldest waiting: 2027-01-15T08:00:00Z"))
+        let json = try ServerProcess.run(["push", "outbox", "--json", "--database", database])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any])
+        #expect((object["pending"] as? [String: Any])?["total"] as? Int == 2)
+        #expect((object["pending"] as? [String: Any])?["webpush"] as? Int == 1)
+        #expect((object["sending"] as? [String: Any])?["total"] as? Int == 0)
+        #expect(object["oldestWaitingAt"] as? String == "2027-01-15T08:00:00Z")
+        for text in [shown.output, json.output] {
+            #expect(!text.contains("tok-secret") && !text.contains("payload-secret"))
+        }
+        #expect(try ServerProcess.run(["push", "outbox", "--help"]).status == 0)
     }
 }

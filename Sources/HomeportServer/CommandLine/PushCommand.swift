@@ -36,6 +36,15 @@ enum PushCommand {
             "APNs tokens are shown by their first 8 hex digits, Web Push subscriptions by webpush: and the first 8 of their name (never the endpoint)."
     )
 
+    static let outboxSpec = CommandSpec(
+        name: "homeport-server push outbox",
+        summary: "Show the pushes waiting to be sent: by state and kind, the oldest, why the failed failed.",
+        options: [ServerCLI.databaseOption, .flag("json", help: "Print a JSON object.")],
+        discussion: """
+            Counts every replica's outbox (the one database): pending (due now or later), sending (claimed by a
+            sender), failed (given up, kept a while). Never a device token or a payload.
+            """)
+
     static let vapidKeySpec = CommandSpec(
         name: "homeport-server push vapid-key",
         summary: "Print the VAPID public key that browsers and UnifiedPush distributors subscribe with.",
@@ -56,18 +65,19 @@ enum PushCommand {
         guard let action = arguments.first, !action.hasPrefix("-") else {
             if arguments.contains("--help") || arguments.contains("-h") {
                 ServerCLI.line(
-                    "Usage: homeport-server push send|devices|vapid-key [options]\n\n\(sendSpec.summary)\n"
-                        + "\(devicesSpec.summary)\n\(vapidKeySpec.summary)")
+                    "Usage: homeport-server push send|devices|outbox|vapid-key [options]\n\n\(sendSpec.summary)\n"
+                        + "\(devicesSpec.summary)\n\(outboxSpec.summary)\n\(vapidKeySpec.summary)")
                 return .success
             }
-            throw UsageError("push needs an action: 'push send', 'push devices' or 'push vapid-key'")
+            throw UsageError("push needs an action: 'push send', 'push devices', 'push outbox' or 'push vapid-key'")
         }
         let rest = Array(arguments.dropFirst())
         switch action {
         case "send": return try send(rest, environment: environment)
         case "devices": return try devices(rest, environment: environment)
+        case "outbox": return try outbox(rest, environment: environment)
         case "vapid-key": return try vapidKey(rest, environment: environment)
-        default: throw UsageError("unknown push action '\(action)'; use 'send', 'devices' or 'vapid-key'")
+        default: throw UsageError("unknown push action '\(action)'; use 'send', 'devices', 'outbox' or 'vapid-key'")
         }
     }
 
@@ -170,6 +180,39 @@ enum PushCommand {
                     "\(shown(entry.device))…  \(kind.padding(toLength: 10, withPad: " ", startingAt: 0)) \(entry.email)"
                 )
             }
+        }
+        return .success
+    }
+
+    static func outbox(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let parsed = try ServerCLI.parse(outboxSpec, arguments) else { return .success }
+        let database = try openDatabase(parsed, outboxSpec, environment)
+        defer { database.close() }
+        let summary = try PushOutbox(database).summary()
+        let oldest = summary.oldestWaiting.map {
+            ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval($0)))
+        }
+        if parsed.flag("json") {
+            var object: [String: Any] = [:]
+            for state in OutboxSummary.states {
+                var byProvider: [String: Any] = summary.counts[state] ?? [:]
+                byProvider["total"] = summary.total(state)
+                object[state] = byProvider
+            }
+            object["oldestWaitingAt"] = oldest ?? NSNull()
+            object["failedReasons"] = summary.failedReasons.map { ["reason": $0.reason, "count": $0.count] }
+            try ServerCLI.printJSON(object)
+            return .success
+        }
+        for state in OutboxSummary.states {
+            let kinds = (summary.counts[state] ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+            ServerCLI.line(
+                state.padding(toLength: 8, withPad: " ", startingAt: 0) + " \(summary.total(state))"
+                    + (kinds.isEmpty ? "" : "  (" + kinds.joined(separator: ", ") + ")"))
+        }
+        ServerCLI.line("oldest waiting: " + (oldest ?? "none"))
+        for (reason, count) in summary.failedReasons {
+            ServerCLI.line("failed \(count)× " + Output.printable(reason.isEmpty ? "(no reason recorded)" : reason))
         }
         return .success
     }

@@ -19,8 +19,9 @@ enum ServerMetrics {
         counter.add(count, ordering: .relaxed)
     }
 
-    /// The counters, and the database pool's waits, in Prometheus's text format.
-    static func render(poolWaits: Int) -> String {
+    /// The counters, the database pool's waits and the push outbox's rows by state (when it
+    /// could be read), in Prometheus's text format.
+    static func render(poolWaits: Int, outbox: OutboxSummary? = nil) -> String {
         let counters: [(String, String, Int)] = [
             (
                 "homeport_sessions_created_total", "Signed-in sessions created.",
@@ -35,8 +36,16 @@ enum ServerMetrics {
             ("homeport_mail_failed_total", "Mail given up.", mailFailed.load(ordering: .relaxed)),
             ("homeport_database_pool_waits_total", "Requests that waited for a database connection.", poolWaits),
         ]
-        return counters.map { name, help, value in
+        var text = counters.map { name, help, value in
             "# HELP \(name) \(help)\n# TYPE \(name) counter\n\(name) \(value)\n"
         }.joined()
+        if let outbox {
+            text += "# HELP homeport_push_outbox Pushes in the outbox, by state (every replica's).\n"
+            text += "# TYPE homeport_push_outbox gauge\n"
+            for state in OutboxSummary.states {
+                text += "homeport_push_outbox{state=\"\(state)\"} \(outbox.total(state))\n"
+            }
+        }
+        return text
     }
 }

@@ -166,6 +166,28 @@ struct PushOutbox {
         return result
     }
 
+    /// What the outbox holds, for operators: rows by state and provider, the oldest row still
+    /// to send, and the commonest reasons of the failed (never a token or a payload).
+    func summary() throws -> OutboxSummary {
+        var summary = OutboxSummary()
+        for row in try db.execute("SELECT state, provider, COUNT(*) AS count FROM push_outbox GROUP BY state, provider")
+        {
+            guard let state = row.string("state"), let provider = row.string("provider"), let count = row.int("count")
+            else { continue }
+            summary.counts[state, default: [:]][provider] = count
+        }
+        summary.oldestWaiting = try db.execute(
+            "SELECT MIN(created_at) AS oldest FROM push_outbox WHERE state IN ('pending', 'sending')"
+        ).first?.int("oldest")
+        summary.failedReasons = try db.execute(
+            """
+            SELECT COALESCE(last_error, '') AS reason, COUNT(*) AS count FROM push_outbox WHERE state = 'failed'
+            GROUP BY COALESCE(last_error, '') ORDER BY count DESC, reason LIMIT 5
+            """
+        ).compactMap { row in row.string("reason").flatMap { reason in row.int("count").map { (reason, $0) } } }
+        return summary
+    }
+
     /// Deletes failed rows older than `before`.
     func pruneFailed(before: Int64) throws {
         try db.execute("DELETE FROM push_outbox WHERE state = 'failed' AND created_at < $1", [.integer(before)])
@@ -190,4 +212,19 @@ struct PushOutbox {
             attempts: Int(attempts), provider: provider, webPush: webPush,
             fcmToken: provider == .fcm ? row.string("endpoint") : nil)
     }
+}
+
+/// What the outbox holds (``PushOutbox/summary()``).
+struct OutboxSummary {
+    /// The states a row passes through.
+    static let states = ["pending", "sending", "failed"]
+    /// Rows by state, then by provider (`apns`, `webpush`, `fcm`).
+    var counts: [String: [String: Int64]] = [:]
+    /// When the oldest row still to send (pending or sending) was queued, in Unix seconds.
+    var oldestWaiting: Int64?
+    /// The failed rows' commonest reasons, with how many each.
+    var failedReasons: [(reason: String, count: Int64)] = []
+
+    /// The rows in `state`, every provider together.
+    func total(_ state: String) -> Int64 { counts[state]?.values.reduce(0, +) ?? 0 }
 }
