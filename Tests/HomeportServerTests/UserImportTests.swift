@@ -37,15 +37,11 @@ struct UserImportTests {
         return peer
     }
 
-    /// The site's users as JSON lines, by SQL on its own database.
-    static func export(_ peer: AllauthPeer) throws -> String {
-        let sql = """
-            SELECT json_object('email', u.email, 'passwordHash', u.password,
-              'verified', json(CASE WHEN e.verified THEN 'true' ELSE 'false' END),
-              'createdAt', strftime('%Y-%m-%dT%H:%M:%SZ', u.date_joined))
-            FROM auth_user u LEFT JOIN account_emailaddress e ON e.user_id = u.id AND e."primary"
-            ORDER BY u.id;
-            """
+    /// The site's users as JSON lines, by the SQL docs/server.md gives for `variant` (`allauth`,
+    /// `django`), run on the site's own database.
+    static func export(_ peer: AllauthPeer, _ variant: String = "allauth") throws -> String {
+        let sql = try #require(
+            try fencedBlocks(inMarkdown: "docs/server.md").first { $0.language == "sql" && $0.label == variant }?.text)
         let result = try ServerProcess.runProgram("/usr/bin/sqlite3", [peer.databasePath, sql])
         #expect(result.status == 0, "\(result.error)")
         return result.output
@@ -111,6 +107,48 @@ struct UserImportTests {
             }
             #expect(try signIn(server.port, email, password).status == 200, "\(email): signs in again after")
         }
+    }
+
+    @Test(
+        "a plain Django site's users (auth_user alone) come in by docs/server.md's SQL: unverified, an inactive one held, one without an address left out"
+    )
+    func importsPlainDjangoUsers() throws {
+        let peer = try Self.djangoSite()
+        try peer.shell(
+            """
+            from django.contrib.auth.models import User
+            from django.contrib.auth.hashers import make_password
+            User.objects.create(username="dee", email="dee@example.com", is_active=False,
+                password=make_password("dee's password", hasher="bcrypt"))
+            User.objects.create(username="eve", email="", password=make_password("eve's password", hasher="bcrypt"))
+            """)
+        let lines = try Self.export(peer, "django")
+        #expect(!lines.contains("eve") && lines.contains(#""stage":"held""#), "\(lines)")
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        try lines.write(toFile: data.file("users.jsonl"), atomically: true, encoding: .utf8)
+        let database = "sqlite:" + data.file("h.sqlite")
+        let imported = try ServerProcess.run(["users", "import", data.file("users.jsonl"), "--database", database])
+        #expect(imported.status == 0, "\(imported.error)")
+        #expect(imported.output.contains("imported 4 accounts (0 verified)"), "\(imported.output)")
+        let listed = try ServerProcess.run(["users", "list", "--json", "--database", database]).output
+        let accounts = try #require(try JSONSerialization.jsonObject(with: Data(listed.utf8)) as? [[String: Any]])
+        var stages: [String: String] = [:]
+        for account in accounts {
+            if let email = account["email"] as? String { stages[email] = account["approval"] as? String }
+        }
+        #expect(stages["dee@example.com"] == "held" && stages["cy@example.com"] == "approved", "\(listed)")
+
+        let server = try ServerProcess(serve: [
+            "--database", database, "--password-iterations", "1000", "--email-verification", "none",
+        ])
+        defer { server.stop() }
+        for (email, password) in Self.passwords {
+            let answer = try signIn(server.port, email, password)
+            #expect(answer.status == 200 && answer.sessionToken != nil, "\(email): \(answer.text)")
+        }
+        let held = try signIn(server.port, "dee@example.com", "dee's password")
+        #expect(held.status == 401, "held, not signed in: \(held.text)")
     }
 
     func count(_ database: DatabaseURL, _ table: String) throws -> Int {

@@ -22,16 +22,18 @@ extension UsersCommand {
 
             passwordHash is taken as it is: Django's pbkdf2_sha256$… (Homeport's own format), bcrypt ($2b$…, or
             Django's bcrypt$… and bcrypt_sha256$…, checked through the system's libcrypt), or null or ! for an
-            account without a password (it signs in after a password reset). Each is rehashed at the configured
-            cost at its first successful sign-in. A hash costlier than --max-import-cost is a wrong line: one wrong
+            account without a password (it signs in after a password reset). bcrypt, and PBKDF2 of fewer iterations
+            than configured, are rehashed at the configured cost at the first successful sign-in; a costlier PBKDF2
+            hash is kept (a sign-in never lowers a hash's cost). A hash costlier than --max-import-cost is a wrong
+            line: one wrong
             password against it would hold a password thread (Django's 100,000,000-iteration hash: over a minute).
             Rehash such passwords at the source at a lower cost, or import those accounts with "passwordHash": null.
             Until then, every sign-in's password check takes as long as the costliest hash held (up to the default
             ceiling), so that a wrong password never tells an imported account from another or from none.
 
             A wrong line, an address listed twice or already in use: every such line is reported by number,
-            exit status 1, and nothing of the file is imported. Django's users come out with SQL, for example:
-            SELECT json_object('email', email, 'passwordHash', password, 'createdAt', date_joined) FROM auth_user;
+            exit status 1, and nothing of the file is imported. Django's users come out of its database with SQL,
+            for django-allauth and for a plain Django site: see docs/server.md, "Bringing your users along".
             """)
 
     static func importAccounts(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
