@@ -360,6 +360,32 @@ struct ProductFaceTests {
             "CREATE TRIGGER shelf_t AFTER INSERT ON shelf_items BEGIN SELECT CASE WHEN 1 THEN 1 END; UPDATE users SET email = ''; END",
             "CREATE FUNCTION shelf_f() RETURNS trigger AS $$ BEGIN DELETE FROM sessions; RETURN NEW; END $$ LANGUAGE plpgsql",
             "CREATE FUNCTION shelf_f() RETURNS trigger AS $body$ BEGIN UPDATE public.users SET email = ''; END $body$",
+            // What a red-team found past the first version of the guard.
+            "DELETE FROM sessions --\u{0}\n.shelf_x", "UPDATE users AS u NOT INDEXED SET email = ''",
+            "UPDATE users INDEXED BY users_email SET email = ''", "UPDATE users * AS shelf_u SET email = ''",
+            "UPDATE ONLY (users) SET email = ''", "DELETE FROM ONLY (sessions)",
+            "MERGE INTO users USING (SELECT 1) s ON true WHEN MATCHED THEN DELETE", "DROP TABLE shelf_a, sessions",
+            "TRUNCATE shelf_a *, sessions CASCADE", "-- x\rDELETE FROM sessions",
+            "/* /* */ ' */ DELETE FROM sessions --'", "WITH x AS (SELECT E'\\'') DELETE FROM sessions --'",
+            "WITH x AS (SELECT $a1$'$a1$) DELETE FROM sessions --'",
+            "WITH x AS (SELECT ARRAY[' ]']) DELETE FROM sessions --'",
+            "WITH q AS (SELECT $a(')) DELETE FROM sessions --'",
+            "WITH x AS (SELECT $a$, 'x$a$') DELETE FROM sessions --'",
+            "DO $$ BEGIN EXECUTE 'UPDATE users SET email = 1'; END $$",
+            "CREATE FUNCTION shelf_f() RETURNS void LANGUAGE sql AS 'DELETE FROM sessions'",
+            "CREATE CONSTRAINT TRIGGER shelf_t AFTER INSERT ON users FOR EACH ROW EXECUTE FUNCTION shelf_g()",
+            "CREATE TRIGGER shelf_t AFTER INSERT ON shelf_a FOR EACH ROW EXECUTE FUNCTION push_devices_gateway_change()",
+            "CREATE RULE shelf_r AS ON INSERT TO sessions DO INSTEAD NOTHING", "DROP SCHEMA public CASCADE",
+            "DROP OWNED BY CURRENT_USER", "ALTER SCHEMA public RENAME TO shelf_public",
+            "REVOKE ALL ON users FROM CURRENT_USER", "DROP FUNCTION push_devices_gateway_change() CASCADE",
+            "ALTER INDEX users_email_key RENAME TO shelf_x", "SELECT setval('users_id_seq', 1)",
+            "CREATE UNLOGGED TABLE serving_settings (x INT)", "SELECT 1 AS name INTO serving_settings2",
+            "GRANT ALL ON users TO PUBLIC", "PRAGMA writable_schema = ON", "PRAGMA user_version = 42",
+            "ATTACH DATABASE '/tmp/x' AS shelf_db", "CREATE VIRTUAL TABLE serving_settings USING fts5(name)",
+            "CREATE TRIGGER shelf_t AFTER UPDATE OF \"on\", email ON users BEGIN INSERT INTO shelf_log VALUES (1); END",
+            "CREATE TABLE shelf_s () INHERITS (sessions)", "CREATE TABLE shelf_p PARTITION OF users FOR VALUES IN (1)",
+            "CREATE VIEW db.shelf_s.sessions AS SELECT 1", "ALTER TABLE shelf_a INHERIT sessions",
+            "WITH x AS (DELETE FROM sessions RETURNING 1) SELECT 1",
         ])
     func refusedWrites(statement: String) throws {
         #expect {
@@ -375,6 +401,7 @@ struct ProductFaceTests {
             "CREATE TABLE shelf_a (x INT); DELETE FROM sessions",
             "CREATE TABLE shelf_a (x INT); CREATE TABLE shelf_b (x INT)",
             "CREATE TABLE shelf_a (x INT) /* ; */; ; DROP TABLE shelf_a",
+            "CREATE TRIGGER shelf_t AFTER INSERT ON shelf_a BEGIN SELECT 1 AS \"case\"; END; CREATE TABLE shelf_b (x INT)",
         ])
     func severalStatements(statement: String) throws {
         #expect {
@@ -407,6 +434,9 @@ struct ProductFaceTests {
                         "CREATE VIEW IF NOT EXISTS shelf_people AS SELECT email FROM users",
                         "INSERT INTO shelf_items (id, owner) SELECT id, id FROM users",
                         "UPDATE shelf_items SET note = (SELECT email FROM users WHERE users.id = shelf_items.owner)",
+                        "CREATE TRIGGER IF NOT EXISTS shelf_quoted AFTER INSERT ON shelf_log BEGIN SELECT 1 AS \"end\"; END",
+                        "ALTER TABLE shelf_items RENAME COLUMN note TO remark",
+                        "WITH fresh AS (SELECT id FROM users) INSERT INTO shelf_log (id) SELECT id FROM fresh",
                     ])
             ])
         let logged = try withAccounts(.sqlite, product: product) { server in

@@ -1,96 +1,357 @@
-/// What a product's migration statement does to the schema and the data, read well enough to
-/// keep it among the product's own tables: every table, index, view or trigger it creates,
-/// changes or drops, the table a trigger or an index is on, and every table it writes
-/// (`INSERT`, `UPDATE`, `DELETE`, `REPLACE`, `TRUNCATE`), in a trigger's body and a
-/// dollar-quoted function body too. Comments, quoting (`"x"`, `` `x` ``, `[x]`) and a schema
-/// (`main.users`) hide nothing; a string that holds more than one statement is refused, since
-/// SQLite would run the first and drop the rest without a word.
+import HomeportStorage
+
+/// Reads a product's migration statement well enough to keep it among the product's own tables:
+/// a statement is one of `CREATE`, `ALTER` or `DROP` of a table, an index, a view or a trigger,
+/// or `INSERT`, `UPDATE`, `DELETE`, `REPLACE` (in a `WITH` too), and every table it creates,
+/// changes, drops, writes, hangs a trigger or an index on, inherits from or renames to is
+/// listed. Anything else (`PRAGMA`, `ATTACH`, `DO`, a function, a rule, a schema, a grant, a
+/// `SELECT` for its side effects) is refused, as is a string of several statements (SQLite would
+/// run the first and drop the rest without a word) and a NUL (the database would stop reading
+/// there). Comments, quoting and schemas are read as each database reads them.
+///
+/// It catches a product's mistakes before they meet Homeport's tables; it is no sandbox: a
+/// product's code runs in the server's process and could reach the database anyway.
 struct MigrationGuard {
-    /// What a statement touches, or why it cannot be read.
+    /// What a statement touches, or why it is refused.
     enum Reading: Equatable {
         case touches([String])
         case severalStatements
+        case refused(String)
     }
 
-    /// Reads `sql`, one migration statement.
-    static func read(_ sql: String) -> Reading {
-        let statements = split(tokens(sql))
+    /// Reads `sql`, one migration statement, as `dialect` reads it.
+    static func read(_ sql: String, dialect: SQLDialect) -> Reading {
+        guard !sql.unicodeScalars.contains("\0") else { return .refused("a NUL character") }
+        let tokens: [Token]
+        do {
+            var tokenizer = Tokenizer(sql, dialect: dialect)
+            tokens = try tokenizer.tokens()
+        } catch let problem as Problem {
+            return .refused(problem.description)
+        } catch {
+            return .refused("\(error)")
+        }
+        let statements = split(tokens)
         guard statements.count <= 1 else { return .severalStatements }
-        return .touches(statements.first.map(touched) ?? [])
+        guard let statement = statements.first else { return .touches([]) }
+        do {
+            return .touches(try touched(statement))
+        } catch let problem as Problem {
+            return .refused(problem.description)
+        } catch {
+            return .refused("\(error)")
+        }
+    }
+
+    struct Problem: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
     }
 
     enum Token: Equatable {
-        /// A keyword or a name, lowercased and unquoted.
+        /// A keyword or a name, lowercased: it may be either.
         case word(String)
-        /// A string literal (its text does not matter).
+        /// A quoted name (`"x"`, `` `x` ``, `[x]`), as it is: never a keyword.
+        case quoted(String)
+        /// A string (its text does not matter: it runs as nothing).
         case string
-        /// A dollar-quoted body: SQL of its own (a PostgreSQL function's).
-        case body([Token])
         case semicolon
         case open
         case close
+        case comma
         case dot
         case other
     }
 
-    static func tokens(_ sql: String) -> [Token] {
-        let text = Array(sql.unicodeScalars)
-        var tokens: [Token] = []
-        var i = 0
-        func isWordScalar(_ c: Unicode.Scalar) -> Bool {
-            c.properties.isAlphabetic || ("0"..."9").contains(c) || c == "_" || c == "$"
+    /// The statements of `tokens`: split at `;`, except inside a SQLite trigger's `BEGIN … END`.
+    static func split(_ tokens: [Token]) -> [[Token]] {
+        var statements: [[Token]] = []
+        var current: [Token] = []
+        var inBody = false
+        var cases = 0
+        for token in tokens {
+            if token == .semicolon, !inBody {
+                if !current.isEmpty { statements.append(current) }
+                current = []
+                continue
+            }
+            current.append(token)
+            guard case .word(let word) = token else { continue }
+            if !inBody, word == "begin", isTrigger(current) {
+                inBody = true
+            } else if inBody, word == "case" {
+                cases += 1
+            } else if inBody, word == "end" {
+                if cases > 0 { cases -= 1 } else { inBody = false }
+            }
         }
-        while i < text.count {
-            let c = text[i]
-            let next: Unicode.Scalar? = i + 1 < text.count ? text[i + 1] : nil
+        if !current.isEmpty { statements.append(current) }
+        return statements
+    }
+
+    private static func isTrigger(_ statement: [Token]) -> Bool {
+        var words = statement.makeIterator()
+        guard words.next() == .word("create") else { return false }
+        for token in words.prefix(2) where token == .word("trigger") { return true }
+        return false
+    }
+
+    static let allowed = "CREATE, ALTER or DROP of a TABLE, INDEX, VIEW or TRIGGER, or INSERT, UPDATE, DELETE"
+
+    /// The tables `statement` creates, changes, drops or writes; throws for a statement of
+    /// another kind.
+    static func touched(_ statement: [Token]) throws -> [String] {
+        var reader = StatementReader(statement)
+        guard case .word(let verb) = statement.first else { throw Problem("a statement that is not \(allowed)") }
+        reader.index = 1
+        switch verb {
+        case "create": try reader.create()
+        case "alter": try reader.alter()
+        case "drop": try reader.drop()
+        case "insert", "replace", "update", "delete", "with":
+            reader.index = 0
+            reader.writes()
+        default:
+            throw Problem("'\(verb.prefix(40))' (a migration statement is \(allowed))")
+        }
+        return reader.touched
+    }
+}
+
+/// Walks one statement's tokens, collecting what it touches.
+private struct StatementReader {
+    typealias Token = MigrationGuard.Token
+    let tokens: [Token]
+    var index = 0
+    var touched: [String] = []
+
+    init(_ tokens: [Token]) {
+        self.tokens = tokens
+    }
+
+    func word(_ at: Int) -> String? {
+        guard at >= 0, at < tokens.count, case .word(let word) = tokens[at] else { return nil }
+        return word
+    }
+
+    /// The name starting at `at` (a word or a quoted name, past any schema and database:
+    /// `db.public.users` is `users`), and the index just past it.
+    func name(_ at: Int) -> (String, Int)? {
+        var at = at
+        var last: String?
+        while at < tokens.count {
+            switch tokens[at] {
+            case .word(let word): last = word
+            case .quoted(let quoted): last = quoted.lowercased()
+            default: return nil
+            }
+            at += 1
+            guard at < tokens.count, tokens[at] == .dot else { break }
+            at += 1
+        }
+        return last.map { ($0, at) }
+    }
+
+    mutating func skip(_ words: Set<String>) {
+        while let current = word(index), words.contains(current) { index += 1 }
+    }
+
+    /// Adds the name at `index` (past an opening parenthesis PostgreSQL allows) and moves past it.
+    @discardableResult
+    mutating func takeName() -> Bool {
+        if index < tokens.count, tokens[index] == .open { index += 1 }
+        guard let (name, next) = name(index) else { return false }
+        touched.append(name)
+        index = next
+        return true
+    }
+
+    /// The first index of the keyword `word` from `start`.
+    func find(_ word: String, from start: Int) -> Int? {
+        guard start < tokens.count else { return nil }
+        return tokens[start...].firstIndex(of: .word(word))
+    }
+
+    mutating func create() throws {
+        skip(["unique", "temporary", "temp", "unlogged", "or", "replace", "materialized", "if", "not", "exists"])
+        guard let kind = word(index), ["table", "index", "view", "trigger"].contains(kind) else {
+            throw MigrationGuard.Problem(
+                "CREATE \(word(index)?.uppercased().prefix(40) ?? "…") (a migration statement is \(MigrationGuard.allowed))"
+            )
+        }
+        index += 1
+        skip(["if", "not", "exists", "concurrently"])
+        takeName()
+        switch kind {
+        case "index":
+            if let on = find("on", from: index) {
+                index = on + 1
+                skip(["only"])
+                takeName()
+            }
+        case "trigger":
+            // `… [BEFORE|AFTER|INSTEAD OF] event [OF columns] ON table …`: the first `ON` is the
+            // table's (a quoted column named "on" is no keyword).
+            if let on = find("on", from: index) {
+                index = on + 1
+                takeName()
+            }
+            // PostgreSQL's `EXECUTE FUNCTION f()`: only the product's own.
+            if let execute = find("execute", from: index), let kind = word(execute + 1),
+                ["function", "procedure"].contains(kind)
+            {
+                index = execute + 2
+                takeName()
+            }
+            // SQLite's body: its statements write only the product's tables.
+            if let begin = find("begin", from: index) {
+                index = begin + 1
+                writes()
+            }
+        case "table":
+            // `INHERITS (a, b)` and `PARTITION OF t` make Homeport's rows the table's.
+            if let inherits = find("inherits", from: index), inherits + 1 < tokens.count,
+                tokens[inherits + 1] == .open
+            {
+                index = inherits + 2
+                while takeName(), index < tokens.count, tokens[index] == .comma { index += 1 }
+            }
+            if let partition = find("partition", from: index), word(partition + 1) == "of" {
+                index = partition + 2
+                takeName()
+            }
+        default:
+            break
+        }
+    }
+
+    mutating func alter() throws {
+        guard word(index) == "table" else {
+            throw MigrationGuard.Problem(
+                "ALTER \(word(index)?.uppercased().prefix(40) ?? "…") (a migration statement is \(MigrationGuard.allowed))"
+            )
+        }
+        index += 1
+        skip(["if", "exists", "only"])
+        takeName()
+        let start = index
+        // `RENAME TO t` renames the table; `RENAME [COLUMN] a TO b`, a column.
+        if let rename = find("rename", from: start), word(rename + 1) == "to" {
+            index = rename + 2
+            takeName()
+        }
+        // PostgreSQL's `INHERIT t` and `ATTACH PARTITION t` make another table's rows this one's.
+        if let inherit = find("inherit", from: start) {
+            index = inherit + 1
+            takeName()
+        }
+        if let attach = find("attach", from: start), word(attach + 1) == "partition" {
+            index = attach + 2
+            takeName()
+        }
+    }
+
+    mutating func drop() throws {
+        guard let kind = word(index), ["table", "index", "view", "trigger"].contains(kind) else {
+            throw MigrationGuard.Problem(
+                "DROP \(word(index)?.uppercased().prefix(40) ?? "…") (a migration statement is \(MigrationGuard.allowed))"
+            )
+        }
+        index += 1
+        skip(["if", "exists", "concurrently", "materialized"])
+        while takeName(), index < tokens.count, tokens[index] == .comma { index += 1 }
+        if kind == "trigger", let on = find("on", from: index) {
+            index = on + 1
+            takeName()
+        }
+    }
+
+    /// The tables written from `index` on: every `INSERT`, `UPDATE`, `DELETE` and `REPLACE` that
+    /// stands where a statement starts (at the start, after `(`, `)`, `,`, `AS`, `BEGIN` or `;`),
+    /// so that `ON DELETE CASCADE`, `AFTER UPDATE OF` and `FOR UPDATE` are not read as writes.
+    mutating func writes() {
+        let starts: Set<String> = ["begin", "as", "then", "else"]
+        while index < tokens.count {
+            let at = index
+            index += 1
+            guard let verb = word(at), ["insert", "replace", "update", "delete"].contains(verb) else { continue }
+            let statementStart: Bool =
+                switch at == 0 ? nil : tokens[at - 1] {
+                case nil, .open?, .close?, .comma?, .semicolon?: true
+                case .word(let before)?: starts.contains(before)
+                default: false
+                }
+            guard statementStart else { continue }
+            skip(["or", "rollback", "abort", "replace", "fail", "ignore"])
+            switch verb {
+            case "insert", "replace":
+                if word(index) == "into" { index += 1 }
+                takeName()
+            case "update":
+                skip(["only"])
+                takeName()
+            default:
+                if word(index) == "from" { index += 1 }
+                skip(["only"])
+                takeName()
+            }
+        }
+    }
+}
+
+/// Reads SQL into tokens as `dialect` reads it: its comments, strings and quoted names.
+private struct Tokenizer {
+    typealias Token = MigrationGuard.Token
+    let text: [Unicode.Scalar]
+    let dialect: SQLDialect
+    var i = 0
+
+    init(_ sql: String, dialect: SQLDialect) {
+        text = Array(sql.unicodeScalars)
+        self.dialect = dialect
+    }
+
+    func at(_ offset: Int) -> Unicode.Scalar? {
+        i + offset < text.count ? text[i + offset] : nil
+    }
+
+    static func isNameStart(_ c: Unicode.Scalar) -> Bool {
+        c.properties.isAlphabetic || c == "_" || c.value >= 0x80
+    }
+
+    static func isNamePart(_ c: Unicode.Scalar) -> Bool {
+        isNameStart(c) || ("0"..."9").contains(c) || c == "$"
+    }
+
+    mutating func tokens() throws -> [Token] {
+        var tokens: [Token] = []
+        while let c = at(0) {
             if c.properties.isWhitespace {
                 i += 1
-            } else if c == "-", next == "-" {
-                while i < text.count, text[i] != "\n" { i += 1 }
-            } else if c == "/", next == "*" {
-                i += 2
-                while i < text.count, !(text[i] == "*" && i + 1 < text.count && text[i + 1] == "/") { i += 1 }
-                i += 2
+            } else if c == "-", at(1) == "-" {
+                // To the end of the line: PostgreSQL ends one at a carriage return too.
+                while let c = at(0), c != "\n", !(dialect == .postgres && c == "\r") { i += 1 }
+            } else if c == "/", at(1) == "*" {
+                try comment()
             } else if c == "'" {
-                i += 1
-                while i < text.count {
-                    if text[i] == "'" {
-                        if i + 1 < text.count, text[i + 1] == "'" { i += 2 } else { break }
-                    } else {
-                        i += 1
-                    }
-                }
-                i += 1
+                try string(backslashes: false)
                 tokens.append(.string)
-            } else if c == "\"" || c == "`" || c == "[" {
-                let end: Unicode.Scalar = c == "[" ? "]" : c
-                var name = ""
+            } else if dialect == .postgres, c == "e" || c == "E", at(1) == "'" {
                 i += 1
-                while i < text.count {
-                    if text[i] == end {
-                        if end != "]", i + 1 < text.count, text[i + 1] == end {
-                            name.unicodeScalars.append(end)
-                            i += 2
-                            continue
-                        }
-                        break
-                    }
-                    name.unicodeScalars.append(text[i])
-                    i += 1
-                }
-                i += 1
-                tokens.append(.word(name.lowercased()))
-            } else if c == "$", let close = dollarTag(text, at: i) {
-                // $tag$ … $tag$: the body is read as SQL of its own.
-                let tag = text[i..<close]
-                var end = close
-                while end < text.count, !text[end...].starts(with: tag) { end += 1 }
-                tokens.append(.body(self.tokens(String(String.UnicodeScalarView(text[close..<min(end, text.count)])))))
-                i = min(end + tag.count, text.count)
-            } else if isWordScalar(c) {
+                try string(backslashes: true)
+                tokens.append(.string)
+            } else if c == "\"" || (dialect == .sqlite && (c == "`" || c == "[")) {
+                tokens.append(.quoted(try quoted(closing: c == "[" ? "]" : c)))
+            } else if dialect == .postgres, c == "$", let tag = dollarTag() {
+                try dollarString(tag)
+                tokens.append(.string)
+            } else if c == "$" || c == "@" || c == "?" || (dialect == .sqlite && c == ":" && at(1) != ":") {
+                // A parameter: a migration binds none, and SQLite reads `$a(…)` as one.
+                throw MigrationGuard.Problem("a parameter ('\(c)'): a migration binds none")
+            } else if Self.isNameStart(c) {
                 var word = ""
-                while i < text.count, isWordScalar(text[i]) {
-                    word.unicodeScalars.append(text[i])
+                while let c = at(0), Self.isNamePart(c) {
+                    word.unicodeScalars.append(c)
                     i += 1
                 }
                 tokens.append(.word(word.lowercased()))
@@ -99,6 +360,7 @@ struct MigrationGuard {
                 case ";": tokens.append(.semicolon)
                 case "(": tokens.append(.open)
                 case ")": tokens.append(.close)
+                case ",": tokens.append(.comma)
                 case ".": tokens.append(.dot)
                 default: tokens.append(.other)
                 }
@@ -108,127 +370,81 @@ struct MigrationGuard {
         return tokens
     }
 
-    /// The index just past the closing `$` of a dollar-quote tag (`$$`, `$body$`) at `start`.
-    private static func dollarTag(_ text: [Unicode.Scalar], at start: Int) -> Int? {
-        var i = start + 1
-        while i < text.count, text[i].properties.isAlphabetic || text[i] == "_" { i += 1 }
-        return i < text.count && text[i] == "$" ? i + 1 : nil
+    /// A block comment: nested in PostgreSQL, not in SQLite.
+    mutating func comment() throws {
+        var depth = 0
+        while let c = at(0) {
+            if c == "/", at(1) == "*" {
+                depth = dialect == .postgres ? depth + 1 : 1
+                i += 2
+            } else if c == "*", at(1) == "/" {
+                depth -= 1
+                i += 2
+                if depth == 0 { return }
+            } else {
+                i += 1
+            }
+        }
+        throw MigrationGuard.Problem("a comment that does not end")
     }
 
-    /// The statements of `tokens`: split at `;`, except inside a trigger's `BEGIN … END`.
-    static func split(_ tokens: [Token]) -> [[Token]] {
-        var statements: [[Token]] = []
-        var current: [Token] = []
-        var inTriggerBody = false
-        var cases = 0
-        for token in tokens {
-            if token == .semicolon, !inTriggerBody {
-                if !current.isEmpty { statements.append(current) }
-                current = []
-                continue
-            }
-            current.append(token)
-            guard case .word(let word) = token else { continue }
-            if isTrigger(current), word == "begin", !inTriggerBody {
-                inTriggerBody = true
-            } else if inTriggerBody, word == "case" {
-                cases += 1
-            } else if inTriggerBody, word == "end" {
-                if cases > 0 { cases -= 1 } else { inTriggerBody = false }
+    /// A string from its opening quote: `''` is a quote; with `backslashes`, `\'` too.
+    mutating func string(backslashes: Bool) throws {
+        i += 1
+        while let c = at(0) {
+            if backslashes, c == "\\" {
+                i += 2
+            } else if c == "'" {
+                if at(1) == "'" { i += 2 } else { i += 1; return }
+            } else {
+                i += 1
             }
         }
-        if !current.isEmpty { statements.append(current) }
-        return statements
+        throw MigrationGuard.Problem("a string that does not end")
     }
 
-    private static func isTrigger(_ statement: [Token]) -> Bool {
-        let words = statement.prefix(4).compactMap { token -> String? in
-            if case .word(let word) = token { return word }
-            return nil
+    mutating func quoted(closing: Unicode.Scalar) throws -> String {
+        var name = ""
+        i += 1
+        while let c = at(0) {
+            if c == closing {
+                if closing != "]", at(1) == closing {
+                    name.unicodeScalars.append(c)
+                    i += 2
+                    continue
+                }
+                i += 1
+                return name
+            }
+            name.unicodeScalars.append(c)
+            i += 1
         }
-        return words.first == "create" && words.dropFirst().prefix(2).contains("trigger")
+        throw MigrationGuard.Problem("a quoted name that does not end")
     }
 
-    /// The objects `statement` creates, changes, drops or writes, and those of what it holds.
-    static func touched(_ statement: [Token]) -> [String] {
-        var touched: [String] = []
-        var index = 0
-        func word(_ at: Int) -> String? {
-            guard at < statement.count, case .word(let word) = statement[at] else { return nil }
-            return word
+    /// PostgreSQL's dollar-quote tag at `i` (`$$`, `$body$`, `$a1$`), or `nil` (a parameter).
+    func dollarTag() -> [Unicode.Scalar]? {
+        var j = i + 1
+        guard j < text.count else { return nil }
+        if text[j] != "$" {
+            guard Self.isNameStart(text[j]) else { return nil }
+            while j < text.count, Self.isNamePart(text[j]), text[j] != "$" { j += 1 }
+            guard j < text.count, text[j] == "$" else { return nil }
         }
-        /// The name at `at`, past a schema (`main.users` is `users`).
-        func name(_ at: Int) -> String? {
-            guard let first = word(at) else { return nil }
-            if at + 2 < statement.count, statement[at + 1] == .dot, let second = word(at + 2) { return second }
-            return first
-        }
-        func skip(_ words: [String]) {
-            while let current = word(index), words.contains(current) { index += 1 }
-        }
-        while index < statement.count {
-            if case .body(let inner) = statement[index] {
-                for each in split(inner) { touched += self.touched(each) }
-                index += 1
-                continue
+        return Array(text[i...j])
+    }
+
+    /// A dollar-quoted string: a literal here (a function body, which would run, is refused with
+    /// its `CREATE FUNCTION`).
+    mutating func dollarString(_ tag: [Unicode.Scalar]) throws {
+        i += tag.count
+        while i < text.count {
+            if text[i...].starts(with: tag) {
+                i += tag.count
+                return
             }
-            guard let verb = word(index) else {
-                index += 1
-                continue
-            }
-            index += 1
-            switch verb {
-            case "create", "drop":
-                skip(["unique", "temporary", "temp", "or", "replace", "materialized"])
-                guard let kind = word(index), ["table", "index", "view", "trigger"].contains(kind) else { continue }
-                index += 1
-                skip(["if", "not", "exists", "concurrently"])
-                if let object = name(index) { touched.append(object) }
-                if verb == "create", kind == "index" || kind == "trigger",
-                    let on = statement[index...].firstIndex(of: .word("on")), let table = name(on + 1)
-                {
-                    touched.append(table)
-                }
-            case "alter":
-                guard word(index) == "table" else { continue }
-                index += 1
-                skip(["if", "exists", "only"])
-                if let object = name(index) { touched.append(object) }
-                if let to = statement[index...].firstIndex(of: .word("to")), word(to - 1) == "rename",
-                    let renamed = name(to + 1)
-                {
-                    touched.append(renamed)
-                }
-            case "insert", "replace":
-                // Not a trigger's event (`AFTER INSERT ON t`): `INSERT [OR …] INTO t`.
-                skip(["or", "rollback", "abort", "replace", "fail", "ignore"])
-                if word(index) == "into", let table = name(index + 1) { touched.append(table) }
-            case "update":
-                // `UPDATE [OR …] [ONLY] t [AS a] SET`: not `ON UPDATE CASCADE`, nor a trigger's
-                // `UPDATE OF c ON t`.
-                skip(["or", "rollback", "abort", "replace", "fail", "ignore", "only"])
-                let after = index + (index + 1 < statement.count && statement[index + 1] == .dot ? 3 : 1)
-                let window = min(after, statement.count)..<min(after + 3, statement.count)
-                let set = statement[window].contains(.word("set"))
-                if set, let table = name(index), table != "set" { touched.append(table) }
-            case "delete":
-                // `DELETE FROM t`: not `ON DELETE CASCADE`, nor a trigger's `DELETE ON t`.
-                guard word(index) == "from" else { continue }
-                index += 1
-                skip(["only"])
-                if let table = name(index) { touched.append(table) }
-            case "truncate":
-                skip(["table", "only"])
-                while let table = name(index) {
-                    touched.append(table)
-                    index += statement.count > index + 1 && statement[index + 1] == .dot ? 3 : 1
-                    guard index < statement.count, statement[index] == .other else { break }
-                    index += 1
-                }
-            default:
-                continue
-            }
+            i += 1
         }
-        return touched
+        throw MigrationGuard.Problem("a dollar-quoted string that does not end")
     }
 }

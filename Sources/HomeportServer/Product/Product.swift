@@ -87,15 +87,20 @@ public struct Product: Sendable {
         for migration in migrations {
             for dialect in [SQLDialect.sqlite, .postgres] {
                 for statement in migration.statements(for: dialect) {
-                    switch MigrationGuard.read(statement) {
+                    let rule =
+                        "a product creates, changes and writes only its own tables, which start with '\(tablePrefix)'"
+                    switch MigrationGuard.read(statement, dialect: dialect) {
                     case .severalStatements:
                         throw ConfigurationError(
                             "\(name) migration \(migration.version) has a string of several statements: give each its own string (SQLite would run the first and drop the rest)"
                         )
+                    case .refused(let reason):
+                        throw ConfigurationError(
+                            "\(name) migration \(migration.version) is refused: \(reason); \(rule)")
                     case .touches(let objects):
                         for object in objects where !object.hasPrefix(tablePrefix) {
                             throw ConfigurationError(
-                                "\(name) migration \(migration.version) touches '\(object.prefix(80))': a product creates, changes and writes only its own tables, which start with '\(tablePrefix)', so they never meet Homeport's"
+                                "\(name) migration \(migration.version) touches '\(object.prefix(80))': \(rule), so they never meet Homeport's"
                             )
                         }
                     }
