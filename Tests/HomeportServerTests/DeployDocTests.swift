@@ -161,6 +161,75 @@ struct DeployDocTests {
     }
 
     @Test(
+        "a stopped Homeport (SIGSTOP) fails the product's route within 6 s through the documented nginx and Caddy sites, closed; the product hears nothing"
+    )
+    func forwardAuthStopped() throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let server = try ServerProcess(serve: [
+            "--database", "sqlite:" + data.file("h.sqlite"), "--signup", "open", "--password-iterations", "1000",
+            "--trusted-proxies", "127.0.0.1", "--max-connections-per-address", "0",
+        ])
+        defer { server.stop() }
+        let certificates = try TestCertificates()
+        defer { certificates.directory.remove() }
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        // The product: a listener that records whatever reaches it.
+        let product = try RecordingListener(
+            behaviour: .routes(["/api/v1/journal": .init(200, ["Content-Type": "text/plain"], "ok")]))
+
+        let nginxPort = try RawHTTP.freePort()
+        let site = try block("nginx", "forward-auth")
+            .replacingOccurrences(of: "server 127.0.0.1:8080;", with: "server 127.0.0.1:\(server.port);")
+            .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(product.port)")
+            .replacingOccurrences(of: "listen 443 ssl;", with: "listen 127.0.0.1:\(nginxPort) ssl;")
+            .replacingOccurrences(of: "/etc/ssl/journal.example.net.crt", with: certificates.certificateFile)
+            .replacingOccurrences(of: "/etc/ssl/journal.example.net.key", with: certificates.keyFile)
+        let nginx = try ReverseProxy.nginx(site, port: nginxPort, in: scratch)
+        defer { nginx.stop() }
+        let forwardSite = try block("caddy", "forward-auth")
+        let (caddy, caddyPort) = try ReverseProxy.caddy(in: scratch) { port in
+            forwardSite.replacingOccurrences(of: "journal.example.net {", with: "http://127.0.0.1:\(port) {")
+                .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
+                .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(product.port)")
+        }
+        defer { caddy.stop() }
+
+        let fronts = ["https://127.0.0.1:\(nginxPort)", "http://127.0.0.1:\(caddyPort)"]
+        var tokens: [String] = []
+        for (index, front) in fronts.enumerated() {
+            let signup = try Curl.call(
+                front + AllauthAppPath.base + "/" + AllauthAppPath.signup, method: "POST", caFile: certificates.caFile,
+                json: #"{"email":"reader\#(index)@example.com","password":"correct horse battery"}"#)
+            let token = try #require(
+                ((try? JSONSerialization.jsonObject(with: Data(signup.body.utf8))) as? [String: Any])
+                    .flatMap { ($0["meta"] as? [String: Any])?["session_token"] as? String })
+            let open = try Curl.call(
+                front + "/api/v1/journal", caFile: certificates.caFile, headers: ["X-Session-Token: \(token)"])
+            #expect(open.status == 200, "\(front) answers while Homeport does")
+            tokens.append(token)
+        }
+        let heardBefore = product.requests.count
+
+        kill(server.pid, SIGSTOP)
+        defer { kill(server.pid, SIGCONT) }
+        for (front, token) in zip(fronts, tokens) {
+            let started = ContinuousClock.now
+            let stopped = try Curl.call(
+                front + "/api/v1/journal", caFile: certificates.caFile, headers: ["X-Session-Token: \(token)"])
+            let took = ContinuousClock.now - started
+            #expect(stopped.status >= 500, "\(front): closed, not open: \(stopped.status)")
+            #expect(took < .seconds(6), "\(front) answered after \(took)")
+        }
+        #expect(product.requests.count == heardBefore, "the product heard nothing while Homeport was stopped")
+        kill(server.pid, SIGCONT)
+        let again = try Curl.call(
+            fronts[0] + "/api/v1/journal", caFile: certificates.caFile, headers: ["X-Session-Token: \(tokens[0])"])
+        #expect(again.status == 200, "Homeport back: the route is open again")
+    }
+
+    @Test(
         "forward auth behind the documented nginx and Caddy sites, to a port or to a Unix socket: the product hears the account, never a client's own claim or the token; a signed-out call is the API's 401",
         arguments: [false, true])
     func forwardAuthSites(overSocket: Bool) throws {
