@@ -13,10 +13,11 @@ private func shelf(
     ],
     routes: @escaping @Sendable (inout ProductRoutes) throws -> Void = { _ in }
 ) -> Product {
-    Product(
+    let items = ProductBudget("items-per-account", limit: budget, per: .account)
+    return Product(
         name: "shelf", version: "2.3.4", migrations: migrations,
         notificationCodes: [CatalogueCode(code: "shelf:item.ready", title: "An item is ready")],
-        budgets: [ProductBudget("items-per-account", limit: budget, per: .account)],
+        budgets: [items],
         features: ["shelf-items"],
         tasks: ticks.map { ticks in [ProductTask("tick", every: .milliseconds(20)) { _ in ticks.mutate { $0 += 1 } }] }
             ?? []
@@ -27,17 +28,17 @@ private func shelf(
             return try .json(["email": caller.email])
         }
         api.post("/items") { _, caller in
-            try services.charge("items-per-account", caller)
+            try services.charge(items, caller)
             return HTTPResponse(status: 201)
         }
         api.addPublic(.get, "/shelf-status") { _ in try .json(["open": true]) }
         // Two mistakes a product can make: a 500 its log explains, never a crash.
         api.addPublic(.post, "/shelf-status") { request in
-            try services.charge("items-per-account", clientAddress: request.remoteAddress)
+            try services.charge(items, clientAddress: request.remoteAddress)
             return HTTPResponse(status: 204)
         }
         api.post("/undeclared") { _, caller in
-            try services.charge("no-such-budget", caller)
+            try services.charge(ProductBudget("no-such-budget", limit: budget, per: .account), caller)
             return HTTPResponse(status: 204)
         }
         try routes(&api)
@@ -148,6 +149,27 @@ struct ProductFaceTests {
             #expect(throws: PushCenter.Refusal.unknownCode("shelf:unknown")) {
                 try server.application.push.notify(
                     ProductNotification(code: "shelf:unknown", title: "No"), email: "ada@example.com")
+            }
+        }
+    }
+
+    @Test("a typed path parameter: read as the type asked for, or a 400 that names it before the handler runs")
+    func typedParameters() throws {
+        let product = shelf { api in
+            api.get("/items/:id") { request, _ in
+                try .json(["id": try request.parameter("id", as: Int64.self)])
+            }
+        }
+        try withAccounts(.sqlite, product: product) { server in
+            let token = try server.signIn("ada@example.com")
+            let found = try server.app("GET", "/api/v1/items/42", token: token)
+            #expect(found.status == 200 && found.jsonObject?["id"] as? Int == 42)
+            for bad in ["abc", "4.2", "99999999999999999999", "%2042"] {
+                let refused = try server.app("GET", "/api/v1/items/\(bad)", token: token)
+                #expect(refused.status == 400, "\(bad): \(refused.text)")
+                #expect(
+                    refused.text.contains(#""code":"invalid_field""#) && refused.text.contains(#""field":"id""#),
+                    "\(bad): \(refused.text)")
             }
         }
     }

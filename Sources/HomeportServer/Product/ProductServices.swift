@@ -20,16 +20,18 @@ public struct ProductServices: Sendable {
     public let budgets: [String: (limit: RateLimit, key: ProductBudget.Key)]
 
     /// Charges one `budget` action to `caller` (its account, its client address, or both, as the
-    /// budget declares), in the counters every door and replica share. Past the limit it throws
-    /// 429 `rate_limited` with `Retry-After`, and the action should do nothing.
-    public func charge(_ budget: String, _ caller: SignedIn) throws {
-        try charge(budget, accountID: caller.accountID, clientAddress: caller.clientAddress)
+    /// budget declares), in the counters every door and replica share, at the limit in force (the
+    /// declared one, or the operator's). Past the limit it throws 429 `rate_limited` with
+    /// `Retry-After`, and the action should do nothing. A budget the product did not declare is
+    /// its mistake: 500, logged.
+    public func charge(_ budget: ProductBudget, _ caller: SignedIn) throws {
+        try charge(budget.name, accountID: caller.accountID, clientAddress: caller.clientAddress)
     }
 
     /// Charges one `budget` action to a client address, for a route without a session (the
     /// budget must be counted by client address only).
-    public func charge(_ budget: String, clientAddress: String) throws {
-        try charge(budget, accountID: nil, clientAddress: clientAddress)
+    public func charge(_ budget: ProductBudget, clientAddress: String) throws {
+        try charge(budget.name, accountID: nil, clientAddress: clientAddress)
     }
 
     private func charge(_ budget: String, accountID: Int64?, clientAddress: String) throws {

@@ -6,7 +6,7 @@ extension Product {
         name: "bookorbit", version: "1.0.0",
         migrations: BookOrbitSchema.migrations,
         notificationCodes: [CatalogueCode(code: BookOrbitCode.loanReady, title: "A loan is ready")],
-        budgets: [ProductBudget("books-added-per-account", limit: RateLimit(30, per: 3600), per: .account)],
+        budgets: [BookOrbitBudget.booksAdded],
         features: ["bookorbit-books", "bookorbit-loans"],
         tasks: [ProductTask("loans", every: .milliseconds(250)) { try Loans(services: $0).notifyReady() }],
         pushAppDataKey: "bookorbit"
@@ -20,6 +20,13 @@ extension Product {
         api.get("/books/:id/loan") { request, caller in try loans.show(request, caller) }
         api.addPublic(.get, "/bookorbit-status") { _ in try .json(["status": "open"]) }
     }
+}
+
+/// BookOrbit's budgets: declared once, charged by value.
+public enum BookOrbitBudget {
+    /// Books an account adds: 30 an hour (`--rate-limits books-added-per-account=N/SECONDS`).
+    public static let booksAdded = ProductBudget(
+        "books-added-per-account", limit: RateLimit(30, per: 3600), per: .account)
 }
 
 /// BookOrbit's notification codes.

@@ -42,7 +42,7 @@ struct Books {
             throw HTTPError.invalidField("author", "An author is at most 200 characters, without control characters.")
         }
         // Bad input costs nothing; a book that would be added does.
-        try services.charge("books-added-per-account", caller)
+        try services.charge(BookOrbitBudget.booksAdded, caller)
         let now = services.clock.unixSeconds
         let row = try services.database.execute(
             "INSERT INTO bookorbit_books (user_id, title, author, added_at) VALUES ($1, $2, $3, $4) RETURNING id",
@@ -64,9 +64,10 @@ struct Books {
     /// Another account's book and a book that never existed get the same answer.
     static let noSuchBook = HTTPError(status: 404, code: "book_not_found", message: "No such book on your list.")
 
-    /// The `:id` of the path, or 404.
+    /// The `:id` of the path: 400 for one that is not a number, 404 for one no book can have.
     static func bookID(_ request: HTTPRequest) throws -> Int64 {
-        guard let text = request.pathParameters["id"], let id = Int64(text), id > 0 else { throw noSuchBook }
+        let id = try request.parameter("id", as: Int64.self)
+        guard id > 0 else { throw noSuchBook }
         return id
     }
 
@@ -83,7 +84,9 @@ struct Books {
             return nil
         }
         let loan = row.int("loan_id").flatMap { loanID in
-            row.string("state").map { Loan(id: loanID, bookID: id, state: $0, readyAt: row.int("ready_at") ?? 0) }
+            row.string("state").flatMap(LoanState.init(rawValue:)).map {
+                Loan(id: loanID, bookID: id, state: $0, readyAt: row.int("ready_at") ?? 0)
+            }
         }
         return Book(id: id, title: title, author: row.string("author"), addedAt: added, loan: loan)
     }

@@ -6,10 +6,18 @@ public struct Loan: Codable, Sendable, Hashable {
     public var id: Int64
     /// The book lent.
     public var bookID: Int64
-    /// `preparing`, then `ready`.
-    public var state: String
+    /// Preparing, then ready.
+    public var state: LoanState
     /// When it is (or was) ready, in Unix seconds.
     public var readyAt: Int64
+}
+
+/// Where a loan stands: as stored (the schema allows these two) and as the API shows it.
+public enum LoanState: String, Codable, Sendable, Hashable {
+    /// Started; ready after ``Loans/preparation`` seconds.
+    case preparing
+    /// Ready to read; its owner was notified.
+    case ready
 }
 
 /// `POST` and `GET /api/v1/books/{id}/loan`, and the task that readies loans and notifies their
@@ -38,7 +46,7 @@ struct Loans {
             guard let id = row.first?.int("id") else {
                 throw HTTPError(status: 409, code: "loan_exists", message: "This book already has a loan.")
             }
-            return Loan(id: id, bookID: bookID, state: "preparing", readyAt: now + Self.preparation)
+            return Loan(id: id, bookID: bookID, state: .preparing, readyAt: now + Self.preparation)
         }
         return try .json(["loan": loan], status: 202)
     }
@@ -49,7 +57,7 @@ struct Loans {
             let row = try services.database.execute(
                 "SELECT id, state, ready_at FROM bookorbit_loans WHERE book_id = $1 AND user_id = $2",
                 [.integer(bookID), .integer(caller.accountID)]
-            ).first, let id = row.int("id"), let state = row.string("state")
+            ).first, let id = row.int("id"), let state = row.string("state").flatMap(LoanState.init(rawValue:))
         else { throw HTTPError(status: 404, code: "loan_not_found", message: "This book has no loan.") }
         return try .json(["loan": Loan(id: id, bookID: bookID, state: state, readyAt: row.int("ready_at") ?? 0)])
     }

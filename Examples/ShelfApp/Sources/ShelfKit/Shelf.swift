@@ -137,9 +137,14 @@ public final class Shelf {
         streamState = nil
     }
 
-    /// Shows `error` to the person.
+    /// Shows `error` to the person. A call the server refused as signed out forgets what was
+    /// shown of that server at once (the client's event says so too, a moment later).
     func show(_ error: any Error) {
         guard !(error is CancellationError) else { return }
+        if case ClientError.signedOut(let server) = error, selected?.key == server {
+            clearShown()
+            reload()
+        }
         notice = Notice(error)
     }
 }
