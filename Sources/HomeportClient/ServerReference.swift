@@ -23,17 +23,20 @@ extension UUID: ServerReference {
 
 extension ServerRecord: ServerReference {
     /// The record stored now under this record's handle (its key may have changed since this copy
-    /// was read); a record never saved in `directory` names itself.
+    /// was read). A copy of a server no longer stored (removed, or never saved) names nothing:
+    /// its addresses and its key are not trusted, nor any token kept under that key.
     public func record(in directory: ServerDirectory) throws -> ServerRecord {
-        directory.server(localID) ?? directory.server(key) ?? self
+        guard let record = directory.server(localID) else { throw ClientError.unknownServer(key) }
+        return record
     }
 }
 
 extension String: ServerReference {
-    /// The server with this key, or whose handle this is in text.
+    /// The server whose handle this is in text, or with this key (a handle first: both read
+    /// as UUIDs, and a server chooses its own id).
     public func record(in directory: ServerDirectory) throws -> ServerRecord {
-        if let record = directory.server(self) { return record }
         if let handle = UUID(uuidString: self), let record = directory.server(handle) { return record }
+        if let record = directory.server(self) { return record }
         throw ClientError.unknownServer(ServerText.clean(self, limit: 80))
     }
 }

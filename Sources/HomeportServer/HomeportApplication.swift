@@ -322,9 +322,6 @@ public final class HomeportApplication: Sendable {
     /// returns the bound port.
     @discardableResult
     public func start() throws -> Int {
-        // Made now if it was never made: a product notifying inside its own write transaction
-        // (notify(_:to:in:)) then never waits on a second writer to make it.
-        _ = try? identity.current()
         let (hub, sender) = (hub, sender)
         push.onNotify {
             hub.poke()

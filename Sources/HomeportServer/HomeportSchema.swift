@@ -514,6 +514,12 @@ public enum HomeportSchema {
         Migration(version: 22, name: "push_gateway_changes_every_kind") { dialect in
             replacedGatewayChangeTriggers(dialect, apnsOnly: false)
         },
+        // Revoking a product key frees its codes; keys revoked before that free theirs now.
+        Migration(
+            version: 23, name: "product_codes_of_revoked_keys",
+            statements: [
+                "DELETE FROM product_codes WHERE key_id IN (SELECT id FROM product_keys WHERE revoked_at IS NOT NULL)"
+            ]),
     ]
 
     /// A migrator over ``migrations``.

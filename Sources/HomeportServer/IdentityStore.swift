@@ -48,6 +48,16 @@ public final class IdentityStore: Sendable {
     /// The installation's identifier, creating it on first use. Throws when it cannot be read or stored.
     public func instanceID() throws -> InstanceID { try current().instanceID }
 
+    /// The installation's identifier as known, or read (made, on first use) through `db`: a
+    /// connection in the caller's transaction, which a second connection would wait for. What it
+    /// reads or makes there is not kept in memory: it stands or falls with that transaction.
+    func instanceID(readingThrough db: any SQLExecutor) throws -> InstanceID {
+        let (known, lease) = state.withLock { ($0.current, $0.lease) }
+        if let lease, lease < .now { throw IdentityError.leaseLapsed }
+        if let known { return known.instanceID }
+        return try readOrCreate(db).instanceID
+    }
+
     /// The installation's identifier and key, creating them on first use. Throws when they cannot
     /// be read or stored.
     public func current() throws -> InstallationIdentity {
@@ -81,7 +91,11 @@ public final class IdentityStore: Sendable {
 
     /// The stored identifier without creating one: `nil` when the row does not exist yet.
     public func storedInstanceID() throws -> StoredIdentity? {
-        let rows = try database.execute(
+        try storedInstanceID(database)
+    }
+
+    private func storedInstanceID(_ db: any SQLExecutor) throws -> StoredIdentity? {
+        let rows = try db.execute(
             "SELECT instance_id, created_at, public_key, sealed_key FROM server_identity WHERE id = 1")
         guard let row = rows.first else { return nil }
         guard let text = row.string("instance_id"), let id = InstanceID(text) else {
@@ -151,11 +165,12 @@ public final class IdentityStore: Sendable {
     /// The stored identity, made first when there is none (a new identifier, and with the secrets
     /// key a new key), and given a key when it is a row from before keys. Whatever another replica
     /// wrote first wins: every write is conditional, and the row is read back.
-    private func readOrCreate() throws -> InstallationIdentity {
-        if let stored = try storedInstanceID() {
+    private func readOrCreate(_ db: (any SQLExecutor)? = nil) throws -> InstallationIdentity {
+        let db = db ?? database
+        if let stored = try storedInstanceID(db) {
             guard stored.publicKey == nil, let secrets else { return open(stored) }
             let key = try newKey(for: stored.instanceID, secrets: secrets)
-            try database.execute(
+            try db.execute(
                 """
                 UPDATE server_identity SET public_key = $1, sealed_key = $2
                 WHERE id = 1 AND instance_id = $3 AND public_key IS NULL
@@ -163,7 +178,7 @@ public final class IdentityStore: Sendable {
         } else {
             let candidate = InstanceID(try random.uuid())
             let key = try secrets.map { try newKey(for: candidate, secrets: $0) }
-            try database.execute(
+            try db.execute(
                 """
                 INSERT INTO server_identity (id, instance_id, created_at, public_key, sealed_key)
                 VALUES (1, $1, $2, $3, $4) ON CONFLICT (id) DO NOTHING
@@ -173,7 +188,7 @@ public final class IdentityStore: Sendable {
                     key.map { .text($0.publicKey) } ?? .null, key.map { .text($0.sealed) } ?? .null,
                 ])
         }
-        guard let stored = try storedInstanceID() else { throw IdentityError.notStored }
+        guard let stored = try storedInstanceID(db) else { throw IdentityError.notStored }
         return open(stored)
     }
 }

@@ -2,7 +2,8 @@
 /// wrote is woken only once they can see them, and not at all when the transaction rolls back.
 /// A connection is used by one thread at a time, and so are its hooks.
 public final class CommitHooks {
-    private(set) var inTransaction = false
+    /// Whether the connection is in a transaction that ``Database/transaction(_:)`` began.
+    public private(set) var inTransaction = false
     private var actions: [() -> Void] = []
 
     init() {}

@@ -95,5 +95,10 @@ struct ServerHandleTests {
         #expect(try stored.record(in: client.directory).key == reset.description)
         #expect(try stored.localID.record(in: client.directory).instanceID == reset)
         #expect(throws: ClientError.unknownServer(id.description)) { try id.description.record(in: client.directory) }
+        // A copy of a server no longer stored names nothing, though a token may still be kept under its key.
+        try client.directory.remove(reset.description)
+        #expect(throws: ClientError.unknownServer(stored.key)) { try stored.record(in: client.directory) }
+        await #expect(throws: ClientError.unknownServer(stored.key)) { _ = try await client.chooseAddress(for: stored) }
+        #expect(transport.requests.isEmpty)
     }
 }

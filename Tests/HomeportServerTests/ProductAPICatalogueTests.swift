@@ -197,6 +197,28 @@ struct ProductAPICatalogueTests {
         #expect(try stage.notify(note, key: heir).status == 202)
     }
 
+    @Test("an upgrade frees the codes of keys revoked before revoking freed them")
+    func upgradeFreesRevokedCodes() throws {
+        let stage = try Stage()
+        let old = try stage.keys(["create", "old"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try stage.declare(#"{"codes":[{"code":"old:thing","title":"Thing"}]}"#, key: old).status == 200)
+        // (Made first: every product-keys command migrates the database.)
+        let heir = try stage.keys(["create", "heir"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        // As an earlier version revoked: the key refused, its codes kept, and migration 23 not yet run.
+        let earlier = try ServerProcess.runProgram(
+            "/usr/bin/sqlite3",
+            [
+                stage.data.file("h.sqlite"), ".timeout 10000",
+                "UPDATE product_keys SET revoked_at = 1 WHERE name = 'old'; DELETE FROM schema_migrations WHERE version = 23;",
+            ])
+        #expect(earlier.status == 0, "\(earlier.error)")
+        let before = try stage.declare(#"{"codes":[{"code":"old:thing","title":"Thing"}]}"#, key: heir)
+        #expect(before.status == 409, "\(before.status) \(before.text)")
+        let migrated = try ServerProcess.run(["migrate", "--database", stage.database])
+        #expect(migrated.status == 0, "\(migrated.error)")
+        #expect(try stage.declare(#"{"codes":[{"code":"old:thing","title":"Thing"}]}"#, key: heir).status == 200)
+    }
+
     @Test("data travels with the notification to the stream; data that breaks the rules is refused naming data")
     func data() throws {
         let stage = try Stage()

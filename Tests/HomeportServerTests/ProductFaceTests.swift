@@ -196,6 +196,14 @@ struct ProductFaceTests {
                 }
             }
             #expect(try count("shelf_items") == 0 && count("notifications") == 0, "undone together")
+            #expect(try count("server_identity") == 0, "the identity first made for it was undone with it")
+            // Outside a transaction there is nothing to join: refused, nothing written.
+            try database.withConnection { db in
+                #expect(throws: PushCenter.Refusal.notInTransaction) {
+                    try push.notify(ProductNotification(code: "shelf:item.ready", title: "Alone"), to: ada, in: db)
+                }
+            }
+            #expect(try count("notifications") == 0)
 
             try database.transaction { db in
                 try db.execute("INSERT INTO shelf_items (id) VALUES (2)")
@@ -215,6 +223,10 @@ struct ProductFaceTests {
                     ProductNotification(code: "shelf:item.ready", title: "Ready", objectID: 3), to: ada, in: db)
             }
             #expect(delivery.seq == 1)
+            let stored = try database.execute("SELECT instance_id FROM server_identity").first?.string("instance_id")
+            let announced = try RawHTTP.request(port: server.port, path: "/api/v1/server-identity").jsonObject
+            #expect(
+                stored != nil && announced?["instanceId"] as? String == stored, "made with the notification, and kept")
             let written = try database.execute(
                 "SELECT code, object_id FROM notifications WHERE user_id = $1", [.integer(ada)])
             #expect(written.map { $0.string("code") } == ["shelf:item.ready"] && written.first?.int("object_id") == 3)

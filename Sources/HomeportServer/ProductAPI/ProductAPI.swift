@@ -239,6 +239,7 @@ package struct ProductAPI: Sendable {
         case .invalidData: .invalidField("data", refusal.description.capitalizedFirst + ".")
         case .identityUnavailable:
             .unavailable(code: APIErrorCode.unavailable, message: "The installation's identity cannot be read.")
+        case .notInTransaction: .internalError
         }
     }
 }

@@ -20,13 +20,17 @@ public final class PushCenter: Sendable {
     /// The catalogue: the built-in codes, those products declared through the product API and
     /// the operator's (`--catalogue`), read again from the database at most a second late, so
     /// every replica answers a product's change (and its new `mv`) within a second.
-    public var catalogue: ServerCatalogue {
+    public var catalogue: ServerCatalogue { catalogue(readingThrough: nil) }
+
+    /// The catalogue, read again through `db` (the caller's connection) when the one held is
+    /// older than a second.
+    func catalogue(readingThrough db: (any SQLExecutor)?) -> ServerCatalogue {
         let now = ContinuousClock.now
         let cached = declared.withLock { state in
             state.readAt.map { now - $0 < .seconds(1) } == true ? state.catalogue : nil
         }
         if let cached { return cached }
-        return refreshCatalogue()
+        return refreshCatalogue(db)
     }
     let database: any Database
     let identity: IdentityStore
@@ -56,10 +60,10 @@ public final class PushCenter: Sendable {
     /// Reads the products' codes again and returns the catalogue they make; the last one read
     /// when the database cannot be read.
     @discardableResult
-    func refreshCatalogue() -> ServerCatalogue {
+    func refreshCatalogue(_ db: (any SQLExecutor)? = nil) -> ServerCatalogue {
         let readAt = ContinuousClock.now
         do {
-            let products = try ProductCatalogueStore(database).codes()
+            let products = try ProductCatalogueStore(db ?? database).codes()
             // The operator's codes come last: they win over a product's of the same name.
             let catalogue = ServerCatalogue(extra: products + settings.extraCodes)
             declared.withLock { $0 = (catalogue, readAt) }
@@ -99,6 +103,8 @@ public final class PushCenter: Sendable {
         case identityUnavailable
         /// `data` breaks ``NotificationData``'s rules (the sentence says which).
         case invalidData(String)
+        /// ``PushCenter/notify(_:to:in:)`` was given a connection outside a transaction.
+        case notInTransaction
 
         /// A sentence for operators and products.
         public var description: String {
@@ -112,6 +118,8 @@ public final class PushCenter: Sendable {
                 "a title is 1–200 characters and a body at most 2000 (line breaks allowed), without control, bidirectional or invisible formatting characters"
             case .identityUnavailable: "the installation identity cannot be read"
             case .invalidData(let problem): problem
+            case .notInTransaction:
+                "notify(_:to:in:) takes the connection of a transaction: database.transaction { db in … }"
             }
         }
     }
@@ -132,7 +140,9 @@ public final class PushCenter: Sendable {
     public func notify(_ notification: ProductNotification, to accountID: Int64, in db: any DatabaseConnection)
         throws -> Delivery
     {
-        let checked = try check(notification)
+        guard db.commitHooks.inTransaction else { throw Refusal.notInTransaction }
+        // Read through the caller's connection: a second one may have to wait for its locks.
+        let checked = try check(notification, readingThrough: db)
         let delivery = try log(db, accountID: accountID, checked, now: clock.unixSeconds)
         db.afterCommit { self.wakeListeners() }
         return delivery
@@ -179,12 +189,15 @@ public final class PushCenter: Sendable {
     }
 
     /// Checks `notification` and makes its payload; throws ``Refusal`` for one that breaks a rule.
-    private func check(_ notification: ProductNotification) throws -> Checked {
+    /// With `db`, the catalogue and the identity are read through it.
+    private func check(_ notification: ProductNotification, readingThrough db: (any SQLExecutor)? = nil) throws
+        -> Checked
+    {
         var notification = notification
         let (code, title, body, thread) = (
             notification.code, notification.title, notification.body, notification.thread
         )
-        let catalogue = catalogue
+        let catalogue = catalogue(readingThrough: db)
         guard catalogue.contains(code) else { throw Refusal.unknownCode(code) }
         guard (1...200).contains(title.count), DisplayText.isShown(title), body.map({ $0.count <= 2000 }) ?? true,
             body.map({ DisplayText.isShown($0, newlines: true) }) ?? true
@@ -194,7 +207,12 @@ public final class PushCenter: Sendable {
             throw Refusal.invalidData(problem)
         }
         if notification.data?.isEmpty == true { notification.data = nil }
-        guard let server = try? identity.instanceID() else { throw Refusal.identityUnavailable }
+        let server: InstanceID
+        do {
+            server = try db.map { try identity.instanceID(readingThrough: $0) } ?? identity.instanceID()
+        } catch {
+            throw Refusal.identityUnavailable
+        }
         let payload = PushPayload(
             aps: .init(
                 alert: .init(title: title, body: body),

@@ -35,11 +35,14 @@ struct Books {
         }
         let body = try request.decodeJSON(Body.self)
         guard let title = body.title.flatMap(Self.text), !title.isEmpty else {
-            throw HTTPError.invalidField("title", "A title is 1–200 characters, without control characters.")
+            throw HTTPError.invalidField(
+                "title", "A title is 1–200 characters, with nothing hidden (no control or invisible characters).")
         }
         let author = body.author.flatMap(Self.text)
         guard body.author == nil || author != nil else {
-            throw HTTPError.invalidField("author", "An author is at most 200 characters, without control characters.")
+            throw HTTPError.invalidField(
+                "author",
+                "An author is at most 200 characters, with nothing hidden (no control or invisible characters).")
         }
         // Bad input costs nothing; a book that would be added does.
         try services.charge(BookOrbitBudget.booksAdded, caller)
@@ -71,11 +74,12 @@ struct Books {
         return id
     }
 
-    /// A title or an author: trimmed, at most 200 characters, no control characters; `nil` if not.
+    /// A title or an author: trimmed, at most 200 characters, nothing hidden (no control,
+    /// bidirectional or invisible characters: what a notification may carry, so that a loan's
+    /// notification never fails on its book's title); `nil` if not.
     static func text(_ raw: String) -> String? {
         let text = raw.trimmingCharacters(in: .whitespaces)
-        guard text.count <= 200, !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-        else { return nil }
+        guard text.count <= 200, text.isEmpty || DisplayText.isShown(text) else { return nil }
         return text
     }
 

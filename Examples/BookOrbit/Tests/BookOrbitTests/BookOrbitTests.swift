@@ -227,6 +227,13 @@ struct BookOrbitTests {
         #expect(bad.response.status == 400)
         let notJSON = try await client.send("POST", "/api/v1/books", to: record.key, json: Data("{".utf8))
         #expect(notJSON.response.status == 400)
+        // A title a notification could not carry (a right-to-left override, a zero-width space):
+        // refused here, so that its loan's notification never fails.
+        for hidden in [#"Evil\u202Etxt.exe"#, #"A\u200Bbook"#] {
+            let refused = try await client.send(
+                "POST", "/api/v1/books", to: record.key, json: Data(#"{"title":"\#(hidden)"}"#.utf8))
+            #expect(refused.response.status == 400, "\(hidden)")
+        }
         for title in ["One", "Two"] {
             let added = try await client.send(
                 "POST", "/api/v1/books", to: record.key, json: Data(#"{"title":"\#(title)"}"#.utf8))

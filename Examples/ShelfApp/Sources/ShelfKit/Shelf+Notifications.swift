@@ -4,12 +4,15 @@ import HomeportWire
 
 extension Shelf {
     /// Follows the shown server's notification stream until the task that runs it is cancelled
-    /// (`.task(id: shelf.selection)` starts it again for the next server). The client reconnects
-    /// by itself, through whichever address answers, without losing or repeating a notification.
+    /// (`.task(id: shelf.isSignedIn ? shelf.selection : nil)` starts it again for the next server,
+    /// and after a sign-in). The client reconnects by itself, through whichever address answers,
+    /// without losing or repeating a notification.
     public func watch() async {
-        guard let selection, isSignedIn else { return }
+        guard let watched = selection, isSignedIn else { return }
         do {
-            for try await event in client.notificationStream(selection) {
+            for try await event in client.notificationStream(watched) {
+                // Another server is shown now: what this stream says is not its.
+                guard watched == selection else { return }
                 switch event {
                 case .connected(let via, _):
                     streamState = "live via \(via)"

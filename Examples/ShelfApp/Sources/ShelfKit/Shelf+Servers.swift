@@ -41,9 +41,9 @@ extension Shelf {
     /// vault. When the server cannot be reached the token is forgotten here all the same, and
     /// the person is told the session may still be open there.
     public func signOut() async {
-        guard let selection else { return }
+        guard let signingOut = selection else { return }
         do {
-            switch try await client.logout(selection) {
+            switch try await client.logout(signingOut) {
             case .revoked: notice = nil
             case .notConfirmed(let reason):
                 notice = Notice(
@@ -53,7 +53,7 @@ extension Shelf {
         } catch {
             show(error)
         }
-        clearShown()
+        if selection == signingOut { clearShown() }
         reload()
     }
 

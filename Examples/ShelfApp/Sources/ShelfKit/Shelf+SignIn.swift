@@ -30,18 +30,28 @@ extension Shelf {
     }
 
     /// Signs in (or, with `creatingAccount`, signs up) at the previewed server, or at the server
-    /// shown when nothing is previewed. The password goes to an address that answered as the
-    /// installation and is never kept. What comes next is the next ``step``: nothing (signed in),
-    /// a second factor, a mailed code, or the operator's approval.
+    /// shown when nothing is previewed. The password goes only to an address that answered as the
+    /// installation (the preview's, or one the client verifies now) and is never kept. What comes
+    /// next is the next ``step``: nothing (signed in), a second factor, a mailed code, or the
+    /// operator's approval.
     public func signIn(email: String, password: String, creatingAccount: Bool = false) async {
-        let address: ServerAddress
-        switch step {
-        case .preview(let preview): address = preview.address
-        default:
-            guard let selected else { return }
-            address = selected.primary
-        }
         do {
+            let address: ServerAddress
+            switch step {
+            case .preview(let preview): address = preview.address
+            default:
+                guard let selected else { return }
+                // The stored primary only once it answers as this installation: on another
+                // network, a plain-HTTP address may be someone else's.
+                let answered = try await client.identify(at: selected.primary)
+                guard answered.identity.instanceId == selected.instanceID else {
+                    notice = Notice(
+                        "\(Self.name(of: selected)) at \(selected.primary.url) answers as another installation.",
+                        advice: "Your password was not sent. Sign in on the network where the library is.")
+                    return
+                }
+                address = answered.address
+            }
             await finish(
                 creatingAccount
                     ? try await client.signup(at: address, email: email, password: password)

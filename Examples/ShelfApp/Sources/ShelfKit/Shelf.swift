@@ -13,7 +13,7 @@ import Observation
 /// ```swift
 /// ContentView(shelf: shelf)
 ///     .task { await shelf.follow() }
-///     .task(id: shelf.selection) { await shelf.watch() }
+///     .task(id: shelf.isSignedIn ? shelf.selection : nil) { await shelf.watch() }
 /// ```
 @MainActor @Observable
 public final class Shelf {
@@ -75,7 +75,7 @@ public final class Shelf {
         let events = client.events
         let following = [
             Task { @MainActor in
-                for await list in changes { self.servers = list }
+                for await _ in changes { self.reload() }
             },
             Task { @MainActor in
                 for await event in events { self.handle(event) }
@@ -88,10 +88,14 @@ public final class Shelf {
         }
     }
 
-    /// Reads the server list again (after a change made here, which ``follow()`` hears too).
+    /// Reads the server list again (after a change made here or elsewhere): a server shown that
+    /// is gone is shown no more, nor anything of it.
     func reload() {
         servers = client.directory.all
-        if let selection, !servers.contains(where: { $0.localID == selection }) { self.selection = nil }
+        if let selection, !servers.contains(where: { $0.localID == selection }) {
+            self.selection = nil
+            clearShown()
+        }
     }
 
     /// What the app does on each of the client's events.

@@ -230,4 +230,34 @@ struct ShelfTests {
         #expect(!shelf.isSignedIn && shelf.books.isEmpty)
         #expect(shelf.selection != nil, "the server stays on the list, to sign in again")
     }
+
+    @Test("signing in again at the stored primary, which now answers as another installation, sends no password there")
+    func signInChecksThePrimary() async throws {
+        let home = try Library(hosts: ["127.0.0.1"])
+        // On another network, the address the record keeps is someone else's: a listener that
+        // says it is another BookOrbit and records all it hears.
+        let stranger = try RecordingListener(
+            behaviour: .routes([
+                HomeportPath.serverIdentity: .init(
+                    200, ["Content-Type": "application/json"],
+                    #"{"instanceId":"\#(UUID().uuidString.lowercased())","product":"bookorbit","protocolVersion":1}"#)
+            ]))
+        let files = try TemporaryDirectory()
+        defer { files.remove() }
+        let shelf = try shelf(files)
+        await shelf.lookUp(home.url("127.0.0.1"))
+        await shelf.signIn(email: "ada@example.com", password: Self.password, creatingAccount: true)
+        await shelf.signOut()
+        let key = try #require(shelf.selected?.key)
+        let elsewhere = try ServerAddress(parsing: stranger.url, allowHTTP: true)
+        _ = try shelf.client.directory.update(key) { $0.primary = elsewhere }
+
+        await shelf.signIn(email: "ada@example.com", password: Self.password)
+        #expect(!shelf.isSignedIn && shelf.step == nil)
+        // Told, in the client's words (the address does not prove the installation's key) or the
+        // model's (it answers as another installation).
+        #expect(shelf.notice?.title.isEmpty == false)
+        #expect(!stranger.requests.contains { $0.contains("login") }, "no sign-in reached it")
+        #expect(!stranger.received.contains { String(decoding: $0, as: UTF8.self).contains(Self.password) })
+    }
 }
