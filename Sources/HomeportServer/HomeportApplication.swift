@@ -249,7 +249,11 @@ public final class HomeportApplication: Sendable {
             metricsRouter.get("/metrics") { _, _ in
                 let text =
                     server.metrics.render()
-                    + ServerMetrics.render(poolWaits: database.poolWaits, outbox: try? PushOutbox(database).summary())
+                    + ServerMetrics.render(
+                        poolWaits: database.poolWaits,
+                        outbox: (try? PushOutbox(database).summary()).map { summary in
+                            OutboxSummary.states.map { ($0, summary.total($0)) }
+                        })
                 return HTTPResponse(
                     status: 200, headers: ["Content-Type": "text/plain; version=0.0.4; charset=utf-8"],
                     body: Data(text.utf8))

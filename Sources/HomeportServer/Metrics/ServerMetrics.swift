@@ -19,9 +19,9 @@ enum ServerMetrics {
         counter.add(count, ordering: .relaxed)
     }
 
-    /// The counters, the database pool's waits and the push outbox's rows by state (when it
-    /// could be read), in Prometheus's text format.
-    static func render(poolWaits: Int, outbox: OutboxSummary? = nil) -> String {
+    /// The counters, the database pool's waits and the push outbox's rows by state (`pending`,
+    /// `sending`, `failed`; when it could be read), in Prometheus's text format.
+    static func render(poolWaits: Int, outbox: [(state: String, rows: Int64)]? = nil) -> String {
         let counters: [(String, String, Int)] = [
             (
                 "homeport_sessions_created_total", "Signed-in sessions created.",
@@ -42,8 +42,8 @@ enum ServerMetrics {
         if let outbox {
             text += "# HELP homeport_push_outbox Pushes in the outbox, by state (every replica's).\n"
             text += "# TYPE homeport_push_outbox gauge\n"
-            for state in OutboxSummary.states {
-                text += "homeport_push_outbox{state=\"\(state)\"} \(outbox.total(state))\n"
+            for (state, rows) in outbox {
+                text += "homeport_push_outbox{state=\"\(state)\"} \(rows)\n"
             }
         }
         return text
