@@ -149,7 +149,7 @@ struct ProductAPICatalogueTests {
         }
         for (code, from) in [
             ("rival:poke", key), ("sundown:entry.shared", rival), ("homeport/core:push.test", key),
-            ("Homeport/Core:push.test", key),
+            ("Homeport/Core:push.test", key), (#"sundown:entry\u0000shared"#, key), (#"\ud937\ude06\u0000["#, key),
         ] {
             let refused = try send(code, from)
             #expect(refused.status == 400 && errorField(refused) == "code", "\(code): \(refused.text)")

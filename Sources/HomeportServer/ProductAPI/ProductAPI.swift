@@ -185,6 +185,8 @@ package struct ProductAPI: Sendable {
                 "code", "The namespace \(Self.reservedNamespace) is Homeport's own: a product sends its own codes.")
         }
         guard !push.settings.extraCodes.contains(where: { $0.code == code }) else { return }
+        // Not a code at all (a NUL, a stray character): no key owns it; the catalogue refuses it.
+        guard ServerCatalogue.isCode(code) else { return }
         if let owner = try ProductCatalogueStore(database).owner(of: code), owner != key.id {
             throw HTTPError.invalidField(
                 "code", "'\(code)' is another product key's code: a key sends the codes it declared.")
