@@ -1,5 +1,5 @@
 extension HTTPRequest {
-    /// The path parameter `name` (`:id` in `/books/:id`) read as `type` (`Int64`, `UUID`, a
+    /// The path parameter `name` (`:id` in `/books/:id`) read as `type` (`Int64`, `Int`, a
     /// `String`); one that is missing or does not read as `type` throws `400 invalid_field`
     /// naming it, so a handler never sees a value it did not ask for.
     public func parameter<Value: LosslessStringConvertible>(_ name: String, as type: Value.Type) throws -> Value {
