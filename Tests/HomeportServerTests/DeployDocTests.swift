@@ -11,6 +11,35 @@ import Testing
     import Glibc
 #endif
 
+/// The page's forward-auth sites, started: nginx over HTTPS with `certificates` and Caddy over
+/// plain HTTP, each in front of Homeport (`nginxUpstream`, a `server …;` line, and
+/// `caddyUpstream`, an address) and of the product on 127.0.0.1:`productPort`.
+private func forwardAuthProxies(
+    nginxUpstream: String, caddyUpstream: String, productPort: Int, certificates: TestCertificates,
+    in scratch: TemporaryDirectory
+) throws -> (nginx: Process, nginxPort: Int, caddy: Process, caddyPort: Int) {
+    let nginxPort = try RawHTTP.freePort()
+    let site = try block("nginx", "forward-auth")
+        .replacingOccurrences(of: "server 127.0.0.1:8080;", with: nginxUpstream)
+        .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(productPort)")
+        .replacingOccurrences(of: "listen 443 ssl;", with: "listen 127.0.0.1:\(nginxPort) ssl;")
+        .replacingOccurrences(of: "/etc/ssl/journal.example.net.crt", with: certificates.certificateFile)
+        .replacingOccurrences(of: "/etc/ssl/journal.example.net.key", with: certificates.keyFile)
+    let nginx = try ReverseProxy.nginx(site, port: nginxPort, in: scratch)
+    let forwardSite = try block("caddy", "forward-auth")
+    do {
+        let (caddy, caddyPort) = try ReverseProxy.caddy(in: scratch) { port in
+            forwardSite.replacingOccurrences(of: "journal.example.net {", with: "http://127.0.0.1:\(port) {")
+                .replacingOccurrences(of: "127.0.0.1:8080", with: caddyUpstream)
+                .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(productPort)")
+        }
+        return (nginx, nginxPort, caddy, caddyPort)
+    } catch {
+        nginx.stop()
+        throw error
+    }
+}
+
 private func block(_ language: String, _ label: String = "") throws -> String {
     guard
         let found = try fencedBlocks(inMarkdown: "docs/deploy.md").first(where: {
@@ -179,22 +208,13 @@ struct DeployDocTests {
         let product = try RecordingListener(
             behaviour: .routes(["/api/v1/journal": .init(200, ["Content-Type": "text/plain"], "ok")]))
 
-        let nginxPort = try RawHTTP.freePort()
-        let site = try block("nginx", "forward-auth")
-            .replacingOccurrences(of: "server 127.0.0.1:8080;", with: "server 127.0.0.1:\(server.port);")
-            .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(product.port)")
-            .replacingOccurrences(of: "listen 443 ssl;", with: "listen 127.0.0.1:\(nginxPort) ssl;")
-            .replacingOccurrences(of: "/etc/ssl/journal.example.net.crt", with: certificates.certificateFile)
-            .replacingOccurrences(of: "/etc/ssl/journal.example.net.key", with: certificates.keyFile)
-        let nginx = try ReverseProxy.nginx(site, port: nginxPort, in: scratch)
-        defer { nginx.stop() }
-        let forwardSite = try block("caddy", "forward-auth")
-        let (caddy, caddyPort) = try ReverseProxy.caddy(in: scratch) { port in
-            forwardSite.replacingOccurrences(of: "journal.example.net {", with: "http://127.0.0.1:\(port) {")
-                .replacingOccurrences(of: "127.0.0.1:8080", with: "127.0.0.1:\(server.port)")
-                .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(product.port)")
+        let (nginx, nginxPort, caddy, caddyPort) = try forwardAuthProxies(
+            nginxUpstream: "server 127.0.0.1:\(server.port);", caddyUpstream: "127.0.0.1:\(server.port)",
+            productPort: product.port, certificates: certificates, in: scratch)
+        defer {
+            nginx.stop()
+            caddy.stop()
         }
-        defer { caddy.stop() }
 
         let fronts = ["https://127.0.0.1:\(nginxPort)", "http://127.0.0.1:\(caddyPort)"]
         var tokens: [String] = []
@@ -286,23 +306,13 @@ struct DeployDocTests {
         defer { product.stop() }
         #expect(RawHTTP.waitUntilListening(port: productPort))
 
-        let nginxPort = try RawHTTP.freePort()
-        let site = try block("nginx", "forward-auth")
-            .replacingOccurrences(of: "server 127.0.0.1:8080;", with: nginxUpstream)
-            .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(productPort)")
-            .replacingOccurrences(of: "listen 443 ssl;", with: "listen 127.0.0.1:\(nginxPort) ssl;")
-            .replacingOccurrences(of: "/etc/ssl/journal.example.net.crt", with: certificates.certificateFile)
-            .replacingOccurrences(of: "/etc/ssl/journal.example.net.key", with: certificates.keyFile)
-        let nginx = try ReverseProxy.nginx(site, port: nginxPort, in: scratch)
-        defer { nginx.stop() }
-
-        let forwardSite = try block("caddy", "forward-auth")
-        let (caddy, caddyPort) = try ReverseProxy.caddy(in: scratch) { port in
-            forwardSite.replacingOccurrences(of: "journal.example.net {", with: "http://127.0.0.1:\(port) {")
-                .replacingOccurrences(of: "127.0.0.1:8080", with: caddyUpstream)
-                .replacingOccurrences(of: "127.0.0.1:9000", with: "127.0.0.1:\(productPort)")
+        let (nginx, nginxPort, caddy, caddyPort) = try forwardAuthProxies(
+            nginxUpstream: nginxUpstream, caddyUpstream: caddyUpstream, productPort: productPort,
+            certificates: certificates, in: scratch)
+        defer {
+            nginx.stop()
+            caddy.stop()
         }
-        defer { caddy.stop() }
 
         // A client's own claims, in the real spelling and in the ones CGI-style stacks merge with it,
         // and the web door's cookies.
