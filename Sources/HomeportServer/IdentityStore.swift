@@ -52,21 +52,23 @@ public final class IdentityStore: Sendable {
     /// connection in the caller's transaction, which a second connection would wait for. What it
     /// reads or makes there is not kept in memory: it stands or falls with that transaction.
     func instanceID(readingThrough db: any SQLExecutor) throws -> InstanceID {
-        let (known, lease) = state.withLock { ($0.current, $0.lease) }
-        if let lease, lease < .now { throw IdentityError.leaseLapsed }
-        if let known { return known.instanceID }
-        return try readOrCreate(db).instanceID
+        try held()?.instanceID ?? readOrCreate(db).instanceID
     }
 
     /// The installation's identifier and key, creating them on first use. Throws when they cannot
     /// be read or stored.
     public func current() throws -> InstallationIdentity {
-        let (known, lease) = state.withLock { ($0.current, $0.lease) }
-        if let lease, lease < .now { throw IdentityError.leaseLapsed }
-        if let known { return known }
+        if let known = try held() { return known }
         let identity = try readOrCreate()
         state.withLock { $0.current = identity }
         return identity
+    }
+
+    /// The identity this process holds, if any; throws once the lease it holds it under lapsed.
+    private func held() throws -> InstallationIdentity? {
+        let (known, lease) = state.withLock { ($0.current, $0.lease) }
+        if let lease, lease < .now { throw IdentityError.leaseLapsed }
+        return known
     }
 
     /// Reads the stored identity anew into the cache and lets it be answered until `deadline`;

@@ -198,7 +198,7 @@ struct ProductFaceTests {
             #expect(try count("shelf_items") == 0 && count("notifications") == 0, "undone together")
             #expect(try count("server_identity") == 0, "the identity first made for it was undone with it")
             // Outside a transaction there is nothing to join: refused, nothing written.
-            try database.withConnection { db in
+            _ = try database.withConnection { db in
                 #expect(throws: PushCenter.Refusal.notInTransaction) {
                     try push.notify(ProductNotification(code: "shelf:item.ready", title: "Alone"), to: ada, in: db)
                 }
