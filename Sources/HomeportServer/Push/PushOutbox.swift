@@ -157,15 +157,6 @@ struct PushOutbox {
             """, [.integer(id), .integer(Int64(attempts)), .text(error)])
     }
 
-    /// Rows by state.
-    func counts() throws -> [String: Int64] {
-        var result: [String: Int64] = [:]
-        for row in try db.execute("SELECT state, COUNT(*) AS count FROM push_outbox GROUP BY state") {
-            if let state = row.string("state"), let count = row.int("count") { result[state] = count }
-        }
-        return result
-    }
-
     /// What the outbox holds, for operators: rows by state and provider, the oldest row still
     /// to send, and the commonest reasons of the failed (never a token or a payload).
     func summary() throws -> OutboxSummary {
