@@ -5,7 +5,7 @@ extension HomeportClient {
     /// The threads the account muted on `server` (`GET /api/v1/notifications/mutes`), as that
     /// server names them (`chat:42`). Muting is per server, because the conversation is.
     public func mutedThreads(_ server: some ServerReference) async throws -> [String] {
-        let answer = try await send("GET", HomeportPath.notificationsMutes, to: try server.record(in: directory).key)
+        let answer = try await send("GET", HomeportPath.notificationsMutes, to: server)
         guard answer.response.status == 200 else { throw Self.refusal(answer) }
         guard answer.response.isJSON,
             let muted = try? JSONDecoder().decode(MutedThreads.self, from: answer.response.body)

@@ -217,7 +217,7 @@ extension HomeportClient {
     /// `POST /api/v1/push/test`: the server sends one notification to this account's devices.
     /// Returns how many devices it queued it for.
     public func sendTestPush(_ server: some ServerReference) async throws -> Int {
-        let answer = try await send("POST", HomeportPath.pushTest, to: try server.record(in: directory).key)
+        let answer = try await send("POST", HomeportPath.pushTest, to: server)
         guard answer.response.status == 202 || answer.response.status == 200 else { throw Self.refusal(answer) }
         guard let queued = try? JSONDecoder().decode(TestPushQueued.self, from: answer.response.body) else {
             throw ClientError.badAnswer(address: answer.via.url, detail: "push test answered \(answer.response.kind)")
