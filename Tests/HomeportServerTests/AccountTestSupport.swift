@@ -103,7 +103,7 @@ extension RawResponse {
 /// database must share one (SQLite servers use the file beside their database).
 let testSecretsKeyFile: String = {
     let path = NSTemporaryDirectory() + "homeport-test-secrets-\(getpid()).key"
-    FileManager.default.createFile(
+    _ = FileManager.default.createFile(
         atPath: path, contents: Data(String(repeating: "5e", count: 32).utf8), attributes: [.posixPermissions: 0o600])
     return path
 }()

@@ -8,7 +8,8 @@ import HomeportWire
 /// share. Each door only translates requests and answers. Passwords, second factors, the
 /// verification of addresses and the handoff to apps are services of their own it builds
 /// (``passwords``, ``twoFactor``, ``emailVerification``, ``handoffs``), as django-allauth's
-/// account, MFA and email apps sit side by side.
+/// account, MFA and email apps sit side by side; identity providers' sign-in is a service over
+/// its steps (`providerSignIn`, `providerRedirect`).
 ///
 /// Every use case that writes more than one row does its slow work first (password hashing,
 /// mail), then one `database.transaction`: a hash never holds the database's write lock, and a
@@ -41,6 +42,13 @@ public final class AccountService: Sendable {
     public let handoffs: HandoffService
     /// Sends (or queues) the account's mail.
     let deliver: MailDelivery
+
+    /// Signing in with an identity provider's ID token, the sign-up it may wait on, and the
+    /// provider accounts linked to an account: the steps above, reached through a provider.
+    var providerSignIn: ProviderSignIn { ProviderSignIn(accounts: self) }
+
+    /// Signing in through a provider's own pages (the web door's authorization code flow).
+    var providerRedirect: ProviderRedirect { ProviderRedirect(signIn: providerSignIn) }
 
     /// Creates the service; `hasher` defaults to PBKDF2 at `settings.passwordIterations`. Who is
     /// calling is not its business: the one `SessionReader` (the application's) tells the doors.
@@ -452,5 +460,20 @@ public final class AccountService: Sendable {
         session.expiresAt = min(session.expiresAt, now + Self.preLoginLifetime)
         try SessionStore(db).insertPreLogin(session, now: now)
         return new.token
+    }
+
+    /// The web door's base URL: `--public-url` (by default the listen address), or, when that is
+    /// a wildcard address, the address the request came to (its `Host`, when it is a plain host
+    /// and port).
+    func publicBase(for request: HTTPRequest) -> String {
+        if let url = settings.reachablePublicURL { return url.hasSuffix("/") ? String(url.dropLast()) : url }
+        let host = request.headers.values("Host").first.flatMap { host in
+            !host.isEmpty
+                && host.utf8.allSatisfy { byte in
+                    (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                        || [0x2D, 0x2E, 0x3A, 0x5B, 0x5D].contains(byte)
+                } ? host : nil
+        }
+        return "http://" + (host ?? "127.0.0.1")
     }
 }

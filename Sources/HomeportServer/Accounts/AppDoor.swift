@@ -261,7 +261,7 @@ struct AppDoor: Sendable {
         let verifying = try service.emailVerification.verificationPending(caller)
         let secondFactor = try service.pendingSecondFactor(caller)
         var flows = flows(verifying: verifying, secondFactor: secondFactor)
-        if let (provider, _) = try service.pendingProviderSignup(caller) {
+        if let (provider, _) = try service.providerSignIn.pendingSignup(caller) {
             flows.append(AuthFlow(id: "provider_signup", isPending: true, provider: describe(provider)))
         }
         return answer(AuthEnvelope(status: 401, data: AuthData(flows: flows), meta: AuthMeta(isAuthenticated: false)))

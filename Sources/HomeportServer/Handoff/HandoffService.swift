@@ -242,7 +242,7 @@ public final class HandoffService: Sendable {
 
     /// `uri` with `parameters` added to its query.
     static func callback(_ uri: String, _ parameters: KeyValuePairs<String, String>) -> String {
-        let query = parameters.map { $0.key + "=" + AccountService.formEncoded($0.value) }.joined(separator: "&")
+        let query = parameters.map { $0.key + "=" + Self.formEncoded($0.value) }.joined(separator: "&")
         return uri + (uri.contains("?") ? "&" : "?") + query
     }
 
@@ -261,4 +261,13 @@ public final class HandoffService: Sendable {
             || scalar.properties.generalCategory == .lineSeparator
             || scalar.properties.generalCategory == .paragraphSeparator
     }
+
+    /// `application/x-www-form-urlencoded` for one value.
+    static func formEncoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+    }
+
+    /// RFC 3986's unreserved characters, ASCII only (`alphanumerics` would let other scripts' letters through).
+    private static let unreserved = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

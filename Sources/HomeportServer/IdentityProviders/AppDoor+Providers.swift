@@ -28,7 +28,7 @@ extension AppDoor {
 
     /// The providers an app can sign in with (none when they cannot be read).
     func providers() -> [OIDCProvider] {
-        (try? service.providers()) ?? []
+        (try? service.providerSignIn.providers()) ?? []
     }
 
     /// `POST auth/provider/token`: `provider`, `process` (`login` or `connect`) and `token`
@@ -91,21 +91,21 @@ extension AppDoor {
         if process == "connect" {
             guard case .signedIn(let session, let account) = caller else { return try notSignedIn(caller) }
             return providerAnswer(
-                try service.providerConnect(
+                try service.providerSignIn.connect(
                     providerID: providerID, clientID: clientID, idToken: idToken, address: request.remoteAddress,
                     account: account), caller: caller, connected: (account, session))
         }
         // As at `auth/login`: a signed-in caller is refused once the form is right.
         if caller.isSignedIn { return answer(AuthEnvelope(status: 409)) }
         return providerAnswer(
-            try service.providerLogin(
+            try service.providerSignIn.login(
                 providerID: providerID, clientID: clientID, idToken: idToken, address: request.remoteAddress,
                 kind: .app, current: caller), caller: caller)
     }
 
     /// `GET auth/provider/signup`: who the provider says the waiting person is.
     func providerSignupForm(_ caller: Caller) throws -> HTTPResponse {
-        guard let (provider, identity) = try service.pendingProviderSignup(caller) else {
+        guard let (provider, identity) = try service.providerSignIn.pendingSignup(caller) else {
             return noProviderSignup()
         }
         let email = identity.email ?? ""
@@ -126,21 +126,22 @@ extension AppDoor {
 
     /// `POST auth/provider/signup` {`email`}: the account for a waiting provider sign-in.
     func providerSignup(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
-        guard try service.pendingProviderSignup(caller) != nil else { return noProviderSignup() }
+        guard try service.providerSignIn.pendingSignup(caller) != nil else { return noProviderSignup() }
         let body: AuthRequest.ProviderSignup
         switch decode(AuthRequest.ProviderSignup.self, request, order: ["email"]) {
         case .success(let value): body = value
         case .failure(let problems): return invalid(problems.problems)
         }
         return providerAnswer(
-            try service.providerSignup(email: body.email, address: request.remoteAddress, kind: .app, current: caller),
+            try service.providerSignIn.signup(
+                email: body.email, address: request.remoteAddress, kind: .app, current: caller),
             caller: caller)
     }
 
     /// `GET account/providers`: the provider accounts linked to the caller's account.
     func providerAccounts(_ caller: Caller) throws -> HTTPResponse {
         guard case .signedIn(_, let account) = caller else { return try notSignedIn(caller) }
-        return answer(data: linkedAccounts(try service.providerLinks(account)))
+        return answer(data: linkedAccounts(try service.providerSignIn.links(account)))
     }
 
     /// `DELETE account/providers` {`provider`, `account`}: unlinks one, never the last way in.
@@ -151,7 +152,7 @@ extension AppDoor {
         case .success(let value): body = value
         case .failure(let problems): return invalid(problems.problems)
         }
-        switch try service.unlinkProvider(providerID: body.provider, subject: body.account, account: account) {
+        switch try service.providerSignIn.unlink(providerID: body.provider, subject: body.account, account: account) {
         case .success(let left): return answer(data: linkedAccounts(left))
         case .failure(.notFound):
             return invalid([FieldProblem(code: AuthErrorCode.accountNotFound, param: nil, message: "Unknown account.")])
@@ -186,7 +187,7 @@ extension AppDoor {
     }
 
     private func providerAnswer(
-        _ outcome: AccountService.ProviderOutcome, caller: Caller, connected: (Account, Session)? = nil
+        _ outcome: ProviderSignIn.Outcome, caller: Caller, connected: (Account, Session)? = nil
     ) -> HTTPResponse {
         switch outcome {
         case .signIn(let outcome): return signInAnswer(outcome, caller: caller, methods: true)

@@ -5,7 +5,7 @@ import HomeportHTTP
 extension WebDoor {
     /// The providers as buttons: id and name.
     func providerButtons() -> [(id: String, name: String)] {
-        ((try? service.providers()) ?? []).map { ($0.id, $0.name) }
+        ((try? service.providerSignIn.providers()) ?? []).map { ($0.id, $0.name) }
     }
 
     /// `GET /account/provider/ID/start` (`?process=connect` from the providers page): to the
@@ -22,9 +22,9 @@ extension WebDoor {
             else { return formExpired() }
             connecting = account
         }
-        switch try service.beginProviderRedirect(
+        switch try service.providerRedirect.begin(
             providerID: request.pathParameters["id"] ?? "", connecting: connecting,
-            callback: service.publicBase(for: request) + AccountService.providerCallbackPath,
+            callback: service.publicBase(for: request) + ProviderRedirect.callbackPath,
             address: request.remoteAddress)
         {
         case .rateLimited(let retryAfter): return tooMany(retryAfter)
@@ -32,7 +32,7 @@ extension WebDoor {
             var response = HTTPResponse.seeOther(url)
             response.headers.add(
                 "Set-Cookie",
-                cookies.setting(cookies.providerFlow, binding, maxAge: AccountService.providerFlowLifetime))
+                cookies.setting(cookies.providerFlow, binding, maxAge: ProviderRedirect.flowLifetime))
             return response
         case .unavailable(let why):
             return page(
@@ -42,10 +42,10 @@ extension WebDoor {
 
     /// `GET /account/provider/callback`: the provider sends the browser back here.
     func providerCallback(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let end = try service.completeProviderRedirect(
+        let end = try service.providerRedirect.complete(
             state: request.query["state"] ?? "", code: request.query["code"], error: request.query["error"],
             binding: request.cookies[cookies.providerFlow],
-            callback: service.publicBase(for: request) + AccountService.providerCallbackPath,
+            callback: service.publicBase(for: request) + ProviderRedirect.callbackPath,
             address: request.remoteAddress, current: context.caller)
         var response: HTTPResponse
         switch end {
@@ -61,7 +61,7 @@ extension WebDoor {
 
     /// `GET /account/provider/signup`: the address for someone new the provider vouched for.
     func providerSignupForm(_ context: RequestContext) throws -> HTTPResponse {
-        guard let (provider, identity) = try service.pendingProviderSignup(context.caller) else {
+        guard let (provider, identity) = try service.providerSignIn.pendingSignup(context.caller) else {
             return page(
                 "Nothing to finish", WebPage.message("No sign-in waits here.", link: ("/account/login", "Sign in")),
                 status: 409)
@@ -77,8 +77,8 @@ extension WebDoor {
         if let refusal = honeypot(fields) { return refusal }
         let email = fields["email"] ?? ""
         // Read before the sign-up, which ends the pending session when it succeeds.
-        let provider = try service.pendingProviderSignup(context.caller)?.provider
-        let outcome = try service.providerSignup(
+        let provider = try service.providerSignIn.pendingSignup(context.caller)?.provider
+        let outcome = try service.providerSignIn.signup(
             email: email, address: request.remoteAddress, kind: .web, current: context.caller)
         return providerAnswer(outcome, provider: provider, context: context, email: email)
     }
@@ -87,8 +87,8 @@ extension WebDoor {
     /// the providers to connect.
     func providersPage(_ context: RequestContext, errors: [String] = [], status: Int = 200) throws -> HTTPResponse {
         guard case .signedIn(_, let account) = context.caller else { return .seeOther("/account/login") }
-        let providers = (try? service.providers()) ?? []
-        let links = try service.providerLinks(account)
+        let providers = (try? service.providerSignIn.providers()) ?? []
+        let links = try service.providerSignIn.links(account)
         return page(
             "Sign-in providers",
             WebPage.providersPage(
@@ -108,7 +108,7 @@ extension WebDoor {
         let fields = request.formFields
         if let refusal = honeypot(fields) { return refusal }
         guard case .signedIn(_, let account) = context.caller else { return .seeOther("/account/login") }
-        switch try service.unlinkProvider(
+        switch try service.providerSignIn.unlink(
             providerID: fields["provider"] ?? "", subject: fields["account"] ?? "", account: account)
         {
         case .success: return .seeOther("/account/providers")
@@ -124,7 +124,7 @@ extension WebDoor {
     }
 
     private func providerAnswer(
-        _ outcome: AccountService.ProviderOutcome, provider: OIDCProvider?, context: RequestContext, email: String = ""
+        _ outcome: ProviderSignIn.Outcome, provider: OIDCProvider?, context: RequestContext, email: String = ""
     ) -> HTTPResponse {
         let name = provider?.name ?? "The provider"
         switch outcome {

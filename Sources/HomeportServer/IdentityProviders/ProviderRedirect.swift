@@ -8,31 +8,19 @@ import HomeportStorage
 /// ID token must carry. The code is exchanged at the provider's token endpoint with the client's
 /// secret (as its discovery document allows: `client_secret_basic` or `client_secret_post`),
 /// and the ID token goes through the same checks and the same rules as one an app hands over.
-extension AccountService {
+struct ProviderRedirect: Sendable {
+    /// The checks and rules an app's provider token goes through.
+    let signIn: ProviderSignIn
+
     /// How long a sign-in may stay at the provider's pages.
-    static let providerFlowLifetime: Int64 = 600
+    static let flowLifetime: Int64 = 600
 
     /// Where a provider sends the browser back to: `/account/provider/callback` at the public URL
     /// (or, without one, at the address the request came to).
-    static let providerCallbackPath = "/account/provider/callback"
-
-    /// The web door's base URL: `--public-url` (by default the listen address), or, when that is
-    /// a wildcard address, the address the request came to (its `Host`, when it is a plain host
-    /// and port).
-    func publicBase(for request: HTTPRequest) -> String {
-        if let url = settings.reachablePublicURL { return url.hasSuffix("/") ? String(url.dropLast()) : url }
-        let host = request.headers.values("Host").first.flatMap { host in
-            !host.isEmpty
-                && host.utf8.allSatisfy { byte in
-                    (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                        || [0x2D, 0x2E, 0x3A, 0x5B, 0x5D].contains(byte)
-                } ? host : nil
-        }
-        return "http://" + (host ?? "127.0.0.1")
-    }
+    static let callbackPath = "/account/provider/callback"
 
     /// Where a sign-in through a provider's pages goes first.
-    enum ProviderRedirectStart {
+    enum Start {
         /// To the provider's authorization endpoint; `binding` goes in the browser's cookie.
         case redirect(url: String, binding: String)
         /// Not now, and why (for a page).
@@ -42,43 +30,43 @@ extension AccountService {
     }
 
     /// Begins a sign-in (or, with `account`, a connection) through provider `providerID`'s pages.
-    func beginProviderRedirect(providerID: String, connecting account: Account?, callback: String, address: String)
-        throws -> ProviderRedirectStart
+    func begin(providerID: String, connecting account: Account?, callback: String, address: String)
+        throws -> Start
     {
-        guard let provider = try identityProviders.provider(id: providerID) else {
+        guard let provider = try signIn.directory.provider(id: providerID) else {
             return .unavailable("This server offers no such sign-in.")
         }
         // Each start stores a flow (and may fetch the provider's document): a sign-in's budget.
         do {
-            try database.transaction {
-                try RateLimiter($0, policy: settings.rateLimits).charge(
-                    .loginPerAddress, RateLimiter.clientKey(address), now: clock.unixSeconds)
+            try signIn.database.transaction {
+                try RateLimiter($0, policy: signIn.settings.rateLimits).charge(
+                    .loginPerAddress, RateLimiter.clientKey(address), now: signIn.clock.unixSeconds)
             }
         } catch let refusal as RateLimiter.Refusal {
             return .rateLimited(retryAfter: refusal.retryAfter)
         }
         let metadata: ProviderMetadata
         do {
-            metadata = try identityProviders.metadata(provider)
+            metadata = try signIn.directory.metadata(provider)
         } catch {
-            logger.warning(
+            signIn.logger.warning(
                 "provider unreachable", metadata: ["provider": provider.id, "reason": String(describing: error)])
             return .unavailable("\(provider.name) cannot be reached now. Please try again later.")
         }
         guard let endpoint = metadata.authorizationEndpoint, metadata.tokenEndpoint != nil else {
             return .unavailable("\(provider.name) does not offer a sign-in page this server can use.")
         }
-        let now = clock.unixSeconds
-        let state = try SecretToken.generate(random)
-        let nonce = try SecretToken.generate(random)
-        let verifier = try SecretToken.generate(random)
-        let binding = try SecretToken.generate(random)
-        try database.transaction { db in
+        let now = signIn.clock.unixSeconds
+        let state = try SecretToken.generate(signIn.random)
+        let nonce = try SecretToken.generate(signIn.random)
+        let verifier = try SecretToken.generate(signIn.random)
+        let binding = try SecretToken.generate(signIn.random)
+        try signIn.database.transaction { db in
             try ProviderFlowStore(db).insert(
                 stateHash: SecretToken.storedForm(of: state),
                 .init(
                     bindingHash: SecretToken.storedForm(of: binding), providerID: provider.id, nonce: nonce,
-                    verifier: verifier, connectUserID: account?.id, expiresAt: now + Self.providerFlowLifetime),
+                    verifier: verifier, connectUserID: account?.id, expiresAt: now + Self.flowLifetime),
                 now: now)
         }
         let url = HandoffService.callback(
@@ -93,9 +81,9 @@ extension AccountService {
     }
 
     /// How a sign-in through a provider's pages ended.
-    enum ProviderRedirectEnd {
+    enum End {
         /// As a provider token's would: `provider` is the one it went through.
-        case outcome(ProviderOutcome, provider: OIDCProvider)
+        case outcome(ProviderSignIn.Outcome, provider: OIDCProvider)
         /// It did not, and why (for a page).
         case failed(String)
     }
@@ -103,13 +91,13 @@ extension AccountService {
     /// Completes a sign-in through a provider's pages with what the browser brought back: the
     /// flow's `state` (once, and only from the browser whose cookie holds `binding`), then the
     /// provider's `code`, or its `error`.
-    func completeProviderRedirect(
+    func complete(
         state: String, code: String?, error: String?, binding: String?, callback: String, address: String,
         current: Caller
-    ) throws -> ProviderRedirectEnd {
-        let now = clock.unixSeconds
+    ) throws -> End {
+        let now = signIn.clock.unixSeconds
         guard state.utf8.count <= 128,
-            let flow = try database.transaction({
+            let flow = try signIn.database.transaction({
                 try ProviderFlowStore($0).claim(stateHash: SecretToken.storedForm(of: state), now: now)
             })
         else { return .failed("This sign-in has expired or was already used. Please start again.") }
@@ -117,10 +105,10 @@ extension AccountService {
             Digest.constantTimeEquals(
                 Array(SecretToken.storedForm(of: binding).utf8), Array(flow.bindingHash.utf8))
         else {
-            logger.notice("provider sign-in refused", metadata: ["reason": "another browser's state"])
+            signIn.logger.notice("provider sign-in refused", metadata: ["reason": "another browser's state"])
             return .failed("This sign-in was started in another browser. Please start again from this one.")
         }
-        guard let provider = try identityProviders.provider(id: flow.providerID) else {
+        guard let provider = try signIn.directory.provider(id: flow.providerID) else {
             return .failed("This server no longer offers that sign-in.")
         }
         if let error {
@@ -133,11 +121,12 @@ extension AccountService {
         guard let code, !code.isEmpty, code.utf8.count <= 2048 else {
             return .failed("\(provider.name) sent you back without a sign-in. Please start again.")
         }
-        let checked = try checkedToken(providerID: provider.id, clientID: provider.clientID, address: address, now: now)
-        {
+        let checked = try signIn.checkedToken(
+            providerID: provider.id, clientID: provider.clientID, address: address, now: now
+        ) {
             provider in
             let idToken = try exchangeCode(code, provider: provider, verifier: flow.verifier, callback: callback)
-            return try identityProviders.identity(in: idToken, from: provider, nonce: flow.nonce)
+            return try signIn.directory.identity(in: idToken, from: provider, nonce: flow.nonce)
         }
         switch checked {
         case .refused(.invalidToken):
@@ -149,10 +138,10 @@ extension AccountService {
                 guard case .signedIn(_, let account) = current, account.id == userID else {
                     return .failed("Sign in again to connect \(provider.name).")
                 }
-                return .outcome(try connect(provider, identity, account: account, now: now), provider: provider)
+                return .outcome(try signIn.connect(provider, identity, account: account, now: now), provider: provider)
             }
             return .outcome(
-                try resolveRetrying(provider, identity, address: address, kind: .web, current: current),
+                try signIn.resolveRetrying(provider, identity, address: address, kind: .web, current: current),
                 provider: provider)
         }
     }
@@ -162,7 +151,7 @@ extension AccountService {
     private func exchangeCode(_ code: String, provider: OIDCProvider, verifier: String, callback: String) throws
         -> String
     {
-        let metadata = try identityProviders.metadata(provider)
+        let metadata = try signIn.directory.metadata(provider)
         guard let endpoint = metadata.tokenEndpoint else { throw ProviderError("it has no token endpoint") }
         var fields: KeyValuePairs<String, String> = [
             "grant_type": "authorization_code", "code": code, "redirect_uri": callback, "code_verifier": verifier,
@@ -177,7 +166,7 @@ extension AccountService {
                 || !metadata.tokenEndpointAuthMethods.contains("client_secret_post")
             {
                 // RFC 6749 §2.3.1: each form-encoded, then Basic.
-                let pair = Self.formEncoded(provider.clientID) + ":" + Self.formEncoded(secret)
+                let pair = HandoffService.formEncoded(provider.clientID) + ":" + HandoffService.formEncoded(secret)
                 headers.append("Authorization: Basic " + Data(pair.utf8).base64EncodedString())
             } else {
                 fields = [
@@ -186,8 +175,8 @@ extension AccountService {
                 ]
             }
         }
-        let body = fields.map { $0.key + "=" + Self.formEncoded($0.value) }.joined(separator: "&")
-        switch identityProviders.session.perform(endpoint, headers: headers, body: Data(body.utf8)) {
+        let body = fields.map { $0.key + "=" + HandoffService.formEncoded($0.value) }.joined(separator: "&")
+        switch signIn.directory.session.perform(endpoint, headers: headers, body: Data(body.utf8)) {
         case .success(let answer):
             guard answer.status == 200 else { throw ProviderError("its token endpoint answered HTTP \(answer.status)") }
             guard let object = (try? JSONSerialization.jsonObject(with: answer.body)) as? [String: Any],
@@ -198,13 +187,4 @@ extension AccountService {
             throw ProviderError("its token endpoint could not be reached (\(failure.description))")
         }
     }
-
-    /// `application/x-www-form-urlencoded` for one value.
-    static func formEncoded(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
-    }
-
-    /// RFC 3986's unreserved characters, ASCII only (`alphanumerics` would let other scripts' letters through).
-    private static let unreserved = CharacterSet(
-        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

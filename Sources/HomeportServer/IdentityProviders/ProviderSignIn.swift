@@ -10,12 +10,39 @@ import HomeportWire
 /// links to the account with the provider's address only when the operator allowed it for the
 /// provider (`--link-verified-email`) and the provider says the address is verified; otherwise it
 /// is a sign-up, under the server's sign-up mode, approval and verification like a password's.
-extension AccountService {
+struct ProviderSignIn: Sendable {
+    /// The account rules a provider's sign-in follows as a password's does: verification,
+    /// approval, a second factor, the pre-login sessions that wait on them.
+    let accounts: AccountService
+    let settings: AccountSettings
+    let database: any Database
+    let clock: any WallClock
+    let random: any RandomSource
+    let logger: Logger
+    let mint: SessionMint
+    let emailVerification: EmailVerificationService
+    let deliver: MailDelivery
+    /// The identity providers the operator configured (`oidc add`), and what they publish.
+    let directory: ProviderDirectory
+
+    init(accounts: AccountService) {
+        self.accounts = accounts
+        settings = accounts.settings
+        database = accounts.database
+        clock = accounts.clock
+        random = accounts.random
+        logger = accounts.logger
+        mint = accounts.mint
+        emailVerification = accounts.emailVerification
+        deliver = accounts.deliver
+        directory = accounts.identityProviders
+    }
+
     /// What a provider sign-in, connection or sign-up came to.
-    public enum ProviderOutcome: Sendable {
+    enum Outcome: Sendable {
         /// What a password sign-in could come to as well (a session, a standing, a second
         /// factor or verification to pass, a budget spent, sign-up closed).
-        case signIn(SignInOutcome)
+        case signIn(AccountService.SignInOutcome)
         /// The token is not one this server accepts from that provider (or the provider is not
         /// configured, or cannot be reached); nothing changed.
         case invalidToken
@@ -35,17 +62,17 @@ extension AccountService {
     }
 
     /// The providers an app can sign in with, by name.
-    public func providers() throws -> [OIDCProvider] {
-        try identityProviders.providers().sorted { ($0.name, $0.id) < ($1.name, $1.id) }
+    func providers() throws -> [OIDCProvider] {
+        try directory.providers().sorted { ($0.name, $0.id) < ($1.name, $1.id) }
     }
 
     /// Signs in with `idToken`, which the app obtained from provider `providerID` as client
     /// `clientID`. The attempt costs a sign-in from `address`, and a failed one (a token refused,
     /// or spent before) a failed sign-in, charged before the token is checked so that concurrent
     /// attempts cannot overshoot the budget.
-    public func providerLogin(
+    func login(
         providerID: String, clientID: String, idToken: String, address: String, kind: SessionKind, current: Caller
-    ) throws -> ProviderOutcome {
+    ) throws -> Outcome {
         let now = clock.unixSeconds
         let checked: (provider: OIDCProvider, identity: ProviderIdentity)
         switch try checkedToken(
@@ -61,7 +88,7 @@ extension AccountService {
     /// sign-ins of one person at once, where one links or creates and the other finds its work.
     func resolveRetrying(
         _ provider: OIDCProvider, _ identity: ProviderIdentity, address: String, kind: SessionKind, current: Caller
-    ) throws -> ProviderOutcome {
+    ) throws -> Outcome {
         for _ in 0..<2 {
             do {
                 return try resolve(provider, identity, address: address, kind: kind, current: current)
@@ -73,9 +100,9 @@ extension AccountService {
     }
 
     /// Links the provider account in `idToken` to the caller's account (`process: connect`).
-    public func providerConnect(
+    func connect(
         providerID: String, clientID: String, idToken: String, address: String, account: Account
-    ) throws -> ProviderOutcome {
+    ) throws -> Outcome {
         let now = clock.unixSeconds
         let identity: ProviderIdentity
         let provider: OIDCProvider
@@ -90,7 +117,7 @@ extension AccountService {
 
     /// Links the person to `account`: connected (now, or already), or linked to someone else.
     func connect(_ provider: OIDCProvider, _ identity: ProviderIdentity, account: Account, now: Int64) throws
-        -> ProviderOutcome
+        -> Outcome
     {
         let link = ProviderLink(
             issuer: identity.issuer, subject: identity.subject, providerID: provider.id, userID: account.id,
@@ -108,23 +135,23 @@ extension AccountService {
 
     /// The provider that a provider sign-up waits on at the caller's session, and who the
     /// provider says the person is.
-    func pendingProviderSignup(_ caller: Caller) throws -> (provider: OIDCProvider, identity: ProviderIdentity)? {
+    func pendingSignup(_ caller: Caller) throws -> (provider: OIDCProvider, identity: ProviderIdentity)? {
         guard case .preLogin(let session, _) = caller,
             let pending = try ProviderSignupStore(database).pending(keyHash: session.keyHash),
-            let provider = try identityProviders.provider(id: pending.providerID),
+            let provider = try directory.provider(id: pending.providerID),
             provider.issuer == pending.identity.issuer
         else { return nil }
         return (provider, pending.identity)
     }
 
     /// Completes the provider sign-up waiting on the caller's session with `email`.
-    public func providerSignup(email rawEmail: String, address: String, kind: SessionKind, current: Caller) throws
-        -> ProviderOutcome
+    func signup(email rawEmail: String, address: String, kind: SessionKind, current: Caller) throws
+        -> Outcome
     {
-        guard case .preLogin(let session, _) = current, let (provider, identity) = try pendingProviderSignup(current)
+        guard case .preLogin(let session, _) = current, let (provider, identity) = try pendingSignup(current)
         else { return .noPendingSignup }
         guard settings.signup != .closed else { return .signIn(.signupClosed) }
-        guard let email = Credentials.normalizedEmail(rawEmail) else { return .invalid([Self.invalidEmail]) }
+        guard let email = Credentials.normalizedEmail(rawEmail) else { return .invalid([AccountService.invalidEmail]) }
         guard try AccountStore(database).find(email: email) == nil else { return .emailTaken(provider: provider) }
         do {
             return try signUp(
@@ -138,12 +165,12 @@ extension AccountService {
     }
 
     /// The provider accounts linked to an account, oldest first.
-    public func providerLinks(_ account: Account) throws -> [ProviderLink] {
+    func links(_ account: Account) throws -> [ProviderLink] {
         try ProviderLinkStore(database).all(userID: account.id)
     }
 
     /// Why a provider account could not be unlinked.
-    public enum UnlinkRefusal: Error, Sendable {
+    enum UnlinkRefusal: Error, Sendable {
         /// The account has no such link.
         case notFound
         /// It is the last way into an account without a password.
@@ -154,7 +181,7 @@ extension AccountService {
 
     /// Unlinks the provider account `subject` of provider `providerID` from `account`, unless it
     /// is the account's last way in (as allauth's `validate_disconnect`); returns the links left.
-    public func unlinkProvider(providerID: String, subject: String, account: Account) throws -> Result<
+    func unlink(providerID: String, subject: String, account: Account) throws -> Result<
         [ProviderLink], UnlinkRefusal
     > {
         try database.transaction { db in
@@ -182,7 +209,7 @@ extension AccountService {
     struct LinkConflict: Error {}
 
     enum CheckedToken {
-        case refused(ProviderOutcome)
+        case refused(Outcome)
         case accepted(OIDCProvider, ProviderIdentity)
     }
 
@@ -192,7 +219,7 @@ extension AccountService {
         throws -> CheckedToken
     {
         try checkedToken(providerID: providerID, clientID: clientID, address: address, now: now) { provider in
-            try identityProviders.identity(in: idToken, from: provider)
+            try directory.identity(in: idToken, from: provider)
         }
     }
 
@@ -214,7 +241,7 @@ extension AccountService {
                         ? .tooManyFailedLogins(retryAfter: refusal.retryAfter)
                         : .rateLimited(retryAfter: refusal.retryAfter)))
         }
-        guard let provider = try identityProviders.provider(id: providerID), provider.audiences.contains(clientID)
+        guard let provider = try directory.provider(id: providerID), provider.audiences.contains(clientID)
         else {
             logger.notice("provider token refused", metadata: ["reason": "no such provider or client"])
             return .refused(.invalidToken)
@@ -245,15 +272,15 @@ extension AccountService {
     /// allowed), or a sign-up.
     func resolve(
         _ provider: OIDCProvider, _ identity: ProviderIdentity, address: String, kind: SessionKind, current: Caller
-    ) throws -> ProviderOutcome {
+    ) throws -> Outcome {
         let now = clock.unixSeconds
-        let accounts = AccountStore(database)
+        let store = AccountStore(database)
         if let link = try ProviderLinkStore(database).find(issuer: identity.issuer, subject: identity.subject) {
-            guard let account = try accounts.find(id: link.userID) else { throw LinkConflict() }
+            guard let account = try store.find(id: link.userID) else { throw LinkConflict() }
             return try signIn(account, provider, identity, address: address, kind: kind, current: current)
         }
         let email = identity.email.flatMap(Credentials.normalizedEmail)
-        if let email, let account = try accounts.find(email: email) {
+        if let email, let account = try store.find(email: email) {
             // The account may be this person's own, made by their other sign-in a moment ago: an
             // account and its link land in one transaction, so the link is there to read now.
             if try ProviderLinkStore(database).find(issuer: identity.issuer, subject: identity.subject) != nil {
@@ -282,10 +309,10 @@ extension AccountService {
     /// A new person whose address is missing or taken: a pre-login session waits for one.
     private func pendSignup(
         _ provider: OIDCProvider, _ identity: ProviderIdentity, kind: SessionKind, current: Caller, now: Int64
-    ) throws -> ProviderOutcome {
+    ) throws -> Outcome {
         guard settings.signup != .closed else { return .signIn(.signupClosed) }
         var pending = try mint.make(kind: kind, userID: nil, now: now)
-        pending.session.expiresAt = min(pending.session.expiresAt, now + Self.secondFactorWindow)
+        pending.session.expiresAt = min(pending.session.expiresAt, now + AccountService.secondFactorWindow)
         try database.transaction { db in
             try SessionStore(db).insertPreLogin(pending.session, now: now)
             try ProviderSignupStore(db).insert(
@@ -300,7 +327,7 @@ extension AccountService {
     private func signUp(
         _ provider: OIDCProvider, _ identity: ProviderIdentity, email: String, address: String, kind: SessionKind,
         current: Caller, pendingSignup: String? = nil
-    ) throws -> ProviderOutcome {
+    ) throws -> Outcome {
         let now = clock.unixSeconds
         do {
             try database.transaction {
@@ -320,7 +347,7 @@ extension AccountService {
         let authenticatedAt = clock.now().timeIntervalSince1970
         let newSession = try mint.make(kind: kind, userID: nil, authenticatedAt: authenticatedAt, now: now)
         let login = SessionFactorStore.ProviderLogin(providerID: provider.id, subject: identity.subject)
-        let outcome: SignInOutcome = try database.transaction { db in
+        let outcome: AccountService.SignInOutcome = try database.transaction { db in
             guard
                 let account = try AccountStore(db).create(
                     email: email, passwordHash: passwordHash, approval: approval, at: now),
@@ -350,7 +377,8 @@ extension AccountService {
             }
             var preLogin = newSession
             preLogin.session.authenticatedAt = nil
-            return .pending(standing: .waiting, token: try insertPreLogin(preLogin, standing: .waiting, db, now))
+            return .pending(
+                standing: .waiting, token: try accounts.insertPreLogin(preLogin, standing: .waiting, db, now))
         }
         logger.notice(
             "account created", metadata: ["approval": approval.rawValue, "provider": provider.id])
@@ -359,7 +387,7 @@ extension AccountService {
             if let verification { emailVerification.mailVerification(verification, to: email) }
         case .pending(_, let token):
             let mailed = deliver(
-                Self.waitingMail(to: email), standingOf: token == nil ? nil : newSession.session.keyHash)
+                AccountService.waitingMail(to: email), standingOf: token == nil ? nil : newSession.session.keyHash)
             return .signIn(.pending(standing: mailed ? .waiting : .mailFailed, token: token))
         default: break
         }
@@ -371,7 +399,7 @@ extension AccountService {
     private func signIn(
         _ account: Account, _ provider: OIDCProvider, _ identity: ProviderIdentity, address: String,
         kind: SessionKind, current: Caller
-    ) throws -> ProviderOutcome {
+    ) throws -> Outcome {
         let now = clock.unixSeconds
         let login = SessionFactorStore.ProviderLogin(providerID: provider.id, subject: identity.subject)
         if settings.emailVerification == .code, try !EmailVerificationStore(database).isVerified(userID: account.id) {
@@ -380,20 +408,20 @@ extension AccountService {
                 try database.transaction { try EmailVerificationStore($0).markVerified(userID: account.id, now: now) }
             } else {
                 return .signIn(
-                    try signInAwaitingVerification(
+                    try accounts.signInAwaitingVerification(
                         account: account, address: address, email: account.email, kind: kind, current: current,
                         now: now, refund: false))
             }
         }
         if account.approval == .approved, try AuthenticatorStore(database).hasTOTP(userID: account.id) {
             return .signIn(
-                try beginSecondFactor(
+                try accounts.beginSecondFactor(
                     account: account, upgraded: nil, address: address, email: account.email, kind: kind,
                     current: current, now: now, provider: login))
         }
         let newSession = try mint.make(
             kind: kind, userID: account.id, authenticatedAt: clock.now().timeIntervalSince1970, now: now)
-        let outcome: SignInOutcome = try database.transaction { db in
+        let outcome: AccountService.SignInOutcome = try database.transaction { db in
             let sessions = SessionStore(db)
             if try sessions.insertSignedIn(newSession.session, now: now, passwordHash: account.passwordHash) {
                 try SessionFactorStore(db).recordProvider(keyHash: newSession.session.keyHash, login)
@@ -405,7 +433,7 @@ extension AccountService {
             // since it was read (then the next try reads it again).
             guard let latest = try AccountStore(db).find(id: account.id), latest.passwordHash == account.passwordHash
             else { throw LinkConflict() }
-            return try notApproved(latest, newSession, current: current, kind: kind, db, now)
+            return try accounts.notApproved(latest, newSession, current: current, kind: kind, db, now)
         }
         if case .signedIn = outcome { logger.notice("signed in", metadata: ["provider": provider.id]) }
         return .signIn(outcome)
