@@ -78,11 +78,14 @@ let package = Package(
             dependencies: ["CSQLite", "CLibPQ", "HomeportLogging", "HomeportLifecycle"]
         ),
         .target(name: "HomeportAPNs", dependencies: ["CNGHTTP2", "COpenSSL", "HomeportCrypto"]),
+        // libcurl, wrapped once: a handle, its header list, and what a transfer's answer comes to.
+        .target(name: "HomeportCurl", dependencies: ["CCurl", "HomeportCrypto"]),
         .target(
             name: "HomeportServer",
             dependencies: [
                 "HomeportWire", "HomeportHTTP", "HomeportStorage", "HomeportCrypto",
-                "HomeportLogging", "HomeportLifecycle", "HomeportAPNs", "HomeportCommandLine", "CCurl", "CQRencode",
+                "HomeportLogging", "HomeportLifecycle", "HomeportAPNs", "HomeportCommandLine", "CCurl", "HomeportCurl",
+                "CQRencode",
             ]
         ),
         // The push gateway: a deployable of its own, on the server's shared parts.
@@ -103,6 +106,7 @@ let package = Package(
                 "HomeportWire",
                 .target(name: "HomeportCrypto", condition: .when(platforms: [.linux])),
                 .target(name: "CCurl", condition: .when(platforms: [.linux])),
+                .target(name: "HomeportCurl", condition: .when(platforms: [.linux])),
             ]
         ),
         .executableTarget(
@@ -137,13 +141,15 @@ let package = Package(
         .testTarget(name: "HomeportLifecycleTests", dependencies: ["HomeportLifecycle"]),
         .testTarget(name: "HomeportLoggingTests", dependencies: ["HomeportLogging", "HomeportTestSupport"]),
         .testTarget(name: "HomeportCryptoTests", dependencies: ["HomeportCrypto", "HomeportTestSupport"]),
+        .testTarget(name: "HomeportCurlTests", dependencies: ["HomeportCurl", "CCurl"]),
         .testTarget(
             name: "HomeportAPNsTests", dependencies: ["HomeportAPNs", "HomeportCrypto", "HomeportTestSupport"]
         ),
         .testTarget(
             name: "HomeportClientTests",
             dependencies: [
-                "HomeportClient", "HomeportClientSnippets", "HomeportCrypto", "HomeportTestSupport", "HomeportWire",
+                "HomeportClient", "HomeportClientSnippets", "HomeportCrypto", "HomeportCurl", "HomeportTestSupport",
+                "HomeportWire",
             ]
         ),
         .testTarget(

@@ -16,13 +16,6 @@
 
         private static let loaded = Mutex<[String: Store?]>([:])
 
-        /// The CA file libcurl trusts by default ("" when it names none).
-        static let defaultFile: String = {
-            guard let curl = curl_easy_init() else { return "" }
-            defer { curl_easy_cleanup(curl) }
-            return homeport_curl_default_ca_file(curl).map { String(cString: $0) } ?? ""
-        }()
-
         /// The store of `path`; `nil` when it cannot be read (libcurl then reads the file itself,
         /// and says what is wrong with it).
         static func store(for path: String) -> Store? {

@@ -1,6 +1,7 @@
 #if canImport(CCurl)
     import CCurl
     import Foundation
+    import HomeportCurl
 
     extension CurlTransport {
         /// Opens a streaming answer on a thread of its own: returns once the response head has
@@ -38,6 +39,8 @@
                 self.channel = channel
                 self.head = head
                 self.headDeadline = headDeadline
+                // The channel bounds what is unread; the exchange keeps no body of its own.
+                super.init(limit: 0)
             }
 
             /// Hands the stream to the caller, once.
@@ -73,10 +76,10 @@
             let transfer = StreamTransfer(
                 channel: channel, head: head, headDeadline: ContinuousClock.now + request.deadline)
             let millis = milliseconds(request.deadline)
-            let result = run(request, proxy: proxy, caFile: caFile, exchange: transfer) { curl in
+            let result = run(request, proxy: proxy, caFile: caFile, exchange: transfer) { easy in
                 // The deadline bounds the connection and the head; the body may last (the reader decides).
-                _ = homeport_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT_MS, max(1, millis))
-                _ = homeport_curl_set_long(curl, CURLOPT_TCP_KEEPALIVE, 1)
+                easy.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, millis))
+                easy.set(CURLOPT_TCP_KEEPALIVE, 1)
             }
             if result == CURLE_OK {
                 transfer.deliverHead()
@@ -91,7 +94,7 @@
             let seconds = (millis + 999) / 1000
             let reason =
                 transfer.headDelivered
-                ? "the connection dropped (\(String(cString: curl_easy_strerror(result))))"
+                ? "the connection dropped (\(CurlLibrary.describe(result)))"
                 : reason(
                     transfer.timedOut ? CURLE_OPERATION_TIMEDOUT : result, requestSent: transfer.requestSent,
                     seconds: seconds)

@@ -1,5 +1,6 @@
 import Foundation
 import HomeportCrypto
+import HomeportCurl
 import HomeportTestSupport
 import HomeportWire
 import Testing
@@ -245,9 +246,9 @@ struct InstallationTLSClientTests {
 
     @Test("the system's CAs are loaded once and shared; a store is never made of a file that cannot be read")
     func sharedCAStore() throws {
-        #expect(!CAStores.defaultFile.isEmpty, "libcurl names its CA file")
-        let store = try #require(CAStores.store(for: CAStores.defaultFile))
-        #expect(CAStores.store(for: CAStores.defaultFile) === store, "loaded once")
+        #expect(!CurlLibrary.defaultCAFile.isEmpty, "libcurl names its CA file")
+        let store = try #require(CAStores.store(for: CurlLibrary.defaultCAFile))
+        #expect(CAStores.store(for: CurlLibrary.defaultCAFile) === store, "loaded once")
         #expect(CAStores.store(for: "/nonexistent/ca.pem") == nil)
         #expect(CAStores.store(for: "") == nil)
     }

@@ -1,6 +1,7 @@
 import CCurl
 import Foundation
 import HomeportCrypto
+import HomeportCurl
 
 /// Where and how mail goes out over SMTP.
 public struct SMTPSettings: Sendable, Equatable {
@@ -64,30 +65,27 @@ public struct SMTPMailer: Mailer {
         guard !mail.to.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "<" || $0 == ">" }) else {
             throw SMTPFailure(reason: "the address is not one", permanent: true)
         }
-        guard let curl = curl_easy_init() else { throw SMTPFailure(reason: "libcurl failed", permanent: false) }
-        defer { curl_easy_cleanup(curl) }
+        guard let easy = CurlEasy() else { throw SMTPFailure(reason: "libcurl failed", permanent: false) }
         let message = Message(bytes: Array(try render(mail).utf8))
-        let recipients = curl_slist_append(nil, "<\(mail.to)>")
-        defer { curl_slist_free_all(recipients) }
-        _ = homeport_curl_set_string(curl, CURLOPT_URL, settings.url)
-        _ = homeport_curl_set_string(curl, CURLOPT_MAIL_FROM, "<\(settings.from)>")
-        _ = homeport_curl_set_slist(curl, CURLOPT_MAIL_RCPT, recipients)
-        _ = homeport_curl_set_long(curl, CURLOPT_UPLOAD, 1)
-        _ = homeport_curl_set_long(
-            curl, CURLOPT_USE_SSL, Int(settings.requireStartTLS ? CURLUSESSL_ALL.rawValue : CURLUSESSL_TRY.rawValue))
-        _ = homeport_curl_set_long(curl, CURLOPT_TIMEOUT, settings.timeoutSeconds)
-        _ = homeport_curl_set_long(curl, CURLOPT_CONNECTTIMEOUT, min(10, settings.timeoutSeconds))
-        _ = homeport_curl_set_long(curl, CURLOPT_NOSIGNAL, 1)
-        if let password = settings.password { _ = homeport_curl_set_string(curl, CURLOPT_PASSWORD, password) }
-        if let caFile = settings.caFile { _ = homeport_curl_set_string(curl, CURLOPT_CAINFO, caFile) }
+        let recipients = CurlHeaderList(["<\(mail.to)>"])
+        easy.set(CURLOPT_URL, settings.url)
+        easy.set(CURLOPT_PROTOCOLS_STR, "smtp,smtps")
+        easy.set(CURLOPT_MAIL_FROM, "<\(settings.from)>")
+        easy.set(CURLOPT_MAIL_RCPT, recipients)
+        easy.set(CURLOPT_UPLOAD, 1)
+        easy.set(CURLOPT_USE_SSL, Int(settings.requireStartTLS ? CURLUSESSL_ALL.rawValue : CURLUSESSL_TRY.rawValue))
+        easy.limit(seconds: settings.timeoutSeconds)
+        easy.set(CURLOPT_NOSIGNAL, 1)
+        if let password = settings.password { easy.set(CURLOPT_PASSWORD, password) }
+        if let caFile = settings.caFile { easy.set(CURLOPT_CAINFO, caFile) }
         let context = Unmanaged.passRetained(message)
         defer { context.release() }
-        _ = homeport_curl_set_pointer(curl, CURLOPT_READDATA, context.toOpaque())
-        _ = homeport_curl_set_read_function(curl, smtpReadCallback)
-        let code = curl_easy_perform(curl)
+        easy.set(CURLOPT_READDATA, pointer: context.toOpaque())
+        _ = homeport_curl_set_read_function(easy.handle, smtpReadCallback)
+        let code = withExtendedLifetime(recipients) { easy.perform() }
         guard code != CURLE_OK else { return }
-        let answer = homeport_curl_status(curl)
-        let what = String(cString: curl_easy_strerror(code))
+        let answer = easy.status
+        let what = CurlLibrary.describe(code)
         throw SMTPFailure(
             reason: answer > 0 ? "\(what) (the relay answered \(answer))" : what,
             // A refusal, bad credentials, or a relay without the STARTTLS it must offer will not

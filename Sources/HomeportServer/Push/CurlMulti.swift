@@ -2,6 +2,7 @@ import CCurl
 import Dispatch
 import Foundation
 import HomeportAPNs
+import HomeportCurl
 import Synchronization
 
 /// Sends a batch of requests at once through libcurl's multi interface:
@@ -15,15 +16,6 @@ import Synchronization
 /// go on. A request's body may be made as it starts (``Request/Body/made(_:)``), so that
 /// making bodies overlaps the exchanges already out.
 final class CurlMulti: @unchecked Sendable {
-    /// libcurl's own CA file.
-    private enum CAStoreDefault {
-        static let file: String = {
-            guard let curl = curl_easy_init() else { return "" }
-            defer { curl_easy_cleanup(curl) }
-            return homeport_curl_default_ca_file(curl).map { String(cString: $0) } ?? ""
-        }()
-    }
-
     /// One request: a POST of its body to `url` with these header lines.
     struct Request {
         var url: String
@@ -72,7 +64,7 @@ final class CurlMulti: @unchecked Sendable {
     /// A multi handle and the easy handles it reuses.
     private final class Handle {
         let multi: UnsafeMutableRawPointer
-        var idle: [UnsafeMutableRawPointer] = []
+        var idle: [CurlEasy] = []
 
         init?(connectionsPerHost: Int) {
             guard let multi = curl_multi_init() else { return nil }
@@ -82,7 +74,7 @@ final class CurlMulti: @unchecked Sendable {
         }
 
         deinit {
-            for easy in idle { curl_easy_cleanup(easy) }
+            idle.removeAll()
             curl_multi_cleanup(multi)
         }
     }
@@ -103,7 +95,7 @@ final class CurlMulti: @unchecked Sendable {
             bundle = nil
             return
         }
-        let system = CAStoreDefault.file
+        let system = CurlLibrary.defaultCAFile
         guard !system.isEmpty, let systemPEM = FileManager.default.contents(atPath: system) else {
             throw CurlSession.Failure(description: "cannot read libcurl's CA file (\(system)) to add the CA to")
         }
@@ -123,23 +115,11 @@ final class CurlMulti: @unchecked Sendable {
     }
 
     /// One transfer in flight: where its answer goes, and what libcurl reads until it ends.
-    private final class Transfer {
+    private struct Transfer {
         let index: Int
-        let exchange: CurlSession.Exchange
-        let context: Unmanaged<CurlSession.Exchange>
-        var headers: UnsafeMutablePointer<curl_slist>?
-
-        init(index: Int, limit: Int) {
-            self.index = index
-            exchange = CurlSession.Exchange(limit: limit)
-            context = Unmanaged.passRetained(exchange)
-        }
-
-        func finish() {
-            curl_slist_free_all(headers)
-            headers = nil
-            context.release()
-        }
+        let easy: CurlEasy
+        let exchange: CurlExchange
+        let headers: CurlHeaderList
     }
 
     /// Each request's answer, or why there was none, in order. No request starts after
@@ -223,19 +203,19 @@ final class CurlMulti: @unchecked Sendable {
                         }
                         body = made
                     }
-                    guard let easy = handle.idle.popLast() ?? curl_easy_init() else {
+                    guard let easy = handle.idle.popLast() ?? CurlEasy() else {
                         results[index] = .failure(CurlSession.Failure(description: "libcurl failed"))
                         continue
                     }
-                    let transfer = Transfer(index: index, limit: 64 << 10)
-                    configure(easy, requests[index].url, requests[index].headers, body, transfer)
-                    guard curl_multi_add_handle(multi, easy) == CURLM_OK else {
-                        transfer.finish()
-                        curl_easy_cleanup(easy)
+                    let transfer = Transfer(
+                        index: index, easy: easy, exchange: CurlExchange(limit: 64 << 10),
+                        headers: CurlHeaderList(requests[index].headers + ["Expect:"]))
+                    configure(transfer, url: requests[index].url, body: body)
+                    guard curl_multi_add_handle(multi, easy.handle) == CURLM_OK else {
                         results[index] = .failure(CurlSession.Failure(description: "libcurl failed"))
                         continue
                     }
-                    active[easy] = (transfer, origin)
+                    active[easy.handle] = (transfer, origin)
                     flying[origin, default: 0] += 1
                 }
             }
@@ -252,15 +232,13 @@ final class CurlMulti: @unchecked Sendable {
                 if code == CURLE_OK {
                     results[transfer.index] = .success(
                         CurlSession.Answer(
-                            status: homeport_curl_status(easy), body: transfer.exchange.body,
+                            status: transfer.easy.status, body: transfer.exchange.body,
                             headers: transfer.exchange.headers))
-                    handle.idle.append(easy)
+                    // Kept with its connection for the next request; a failed one is let go.
+                    handle.idle.append(transfer.easy)
                 } else {
-                    results[transfer.index] = .failure(
-                        CurlSession.Failure(description: String(cString: curl_easy_strerror(code))))
-                    curl_easy_cleanup(easy)
+                    results[transfer.index] = .failure(CurlSession.Failure(description: CurlLibrary.describe(code)))
                 }
-                transfer.finish()
             }
             start()
             if !active.isEmpty, !failed { failed = curl_multi_poll(multi, nil, 0, 10, nil) != CURLM_OK }
@@ -269,8 +247,6 @@ final class CurlMulti: @unchecked Sendable {
                 for (easy, (transfer, _)) in active {
                     _ = curl_multi_remove_handle(multi, easy)
                     results[transfer.index] = .failure(CurlSession.Failure(description: "libcurl failed"))
-                    curl_easy_cleanup(easy)
-                    transfer.finish()
                 }
                 active.removeAll()
             }
@@ -278,26 +254,16 @@ final class CurlMulti: @unchecked Sendable {
         return results
     }
 
-    /// Sets a handle up for a POST of `body` to `url`, its answer going to `transfer`.
-    private func configure(
-        _ easy: UnsafeMutableRawPointer, _ url: String, _ headers: [String], _ body: Data, _ transfer: Transfer
-    ) {
-        for header in headers + ["Expect:"] { transfer.headers = curl_slist_append(transfer.headers, header) }
+    /// Sets a transfer's handle up for a POST of `body` to `url`, its answer going to its exchange.
+    private func configure(_ transfer: Transfer, url: String, body: Data) {
+        let easy = transfer.easy
         CurlSession.setUp(
             easy, url: url, headers: transfer.headers, timeoutSeconds: timeoutSeconds, publicOnly: publicOnly)
-        _ = homeport_curl_set_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         // A second request to a host waits to learn whether the first connection multiplexes.
-        _ = homeport_curl_set_long(easy, CURLOPT_PIPEWAIT, 1)
-        if let trusted { _ = homeport_curl_set_string(easy, CURLOPT_CAINFO, trusted) }
-        _ = homeport_curl_set_pointer(easy, CURLOPT_WRITEDATA, transfer.context.toOpaque())
-        _ = homeport_curl_set_write_function(easy, curlSessionWrite)
-        _ = homeport_curl_set_pointer(easy, CURLOPT_HEADERDATA, transfer.context.toOpaque())
-        _ = homeport_curl_set_header_function(easy, curlSessionHeader)
-        _ = homeport_curl_set_long(easy, CURLOPT_POST, 1)
-        _ = homeport_curl_set_long(easy, CURLOPT_POSTFIELDSIZE, body.count)
-        // libcurl keeps its own copy of the body until the transfer ends.
-        _ = body.withUnsafeBytes {
-            homeport_curl_set_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: $0.baseAddress))
-        }
+        easy.set(CURLOPT_PIPEWAIT, 1)
+        if let trusted { easy.set(CURLOPT_CAINFO, trusted) }
+        easy.attach(transfer.exchange)
+        easy.post(body)
     }
 }
