@@ -1,6 +1,7 @@
 import Foundation
 import HomeportAPNs
 import HomeportCrypto
+import HomeportHTTP
 import HomeportLogging
 import HomeportStorage
 import HomeportWire
@@ -58,7 +59,7 @@ final class PushGatewayClient: PushTransport {
                     topic: $0.topic,
                     payload: $0.payload, priority: $0.priority, expiration: $0.expiration, collapseId: $0.collapseID)
             })
-        switch post(PushGatewayPath.pushes, try JSONEncoder().encode(batch)) {
+        switch post(PushGatewayPath.pushes, try HTTPResponse.encode(batch)) {
         case .failure(let failure):
             return items.map { _ in APNsResponse(status: 0, transportError: failure.description) }
         case .success(let body):
@@ -153,7 +154,7 @@ final class PushGatewayClient: PushTransport {
                 register: carried.compactMap(\.registration),
                 remove: carried.filter { !$0.registered }.map(\.token))
             if !body.register.isEmpty || !body.remove.isEmpty {
-                switch post(PushGatewayPath.devices, try JSONEncoder().encode(body)) {
+                switch post(PushGatewayPath.devices, try HTTPResponse.encode(body)) {
                 case .failure(let failure): return "device registrations not forwarded: " + failure.description
                 case .success(let answer):
                     // What the gateway refused stays refused if sent again: said, and let go.

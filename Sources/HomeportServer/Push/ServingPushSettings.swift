@@ -1,4 +1,5 @@
 import Foundation
+import HomeportHTTP
 import HomeportStorage
 
 /// The push settings a serving process uses, as it records them in the database when it starts,
@@ -28,9 +29,7 @@ struct ServingPushSettings: Codable, Hashable, Sendable {
 
     /// Records `settings` (the last process to start wins: replicas serve with the same flags).
     static func record(_ settings: PushSettings, in db: any SQLExecutor, now: Int64) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        let value = String(decoding: try encoder.encode(ServingPushSettings(settings)), as: UTF8.self)
+        let value = String(decoding: try HTTPResponse.encode(ServingPushSettings(settings)), as: UTF8.self)
         try db.execute(
             """
             INSERT INTO serving_settings (name, value, updated_at) VALUES ($1, $2, $3)
