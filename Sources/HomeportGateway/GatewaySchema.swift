@@ -2,9 +2,9 @@ import HomeportStorage
 
 /// The push gateway's schema, as the migrations of its own component (`push-gateway`), so a
 /// gateway's database never mixes with a server's. Append only.
-public enum GatewaySchema {
+package enum GatewaySchema {
     /// Every migration, oldest first.
-    public static let migrations: [Migration] = [
+    package static let migrations: [Migration] = [
         Migration(version: 1, name: "servers_devices") { dialect in
             let id = dialect == .postgres ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
             return [
@@ -77,8 +77,8 @@ public enum GatewaySchema {
     ]
 
     /// The component's name.
-    public static let component = "push-gateway"
+    package static let component = "push-gateway"
 
     /// A migrator over ``migrations``.
-    public static var migrator: Migrator { Migrator(component: component, migrations: migrations) }
+    package static var migrator: Migrator { Migrator(component: component, migrations: migrations) }
 }

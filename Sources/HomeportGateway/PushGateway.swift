@@ -7,33 +7,33 @@ import HomeportStorage
 import HomeportWire
 
 /// How a push gateway runs.
-public struct PushGatewayConfiguration: Sendable {
+package struct PushGatewayConfiguration: Sendable {
     /// The listener (and its TLS, workers and limits).
-    public var http: HTTPServerConfiguration
+    package var http: HTTPServerConfiguration
     /// The gateway's database: SQLite for one process, PostgreSQL for replicas.
-    public var database: DatabaseURL
+    package var database: DatabaseURL
     /// The developer's APNs key, and Apple's hosts.
-    public var apns: APNsSettings
+    package var apns: APNsSettings
     /// The app's bundle id: the only `apns-topic` the gateway sends to.
-    public var topic: String
+    package var topic: String
     /// The payload's app-data key, whose `s` must be the sender's installation id.
-    public var appDataKey: String
+    package var appDataKey: String
     /// Pushes one enrolled server may send a minute, over every replica.
-    public var pushesPerMinute: Int
+    package var pushesPerMinute: Int
     /// Devices one enrolled server may register.
-    public var devicesPerServer: Int
+    package var devicesPerServer: Int
     /// Batches one server may have in flight at once in one process (of ``http``'s pool threads,
     /// which send to APNs).
-    public var batchesPerServer: Int
+    package var batchesPerServer: Int
     /// Where `/metrics` (per-server counters) is served; `nil` for nowhere.
-    public var metricsListen: ListenAddress?
+    package var metricsListen: ListenAddress?
     /// The app's VAPID key, when the gateway sends Web Pushes (browsers, UnifiedPush) too.
-    public var webPush: WebPushSettings?
+    package var webPush: WebPushSettings?
     /// The app's Firebase service account, when the gateway sends to FCM too.
-    public var fcm: FCMSettings?
+    package var fcm: FCMSettings?
 
     /// Creates a configuration.
-    public init(
+    package init(
         http: HTTPServerConfiguration, database: DatabaseURL, apns: APNsSettings, topic: String,
         appDataKey: String = "homeport", pushesPerMinute: Int = 60_000, devicesPerServer: Int = 100_000,
         batchesPerServer: Int = 2, metricsListen: ListenAddress? = nil
@@ -63,11 +63,11 @@ public struct PushGatewayConfiguration: Sendable {
 /// - each server is held to its own rate, its own count of devices, and its own share of the
 ///   threads that send to APNs;
 /// - no payload text and no whole device token is logged.
-public final class PushGateway: Sendable {
+package final class PushGateway: Sendable {
     /// The configuration it runs with.
-    public let configuration: PushGatewayConfiguration
+    package let configuration: PushGatewayConfiguration
     /// Its database.
-    public let database: any Database
+    package let database: any Database
     private let logger: Logger
     /// Per-server counters of this process, for `/metrics`.
     let counters: GatewayCounters
@@ -83,7 +83,7 @@ public final class PushGateway: Sendable {
     static let batchBudget: Duration = .seconds(15)
 
     /// Opens and migrates the database and prepares the routes; nothing listens yet.
-    public init(configuration: PushGatewayConfiguration, logger: Logger, clock: any WallClock = SystemWallClock())
+    package init(configuration: PushGatewayConfiguration, logger: Logger, clock: any WallClock = SystemWallClock())
         throws
     {
         self.configuration = configuration
@@ -162,7 +162,7 @@ public final class PushGateway: Sendable {
 
     /// Starts listening; returns the bound port.
     @discardableResult
-    public func start() throws -> Int {
+    package func start() throws -> Int {
         try listeners.start()
         var providers = ["apns"]
         if configuration.fcm != nil { providers.append("fcm") }
@@ -177,13 +177,13 @@ public final class PushGateway: Sendable {
     }
 
     /// The bound port (0 before ``start()``).
-    public var port: Int { server.port }
+    package var port: Int { server.port }
 
     /// The bound port of `/metrics`, when it is served.
-    public var metricsPort: Int? { metricsServer?.port }
+    package var metricsPort: Int? { metricsServer?.port }
 
     /// Stops: no new connections, requests in flight finish, the database closes.
-    public func shutdown() {
+    package func shutdown() {
         listeners.stop()
         database.close()
     }

@@ -7,14 +7,14 @@ import Foundation
 #endif
 
 /// A block of IP addresses: `10.0.0.0/8`, `fd00::/8`, or one address (`127.0.0.1`, `::1`).
-public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
+package struct AddressRange: Sendable, Equatable, CustomStringConvertible {
     /// The network, host bits cleared.
     let network: IPAddress
     /// How many leading bits must match.
     let prefixLength: Int
 
     /// Parses `ADDRESS[/BITS]`; throws a message fit for a user.
-    public init(parsing text: String) throws {
+    package init(parsing text: String) throws {
         let parts = text.trimmingCharacters(in: .whitespaces).split(separator: "/", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count), let address = IPAddress(String(parts[0])) else {
             throw AddressRangeError(text: text)
@@ -28,7 +28,7 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
 
     /// Whether `address` (an IP literal, IPv4 or IPv6; an IPv4 address mapped into IPv6 counts as
     /// IPv4) lies in the block.
-    public func contains(_ address: String) -> Bool {
+    package func contains(_ address: String) -> Bool {
         IPAddress(address).map(contains) ?? false
     }
 
@@ -38,7 +38,7 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `network/bits`.
-    public var description: String {
+    package var description: String {
         "\(network.text)/\(prefixLength)"
     }
 
@@ -46,7 +46,7 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
     /// (`::ffff:192.0.2.7`, as a dual-stack socket or a proxy reports it) as the IPv4 address
     /// (`192.0.2.7`), anything else as it is. Budgets, logs and caps then count an IPv4 client
     /// once, and never in the one IPv6 block every mapped address shares.
-    public static func canonical(_ address: String) -> String {
+    package static func canonical(_ address: String) -> String {
         guard address.utf8.contains(UInt8(ascii: ":")), let parsed = IPAddress(address) else { return address }
         return canonical(address, parsed)
     }
@@ -59,7 +59,7 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
     /// The bucket a client address counts in for budgets and fair shares: an IPv4 address (mapped
     /// ones included) as it is, an IPv6 address by its /64 (`2001:db8:1:2::/64`: one subscriber's
     /// network, which hands out as many addresses as it likes), anything else as it is.
-    public static func bucket(_ address: String) -> String {
+    package static func bucket(_ address: String) -> String {
         let address = canonical(address)
         guard address.utf8.contains(UInt8(ascii: ":")), let parsed = IPAddress(address), !parsed.isV4 else {
             return address
@@ -72,12 +72,12 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// An address block that is not `ADDRESS[/BITS]`.
-public struct AddressRangeError: Error, CustomStringConvertible, Equatable {
+package struct AddressRangeError: Error, CustomStringConvertible, Equatable {
     /// What the user typed.
-    public var text: String
+    package var text: String
 
     /// A sentence for the user.
-    public var description: String {
+    package var description: String {
         "'\(text)' is not an address or a block of them; use an IP address, or one with /BITS, such as 10.0.0.0/8 or fd00::/8"
     }
 }

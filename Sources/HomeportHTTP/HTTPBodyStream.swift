@@ -7,7 +7,7 @@ import Foundation
 /// take them; with nothing to send, the connection is suspended (taken out of the event loop, no
 /// thread and no timeout) until the next write resumes it. ``finish()`` ends the response once
 /// what was written has gone; ``onClose`` hears when the connection is gone for any reason.
-public final class HTTPBodyStream: @unchecked Sendable {
+package final class HTTPBodyStream: @unchecked Sendable {
     private let lock = NSLock()
     private var buffer: [UInt8] = []
     private var sent = 0
@@ -19,15 +19,15 @@ public final class HTTPBodyStream: @unchecked Sendable {
     /// The server's own note of the stream's end (it keeps live streams to end them at shutdown).
     var serverCloseHandler: (@Sendable () -> Void)?
     /// Bytes waiting beyond this mean the client does not read: the stream is ended.
-    public let maximumBuffered: Int
+    package let maximumBuffered: Int
 
     /// Creates a stream; a client that lets more than `maximumBuffered` bytes pile up is cut off.
-    public init(maximumBuffered: Int = 1 << 20) {
+    package init(maximumBuffered: Int = 1 << 20) {
         self.maximumBuffered = maximumBuffered
     }
 
     /// Called once, on some thread, when the connection is gone (finished, or the client left).
-    public var onClose: (@Sendable () -> Void)? {
+    package var onClose: (@Sendable () -> Void)? {
         get { lock.withLock { closeHandler } }
         set {
             let callNow: Bool = lock.withLock {
@@ -39,11 +39,11 @@ public final class HTTPBodyStream: @unchecked Sendable {
     }
 
     /// Whether the connection is gone.
-    public var isClosed: Bool { lock.withLock { closed } }
+    package var isClosed: Bool { lock.withLock { closed } }
 
     /// Appends bytes to send; false when the stream is finished or closed (nothing was added).
     @discardableResult
-    public func write(_ bytes: [UInt8]) -> Bool {
+    package func write(_ bytes: [UInt8]) -> Bool {
         let (accepted, resume): (Bool, OpaquePointer?) = lock.withLock {
             guard !finished, !closed else { return (false, nil) }
             buffer.append(contentsOf: bytes)
@@ -55,7 +55,7 @@ public final class HTTPBodyStream: @unchecked Sendable {
     }
 
     /// Ends the response after what was written.
-    public func finish() {
+    package func finish() {
         let resume: OpaquePointer? = lock.withLock {
             guard !finished else { return nil }
             finished = true

@@ -6,7 +6,7 @@ extension HTTPRequest {
     /// Split on the bytes `;` and `=`, never on characters: a character that combines with its
     /// neighbour (an accent after `;`, U+0600 before it) would otherwise hide the separator, and
     /// with it every cookie after it, the session's included.
-    public var cookies: [String: String] {
+    package var cookies: [String: String] {
         var result: [String: String] = [:]
         for header in headers.values("Cookie") {
             for pair in Array(header.utf8).split(separator: UInt8(ascii: ";")) {
@@ -22,13 +22,13 @@ extension HTTPRequest {
     }
 
     /// The fields of an `application/x-www-form-urlencoded` body (the last value of a repeated name wins).
-    public var formFields: [String: String] {
+    package var formFields: [String: String] {
         Self.parseURLEncoded(String(decoding: body, as: UTF8.self))
     }
 
     /// Parses `a=1&b=two+words&c=%2F`, splitting on the bytes `&` and `=` (as the URL standard's
     /// parser does), so that no character can hide a separator by combining with it.
-    public static func parseURLEncoded(_ text: String) -> [String: String] {
+    package static func parseURLEncoded(_ text: String) -> [String: String] {
         var result: [String: String] = [:]
         for pair in Array(text.utf8).split(separator: UInt8(ascii: "&")) {
             let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
@@ -49,7 +49,7 @@ extension HTTPResponse {
     /// An HTML page, not cached, not framed, with scripts and outside resources refused. The
     /// referrer goes to this origin only: with none at all, browsers send a same-origin form's
     /// `Origin` as `null`, and the CSRF check must refuse that.
-    public static func html(_ page: String, status: Int = 200) -> HTTPResponse {
+    package static func html(_ page: String, status: Int = 200) -> HTTPResponse {
         HTTPResponse(
             status: status,
             headers: [
@@ -62,13 +62,13 @@ extension HTTPResponse {
     }
 
     /// A `303 See Other` to `location`.
-    public static func seeOther(_ location: String) -> HTTPResponse {
+    package static func seeOther(_ location: String) -> HTTPResponse {
         HTTPResponse(status: 303, headers: ["Location": location, "Cache-Control": "no-store"])
     }
 }
 
 /// Escapes text for HTML element content and attribute values.
-public func htmlEscaped(_ text: String) -> String {
+package func htmlEscaped(_ text: String) -> String {
     var result = ""
     result.reserveCapacity(text.count)
     for character in text {

@@ -10,7 +10,7 @@ public struct HTTPResponse: Sendable {
     /// The body bytes.
     public var body: Data
     /// A body written over time instead of ``body`` (server-sent events); `nil` for most answers.
-    public var stream: HTTPBodyStream?
+    package var stream: HTTPBodyStream?
     /// The preparation this answer came from (``PreparedResponse/response``), if any.
     var prepared: PreparedResponse?
 
@@ -22,7 +22,7 @@ public struct HTTPResponse: Sendable {
     }
 
     /// A response whose body `stream` writes over time, sent as it comes (chunked).
-    public static func streaming(_ stream: HTTPBodyStream, status: Int = 200, headers: HTTPHeaders) -> HTTPResponse {
+    package static func streaming(_ stream: HTTPBodyStream, status: Int = 200, headers: HTTPHeaders) -> HTTPResponse {
         var response = HTTPResponse(status: status, headers: headers)
         response.stream = stream
         return response

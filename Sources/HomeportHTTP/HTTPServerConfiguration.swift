@@ -1,65 +1,65 @@
 import Foundation
 
 /// Where the server listens and the limits it enforces on every connection.
-public struct HTTPServerConfiguration: Sendable, Equatable {
+package struct HTTPServerConfiguration: Sendable, Equatable {
     /// The address to bind: an IPv4 or IPv6 literal, or a name such as `localhost`.
-    public var host: String
+    package var host: String
     /// The TCP port; 0 picks a free one (read it back from the running server: `HomeportApplication.port`).
-    public var port: Int
+    package var port: Int
     /// A Unix-domain socket to listen on instead of ``host`` and ``port`` (mode 0660), removed
     /// when the server stops.
-    public var unixSocketPath: String? = nil
+    package var unixSocketPath: String? = nil
     /// Worker threads, each running an epoll loop and handlers; defaults to the core count.
-    public var workerThreads: Int
+    package var workerThreads: Int
     /// Largest accepted request body; larger ones are answered 413 without being read.
-    public var maxBodyBytes: Int
+    package var maxBodyBytes: Int
     /// Memory for one connection's request line and headers; a larger header block is refused
     /// (libmicrohttpd answers 431) and the connection closed.
-    public var maxHeaderBytes: Int
+    package var maxHeaderBytes: Int
     /// Seconds a connection may stay silent before the server closes it.
-    public var idleTimeoutSeconds: Int
+    package var idleTimeoutSeconds: Int
     /// Connections open at once; a further one takes the place of a connection waiting for a
     /// request, or is closed at once when every connection is busy with one.
-    public var maxConnections: Int
+    package var maxConnections: Int
     /// Connections open at once from one client address (an IPv6 client counts by its /64);
     /// further ones are closed at once. 0 means no cap.
-    public var maxConnectionsPerAddress: Int
+    package var maxConnectionsPerAddress: Int
     /// Seconds a connection has, from its opening or from its previous answer, to deliver a whole
     /// request line and header block, however slowly it trickles them; then it is closed.
-    public var headerTimeoutSeconds: Int
+    package var headerTimeoutSeconds: Int
     /// Seconds a request has, once its headers are in, to deliver its whole body; then the
     /// connection is closed.
-    public var bodyTimeoutSeconds: Int
+    package var bodyTimeoutSeconds: Int
     /// The slowest a body may arrive, in bytes a second on average, once ``bodyRateGraceSeconds``
     /// have passed since its headers; slower, the connection is closed (a body trickled to hold a
     /// connection frees it long before ``bodyTimeoutSeconds``). 0 checks no rate.
-    public var minBodyBytesPerSecond = 1024
+    package var minBodyBytesPerSecond = 1024
     /// Seconds a body has before ``minBodyBytesPerSecond`` is checked.
-    public var bodyRateGraceSeconds = 5
+    package var bodyRateGraceSeconds = 5
     /// Request bodies held in memory at once, over every connection; a request whose body does
     /// not fit is answered 503 and its connection closed.
-    public var maxBufferedBodyBytes: Int
+    package var maxBufferedBodyBytes: Int
     /// How long a graceful shutdown waits for requests in flight.
-    public var drainTimeout: Duration
+    package var drainTimeout: Duration
     /// Threads that run ``HandlerPlacement/pool`` routes (password hashing): fewer than the
     /// cores, so that the worker threads always have a core to answer everyone else.
-    public var poolThreads: Int
+    package var poolThreads: Int
     /// Pool requests that may wait for a thread; a further one is answered 503 with
     /// `Retry-After` at once.
-    public var poolQueueLimit: Int
+    package var poolQueueLimit: Int
     /// The reverse proxies whose ``TrustedProxies/header`` names the client (its address then
     /// counts for rate limits, stream caps and the access log); none by default.
-    public var trustedProxies: TrustedProxies
+    package var trustedProxies: TrustedProxies
     /// A certificate and key to serve HTTPS with (libmicrohttpd's GnuTLS); `nil` serves HTTP.
-    public var tls: TLSCredentials?
+    package var tls: TLSCredentials?
     /// Access-log lines are gathered and written together, at most this long after the first of
     /// a batch and when the server stops (``BufferedLogSink``); `nil` writes each line at once.
-    public var accessLogDelay: Duration? = nil
+    package var accessLogDelay: Duration? = nil
     /// How the kernel schedules the worker threads (Linux; elsewhere it is ignored).
-    public var workerScheduling: WorkerScheduling = .normal
+    package var workerScheduling: WorkerScheduling = .normal
 
     /// Creates a configuration; every limit has a default fit for a small server.
-    public init(
+    package init(
         host: String = "127.0.0.1",
         port: Int = 8080,
         workerThreads: Int = ProcessInfo.processInfo.activeProcessorCount,
@@ -96,24 +96,24 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     }
 
     /// One thread fewer than the cores, at least one.
-    public static var defaultPoolThreads: Int { max(1, ProcessInfo.processInfo.activeProcessorCount - 1) }
+    package static var defaultPoolThreads: Int { max(1, ProcessInfo.processInfo.activeProcessorCount - 1) }
 }
 
 /// A `HOST:PORT` listen address (`127.0.0.1:8080`, `[::1]:8080`, `localhost:0`).
-public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
+package struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     /// The host without brackets.
-    public var host: String
+    package var host: String
     /// The port, 0–65535.
-    public var port: Int
+    package var port: Int
 
     /// Creates an address.
-    public init(host: String, port: Int) {
+    package init(host: String, port: Int) {
         self.host = host
         self.port = port
     }
 
     /// Parses `HOST:PORT`; IPv6 literals go in brackets. Throws a message fit for a user.
-    public init(parsing text: String) throws {
+    package init(parsing text: String) throws {
         let invalid = ListenAddressError(text: text)
         var hostPart: Substring
         var portPart: Substring
@@ -135,46 +135,46 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `host:port`, with brackets around an IPv6 literal.
-    public var description: String {
+    package var description: String {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 }
 
 /// A listen address that is not `HOST:PORT`.
-public struct ListenAddressError: Error, CustomStringConvertible, Equatable {
+package struct ListenAddressError: Error, CustomStringConvertible, Equatable {
     /// What the user typed.
-    public var text: String
+    package var text: String
 
     /// A sentence for the user.
-    public var description: String {
+    package var description: String {
         "'\(text)' is not a listen address; use HOST:PORT, such as 127.0.0.1:8080 or [::1]:8080"
     }
 }
 
 /// A certificate chain and its private key, PEM-encoded, to serve HTTPS with.
-public struct TLSCredentials: Sendable, Equatable {
+package struct TLSCredentials: Sendable, Equatable {
     /// The certificate, followed by any intermediates (PEM).
-    public var certificatePEM: String
+    package var certificatePEM: String
     /// The private key (PEM, unencrypted).
-    public var keyPEM: String
+    package var keyPEM: String
     /// The GnuTLS priority string: which protocol versions, key exchanges and ciphers are
     /// offered (``modernPriorities`` unless the operator says otherwise).
-    public var priorities = TLSCredentials.modernPriorities
+    package var priorities = TLSCredentials.modernPriorities
 
     /// TLS 1.2 and 1.3 only, forward-secret key exchanges only, AEAD ciphers only (AES-GCM,
     /// ChaCha20-Poly1305): no TLS 1.0 or 1.1, no static RSA, no CBC, no SHA-1 MACs.
-    public static let modernPriorities =
+    package static let modernPriorities =
         "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:+CHACHA20-POLY1305"
         + ":-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:+DHE-RSA"
 
     /// Credentials from PEM text.
-    public init(certificatePEM: String, keyPEM: String) {
+    package init(certificatePEM: String, keyPEM: String) {
         self.certificatePEM = certificatePEM
         self.keyPEM = keyPEM
     }
 
     /// Reads a certificate file and a key file; throws a message fit for a user.
-    public init(certificateFile: String, keyFile: String) throws {
+    package init(certificateFile: String, keyFile: String) throws {
         func read(_ path: String, _ what: String, _ marker: String) throws -> String {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
                 throw TLSCredentialsError(message: "cannot read the \(what) file \(path)")
@@ -190,10 +190,10 @@ public struct TLSCredentials: Sendable, Equatable {
 }
 
 /// TLS credentials that cannot be used.
-public struct TLSCredentialsError: Error, CustomStringConvertible, Equatable {
+package struct TLSCredentialsError: Error, CustomStringConvertible, Equatable {
     /// What is wrong, for a person.
-    public var message: String
+    package var message: String
 
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 }

@@ -201,7 +201,7 @@ func addressText(_ address: UnsafePointer<sockaddr>?) -> String {
 }
 
 /// Why the server could not start.
-public enum HTTPServerError: Error, CustomStringConvertible, Equatable {
+package enum HTTPServerError: Error, CustomStringConvertible, Equatable {
     /// The host name did not resolve.
     case cannotResolve(host: String, reason: String)
     /// No resolved address could be bound (in use, not local, no permission).
@@ -214,7 +214,7 @@ public enum HTTPServerError: Error, CustomStringConvertible, Equatable {
     case tlsRefused
 
     /// A sentence for the operator.
-    public var description: String {
+    package var description: String {
         switch self {
         case .cannotResolve(let host, let reason): "cannot resolve '\(host)': \(reason)"
         case .cannotListen(let address, let reason): "cannot listen on \(address): \(reason)"

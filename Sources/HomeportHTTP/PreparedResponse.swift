@@ -12,22 +12,22 @@ import Synchronization
 /// prepared with, and the connection is not closing; any other answer is built afresh, as
 /// every answer is. Prepare the answer as the middleware will leave it (say, with
 /// `Cache-Control: no-store` under the API prefix), or it is never sent prepared.
-public final class PreparedResponse: Sendable {
+package final class PreparedResponse: Sendable {
     /// The answer, as the route gives it.
-    public let answer: HTTPResponse
+    package let answer: HTTPResponse
     /// libmicrohttpd's copy without `Strict-Transport-Security` (plain HTTP) and with it (HTTPS),
     /// each built at its first use; 0 until then.
     private let plainCopy = Atomic<UInt>(0)
     private let strictTransportCopy = Atomic<UInt>(0)
 
     /// Prepares `answer`, which must have a body rather than a stream.
-    public init(_ answer: HTTPResponse) {
+    package init(_ answer: HTTPResponse) {
         precondition(answer.stream == nil, "a streamed answer cannot be prepared")
         self.answer = answer
     }
 
     /// The answer to return from a handler: ``answer``, carrying this preparation.
-    public var response: HTTPResponse {
+    package var response: HTTPResponse {
         var response = answer
         response.prepared = self
         return response

@@ -7,9 +7,9 @@ import Foundation
 /// One header, not a preference between two: nginx and Caddy add to `X-Forwarded-For` and pass a
 /// client's own `Forwarded` through untouched, so a server that preferred `Forwarded` let every
 /// client behind them name its own address.
-public struct TrustedProxies: Sendable, Equatable {
+package struct TrustedProxies: Sendable, Equatable {
     /// The header a trusted proxy names the client in.
-    public enum Header: String, Sendable, CaseIterable {
+    package enum Header: String, Sendable, CaseIterable {
         /// `X-Forwarded-For: client, proxy1, …` (nginx's `$proxy_add_x_forwarded_for`, Caddy, Traefik).
         case xForwardedFor = "x-forwarded-for"
         /// `Forwarded: for=client, for=proxy1` (RFC 7239).
@@ -17,35 +17,35 @@ public struct TrustedProxies: Sendable, Equatable {
     }
 
     /// The blocks proxies connect from.
-    public var ranges: [AddressRange]
+    package var ranges: [AddressRange]
     /// The one header read.
-    public var header: Header
+    package var header: Header
     /// Whether a peer on the server's Unix-domain socket is a proxy: set when the server listens
     /// on one, which only processes on this host that may open the socket file reach. Such a
     /// peer has no address (``unixPeer``); its header names the client as a trusted proxy's does.
-    public var trustsLocalSocket = false
+    package var trustsLocalSocket = false
 
     /// The client address of a peer on a Unix-domain socket, which has none: what the log and
     /// the per-client limits see when no trusted proxy named the client.
-    public static let unixPeer = "unix"
+    package static let unixPeer = "unix"
 
     /// Whether any peer's word is taken: otherwise no header is read at all.
-    public var isActive: Bool { trustsLocalSocket || !ranges.isEmpty }
+    package var isActive: Bool { trustsLocalSocket || !ranges.isEmpty }
 
     /// Trusts proxies in `ranges` (none: every header is ignored), reading `header`.
-    public init(_ ranges: [AddressRange] = [], header: Header = .xForwardedFor) {
+    package init(_ ranges: [AddressRange] = [], header: Header = .xForwardedFor) {
         self.ranges = ranges
         self.header = header
     }
 
     /// Parses `CIDR,CIDR,…`.
-    public init(parsing list: String, header: Header = .xForwardedFor) throws {
+    package init(parsing list: String, header: Header = .xForwardedFor) throws {
         ranges = try list.split(separator: ",").map { try AddressRange(parsing: String($0)) }
         self.header = header
     }
 
     /// Whether `address` is a trusted proxy's.
-    public func trusts(_ address: String) -> Bool {
+    package func trusts(_ address: String) -> Bool {
         IPAddress(address).map(trusts) ?? false
     }
 
@@ -64,7 +64,7 @@ public struct TrustedProxies: Sendable, Equatable {
     /// (`unknown`, an obfuscated name, garbage) ends the search with the peer itself, so a client
     /// can never pick its own address. Read over the fields' bytes: this runs on every request
     /// a proxy passes on.
-    public func clientAddress(peer: String, headers: [(name: String, value: String)]) -> String {
+    package func clientAddress(peer: String, headers: [(name: String, value: String)]) -> String {
         let peer = AddressRange.canonical(peer)
         let trustedPeer =
             peer == Self.unixPeer ? trustsLocalSocket : !ranges.isEmpty && (IPAddress(peer).map(trusts) ?? false)

@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// How the kernel schedules the server's worker threads.
-public enum WorkerScheduling: String, Sendable, CaseIterable {
+package enum WorkerScheduling: String, Sendable, CaseIterable {
     /// The system's default policy: a request's arrival may preempt the process that sent it.
     case normal
     /// Linux's `SCHED_BATCH`: a worker woken by a request does not preempt the process that sent

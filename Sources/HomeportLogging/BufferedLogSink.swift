@@ -9,7 +9,7 @@ import Synchronization
 /// order, and each reaches `base` whole: a batch is written in pieces of at most 4 KiB (what a
 /// pipe takes in one piece), cut at line ends. What a killed process had gathered, up to ``delay``
 /// of lines, is lost.
-public final class BufferedLogSink: LogSink {
+package final class BufferedLogSink: LogSink {
     private struct Batch {
         var bytes: [UInt8] = []
         /// A flush is on its way for these bytes.
@@ -17,30 +17,30 @@ public final class BufferedLogSink: LogSink {
     }
 
     /// Where batches go.
-    public let base: any LogSink
+    package let base: any LogSink
     /// How long the first line of a batch waits at most.
-    public let delay: Duration
+    package let delay: Duration
     /// Bytes that are written at once, without waiting for ``delay``.
-    public let limit: Int
+    package let limit: Int
     private let batch = Mutex(Batch())
     /// Held while a batch is taken and written, so that batches reach ``base`` in order.
     private let writing = Mutex(())
     private let timer = DispatchQueue(label: "homeport.log.flush")
 
     /// Gathers lines for `base`.
-    public init(_ base: any LogSink, delay: Duration = .milliseconds(100), limit: Int = 32 << 10) {
+    package init(_ base: any LogSink, delay: Duration = .milliseconds(100), limit: Int = 32 << 10) {
         self.base = base
         self.delay = delay
         self.limit = limit
     }
 
     /// Adds the line to the batch.
-    public func write(_ line: String) {
+    package func write(_ line: String) {
         write(bytes: Array(line.utf8))
     }
 
     /// Adds the line's bytes to the batch.
-    public func write(bytes line: [UInt8]) {
+    package func write(bytes line: [UInt8]) {
         let (full, schedule) = batch.withLock { batch in
             batch.bytes.append(contentsOf: line)
             let schedule = !batch.scheduled
@@ -61,7 +61,7 @@ public final class BufferedLogSink: LogSink {
     }
 
     /// Writes what is gathered now.
-    public func flush() {
+    package func flush() {
         writing.withLock { _ in
             let bytes = batch.withLock { batch in
                 defer { batch = Batch() }

@@ -10,11 +10,11 @@ import Synchronization
 ///
 /// The date-and-second part is computed once per second and shared, so a busy server pays
 /// for one `gmtime_r` a second rather than one a line.
-public enum Timestamp {
+package enum Timestamp {
     private static let cache = Mutex<(second: Int, prefix: [UInt8])>((-1, []))
 
     /// Now, as text.
-    public static func now() -> String {
+    package static func now() -> String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(24)
         appendNow(to: &bytes)
@@ -22,7 +22,7 @@ public enum Timestamp {
     }
 
     /// Appends now's timestamp to `bytes`.
-    public static func appendNow(to bytes: inout [UInt8]) {
+    package static func appendNow(to bytes: inout [UInt8]) {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         let second = Int(spec.tv_sec)

@@ -3,4 +3,3 @@
 @_exported import HomeportHTTP
 @_exported import HomeportLogging
 @_exported import HomeportStorage
-@_exported import HomeportWire

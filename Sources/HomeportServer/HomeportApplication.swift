@@ -4,23 +4,24 @@ import HomeportHTTP
 import HomeportLifecycle
 import HomeportLogging
 import HomeportStorage
+import HomeportWire
 
 /// A running Homeport server: the database (migrated), the routes, and the HTTP listener.
-public final class HomeportApplication: Sendable {
+package final class HomeportApplication: Sendable {
     /// The configuration it runs with.
-    public let configuration: ServerConfiguration
+    package let configuration: ServerConfiguration
     /// The database, shared by every route.
-    public let database: any Database
+    package let database: any Database
     /// The installation identity.
-    public let identity: IdentityStore
+    package let identity: IdentityStore
     /// Accounts and sessions.
-    public let accounts: AccountService
+    package let accounts: AccountService
     /// Notifications: what a product calls to notify an account.
-    public let push: PushCenter
+    package let push: PushCenter
     /// The product served (``Product/homeport`` for Homeport on its own).
-    public let product: Product
+    package let product: Product
     /// What the product's handlers and tasks work with.
-    public let services: ProductServices
+    package let services: ProductServices
     private let hub: StreamHub
     /// Deletes old notifications and failed pushes.
     let retention: NotificationRetention
@@ -39,7 +40,7 @@ public final class HomeportApplication: Sendable {
     let background: ServiceGroup
     private let logger: Logger
     /// Every route of the main listener as `METHOD /pattern`, sorted.
-    public var routeTable: [String] { (server.responder as? ServerRouter)?.routeTable ?? [] }
+    package var routeTable: [String] { (server.responder as? ServerRouter)?.routeTable ?? [] }
 
     /// Two-factor sign-in's settings: the key of `--secrets-key-file`; on SQLite without one, the
     /// key file beside the database (made on first start; an in-memory database gets a key that
@@ -83,7 +84,7 @@ public final class HomeportApplication: Sendable {
     /// `product` adds a product's routes, migrations, codes, budgets, features and tasks; the
     /// identity route announces its name and app-info its version, unless `configuration` names
     /// another product. `mailer`, `clock` and `hasher` replace the real ones in tests.
-    public init(
+    package init(
         configuration: ServerConfiguration, product: Product = .homeport, logger: Logger,
         mailer: (any Mailer)? = nil, clock: any WallClock = SystemWallClock(), hasher: (any PasswordHashing)? = nil
     ) throws {
@@ -325,7 +326,7 @@ public final class HomeportApplication: Sendable {
     /// Registers this replica's heartbeat, then starts listening and the background work;
     /// returns the bound port.
     @discardableResult
-    public func start() throws -> Int {
+    package func start() throws -> Int {
         let (hub, sender) = (hub, sender)
         push.onNotify {
             hub.poke()
@@ -336,17 +337,17 @@ public final class HomeportApplication: Sendable {
     }
 
     /// The bound port (0 before ``start()``, and on a Unix socket).
-    public var port: Int { server.port }
+    package var port: Int { server.port }
 
     /// The bound port of `/metrics`, when it is served.
-    public var metricsPort: Int? { metricsServer?.port }
+    package var metricsPort: Int? { metricsServer?.port }
 
     /// The bound port of the product API, when it is served.
-    public var productPort: Int? { configuration.productSocket == nil ? productServer?.port : nil }
+    package var productPort: Int? { configuration.productSocket == nil ? productServer?.port : nil }
 
     /// The bound port of the listener serving HTTPS with the installation certificate beside the
     /// main one, when there is one.
-    public var installationPort: Int? { installationServer?.port }
+    package var installationPort: Int? { installationServer?.port }
 
     /// Makes a new installation certificate and serves it when the one served is due (a third of
     /// its life left, other names, another key); true when it did. The server checks every hour.
@@ -356,13 +357,13 @@ public final class HomeportApplication: Sendable {
 
     /// Serves new connections with a renewed certificate and key; connections open now finish
     /// on the old ones. Throws, and keeps the old ones, when the new pair will not serve.
-    public func reloadTLS(_ credentials: TLSCredentials) throws {
+    package func reloadTLS(_ credentials: TLSCredentials) throws {
         try server.reloadTLS(credentials)
     }
 
     /// Stops gracefully: no new connections, requests in flight finish, this replica's heartbeat
     /// row goes, then the database closes.
-    public func shutdown() {
+    package func shutdown() {
         background.stop()
         logger.withLabel("homeport.storage").notice(
             "database pool", metadata: ["waits": String(database.poolWaits)])

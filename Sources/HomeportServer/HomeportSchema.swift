@@ -1,9 +1,9 @@
 import HomeportStorage
 
 /// The server's schema, as numbered migrations. Append only: never edit a released migration.
-public enum HomeportSchema {
+package enum HomeportSchema {
     /// Every migration, oldest first.
-    public static let migrations: [Migration] = [
+    package static let migrations: [Migration] = [
         Migration(
             version: 1, name: "server_identity",
             statements: [
@@ -523,7 +523,7 @@ public enum HomeportSchema {
     ]
 
     /// A migrator over ``migrations``.
-    public static var migrator: Migrator { Migrator(migrations: migrations) }
+    package static var migrator: Migrator { Migrator(migrations: migrations) }
 
     /// ``gatewayChangeTriggers(_:apnsOnly:)`` in place of the ones there are (PostgreSQL replaces
     /// its function and trigger itself; SQLite's are dropped first).

@@ -20,7 +20,7 @@ import Synchronization
 /// first read of a row from before keys), its public
 /// half as it is and its private half sealed for that identifier. Every replica reads the same
 /// key; a reset makes a new one with the new identifier.
-public final class IdentityStore: Sendable {
+package final class IdentityStore: Sendable {
     private let database: any Database
     private let secrets: SecretsKey?
     private let random: any RandomSource
@@ -35,7 +35,7 @@ public final class IdentityStore: Sendable {
 
     /// Creates a store over `database`; with `secrets`, the identity carries an installation
     /// key. `random` and `now` are injectable for tests.
-    public init(
+    package init(
         database: any Database, secrets: SecretsKey? = nil, random: any RandomSource = SystemRandom(),
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
@@ -46,7 +46,7 @@ public final class IdentityStore: Sendable {
     }
 
     /// The installation's identifier, creating it on first use. Throws when it cannot be read or stored.
-    public func instanceID() throws -> InstanceID { try current().instanceID }
+    package func instanceID() throws -> InstanceID { try current().instanceID }
 
     /// The installation's identifier as known, or read (made, on first use) through `db`: a
     /// connection in the caller's transaction, which a second connection would wait for. What it
@@ -57,7 +57,7 @@ public final class IdentityStore: Sendable {
 
     /// The installation's identifier and key, creating them on first use. Throws when they cannot
     /// be read or stored.
-    public func current() throws -> InstallationIdentity {
+    package func current() throws -> InstallationIdentity {
         if let known = try held() { return known }
         let identity = try readOrCreate()
         state.withLock { $0.current = identity }
@@ -92,7 +92,7 @@ public final class IdentityStore: Sendable {
     }
 
     /// The stored identifier without creating one: `nil` when the row does not exist yet.
-    public func storedInstanceID() throws -> StoredIdentity? {
+    package func storedInstanceID() throws -> StoredIdentity? {
         try storedInstanceID(database)
     }
 
@@ -133,7 +133,7 @@ public final class IdentityStore: Sendable {
     }
 
     /// What a reset removed.
-    public enum ResetOutcome: Sendable, Equatable {
+    package enum ResetOutcome: Sendable, Equatable {
         /// The stored identifier.
         case removed(InstanceID)
         /// A row that did not hold a UUID (shown cut to 64 characters).
@@ -149,7 +149,7 @@ public final class IdentityStore: Sendable {
     /// nothing, while any replica's heartbeat is fresh (``ResetRefused``), unless `force` says
     /// that those replicas are dead (a process killed less than a heartbeat's freshness ago).
     @discardableResult
-    public func reset(force: Bool = false) throws -> ResetOutcome {
+    package func reset(force: Bool = false) throws -> ResetOutcome {
         let dialect = database.dialect
         let outcome = try database.transaction { db -> ResetOutcome in
             let live = try ReplicaStore(db, dialect: dialect).live()
@@ -196,20 +196,20 @@ public final class IdentityStore: Sendable {
 }
 
 /// The installation's identifier and, where it has one, its key.
-public struct InstallationIdentity: Sendable {
+package struct InstallationIdentity: Sendable {
     /// The identifier.
-    public let instanceID: InstanceID
+    package let instanceID: InstanceID
     /// The installation key; `nil` on a server without the secrets key, or a row from before keys
     /// read without it.
-    public let key: (any InstallationSigningKey)?
+    package let key: (any InstallationSigningKey)?
     /// Whether the row holds a key this process cannot open (no secrets key, or another one): it
     /// must not answer the identity route as a server without a key.
-    public let keyWithheld: Bool
+    package let keyWithheld: Bool
     /// The public half as written on the wire, if there is a key.
-    public let publicKey: String?
+    package let publicKey: String?
 
     /// The key's fingerprint as people compare it (`SHA256:…`), if there is a key.
-    public var keyFingerprint: String? { publicKey.flatMap(StoredIdentity.fingerprint(ofKey:)) }
+    package var keyFingerprint: String? { publicKey.flatMap(StoredIdentity.fingerprint(ofKey:)) }
 
     init(instanceID: InstanceID, key: (any InstallationSigningKey)?, keyWithheld: Bool = false) {
         self.instanceID = instanceID
@@ -220,19 +220,19 @@ public struct InstallationIdentity: Sendable {
 }
 
 /// The identity row as stored.
-public struct StoredIdentity: Sendable, Equatable {
+package struct StoredIdentity: Sendable, Equatable {
     /// The installation's identifier.
-    public var instanceID: InstanceID
+    package var instanceID: InstanceID
     /// When the row was created, if recorded.
-    public var createdAt: Date?
+    package var createdAt: Date?
     /// The installation key's public half (``IdentityProof/writeKey(_:)``), if it has one.
-    public var publicKey: String?
+    package var publicKey: String?
     /// The private half, sealed with the secrets key.
     var sealedKey: String?
 
     /// The key's fingerprint as people compare it: `SHA256:` and the SHA-256 of the raw public
     /// key in base64 without padding (as `ssh-keygen -l` writes one).
-    public var keyFingerprint: String? { publicKey.flatMap(Self.fingerprint(ofKey:)) }
+    package var keyFingerprint: String? { publicKey.flatMap(Self.fingerprint(ofKey:)) }
 
     /// The fingerprint of a key as written on the wire; `nil` for anything that is not one.
     static func fingerprint(ofKey publicKey: String) -> String? {
@@ -241,7 +241,7 @@ public struct StoredIdentity: Sendable, Equatable {
 }
 
 /// Why the identity could not be answered.
-public enum IdentityError: Error, Equatable, CustomStringConvertible {
+package enum IdentityError: Error, Equatable, CustomStringConvertible {
     /// The row holds something that is not a UUID.
     case corrupt
     /// The insert succeeded but no row could be read back.
@@ -251,7 +251,7 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
     case leaseLapsed
 
     /// A sentence for logs.
-    public var description: String {
+    package var description: String {
         switch self {
         case .corrupt: "the server_identity row does not hold a UUID"
         case .notStored: "the server_identity row could not be read back after creating it"
@@ -261,7 +261,7 @@ public enum IdentityError: Error, Equatable, CustomStringConvertible {
 }
 
 /// `identity reset` refused: these replicas are serving (their heartbeats are fresh).
-public struct ResetRefused: Error, Equatable {
+package struct ResetRefused: Error, Equatable {
     /// The live replicas.
-    public var replicas: [ReplicaInfo]
+    package var replicas: [ReplicaInfo]
 }

@@ -5,57 +5,57 @@ import HomeportStorage
 import HomeportWire
 
 /// Everything `homeport-server serve` needs, resolved from flags, the environment and defaults.
-public struct ServerConfiguration: Sendable {
+package struct ServerConfiguration: Sendable {
     /// Where to listen.
-    public var listen: ListenAddress
+    package var listen: ListenAddress
     /// A Unix-domain socket to serve the app's listener on instead of ``listen`` (mode 0660), for
     /// a reverse proxy on this host: its peers are trusted as proxies, so the
     /// ``TrustedProxies/header`` they send names the client. ``AccountSettings/publicURL`` is
     /// required with it (the socket is no address anyone uses): the application refuses to start
     /// without one.
-    public var listenSocket: String?
+    package var listenSocket: String?
     /// Where the data lives.
-    public var database: DatabaseURL
+    package var database: DatabaseURL
     /// The product name announced by the identity route.
-    public var product: String
+    package var product: String
     /// HTTP limits (host and port come from ``listen``).
-    public var http: HTTPServerConfiguration
+    package var http: HTTPServerConfiguration
     /// Database pool and lock settings.
-    public var databaseOptions: DatabaseOptions
+    package var databaseOptions: DatabaseOptions
     /// The lowest log level written.
-    public var logLevel: Logger.Level
+    package var logLevel: Logger.Level
     /// Accounts, sessions and rate limits.
-    public var accounts: AccountSettings
+    package var accounts: AccountSettings
     /// Where the default mailer writes outgoing mail (`.eml` files).
-    public var outboxDirectory: String
+    package var outboxDirectory: String
     /// An SMTP relay to send mail through instead of the outbox directory.
-    public var smtp: SMTPSettings?
+    package var smtp: SMTPSettings?
     /// Where `GET /metrics` (Prometheus's text format) is served, apart from the API; off when `nil`.
-    public var metricsListen: ListenAddress?
+    package var metricsListen: ListenAddress?
     /// Where the product API (product keys, `/product/v1/…`) is served, apart from the app's
     /// listener; off when `nil`. Reach it only from the product's own host or network.
-    public var productListen: ListenAddress?
+    package var productListen: ListenAddress?
     /// A Unix-domain socket to serve the product API on instead of ``productListen`` (mode 0660:
     /// the product's user reaches it through the group).
-    public var productSocket: String?
+    package var productSocket: String?
     /// HTTPS with a certificate made from the installation key, on the main listener or another.
-    public var installationTLS = InstallationTLSSettings()
+    package var installationTLS = InstallationTLSSettings()
     /// Notifications: the payload's key, the catalogue, APNs.
-    public var push: PushSettings
+    package var push: PushSettings
     /// How long a signed-in session read from the database serves later requests from memory;
     /// 0 reads it every time. On one process, and on PostgreSQL (where every replica hears
     /// every session end at once), an ended session is refused at once whatever this is; with
     /// several processes on one SQLite file, this is how long another process may still serve it.
-    public var sessionCacheSeconds = 1
+    package var sessionCacheSeconds = 1
     /// The file holding the key that seals second factors' secrets (``SecretsKey``); `nil` uses
     /// the file beside a SQLite database, and offers no second factor on PostgreSQL.
-    public var secretsKeyFile: String?
+    package var secretsKeyFile: String?
     /// How often this replica writes its heartbeat, and how long it trusts its cached identity
     /// after the last one written (shortened by tests).
     var heartbeat = HeartbeatTiming()
 
     /// Creates a configuration.
-    public init(
+    package init(
         listen: ListenAddress = ServerDefaults.listen,
         database: DatabaseURL,
         product: String = HomeportProtocol.defaultProduct,
@@ -78,7 +78,7 @@ public struct ServerConfiguration: Sendable {
     }
 
     /// The HTTP configuration with the listen address applied.
-    public var effectiveHTTP: HTTPServerConfiguration {
+    package var effectiveHTTP: HTTPServerConfiguration {
         var http = http
         http.host = listen.host
         http.port = listen.port
@@ -103,7 +103,7 @@ public struct ServerConfiguration: Sendable {
 
     /// `name` when it can be announced as the product (1–64 letters, digits, `.`, `_`, `-`);
     /// otherwise throws a sentence saying so.
-    public static func validateProduct(_ name: String) throws -> String {
+    package static func validateProduct(_ name: String) throws -> String {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
         guard (1...64).contains(name.count), name.allSatisfy(allowed.contains) else {
             throw ConfigurationError(
@@ -114,16 +114,16 @@ public struct ServerConfiguration: Sendable {
 }
 
 /// Defaults of the server, in one place so `--help` and the docs say the same.
-public enum ServerDefaults {
+package enum ServerDefaults {
     /// The server's software version.
-    public static let version = "0.1.0"
+    package static let version = "0.1.0"
 
     /// `127.0.0.1:8080`
-    public static let listen = ListenAddress(host: "127.0.0.1", port: 8080)
+    package static let listen = ListenAddress(host: "127.0.0.1", port: 8080)
 
     /// The data directory: `$HOMEPORT_DATA_DIR`, else `$XDG_DATA_HOME/homeport`,
     /// else `~/.local/share/homeport`.
-    public static func dataDirectory(environment: [String: String]) -> String {
+    package static func dataDirectory(environment: [String: String]) -> String {
         if let explicit = environment["HOMEPORT_DATA_DIR"], !explicit.isEmpty { return explicit }
         if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg + "/homeport" }
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
@@ -131,23 +131,23 @@ public enum ServerDefaults {
     }
 
     /// `<data directory>/outbox`
-    public static func outboxDirectory(environment: [String: String]) -> String {
+    package static func outboxDirectory(environment: [String: String]) -> String {
         dataDirectory(environment: environment) + "/outbox"
     }
 
     /// `sqlite:<data directory>/homeport.sqlite`
-    public static func database(environment: [String: String]) -> DatabaseURL {
+    package static func database(environment: [String: String]) -> DatabaseURL {
         .sqlite(path: dataDirectory(environment: environment) + "/homeport.sqlite")
     }
 }
 
 /// A configuration value that cannot be used; the message says what to do instead.
-public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
+package struct ConfigurationError: Error, CustomStringConvertible, Equatable {
     /// A sentence for the operator.
-    public let description: String
+    package let description: String
 
     /// Creates an error with a message.
-    public init(_ description: String) {
+    package init(_ description: String) {
         self.description = description
     }
 }

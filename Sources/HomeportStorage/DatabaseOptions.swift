@@ -1,17 +1,17 @@
 /// Pool and locking settings shared by both backends.
-public struct DatabaseOptions: Sendable, Equatable {
+package struct DatabaseOptions: Sendable, Equatable {
     /// Connections open at most; requests beyond wait for one.
-    public var maximumConnections: Int
+    package var maximumConnections: Int
     /// How long a statement waits for a lock before failing (SQLite busy timeout,
     /// PostgreSQL `lock_timeout`).
-    public var lockTimeout: Duration
+    package var lockTimeout: Duration
     /// How long a caller waits for a free pooled connection.
-    public var poolWaitTimeout: Duration
+    package var poolWaitTimeout: Duration
     /// How long opening a PostgreSQL connection may take.
-    public var connectTimeoutSeconds: Int
+    package var connectTimeoutSeconds: Int
 
     /// Creates options with defaults fit for a small server.
-    public init(
+    package init(
         maximumConnections: Int = 8, lockTimeout: Duration = .seconds(5), poolWaitTimeout: Duration = .seconds(10),
         connectTimeoutSeconds: Int = 5
     ) {

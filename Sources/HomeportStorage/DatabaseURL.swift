@@ -1,12 +1,12 @@
 /// Where the data lives: `sqlite:PATH` or `postgres://…` (also `postgresql://…`).
-public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
+package enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     /// A SQLite file.
     case sqlite(path: String)
     /// A PostgreSQL connection URL, passed to libpq as it is.
     case postgres(url: String)
 
     /// Parses a database URL, or throws ``StorageError/invalidURL(_:)`` with a message for the user.
-    public init(parsing text: String) throws {
+    package init(parsing text: String) throws {
         if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
             self = .postgres(url: text)
         } else if text.hasPrefix("sqlite:") {
@@ -25,7 +25,7 @@ public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The URL with any password replaced by `***`, fit for logs.
-    public var description: String {
+    package var description: String {
         switch self {
         case .sqlite(let path): "sqlite:\(path)"
         case .postgres(let url): Self.redacted(url)
@@ -33,7 +33,7 @@ public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Opens the database this URL names.
-    public func open(options: DatabaseOptions = DatabaseOptions()) throws -> any Database {
+    package func open(options: DatabaseOptions = DatabaseOptions()) throws -> any Database {
         switch self {
         case .sqlite(let path): try SQLiteDatabase(path: path, options: options)
         case .postgres(let url): try PostgresDatabase(url: url, options: options)

@@ -38,20 +38,20 @@ public struct Migration: Sendable {
 ///
 /// Safe to run from several processes at once: PostgreSQL serialises runs with an advisory
 /// lock, SQLite with its write lock; each migration and its record commit together.
-public struct Migrator: Sendable {
+package struct Migrator: Sendable {
     /// The component whose migrations these are.
-    public let component: String
+    package let component: String
     /// The migrations, in any order; they apply by ascending version.
-    public let migrations: [Migration]
+    package let migrations: [Migration]
 
     /// The name of Homeport's own component.
-    public static let homeportComponent = "homeport"
+    package static let homeportComponent = "homeport"
 
     private static let advisoryLockKey: Int64 = 0x486F_6D65_706F_7274  // "Homeport"
 
     /// Creates a migrator of `component`; versions must be unique, and a component's name is
     /// lowercase letters, digits, `-` and `_` (it names the component's tables too).
-    public init(component: String = Migrator.homeportComponent, migrations: [Migration]) {
+    package init(component: String = Migrator.homeportComponent, migrations: [Migration]) {
         precondition(Self.isComponentName(component), "a component's name is 1–64 of a-z 0-9 - _")
         precondition(Set(migrations.map(\.version)).count == migrations.count, "duplicate migration version")
         self.component = component
@@ -59,7 +59,7 @@ public struct Migrator: Sendable {
     }
 
     /// Whether `name` can name a component: 1–64 of `a-z 0-9 - _`, starting with a letter.
-    public static func isComponentName(_ name: String) -> Bool {
+    package static func isComponentName(_ name: String) -> Bool {
         guard let first = name.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first) else {
             return false
         }
@@ -85,7 +85,7 @@ public struct Migrator: Sendable {
     /// one that waits past the busy timeout (a loaded machine) tries again, for up to a minute,
     /// skipping what the others applied meanwhile.
     @discardableResult
-    public func migrate(_ database: any Database) throws -> [Int] {
+    package func migrate(_ database: any Database) throws -> [Int] {
         let deadline = ContinuousClock.now.advanced(by: .seconds(60))
         var applied: [Int] = []
         while true {
@@ -137,7 +137,7 @@ public struct Migrator: Sendable {
     }
 
     /// The versions recorded as applied, ascending; empty when nothing was ever migrated.
-    public func appliedVersions(_ database: any Database) throws -> [Int] {
+    package func appliedVersions(_ database: any Database) throws -> [Int] {
         let exists: Bool
         switch database.dialect {
         case .sqlite:
@@ -158,7 +158,7 @@ public struct Migrator: Sendable {
     }
 
     /// The versions this migrator knows that are not applied yet, ascending.
-    public func pendingVersions(_ database: any Database) throws -> [Int] {
+    package func pendingVersions(_ database: any Database) throws -> [Int] {
         let applied = Set(try appliedVersions(database))
         return migrations.map(\.version).filter { !applied.contains($0) }
     }

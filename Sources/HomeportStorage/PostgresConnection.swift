@@ -168,13 +168,13 @@ final class PostgresConnection: DatabaseConnection {
 }
 
 /// A PostgreSQL database reached through libpq, shared by a pool of connections.
-public final class PostgresDatabase: Database {
+package final class PostgresDatabase: Database {
     /// `.postgres`.
-    public let dialect = SQLDialect.postgres
+    package let dialect = SQLDialect.postgres
     private let pool: ConnectionPool<PostgresConnection>
 
     /// Connects to `url` (`postgres://user@host:port/db?…`); fails now if it cannot.
-    public init(url: String, options: DatabaseOptions = DatabaseOptions()) throws {
+    package init(url: String, options: DatabaseOptions = DatabaseOptions()) throws {
         pool = ConnectionPool(
             maximum: options.maximumConnections, waitTimeout: options.poolWaitTimeout,
             open: { try PostgresConnection(url: url, options: options) },
@@ -183,15 +183,15 @@ public final class PostgresDatabase: Database {
     }
 
     /// Lends a pooled connection; a connection that broke is replaced on the next call.
-    public func withConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
+    package func withConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
         try pool.withConnection { try body($0) }
     }
 
     /// Callers that had to wait for a pooled connection, since the database opened.
-    public var poolWaits: Int { pool.waits.load(ordering: .relaxed) }
+    package var poolWaits: Int { pool.waits.load(ordering: .relaxed) }
 
     /// Closes idle connections.
-    public func close() {
+    package func close() {
         pool.drain()
     }
 }

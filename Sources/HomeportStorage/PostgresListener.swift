@@ -13,9 +13,9 @@ import HomeportLifecycle
 ///
 /// Between `lost` and the next `ready`, notifications sent meanwhile are missed: a listener's
 /// user must not trust what the notifications keep fresh until `ready` again.
-public final class PostgresListener: Sendable {
+package final class PostgresListener: Sendable {
     /// What the listener reports.
-    public enum Event: Sendable, Equatable {
+    package enum Event: Sendable, Equatable {
         /// Listening: notifications from now on arrive.
         case ready
         /// A notification with its payload.
@@ -28,7 +28,7 @@ public final class PostgresListener: Sendable {
 
     /// A listener on `channel` of the database at `url`; nothing happens until ``start()``.
     /// `channel` must be a plain identifier.
-    public init(url: String, channel: String, onEvent: @escaping @Sendable (Event) -> Void) {
+    package init(url: String, channel: String, onEvent: @escaping @Sendable (Event) -> Void) {
         precondition(channel.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") })
         thread = ServiceThread("homeport.listen", stopTimeout: .seconds(5)) { thread in
             Self.run(on: thread, connect: { Self.connect(url: url, channel: channel) }, onEvent: onEvent)
@@ -36,12 +36,12 @@ public final class PostgresListener: Sendable {
     }
 
     /// Starts the thread: connects, listens, and reconnects whenever the connection breaks.
-    public func start() {
+    package func start() {
         thread.start()
     }
 
     /// Stops the thread (within a quarter of a second) and closes its connection.
-    public func stop() {
+    package func stop() {
         thread.stop()
     }
 

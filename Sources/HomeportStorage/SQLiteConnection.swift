@@ -166,11 +166,11 @@ final class SQLiteConnection: DatabaseConnection {
 }
 
 /// A SQLite database file shared by a pool of WAL connections.
-public final class SQLiteDatabase: Database {
+package final class SQLiteDatabase: Database {
     /// `.sqlite`.
-    public let dialect = SQLDialect.sqlite
+    package let dialect = SQLDialect.sqlite
     /// The database file.
-    public let path: String
+    package let path: String
     private let pool: ConnectionPool<SQLiteConnection>
     /// Held by this process's writer: SQLite takes one writer at a time, and one that finds the
     /// write lock taken sleeps in steps of up to 100 ms (its busy handler) instead of starting as
@@ -180,7 +180,7 @@ public final class SQLiteDatabase: Database {
     private let lockTimeout: Duration
 
     /// Opens (creating if needed) the file at `path` and its parent directory.
-    public init(path: String, options: DatabaseOptions = DatabaseOptions()) throws {
+    package init(path: String, options: DatabaseOptions = DatabaseOptions()) throws {
         self.path = path
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty && !FileManager.default.fileExists(atPath: directory) {
@@ -202,16 +202,16 @@ public final class SQLiteDatabase: Database {
     }
 
     /// Lends a pooled connection.
-    public func withConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
+    package func withConnection<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
         try pool.withConnection { try body($0) }
     }
 
     /// Callers that had to wait for a pooled connection, since the database opened.
-    public var poolWaits: Int { pool.waits.load(ordering: .relaxed) }
+    package var poolWaits: Int { pool.waits.load(ordering: .relaxed) }
 
     /// Runs `body` in one write transaction (`BEGIN IMMEDIATE`), after this process's writers
     /// before it; ``StorageError/busy(_:)`` when the wait outlasts the lock timeout.
-    public func transaction<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
+    package func transaction<T>(_ body: (any DatabaseConnection) throws -> T) throws -> T {
         let seconds = Double(lockTimeout.components.seconds) + Double(lockTimeout.components.attoseconds) / 1e18
         guard writer.lock(before: Date().addingTimeInterval(seconds)) else {
             throw StorageError.busy("another write transaction of this process held the database")
@@ -221,7 +221,7 @@ public final class SQLiteDatabase: Database {
     }
 
     /// Closes idle connections.
-    public func close() {
+    package func close() {
         pool.drain()
     }
 }

@@ -3,13 +3,13 @@ import Synchronization
 /// Every distinct statement run on one database while it listens, with the parameters it first
 /// ran with: what the index check (`EXPLAIN` of each) reads. Off by default; while nobody
 /// listens, a statement costs one atomic load.
-public enum StatementLog {
+package enum StatementLog {
     private static let listeners = Atomic<Int>(0)
     private static let heard = Mutex<[String: [String: [SQLValue]]]>([:])
 
     /// Starts keeping the statements run on the database at `source` (an SQLite file's path, or
     /// a PostgreSQL URL as the database was opened with).
-    public static func start(source: String) {
+    package static func start(source: String) {
         let added = heard.withLock { heard -> Bool in
             guard heard[source] == nil else { return false }
             heard[source] = [:]
@@ -19,7 +19,7 @@ public enum StatementLog {
     }
 
     /// Stops, and returns what was run: each statement once, with its first parameters.
-    public static func stop(source: String) -> [(sql: String, parameters: [SQLValue])] {
+    package static func stop(source: String) -> [(sql: String, parameters: [SQLValue])] {
         guard let statements = heard.withLock({ $0.removeValue(forKey: source) }) else { return [] }
         listeners.subtract(1, ordering: .relaxed)
         return statements.map { ($0.key, $0.value) }.sorted { $0.sql < $1.sql }

@@ -3,13 +3,13 @@ import HomeportStorage
 
 /// Holds an exclusive lock on a table from another connection until ``release()``:
 /// SQLite `BEGIN EXCLUSIVE` (the whole file), PostgreSQL `LOCK TABLE … ACCESS EXCLUSIVE`.
-public final class TableLock: @unchecked Sendable {
+package final class TableLock: @unchecked Sendable {
     private let holder: any Database
     private let release_ = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
     /// Takes the lock on `table` of the database at `url`; returns once it is held.
-    public init(_ url: DatabaseURL, table: String) throws {
+    package init(_ url: DatabaseURL, table: String) throws {
         holder = try url.open(options: DatabaseOptions(maximumConnections: 1))
         let locked = DispatchSemaphore(value: 0)
         let holder = self.holder
@@ -35,7 +35,7 @@ public final class TableLock: @unchecked Sendable {
     }
 
     /// Releases the lock and waits until the holder has rolled back.
-    public func release() {
+    package func release() {
         release_.signal()
         _ = finished.wait(timeout: .now() + 10)
         holder.close()

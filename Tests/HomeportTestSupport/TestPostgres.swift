@@ -4,9 +4,9 @@ import HomeportStorage
 /// The PostgreSQL cluster that `scripts/test` starts, reached through `HOMEPORT_TEST_POSTGRES_URL`.
 ///
 /// PostgreSQL tests never skip: without the variable they fail and say how to run them.
-public enum TestPostgres {
+package enum TestPostgres {
     /// The admin URL, or an error telling how to get one.
-    public static func adminURL() throws -> String {
+    package static func adminURL() throws -> String {
         guard let url = ProcessInfo.processInfo.environment["HOMEPORT_TEST_POSTGRES_URL"], !url.isEmpty else {
             throw RawHTTPError(
                 "HOMEPORT_TEST_POSTGRES_URL is not set: run the suite with scripts/test, which starts a throwaway cluster"
@@ -16,7 +16,7 @@ public enum TestPostgres {
     }
 
     /// Creates a new, empty database and returns its URL.
-    public static func createDatabase() throws -> (name: String, url: String) {
+    package static func createDatabase() throws -> (name: String, url: String) {
         let admin = try adminURL()
         let name = "homeport_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
         let database = try PostgresDatabase(url: admin, options: DatabaseOptions(maximumConnections: 1))
@@ -26,7 +26,7 @@ public enum TestPostgres {
     }
 
     /// Drops a database, disconnecting anyone still connected.
-    public static func dropDatabase(_ name: String) throws {
+    package static func dropDatabase(_ name: String) throws {
         let database = try PostgresDatabase(url: try adminURL(), options: DatabaseOptions(maximumConnections: 1))
         defer { database.close() }
         try database.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
@@ -40,17 +40,17 @@ public enum TestPostgres {
 }
 
 /// The two storage backends, for tests that must pass on both.
-public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
+package enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
     /// An SQLite file in a temporary directory.
     case sqlite
     /// A fresh PostgreSQL database in the test cluster.
     case postgres
 
     /// The name shown in test output.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// A fresh, empty database of this backend and a function that removes it.
-    public func makeDatabaseURL() throws -> (url: DatabaseURL, cleanUp: @Sendable () -> Void) {
+    package func makeDatabaseURL() throws -> (url: DatabaseURL, cleanUp: @Sendable () -> Void) {
         switch self {
         case .sqlite:
             let directory = try TemporaryDirectory()
@@ -64,7 +64,7 @@ public enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
 
 extension DatabaseURL {
     /// The URL as the command line takes it (with any password).
-    public var rawText: String {
+    package var rawText: String {
         switch self {
         case .sqlite(let path): "sqlite:" + path
         case .postgres(let url): url

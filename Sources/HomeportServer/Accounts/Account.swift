@@ -2,21 +2,21 @@ import Foundation
 import HomeportWire
 
 /// One person's account on this installation.
-public struct Account: Sendable, Hashable {
+package struct Account: Sendable, Hashable {
     /// The numeric id.
-    public var id: Int64
+    package var id: Int64
     /// The sign-in address, lowercased.
-    public var email: String
+    package var email: String
     /// The PBKDF2 hash of the password (never the password).
-    public var passwordHash: String
+    package var passwordHash: String
     /// Where the account stands.
-    public var approval: Approval
+    package var approval: Approval
     /// When it was created.
-    public var createdAt: Date
+    package var createdAt: Date
     /// Whether the address is verified (a code mailed to it came back, an operator's `users
     /// verify`, or an import that said so), as the session reader read it with the session;
     /// `nil` where the account was read without it.
-    public var emailVerified: Bool? = nil
+    package var emailVerified: Bool? = nil
 
     /// Whether a password signs in to it: not Django's unusable password (`!…`), which an
     /// import or an identity provider's sign-up leaves until a reset sets one.
@@ -24,7 +24,7 @@ public struct Account: Sendable, Hashable {
 }
 
 /// An account's approval stage. Only `approved` accounts get a session.
-public enum Approval: String, Sendable, CaseIterable {
+package enum Approval: String, Sendable, CaseIterable {
     /// May sign in.
     case approved
     /// Waits for an operator.
@@ -36,7 +36,7 @@ public enum Approval: String, Sendable, CaseIterable {
 }
 
 /// Whether new accounts may sign in at once or wait for an operator.
-public enum SignupPolicy: String, Sendable, CaseIterable {
+package enum SignupPolicy: String, Sendable, CaseIterable {
     /// New accounts are approved at once.
     case open
     /// New accounts wait for `homeport-server users approve`.
@@ -46,11 +46,11 @@ public enum SignupPolicy: String, Sendable, CaseIterable {
 }
 
 /// Checks and normalises sign-in addresses and passwords.
-public enum Credentials {
+package enum Credentials {
     /// Shortest accepted password.
-    public static let minimumPasswordLength = 8
+    package static let minimumPasswordLength = 8
     /// Longest accepted password (a bound on work per attempt).
-    public static let maximumPasswordLength = 1024
+    package static let maximumPasswordLength = 1024
 
     /// The address trimmed, in Unicode NFC and lowercased, or `nil` when it is not an address.
     ///
@@ -61,7 +61,7 @@ public enum Credentials {
     /// (`a@b.c(x)`), no quoting, and no look-alike: an invisible character (U+200B), a letter of
     /// another script (Cyrillic а) or a decomposed accent cannot make a second account that reads
     /// like the first. An internationalised domain is given in its `xn--` form.
-    public static func normalizedEmail(_ text: String) -> String? {
+    package static func normalizedEmail(_ text: String) -> String? {
         // Printable ASCII has no blank to trim and is its own NFC: the common case skips both.
         let trimmed =
             text.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
@@ -101,7 +101,7 @@ public enum Credentials {
     }
 
     /// The problem with a new password, or `nil` when it is acceptable.
-    public static func passwordProblem(_ password: String, param: String) -> FieldProblem? {
+    package static func passwordProblem(_ password: String, param: String) -> FieldProblem? {
         if password.unicodeScalars.contains(where: { $0.value == 0 }) {
             return FieldProblem(code: "invalid", param: param, message: "A password cannot contain a NUL character.")
         }
@@ -120,4 +120,4 @@ public enum Credentials {
 }
 
 /// A problem with one field of a request: the same shape the app door sends in `errors[]`.
-public typealias FieldProblem = AuthFieldError
+package typealias FieldProblem = AuthFieldError

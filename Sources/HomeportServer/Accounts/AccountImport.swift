@@ -11,36 +11,36 @@ import HomeportWire
 /// through libcrypt), or Django's unusable password (`!…`, or `null`: the person signs in after
 /// a password reset). Every hash that is not at the configured cost is rehashed at the account's
 /// first successful sign-in.
-public struct AccountImport: Sendable {
+package struct AccountImport: Sendable {
     /// One account to make.
-    public struct Entry: Sendable, Hashable {
+    package struct Entry: Sendable, Hashable {
         /// The line it came from (1 is the first).
-        public var line: Int
+        package var line: Int
         /// The normalised address.
-        public var email: String
+        package var email: String
         /// The stored hash.
-        public var passwordHash: String
+        package var passwordHash: String
         /// Whether the address was verified.
-        public var verified: Bool
+        package var verified: Bool
         /// Its approval stage.
-        public var approval: Approval
+        package var approval: Approval
         /// When it was made, in Unix seconds.
-        public var createdAt: Int64
+        package var createdAt: Int64
     }
 
     /// What is wrong with one line.
-    public struct Problem: Error, Sendable, Hashable, CustomStringConvertible {
+    package struct Problem: Error, Sendable, Hashable, CustomStringConvertible {
         /// The line (1 is the first).
-        public var line: Int
+        package var line: Int
         /// What is wrong, naming the field.
-        public var message: String
+        package var message: String
 
         /// `line N: …`.
-        public var description: String { "line \(line): \(message)" }
+        package var description: String { "line \(line): \(message)" }
     }
 
     /// The accounts, in the file's order.
-    public let entries: [Entry]
+    package let entries: [Entry]
 
     /// The most problems reported for one file.
     static let reportedProblems = 20
@@ -49,7 +49,7 @@ public struct AccountImport: Sendable {
     /// of the file (anywhere else it is a wrong line). A password hash costlier than `ceiling`
     /// is a wrong line. Throws every problem found (up to 20), each with its line number, when
     /// any line is wrong.
-    public init(jsonLines data: Data, now: Int64, ceiling: HashCeiling = .standard) throws {
+    package init(jsonLines data: Data, now: Int64, ceiling: HashCeiling = .standard) throws {
         var entries: [Entry] = []
         var problems: [Problem] = []
         var lineOf: [String: Int] = [:]
@@ -182,7 +182,7 @@ public struct AccountImport: Sendable {
     /// Makes every account in one transaction; throws, and makes none, when an address is taken.
     /// Returns how many were made.
     @discardableResult
-    public func apply(to database: any Database, now: Int64) throws -> Int {
+    package func apply(to database: any Database, now: Int64) throws -> Int {
         try database.transaction { db in
             var problems: [Problem] = []
             let accounts = AccountStore(db)
@@ -206,10 +206,10 @@ public struct AccountImport: Sendable {
 }
 
 /// Why a file was not imported: every problem found, by line; nothing was imported.
-public struct AccountImportFailure: Error, Sendable, CustomStringConvertible {
+package struct AccountImportFailure: Error, Sendable, CustomStringConvertible {
     /// The problems, by line.
-    public var problems: [AccountImport.Problem]
+    package var problems: [AccountImport.Problem]
 
     /// One problem a line.
-    public var description: String { problems.map(\.description).joined(separator: "\n") }
+    package var description: String { problems.map(\.description).joined(separator: "\n") }
 }

@@ -3,7 +3,7 @@ import HomeportWire
 
 extension AccountService {
     /// What asking to delete an account came to.
-    public enum AccountDeletionOutcome: Sendable, Equatable {
+    package enum AccountDeletionOutcome: Sendable, Equatable {
         /// Deleted, with everything that was the account's.
         case deleted
         /// Nothing changed (the password was wrong, or missing).
@@ -19,7 +19,7 @@ extension AccountService {
 
     /// Deletes the signed-in caller's account once its password is confirmed, charged to the
     /// same budgets as a password change (a stolen token cannot guess the password at will).
-    public func deleteAccount(session: Session, account: Account, password: String) throws -> AccountDeletionOutcome {
+    package func deleteAccount(session: Session, account: Account, password: String) throws -> AccountDeletionOutcome {
         guard !password.isEmpty else {
             return .invalid([
                 FieldProblem(code: AuthErrorCode.required, param: "password", message: "This field is required.")
@@ -37,7 +37,7 @@ extension AccountService {
 
     /// Deletes the account that signs in with `email` (an operator's `users delete`); false when
     /// there is none.
-    public func deleteAccount(email rawEmail: String) throws -> Bool {
+    package func deleteAccount(email rawEmail: String) throws -> Bool {
         guard let email = Credentials.normalizedEmail(rawEmail),
             let account = try AccountStore(database).find(email: email)
         else { return false }

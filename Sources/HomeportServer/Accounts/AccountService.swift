@@ -14,9 +14,9 @@ import HomeportWire
 /// Every use case that writes more than one row does its slow work first (password hashing,
 /// mail), then one `database.transaction`: a hash never holds the database's write lock, and a
 /// security write (a new password and the end of the other sessions) lands whole or not at all.
-public final class AccountService: Sendable {
+package final class AccountService: Sendable {
     /// The settings in force.
-    public let settings: AccountSettings
+    package let settings: AccountSettings
     let database: any Database
     let hasher: any PasswordHashing
     let mailer: any Mailer
@@ -29,17 +29,17 @@ public final class AccountService: Sendable {
     let costliestHash: CostliestHash
     /// Second factors: offered when a ``SecretsKey`` is at hand (and a server refuses to start
     /// without one if any account has a second factor).
-    public let twoFactor: TwoFactorService
+    package let twoFactor: TwoFactorService
     /// The identity providers the operator configured (`oidc add`), and what they publish.
     let identityProviders: ProviderDirectory
     /// Makes the sessions a sign-in begins.
     let mint: SessionMint
     /// Password changes, confirmations and resets.
-    public let passwords: PasswordService
+    package let passwords: PasswordService
     /// Addresses verified by a mailed code.
-    public let emailVerification: EmailVerificationService
+    package let emailVerification: EmailVerificationService
     /// Browser sign-ins handed to apps.
-    public let handoffs: HandoffService
+    package let handoffs: HandoffService
     /// Sends (or queues) the account's mail.
     let deliver: MailDelivery
 
@@ -52,7 +52,7 @@ public final class AccountService: Sendable {
 
     /// Creates the service; `hasher` defaults to PBKDF2 at `settings.passwordIterations`. Who is
     /// calling is not its business: the one `SessionReader` (the application's) tells the doors.
-    public init(
+    package init(
         database: any Database, settings: AccountSettings, mailer: any Mailer, clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SystemRandom(), hasher: (any PasswordHashing)? = nil, logger: Logger,
         secondFactors: SecondFactorSettings? = nil
@@ -83,7 +83,7 @@ public final class AccountService: Sendable {
     }
 
     /// What a sign-up or sign-in attempt came to.
-    public enum SignInOutcome: Sendable {
+    package enum SignInOutcome: Sendable {
         /// Signed in: a new session and its token.
         case signedIn(token: String, account: Account, session: Session)
         /// Not signed in, and the pre-login session says why (`waiting`, `held`, `mail_failed`).
@@ -123,7 +123,7 @@ public final class AccountService: Sendable {
     /// Creates an account. It signs in at once under open sign-up; under approval it waits and
     /// the answer is a pre-login session whose standing says so. A session the caller already
     /// holds at this door ends: a sign-up never leaves an older session alive beside the new one.
-    public func signup(email rawEmail: String, password: String, address: String, kind: SessionKind, current: Caller)
+    package func signup(email rawEmail: String, password: String, address: String, kind: SessionKind, current: Caller)
         throws -> SignInOutcome
     {
         guard settings.signup != .closed else { return .signupClosed }
@@ -221,7 +221,7 @@ public final class AccountService: Sendable {
     /// address, the password, and (with verification off, where allauth says so too) an address
     /// that has an account, beside a password problem or, with `takenAlone`, on its own (the form
     /// of a caller signed in already, which is refused either way).
-    public func signupProblems(email rawEmail: String, password: String, takenAlone: Bool = false) throws
+    package func signupProblems(email rawEmail: String, password: String, takenAlone: Bool = false) throws
         -> [FieldProblem]
     {
         var problems: [FieldProblem] = []
@@ -241,7 +241,7 @@ public final class AccountService: Sendable {
     /// A sign-in form checked as allauth checks it before refusing a caller who is signed in
     /// already (409): the address, the budgets and the password, a wrong one charged as any
     /// failed sign-in. `nil` when they are right; nothing else is done.
-    public func credentialProblem(email rawEmail: String, password: String, address: String) throws -> SignInOutcome? {
+    package func credentialProblem(email rawEmail: String, password: String, address: String) throws -> SignInOutcome? {
         let now = clock.unixSeconds
         switch try authenticate(email: rawEmail, password: password, address: address, now: now) {
         case .refused(let outcome): return outcome
@@ -294,7 +294,7 @@ public final class AccountService: Sendable {
     /// alike and cost the same (see `PasswordHashing.checkEqualized(_:against:)`); only the right
     /// password learns the account's standing. A session the caller already holds at this door
     /// ends (rotation); a hash made at another cost than the configured one is remade.
-    public func login(email rawEmail: String, password: String, address: String, kind: SessionKind, current: Caller)
+    package func login(email rawEmail: String, password: String, address: String, kind: SessionKind, current: Caller)
         throws -> SignInOutcome
     {
         let now = clock.unixSeconds
@@ -418,20 +418,20 @@ public final class AccountService: Sendable {
     }
 
     /// Signs out: deletes the session row, so its token stops working everywhere at once.
-    public func logout(_ session: Session) throws {
+    package func logout(_ session: Session) throws {
         try SessionEnding(database).end(keyHash: session.keyHash)
     }
 
     // MARK: Operators
 
     /// Every account, oldest first.
-    public func accounts() throws -> [Account] {
+    package func accounts() throws -> [Account] {
         try AccountStore(database).all()
     }
 
     /// Sets an account's approval stage; leaving `approved` ends its sessions in the same
     /// transaction. False if no such account.
-    public func setApproval(_ approval: Approval, email rawEmail: String) throws -> Bool {
+    package func setApproval(_ approval: Approval, email rawEmail: String) throws -> Bool {
         guard let email = Credentials.normalizedEmail(rawEmail) else { return false }
         return try database.transaction { db in
             guard let account = try AccountStore(db).find(email: email),

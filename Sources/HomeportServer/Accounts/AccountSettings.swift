@@ -1,30 +1,30 @@
 import Foundation
 
 /// How accounts, sessions and their limits behave on this installation.
-public struct AccountSettings: Sendable, Hashable {
+package struct AccountSettings: Sendable, Hashable {
     /// Open signup, approval required, or closed.
-    public var signup: SignupPolicy
+    package var signup: SignupPolicy
     /// Session lifetime in seconds, fixed from login (default one year).
-    public var sessionLifetime: Int64
+    package var sessionLifetime: Int64
     /// How long a password-reset key works, in seconds.
-    public var resetKeyLifetime: Int64
+    package var resetKeyLifetime: Int64
     /// PBKDF2 iterations for new password hashes.
-    public var passwordIterations: Int
+    package var passwordIterations: Int
     /// The rate limits both doors share.
-    public var rateLimits: RateLimitPolicy
+    package var rateLimits: RateLimitPolicy
     /// The address people use to reach the web door (for links in mail); `nil` uses the listen address.
-    public var publicURL: String?
+    package var publicURL: String?
     /// Whether an address must be verified by a mailed code before its account gets a session.
-    public var emailVerification: EmailVerificationPolicy
+    package var emailVerification: EmailVerificationPolicy
     /// A CA to trust besides the system's when fetching identity providers' discovery documents
     /// and keys (`HOMEPORT_OIDC_CA_FILE`: a provider behind a private CA).
-    public var providerCAFile: String?
+    package var providerCAFile: String?
 
     /// How long a mailed verification code works, in seconds (as django-allauth: 15 minutes).
-    public static let verificationCodeLifetime: Int64 = 900
+    package static let verificationCodeLifetime: Int64 = 900
 
     /// Creates settings; the defaults suit a small installation reachable from the internet.
-    public init(
+    package init(
         signup: SignupPolicy = .approval, sessionLifetime: Int64 = 365 * 86400, resetKeyLifetime: Int64 = 3600,
         passwordIterations: Int = 600_000, rateLimits: RateLimitPolicy = RateLimitPolicy(), publicURL: String? = nil,
         emailVerification: EmailVerificationPolicy = .none, providerCAFile: String? = nil
@@ -48,11 +48,11 @@ public struct AccountSettings: Sendable, Hashable {
     }
 
     /// Whether cookies must be `Secure` (the public address is HTTPS).
-    public var secureCookies: Bool { publicURL?.lowercased().hasPrefix("https://") ?? false }
+    package var secureCookies: Bool { publicURL?.lowercased().hasPrefix("https://") ?? false }
 }
 
 /// Whether sign-in waits for the address to be verified.
-public enum EmailVerificationPolicy: String, Sendable, CaseIterable {
+package enum EmailVerificationPolicy: String, Sendable, CaseIterable {
     /// Addresses are not verified (the default).
     case none
     /// A sign-up, or a sign-in to an account whose address is not verified yet, mails a short code;

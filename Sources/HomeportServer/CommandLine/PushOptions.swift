@@ -2,6 +2,7 @@ import Foundation
 import HomeportAPNs
 import HomeportCommandLine
 import HomeportCrypto
+import HomeportWire
 
 /// The push options `serve` and `push send` share, and how they become ``PushSettings``.
 package enum PushOptions {

@@ -10,7 +10,7 @@ import HomeportWire
 /// a mailed code instead of a session; the code, sent back with that session's token, verifies
 /// the address, and then the approval stage decides as at any sign-in. ``AccountService``
 /// builds it and begins a verification at a sign-up or sign-in; both doors call the rest.
-public final class EmailVerificationService: Sendable {
+package final class EmailVerificationService: Sendable {
     let settings: AccountSettings
     let database: any Database
     let clock: any WallClock
@@ -33,7 +33,7 @@ public final class EmailVerificationService: Sendable {
     }
 
     /// What sending a code back came to.
-    public enum VerificationOutcome: Sendable {
+    package enum VerificationOutcome: Sendable {
         /// Verified and signed in: a new session (the pre-login one ends) and its token.
         case signedIn(token: String, account: Account, session: Session)
         /// Verified, but the account is not approved: the caller's pre-login session now carries
@@ -52,7 +52,7 @@ public final class EmailVerificationService: Sendable {
     }
 
     /// What checking a code without using it came to.
-    public enum VerificationCheck: Sendable {
+    package enum VerificationCheck: Sendable {
         /// The code is right; it verifies this account's address.
         case valid(Account)
         /// As ``VerificationOutcome/incorrect``.
@@ -66,7 +66,7 @@ public final class EmailVerificationService: Sendable {
     }
 
     /// What asking for a new code came to.
-    public enum ResendOutcome: Sendable {
+    package enum ResendOutcome: Sendable {
         /// A new code replaces the old one and is on its way.
         case sent
         /// No verification waits on the caller's session.
@@ -76,7 +76,7 @@ public final class EmailVerificationService: Sendable {
     }
 
     /// Whether a verification waits on the caller's pre-login session.
-    public func verificationPending(_ caller: Caller) throws -> Bool {
+    package func verificationPending(_ caller: Caller) throws -> Bool {
         guard settings.emailVerification == .code, case .preLogin(let session, _) = caller else { return false }
         return try EmailVerificationStore(database).pending(keyHash: session.keyHash, now: clock.unixSeconds) != nil
     }
@@ -88,7 +88,7 @@ public final class EmailVerificationService: Sendable {
     /// The pre-login session must still be there when the code is used (a logout ends the
     /// verification), and the session is issued against the password as it is then: a password
     /// change, reset or hold ends waiting verifications with the sessions.
-    public func verifyEmail(code: String, caller: Caller) throws -> VerificationOutcome {
+    package func verifyEmail(code: String, caller: Caller) throws -> VerificationOutcome {
         guard case .preLogin(let session, _) = caller else { return .noneWaiting }
         let codeHash: String
         switch try tryCode(code, session: session) {
@@ -146,7 +146,7 @@ public final class EmailVerificationService: Sendable {
 
     /// Checks the code mailed to the caller's pre-login session without using it: a wrong code is
     /// a try, charged like at ``verifyEmail(code:caller:)``; a right one is given back.
-    public func checkVerificationCode(_ code: String, caller: Caller) throws -> VerificationCheck {
+    package func checkVerificationCode(_ code: String, caller: Caller) throws -> VerificationCheck {
         guard case .preLogin(let session, _) = caller else { return .noneWaiting }
         switch try tryCode(code, session: session) {
         case .right(let pending, _):
@@ -165,7 +165,7 @@ public final class EmailVerificationService: Sendable {
     /// code stops working, and the verification keeps its end (15 minutes from its start, as
     /// django-allauth) and its tries. Charged to the account's mail budget
     /// (``RateLimitPolicy/verificationMailPerAccount``), which the first code spent too.
-    public func resendVerification(caller: Caller) throws -> ResendOutcome {
+    package func resendVerification(caller: Caller) throws -> ResendOutcome {
         guard settings.emailVerification == .code, case .preLogin(let session, _) = caller else {
             return .noneWaiting
         }
@@ -203,18 +203,18 @@ public final class EmailVerificationService: Sendable {
     // MARK: Operators
 
     /// Whether the account's address is verified.
-    public func isEmailVerified(_ account: Account) throws -> Bool {
+    package func isEmailVerified(_ account: Account) throws -> Bool {
         try EmailVerificationStore(database).isVerified(userID: account.id)
     }
 
     /// The ids of the accounts whose address is verified.
-    public func verifiedAccountIDs() throws -> Set<Int64> {
+    package func verifiedAccountIDs() throws -> Set<Int64> {
         try EmailVerificationStore(database).verifiedUserIDs()
     }
 
     /// Records that an operator verified the account's address by other means (its mail does not
     /// arrive, say): its next sign-in needs no code. False if no such account.
-    public func markEmailVerified(email rawEmail: String) throws -> Bool {
+    package func markEmailVerified(email rawEmail: String) throws -> Bool {
         guard let email = Credentials.normalizedEmail(rawEmail) else { return false }
         let now = clock.unixSeconds
         return try database.transaction { db in

@@ -13,7 +13,7 @@ import HomeportWire
 /// in the system browser, signs in there by any means and confirms the device by its name; the
 /// browser is sent back with a code that lives two minutes, works once, on this installation,
 /// and only with the secret. ``AccountService`` builds it; both doors call it.
-public final class HandoffService: Sendable {
+package final class HandoffService: Sendable {
     let database: any Database
     let rateLimits: RateLimitPolicy
     let clock: any WallClock
@@ -34,12 +34,12 @@ public final class HandoffService: Sendable {
     }
 
     /// How long a handoff waits for its confirmation.
-    public static let handoffLifetime: Int64 = 600
+    package static let handoffLifetime: Int64 = 600
     /// How long the code of a confirmed handoff can be exchanged.
-    public static let handoffCodeLifetime: Int64 = 120
+    package static let handoffCodeLifetime: Int64 = 120
 
     /// What asking for a handoff came to.
-    public enum HandoffStart: Sendable {
+    package enum HandoffStart: Sendable {
         /// The page to open (`/account/handoff/ID`), by its id, which is shown once.
         case started(id: String)
         /// The request is wrong; nothing was stored.
@@ -51,7 +51,7 @@ public final class HandoffService: Sendable {
     /// Stores a handoff for an app: `codeChallenge` is `BASE64URL(SHA-256(verifier))`
     /// (`S256`, the only method), `redirectURI` an app scheme or an RFC 8252 loopback URL, `state`
     /// what the app gets back with the code, `deviceName` what the confirmation page names.
-    public func beginHandoff(
+    package func beginHandoff(
         codeChallenge: String, method: String, redirectURI: String, state: String, deviceName: String,
         address: String
     ) throws -> HandoffStart {
@@ -105,7 +105,7 @@ public final class HandoffService: Sendable {
 
     /// The name of the device a waiting handoff is for, and where it goes back to; `nil` when
     /// there is no such handoff (any more).
-    public func waitingHandoff(id: String) throws -> (device: String, redirect: String)? {
+    package func waitingHandoff(id: String) throws -> (device: String, redirect: String)? {
         try HandoffStore(database).waiting(idHash: SecretToken.storedForm(of: id), now: clock.unixSeconds).map {
             ($0.deviceName, $0.redirectURI)
         }
@@ -114,7 +114,7 @@ public final class HandoffService: Sendable {
     /// Confirms (`allow`) or refuses the handoff `id` for the signed-in `session`: the address to
     /// send the browser to, with `code` and `state` (or `error=access_denied`); `nil` when the
     /// handoff is no longer waiting.
-    public func decideHandoff(id: String, allow: Bool, session: Session, account: Account) throws -> String? {
+    package func decideHandoff(id: String, allow: Bool, session: Session, account: Account) throws -> String? {
         let idHash = SecretToken.storedForm(of: id)
         let now = clock.unixSeconds
         guard allow else {
@@ -134,7 +134,7 @@ public final class HandoffService: Sendable {
     }
 
     /// What exchanging a handoff's code came to.
-    public enum HandoffExchange: Sendable {
+    package enum HandoffExchange: Sendable {
         /// A new app session and its token.
         case signedIn(token: String, account: Account, session: Session)
         /// No such code, expired, used, or not with this verifier (the code is spent either way).
@@ -148,7 +148,7 @@ public final class HandoffService: Sendable {
     /// Exchanges a confirmed handoff's `code` and the app's `verifier` for an app session. The
     /// code is claimed (deleted) before the verifier is compared, so a wrong verifier spends it;
     /// the attempt is charged as a failed sign-in first and given back when it is right.
-    public func exchangeHandoff(code: String, verifier: String, address: String) throws -> HandoffExchange {
+    package func exchangeHandoff(code: String, verifier: String, address: String) throws -> HandoffExchange {
         let now = clock.unixSeconds
         let client = RateLimiter.clientKey(address)
         do {

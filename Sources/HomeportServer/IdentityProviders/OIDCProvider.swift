@@ -3,29 +3,29 @@ import HomeportStorage
 
 /// An OpenID Connect provider the operator configured (`homeport-server oidc add`): the
 /// household's Authentik, Authelia, Keycloak or other identity provider.
-public struct OIDCProvider: Sendable, Hashable {
+package struct OIDCProvider: Sendable, Hashable {
     /// Its id here (`oidc add ID`): 1–64 of a-z 0-9 . _ -.
-    public var id: String
+    package var id: String
     /// The name its button shows.
-    public var name: String
+    package var name: String
     /// The issuer: its discovery document is at `ISSUER/.well-known/openid-configuration`.
-    public var issuer: String
+    package var issuer: String
     /// This server's client id at the provider.
-    public var clientID: String
+    package var clientID: String
     /// Where the client secret is read from when the server needs it; `nil` for a public client.
     /// The secret itself is never stored in the database.
-    public var clientSecretFile: String?
+    package var clientSecretFile: String?
     /// The client ids of the apps that run the provider's flow themselves and hand over an ID
     /// token: tokens for them are accepted beside tokens for ``clientID``.
-    public var appClientIDs: [String]
+    package var appClientIDs: [String]
     /// The scopes asked for.
-    public var scopes: String
+    package var scopes: String
     /// Whether a first sign-in may join an existing account with the same address, when the
     /// provider says it verified it.
-    public var linkVerifiedEmail: Bool
+    package var linkVerifiedEmail: Bool
 
     /// The default scopes.
-    public static let defaultScopes = "openid email profile"
+    package static let defaultScopes = "openid email profile"
 
     /// Every client id a token may be for.
     var audiences: Set<String> { Set([clientID] + appClientIDs) }
@@ -39,7 +39,7 @@ public struct OIDCProvider: Sendable, Hashable {
     }
 
     /// Whether `id` is a valid provider id.
-    public static func isValidID(_ id: String) -> Bool {
+    package static func isValidID(_ id: String) -> Bool {
         (1...64).contains(id.utf8.count)
             && id.utf8.allSatisfy {
                 (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || [0x2E, 0x5F, 0x2D].contains($0)
@@ -48,7 +48,7 @@ public struct OIDCProvider: Sendable, Hashable {
 
     /// What is wrong with `issuer` as an issuer, or `nil`: it is an absolute HTTPS URL without a
     /// query or fragment; plain HTTP only on a loopback host (tests, a provider on this machine).
-    public static func issuerProblem(_ issuer: String) -> String? {
+    package static func issuerProblem(_ issuer: String) -> String? {
         guard let url = URLComponents(string: issuer), let scheme = url.scheme?.lowercased(),
             let host = url.host, !host.isEmpty, url.query == nil, url.fragment == nil, url.user == nil,
             url.password == nil

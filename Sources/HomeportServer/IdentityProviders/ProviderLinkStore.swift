@@ -1,19 +1,19 @@
 import HomeportStorage
 
 /// A person at an identity provider, linked to an account here (allauth's `SocialAccount`).
-public struct ProviderLink: Sendable, Hashable {
+package struct ProviderLink: Sendable, Hashable {
     /// The provider's issuer.
-    public var issuer: String
+    package var issuer: String
     /// The person's id there (`sub`).
-    public var subject: String
+    package var subject: String
     /// The provider it was last used through (its id here).
-    public var providerID: String
+    package var providerID: String
     /// The account.
-    public var userID: Int64
+    package var userID: Int64
     /// The address the provider gave, if any.
-    public var email: String?
+    package var email: String?
     /// When it was linked, in Unix seconds.
-    public var createdAt: Int64
+    package var createdAt: Int64
 }
 
 /// The `provider_links` table: who is who at which provider. One person at one issuer is linked

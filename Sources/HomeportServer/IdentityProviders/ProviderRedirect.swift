@@ -2,6 +2,7 @@ import Foundation
 import HomeportCrypto
 import HomeportHTTP
 import HomeportStorage
+import HomeportWire
 
 /// Signing in through a provider's own pages, from the web door: the authorization code flow
 /// with PKCE (S256), a `state` bound to the browser that began it by a cookie, and a `nonce` the

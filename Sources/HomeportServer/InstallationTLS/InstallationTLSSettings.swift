@@ -3,15 +3,15 @@ import HomeportHTTP
 /// Where the server serves HTTPS with a self-signed certificate made from the installation key
 /// (renewed by itself): clients that pinned the key accept it on any address, with no
 /// certificate authority; browsers and other clients see an untrusted certificate.
-public struct InstallationTLSSettings: Sendable, Equatable {
+package struct InstallationTLSSettings: Sendable, Equatable {
     /// Whether the main listener (`--listen`) serves it (`--tls-installation`).
-    public var onListen: Bool
+    package var onListen: Bool
     /// Another listener serving the app over HTTPS with it (`--installation-listen`), beside a
     /// main listener that serves plain HTTP behind a proxy or a CA's certificate.
-    public var listen: ListenAddress?
+    package var listen: ListenAddress?
 
     /// Creates settings.
-    public init(onListen: Bool = false, listen: ListenAddress? = nil) {
+    package init(onListen: Bool = false, listen: ListenAddress? = nil) {
         self.onListen = onListen
         self.listen = listen
     }

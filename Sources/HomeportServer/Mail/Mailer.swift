@@ -2,18 +2,18 @@ import Foundation
 import HomeportCrypto
 
 /// One outgoing mail.
-public struct Mail: Sendable, Hashable {
+package struct Mail: Sendable, Hashable {
     /// The recipient.
-    public var to: String
+    package var to: String
     /// The subject line.
-    public var subject: String
+    package var subject: String
     /// The plain-text body.
-    public var body: String
+    package var body: String
     /// What the mail is for (`password_reset`, `unknown_account`, `signup_waiting`), for logs.
-    public var kind: String
+    package var kind: String
 
     /// Creates a mail.
-    public init(to: String, subject: String, body: String, kind: String) {
+    package init(to: String, subject: String, body: String, kind: String) {
         self.to = to
         self.subject = subject
         self.body = body
@@ -22,7 +22,7 @@ public struct Mail: Sendable, Hashable {
 }
 
 /// Sends mail. A failed send throws; callers record the failure so `standing` can report it.
-public protocol Mailer: Sendable {
+package protocol Mailer: Sendable {
     /// Sends one mail.
     func send(_ mail: Mail) throws
     /// Whether a request only queues its mail (sent later by `MailSender`, off the request's
@@ -32,25 +32,25 @@ public protocol Mailer: Sendable {
 
 extension Mailer {
     /// Sent at once, by default.
-    public var queues: Bool { false }
+    package var queues: Bool { false }
 }
 
 /// Writes each mail as an RFC 5322 `.eml` file into a directory (the default: an operator or
 /// a mail relay picks them up from there).
-public struct OutboxMailer: Mailer {
+package struct OutboxMailer: Mailer {
     /// The outbox directory.
-    public let directory: String
+    package let directory: String
     /// The sender address.
-    public let from: String
+    package let from: String
 
     /// Creates a mailer writing to `directory` (created on first use, mode 0700).
-    public init(directory: String, from: String = "homeport@localhost") {
+    package init(directory: String, from: String = "homeport@localhost") {
         self.directory = directory
         self.from = from
     }
 
     /// Writes the mail atomically (a temporary file, then a rename).
-    public func send(_ mail: Mail) throws {
+    package func send(_ mail: Mail) throws {
         try FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let name = "\(Int(Date().timeIntervalSince1970 * 1000))-\(Digest.hex(try SystemRandom().bytes(6)))"

@@ -4,23 +4,23 @@ import HomeportCrypto
 import HomeportCurl
 
 /// Where and how mail goes out over SMTP.
-public struct SMTPSettings: Sendable, Equatable {
+package struct SMTPSettings: Sendable, Equatable {
     /// `smtp://[USER@]HOST:PORT` (STARTTLS when the server offers it) or `smtps://…` (TLS from the
     /// first byte).
-    public var url: String
+    package var url: String
     /// The sender address (`From:` and the envelope's).
-    public var from: String
+    package var from: String
     /// The password for the URL's user, read from a secret file; never logged.
-    public var password: String?
+    package var password: String?
     /// Refuse to send over `smtp://` unless the server offers STARTTLS.
-    public var requireStartTLS: Bool
+    package var requireStartTLS: Bool
     /// How long one delivery may take, connecting included.
-    public var timeoutSeconds: Int
+    package var timeoutSeconds: Int
     /// A CA to trust besides the system's (a test relay); `nil` in production.
-    public var caFile: String?
+    package var caFile: String?
 
     /// Creates settings.
-    public init(
+    package init(
         url: String, from: String, password: String? = nil, requireStartTLS: Bool = false, timeoutSeconds: Int = 30,
         caFile: String? = nil
     ) {
@@ -45,23 +45,23 @@ struct SMTPFailure: Error, CustomStringConvertible {
 
 /// Sends mail through an SMTP relay with libcurl. Used by `MailSender` from its own thread: a
 /// request only queues its mail.
-public struct SMTPMailer: Mailer {
+package struct SMTPMailer: Mailer {
     /// The relay and the sender.
-    public let settings: SMTPSettings
+    package let settings: SMTPSettings
     /// The host mail ids are made under (`Message-ID: <random@host>`).
     let messageHost: String
 
     /// A mailer for `settings`; `messageHost` names the installation in Message-IDs.
-    public init(settings: SMTPSettings, messageHost: String) {
+    package init(settings: SMTPSettings, messageHost: String) {
         self.settings = settings
         self.messageHost = messageHost
     }
 
     /// SMTP mail is queued and sent by `MailSender`.
-    public var queues: Bool { true }
+    package var queues: Bool { true }
 
     /// Sends one mail now, waiting for the relay's answer; throws `SMTPFailure`.
-    public func send(_ mail: Mail) throws {
+    package func send(_ mail: Mail) throws {
         guard !mail.to.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "<" || $0 == ">" }) else {
             throw SMTPFailure(reason: "the address is not one", permanent: true)
         }

@@ -7,7 +7,7 @@ import HomeportWire
 /// Passwords: changed with the current one, confirmed before a change made with it (a new
 /// password, the account's deletion), and reset with a single-use key mailed to the address.
 /// Both doors call these; ``AccountService`` builds it.
-public final class PasswordService: Sendable {
+package final class PasswordService: Sendable {
     let settings: AccountSettings
     let database: any Database
     let hasher: any PasswordHashing
@@ -32,7 +32,7 @@ public final class PasswordService: Sendable {
     }
 
     /// What a password change came to.
-    public enum PasswordChangeOutcome: Sendable {
+    package enum PasswordChangeOutcome: Sendable {
         /// Changed: every session of the account is gone, and this new one (same door) replaces
         /// the caller's.
         case changed(token: String, session: Session)
@@ -55,7 +55,7 @@ public final class PasswordService: Sendable {
     /// checked against, in one transaction with ending the sessions and voiding reset keys: a
     /// reset that lands while the current password is being checked wins, and the change is
     /// refused as if the current password were wrong (it is, by then).
-    public func changePassword(session: Session, account: Account, current: String, new: String) throws
+    package func changePassword(session: Session, account: Account, current: String, new: String) throws
         -> PasswordChangeOutcome
     {
         // The new password first: refusing it costs nothing, so it must not cost a hash either.
@@ -127,7 +127,7 @@ public final class PasswordService: Sendable {
 
     /// What a reset request came to. The answer a client sees is the same whether or not an
     /// account has the address.
-    public enum ResetRequestOutcome: Sendable, Equatable {
+    package enum ResetRequestOutcome: Sendable, Equatable {
         /// Accepted (a mail was sent, or the address has no account).
         case accepted
         /// The address is not an address.
@@ -138,7 +138,7 @@ public final class PasswordService: Sendable {
 
     /// Sends a single-use reset key to an account's address; an unknown address gets a mail
     /// saying there is no account, so both answers cost the same and look the same.
-    public func requestPasswordReset(email rawEmail: String, address: String, current: Caller) throws
+    package func requestPasswordReset(email rawEmail: String, address: String, current: Caller) throws
         -> ResetRequestOutcome
     {
         guard let email = Credentials.normalizedEmail(rawEmail) else { return .invalid([AccountService.invalidEmail]) }
@@ -180,7 +180,7 @@ public final class PasswordService: Sendable {
     }
 
     /// The account a live reset key belongs to, without using the key up.
-    public func account(forResetKey key: String) throws -> Account? {
+    package func account(forResetKey key: String) throws -> Account? {
         guard SecretToken.isWellFormed(key),
             let userID = try ResetKeyStore(database).userID(
                 keyHash: SecretToken.storedForm(of: key), now: clock.unixSeconds)
@@ -189,7 +189,7 @@ public final class PasswordService: Sendable {
     }
 
     /// What a reset came to.
-    public enum ResetOutcome: Sendable, Equatable {
+    package enum ResetOutcome: Sendable, Equatable {
         /// The password is set; every session of the account has ended.
         case reset(Account)
         /// The key is unknown, used or expired.
@@ -198,7 +198,7 @@ public final class PasswordService: Sendable {
         case invalid([FieldProblem])
 
         /// Equal when the same case (and account).
-        public static func == (lhs: ResetOutcome, rhs: ResetOutcome) -> Bool {
+        package static func == (lhs: ResetOutcome, rhs: ResetOutcome) -> Bool {
             switch (lhs, rhs) {
             case (.reset(let a), .reset(let b)): a.id == b.id
             case (.invalidKey, .invalidKey): true
@@ -211,7 +211,7 @@ public final class PasswordService: Sendable {
     /// Sets a new password with a reset key: in one transaction the key is used up (of two
     /// requests with it, one wins), the account's other keys are voided, the password is set and
     /// every session of the account ends.
-    public func resetPassword(key: String, password: String) throws -> ResetOutcome {
+    package func resetPassword(key: String, password: String) throws -> ResetOutcome {
         guard let account = try account(forResetKey: key) else { return .invalidKey }
         if let problem = Credentials.passwordProblem(password, param: "password") { return .invalid([problem]) }
         let newHash = try hasher.hash(password)

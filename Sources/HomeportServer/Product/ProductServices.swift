@@ -8,16 +8,22 @@ import HomeportWire
 public struct ProductServices: Sendable {
     /// The database (Homeport's tables and the product's, one transaction can span both).
     public let database: any Database
-    /// Notifications: `notify` logs one for the in-app stream and queues its pushes.
+    /// Notifications: `notify` logs one for the in-app stream and queues its pushes (and that
+    /// is all a product may do with them).
     public let notifications: PushCenter
-    /// The installation identity (its `instanceId` is the `s` of every push).
-    public let identity: IdentityStore
+    /// The installation identity, read through ``instanceID()``.
+    package let identity: IdentityStore
     /// The wall clock (a test's manual clock, when one is injected).
     public let clock: any WallClock
     /// The product's logger, labelled with its name.
     public let logger: Logger
     /// Each budget's limit in force (the declared default, or the operator's override).
     public let budgets: [String: (limit: RateLimit, key: ProductBudget.Key)]
+
+    /// The installation's public instance id (the `s` of every push it sends).
+    public func instanceID() throws -> InstanceID {
+        try identity.instanceID()
+    }
 
     /// Charges one `budget` action to `caller` (its account, its client address, or both, as the
     /// budget declares), in the counters every door and replica share, at the limit in force (the

@@ -4,27 +4,27 @@ import HomeportStorage
 import HomeportWire
 
 /// One notification in an account's log.
-public struct NotificationRecord: Sendable, Hashable {
+package struct NotificationRecord: Sendable, Hashable {
     /// Its place in the account's log (1, 2, 3, …): the stream's event id.
-    public var seq: Int64
+    package var seq: Int64
     /// The account.
-    public var userID: Int64
+    package var userID: Int64
     /// The catalogue code.
-    public var code: String
+    package var code: String
     /// The title.
-    public var title: String
+    package var title: String
     /// The body, when there is one.
-    public var body: String?
+    package var body: String?
     /// The thread, as this server names it (`chat:42`).
-    public var thread: String?
+    package var thread: String?
     /// The object it is about.
-    public var objectID: Int64?
+    package var objectID: Int64?
     /// The catalogue version when it was made.
-    public var catalogueVersion: String?
+    package var catalogueVersion: String?
     /// When, in Unix seconds.
-    public var createdAt: Int64
-    /// The product's own string values (``NotificationData``), when it sent any.
-    public var data: [String: String]? = nil
+    package var createdAt: Int64
+    /// The product's own string values (`NotificationData`), when it sent any.
+    package var data: [String: String]? = nil
 }
 
 /// The `notifications` table: every account's notifications, numbered per account.
@@ -32,10 +32,10 @@ public struct NotificationRecord: Sendable, Hashable {
 /// Numbers are handed out under the account row's lock, so they commit in order: a reader that
 /// has seen number n of an account never later finds a smaller number appear (which is what lets
 /// `Last-Event-ID` resume without loss on every backend).
-struct NotificationLog {
+package struct NotificationLog {
     let db: any SQLExecutor
 
-    init(_ db: any SQLExecutor) {
+    package init(_ db: any SQLExecutor) {
         self.db = db
     }
 
@@ -71,7 +71,7 @@ struct NotificationLog {
     }
 
     /// An account's notifications after `seq`, oldest first.
-    func after(userID: Int64, seq: Int64, limit: Int = 500) throws -> [NotificationRecord] {
+    package func after(userID: Int64, seq: Int64, limit: Int = 500) throws -> [NotificationRecord] {
         try db.execute(
             """
             SELECT n.seq, n.user_id, n.code, n.title, n.body, n.thread, n.object_id, n.catalogue_version,

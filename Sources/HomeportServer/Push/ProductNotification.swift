@@ -1,3 +1,5 @@
+import HomeportWire
+
 /// A notification for one account: what the in-app stream shows and each of the account's
 /// devices receives as a push (``PushCenter/notify(_:to:in:)``).
 public struct ProductNotification: Sendable, Hashable {
@@ -14,7 +16,7 @@ public struct ProductNotification: Sendable, Hashable {
     public var objectID: Int64?
     /// A push with the same collapse id replaces the one before it on the device.
     public var collapseID: String?
-    /// The product's own string values for the app (``NotificationData``): `d` in the push's app
+    /// The product's own string values for the app (`NotificationData`): `d` in the push's app
     /// data, `data` on the stream.
     public var data: [String: String]?
 
@@ -32,3 +34,7 @@ public struct ProductNotification: Sendable, Hashable {
         self.data = data
     }
 }
+
+/// Whether text may be shown in a notification's title or body (`DisplayText.isShown(_:)`):
+/// a product checks what a person typed before it becomes one.
+public typealias DisplayText = HomeportWire.DisplayText

@@ -16,11 +16,11 @@ import Synchronization
 /// `instanceId`, `mv` the catalogue's version, the thread is namespaced by the server.
 public final class PushCenter: Sendable {
     /// The settings in force.
-    public let settings: PushSettings
+    package let settings: PushSettings
     /// The catalogue: the built-in codes, those products declared through the product API and
     /// the operator's (`--catalogue`), read again from the database at most a second late, so
     /// every replica answers a product's change (and its new `mv`) within a second.
-    public var catalogue: ServerCatalogue { catalogue(readingThrough: nil) }
+    package var catalogue: ServerCatalogue { catalogue(readingThrough: nil) }
 
     /// The catalogue, read again through `db` (the caller's connection) when the one held is
     /// older than a second.
@@ -43,7 +43,7 @@ public final class PushCenter: Sendable {
     private let declared: Mutex<(catalogue: ServerCatalogue, readAt: ContinuousClock.Instant?)>
 
     /// Creates the center.
-    public init(
+    package init(
         database: any Database, identity: IdentityStore, settings: PushSettings, clock: any WallClock,
         random: any RandomSource = SystemRandom(), rateLimits: RateLimitPolicy = RateLimitPolicy(), logger: Logger
     ) {
@@ -101,7 +101,7 @@ public final class PushCenter: Sendable {
         case invalidText
         /// The installation's identity cannot be read, so `s` cannot be set.
         case identityUnavailable
-        /// `data` breaks ``NotificationData``'s rules (the sentence says which).
+        /// `data` breaks `NotificationData`'s rules (the sentence says which).
         case invalidData(String)
         /// ``PushCenter/notify(_:to:in:)`` was given a connection outside a transaction.
         case notInTransaction
@@ -334,12 +334,12 @@ public final class PushCenter: Sendable {
     }
 
     /// The account's devices.
-    public func devices(accountID: Int64) throws -> [PushDevice] {
+    package func devices(accountID: Int64) throws -> [PushDevice] {
         try PushDeviceStore(database).devices(userID: accountID)
     }
 
     /// Every registered device, with its account's address.
-    public func allDevices() throws -> [(device: PushDevice, email: String)] {
+    package func allDevices() throws -> [(device: PushDevice, email: String)] {
         try PushDeviceStore(database).all()
     }
 

@@ -2,39 +2,39 @@ import HomeportStorage
 import HomeportWire
 
 /// One device registered for pushes on this server.
-public struct PushDevice: Sendable, Hashable {
+package struct PushDevice: Sendable, Hashable {
     /// The APNs device token, lowercase hex; for Web Push, the subscription's name here
     /// (`webpush:` and the SHA-256 of its endpoint).
-    public var token: String
+    package var token: String
     /// Which APNs environment issued it.
-    public var environment: PushEnvironment
+    package var environment: PushEnvironment
     /// The app's bundle id the token belongs to.
-    public var topic: String
+    package var topic: String
     /// The account it pushes to.
-    public var userID: Int64
+    package var userID: Int64
     /// When it was registered (or registered again), in Unix seconds.
-    public var updatedAt: Int64
+    package var updatedAt: Int64
     /// The key hash of the session that registered it (`nil` for a row written without one).
     var sessionKeyHash: String?
     /// Which push service carries its pushes.
-    public var provider: PushProvider = .apns
+    package var provider: PushProvider = .apns
     /// For Web Push: where its pushes go and the keys that encrypt them.
-    public var webPush: WebPushTarget?
+    package var webPush: WebPushTarget?
     /// For FCM: the app's registration token (``token`` is the server's name for it).
-    public var fcmToken: String?
+    package var fcmToken: String?
 }
 
 /// Where a Web Push goes and the subscription's keys that encrypt it.
-public struct WebPushTarget: Sendable, Hashable {
+package struct WebPushTarget: Sendable, Hashable {
     /// The push service's URL for this subscription.
-    public var endpoint: String
+    package var endpoint: String
     /// The subscription's P-256 public key, base64url (65 bytes).
-    public var p256dh: String
+    package var p256dh: String
     /// The subscription's authentication secret, base64url (16 bytes).
-    public var auth: String
+    package var auth: String
 
     /// Creates a target.
-    public init(endpoint: String, p256dh: String, auth: String) {
+    package init(endpoint: String, p256dh: String, auth: String) {
         self.endpoint = endpoint
         self.p256dh = p256dh
         self.auth = auth

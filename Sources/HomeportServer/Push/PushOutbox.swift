@@ -2,33 +2,33 @@ import HomeportStorage
 import HomeportWire
 
 /// One notification to one device, waiting in the outbox.
-public struct OutboxItem: Sendable, Hashable {
+package struct OutboxItem: Sendable, Hashable {
     /// The row.
-    public var id: Int64
+    package var id: Int64
     /// The `apns-id` header (a UUID), the same on every attempt.
-    public var apnsID: String
+    package var apnsID: String
     /// The device token.
-    public var deviceToken: String
+    package var deviceToken: String
     /// Which APNs host.
-    public var environment: PushEnvironment
+    package var environment: PushEnvironment
     /// The `apns-topic` (the app's bundle id).
-    public var topic: String
+    package var topic: String
     /// The payload, as sent.
-    public var payload: String
+    package var payload: String
     /// The `apns-collapse-id`, when there is one.
-    public var collapseID: String?
+    package var collapseID: String?
     /// The `apns-priority` (10 at once, 5 when convenient).
-    public var priority: Int
+    package var priority: Int
     /// The `apns-expiration`, in Unix seconds (0: now or never).
-    public var expiration: Int64
+    package var expiration: Int64
     /// Attempts made so far.
-    public var attempts: Int
+    package var attempts: Int
     /// Which push service carries it.
-    public var provider: PushProvider = .apns
+    package var provider: PushProvider = .apns
     /// For Web Push: where it goes and the keys that encrypt it.
-    public var webPush: WebPushTarget?
+    package var webPush: WebPushTarget?
     /// For FCM: the app's registration token.
-    public var fcmToken: String?
+    package var fcmToken: String?
 }
 
 extension OutboxItem {

@@ -1,51 +1,52 @@
 import Foundation
 import HomeportAPNs
 import HomeportCrypto
+import HomeportWire
 
 /// How the server notifies: the payload's app-data key, the catalogue, and APNs (or none).
-public struct PushSettings: Sendable {
+package struct PushSettings: Sendable {
     /// The key of the payload's app-data block (`homeport`; a product names its own, such as `officer`).
-    public var appDataKey: String
+    package var appDataKey: String
     /// Codes the operator adds to the built-in catalogue.
-    public var extraCodes: [CatalogueCode]
+    package var extraCodes: [CatalogueCode]
     /// The app's bundle id (`apns-topic`): with it, notifications queue pushes; without it pushes are
     /// off (registrations, the log and the in-app stream still work).
-    public var topic: String?
+    package var topic: String?
     /// How this process sends the queued pushes to APNs; `nil` leaves them to another process
     /// (or to ``gateway``).
-    public var apns: APNsSettings?
+    package var apns: APNsSettings?
     /// The push gateway this process sends the queued pushes to instead of APNs (the app's
     /// developer holds the APNs key); `nil` for none.
-    public var gateway: PushGatewaySettings?
+    package var gateway: PushGatewaySettings?
     /// The VAPID public key (base64url) browsers and UnifiedPush distributors subscribe with:
     /// with it, Web Push subscriptions are taken and notifications queue Web Pushes; without it,
     /// Web Push is off. Set with ``webPush`` by ``enableWebPush(_:)``.
-    public var webPushKey: String?
+    package var webPushKey: String?
     /// How this process sends the queued Web Pushes; `nil` leaves them to another process.
-    public var webPush: WebPushSettings?
+    package var webPush: WebPushSettings?
     /// The Firebase project whose Android app takes FCM pushes: with it, FCM registrations are
     /// taken and notifications queue FCM pushes. Set with ``fcm`` by ``enableFCM(_:)``.
-    public var fcmProject: String?
+    package var fcmProject: String?
     /// How this process sends the queued FCM pushes; `nil` leaves them to another process.
-    public var fcm: FCMSettings?
+    package var fcm: FCMSettings?
     /// How long the in-app notification log keeps a notification, in seconds.
-    public var logRetention: Int64
+    package var logRetention: Int64
     /// Attempts at one push before it is given up.
-    public var maximumAttempts: Int
+    package var maximumAttempts: Int
     /// How often a stream gets a keep-alive comment, in seconds.
-    public var streamHeartbeat: Double
+    package var streamHeartbeat: Double
     /// How often the in-app stream looks for notifications made by other processes, in seconds.
-    public var streamPollInterval: Double
+    package var streamPollInterval: Double
     /// How many in-app streams a session, an account and a client address hold at once (per process).
-    public var streamLimits = StreamLimits()
+    package var streamLimits = StreamLimits()
     /// Devices one account keeps registered: registering one more removes its least recently
     /// registered (a phone reinstalled leaves its old token behind until Apple refuses it).
-    public var maxDevicesPerAccount = 20
+    package var maxDevicesPerAccount = 20
     /// Threads one account may keep muted; muting one more is refused until one is unmuted.
-    public var maxMutesPerAccount = 1000
+    package var maxMutesPerAccount = 1000
 
     /// Creates settings; pushes are off until ``apns`` is set.
-    public init(
+    package init(
         appDataKey: String = "homeport", extraCodes: [CatalogueCode] = [], topic: String? = nil,
         apns: APNsSettings? = nil,
         logRetention: Int64 = 30 * 86400, maximumAttempts: Int = 8, streamHeartbeat: Double = 15,
@@ -63,13 +64,13 @@ public struct PushSettings: Sendable {
 
     /// Turns Web Push on, sent by this process with `settings`: ``webPushKey`` becomes its
     /// VAPID public key.
-    public mutating func enableWebPush(_ settings: WebPushSettings) throws {
+    package mutating func enableWebPush(_ settings: WebPushSettings) throws {
         webPushKey = try settings.publicKey()
         webPush = settings
     }
 
     /// Turns FCM on, sent by this process with `settings`.
-    public mutating func enableFCM(_ settings: FCMSettings) {
+    package mutating func enableFCM(_ settings: FCMSettings) {
         fcmProject = settings.projectID
         fcm = settings
     }
@@ -82,14 +83,14 @@ public struct PushSettings: Sendable {
 
     /// Sends pushes through `gateway`: APNs always, and Web Push and FCM when the gateway carries
     /// them (its VAPID key becomes ``webPushKey``, its project ``fcmProject``).
-    public mutating func sendThrough(_ gateway: PushGatewaySettings) {
+    package mutating func sendThrough(_ gateway: PushGatewaySettings) {
         self.gateway = gateway
         if let key = gateway.webPushKey { webPushKey = key }
         if let project = gateway.fcmProject { fcmProject = project }
     }
 
     /// Checks an app-data key: 1–32 letters, digits, `_` or `-`, and not `aps`.
-    public static func validateAppDataKey(_ key: String) -> Bool {
+    package static func validateAppDataKey(_ key: String) -> Bool {
         (1...32).contains(key.utf8.count) && key != "aps"
             && key.utf8.allSatisfy {
                 (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
@@ -101,18 +102,18 @@ public struct PushSettings: Sendable {
 }
 
 /// How to reach APNs, and as whom.
-public struct APNsSettings: Sendable {
+package struct APNsSettings: Sendable {
     /// The auth key (`.p8`) as PEM, read from the key file; never logged.
-    public var keyPEM: String
+    package var keyPEM: String
     /// The key's id (`kid`), ten characters.
-    public var keyID: String
+    package var keyID: String
     /// The team id (`iss`), ten characters.
-    public var teamID: String
+    package var teamID: String
     /// The hosts and the trust.
-    public var client: APNsClient.Configuration
+    package var client: APNsClient.Configuration
 
     /// Creates settings.
-    public init(keyPEM: String, keyID: String, teamID: String, client: APNsClient.Configuration) {
+    package init(keyPEM: String, keyID: String, teamID: String, client: APNsClient.Configuration) {
         self.keyPEM = keyPEM
         self.keyID = keyID
         self.teamID = teamID
@@ -122,28 +123,28 @@ public struct APNsSettings: Sendable {
 }
 
 /// How to reach a push gateway (`homeport-server gateway serve`), and as whom.
-public struct PushGatewaySettings: Sendable {
+package struct PushGatewaySettings: Sendable {
     /// The gateway's base URL: `https://…`, or `http://` on a loopback address.
-    public var url: String
+    package var url: String
     /// The credential its operator issued for this installation; never logged.
-    public var credential: String
+    package var credential: String
     /// A CA file trusted besides the system's (a gateway with a private CA).
-    public var caFile: String?
+    package var caFile: String?
     /// Longest wait for one exchange with the gateway, in seconds (a batch of FCM and Web
     /// Pushes takes the gateway up to about 40).
-    public var timeoutSeconds: Int
+    package var timeoutSeconds: Int
     /// The gateway's VAPID public key (base64url), when it carries this server's Web Pushes:
     /// subscriptions are made with it, and go to the gateway.
-    public var webPushKey: String?
+    package var webPushKey: String?
     /// The Firebase project of the gateway's app, when it carries this server's FCM pushes.
-    public var fcmProject: String?
+    package var fcmProject: String?
     /// Whether Web Push subscriptions on this machine or a private network are taken for the
     /// gateway (`--webpush-allow-private-endpoints`; whether the gateway posts there is its own
     /// flag's word).
-    public var allowPrivateWebPushEndpoints = false
+    package var allowPrivateWebPushEndpoints = false
 
     /// Creates settings.
-    public init(
+    package init(
         url: String, credential: String, caFile: String? = nil, timeoutSeconds: Int = 50, webPushKey: String? = nil,
         fcmProject: String? = nil
     ) {
@@ -156,7 +157,7 @@ public struct PushGatewaySettings: Sendable {
     }
 
     /// The push services the gateway carries for this server.
-    public var providers: Set<PushProvider> {
+    package var providers: Set<PushProvider> {
         var providers: Set<PushProvider> = [.apns]
         if webPushKey != nil { providers.insert(.webpush) }
         if fcmProject != nil { providers.insert(.fcm) }
@@ -166,7 +167,7 @@ public struct PushGatewaySettings: Sendable {
     /// The credential in the file at `path`, made there first (256 random bits, mode 0600) when
     /// the file does not exist. Throws ``ConfigurationError`` for a file others may read or that
     /// holds no credential.
-    public static func credential(fromFile path: String) throws -> String {
+    package static func credential(fromFile path: String) throws -> String {
         let data = try PrivateFile.read(
             path, what: "push gateway credential file", create: { try SecretToken.generate() + "\n" })
         let credential = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -177,7 +178,7 @@ public struct PushGatewaySettings: Sendable {
 
     /// Whether `url` may name a gateway: `https://` with a host, or `http://` on a loopback
     /// address (`127.0.0.0/8`, `[::1]`, `localhost`), where nothing crosses a network in clear.
-    public static func isAllowedURL(_ url: String) -> Bool {
+    package static func isAllowedURL(_ url: String) -> Bool {
         guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty,
             components.query == nil, components.fragment == nil, components.user == nil
         else { return false }

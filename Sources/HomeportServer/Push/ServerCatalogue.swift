@@ -8,15 +8,15 @@ public typealias CatalogueCode = NotificationCatalogue.Code
 /// The server's notification catalogue: the built-in codes and those the operator (or a product
 /// embedding the server) adds, with a version that is a hash of the content, so that every
 /// replica with the same catalogue answers the same version.
-public struct ServerCatalogue: Sendable, Hashable {
+package struct ServerCatalogue: Sendable, Hashable {
     /// The code of the test notification (`POST /api/v1/push/test`).
-    public static let testCode = "homeport/core:push.test"
+    package static let testCode = "homeport/core:push.test"
 
     /// The catalogue as the wire shows it.
-    public let answer: NotificationCatalogue
+    package let answer: NotificationCatalogue
 
     /// The built-in codes and `extra` (an extra code replaces a built-in one of the same name).
-    public init(extra: [CatalogueCode] = []) {
+    package init(extra: [CatalogueCode] = []) {
         var byCode: [String: String] = [Self.testCode: "Test notification"]
         for code in extra { byCode[code.code] = code.title }
         let codes = byCode.keys.sorted().map { CatalogueCode(code: $0, title: byCode[$0] ?? "") }
@@ -25,16 +25,16 @@ public struct ServerCatalogue: Sendable, Hashable {
     }
 
     /// The version (the `ETag`, and `mv` in payloads).
-    public var version: String { answer.version }
+    package var version: String { answer.version }
 
     /// Whether `code` is in the catalogue.
-    public func contains(_ code: String) -> Bool {
+    package func contains(_ code: String) -> Bool {
         answer.codes.contains { $0.code == code }
     }
 
     /// Reads extra codes from a JSON file: `{"codes": [{"code": "ns:name", "title": "…"}, …]}`.
     /// Throws a sentence that names what is wrong.
-    public static func codes(fromFile path: String) throws -> [CatalogueCode] {
+    package static func codes(fromFile path: String) throws -> [CatalogueCode] {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
@@ -53,7 +53,7 @@ public struct ServerCatalogue: Sendable, Hashable {
     }
 
     /// What is wrong with `code`, in a sentence; `nil` when nothing is.
-    public static func problem(_ code: CatalogueCode) -> String? {
+    package static func problem(_ code: CatalogueCode) -> String? {
         guard isCode(code.code) else {
             return
                 "'\(code.code.prefix(80))' is not a code: use namespace:name, such as homeport/core:chat.turn-ended"
@@ -72,7 +72,7 @@ public struct ServerCatalogue: Sendable, Hashable {
     /// `m` (`hornep0rt`), starts with `homeport` (`homeport:x`, `homeport/core/evil:x`, `home.port:x`). A product key's codes
     /// are never in it; the operator's catalogue and a Swift product's, which are the
     /// installation's own, may be.
-    public static func isReserved(_ code: String) -> Bool {
+    package static func isReserved(_ code: String) -> Bool {
         let namespace = code.split(separator: ":", maxSplits: 1).first ?? ""
         let first = namespace.split(separator: "/", omittingEmptySubsequences: false).first ?? ""
         let lookalikes: [Character: Character] = ["0": "o", "3": "e", "7": "t"]
@@ -82,7 +82,7 @@ public struct ServerCatalogue: Sendable, Hashable {
     }
 
     /// `namespace:name`: lowercase letters, digits, `.`, `_`, `-` and `/` in the namespace; 3–128 characters.
-    public static func isCode(_ text: String) -> Bool {
+    package static func isCode(_ text: String) -> Bool {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, (3...128).contains(text.utf8.count), !parts[0].isEmpty, !parts[1].isEmpty else {
             return false

@@ -1,14 +1,14 @@
 /// How many notification streams may be open at once, by whom; 0 is no cap.
-public struct StreamLimits: Sendable, Equatable {
+package struct StreamLimits: Sendable, Equatable {
     /// Streams one session holds at once; a newer one replaces the oldest.
-    public var perSession: Int
+    package var perSession: Int
     /// Streams one account holds at once, over all its sessions.
-    public var perAccount: Int
+    package var perAccount: Int
     /// Streams one client address (an IPv6 client by its /64) holds at once, over all accounts.
-    public var perClient: Int
+    package var perClient: Int
 
     /// Creates caps.
-    public init(perSession: Int = 2, perAccount: Int = 10, perClient: Int = 50) {
+    package init(perSession: Int = 2, perAccount: Int = 10, perClient: Int = 50) {
         self.perSession = perSession
         self.perAccount = perAccount
         self.perClient = perClient

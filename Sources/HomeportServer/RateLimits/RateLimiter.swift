@@ -38,68 +38,68 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The limits of every rate-limited action, shared by both doors.
-public struct RateLimitPolicy: Sendable, Hashable {
+package struct RateLimitPolicy: Sendable, Hashable {
     /// Identity challenges signed per client address: a bucket of `limit` that refills over the
     /// window, kept in each process's memory (a challenge costs no write). Generous, because a
     /// household behind one address, or clients behind a proxy not named in `--trusted-proxies`,
     /// share it.
-    public var identityChallengePerAddress = RateLimit(300, per: 10)
+    package var identityChallengePerAddress = RateLimit(300, per: 10)
     /// Signups per client address.
-    public var signupPerAddress = RateLimit(20, per: 3600)
+    package var signupPerAddress = RateLimit(20, per: 3600)
     /// Failed logins per client address.
-    public var failedLoginPerAddress = RateLimit(20, per: 600)
+    package var failedLoginPerAddress = RateLimit(20, per: 600)
     /// Failed logins per account (address tried).
-    public var failedLoginPerAccount = RateLimit(5, per: 300)
+    package var failedLoginPerAccount = RateLimit(5, per: 300)
     /// Login attempts of any outcome per client address.
-    public var loginPerAddress = RateLimit(30, per: 60)
+    package var loginPerAddress = RateLimit(30, per: 60)
     /// Wrong current passwords per session at password change (per session, so that a stolen
     /// token cannot spend the owner's budget).
-    public var failedPasswordChangePerSession = RateLimit(5, per: 300)
+    package var failedPasswordChangePerSession = RateLimit(5, per: 300)
     /// Password changes per account (attempts whose current password was right): each costs two
     /// hashes and hands out a new session, whose fresh failure budget must not make changes free.
-    public var passwordChangePerAccount = RateLimit(10, per: 3600)
+    package var passwordChangePerAccount = RateLimit(10, per: 3600)
     /// Password-reset requests per client address.
-    public var resetPerAddress = RateLimit(20, per: 3600)
+    package var resetPerAddress = RateLimit(20, per: 3600)
     /// Password-reset requests per address asked for.
-    public var resetPerEmail = RateLimit(3, per: 900)
+    package var resetPerEmail = RateLimit(3, per: 900)
     /// Test notifications per account.
-    public var pushTestPerAccount = RateLimit(5, per: 600)
+    package var pushTestPerAccount = RateLimit(5, per: 600)
     /// Device registrations and mutes per account (a phone registers at launch and when its token
     /// changes; a person mutes a thread now and then).
-    public var pushChangesPerAccount = RateLimit(60, per: 3600)
+    package var pushChangesPerAccount = RateLimit(60, per: 3600)
     /// Verification codes mailed per account (at sign-up, sign-in or resend): as django-allauth,
     /// one per three minutes.
-    public var verificationMailPerAccount = RateLimit(1, per: 180)
+    package var verificationMailPerAccount = RateLimit(1, per: 180)
     /// Mail of every kind (codes, reset links, "someone signed up with your address") to one
     /// mailbox a day: each kind's own budget alone would let one address be sent hundreds.
-    public var mailPerMailbox = RateLimit(20, per: 86400)
+    package var mailPerMailbox = RateLimit(20, per: 86400)
     /// Tries of the codes mailed to one pending verification (a pre-login session), right or
     /// wrong: as django-allauth, three; the third wrong one gives the verification up.
-    public var verificationAttemptPerSession = RateLimit(3, per: 900)
+    package var verificationAttemptPerSession = RateLimit(3, per: 900)
     /// Second-factor codes tried per account at sign-in, right or wrong, on both doors together:
     /// as django-allauth, five per five minutes; a right one clears the count.
-    public var failedSecondFactorPerAccount = RateLimit(5, per: 300)
+    package var failedSecondFactorPerAccount = RateLimit(5, per: 300)
     /// Second-factor codes a signed-in session tries, right or wrong, to confirm itself or to
     /// set TOTP up: five per five minutes; a right one clears the count. A budget of its own, so
     /// that a session (a stolen token, without the password) cannot spend the owner's sign-in.
-    public var failedSecondFactorPerSession = RateLimit(5, per: 300)
+    package var failedSecondFactorPerSession = RateLimit(5, per: 300)
     /// Second-factor codes all the signed-in sessions of one account try (confirmations, set-up),
     /// right or wrong: ten an hour, so that a stolen session, or several, cannot guess codes for
     /// days at the per-session rate. The owner's sign-in is not charged here.
-    public var failedSecondFactorConfirmationPerAccount = RateLimit(10, per: 3600)
+    package var failedSecondFactorConfirmationPerAccount = RateLimit(10, per: 3600)
 
     /// Limits the operator set for a product's budgets (``ProductBudget``), by name; a budget not
     /// named here keeps the product's default.
-    public var productLimits: [String: RateLimit] = [:]
+    package var productLimits: [String: RateLimit] = [:]
 
     /// The defaults.
-    public init() {}
+    package init() {}
 
     /// The names accepted by ``set(_:to:)`` (and `--rate-limit NAME=N/SECONDS`).
-    public static var names: [String] { Budget.settable.map(\.name) }
+    package static var names: [String] { Budget.settable.map(\.name) }
 
     /// Sets one limit by name; false for an unknown name.
-    public mutating func set(_ name: String, to limit: RateLimit) -> Bool {
+    package mutating func set(_ name: String, to limit: RateLimit) -> Bool {
         guard let budget = Budget.settable.first(where: { $0.name == name }) else { return false }
         self[keyPath: budget.limit] = limit
         return true

@@ -2,19 +2,19 @@ import Foundation
 import HomeportStorage
 
 /// One running `homeport-server serve` process, as its heartbeat row says.
-public struct ReplicaInfo: Sendable, Hashable {
+package struct ReplicaInfo: Sendable, Hashable {
     /// A random id the process chose at start.
-    public var id: String
+    package var id: String
     /// The host name it runs on.
-    public var host: String
+    package var host: String
     /// Its process id.
-    public var pid: Int64
+    package var pid: Int64
     /// The address it listens on.
-    public var listen: String
+    package var listen: String
     /// When it started.
-    public var startedAt: Date
+    package var startedAt: Date
     /// Its last heartbeat.
-    public var seenAt: Date
+    package var seenAt: Date
 }
 
 /// The `replicas` table: a row per serving process, refreshed by its heartbeat, removed when it

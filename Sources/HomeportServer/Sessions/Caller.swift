@@ -1,5 +1,5 @@
 /// Who is calling, as the one session reader found it: what a handler gets instead of a token.
-public enum Caller: Sendable {
+package enum Caller: Sendable {
     /// No credential came with the request (an empty or blank token counts as none).
     case none
     /// A credential came that names no live session of this door: expired, signed out, rotated
@@ -11,7 +11,7 @@ public enum Caller: Sendable {
     case signedIn(Session, Account)
 
     /// The live session, pre-login or signed in.
-    public var session: Session? {
+    package var session: Session? {
         switch self {
         case .preLogin(let session, _), .signedIn(let session, _): session
         case .none, .invalid: nil
@@ -19,7 +19,7 @@ public enum Caller: Sendable {
     }
 
     /// Whether a signed-in session came with the request.
-    public var isSignedIn: Bool {
+    package var isSignedIn: Bool {
         if case .signedIn = self { return true }
         return false
     }

@@ -4,7 +4,7 @@ import HomeportWire
 
 /// Which door a session belongs to. A session only works at its own door: an app token is
 /// never a web cookie and a web cookie never opens the API.
-public enum SessionKind: String, Sendable {
+package enum SessionKind: String, Sendable {
     /// A native app's session, carried in the session-token header.
     case app
     /// A browser's session, carried in the session cookie.
@@ -12,19 +12,19 @@ public enum SessionKind: String, Sendable {
 }
 
 /// One row of the `sessions` table.
-public struct Session: Sendable, Hashable {
+package struct Session: Sendable, Hashable {
     /// The SHA-256 of the token (the token itself is never stored).
-    public var keyHash: String
+    package var keyHash: String
     /// The signed-in account; `nil` for a pre-login session.
-    public var userID: Int64?
+    package var userID: Int64?
     /// The door it belongs to.
-    public var kind: SessionKind
+    package var kind: SessionKind
     /// When it expires (fixed at creation: sessions do not slide).
-    public var expiresAt: Int64
+    package var expiresAt: Int64
     /// When the account authenticated, in Unix seconds.
-    public var authenticatedAt: Double?
+    package var authenticatedAt: Double?
     /// What a pre-login session earned on its last attempt to get in.
-    public var standing: Standing?
+    package var standing: Standing?
 }
 
 /// The `sessions` table: one row per login (or pre-login), addressed by the hash of its token.

@@ -44,7 +44,7 @@ extension AccountService {
     }
 
     /// The factors a pre-login session waits for, or `nil` when it waits for none.
-    public func pendingSecondFactor(_ caller: Caller) throws -> [String]? {
+    package func pendingSecondFactor(_ caller: Caller) throws -> [String]? {
         guard case .preLogin(let session, _) = caller,
             let pending = try SessionFactorStore(database).pending(keyHash: session.keyHash)
         else { return nil }
@@ -55,7 +55,7 @@ extension AccountService {
     /// first; a right code (used at once, so never twice) ends the pre-login session and begins
     /// a signed-in one with a new token. A password changed or an account held since the password
     /// was checked leaves nobody signed in.
-    public func completeSecondFactor(code: String, caller: Caller) throws -> TwoFactorService.SecondFactorOutcome {
+    package func completeSecondFactor(code: String, caller: Caller) throws -> TwoFactorService.SecondFactorOutcome {
         guard case .preLogin(let preLogin, _) = caller,
             let pending = try SessionFactorStore(database).pending(keyHash: preLogin.keyHash)
         else { return .noneWaiting }
@@ -88,7 +88,7 @@ extension AccountService {
     // MARK: Confirmation
 
     /// What confirming the password came to.
-    public enum ReauthenticationOutcome: Sendable {
+    package enum ReauthenticationOutcome: Sendable {
         /// Confirmed: the session may change its second factors for five minutes.
         case confirmed
         /// Not the account's password.
@@ -99,7 +99,7 @@ extension AccountService {
 
     /// Confirms the password of a signed-in session (`auth/reauthenticate`), charged to the
     /// session's failure budget before the check.
-    public func reauthenticate(password: String, session: Session, account: Account) throws
+    package func reauthenticate(password: String, session: Session, account: Account) throws
         -> ReauthenticationOutcome
     {
         let now = clock.unixSeconds
@@ -125,7 +125,7 @@ extension AccountService {
 
     /// The ways a session authenticated, as allauth lists them: the password, the second factor
     /// it signed in with, its last confirmation.
-    public func authenticationMethods(_ session: Session, account: Account) throws -> [AuthMethod] {
+    package func authenticationMethods(_ session: Session, account: Account) throws -> [AuthMethod] {
         var methods: [AuthMethod] = []
         let record = try SessionFactorStore(database).record(keyHash: session.keyHash)
         if let at = session.authenticatedAt {

@@ -2,14 +2,14 @@ import HomeportCrypto
 
 /// What two-factor sign-in needs: the key that seals its secrets, and the name an authenticator
 /// app shows beside the account.
-public struct SecondFactorSettings: Sendable, Hashable {
+package struct SecondFactorSettings: Sendable, Hashable {
     /// Seals TOTP secrets and unshown recovery codes; keys the recovery codes' hashes.
-    public var key: SecretsKey
+    package var key: SecretsKey
     /// The `issuer` of the `otpauth://` URL (the product's name).
-    public var issuer: String
+    package var issuer: String
 
     /// Creates settings.
-    public init(key: SecretsKey, issuer: String) {
+    package init(key: SecretsKey, issuer: String) {
         self.key = key
         self.issuer = issuer
     }

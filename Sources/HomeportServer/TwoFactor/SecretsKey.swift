@@ -15,12 +15,12 @@ import HomeportStorage
 /// The file holds at least 32 bytes (`openssl rand -hex 32` writes 64); the key is derived from
 /// them, so their form does not matter. A database remembers a check of the key it was first
 /// given, and a server given another key refuses to start rather than lock every second factor out.
-public struct SecretsKey: Sendable, Hashable {
+package struct SecretsKey: Sendable, Hashable {
     let bytes: [UInt8]
 
     /// A key from these file contents; `nil` if they are shorter than 32 bytes (trailing white
     /// space aside).
-    public init?(fileContents: [UInt8]) {
+    package init?(fileContents: [UInt8]) {
         var contents = fileContents
         while let last = contents.last, last == 0x0A || last == 0x0D || last == 0x20 { contents.removeLast() }
         guard contents.count >= 32 else { return nil }
@@ -39,7 +39,7 @@ public struct SecretsKey: Sendable, Hashable {
     /// once on one database (replicas of a SQLite file) both read the one key, never a file still
     /// being written. A file others may read is refused, as ssh refuses a private key others may
     /// read.
-    public static func load(path: String, create: Bool) throws -> SecretsKey {
+    package static func load(path: String, create: Bool) throws -> SecretsKey {
         let data = try PrivateFile.read(
             path, what: "secrets key file",
             create: create ? { Digest.hex(try SystemRandom().bytes(32)) + "\n" } : nil)

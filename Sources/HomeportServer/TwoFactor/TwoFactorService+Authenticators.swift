@@ -7,7 +7,7 @@ import HomeportWire
 /// made again (`account/authenticators` and the web door's two-factor page).
 extension TwoFactorService {
     /// The account's second factors, as `account/authenticators` lists them.
-    public func authenticators(userID: Int64) throws -> [AuthenticatorInfo] {
+    package func authenticators(userID: Int64) throws -> [AuthenticatorInfo] {
         let store = AuthenticatorStore(database)
         return try store.all(userID: userID).map { try info($0, userID: userID, store: store) }
     }
@@ -26,7 +26,7 @@ extension TwoFactorService {
     }
 
     /// `GET account/authenticators/totp`.
-    public enum TOTPState: Sendable {
+    package enum TOTPState: Sendable {
         /// TOTP is on.
         case active(AuthenticatorInfo)
         /// TOTP is off: a new secret, kept (sealed) for this session to activate with a code.
@@ -38,7 +38,7 @@ extension TwoFactorService {
     /// TOTP's state, or a new secret to set it up with (each call offers a new one, as allauth;
     /// with `keepingOffer`, the one offered to this session before, if any: the web door's form
     /// shown again after a wrong code).
-    public func totpState(session: Session, account: Account, keepingOffer: Bool = false) throws -> TOTPState {
+    package func totpState(session: Session, account: Account, keepingOffer: Bool = false) throws -> TOTPState {
         guard let settings else { return .unavailable }
         let store = AuthenticatorStore(database)
         if let totp = try store.find(userID: account.id, type: Authenticator.totp) {
@@ -68,7 +68,7 @@ extension TwoFactorService {
     }
 
     /// What activating TOTP came to.
-    public enum TOTPActivation: Sendable {
+    package enum TOTPActivation: Sendable {
         /// On, with the account's recovery codes made if it had none.
         case activated(AuthenticatorInfo)
         /// Not the code of the secret offered (or none was offered, or TOTP is on already).
@@ -83,7 +83,7 @@ extension TwoFactorService {
 
     /// Activates TOTP with a code of the secret last offered to this session. As allauth, the code
     /// is checked (and charged) before the confirmation is asked for; its step counts as used.
-    public func activateTOTP(code: String, session: Session, account: Account) throws -> TOTPActivation {
+    package func activateTOTP(code: String, session: Session, account: Account) throws -> TOTPActivation {
         guard let settings else { return .unavailable }
         let now = clock.unixSeconds
         // The session's own budget: a session without the password never spends the owner's
@@ -126,7 +126,7 @@ extension TwoFactorService {
     }
 
     /// What changing a second factor came to, when it needs a confirmation.
-    public enum FactorChange<Value: Sendable>: Sendable {
+    package enum FactorChange<Value: Sendable>: Sendable {
         case done(Value)
         case reauthenticationRequired
         /// Nothing to show or change (allauth's 404, or 400 for recovery codes without TOTP).
@@ -134,7 +134,7 @@ extension TwoFactorService {
     }
 
     /// Turns TOTP off, and with it the recovery codes (they would recover nothing).
-    public func deactivateTOTP(session: Session, account: Account) throws -> FactorChange<Void> {
+    package func deactivateTOTP(session: Session, account: Account) throws -> FactorChange<Void> {
         guard try recentlyReauthenticated(session) else { return .reauthenticationRequired }
         try database.transaction { try AuthenticatorStore($0).deleteAll(userID: account.id) }
         logger.notice("two-factor sign-in turned off")
@@ -144,7 +144,7 @@ extension TwoFactorService {
     /// The operator's way back in for someone who lost both the phone and the recovery codes
     /// (`users reset-2fa`): the account's second factors go, and with them every session (and
     /// every sign-in waiting for a second factor). False if no such account.
-    public func resetSecondFactors(email rawEmail: String) throws -> Bool {
+    package func resetSecondFactors(email rawEmail: String) throws -> Bool {
         guard let email = Credentials.normalizedEmail(rawEmail) else { return false }
         let done: Bool = try database.transaction { db in
             guard let account = try AccountStore(db).find(email: email) else { return false }
@@ -158,7 +158,7 @@ extension TwoFactorService {
 
     /// The recovery codes: their list the first time they are asked for after being made, their
     /// counts afterwards (django-allauth's `MFA_RECOVERY_CODES_SHOW_ONCE`).
-    public func recoveryCodes(session: Session, account: Account) throws -> FactorChange<AuthenticatorInfo> {
+    package func recoveryCodes(session: Session, account: Account) throws -> FactorChange<AuthenticatorInfo> {
         let store = AuthenticatorStore(database)
         guard let recovery = try store.find(userID: account.id, type: Authenticator.recoveryCodes) else {
             return .none
@@ -178,7 +178,7 @@ extension TwoFactorService {
     }
 
     /// Makes new recovery codes (the old ones stop working) and shows them, this once.
-    public func regenerateRecoveryCodes(session: Session, account: Account) throws -> FactorChange<AuthenticatorInfo> {
+    package func regenerateRecoveryCodes(session: Session, account: Account) throws -> FactorChange<AuthenticatorInfo> {
         guard try AuthenticatorStore(database).hasTOTP(userID: account.id) else { return .none }
         guard try recentlyReauthenticated(session) else { return .reauthenticationRequired }
         let codes = try makeRecoveryCodes()

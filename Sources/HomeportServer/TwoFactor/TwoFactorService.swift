@@ -8,9 +8,9 @@ import HomeportWire
 /// step of clock skew either way) and ten single-use recovery codes, each try charged to a
 /// budget; changing a factor asks for the password or a code again within five minutes. The
 /// sign-in that waits for a code is ``AccountService``'s; both doors call these.
-public final class TwoFactorService: Sendable {
+package final class TwoFactorService: Sendable {
     /// The key that seals the secrets and the issuer's name; `nil` offers no second factor.
-    public let settings: SecondFactorSettings?
+    package let settings: SecondFactorSettings?
     let database: any Database
     let rateLimits: RateLimitPolicy
     let clock: any WallClock
@@ -32,13 +32,13 @@ public final class TwoFactorService: Sendable {
 
     /// How long a confirmation (``AccountService/reauthenticate(password:session:account:)``) lets a session
     /// change its second factors: as django-allauth, five minutes.
-    public static let reauthenticationWindow: Double = 300
+    package static let reauthenticationWindow: Double = 300
     /// Recovery codes made at a time, and their digits (django-allauth's defaults).
     static let recoveryCodeCount = 10
     static let recoveryCodeDigits = 8
 
     /// What a second-factor code came to.
-    public enum SecondFactorOutcome: Sendable {
+    package enum SecondFactorOutcome: Sendable {
         /// Signed in (``AccountService/completeSecondFactor(code:caller:)``), or confirmed (a `nil` token).
         case signedIn(token: String?, account: Account, session: Session)
         /// Not a code of this account's factors, or one used before.
@@ -52,7 +52,7 @@ public final class TwoFactorService: Sendable {
     // MARK: Codes
 
     /// The second factors an account signs in with, by name (django-allauth's flows list them so).
-    public func secondFactorTypes(userID: Int64) throws -> [String] {
+    package func secondFactorTypes(userID: Int64) throws -> [String] {
         try AuthenticatorStore(database).all(userID: userID).map(\.type).sorted()
     }
 
@@ -116,7 +116,7 @@ public final class TwoFactorService: Sendable {
     // MARK: Confirmation
 
     /// Confirms the second factor of a signed-in session (`auth/2fa/reauthenticate`).
-    public func reauthenticateSecondFactor(code: String, session: Session, account: Account) throws
+    package func reauthenticateSecondFactor(code: String, session: Session, account: Account) throws
         -> SecondFactorOutcome
     {
         guard try AuthenticatorStore(database).hasTOTP(userID: account.id) else { return .incorrect }
@@ -130,7 +130,7 @@ public final class TwoFactorService: Sendable {
     }
 
     /// Whether the session confirmed the password or a second factor in the last five minutes.
-    public func recentlyReauthenticated(_ session: Session) throws -> Bool {
+    package func recentlyReauthenticated(_ session: Session) throws -> Bool {
         guard let at = try SessionFactorStore(database).record(keyHash: session.keyHash).reauthenticatedAt else {
             return false
         }

@@ -1,4 +1,5 @@
 import HomeportHTTP
+import HomeportWire
 
 /// The web door's HTML: plain pages, no script, one small inline style sheet.
 enum WebPage {

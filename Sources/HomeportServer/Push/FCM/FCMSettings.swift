@@ -3,24 +3,24 @@ import HomeportCrypto
 
 /// How this process sends to Firebase Cloud Messaging (HTTP v1): the Google service account
 /// whose key signs the assertion that buys an access token, and the host.
-public struct FCMSettings: Sendable {
+package struct FCMSettings: Sendable {
     /// The Firebase project (`project_id`).
-    public var projectID: String
+    package var projectID: String
     /// The service account's address (`client_email`): the assertion's issuer.
-    public var clientEmail: String
+    package var clientEmail: String
     /// The key's id (`private_key_id`), the assertion's `kid` when given.
-    public var privateKeyID: String?
+    package var privateKeyID: String?
     /// The service account's RSA key as PEM (`private_key`); never logged.
-    public var privateKeyPEM: String
+    package var privateKeyPEM: String
     /// Where the assertion is exchanged for an access token (`token_uri`).
-    public var tokenURI: String
+    package var tokenURI: String
     /// FCM's base URL (`https://fcm.googleapis.com`; a stand-in's in tests).
-    public var baseURL: String
+    package var baseURL: String
     /// Longest wait for one answer, in seconds.
-    public var timeoutSeconds: Int
+    package var timeoutSeconds: Int
 
     /// Creates settings.
-    public init(
+    package init(
         projectID: String, clientEmail: String, privateKeyID: String? = nil, privateKeyPEM: String, tokenURI: String,
         baseURL: String = "https://fcm.googleapis.com", timeoutSeconds: Int = 10
     ) {
@@ -36,7 +36,7 @@ public struct FCMSettings: Sendable {
     /// The settings of the service-account JSON file at `path` (as Google's console downloads
     /// it). Throws ``ConfigurationError`` naming what is missing or wrong: a file others may
     /// read, a field missing, a key that is not RSA, a `token_uri` that is not HTTPS.
-    public static func serviceAccount(fromFile path: String) throws -> FCMSettings {
+    package static func serviceAccount(fromFile path: String) throws -> FCMSettings {
         let data = try PrivateFile.read(path, what: "FCM service-account file", create: nil)
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw ConfigurationError("the FCM service-account file \(path) is not a JSON object")
@@ -68,7 +68,7 @@ public struct FCMSettings: Sendable {
 
     /// Whether `text` can be a Firebase project id: 6–30 lowercase letters, digits and `-`,
     /// starting with a letter.
-    public static func isProjectID(_ text: String) -> Bool {
+    package static func isProjectID(_ text: String) -> Bool {
         (6...30).contains(text.utf8.count) && text.utf8.first.map { (0x61...0x7A).contains($0) } == true
             && text.utf8.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }
     }

@@ -4,38 +4,38 @@ import HomeportWire
 
 /// How this process sends Web Pushes (RFC 8030) to browsers and UnifiedPush distributors: the
 /// VAPID key that signs each request (RFC 8292) and the contact the push services see.
-public struct WebPushSettings: Sendable {
+package struct WebPushSettings: Sendable {
     /// The VAPID private key (P-256) as PEM, read from its file; never logged.
-    public var keyPEM: String
+    package var keyPEM: String
     /// Who runs this server, for the push services: `mailto:…` or `https://…`.
-    public var subject: String
+    package var subject: String
     /// Longest wait for one push service's answer, in seconds (a push service that takes longer
     /// is tried again later).
-    public var timeoutSeconds: Int
+    package var timeoutSeconds: Int
     /// Whether endpoints on this machine or a private network (and plain `http://` there) are
     /// taken: a UnifiedPush distributor on the household's network, tests. Off, the server
     /// posts only to public `https://` push services.
-    public var allowPrivateEndpoints = false
+    package var allowPrivateEndpoints = false
     /// PEM certificates to trust besides the system's for push services (a distributor on the
     /// household's network with a CA of its own; a test push service).
-    public var extraCA: String?
+    package var extraCA: String?
 
     /// Creates settings.
-    public init(keyPEM: String, subject: String, timeoutSeconds: Int = 10) {
+    package init(keyPEM: String, subject: String, timeoutSeconds: Int = 10) {
         self.keyPEM = keyPEM
         self.subject = subject
         self.timeoutSeconds = timeoutSeconds
     }
 
     /// The public key devices subscribe with (`applicationServerKey`), base64url.
-    public func publicKey() throws -> String {
+    package func publicKey() throws -> String {
         IdentityProof.base64URL(try ES256Key(pem: keyPEM).publicKey)
     }
 
     /// The key in the file at `path`, made there first (a new P-256 key, mode 0600) when the file
     /// does not exist. Throws ``ConfigurationError`` for a file others may read or that holds no
     /// P-256 key.
-    public static func key(fromFile path: String) throws -> String {
+    package static func key(fromFile path: String) throws -> String {
         let data = try PrivateFile.read(
             path, what: "VAPID key file", create: { try P256Key.generate().privateKeyPEM })
         let pem = String(decoding: data, as: UTF8.self)
@@ -48,7 +48,7 @@ public struct WebPushSettings: Sendable {
     }
 
     /// Whether `subject` may be the VAPID contact: `mailto:` with an address, or an `https://` URL.
-    public static func isAllowedSubject(_ subject: String) -> Bool {
+    package static func isAllowedSubject(_ subject: String) -> Bool {
         guard (8...256).contains(subject.utf8.count), subject.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
         else { return false }
         let lower = subject.lowercased()
