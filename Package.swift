@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "HomeportWire", targets: ["HomeportWire"]),
         .library(name: "HomeportServer", targets: ["HomeportServer"]),
         .library(name: "HomeportClient", targets: ["HomeportClient"]),
+        .library(name: "HomeportTesting", targets: ["HomeportTesting"]),
         // Test doubles and real-process helpers, for products' own tests (as Examples/BookOrbit's).
         .library(name: "HomeportTestSupport", targets: ["HomeportTestSupport"]),
         .executable(name: "homeport-server", targets: ["homeport-server"]),
@@ -88,6 +89,11 @@ let package = Package(
                 "CQRencode",
             ]
         ),
+        // A product's tests: its server in process, signed-in requests, what it notified.
+        .target(
+            name: "HomeportTesting",
+            dependencies: ["HomeportServer", "HomeportCurl", "CCurl", "HomeportWire", "HomeportStorage"]
+        ),
         // The push gateway: a deployable of its own, on the server's shared parts.
         .target(
             name: "HomeportGateway",
@@ -164,7 +170,7 @@ let package = Package(
             name: "HomeportServerTests",
             dependencies: [
                 "HomeportServer", "HomeportGateway", "HomeportCommandLine", "HomeportTestSupport", "HomeportCrypto",
-                "HomeportLogging", "HomeportStorage", "HomeportWire", "HomeportAPNs",
+                "HomeportLogging", "HomeportStorage", "HomeportWire", "HomeportAPNs", "HomeportTesting",
             ]
         ),
     ],

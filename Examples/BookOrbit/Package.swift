@@ -15,6 +15,7 @@ let package = Package(
                 "BookOrbit",
                 .product(name: "HomeportClient", package: "Homeport"),
                 .product(name: "HomeportTestSupport", package: "Homeport"),
+                .product(name: "HomeportTesting", package: "Homeport"),
             ]
         ),
     ],

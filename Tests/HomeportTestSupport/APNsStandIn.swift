@@ -25,12 +25,8 @@ public final class APNsStandIn: @unchecked Sendable {
     /// (another test's process) gets another try on another port.
     public init() throws {
         let environment = ProcessInfo.processInfo.environment
-        guard let source = environment["HOMEPORT_TEST_APNS_DIR"], let python = environment["HOMEPORT_TEST_APNS_PYTHON"]
-        else {
-            throw RawHTTPError(
-                "HOMEPORT_TEST_APNS_DIR/_PYTHON are not set: run the suite with scripts/test, which installs the APNs stand-in"
-            )
-        }
+        let peer = try TestPeer.apns()
+        let (source, python) = (peer.source, peer.python)
         directory = try TemporaryDirectory()
         var failures: [String] = []
         for _ in 0..<3 {

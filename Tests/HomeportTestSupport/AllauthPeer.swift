@@ -28,13 +28,8 @@ public final class AllauthPeer: @unchecked Sendable {
         oidcIssuer: String? = nil
     ) throws {
         let environment = ProcessInfo.processInfo.environment
-        guard let source = environment["HOMEPORT_TEST_ALLAUTH_DIR"],
-            let python = environment["HOMEPORT_TEST_ALLAUTH_PYTHON"]
-        else {
-            throw RawHTTPError(
-                "HOMEPORT_TEST_ALLAUTH_DIR/_PYTHON are not set: run the suite with scripts/test, which installs django-allauth"
-            )
-        }
+        let peer = try TestPeer.allauth()
+        let (source, python) = (peer.source, peer.python)
         directory = try TemporaryDirectory()
         self.python = python
         self.source = source

@@ -28,7 +28,7 @@ public final class FCMStandIn: @unchecked Sendable {
 
     /// Starts it and waits until it listens.
     public init() throws {
-        running = try PythonStandIn(sourceVariable: "HOMEPORT_TEST_FCM_DIR", what: "FCM stand-in")
+        running = try PythonStandIn(peer: "fcm", what: "FCM stand-in")
         port = running.port
     }
 

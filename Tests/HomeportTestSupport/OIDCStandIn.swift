@@ -11,7 +11,7 @@ public final class OIDCStandIn: @unchecked Sendable {
 
     /// Starts it and waits until it listens.
     public init() throws {
-        running = try PythonStandIn(sourceVariable: "HOMEPORT_TEST_OIDC_DIR", what: "OpenID Connect stand-in")
+        running = try PythonStandIn(peer: "oidc", what: "OpenID Connect stand-in")
         port = running.port
     }
 

@@ -28,9 +28,7 @@ public struct PeerCertificate: Decodable, Sendable {
     /// Connects to `host`:`port` (trusting anything: it only looks) and reads the certificate,
     /// offering at most `maximumVersion` (`TLSv1_2`, `TLSv1_3`).
     public static func read(host: String, port: Int, maximumVersion: String = "TLSv1_3") throws -> PeerCertificate {
-        guard let python = ProcessInfo.processInfo.environment["HOMEPORT_TEST_APNS_PYTHON"] else {
-            throw RawHTTPError("HOMEPORT_TEST_APNS_PYTHON is not set: run the suite with scripts/test")
-        }
+        let python = try TestPeer.apns().python
         let script = """
             import json, socket, ssl, sys
             from cryptography import x509

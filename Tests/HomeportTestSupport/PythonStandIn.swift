@@ -4,21 +4,18 @@ import Foundation
     import Glibc
 #endif
 
-/// A stand-in written in Python (`standin.py` in the directory named by `sourceVariable`, run by
-/// `HOMEPORT_TEST_APNS_PYTHON`) that listens on a free loopback port and writes it to
-/// `DIRECTORY/port`: started, waited for, and stopped with its directory.
+/// A stand-in written in Python (`interop/NAME/standin.py`, run by the APNs stand-in's virtualenv:
+/// ``TestPeer/apns(_:)``) that listens on a free loopback port and writes it to `DIRECTORY/port`:
+/// started, waited for, and stopped with its directory.
 struct PythonStandIn {
     let process: Process
     let directory: TemporaryDirectory
     let port: Int
 
     /// Starts it; `what` names it in the error when it does not start.
-    init(sourceVariable: String, what: String) throws {
-        let environment = ProcessInfo.processInfo.environment
-        guard let source = environment[sourceVariable], let python = environment["HOMEPORT_TEST_APNS_PYTHON"] else {
-            throw RawHTTPError(
-                "\(sourceVariable) and HOMEPORT_TEST_APNS_PYTHON are not set: run the suite with scripts/test")
-        }
+    init(peer name: String, what: String) throws {
+        let peer = try TestPeer.apns(name)
+        let (source, python) = (peer.source, peer.python)
         directory = try TemporaryDirectory()
         process = Process()
         process.executableURL = URL(fileURLWithPath: python)

@@ -16,12 +16,8 @@ public final class SMTPRelay: @unchecked Sendable {
 
     /// Starts it on `port` (a free one by default) and waits until it answers.
     public init(port wanted: Int? = nil) throws {
-        let environment = ProcessInfo.processInfo.environment
-        guard let source = environment["HOMEPORT_TEST_SMTP_DIR"], let python = environment["HOMEPORT_TEST_SMTP_PYTHON"]
-        else {
-            throw RawHTTPError(
-                "HOMEPORT_TEST_SMTP_DIR/_PYTHON are not set: run the suite with scripts/test, which installs aiosmtpd")
-        }
+        let peer = try TestPeer.smtp()
+        let (source, python) = (peer.source, peer.python)
         directory = try TemporaryDirectory()
         port = try wanted ?? RawHTTP.freePort()
         process = Process()

@@ -49,7 +49,7 @@ public final class WebPushStandIn: @unchecked Sendable {
 
     /// Starts it and waits until it listens.
     public init() throws {
-        running = try PythonStandIn(sourceVariable: "HOMEPORT_TEST_WEBPUSH_DIR", what: "Web Push stand-in")
+        running = try PythonStandIn(peer: "webpush", what: "Web Push stand-in")
         port = running.port
     }
 
