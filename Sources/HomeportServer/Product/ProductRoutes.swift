@@ -11,8 +11,10 @@ public typealias PublicHandler = @Sendable (HTTPRequest) throws -> HTTPResponse
 /// Every route is signed-in unless declared with ``addPublic(_:_:placement:_:)``: it passes
 /// through the API prefix's middleware (header-only token, a token sent twice refused,
 /// `no-store`, the signed-in check) and its handler gets the ``SignedIn`` caller. Paths are
-/// literal segments and `:name` parameters (`/books/:id`), read from
-/// `request.pathParameters`. Homeport's own paths (`/server-identity`, `/app-info`, `/auth`,
+/// literal segments and `:name` parameters (`/books/:id`), read with
+/// `request.parameter("id", as: Int64.self)`. A handler answers an `HTTPResponse`, or any
+/// `Encodable` value, written as JSON with the route's `status` (`.ok` unless declared:
+/// `api.post("/books", status: .created) { … }`). Homeport's own paths (`/server-identity`, `/app-info`, `/auth`,
 /// `/push`, `/notifications`, `/product`) cannot be taken.
 public struct ProductRoutes {
     /// What handlers work with.
@@ -26,6 +28,8 @@ public struct ProductRoutes {
         var open: PublicHandler?
     }
     private(set) var declared: [Declared] = []
+    /// What ``group(_:_:)`` puts before the paths declared in it.
+    private var prefix = ""
 
     init(services: ProductServices) {
         self.services = services
@@ -37,7 +41,7 @@ public struct ProductRoutes {
         _ method: HTTPMethod, _ path: String, placement: HandlerPlacement = .worker,
         _ handler: @escaping SignedInHandler
     ) {
-        declared.append(Declared(method: method, path: path, placement: placement, signedIn: handler))
+        declared.append(Declared(method: method, path: prefix + path, placement: placement, signedIn: handler))
     }
 
     /// Adds a route that needs no session, on purpose: no credential is read for it, and its
@@ -45,42 +49,52 @@ public struct ProductRoutes {
     public mutating func addPublic(
         _ method: HTTPMethod, _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping PublicHandler
     ) {
-        declared.append(Declared(method: method, path: path, placement: placement, open: handler))
+        declared.append(Declared(method: method, path: prefix + path, placement: placement, open: handler))
     }
 
     /// Adds a signed-in `GET` route (which answers `HEAD` too).
     public mutating func get(
-        _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+        _ path: String = "", placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
     ) {
         add(.get, path, placement: placement, handler)
     }
 
     /// Adds a signed-in `POST` route.
     public mutating func post(
-        _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+        _ path: String = "", placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
     ) {
         add(.post, path, placement: placement, handler)
     }
 
     /// Adds a signed-in `PUT` route.
     public mutating func put(
-        _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+        _ path: String = "", placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
     ) {
         add(.put, path, placement: placement, handler)
     }
 
     /// Adds a signed-in `PATCH` route.
     public mutating func patch(
-        _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+        _ path: String = "", placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
     ) {
         add(.patch, path, placement: placement, handler)
     }
 
     /// Adds a signed-in `DELETE` route.
     public mutating func delete(
-        _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+        _ path: String = "", placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
     ) {
         add(.delete, path, placement: placement, handler)
+    }
+
+    /// Declares the routes `body` adds under `prefix`: `api.group("/books/:id/loan") { loan in
+    /// loan.get { … } }` is `GET /books/:id/loan`. Groups nest; a route at the group's own path
+    /// leaves its path out (or gives `""`).
+    public mutating func group(_ prefix: String, _ body: (inout ProductRoutes) throws -> Void) rethrows {
+        let outer = self.prefix
+        self.prefix += prefix
+        defer { self.prefix = outer }
+        try body(&self)
     }
 
     /// Paths under `/api/v1` that are Homeport's.

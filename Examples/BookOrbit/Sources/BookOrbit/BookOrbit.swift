@@ -14,10 +14,13 @@ extension Product {
         let books = Books(services: api.services)
         let loans = Loans(services: api.services)
         api.get("/books") { _, caller in try books.list(caller) }
-        api.post("/books") { request, caller in try books.add(request, caller) }
+        api.post("/books", status: .created) { request, caller in try books.add(request, caller) }
+        api.patch("/books/:id") { request, caller in try books.rename(request, caller) }
         api.delete("/books/:id") { request, caller in try books.remove(request, caller) }
-        api.post("/books/:id/loan") { request, caller in try loans.start(request, caller) }
-        api.get("/books/:id/loan") { request, caller in try loans.show(request, caller) }
+        api.group("/books/:id/loan") { loan in
+            loan.post(status: .accepted) { request, caller in try loans.start(request, caller) }
+            loan.get { request, caller in try loans.show(request, caller) }
+        }
         api.addPublic(.get, "/bookorbit-status") { _ in try .json(["status": "open"]) }
     }
 }

@@ -14,7 +14,8 @@ public struct Book: Codable, Sendable, Hashable {
     public var loan: Loan?
 }
 
-/// `GET`, `POST /api/v1/books` and `DELETE /api/v1/books/{id}`: the caller's own books only.
+/// `GET`, `POST /api/v1/books`, `PATCH` and `DELETE /api/v1/books/{id}`: the caller's own
+/// books only.
 struct Books {
     let services: ProductServices
 
@@ -28,22 +29,39 @@ struct Books {
         return try .json(["books": rows.compactMap(Self.book)])
     }
 
-    func add(_ request: HTTPRequest, _ caller: SignedIn) throws -> HTTPResponse {
-        struct Body: Decodable {
-            var title: String?
-            var author: String?
+    /// What `POST` and `PATCH` take: a title and an author, each optional here.
+    struct Fields: Decodable {
+        var title: String?
+        var author: String?
+
+        /// The title, checked (`nil` when none was given).
+        func checkedTitle() throws -> String? {
+            guard let title else { return nil }
+            guard let text = Books.text(title), !text.isEmpty else {
+                throw HTTPError.invalidField(
+                    "title", "A title is 1–200 characters, with nothing hidden (no control or invisible characters).")
+            }
+            return text
         }
-        let body = try request.decodeJSON(Body.self)
-        guard let title = body.title.flatMap(Self.text), !title.isEmpty else {
-            throw HTTPError.invalidField(
-                "title", "A title is 1–200 characters, with nothing hidden (no control or invisible characters).")
+
+        /// The author, checked (`nil` when none was given; empty to remove one).
+        func checkedAuthor() throws -> String? {
+            guard let author else { return nil }
+            guard let text = Books.text(author) else {
+                throw HTTPError.invalidField(
+                    "author",
+                    "An author is at most 200 characters, with nothing hidden (no control or invisible characters).")
+            }
+            return text
         }
-        let author = body.author.flatMap(Self.text)
-        guard body.author == nil || author != nil else {
-            throw HTTPError.invalidField(
-                "author",
-                "An author is at most 200 characters, with nothing hidden (no control or invisible characters).")
+    }
+
+    func add(_ request: HTTPRequest, _ caller: SignedIn) throws -> Book {
+        let body = try request.decodeJSON(Fields.self)
+        guard let title = try body.checkedTitle() else {
+            throw HTTPError.invalidField("title", "A book needs a title.")
         }
+        let author = try body.checkedAuthor()
         // Bad input costs nothing; a book that would be added does.
         try services.charge(BookOrbitBudget.booksAdded, caller)
         let now = services.clock.unixSeconds
@@ -51,8 +69,42 @@ struct Books {
             "INSERT INTO bookorbit_books (user_id, title, author, added_at) VALUES ($1, $2, $3, $4) RETURNING id",
             [.integer(caller.accountID), .text(title), author.map { .text($0) } ?? .null, .integer(now)])
         guard let id = row.first?.int("id") else { throw HTTPError.internalError }
-        return try .json(
-            Book(id: id, title: title, author: author?.isEmpty == true ? nil : author, addedAt: now), status: 201)
+        return Book(id: id, title: title, author: author?.isEmpty == true ? nil : author, addedAt: now)
+    }
+
+    /// Changes what is given of a book's title and author (an empty author removes it).
+    func rename(_ request: HTTPRequest, _ caller: SignedIn) throws -> Book {
+        let id = try Self.bookID(request)
+        let body = try request.decodeJSON(Fields.self)
+        let (title, author) = (try body.checkedTitle(), try body.checkedAuthor())
+        guard title != nil || author != nil else {
+            throw HTTPError(
+                status: .badRequest, code: "nothing_to_change", message: "Give a title, an author, or both.")
+        }
+        let changed = try services.database.execute(
+            """
+            UPDATE bookorbit_books SET title = COALESCE($3, title),
+                author = CASE WHEN $4 IS NULL THEN author WHEN $4 = '' THEN NULL ELSE $4 END
+            WHERE id = $1 AND user_id = $2 RETURNING id
+            """,
+            [
+                .integer(id), .integer(caller.accountID), title.map { .text($0) } ?? .null,
+                author.map { .text($0) } ?? .null,
+            ])
+        guard !changed.isEmpty else { throw Self.noSuchBook }
+        return try book(id, caller)
+    }
+
+    /// The caller's book `id`, with its loan.
+    func book(_ id: Int64, _ caller: SignedIn) throws -> Book {
+        let rows = try services.database.execute(
+            """
+            SELECT b.id, b.title, b.author, b.added_at, l.id AS loan_id, l.state, l.ready_at
+            FROM bookorbit_books b LEFT JOIN bookorbit_loans l ON l.book_id = b.id
+            WHERE b.id = $1 AND b.user_id = $2
+            """, [.integer(id), .integer(caller.accountID)])
+        guard let book = rows.first.flatMap(Self.book) else { throw Self.noSuchBook }
+        return book
     }
 
     func remove(_ request: HTTPRequest, _ caller: SignedIn) throws -> HTTPResponse {
@@ -61,11 +113,11 @@ struct Books {
             "DELETE FROM bookorbit_books WHERE id = $1 AND user_id = $2 RETURNING id",
             [.integer(id), .integer(caller.accountID)])
         guard !deleted.isEmpty else { throw Self.noSuchBook }
-        return HTTPResponse(status: 204)
+        return HTTPResponse(status: .noContent)
     }
 
     /// Another account's book and a book that never existed get the same answer.
-    static let noSuchBook = HTTPError(status: 404, code: "book_not_found", message: "No such book on your list.")
+    static let noSuchBook = HTTPError(status: .notFound, code: "book_not_found", message: "No such book on your list.")
 
     /// The `:id` of the path: 400 for one that is not a number, 404 for one no book can have.
     static func bookID(_ request: HTTPRequest) throws -> Int64 {

@@ -28,7 +28,7 @@ struct Loans {
 
     let services: ProductServices
 
-    func start(_ request: HTTPRequest, _ caller: SignedIn) throws -> HTTPResponse {
+    func start(_ request: HTTPRequest, _ caller: SignedIn) throws -> [String: Loan] {
         let bookID = try Books.bookID(request)
         let now = services.clock.unixSeconds
         let loan: Loan = try services.database.transaction { db in
@@ -44,22 +44,22 @@ struct Loans {
                 VALUES ($1, $2, 'preparing', $3, $4) ON CONFLICT (book_id) DO NOTHING RETURNING id
                 """, [.integer(bookID), .integer(caller.accountID), .integer(now + Self.preparation), .integer(now)])
             guard let id = row.first?.int("id") else {
-                throw HTTPError(status: 409, code: "loan_exists", message: "This book already has a loan.")
+                throw HTTPError(status: .conflict, code: "loan_exists", message: "This book already has a loan.")
             }
             return Loan(id: id, bookID: bookID, state: .preparing, readyAt: now + Self.preparation)
         }
-        return try .json(["loan": loan], status: 202)
+        return ["loan": loan]
     }
 
-    func show(_ request: HTTPRequest, _ caller: SignedIn) throws -> HTTPResponse {
+    func show(_ request: HTTPRequest, _ caller: SignedIn) throws -> [String: Loan] {
         let bookID = try Books.bookID(request)
         guard
             let row = try services.database.execute(
                 "SELECT id, state, ready_at FROM bookorbit_loans WHERE book_id = $1 AND user_id = $2",
                 [.integer(bookID), .integer(caller.accountID)]
             ).first, let id = row.int("id"), let state = row.string("state").flatMap(LoanState.init(rawValue:))
-        else { throw HTTPError(status: 404, code: "loan_not_found", message: "This book has no loan.") }
-        return try .json(["loan": Loan(id: id, bookID: bookID, state: state, readyAt: row.int("ready_at") ?? 0)])
+        else { throw HTTPError(status: .notFound, code: "loan_not_found", message: "This book has no loan.") }
+        return ["loan": Loan(id: id, bookID: bookID, state: state, readyAt: row.int("ready_at") ?? 0)]
     }
 
     /// Readies every loan whose preparation is over and notifies its owner: each loan in one

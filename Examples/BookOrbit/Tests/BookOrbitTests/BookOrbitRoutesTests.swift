@@ -67,6 +67,31 @@ struct BookOrbitRoutesTests {
         }
     }
 
+    @Test("PATCH changes what it is given of the caller's own book; bad input and another's book change nothing")
+    func rename() throws {
+        try Product.bookOrbit.test { app in
+            let ada = try app.signUp("ada@example.com")
+            let eve = try app.signUp("eve@example.com")
+            let added = try app.post("/api/v1/books", json: ["title": "Dune", "author": "Frank"], as: ada)
+            let id = try #require(added.object?["id"] as? Int)
+            let renamed = try app.patch("/api/v1/books/\(id)", json: ["author": "Frank Herbert"], as: ada)
+            #expect(renamed.status == 200)
+            #expect(
+                renamed.object?["title"] as? String == "Dune" && renamed.object?["author"] as? String == "Frank Herbert"
+            )
+            let cleared = try app.patch("/api/v1/books/\(id)", json: ["title": "Dune Messiah", "author": ""], as: ada)
+            #expect(cleared.object?["title"] as? String == "Dune Messiah" && cleared.object?["author"] == nil)
+            for refused in [["title": ""], ["title": "A\u{200B}book"], [:]] {
+                #expect(try app.patch("/api/v1/books/\(id)", json: refused, as: ada).status == 400, "\(refused)")
+            }
+            #expect(try app.patch("/api/v1/books/\(id)", json: ["title": "Mine now"], as: eve).status == 404)
+            let bad = try app.patch("/api/v1/books/dune", json: ["title": "X"], as: ada)
+            #expect(bad.status == 400 && bad.text.contains("'id'"))
+            let kept = try app.get("/api/v1/books", as: ada).object?["books"] as? [[String: Any]]
+            #expect(kept?.first?["title"] as? String == "Dune Messiah" && kept?.first?["author"] == nil)
+        }
+    }
+
     @Test("a loan is ready once its time comes, and its owner hears it once: on the stream and at each device")
     func loanReady() throws {
         try Product.bookOrbit.test { app in
