@@ -4,8 +4,8 @@
 Python's standard library only. Sundown never sees a session token: its reverse
 proxy (nginx `auth_request` or Caddy `forward_auth`) asks Homeport who each
 request is, and hands Sundown the answer in X-Homeport-Account-Id,
-X-Homeport-Account-Email and X-Homeport-Account-Email-Verified, replacing
-whatever the client sent. So Sundown listens where only the proxy reaches it
+X-Homeport-Account-Email, X-Homeport-Account-Email-Verified and
+X-Homeport-Groups, replacing whatever the client sent. So Sundown listens where only the proxy reaches it
 (loopback), and trusts those fields.
 
 An address is not an identity: an entry is shared with an account, by its id,
@@ -55,6 +55,7 @@ HOMEPORT_FIELDS = {
     "x-homeport-account-email",
     "x-homeport-account-email-verified",
     "x-homeport-session",
+    "x-homeport-groups",
 }
 
 JSON = dict[str, Any]
@@ -158,6 +159,7 @@ class Caller:
     email: str
     email_verified: bool
     session: str | None
+    groups: list[str]
 
 
 class Refusal(Exception):
@@ -210,7 +212,7 @@ def make_handler(journal: Journal, product: ProductAPI) -> type[http.server.Base
         def list_entries(self, caller: Caller) -> tuple[int, JSON]:
             return 200, {
                 "account": {"id": caller.id, "email": caller.email, "emailVerified": caller.email_verified,
-                            "session": caller.session},
+                            "session": caller.session, "groups": caller.groups},
                 "entries": journal.readable(caller.id)}
 
         def write_entry(self, caller: Caller) -> tuple[int, JSON]:
@@ -271,9 +273,11 @@ def make_handler(journal: Journal, product: ProductAPI) -> type[http.server.Base
             ids = self.headers.get_all("X-Homeport-Account-Id") or []
             emails = self.headers.get_all("X-Homeport-Account-Email") or []
             verified = self.headers.get_all("X-Homeport-Account-Email-Verified") or []
-            if len(ids) != 1 or len(emails) != 1 or len(verified) > 1 or not ids[0].isdigit():
+            groups = self.headers.get_all("X-Homeport-Groups") or []
+            if len(ids) != 1 or len(emails) != 1 or len(verified) > 1 or len(groups) > 1 or not ids[0].isdigit():
                 raise NOT_SIGNED_IN
-            return Caller(int(ids[0]), emails[0], verified == ["true"], self.headers.get("X-Homeport-Session"))
+            names = [name for name in (groups[0] if groups else "").split(",") if name]
+            return Caller(int(ids[0]), emails[0], verified == ["true"], self.headers.get("X-Homeport-Session"), names)
 
         def body(self) -> JSON:
             length = self.headers.get("Content-Length", "0")

@@ -18,6 +18,8 @@ package final class HomeportApplication: Sendable {
     package let accounts: AccountService
     /// Notifications: what a product calls to notify an account.
     package let push: PushCenter
+    /// The sign-ups waiting for approval, which admins decide on from the app.
+    package let signups: SignupQueue
     /// The product served (``Product/homeport`` for Homeport on its own).
     package let product: Product
     /// What the product's handlers and tasks work with.
@@ -173,6 +175,12 @@ package final class HomeportApplication: Sendable {
         self.push = PushCenter(
             database: database, identity: identity, settings: configuration.push, clock: clock,
             rateLimits: configuration.accounts.rateLimits, logger: logger)
+        var signups = SignupQueue(
+            database: database, push: push, clock: clock, logger: logger.withLabel("homeport.accounts"))
+        signups.verifiedOnly = configuration.accounts.emailVerification == .code
+        self.signups = signups
+        let queue = signups
+        accounts.newcomers.listen { queue.announce(email: $0) }
         // `push send` then notifies as this process does.
         try ServingPushSettings.record(configuration.push, in: database, now: clock.unixSeconds)
         self.hub = StreamHub(
@@ -233,6 +241,7 @@ package final class HomeportApplication: Sendable {
             features: AppInfoEndpoint.features + product.features.filter { !AppInfoEndpoint.features.contains($0) },
             logger: logger)
         router.addPush(push, hub: hub)
+        router.addAdmin(signups)
         if let gateway = configuration.push.gateway {
             router.addPushGatewayEnrollment(identity: identity, credential: gateway.credential)
         }
@@ -241,7 +250,7 @@ package final class HomeportApplication: Sendable {
         router.addWebDoor(
             accounts, reader: reader, product: configuration.product,
             csrfKey: try ServerSecrets(database, logger: logger.withLabel("homeport.server")).secret(named: "csrf"),
-            identity: identity, push: push)
+            identity: identity, push: push, signups: signups)
         let server = HTTPServer(
             configuration: configuration.effectiveHTTP, responder: router, logger: logger, bound: bound)
         self.server = server

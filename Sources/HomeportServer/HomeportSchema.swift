@@ -520,6 +520,21 @@ package enum HomeportSchema {
             statements: [
                 "DELETE FROM product_codes WHERE key_id IN (SELECT id FROM product_keys WHERE revoked_at IS NOT NULL)"
             ]),
+        // The groups an account belongs to: `admin` (Homeport's own) and any the operator or a
+        // product names.
+        Migration(
+            version: 24, name: "account_groups",
+            statements: [
+                """
+                CREATE TABLE IF NOT EXISTS account_groups (
+                    user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    PRIMARY KEY (user_id, name)
+                )
+                """,
+                "CREATE INDEX IF NOT EXISTS account_groups_name ON account_groups (name)",
+            ]),
     ]
 
     /// A migrator over ``migrations``.

@@ -31,6 +31,27 @@ extension TestServer {
         }
     }
 
+    /// Puts `account` in `group` (as the operator's `users groups EMAIL add GROUP`); its next
+    /// request carries it.
+    public func addGroup(_ group: String, to account: TestAccount) throws {
+        try changeGroup(.add, group, account)
+    }
+
+    /// Takes `account` out of `group`.
+    public func removeGroup(_ group: String, from account: TestAccount) throws {
+        try changeGroup(.remove, group, account)
+    }
+
+    private func changeGroup(_ change: GroupService.Change, _ group: String, _ account: TestAccount) throws {
+        let service = GroupService(database: application.database, clock: clock, logger: Logger(label: "test"))
+        switch try service.groups(email: account.email, (change, group)) {
+        case .groups: return
+        case .noAccount: throw TestServerError("no account uses \(account.email)")
+        case .invalidName: throw TestServerError("'\(group)' is not a group's name")
+        case .tooMany: throw TestServerError("\(account.email) is in too many groups")
+        }
+    }
+
     static let signupPath = "/_allauth/app/v1/auth/signup"
     static let loginPath = "/_allauth/app/v1/auth/login"
     static let sessionPath = "/_allauth/app/v1/auth/session"

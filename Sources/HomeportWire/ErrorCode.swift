@@ -2,6 +2,8 @@
 public enum APIErrorCode {
     /// No live, signed-in session token came with a request that needs one.
     public static let notAuthenticated = "not_authenticated"
+    /// Signed in, but not in the account group the route is for (403).
+    public static let forbidden = "forbidden"
     /// No route serves the path.
     public static let notFound = "not_found"
     /// The path exists with other methods.

@@ -11,12 +11,16 @@ public struct ForwardAuthAnswer: Codable, Hashable, Sendable {
     /// Whether the address is verified (``HomeportHeader/accountEmailVerified``); `nil` from a
     /// server older than the field.
     public var emailVerified: Bool?
+    /// The account's groups, sorted (``HomeportHeader/accountGroups``); `nil` from a server older
+    /// than the field.
+    public var groups: [String]?
 
     /// Creates an answer.
-    public init(accountId: Int64, email: String, session: String, emailVerified: Bool? = nil) {
+    public init(accountId: Int64, email: String, session: String, emailVerified: Bool? = nil, groups: [String]? = nil) {
         self.accountId = accountId
         self.email = email
         self.session = session
         self.emailVerified = emailVerified
+        self.groups = groups
     }
 }

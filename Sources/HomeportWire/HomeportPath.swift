@@ -7,6 +7,11 @@ public enum HomeportPath {
     public static let serverIdentity = apiPrefix + "/server-identity"
     /// `GET`: what the server is and can do; needs a signed-in session.
     public static let appInfo = apiPrefix + "/app-info"
+    /// `GET`: the signed-in account: its id, address, groups and stage.
+    public static let account = apiPrefix + "/account"
+    /// `GET`: the sign-ups waiting or held (the `admin` group only); `POST
+    /// adminSignups/{id}/approve|hold|reject` decides one.
+    public static let adminSignups = apiPrefix + "/admin/signups"
     /// `GET`: what a pre-login session earned on its last attempt to get in.
     public static let authStanding = apiPrefix + "/auth/standing"
     /// `GET`: forward auth for a reverse proxy in front of a product in any language: 200 with
@@ -50,10 +55,13 @@ public enum HomeportHeader {
     /// Forward auth's answer: `true` when the account's address is verified, else `false`. An
     /// address that is not verified says nothing of who reads its mail: never share by it.
     public static let accountEmailVerified = "X-Homeport-Account-Email-Verified"
+    /// Forward auth's answer: the account's groups, comma-separated and sorted (`admin,family`);
+    /// empty for none.
+    public static let accountGroups = "X-Homeport-Groups"
 
     /// Every field forward auth answers, which a site copies onto the product's requests (and
     /// removes from what a client sent, in every spelling).
-    public static let forwardAuthFields = [accountID, accountEmail, accountEmailVerified, sessionHandle]
+    public static let forwardAuthFields = [accountID, accountEmail, accountEmailVerified, sessionHandle, accountGroups]
 }
 
 /// The app door: django-allauth headless's app-client API, whose paths Homeport shares.

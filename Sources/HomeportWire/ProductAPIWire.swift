@@ -72,13 +72,16 @@ public struct ProductAccount: Codable, Hashable, Sendable {
     public var verified: Bool
     /// Its approval stage: `approved`, `waiting`, `rejected` or `held`.
     public var standing: String
+    /// The groups it belongs to, sorted; `nil` from a server older than groups.
+    public var groups: [String]?
 
     /// Creates an answer.
-    public init(id: Int64, email: String, verified: Bool, standing: String) {
+    public init(id: Int64, email: String, verified: Bool, standing: String, groups: [String]? = nil) {
         self.id = id
         self.email = email
         self.verified = verified
         self.standing = standing
+        self.groups = groups
     }
 }
 
@@ -105,5 +108,59 @@ public struct ProductCatalogueRequest: Codable, Hashable, Sendable {
     /// Creates a request.
     public init(codes: [NotificationCatalogue.Code]) {
         self.codes = codes
+    }
+}
+
+/// `GET /api/v1/account`: the signed-in account, as the app shows it.
+public struct AccountAnswer: Codable, Hashable, Sendable {
+    /// The account's id.
+    public var id: Int64
+    /// Its sign-in address.
+    public var email: String
+    /// Whether the address is verified.
+    public var emailVerified: Bool
+    /// The groups it belongs to, sorted (`admin`, `family`).
+    public var groups: [String]
+    /// Its approval stage (`approved` for a signed-in account).
+    public var stage: String
+
+    /// Creates an answer.
+    public init(id: Int64, email: String, emailVerified: Bool, groups: [String], stage: String) {
+        self.id = id
+        self.email = email
+        self.emailVerified = emailVerified
+        self.groups = groups
+        self.stage = stage
+    }
+}
+
+/// One sign-up in the approval queue (`GET /api/v1/admin/signups`), or the answer to a decision.
+public struct SignupEntry: Codable, Hashable, Sendable {
+    /// The account's id.
+    public var id: Int64
+    /// Its sign-in address.
+    public var email: String
+    /// `waiting` or `held` in the queue; after a decision, `approved`, `held` or `rejected`.
+    public var stage: String
+    /// When it signed up, in Unix seconds.
+    public var createdAt: Int64
+
+    /// Creates an entry.
+    public init(id: Int64, email: String, stage: String, createdAt: Int64) {
+        self.id = id
+        self.email = email
+        self.stage = stage
+        self.createdAt = createdAt
+    }
+}
+
+/// `GET /api/v1/admin/signups`: the accounts waiting or held, oldest first.
+public struct SignupQueueAnswer: Codable, Hashable, Sendable {
+    /// The queue.
+    public var signups: [SignupEntry]
+
+    /// Creates an answer.
+    public init(signups: [SignupEntry]) {
+        self.signups = signups
     }
 }

@@ -97,6 +97,11 @@ extension RawResponse {
     var errorCodes: [String] {
         ((jsonObject?["errors"] as? [[String: Any]]) ?? []).compactMap { $0["code"] as? String }
     }
+
+    /// The `code` of Homeport's own error shape (`{"error": {"code": …}}`).
+    var apiErrorCode: String? {
+        (jsonObject?["error"] as? [String: Any])?["code"] as? String
+    }
 }
 
 /// The secrets key file of every PostgreSQL test server of this process: replicas of one

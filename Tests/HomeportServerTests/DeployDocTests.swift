@@ -319,7 +319,8 @@ struct DeployDocTests {
         let forged = [
             "X-Homeport-Account-Id: 999", "X-Homeport-Account-Email: eve@example.com", "X-Homeport-Session: forged",
             "X-Homeport-Account-Email-Verified: true", "X_Homeport_Account_Id: 998", "x_homeport_account_email: eve@x",
-            "X-Homeport_Account-Id: 997", "X_HOMEPORT_ACCOUNT_EMAIL_VERIFIED: true",
+            "X-Homeport_Account-Id: 997", "X_HOMEPORT_ACCOUNT_EMAIL_VERIFIED: true", "X-Homeport-Groups: admin",
+            "X_Homeport_Groups: admin",
             "Cookie: homeport_session=websession; homeport_csrf=csrf; theirs=1",
         ]
         for (index, (front, allowHTTP)) in [
@@ -334,9 +335,26 @@ struct DeployDocTests {
             let token = try #require(
                 ((try? JSONSerialization.jsonObject(with: Data(signup.body.utf8))) as? [String: Any])
                     .flatMap { ($0["meta"] as? [String: Any])?["session_token"] as? String })
-            let seen = try Curl.call(
+            // Without a group the field is absent, and a client's own never passes; with groups, Homeport's.
+            let answer = try Curl.call(
                 front + "/api/v1/journal", caFile: certificates.caFile,
                 headers: forged + ["\(HomeportHeader.sessionToken): \(token)"])
+            let groupless = ((try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [[String]] ?? [])
+                .filter { $0[0].lowercased() == "x-homeport-groups" }.map { $0[1] }
+            #expect(groupless.allSatisfy(\.isEmpty) && groupless.count <= 1, "\(front): none, empty: \(groupless)")
+            let grouped = try ServerProcess.run(
+                ["users", "groups", email, "add", "family", "--database", "sqlite:" + data.file("h.sqlite")])
+            #expect(grouped.status == 0, "\(grouped.error)")
+            var seen = try Curl.call(
+                front + "/api/v1/journal", caFile: certificates.caFile,
+                headers: forged + ["\(HomeportHeader.sessionToken): \(token)"])
+            // Another process changed the groups: seen within the session cache's second.
+            try eventually(every: .milliseconds(100)) {
+                seen = try Curl.call(
+                    front + "/api/v1/journal", caFile: certificates.caFile,
+                    headers: forged + ["\(HomeportHeader.sessionToken): \(token)"])
+                return seen.body.contains("family")
+            }
             #expect(seen.status == 200, "\(front): \(seen.body)")
             let fields = (try? JSONSerialization.jsonObject(with: Data(seen.body.utf8))) as? [[String]] ?? []
             let heard = Dictionary(fields.map { ($0[0].lowercased(), $0[1]) }, uniquingKeysWith: { first, _ in first })
@@ -344,6 +362,7 @@ struct DeployDocTests {
             #expect(heard["x-homeport-account-id"].flatMap(Int.init) != nil && heard["x-homeport-account-id"] != "999")
             #expect(heard["x-homeport-account-email-verified"] == "false", "\(front): \(heard)")
             #expect(heard["x-homeport-session"]?.count == 32, "\(front): \(heard)")
+            #expect(heard["x-homeport-groups"] == "family", "\(front): \(heard)")
             #expect(heard["x-session-token"] == nil && !seen.body.contains(token), "the token stays at the proxy")
             // Each of Homeport's fields once, in its own spelling: no variant a CGI stack would merge.
             let homeport = fields.filter {
@@ -398,7 +417,7 @@ struct DeployDocTests {
     }
 
     @Test(
-        "the Traefik example names the forward-auth route, copies the four fields onto the product's requests, and removes the token, cookies and underscore spellings"
+        "the Traefik example names the forward-auth route, copies the five fields onto the product's requests, and removes the token, cookies and underscore spellings"
     )
     func traefikExample() throws {
         let yaml = try block("yaml", "traefik")

@@ -36,7 +36,8 @@ struct ForwardAuthTests {
             #expect(
                 body
                     == ForwardAuthAnswer(
-                        accountId: account.id, email: "ada@example.com", session: handle, emailVerified: false))
+                        accountId: account.id, email: "ada@example.com", session: handle, emailVerified: false,
+                        groups: []))
             // Written by hand for speed: the same bytes as every other answer's encoder.
             #expect(answer.body == (try HTTPResponse.encode(body)))
             #expect(answer.header("Cache-Control") == "no-store")

@@ -144,7 +144,9 @@ struct ProductAPITests {
         )
         #expect(account.status == 200)
         let described = try JSONDecoder().decode(ProductAccount.self, from: account.body)
-        #expect(described == ProductAccount(id: 1, email: "ada@example.com", verified: false, standing: "approved"))
+        #expect(
+            described
+                == ProductAccount(id: 1, email: "ada@example.com", verified: false, standing: "approved", groups: []))
         // By address, as a product resolves one at the moment it acts.
         for (query, status) in [
             ("email=ada%40example.com", 200), ("email=%20ADA%40Example.com", 200), ("email=nobody%40example.com", 404),

@@ -157,7 +157,7 @@ struct PushAPITests {
             let version = try #require(answer.jsonObject?["version"] as? String)
             #expect(answer.header("ETag") == "\"\(version)\"")
             let codes = (answer.jsonObject?["codes"] as? [[String: Any]])?.compactMap { $0["code"] as? String }
-            #expect(codes == ["books/loans:due", "homeport/core:push.test"])
+            #expect(codes == ["books/loans:due", "homeport/core:push.test", "homeport/core:signup.waiting"])
             for tag in ["\"\(version)\"", "W/\"\(version)\"", "\"other\", \"\(version)\"", "*"] {
                 let cached = try server.app(
                     "GET", "/api/v1/notifications/catalogue", token: token, headers: [("If-None-Match", tag)])

@@ -146,13 +146,14 @@ struct SundownSampleTests {
             let forged = try Curl.call(
                 front.url + "/api/v1/journal", caFile: certificates.caFile,
                 headers: [
-                    "X-Homeport-Account-Id: 999", "X-Homeport-Account-Email: \(reader)",
+                    "X-Homeport-Account-Id: 999", "X-Homeport-Account-Email: \(reader)", "X-Homeport-Groups: admin",
                     "\(HomeportHeader.sessionToken): \(tokens[writer]!)",
                 ])
             let heard = (try? JSONSerialization.jsonObject(with: Data(forged.body.utf8))) as? [String: Any]
             let account = heard?["account"] as? [String: Any]
             #expect(forged.status == 200 && account?["email"] as? String == writer, "\(front.url): \(forged.body)")
             #expect(account?["id"] as? Int != nil && account?["id"] as? Int != 999, "\(front.url): \(forged.body)")
+            #expect(account?["groups"] as? [String] == [], "the groups are Homeport's: \(forged.body)")
             let anonymous = try Curl.call(
                 front.url + "/api/v1/journal", caFile: certificates.caFile,
                 headers: ["X-Homeport-Account-Id: 1", "X-Homeport-Account-Email: \(writer)"])

@@ -7,7 +7,7 @@ import Testing
 
 /// HomeportTesting as a product's tests use it, on a product made here: its routes, its
 /// notification, its budget and its task.
-@Suite("HomeportTesting: a product's server in process for its tests")
+@Suite("HomeportTesting: a product's server in process for its tests", .tags(.postgres))
 struct TestingHarnessTests {
     static let ping = "harness:ping"
     static let pings = ProductBudget("pings-per-account", limit: RateLimit(100, per: 3600), per: .account)

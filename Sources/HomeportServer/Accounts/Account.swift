@@ -17,6 +17,9 @@ package struct Account: Sendable, Hashable {
     /// verify`, or an import that said so), as the session reader read it with the session;
     /// `nil` where the account was read without it.
     package var emailVerified: Bool? = nil
+    /// The groups it belongs to, by name, as the session reader read them with the session;
+    /// `nil` where the account was read without them.
+    package var groups: [String]? = nil
 
     /// Whether a password signs in to it: not Django's unusable password (`!…`), which an
     /// import or an identity provider's sign-up leaves until a reset sets one.

@@ -42,6 +42,8 @@ package final class AccountService: Sendable {
     package let handoffs: HandoffService
     /// Sends (or queues) the account's mail.
     let deliver: MailDelivery
+    /// Told of each sign-up that starts waiting for approval (the application notifies admins).
+    let newcomers = NewcomerAnnouncer()
 
     /// Signing in with an identity provider's ID token, the sign-up it may wait on, and the
     /// provider accounts linked to an account: the steps above, reached through a provider.
@@ -76,7 +78,7 @@ package final class AccountService: Sendable {
             logger: self.logger, mint: mint, deliver: deliver)
         emailVerification = EmailVerificationService(
             settings: settings, database: database, clock: clock, random: random, logger: self.logger, mint: mint,
-            deliver: deliver)
+            deliver: deliver, newcomers: newcomers)
         handoffs = HandoffService(
             database: database, rateLimits: settings.rateLimits, clock: clock, random: random, logger: self.logger,
             mint: mint)
@@ -213,6 +215,7 @@ package final class AccountService: Sendable {
         guard !taken else { return outcome }
         logger.notice("account created", metadata: ["approval": approval.rawValue])
         guard case .pending(_, let token) = outcome else { return outcome }
+        newcomers.announce(email: email)
         let mailed = deliver(Self.waitingMail(to: email), standingOf: token == nil ? nil : newSession.session.keyHash)
         return .pending(standing: mailed ? .waiting : .mailFailed, token: token)
     }

@@ -47,6 +47,17 @@ struct AccountStore {
         ).isEmpty)
     }
 
+    /// Sets an account's approval stage only if it is one of `stages` now, in one statement (two
+    /// decisions at once: the second finds the first's stage); false when it is not.
+    func setApproval(_ approval: Approval, id: Int64, from stages: [Approval]) throws -> Bool {
+        let list = stages.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        return
+            !(try db.execute(
+                "UPDATE users SET approval = $1 WHERE id = $2 AND approval IN (\(list)) RETURNING id",
+                [.text(approval.rawValue), .integer(id)]
+            ).isEmpty)
+    }
+
     /// Replaces the password hash, only if it is still `old` (the one a check was made against).
     /// Returns whether it was replaced.
     func replacePasswordHash(id: Int64, from old: String, to new: String, at now: Int64) throws -> Bool {
@@ -112,7 +123,8 @@ struct AccountStore {
     static let emailVerifiedColumn =
         "CASE WHEN EXISTS (SELECT 1 FROM verified_emails v WHERE v.user_id = u.id) THEN 1 ELSE 0 END AS email_verified"
 
-    /// The account in `row` (its ``columns``, by name, and ``emailVerifiedColumn`` when selected),
+    /// The account in `row` (its ``columns``, by name, and ``emailVerifiedColumn`` and
+    /// ``AccountGroups/column(_:)`` when selected),
     /// or `nil` when they are NULL (a pre-login session's empty join).
     static func account(_ row: Row) -> Account? {
         guard let id = row.int("id"), let email = row.string("email"), let hash = row.string("password_hash"),
@@ -121,6 +133,7 @@ struct AccountStore {
         let created = Date(timeIntervalSince1970: TimeInterval(row.int("created_at") ?? 0))
         return Account(
             id: id, email: email, passwordHash: hash, approval: approval, createdAt: created,
-            emailVerified: row.int("email_verified").map { $0 != 0 })
+            emailVerified: row.int("email_verified").map { $0 != 0 },
+            groups: row.columns.contains("group_names") ? AccountGroups.parse(row.string("group_names")) : nil)
     }
 }

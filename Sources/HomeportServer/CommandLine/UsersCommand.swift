@@ -40,12 +40,30 @@ enum UsersCommand {
             "Its TOTP secret and recovery codes are deleted and every session of the account ends (on every replica within a second); it signs in with its password alone until it turns two-factor sign-in on again. Do it only for someone you know to be the owner: it undoes what the second factor protects."
     )
 
+    static let groupsSpec: CommandSpec = {
+        var spec = CommandSpec(
+            name: "homeport-server users groups",
+            summary: "Show an account's groups, or put it in a group or take it out of one.",
+            arguments: [
+                .init("EMAIL", help: "The account's sign-in address."),
+                .init("add|remove", help: "What to do (without it, the groups are shown)."),
+                .init("GROUP", help: "The group: admin, or any name of 1–64 letters, digits and -_.: (lowercased)."),
+            ],
+            options: [ServerCLI.databaseOption, .flag("json", help: "Print the groups as a JSON array.")],
+            discussion:
+                "admin is Homeport's own group: its members decide on sign-ups from the app. Any other name (family, kids, bookorbit:librarian) is yours and the products': a Swift product reads SignedIn.groups, a product behind forward auth X-Homeport-Groups. A name is 1–64 letters, digits and -_.:, starting with a letter or digit; an account holds at most 32. A running server sees a change within its session cache's window (a second by default); the change is logged to standard error."
+        )
+        spec.optionalArguments = 2
+        return spec
+    }()
+
     static let overview = """
-        Usage: homeport-server users list|approve|reject|hold|verify|reset-2fa|import|delete [EMAIL|FILE] [options]
+        Usage: homeport-server users list|approve|reject|hold|verify|groups|reset-2fa|import|delete [EMAIL|FILE] [options]
 
         Manage accounts: list them, move one between approval stages (approved, waiting, rejected, held), mark
-        its address verified, turn its two-factor sign-in off, import accounts from another system
-        (homeport-server users import --help), or delete one with everything that was its own.
+        its address verified, put it in groups (homeport-server users groups --help), turn its two-factor
+        sign-in off, import accounts from another system (homeport-server users import --help), or delete one
+        with everything that was its own.
         """
 
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
@@ -54,7 +72,8 @@ enum UsersCommand {
                 ServerCLI.line(overview)
                 return .success
             }
-            throw UsageError("users needs an action: list, approve, reject, hold, verify, reset-2fa, import or delete")
+            throw UsageError(
+                "users needs an action: list, approve, reject, hold, verify, groups, reset-2fa, import or delete")
         }
         let rest = Array(arguments.dropFirst())
         switch action {
@@ -63,12 +82,13 @@ enum UsersCommand {
         case "reject": return try setStage(.rejected, action, rest, environment: environment)
         case "hold": return try setStage(.held, action, rest, environment: environment)
         case "verify": return try verify(rest, environment: environment)
+        case "groups": return try groups(rest, environment: environment)
         case "reset-2fa": return try resetSecondFactor(rest, environment: environment)
         case "import": return try importAccounts(rest, environment: environment)
         case "delete": return try delete(rest, environment: environment)
         default:
             throw UsageError(
-                "unknown users action '\(action)'; use list, approve, reject, hold, verify, reset-2fa, import or delete"
+                "unknown users action '\(action)'; use list, approve, reject, hold, verify, groups, reset-2fa, import or delete"
             )
         }
     }
@@ -158,6 +178,51 @@ enum UsersCommand {
         }
         ServerCLI.line("\(email): address verified")
         return .success
+    }
+
+    static func groups(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
+        guard let parsed = try ServerCLI.parse(groupsSpec, arguments) else { return .success }
+        let positionals = parsed.positionals
+        let email = positionals[0]
+        var change: (GroupService.Change, String)?
+        if positionals.count > 1 {
+            guard positionals.count == 3,
+                let action = ["add": GroupService.Change.add, "remove": .remove][positionals[1]]
+            else {
+                throw UsageError(
+                    "users groups EMAIL takes add GROUP or remove GROUP, not '\(positionals[1...].joined(separator: " "))'"
+                )
+            }
+            change = (action, positionals[2])
+        }
+        let database = try ServerCLI.database(parsed, groupsSpec, environment).open()
+        defer { database.close() }
+        try ServerCLI.migrate(database)
+        // The change's log line goes to standard error (the journal, under systemd): an audit trail.
+        let service = GroupService(
+            database: database, clock: SystemWallClock(), logger: Logger(label: "homeport.cli", minimumLevel: .notice))
+        switch try service.groups(email: email, change) {
+        case .noAccount:
+            ServerCLI.error("homeport-server: no account uses '\(email)'")
+            return .failure
+        case .invalidName:
+            throw UsageError(
+                "'\(change?.1 ?? "")' is not a group's name: 1–64 letters, digits and -_.:, starting with a letter or digit"
+            )
+        case .tooMany:
+            ServerCLI.error("homeport-server: \(email) is in \(AccountGroups.maximumPerAccount) groups already")
+            return .failure
+        case .groups(let groups, let changed):
+            if parsed.flag("json") {
+                try ServerCLI.printJSON(groups)
+            } else {
+                if let change, !changed {
+                    ServerCLI.line("\(email): \(change.0 == .add ? "already in" : "not in") \(change.1.lowercased())")
+                }
+                ServerCLI.line("\(email): \(groups.isEmpty ? "in no group" : groups.joined(separator: ", "))")
+            }
+            return .success
+        }
     }
 
     static func setStage(_ approval: Approval, _ action: String, _ arguments: [String], environment: [String: String])

@@ -18,11 +18,14 @@ package final class EmailVerificationService: Sendable {
     let logger: Logger
     let mint: SessionMint
     let deliver: MailDelivery
+    /// Told when a sign-up's verified address leaves it waiting for approval.
+    let newcomers: NewcomerAnnouncer
 
     init(
         settings: AccountSettings, database: any Database, clock: any WallClock, random: any RandomSource,
-        logger: Logger, mint: SessionMint, deliver: MailDelivery
+        logger: Logger, mint: SessionMint, deliver: MailDelivery, newcomers: NewcomerAnnouncer
     ) {
+        self.newcomers = newcomers
         self.settings = settings
         self.database = database
         self.clock = clock
@@ -100,37 +103,45 @@ package final class EmailVerificationService: Sendable {
         }
         let now = clock.unixSeconds
         let replacement = try mint.make(kind: session.kind, userID: nil, now: now)
-        // The outcome, and the address to tell that it waits for approval after a sign-up.
-        let (outcome, waitingMail): (VerificationOutcome, String?) = try database.transaction { db in
+        // The outcome, the address to tell that it waits for approval after a sign-up, and
+        // the address of an account that became a newcomer for the admins (verified now, waiting).
+        let (outcome, waitingMail, newcomer): (VerificationOutcome, String?, String?) = try database.transaction { db in
             let verifications = EmailVerificationStore(db)
             guard let claimed = try verifications.claim(keyHash: session.keyHash, codeHash: codeHash, now: now) else {
                 // A resend replaced the code while it was compared: this one is wrong now.
                 let stillWaiting = try verifications.pending(keyHash: session.keyHash, now: now) != nil
-                return (stillWaiting ? .incorrect : .noneWaiting, nil)
+                return (stillWaiting ? .incorrect : .noneWaiting, nil, nil)
             }
             let sessions = SessionStore(db)
             guard try SessionEnding(db).end(keyHash: session.keyHash),
                 let account = try AccountStore(db).find(id: claimed.userID)
-            else { return (.noneWaiting, nil) }
+            else { return (.noneWaiting, nil, nil) }
+            let wasVerified = try verifications.isVerified(userID: account.id)
             try verifications.markVerified(userID: account.id, now: now)
             var signedIn = replacement.session
             signedIn.userID = account.id
             signedIn.authenticatedAt = claimed.authenticatedAt
             if try sessions.insertSignedIn(signedIn, now: now, passwordHash: account.passwordHash) {
-                return (.signedIn(token: replacement.token, account: account, session: signedIn), nil)
+                return (.signedIn(token: replacement.token, account: account, session: signedIn), nil, nil)
             }
             // No session: the account is not approved, or its password changed since it was read.
             guard let latest = try AccountStore(db).find(id: account.id), latest.approval != .approved else {
-                return (.noneWaiting, nil)
+                return (.noneWaiting, nil, nil)
             }
             let standing: Standing = latest.approval == .held ? .held : .waiting
             // The pre-login session stays, to carry the standing.
             var preLogin = session
             preLogin.standing = standing
             try sessions.insertPreLogin(preLogin, now: now)
-            // A sign-up (no password sign-in) is told by mail, as without verification.
-            return (.pending(standing: standing), claimed.authenticatedAt == nil ? account.email : nil)
+            // A sign-up (no password sign-in) is told by mail, as without verification. Admins hear
+            // of the account once, when its address is first proved (a sign-up's code, or a
+            // password sign-in's later).
+            return (
+                .pending(standing: standing), claimed.authenticatedAt == nil ? account.email : nil,
+                latest.approval == .waiting && !wasVerified ? account.email : nil
+            )
         }
+        if let newcomer { newcomers.announce(email: newcomer) }
         guard case .signedIn = outcome else {
             if case .pending(let standing) = outcome {
                 logger.notice("address verified", metadata: ["signedIn": "false"])

@@ -17,6 +17,7 @@ final class ForwardAnswers: Sendable {
         var accountID: Int64
         var email: String
         var verified: Bool
+        var groups: [String]
         var prepared: PreparedResponse
     }
 
@@ -32,8 +33,11 @@ final class ForwardAnswers: Sendable {
     /// `no-store` (as the API prefix's middleware leaves every answer).
     func response(session: Session, account: Account) throws -> HTTPResponse {
         let verified = account.emailVerified ?? false
+        let groups = account.groups ?? []
         let cached = known.withLock { $0[session.keyHash] }
-        if let cached, cached.accountID == account.id, cached.email == account.email, cached.verified == verified {
+        if let cached, cached.accountID == account.id, cached.email == account.email, cached.verified == verified,
+            cached.groups == groups
+        {
             return cached.prepared.response
         }
         let caller = SignedIn(session: session, account: account, clientAddress: "")
@@ -43,12 +47,16 @@ final class ForwardAnswers: Sendable {
         answer.headers.add(HomeportHeader.accountEmail, caller.email)
         answer.headers.add(HomeportHeader.accountEmailVerified, verified ? "true" : "false")
         answer.headers.add(HomeportHeader.sessionHandle, handle)
+        // Always there, so that a proxy copying it never leaves a client's own (or, as Caddy 2.6
+        // does for an absent field, its placeholder's name). None is an empty value, written as
+        // one space (libmicrohttpd sends no empty field; HTTP drops the space around a value).
+        answer.headers.add(HomeportHeader.accountGroups, groups.isEmpty ? " " : groups.joined(separator: ","))
         answer.headers.set("Cache-Control", "no-store")
         let prepared = PreparedResponse(answer)
         known.withLock { known in
             if known.count >= capacity { known.removeAll(keepingCapacity: true) }
             known[session.keyHash] = Entry(
-                accountID: account.id, email: account.email, verified: verified, prepared: prepared)
+                accountID: account.id, email: account.email, verified: verified, groups: groups, prepared: prepared)
         }
         return prepared.response
     }
@@ -57,16 +65,21 @@ final class ForwardAnswers: Sendable {
     var count: Int { known.withLock { $0.count } }
 
     /// ``ForwardAuthAnswer``'s bytes, as the JSON encoder writes them: written directly, since
-    /// an address is a dot-atom with nothing JSON escapes (the encoder still writes one that has).
+    /// an address is a dot-atom and a group's name letters, digits and `-_.:`, with nothing JSON
+    /// escapes (the encoder still writes one that has).
     static func body(_ caller: SignedIn, handle: String, verified: Bool) throws -> Data {
-        guard !caller.email.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 })
+        let escaped: (UInt8) -> Bool = { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || $0 < 0x20 }
+        guard !caller.email.utf8.contains(where: escaped),
+            !caller.groups.contains(where: { $0.utf8.contains(where: escaped) })
         else {
             return try HTTPResponse.encode(
                 ForwardAuthAnswer(
-                    accountId: caller.accountID, email: caller.email, session: handle, emailVerified: verified))
+                    accountId: caller.accountID, email: caller.email, session: handle, emailVerified: verified,
+                    groups: caller.groups))
         }
+        let groups = caller.groups.map { "\"" + $0 + "\"" }.joined(separator: ",")
         return Data(
-            #"{"accountId":\#(caller.accountID),"email":"\#(caller.email)","emailVerified":\#(verified),"session":"\#(handle)"}"#
+            #"{"accountId":\#(caller.accountID),"email":"\#(caller.email)","emailVerified":\#(verified),"groups":[\#(groups)],"session":"\#(handle)"}"#
                 .utf8)
     }
 }

@@ -386,6 +386,7 @@ struct ProviderSignIn: Sendable {
         case .verificationPending:
             if let verification { emailVerification.mailVerification(verification, to: email) }
         case .pending(_, let token):
+            accounts.newcomers.announce(email: email)
             let mailed = deliver(
                 AccountService.waitingMail(to: email), standingOf: token == nil ? nil : newSession.session.keyHash)
             return .signIn(.pending(standing: mailed ? .waiting : .mailFailed, token: token))

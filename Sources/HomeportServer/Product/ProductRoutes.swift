@@ -14,8 +14,10 @@ public typealias PublicHandler = @Sendable (HTTPRequest) throws -> HTTPResponse
 /// literal segments and `:name` parameters (`/books/:id`), read with
 /// `request.parameter("id", as: Int64.self)`. A handler answers an `HTTPResponse`, or any
 /// `Encodable` value, written as JSON with the route's `status` (`.ok` unless declared:
-/// `api.post("/books", status: .created) { … }`). Homeport's own paths (`/server-identity`, `/app-info`, `/auth`,
-/// `/push`, `/notifications`, `/product`) cannot be taken.
+/// `api.post("/books", status: .created) { … }`). A route (or a group) declared
+/// `requiring: "bookorbit:librarian"` is for that account group's members: 403 `forbidden`
+/// for everyone else. Homeport's own paths (`/server-identity`, `/app-info`, `/account`,
+/// `/admin`, `/auth`, `/push`, `/notifications`, `/product`) cannot be taken.
 public struct ProductRoutes {
     /// What handlers work with.
     public let services: ProductServices
@@ -26,22 +28,30 @@ public struct ProductRoutes {
         var placement: HandlerPlacement
         var signedIn: SignedInHandler?
         var open: PublicHandler?
+        /// Groups the caller must be in, every one (a route's own and its groups'): 403 otherwise.
+        var required: [String] = []
     }
     private(set) var declared: [Declared] = []
-    /// What ``group(_:_:)`` puts before the paths declared in it.
+    /// What ``group(_:requiring:_:)`` puts before the paths declared in it.
     private var prefix = ""
+    /// The groups the routes declared in the current group require.
+    private var required: [String] = []
 
     init(services: ProductServices) {
         self.services = services
     }
 
-    /// Adds a signed-in route. `placement` `.pool` runs the handler off the worker threads (for
-    /// work that spends CPU, such as hashing), with the connection suspended meanwhile.
+    /// Adds a signed-in route. With `requiring`, only members of that group reach the handler
+    /// (everyone else gets 403 `forbidden`). `placement` `.pool` runs the handler off the worker
+    /// threads (for work that spends CPU, such as hashing), with the connection suspended meanwhile.
     public mutating func add(
-        _ method: HTTPMethod, _ path: String, placement: HandlerPlacement = .worker,
+        _ method: HTTPMethod, _ path: String, requiring group: String? = nil, placement: HandlerPlacement = .worker,
         _ handler: @escaping SignedInHandler
     ) {
-        declared.append(Declared(method: method, path: prefix + path, placement: placement, signedIn: handler))
+        declared.append(
+            Declared(
+                method: method, path: prefix + path, placement: placement, signedIn: handler,
+                required: required + (group.map { [$0] } ?? [])))
     }
 
     /// Adds a route that needs no session, on purpose: no credential is read for it, and its
@@ -54,51 +64,62 @@ public struct ProductRoutes {
 
     /// Adds a signed-in `GET` route (which answers `HEAD` too).
     public mutating func get(
-        _ path: String = "", placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+        _ path: String = "", requiring group: String? = nil, placement: HandlerPlacement = .worker,
+        _ handler: @escaping SignedInHandler
     ) {
-        add(.get, path, placement: placement, handler)
+        add(.get, path, requiring: group, placement: placement, handler)
     }
 
     /// Adds a signed-in `POST` route.
     public mutating func post(
-        _ path: String = "", placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+        _ path: String = "", requiring group: String? = nil, placement: HandlerPlacement = .worker,
+        _ handler: @escaping SignedInHandler
     ) {
-        add(.post, path, placement: placement, handler)
+        add(.post, path, requiring: group, placement: placement, handler)
     }
 
     /// Adds a signed-in `PUT` route.
     public mutating func put(
-        _ path: String = "", placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+        _ path: String = "", requiring group: String? = nil, placement: HandlerPlacement = .worker,
+        _ handler: @escaping SignedInHandler
     ) {
-        add(.put, path, placement: placement, handler)
+        add(.put, path, requiring: group, placement: placement, handler)
     }
 
     /// Adds a signed-in `PATCH` route.
     public mutating func patch(
-        _ path: String = "", placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+        _ path: String = "", requiring group: String? = nil, placement: HandlerPlacement = .worker,
+        _ handler: @escaping SignedInHandler
     ) {
-        add(.patch, path, placement: placement, handler)
+        add(.patch, path, requiring: group, placement: placement, handler)
     }
 
     /// Adds a signed-in `DELETE` route.
     public mutating func delete(
-        _ path: String = "", placement: HandlerPlacement = .worker, _ handler: @escaping SignedInHandler
+        _ path: String = "", requiring group: String? = nil, placement: HandlerPlacement = .worker,
+        _ handler: @escaping SignedInHandler
     ) {
-        add(.delete, path, placement: placement, handler)
+        add(.delete, path, requiring: group, placement: placement, handler)
     }
 
     /// Declares the routes `body` adds under `prefix`: `api.group("/books/:id/loan") { loan in
     /// loan.get { … } }` is `GET /books/:id/loan`. Groups nest; a route at the group's own path
-    /// leaves its path out (or gives `""`).
-    public mutating func group(_ prefix: String, _ body: (inout ProductRoutes) throws -> Void) rethrows {
-        let outer = self.prefix
+    /// leaves its path out (or gives `""`). With `requiring`, every route in it is for members
+    /// of that account group only (as each route's own `requiring`, which adds to it).
+    public mutating func group(
+        _ prefix: String, requiring group: String? = nil, _ body: (inout ProductRoutes) throws -> Void
+    ) rethrows {
+        let (outerPrefix, outerRequired) = (self.prefix, required)
         self.prefix += prefix
-        defer { self.prefix = outer }
+        if let group { required.append(group) }
+        defer { (self.prefix, required) = (outerPrefix, outerRequired) }
         try body(&self)
     }
 
     /// Paths under `/api/v1` that are Homeport's.
-    static let reserved = ["server-identity", "app-info", "auth", "push", "notifications", "product"]
+    static let reserved = [
+        "server-identity", "app-info", "account", "admin", "auth", "push", "notifications", "product",
+    ]
 
     /// The segments of a declared path, or a sentence saying what is wrong with it.
     static func segments(of path: String) throws -> [Substring] {

@@ -13,6 +13,11 @@ extension Router where Context == RequestContext {
         var checked: [(ProductRoutes.Declared, [Substring])] = []
         for route in declared {
             let segments = try ProductRoutes.segments(of: route.path)
+            for group in route.required where AccountGroups.name(group) != group {
+                throw ConfigurationError(
+                    "\(route.method.rawValue) \(route.path) requires the group '\(group.prefix(80))', which is not a group's name (1–64 lowercase letters, digits and -_.:)"
+                )
+            }
             let shape = segments.map { $0.hasPrefix(":") ? ":" : $0.lowercased() }.joined(separator: "/")
             guard seen.insert("\(route.method.rawValue) \(shape)").inserted else {
                 throw ConfigurationError("the product declares \(route.method.rawValue) \(route.path) twice")
@@ -40,11 +45,17 @@ extension Router where Context == RequestContext {
         }
         for (route, _) in checked {
             guard let handler = route.signedIn else { continue }
+            let required = route.required
             add(route.method, HomeportPath.apiPrefix + route.path, placement: route.placement) { request, context in
                 // The group's middleware refused everyone else; this is the typed form of its check.
                 guard case .signedIn(let session, let account) = context.caller else { throw RequireSignedIn.refusal }
-                return try handler(
-                    request, SignedIn(session: session, account: account, clientAddress: request.remoteAddress))
+                let caller = SignedIn(session: session, account: account, clientAddress: request.remoteAddress)
+                if let missing = required.first(where: { !caller.isMember(of: $0) }) {
+                    throw HTTPError(
+                        status: .forbidden, code: APIErrorCode.forbidden,
+                        message: "This is for the \(missing) group's members only.")
+                }
+                return try handler(request, caller)
             }
         }
     }

@@ -18,6 +18,14 @@ public struct SignedIn: Sendable, Hashable {
     public var sessionExpiresAt: Int64
     /// The client's address (the forwarded one behind a trusted proxy).
     public var clientAddress: String
+    /// The groups the account belongs to (`admin`, and any the operator gave: `family`,
+    /// `bookorbit:librarian`), by name, sorted; as fresh as the session cache (a second by default).
+    public var groups: [String]
+
+    /// Whether the account is in `group`.
+    public func isMember(of group: String) -> Bool {
+        groups.contains(group.lowercased())
+    }
 
     init(session: Session, account: Account, clientAddress: String) {
         accountID = account.id
@@ -25,5 +33,6 @@ public struct SignedIn: Sendable, Hashable {
         sessionKeyHash = session.keyHash
         sessionExpiresAt = session.expiresAt
         self.clientAddress = clientAddress
+        groups = account.groups ?? []
     }
 }

@@ -173,7 +173,8 @@ package struct ProductAPI: Sendable {
         let verified = try EmailVerificationStore(database).isVerified(userID: account.id)
         return try .json(
             ProductAccount(
-                id: account.id, email: account.email, verified: verified, standing: account.approval.rawValue))
+                id: account.id, email: account.email, verified: verified, standing: account.approval.rawValue,
+                groups: try AccountGroups(database).groups(userID: account.id)))
     }
 
     /// The account a notification is for: by id, or by address.

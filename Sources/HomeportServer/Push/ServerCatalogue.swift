@@ -17,7 +17,9 @@ package struct ServerCatalogue: Sendable, Hashable {
 
     /// The built-in codes and `extra` (an extra code replaces a built-in one of the same name).
     package init(extra: [CatalogueCode] = []) {
-        var byCode: [String: String] = [Self.testCode: "Test notification"]
+        var byCode: [String: String] = [
+            Self.testCode: "Test notification", SignupQueue.waitingCode: "A sign-up is waiting for approval",
+        ]
         for code in extra { byCode[code.code] = code.title }
         let codes = byCode.keys.sorted().map { CatalogueCode(code: $0, title: byCode[$0] ?? "") }
         let canonical = codes.map { "\($0.code)\u{0}\($0.title)\n" }.joined()

@@ -26,6 +26,13 @@ extension Router where Context == RequestContext {
         let appInfo = AppInfoEndpoint(
             identity: identity, product: product, version: version, features: features, logger: logger)
         get(HomeportPath.appInfo) { _, _ in appInfo.response() }
+        get(HomeportPath.account) { _, context in
+            guard case .signedIn(_, let account) = context.caller else { throw RequireSignedIn.refusal }
+            return try .json(
+                AccountAnswer(
+                    id: account.id, email: account.email, emailVerified: account.emailVerified ?? false,
+                    groups: account.groups ?? [], stage: account.approval.rawValue))
+        }
         addForwardAuth()
     }
 }

@@ -37,7 +37,8 @@ struct SessionStore {
 
     /// A live session of `kind` and, in the same query, its account (the one session reader's query).
     func lookup(keyHash: String, kind: SessionKind, now: Int64) throws -> (session: Session, account: Account?)? {
-        let rows = try db.execute(Self.lookupSQL, [.text(keyHash), .text(kind.rawValue), .integer(now)])
+        let sql = db.dialect == .postgres ? Self.lookupSQL.postgres : Self.lookupSQL.sqlite
+        let rows = try db.execute(sql, [.text(keyHash), .text(kind.rawValue), .integer(now)])
         guard let row = rows.first, let expires = row.int("expires_at") else { return nil }
         let session = Session(
             keyHash: keyHash, userID: row.int("user_id"), kind: kind, expiresAt: expires,
@@ -46,13 +47,19 @@ struct SessionStore {
         return (session, AccountStore.account(row))
     }
 
-    /// The session's columns, then the account's (``AccountStore/columns``, whose names differ).
-    private static let lookupSQL = """
+    /// The session's columns, then the account's (``AccountStore/columns``, whose names differ)
+    /// with its groups, in each dialect.
+    private static let lookupSQL = (sqlite: lookupSQL(.sqlite), postgres: lookupSQL(.postgres))
+
+    private static func lookupSQL(_ dialect: SQLDialect) -> String {
+        """
         SELECT s.user_id, s.expires_at, s.authenticated_at, s.standing,
-               u.id, u.email, u.password_hash, u.approval, u.created_at, \(AccountStore.emailVerifiedColumn)
+               u.id, u.email, u.password_hash, u.approval, u.created_at, \(AccountStore.emailVerifiedColumn),
+               \(AccountGroups.column(dialect))
         FROM sessions s LEFT JOIN users u ON u.id = s.user_id
         WHERE s.key_hash = $1 AND s.kind = $2 AND s.expires_at > $3
         """
+    }
 
     /// Inserts a session with nobody in it yet (a pre-login session, kept for its standing).
     func insertPreLogin(_ session: Session, now: Int64) throws {
@@ -119,9 +126,10 @@ struct SessionStore {
         try announceEnded()
     }
 
-    /// Tells every ``SessionCache`` that sessions ended: this process's at once, and on
-    /// PostgreSQL every replica's, by a `NOTIFY` that goes out when the transaction commits.
-    private func announceEnded() throws {
+    /// Tells every ``SessionCache`` that sessions ended, or that what a session reads of its
+    /// account changed (its groups): this process's at once, and on PostgreSQL every replica's,
+    /// by a `NOTIFY` that goes out when the transaction commits.
+    func announceEnded() throws {
         SessionCache.sessionsEnded()
         if db.dialect == .postgres {
             try db.execute("SELECT pg_notify($1, '')", [.text(SessionCache.channel)])

@@ -10,11 +10,12 @@ extension Router where Context == RequestContext {
     /// so both spend one budget. Paths under the reset-key prefix never reach the log.
     mutating func addWebDoor(
         _ service: AccountService, reader: SessionReader, product: String, csrfKey: [UInt8],
-        identity: IdentityStore? = nil, push: PushCenter? = nil
+        identity: IdentityStore? = nil, push: PushCenter? = nil, signups: SignupQueue? = nil
     ) {
         let cookies = WebCookies(
             secure: service.settings.secureCookies, sessionLifetime: service.settings.sessionLifetime)
-        let door = WebDoor(service: service, product: product, cookies: cookies, identity: identity, push: push)
+        let door = WebDoor(
+            service: service, product: product, cookies: cookies, identity: identity, push: push, signups: signups)
         let trusted = service.settings.publicURL.flatMap(CSRFMiddleware.authority).map { [$0] } ?? []
         let middleware: [any HTTPMiddleware<RequestContext>] = [
             SessionMiddleware(reader: reader, credential: .cookie(cookies.session)),
@@ -61,6 +62,8 @@ extension Router where Context == RequestContext {
             account.get("/notifications") { _, context in door.notificationsPage(context) }
             account.post("/notifications", placement: .pool) { try door.subscribe($0, $1) }
             account.post("/notifications/remove") { try door.unsubscribe($0, $1) }
+            account.get("/signups") { _, context in try door.signupsPage(context) }
+            account.post("/signups") { try door.decideSignup($0, $1) }
             account.get("/notifications.js") { _, _ in WebDoor.script(WebPushScripts.page) }
             account.get("/push-worker.js") { _, _ in WebDoor.script(WebPushScripts.worker) }
         }
@@ -82,6 +85,8 @@ struct WebDoor: Sendable {
     var identity: IdentityStore?
     /// The notifications, whose Web Push the account page offers when the server sends it.
     var push: PushCenter?
+    /// The sign-ups waiting for approval, which an admin decides on (`/account/signups`).
+    var signups: SignupQueue?
 
     // MARK: Pages
 
@@ -91,6 +96,9 @@ struct WebDoor: Sendable {
         if !providerButtons().isEmpty { body += "<nav><a href=\"/account/providers\">Sign-in providers</a></nav>" }
         if takesWebPush {
             body += "<nav><a href=\"\(Self.notificationsPath)\">Notifications in this browser</a></nav>"
+        }
+        if signups != nil, account.groups?.contains(AccountGroups.admin) == true {
+            body += "<nav><a href=\"\(Self.signupsPath)\">Sign-ups waiting for you</a></nav>"
         }
         return page("Your account", body)
     }

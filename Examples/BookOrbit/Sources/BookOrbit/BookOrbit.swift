@@ -21,6 +21,7 @@ extension Product {
             loan.post(status: .accepted) { request, caller in try loans.start(request, caller) }
             loan.get { request, caller in try loans.show(request, caller) }
         }
+        api.get("/loans", requiring: BookOrbitGroup.librarian) { _, _ in try loans.all() }
         api.addPublic(.get, "/bookorbit-status") { _ in try .json(["status": "open"]) }
     }
 }
@@ -30,6 +31,12 @@ public enum BookOrbitBudget {
     /// Books an account adds: 30 an hour (`--rate-limits books-added-per-account=N/SECONDS`).
     public static let booksAdded = ProductBudget(
         "books-added-per-account", limit: RateLimit(30, per: 3600), per: .account)
+}
+
+/// The account groups BookOrbit reads (the operator gives them: `users groups EMAIL add GROUP`).
+public enum BookOrbitGroup {
+    /// A librarian sees every account's loans (`GET /api/v1/loans`).
+    public static let librarian = "bookorbit:librarian"
 }
 
 /// BookOrbit's notification codes.

@@ -51,6 +51,19 @@ struct Loans {
         return ["loan": loan]
     }
 
+    /// Every account's loans, oldest first: for librarians (the route requires the group).
+    func all() throws -> [String: [Loan]] {
+        let rows = try services.database.execute(
+            "SELECT id, book_id, state, ready_at FROM bookorbit_loans ORDER BY id LIMIT 1000")
+        let loans = rows.compactMap { row -> Loan? in
+            guard let id = row.int("id"), let book = row.int("book_id"),
+                let state = row.string("state").flatMap(LoanState.init(rawValue:))
+            else { return nil }
+            return Loan(id: id, bookID: book, state: state, readyAt: row.int("ready_at") ?? 0)
+        }
+        return ["loans": loans]
+    }
+
     func show(_ request: HTTPRequest, _ caller: SignedIn) throws -> [String: Loan] {
         let bookID = try Books.bookID(request)
         guard

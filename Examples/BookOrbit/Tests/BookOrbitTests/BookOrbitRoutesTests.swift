@@ -92,6 +92,27 @@ struct BookOrbitRoutesTests {
         }
     }
 
+    @Test("a librarian sees every account's loans; anyone else is refused with 403")
+    func librarian() throws {
+        try Product.bookOrbit.test { app in
+            let ada = try app.signUp("ada@example.com")
+            let eve = try app.signUp("eve@example.com")
+            for (person, title) in [(ada, "Kindred"), (eve, "Beloved")] {
+                let id = try #require(
+                    try app.post("/api/v1/books", json: ["title": title], as: person).object?["id"] as? Int)
+                #expect(try app.post("/api/v1/books/\(id)/loan", as: person).status == 202)
+            }
+            let refused = try app.get("/api/v1/loans", as: ada)
+            #expect(refused.status == 403 && refused.errorCode == "forbidden")
+            try app.addGroup(BookOrbitGroup.librarian, to: ada)
+            let all = try app.get("/api/v1/loans", as: ada)
+            #expect(all.status == 200 && (all.object?["loans"] as? [Any])?.count == 2)
+            #expect(try app.get("/api/v1/loans", as: eve).status == 403, "only the librarian")
+            try app.removeGroup(BookOrbitGroup.librarian, from: ada)
+            #expect(try app.get("/api/v1/loans", as: ada).status == 403, "taken out, refused at once")
+        }
+    }
+
     @Test("a loan is ready once its time comes, and its owner hears it once: on the stream and at each device")
     func loanReady() throws {
         try Product.bookOrbit.test { app in

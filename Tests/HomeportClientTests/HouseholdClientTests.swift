@@ -1,0 +1,78 @@
+import Foundation
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+@testable import HomeportClient
+
+/// The phone of the person who runs the server: its account's groups, the queue, a decision.
+@Suite("An admin approves a newcomer from the client library", .tags(.process))
+struct HouseholdClientTests {
+    static let password = "correct horse battery"
+
+    @Test("the account says its groups; an admin lists the queue and approves; a non-admin is refused with 403")
+    func approveFromThePhone() async throws {
+        let files = try TemporaryDirectory()
+        defer { files.remove() }
+        let database = "sqlite:" + files.file("h.sqlite")
+        let server = try ServerProcess(
+            serve: [
+                "--database", database, "--signup", "approval", "--password-iterations", "1000",
+                "--outbox", files.file("outbox"),
+            ])
+        defer { server.stop() }
+        let address = try ServerAddress(parsing: "http://127.0.0.1:\(server.port)", allowHTTP: true)
+
+        // The person who runs it: signs up (and waits), then the operator's shell lets them in as admin.
+        let adminHome = try TemporaryDirectory()
+        defer { adminHome.remove() }
+        let admin = try makeClient(adminHome, SpyTransport())
+        #expect(
+            try await admin.signup(at: address, email: "root@example.com", password: Self.password)
+                == .pending(.waiting))
+        for command in [
+            ["users", "approve", "root@example.com"], ["users", "groups", "root@example.com", "add", "admin"],
+        ] {
+            let run = try ServerProcess.run(command + ["--database", database])
+            #expect(run.status == 0, "\(command): \(run.error)")
+        }
+        guard
+            case .signedIn(let record) = try await admin.login(
+                at: address, email: "root@example.com", password: Self.password)
+        else { throw RawHTTPError("the admin did not sign in") }
+        let account = try await admin.account(on: record)
+        #expect(account.email == "root@example.com" && account.groups == ["admin"] && account.stage == "approved")
+
+        // A newcomer waits; the admin sees them and approves.
+        let newcomerHome = try TemporaryDirectory()
+        defer { newcomerHome.remove() }
+        let newcomer = try makeClient(newcomerHome, SpyTransport())
+        #expect(
+            try await newcomer.signup(at: address, email: "ann@example.com", password: Self.password)
+                == .pending(.waiting))
+        let queue = try await admin.pendingSignups(on: record)
+        #expect(queue.map(\.email) == ["ann@example.com"] && queue.first?.stage == "waiting")
+        let ann = try #require(queue.first)
+        let decided = try await admin.decide(.approve, signup: ann.id, on: record)
+        #expect(decided.stage == "approved" && decided.email == "ann@example.com")
+        #expect(try await admin.pendingSignups(on: record).isEmpty)
+        guard
+            case .signedIn(let annRecord) = try await newcomer.login(
+                at: address, email: "ann@example.com", password: Self.password)
+        else { throw RawHTTPError("approved, ann did not sign in") }
+
+        // Ann is no admin: her phone is refused, with the server's own words.
+        await #expect {
+            try await newcomer.pendingSignups(on: annRecord)
+        } throws: { error in
+            guard case .refused(_, let status, let code, _, _) = error as? ClientError else { return false }
+            return status == 403 && code == "forbidden"
+        }
+        await #expect {
+            try await admin.decide(.hold, signup: ann.id, on: record)
+        } throws: { error in
+            guard case .refused(_, let status, _, _, _) = error as? ClientError else { return false }
+            return status == 404
+        }
+    }
+}
