@@ -38,15 +38,22 @@ extension HomeportClient {
         try await signIn(AllauthAppPath.login, at: address, email: email, password: password)
     }
 
-    /// Creates an account at `address`, then behaves like ``login(at:email:password:)``.
-    public func signup(at address: ServerAddress, email: String, password: String) async throws -> SignInResult {
-        try await signIn(AllauthAppPath.signup, at: address, email: email, password: password)
+    /// Creates an account at `address`, then behaves like ``login(at:email:password:)``. With an
+    /// `invitation`'s code (a Homeport server's invitation link carries it), the account signs up
+    /// whatever the server's sign-up mode, without waiting for approval; a code the server cannot
+    /// use is thrown as ``ClientError/rejected(status:errors:)`` with `invalid_invitation`. The
+    /// code goes, with the password, only to an address that proved it is the installation.
+    public func signup(at address: ServerAddress, email: String, password: String, invitation: String? = nil)
+        async throws -> SignInResult
+    {
+        try await signIn(AllauthAppPath.signup, at: address, email: email, password: password, invitation: invitation)
     }
 
-    private func signIn(_ flow: String, at address: ServerAddress, email: String, password: String) async throws
-        -> SignInResult
-    {
-        let body = try JSONEncoder().encode(AuthRequest.Credentials(email: email, password: password))
+    private func signIn(
+        _ flow: String, at address: ServerAddress, email: String, password: String, invitation: String? = nil
+    ) async throws -> SignInResult {
+        let body = try JSONEncoder().encode(
+            AuthRequest.Credentials(email: email, password: password, invitation: invitation))
         let response = try await authRequest("POST", flow, at: address, body: body)
         return try await finishSignIn(response, at: address, email: email)
     }

@@ -535,6 +535,25 @@ package enum HomeportSchema {
                 """,
                 "CREATE INDEX IF NOT EXISTS account_groups_name ON account_groups (name)",
             ]),
+        // Invitations: a code (stored hashed) that signs up whatever the sign-up mode.
+        Migration(version: 25, name: "invitations") { dialect in
+            let id = dialect == .postgres ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
+            return [
+                """
+                CREATE TABLE IF NOT EXISTS invitations (
+                    id \(id),
+                    code_hash TEXT NOT NULL UNIQUE,
+                    email TEXT,
+                    group_names TEXT NOT NULL,
+                    uses_left BIGINT NOT NULL CHECK (uses_left >= 0),
+                    expires_at BIGINT NOT NULL,
+                    created_by BIGINT REFERENCES users (id) ON DELETE SET NULL,
+                    created_at BIGINT NOT NULL,
+                    revoked_at BIGINT
+                )
+                """
+            ]
+        },
     ]
 
     /// A migrator over ``migrations``.

@@ -287,11 +287,15 @@ public enum AuthRequest {
         public var email: String
         /// The password.
         public var password: String
+        /// At sign-up, an invitation's code (Homeport's own field): it signs up whatever the
+        /// sign-up mode, skipping the approval queue.
+        public var invitation: String?
 
         /// Creates credentials.
-        public init(email: String, password: String) {
+        public init(email: String, password: String, invitation: String? = nil) {
             self.email = email
             self.password = password
+            self.invitation = invitation
         }
     }
 

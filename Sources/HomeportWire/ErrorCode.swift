@@ -40,6 +40,9 @@ public enum AuthErrorCode {
     public static let required = "required"
     /// A value is not valid (or the body is not JSON).
     public static let invalid = "invalid"
+    /// A sign-up's invitation cannot be used: wrong, used up, expired, revoked, or for another
+    /// address (Homeport's own code; the answer never says which).
+    public static let invalidInvitation = "invalid_invitation"
     /// Sign-up with an address that has an account.
     public static let emailTaken = "email_taken"
     /// The address and password do not match an account.

@@ -40,6 +40,11 @@ extension Commands {
             ),
             .flag("allow-http", help: "Allow plain HTTP for this address."),
             .flag("signup", help: "Create the account first."),
+            .flag(
+                "invitation-stdin",
+                help:
+                    "With --signup: read an invitation's code (its link's ?invitation=, or the whole link) from the line after the password; it signs up whatever the server's sign-up mode, without waiting for approval. A code is never taken as an argument."
+            ),
             jsonOption, proxyOption, caFileOption,
         ],
         discussion: """
@@ -59,6 +64,9 @@ extension Commands {
 
     static func login(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         guard let parsed = try parse(loginSpec, arguments) else { return 0 }
+        guard !parsed.flag("invitation-stdin") || parsed.flag("signup") else {
+            throw UsageError("--invitation-stdin goes with --signup: an invitation signs an account up")
+        }
         let provider = parsed.options["provider"]
         let browser = parsed.flag("browser")
         if browser {
@@ -88,6 +96,8 @@ extension Commands {
             guard !parsed.flag("id-token-stdin") else { throw UsageError("--id-token-stdin needs --provider ID") }
             password = try passwordFromStandardInput(parsed, for: "login")
         }
+        // The invitation's code, or the link that carries it, on the line after the password.
+        let invitation = try parsed.flag("invitation-stdin") ? Self.invitationCode(readSecret("invitation")) : nil
         let target = parsed.positionals[0]
         let link: PairingLink?
         do {
@@ -140,7 +150,7 @@ extension Commands {
         } else if let email, let password {
             result =
                 parsed.flag("signup")
-                ? try await client.signup(at: address, email: email, password: password)
+                ? try await client.signup(at: address, email: email, password: password, invitation: invitation)
                 : try await client.login(at: address, email: email, password: password)
         } else {
             return 2
@@ -281,5 +291,15 @@ extension Commands {
         case .revoked: ["revoked": true]
         case .notConfirmed(let reason): ["revoked": false, "reason": reason]
         }
+    }
+
+    /// An invitation's code as a person pastes it: the code alone, or the link that carries it
+    /// (`…/account/signup?invitation=CODE`), spaces around either dropped.
+    static func invitationCode(_ text: String) -> String {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard let components = URLComponents(string: trimmed), components.scheme != nil,
+            let code = components.queryItems?.first(where: { $0.name == "invitation" })?.value
+        else { return trimmed }
+        return code
     }
 }

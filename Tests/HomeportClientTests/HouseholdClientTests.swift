@@ -75,4 +75,58 @@ struct HouseholdClientTests {
             return status == 404
         }
     }
+
+    @Test(
+        "an invitation signs up through the library and the command line, under closed sign-up; a bad code is refused")
+    func invitation() async throws {
+        let files = try TemporaryDirectory()
+        defer { files.remove() }
+        let database = "sqlite:" + files.file("h.sqlite")
+        let server = try ServerProcess(
+            serve: [
+                "--database", database, "--signup", "closed", "--password-iterations", "1000",
+                "--outbox", files.file("outbox"),
+            ])
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(server.port)"
+        let address = try ServerAddress(parsing: url, allowHTTP: true)
+        func invite(_ extra: [String] = []) throws -> String {
+            let made = try ServerProcess.run(["invites", "create", "--database", database] + extra)
+            #expect(made.status == 0, "\(made.error)")
+            return String(made.output.split(separator: "\n").first ?? "")
+        }
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let client = try makeClient(home, SpyTransport())
+        await #expect {
+            try await client.signup(at: address, email: "ann@example.com", password: Self.password, invitation: "nope")
+        } throws: { error in
+            guard case .rejected(400, let errors) = error as? ClientError else { return false }
+            return errors.map(\.code) == ["invalid_invitation"]
+        }
+        guard
+            case .signedIn(let record) = try await client.signup(
+                at: address, email: "ann@example.com", password: Self.password,
+                invitation: try invite(["--groups", "family"]))
+        else { throw RawHTTPError("the invitation did not sign ann up") }
+        #expect(try await client.account(on: record).groups == ["family"])
+
+        // The command line, as a person follows an invitation.
+        let cliHome = try TemporaryDirectory()
+        defer { cliHome.remove() }
+        let environment = ["HOMEPORT_HOME": cliHome.path, "HOMEPORT_NETWORK_PATH": "home"]
+        let code = try invite(["--email", "bob@example.com"])
+        let alone = try ServerProcess.runClient(
+            ["login", url, "--allow-http", "--email", "bob@example.com", "--password-stdin", "--invitation-stdin"],
+            environment: environment, input: Self.password + "\n" + code + "\n")
+        #expect(alone.status == 2 && alone.error.contains("--invitation-stdin goes with --signup"), "\(alone.error)")
+        // The whole link, pasted, as a person has it.
+        let signed = try ServerProcess.runClient(
+            [
+                "login", url, "--allow-http", "--signup", "--email", "bob@example.com", "--password-stdin",
+                "--invitation-stdin",
+            ], environment: environment,
+            input: Self.password + "\n  https://home.example.net/account/signup?invitation=\(code)  \n")
+        #expect(signed.status == 0, "\(signed.output) \(signed.error)")
+    }
 }

@@ -120,28 +120,61 @@ package final class AccountService: Sendable {
     static let invalidEmail = FieldProblem(
         code: AuthErrorCode.invalid, param: "email", message: "Enter a valid email address.")
 
+    /// A wrong, used, expired or revoked invitation, or one for another address: one answer,
+    /// which does not say which.
+    static let invalidInvitation = FieldProblem(
+        code: AuthErrorCode.invalidInvitation, param: "invitation", message: "This invitation cannot be used.")
+
+    /// Thrown inside a sign-up's transaction when its invitation cannot be spent: nothing stays.
+    private struct InvitationRefused: Error {}
+
     // MARK: Sign-up and sign-in
 
     /// Creates an account. It signs in at once under open sign-up; under approval it waits and
     /// the answer is a pre-login session whose standing says so. A session the caller already
     /// holds at this door ends: a sign-up never leaves an older session alive beside the new one.
-    package func signup(email rawEmail: String, password: String, address: String, kind: SessionKind, current: Caller)
-        throws -> SignInOutcome
-    {
-        guard settings.signup != .closed else { return .signupClosed }
+    ///
+    /// With an `invitation`'s code it signs up whatever the sign-up mode (`closed` too) and skips
+    /// the approval queue, and the account joins the invitation's groups; the invitation's use is
+    /// spent in the account's own transaction. A code that cannot be spent is one answer
+    /// (``invalidInvitation``), after the sign-up's budget is charged.
+    package func signup(
+        email rawEmail: String, password: String, address: String, kind: SessionKind, current: Caller,
+        invitation: String? = nil
+    ) throws -> SignInOutcome {
+        // Pasted codes come with spaces around them.
+        let invitation = invitation.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.flatMap {
+            $0.isEmpty ? nil : $0
+        }
+        guard settings.signup != .closed || invitation != nil else { return .signupClosed }
+        let now = clock.unixSeconds
+        let charge = { () throws -> SignInOutcome? in
+            do {
+                try self.database.transaction {
+                    try RateLimiter($0, policy: self.settings.rateLimits).charge(
+                        .signupPerAddress, RateLimiter.clientKey(address), now: now)
+                }
+                return nil
+            } catch let refusal as RateLimiter.Refusal {
+                return .rateLimited(retryAfter: refusal.retryAfter)
+            }
+        }
+        if let invitation {
+            // The code first, budget charged, before anything that depends on the address: a
+            // made-up code learns nothing of who has an account here (a closed server answers a
+            // stranger as before). The use is spent later, in the account's own transaction.
+            if let refused = try charge() { return refused }
+            guard InvitationService.isCode(invitation),
+                try InvitationStore(database).isUsable(
+                    codeHash: SecretToken.storedForm(of: invitation), email: Credentials.normalizedEmail(rawEmail),
+                    now: now)
+            else { return .invalid([Self.invalidInvitation]) }
+        }
         let problems = try signupProblems(email: rawEmail, password: password)
         guard let email = Credentials.normalizedEmail(rawEmail), problems.isEmpty else { return .invalid(problems) }
-        let now = clock.unixSeconds
-        do {
-            try database.transaction {
-                try RateLimiter($0, policy: settings.rateLimits).charge(
-                    .signupPerAddress, RateLimiter.clientKey(address), now: now)
-            }
-        } catch let refusal as RateLimiter.Refusal {
-            return .rateLimited(retryAfter: refusal.retryAfter)
-        }
+        if invitation == nil, let refused = try charge() { return refused }
         let passwordHash = try hasher.hash(password)
-        let approval: Approval = settings.signup == .open ? .approved : .waiting
+        let approval: Approval = settings.signup == .open || invitation != nil ? .approved : .waiting
         let newSession = try mint.make(kind: kind, userID: nil, now: now)
         let verification =
             settings.emailVerification == .code ? try emailVerification.makeVerification(kind: kind, now: now) : nil
@@ -170,6 +203,13 @@ package final class AccountService: Sendable {
                     }
                     if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
                     return (.verificationPending(token: decoy.preLogin.token), true)
+                }
+                if let invitation {
+                    guard
+                        let claimed = try InvitationStore(db).claim(
+                            codeHash: SecretToken.storedForm(of: invitation), email: email, now: now)
+                    else { throw InvitationRefused() }
+                    for group in claimed.groups { try AccountGroups(db).add(group, userID: account.id, now: now) }
                 }
                 if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
                 if let verification {
@@ -201,19 +241,26 @@ package final class AccountService: Sendable {
             }
         } catch let refusal as RateLimiter.Refusal {
             return .rateLimited(retryAfter: refusal.retryAfter)
+        } catch is InvitationRefused {
+            logger.notice("sign-up refused", metadata: ["reason": "invitation"])
+            return .invalid([Self.invalidInvitation])
         }
         guard let outcome else { return .invalid([Self.emailTaken]) }
         if let verification, case .verificationPending = outcome {
             if taken {
                 _ = deliver(Self.accountExistsMail(to: email), standingOf: verification.preLogin.session.keyHash)
             } else {
-                logger.notice("account created", metadata: ["approval": approval.rawValue])
+                logger.notice(
+                    "account created",
+                    metadata: ["approval": approval.rawValue, "invited": invitation == nil ? "false" : "true"])
                 emailVerification.mailVerification(verification, to: email)
             }
             return outcome
         }
         guard !taken else { return outcome }
-        logger.notice("account created", metadata: ["approval": approval.rawValue])
+        logger.notice(
+            "account created",
+            metadata: ["approval": approval.rawValue, "invited": invitation == nil ? "false" : "true"])
         guard case .pending(_, let token) = outcome else { return outcome }
         newcomers.announce(email: email)
         let mailed = deliver(Self.waitingMail(to: email), standingOf: token == nil ? nil : newSession.session.keyHash)

@@ -115,7 +115,7 @@ struct AppDoor: Sendable {
         }
         let outcome = try service.signup(
             email: credentials.email, password: credentials.password, address: request.remoteAddress, kind: .app,
-            current: caller)
+            current: caller, invitation: credentials.invitation)
         return signInAnswer(outcome, caller: caller, methods: false)
     }
 

@@ -114,7 +114,8 @@ package enum ServerCLI {
           migrate           Apply pending database migrations and exit.
           identity show     Print this installation's instanceId.
           identity reset    Forget the instanceId, for an independent clone (all replicas stopped).
-          users             List accounts; approve, reject or hold one.
+          users             List accounts; approve, reject or hold one; give groups.
+          invites           Make, list or revoke invitations (sign-up without waiting for approval).
           push send         Notify an account (in-app stream and pushes).
           push devices      List the devices registered for pushes.
           push vapid-key    Print the VAPID public key Web Push subscribes with.
@@ -153,6 +154,8 @@ package enum ServerCLI {
                 return try PushCommand.run(rest, environment: environment)
             case "product-keys":
                 return try ProductKeysCommand.run(rest, environment: environment)
+            case "invites":
+                return try InvitesCommand.run(rest, environment: environment)
             case "oidc":
                 return try OIDCCommand.run(rest, environment: environment)
             default:

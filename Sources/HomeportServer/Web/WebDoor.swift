@@ -28,10 +28,13 @@ extension Router where Context == RequestContext {
                     title: "Sign in", WebPage.loginForm(csrf: context.csrfToken, providers: door.providerButtons()))
             }
             account.post("/login", placement: .pool) { try door.login($0, $1) }
-            account.get("/signup") { _, context in
-                door.form(
+            account.get("/signup") { request, context in
+                // An invitation's link (`?invitation=CODE`) carries its code into the form.
+                let invitation = request.query["invitation"].flatMap { InvitationService.isCode($0) ? $0 : nil }
+                return door.form(
                     title: "Create an account",
-                    WebPage.signupForm(csrf: context.csrfToken, providers: door.providerButtons()))
+                    WebPage.signupForm(
+                        csrf: context.csrfToken, providers: door.providerButtons(), invitation: invitation))
             }
             account.post("/signup", placement: .pool) { try door.signup($0, $1) }
             account.post("/logout") { try door.logout($0, $1) }
@@ -123,11 +126,12 @@ struct WebDoor: Sendable {
         let fields = request.formFields
         if let refusal = honeypot(fields) { return refusal }
         let email = fields["email"] ?? ""
+        let invitation = fields["invitation"].flatMap { $0.isEmpty ? nil : $0 }
         let outcome = try service.signup(
             email: email, password: fields["password"] ?? "", address: request.remoteAddress, kind: .web,
-            current: context.caller)
+            current: context.caller, invitation: invitation)
         return signInAnswer(outcome, title: "Create an account") {
-            WebPage.signupForm(csrf: context.csrfToken, email: email, errors: $0)
+            WebPage.signupForm(csrf: context.csrfToken, email: email, errors: $0, invitation: invitation)
         }
     }
 

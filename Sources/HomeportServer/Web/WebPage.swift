@@ -69,21 +69,26 @@ enum WebPage {
     }
 
     static func signupForm(
-        csrf: String, email: String = "", errors: [String] = [], providers: [(id: String, name: String)] = []
+        csrf: String, email: String = "", errors: [String] = [], providers: [(id: String, name: String)] = [],
+        invitation: String? = nil
     ) -> String {
-        """
-        \(Self.errors(errors))
-        \(providerButtons(providers))
-        <form method="post" action="/account/signup">
-        \(guardFields(csrf: csrf))
-        <label for="email">Email</label>
-        <input id="email" type="email" name="email" value="\(htmlEscaped(email))" autocomplete="username" required>
-        <label for="password">Password</label>
-        <input id="password" type="password" name="password" autocomplete="new-password" minlength="8" required>
-        <button type="submit">Create account</button>
-        </form>
-        <nav><a href="/account/login">I have an account</a></nav>
-        """
+        let invited = invitation.map {
+            "<p class=\"note\">You were invited.</p><input type=\"hidden\" name=\"invitation\" value=\"\(htmlEscaped($0))\">"
+        }
+        return """
+            \(Self.errors(errors))
+            \(invitation == nil ? providerButtons(providers) : "")
+            <form method="post" action="/account/signup">
+            \(guardFields(csrf: csrf))
+            \(invited ?? "")
+            <label for="email">Email</label>
+            <input id="email" type="email" name="email" value="\(htmlEscaped(email))" autocomplete="username" required>
+            <label for="password">Password</label>
+            <input id="password" type="password" name="password" autocomplete="new-password" minlength="8" required>
+            <button type="submit">Create account</button>
+            </form>
+            <nav><a href="/account/login">I have an account</a></nav>
+            """
     }
 
     static func verifyForm(csrf: String, errors: [String] = [], note: String? = nil) -> String {
