@@ -190,22 +190,7 @@ struct AdminSignupsTests {
             // Writes to users wait behind a share lock, reads do not: both decisions read Ann as
             // waiting, then wait at their update; the lock goes once both wait there. (Called in
             // process: two requests could share one of the server's worker threads, one after the other.)
-            let holder = try server.url.open(options: DatabaseOptions(maximumConnections: 2))
-            defer { holder.close() }
-            let (locked, release, finished) = (
-                DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
-            )
-            Thread.detachNewThread {
-                try? holder.withConnection { connection in
-                    _ = try connection.execute("BEGIN", [])
-                    _ = try connection.execute("LOCK TABLE users IN SHARE MODE", [])
-                    locked.signal()
-                    release.wait()
-                    _ = try connection.execute("ROLLBACK", [])
-                }
-                finished.signal()
-            }
-            #expect(locked.wait(timeout: .now() + 10) == .success)
+            let lock = try TableLock(server.url, table: "users", stopping: .writes)
             let outcomes = LockedBox<[String: String]>([:])
             let done = DispatchGroup()
             // Approve and reject: whichever lands first, the other finds the account out of the queue.
@@ -222,17 +207,8 @@ struct AdminSignupsTests {
                     outcomes.mutate { $0[approval.rawValue] = outcome }
                 }
             }
-            let bothWait = try eventually(timeout: .seconds(4), every: .milliseconds(10)) {
-                try holder.execute(
-                    """
-                    SELECT count(*) AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
-                    WHERE c.relname = 'users' AND NOT l.granted
-                    """
-                ).first?.int("n") == 2
-            }
-            #expect(bothWait, "both decisions wait at their update")
-            release.signal()
-            _ = finished.wait(timeout: .now() + 10)
+            #expect(try lock.waitForWaiters(2), "both decisions wait at their update")
+            lock.release()
             _ = done.wait(timeout: .now() + 20)
             let seen = outcomes.value
             #expect(seen.values.sorted() == ["decided", "not in queue"], "\(seen)")

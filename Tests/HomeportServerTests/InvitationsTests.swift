@@ -124,24 +124,7 @@ struct InvitationsTests {
             // On PostgreSQL both sign-ups create their account and wait at the invitation's
             // update behind a share lock, which goes once both wait there; SQLite runs one
             // writer at a time.
-            let holder = try server.url.open(options: DatabaseOptions(maximumConnections: 2))
-            defer { holder.close() }
-            let (locked, release, finished) = (
-                DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
-            )
-            if backend == .postgres {
-                Thread.detachNewThread {
-                    try? holder.withConnection { connection in
-                        _ = try connection.execute("BEGIN", [])
-                        _ = try connection.execute("LOCK TABLE invitations IN SHARE MODE", [])
-                        locked.signal()
-                        release.wait()
-                        _ = try connection.execute("ROLLBACK", [])
-                    }
-                    finished.signal()
-                }
-                #expect(locked.wait(timeout: .now() + 10) == .success)
-            }
+            let lock = backend == .postgres ? try TableLock(server.url, table: "invitations", stopping: .writes) : nil
             let outcomes = LockedBox<[String: String]>([:])
             let done = DispatchGroup()
             for email in ["ann@example.com", "bob@example.com"] {
@@ -161,18 +144,9 @@ struct InvitationsTests {
                     outcomes.mutate { $0[email] = outcome }
                 }
             }
-            if backend == .postgres {
-                let bothWait = try eventually(timeout: .seconds(4), every: .milliseconds(10)) {
-                    try holder.execute(
-                        """
-                        SELECT count(*) AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
-                        WHERE c.relname = 'invitations' AND NOT l.granted
-                        """
-                    ).first?.int("n") == 2
-                }
-                #expect(bothWait, "both sign-ups wait at the invitation")
-                release.signal()
-                _ = finished.wait(timeout: .now() + 10)
+            if let lock {
+                #expect(try lock.waitForWaiters(2), "both sign-ups wait at the invitation")
+                lock.release()
             }
             _ = done.wait(timeout: .now() + 30)
             let seen = outcomes.value

@@ -1,16 +1,29 @@
 import Foundation
 import HomeportStorage
 
-/// Holds an exclusive lock on a table from another connection until ``release()``:
-/// SQLite `BEGIN EXCLUSIVE` (the whole file), PostgreSQL `LOCK TABLE … ACCESS EXCLUSIVE`.
+/// Holds a lock on a table from another connection until ``release()``: by default an exclusive
+/// one (SQLite `BEGIN EXCLUSIVE`, the whole file; PostgreSQL `LOCK TABLE … ACCESS EXCLUSIVE`),
+/// or with ``Mode/writes`` one that stops writes and lets reads through (PostgreSQL `SHARE`): two
+/// transactions that read, then write, both read before either writes.
 package final class TableLock: @unchecked Sendable {
+    /// What the lock stops.
+    package enum Mode {
+        /// Everything (SQLite: the whole file).
+        case everything
+        /// Writes only (PostgreSQL only).
+        case writes
+    }
+
     private let holder: any Database
+    private let table: String
     private let release_ = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
     /// Takes the lock on `table` of the database at `url`; returns once it is held.
-    package init(_ url: DatabaseURL, table: String) throws {
-        holder = try url.open(options: DatabaseOptions(maximumConnections: 1))
+    package init(_ url: DatabaseURL, table: String, stopping mode: Mode = .everything) throws {
+        // A second connection, for ``waitForWaiters(_:)`` while the first holds the lock.
+        holder = try url.open(options: DatabaseOptions(maximumConnections: 2))
+        self.table = table
         let locked = DispatchSemaphore(value: 0)
         let holder = self.holder
         let release = release_
@@ -21,7 +34,8 @@ package final class TableLock: @unchecked Sendable {
                     _ = try connection.execute("BEGIN EXCLUSIVE", [])
                 } else {
                     _ = try connection.execute("BEGIN", [])
-                    _ = try connection.execute("LOCK TABLE \(table) IN ACCESS EXCLUSIVE MODE", [])
+                    let lock = mode == .writes ? "SHARE" : "ACCESS EXCLUSIVE"
+                    _ = try connection.execute("LOCK TABLE \(table) IN \(lock) MODE", [])
                 }
                 locked.signal()
                 release.wait()
@@ -31,6 +45,18 @@ package final class TableLock: @unchecked Sendable {
         }
         guard locked.wait(timeout: .now() + 10) == .success else {
             throw RawHTTPError("could not lock \(table) within 10 s")
+        }
+    }
+
+    /// Whether `count` transactions wait for a lock on the table, within `timeout` (PostgreSQL).
+    package func waitForWaiters(_ count: Int, timeout: Duration = .seconds(4)) throws -> Bool {
+        try eventually(timeout: timeout, every: .milliseconds(10)) {
+            try holder.execute(
+                """
+                SELECT count(*) AS n FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+                WHERE c.relname = $1 AND NOT l.granted
+                """, [.text(table)]
+            ).first?.int("n") == Int64(count)
         }
     }
 
