@@ -160,18 +160,12 @@ package enum GatewayCommand {
     }
 
     static func servers(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
-        guard let action = arguments.first, !action.hasPrefix("-") else {
-            if arguments.contains("--help") || arguments.contains("-h") {
-                ServerCLI.line(overview)
-                return .success
-            }
-            throw UsageError("gateway servers needs an action: add, list or revoke")
-        }
-        guard ["add", "list", "revoke"].contains(action) else {
-            throw UsageError("unknown gateway servers action '\(action)'; use add, list or revoke")
-        }
+        guard
+            let (action, rest) = try ServerCLI.action(
+                of: "gateway servers", among: ["add", "list", "revoke"], overview: overview, arguments)
+        else { return .success }
         let spec = serversSpec(action)
-        guard let parsed = try ServerCLI.parse(spec, Array(arguments.dropFirst())) else { return .success }
+        guard let parsed = try ServerCLI.parse(spec, rest) else { return .success }
         var fetched: (url: String, name: String, enrollment: PushGatewayEnrollment)?
         if action == "add" {
             guard let url = parsed.value("url", spec: spec, environment: [:]) else {

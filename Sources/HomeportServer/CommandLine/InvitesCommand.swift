@@ -53,18 +53,12 @@ enum InvitesCommand {
         """
 
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
-        guard let action = arguments.first, !action.hasPrefix("-") else {
-            if arguments.contains("--help") || arguments.contains("-h") {
-                ServerCLI.line(overview)
-                return .success
-            }
-            throw UsageError("invites needs an action: create, list or revoke")
-        }
-        guard ["create", "list", "revoke"].contains(action) else {
-            throw UsageError("unknown invites action '\(action)'; use create, list or revoke")
-        }
+        guard
+            let (action, rest) = try ServerCLI.action(
+                of: "invites", among: ["create", "list", "revoke"], overview: overview, arguments)
+        else { return .success }
         let spec = spec(action)
-        guard let parsed = try ServerCLI.parse(spec, Array(arguments.dropFirst())) else { return .success }
+        guard let parsed = try ServerCLI.parse(spec, rest) else { return .success }
         var life: Int64 = InvitationService.defaultLife
         var uses: Int64 = 1
         if action == "create" {

@@ -74,18 +74,12 @@ enum OIDCCommand {
         """
 
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
-        guard let action = arguments.first, !action.hasPrefix("-") else {
-            if arguments.contains("--help") || arguments.contains("-h") {
-                ServerCLI.line(overview)
-                return .success
-            }
-            throw UsageError("oidc needs an action: add, list or remove")
-        }
-        guard ["add", "list", "remove"].contains(action) else {
-            throw UsageError("unknown oidc action '\(action)'; use add, list or remove")
-        }
+        guard
+            let (action, rest) = try ServerCLI.action(
+                of: "oidc", among: ["add", "list", "remove"], overview: overview, arguments)
+        else { return .success }
         let spec = spec(action)
-        guard let parsed = try ServerCLI.parse(spec, Array(arguments.dropFirst())) else { return .success }
+        guard let parsed = try ServerCLI.parse(spec, rest) else { return .success }
         let provider = action == "add" ? try provider(parsed, spec, environment) : nil
         let database = try ServerCLI.database(parsed, spec, environment).open()
         defer { database.close() }

@@ -42,18 +42,12 @@ enum ProductKeysCommand {
         """
 
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
-        guard let action = arguments.first, !action.hasPrefix("-") else {
-            if arguments.contains("--help") || arguments.contains("-h") {
-                ServerCLI.line(overview)
-                return .success
-            }
-            throw UsageError("product-keys needs an action: create, list, rotate or revoke")
-        }
-        guard ["create", "list", "rotate", "revoke"].contains(action) else {
-            throw UsageError("unknown product-keys action '\(action)'; use create, list, rotate or revoke")
-        }
+        guard
+            let (action, rest) = try ServerCLI.action(
+                of: "product-keys", among: ["create", "list", "rotate", "revoke"], overview: overview, arguments)
+        else { return .success }
         let spec = spec(action)
-        guard let parsed = try ServerCLI.parse(spec, Array(arguments.dropFirst())) else { return .success }
+        guard let parsed = try ServerCLI.parse(spec, rest) else { return .success }
         let database = try ServerCLI.database(parsed, spec, environment).open()
         defer { database.close() }
         try ServerCLI.migrate(database)

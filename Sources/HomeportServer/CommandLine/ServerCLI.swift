@@ -173,6 +173,26 @@ package enum ServerCLI {
         }
     }
 
+    /// The action of a command that has several (`invites create`), and the arguments after it;
+    /// `nil` when `--help` asked for the command's `overview` (printed). No action, or one not
+    /// among `actions`, is a usage error that names them.
+    package static func action(of command: String, among actions: [String], overview: String, _ arguments: [String])
+        throws -> (name: String, rest: [String])?
+    {
+        let named =
+            actions.count < 2
+            ? actions.joined() : actions.dropLast().joined(separator: ", ") + " or " + (actions.last ?? "")
+        guard let action = arguments.first, !action.hasPrefix("-") else {
+            if arguments.contains("--help") || arguments.contains("-h") {
+                line(overview)
+                return nil
+            }
+            throw UsageError("\(command) needs an action: \(named)")
+        }
+        guard actions.contains(action) else { throw UsageError("unknown \(command) action '\(action)'; use \(named)") }
+        return (action, Array(arguments.dropFirst()))
+    }
+
     /// Parses and answers `--help`; `nil` means the caller should go on.
     package static func parse(_ spec: CommandSpec, _ arguments: [String]) throws -> ParsedArguments? {
         try served(spec).parseOrShowHelp(arguments)

@@ -67,15 +67,9 @@ enum UsersCommand {
         """
 
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
-        guard let action = arguments.first, !action.hasPrefix("-") else {
-            if arguments.contains("--help") || arguments.contains("-h") {
-                ServerCLI.line(overview)
-                return .success
-            }
-            throw UsageError(
-                "users needs an action: list, approve, reject, hold, verify, groups, reset-2fa, import or delete")
-        }
-        let rest = Array(arguments.dropFirst())
+        let actions = ["list", "approve", "reject", "hold", "verify", "groups", "reset-2fa", "import", "delete"]
+        guard let (action, rest) = try ServerCLI.action(of: "users", among: actions, overview: overview, arguments)
+        else { return .success }
         switch action {
         case "list": return try list(rest, environment: environment)
         case "approve": return try setStage(.approved, action, rest, environment: environment)
@@ -85,11 +79,7 @@ enum UsersCommand {
         case "groups": return try groups(rest, environment: environment)
         case "reset-2fa": return try resetSecondFactor(rest, environment: environment)
         case "import": return try importAccounts(rest, environment: environment)
-        case "delete": return try delete(rest, environment: environment)
-        default:
-            throw UsageError(
-                "unknown users action '\(action)'; use list, approve, reject, hold, verify, groups, reset-2fa, import or delete"
-            )
+        default: return try delete(rest, environment: environment)  // "delete", the last of `actions`
         }
     }
 
