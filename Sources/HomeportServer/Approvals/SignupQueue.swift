@@ -35,6 +35,9 @@ package struct SignupQueue: Sendable {
         ).compactMap { AccountStore.account($0) }
     }
 
+    /// The decisions by name, as the app's paths and the web door's form say them.
+    static let decisions: [String: Approval] = ["approve": .approved, "hold": .held, "reject": .rejected]
+
     /// What a decision came to.
     enum Outcome {
         /// Decided: the account as it is now.
@@ -78,13 +81,7 @@ package struct SignupQueue: Sendable {
         do {
             guard let found = try AccountStore(database).find(email: email), found.approval == .waiting else { return }
             newcomer = found
-            // Approved admins only: a held or waiting one has no business with the queue.
-            admins = try database.execute(
-                """
-                SELECT g.user_id FROM account_groups g JOIN users u ON u.id = g.user_id
-                WHERE g.name = $1 AND u.approval = 'approved' ORDER BY g.user_id
-                """, [.text(AccountGroups.admin)]
-            ).compactMap { $0.int("user_id") }
+            admins = try AccountGroups(database).approvedMembers(of: AccountGroups.admin)
         } catch {
             logger.warning("admins not notified of a sign-up", metadata: ["reason": String(describing: error)])
             return

@@ -7,7 +7,7 @@ extension WebDoor {
     /// buttons; for the `admin` group only (403 for anyone else).
     func signupsPage(_ context: RequestContext, errors: [String] = [], status: Int = 200) throws -> HTTPResponse {
         guard case .signedIn(_, let account) = context.caller else { return .seeOther("/account/login") }
-        guard let signups, account.groups?.contains(AccountGroups.admin) == true else { return notForYou() }
+        guard let signups, account.isAdmin else { return notForYou() }
         let pending = try signups.pending().map { ($0.id, $0.email, $0.approval.rawValue) }
         return page(
             "Sign-ups", WebPage.signupsPage(csrf: context.csrfToken, pending: pending, errors: errors), status: status)
@@ -19,9 +19,9 @@ extension WebDoor {
         let fields = request.formFields
         if let refusal = honeypot(fields) { return refusal }
         guard case .signedIn(_, let account) = context.caller else { return .seeOther("/account/login") }
-        guard let signups, account.groups?.contains(AccountGroups.admin) == true else { return notForYou() }
-        let decisions: [String: Approval] = ["approve": .approved, "hold": .held, "reject": .rejected]
-        guard let id = fields["id"].flatMap({ Int64($0) }), let approval = fields["decision"].flatMap({ decisions[$0] })
+        guard let signups, account.isAdmin else { return notForYou() }
+        guard let id = fields["id"].flatMap({ Int64($0) }),
+            let approval = fields["decision"].flatMap({ SignupQueue.decisions[$0] })
         else { return try signupsPage(context, errors: ["Choose a sign-up and what to do with it."], status: 400) }
         switch try signups.decide(id, approval, by: account) {
         case .decided: return .seeOther(Self.signupsPath)

@@ -62,10 +62,15 @@ struct AccountGroups {
         ).isEmpty)
     }
 
-    /// The ids of the accounts in `name`, oldest first.
-    func members(of name: String) throws -> [Int64] {
-        try db.execute("SELECT user_id FROM account_groups WHERE name = $1 ORDER BY user_id", [.text(name)])
-            .compactMap { $0.int("user_id") }
+    /// The ids of the approved accounts in `name`, oldest first (a held or waiting member has no
+    /// business with what the group is for).
+    func approvedMembers(of name: String) throws -> [Int64] {
+        try db.execute(
+            """
+            SELECT g.user_id FROM account_groups g JOIN users u ON u.id = g.user_id
+            WHERE g.name = $1 AND u.approval = 'approved' ORDER BY g.user_id
+            """, [.text(name)]
+        ).compactMap { $0.int("user_id") }
     }
 
     /// The account `u` names's groups as one column, `group_names`: names joined by `,` in order,

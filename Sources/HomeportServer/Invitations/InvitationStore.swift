@@ -63,13 +63,17 @@ struct InvitationStore {
     /// address that is none, which only an invitation bound to no address could sign up).
     func isUsable(codeHash: String, email: String?, now: Int64) throws -> Bool {
         !(try db.execute(
-            """
-            SELECT id FROM invitations
-            WHERE code_hash = $1 AND uses_left > 0 AND revoked_at IS NULL AND expires_at > $2
-                AND (email IS NULL OR email = $3)
-            """, [.text(codeHash), .integer(now), email.map { .text($0) } ?? .null]
+            "SELECT id FROM invitations WHERE \(Self.usable)",
+            [.text(codeHash), .integer(now), email.map { .text($0) } ?? .null]
         ).isEmpty)
     }
+
+    /// What makes the invitation whose code hashes to `$1` usable at `$2` for the address `$3`:
+    /// the one condition ``isUsable(codeHash:email:now:)`` reads and ``claim(codeHash:email:now:)``
+    /// spends by.
+    private static let usable = """
+        code_hash = $1 AND uses_left > 0 AND revoked_at IS NULL AND expires_at > $2 AND (email IS NULL OR email = $3)
+        """
 
     /// Spends one use of the invitation whose code hashes to `codeHash` for a sign-up of `email`,
     /// in one statement (two sign-ups racing for the last use: the second finds none left); the
@@ -78,9 +82,7 @@ struct InvitationStore {
     func claim(codeHash: String, email: String, now: Int64) throws -> Invitation? {
         try db.execute(
             """
-            UPDATE invitations SET uses_left = uses_left - 1
-            WHERE code_hash = $1 AND uses_left > 0 AND revoked_at IS NULL AND expires_at > $2
-                AND (email IS NULL OR email = $3)
+            UPDATE invitations SET uses_left = uses_left - 1 WHERE \(Self.usable)
             RETURNING \(Self.columns)
             """, [.text(codeHash), .integer(now), .text(email)]
         ).first.flatMap(Self.invitation)

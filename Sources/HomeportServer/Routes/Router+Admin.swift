@@ -11,8 +11,7 @@ extension Router where Context == RequestContext {
             _ = try Self.admin(context)
             return try .json(SignupQueueAnswer(signups: try queue.pending().map(Self.entry)))
         }
-        let decisions: [(String, Approval)] = [("approve", .approved), ("hold", .held), ("reject", .rejected)]
-        for (action, approval) in decisions {
+        for (action, approval) in SignupQueue.decisions {
             post(HomeportPath.adminSignups + "/:id/" + action) { request, context in
                 let admin = try Self.admin(context)
                 let id = try request.parameter("id", as: Int64.self)
@@ -29,7 +28,7 @@ extension Router where Context == RequestContext {
     /// The caller, when it is in the `admin` group.
     private static func admin(_ context: RequestContext) throws -> Account {
         guard case .signedIn(_, let account) = context.caller else { throw RequireSignedIn.refusal }
-        guard account.groups?.contains(AccountGroups.admin) == true else {
+        guard account.isAdmin else {
             throw HTTPError(
                 status: .forbidden, code: APIErrorCode.forbidden, message: "This is for the admin group's members only."
             )

@@ -100,7 +100,7 @@ struct WebDoor: Sendable {
         if takesWebPush {
             body += "<nav><a href=\"\(Self.notificationsPath)\">Notifications in this browser</a></nav>"
         }
-        if signups != nil, account.groups?.contains(AccountGroups.admin) == true {
+        if signups != nil, account.isAdmin {
             body += "<nav><a href=\"\(Self.signupsPath)\">Sign-ups waiting for you</a></nav>"
         }
         return page("Your account", body)
