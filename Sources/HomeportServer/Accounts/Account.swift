@@ -21,9 +21,6 @@ package struct Account: Sendable, Hashable {
     /// `nil` where the account was read without them.
     package var groups: [String]? = nil
 
-    /// Whether it is in `admin`, Homeport's own group (as the session reader read its groups).
-    var isAdmin: Bool { groups?.contains(AccountGroups.admin) == true }
-
     /// Whether a password signs in to it: not Django's unusable password (`!…`), which an
     /// import or an identity provider's sign-up leaves until a reset sets one.
     var hasUsablePassword: Bool { !passwordHash.hasPrefix("!") }
