@@ -237,11 +237,18 @@ package final class HomeportApplication: Sendable {
             budget: ChallengeBudget(configuration.accounts.rateLimits.identityChallengePerAddress))
         router.addAPI(
             reader: reader, identity: identity, product: configuration.product,
+            invitations: configuration.accounts.invitations,
             version: product.isHomeport ? ServerDefaults.version : product.version,
             features: AppInfoEndpoint.features + product.features.filter { !AppInfoEndpoint.features.contains($0) },
             logger: logger)
         router.addPush(push, hub: hub)
         router.addAdmin(signups)
+        router.addInvitations(
+            AppInvitations(
+                policy: configuration.accounts.invitations, database: database, clock: clock, random: accounts.random,
+                logger: logger.withLabel("homeport.accounts"), rateLimits: configuration.accounts.rateLimits,
+                publicURL: accounts.settings.reachablePublicURL, product: configuration.product,
+                deliver: accounts.deliver))
         if let gateway = configuration.push.gateway {
             router.addPushGatewayEnrollment(identity: identity, credential: gateway.credential)
         }

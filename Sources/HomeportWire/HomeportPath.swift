@@ -12,6 +12,9 @@ public enum HomeportPath {
     /// `GET`: the sign-ups waiting or held (the `admin` group only); `POST
     /// adminSignups/{id}/approve|hold|reject` decides one.
     public static let adminSignups = apiPrefix + "/admin/signups"
+    /// `POST`: an invitation from the app (``InvitationRequest``; 201 ``InvitationAnswer``);
+    /// `GET`: the account's own (``InvitationListAnswer``); `DELETE invitations/{id}` revokes one.
+    public static let invitations = apiPrefix + "/invitations"
     /// `GET`: what a pre-login session earned on its last attempt to get in.
     public static let authStanding = apiPrefix + "/auth/standing"
     /// `GET`: forward auth for a reverse proxy in front of a product in any language: 200 with

@@ -123,14 +123,20 @@ public struct AccountAnswer: Codable, Hashable, Sendable {
     public var groups: [String]
     /// Its approval stage (`approved` for a signed-in account).
     public var stage: String
+    /// Whether it may invite from the app (`POST /api/v1/invitations`); `nil` from a server
+    /// older than invitations.
+    public var canInvite: Bool?
 
     /// Creates an answer.
-    public init(id: Int64, email: String, emailVerified: Bool, groups: [String], stage: String) {
+    public init(
+        id: Int64, email: String, emailVerified: Bool, groups: [String], stage: String, canInvite: Bool? = nil
+    ) {
         self.id = id
         self.email = email
         self.emailVerified = emailVerified
         self.groups = groups
         self.stage = stage
+        self.canInvite = canInvite
     }
 }
 

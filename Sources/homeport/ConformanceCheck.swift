@@ -187,12 +187,28 @@ extension ConformanceCheck {
             made is then deleted (account/delete) or signed out.
             """)
 
+    static let invitationRefused = ConformanceCheck(
+        id: "invitation-refused", title: "A made-up invitation signs nobody up, and says nothing more",
+        explanation: """
+            POST /_allauth/app/v1/auth/signup with a fresh address, a made-up invitation and a password too short \
+            on purpose: 400 with invalid_invitation as the only error (the code is checked first, so the answer \
+            does not depend on the rest), and no token. A server without invitations refuses the password \
+            (older-server); either way no account is made.
+            """)
+    static let household = ConformanceCheck(
+        id: "household", title: "The account says its groups; its invitations are listed without codes",
+        explanation: """
+            With a test account: GET /api/v1/account is 200 {id, email (the account's), groups (sorted strings), \
+            stage approved, canInvite (a boolean, if present)}; GET /api/v1/invitations is 200 {invitations: \
+            [...]}, none with a code or link. 404 for the account is an older server.
+            """)
+
     /// Every check, in the order they run and are printed.
     static let all: [ConformanceCheck] = [
         identityShape, identityHeaders, identityCredentialBlind, identityProof, appInfoAnonymous, standingStranger,
         appDoorConfig,
         appDoorInvalidToken, appDoorNoToken, appDoorEmptyToken, handoff, login, sessionStatus, appInfoSignedIn,
         apiHeaderOnly, pushRegistration, catalogueETag, mutes, stream, loginWhileSignedIn, secondLogin, passwordChange,
-        logout, wrongPassword, verificationByCode,
+        household, logout, wrongPassword, invitationRefused, verificationByCode,
     ]
 }

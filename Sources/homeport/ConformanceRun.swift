@@ -91,8 +91,10 @@ final class ConformanceRun {
         await record(.loginWhileSignedIn, loginWhileSignedIn)
         await record(.secondLogin, secondLogin)
         await record(.passwordChange, passwordChange)
+        await record(.household, household)
         await record(.logout, logout)
         await record(.wrongPassword, wrongPassword)
+        await record(.invitationRefused, invitationRefused)
         await record(.verificationByCode, verificationByCode)
         await endSessions()
         return rows

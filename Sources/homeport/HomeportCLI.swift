@@ -42,6 +42,9 @@ enum HomeportCLI {
           mfa recovery-codes SERVER --password-stdin
                                      Make new recovery codes and print them, this once.
           mfa status SERVER          Say whether SERVER asks this account for a second factor.
+          invite SERVER [--email ADDR] [--groups LIST] [--uses N] [--expires 7d]
+                                     Invite someone (if SERVER lets you): a code and link that sign them up.
+          invites list SERVER        List the invitations you made (invites revoke SERVER ID revokes one).
           remove SERVER              Forget SERVER locally: its credential, its record and its catalogue.
           network                    Show the network path the client is on.
           push register SERVER DEVICE_TOKEN [--environment sandbox|production]
@@ -134,7 +137,7 @@ enum HomeportCLI {
         let groups = [
             ("address", "add, primary, remove or verify"), ("password", "change or reset"), ("account", "delete"),
             ("push", "register, unregister, route, catalogue or test"), ("notifications", "watch"),
-            ("mfa", "totp enable|disable, recovery-codes or status"),
+            ("mfa", "totp enable|disable, recovery-codes or status"), ("invites", "create, list or revoke"),
         ]
         for (group, actions) in groups where command == group {
             guard let action = rest.first, !action.hasPrefix("-") else {
@@ -151,11 +154,13 @@ enum HomeportCLI {
             case "account": return try await Commands.account(action, arguments, environment)
             case "push": return try await Commands.push(action, arguments, environment)
             case "mfa": return try await Commands.mfa(action, arguments, environment)
+            case "invites": return try await Commands.invites(action, arguments, environment)
             default: return try await Commands.notifications(action, arguments, environment)
             }
         }
         switch command {
         case "login": return try await Commands.login(rest, environment)
+        case "invite": return try await Commands.invites("create", rest, environment)
         case "servers": return try Commands.servers(rest, environment)
         case "whoami": return try await Commands.whoami(rest, environment)
         case "logout": return try await Commands.logout(rest, environment)

@@ -17,8 +17,8 @@ struct ConformanceCommandTests {
         "standing-stranger",
         "app-door-config", "app-door-invalid-token", "app-door-no-token", "app-door-empty-token", "handoff", "login",
         "session-status", "app-info-signed-in", "api-header-only", "push-registration", "catalogue-etag", "mutes",
-        "stream", "login-while-signed-in", "second-login", "password-change", "logout", "wrong-password",
-        "verification-by-code",
+        "stream", "login-while-signed-in", "second-login", "password-change", "household", "logout", "wrong-password",
+        "invitation-refused", "verification-by-code",
     ]
     /// The checks that need `--mailbox` (skipped without it).
     static let mailboxChecks: Set = ["verification-by-code"]
@@ -27,13 +27,15 @@ struct ConformanceCommandTests {
         "identity-shape", "identity-headers", "identity-credential-blind", "identity-proof", "app-info-anonymous",
         "standing-stranger",
         "app-info-signed-in", "api-header-only", "push-registration", "catalogue-etag", "mutes", "stream",
+        "household", "invitation-refused",
     ]
     /// The checks of Homeport's own extensions of the app door (older-server on django-allauth).
     static let extensionChecks: Set = ["handoff"]
     /// The checks that sign the test account in.
     static let sessionChecks: Set = [
         "login", "session-status", "app-info-signed-in", "api-header-only", "push-registration", "catalogue-etag",
-        "mutes", "stream", "login-while-signed-in", "second-login", "password-change", "logout", "wrong-password",
+        "mutes", "stream", "login-while-signed-in", "second-login", "password-change", "household", "logout",
+        "wrong-password",
     ]
 
     func conformance(_ url: String, _ extra: [String] = [], input: String = "", timeout: Double = 120) throws -> Run {
@@ -111,7 +113,7 @@ struct ConformanceCommandTests {
         #expect(
             results.allSatisfy { $0.value == (Self.mailboxChecks.contains($0.key) ? "skipped" : "pass") },
             "\(table.output)")
-        #expect(table.output.contains("25 checks: 24 pass, 0 fail, 0 older-server, 1 skipped"))
+        #expect(table.output.contains("27 checks: 26 pass, 0 fail, 0 older-server, 1 skipped"))
         #expect(table.output.contains("browser session from /account/login"), "a real web-door session was refused")
         for text in [table.output, table.error] {
             #expect(!text.contains(password) && !text.contains(Self.temporaryPassword))
@@ -297,6 +299,42 @@ struct ConformanceCommandTests {
             let row = try rows(run)["handoff"]
             #expect(row?.result == "fail", "\(answer)")
             #expect(row?.detail.contains(expected) == true, "\(answer): \(row?.detail ?? "")")
+        }
+    }
+
+    @Test(
+        "a made-up invitation: a server that signs it in, or says more than invalid_invitation, fails; one without invitations is older"
+    )
+    func lyingInvitations() throws {
+        let json = ["Content-Type": "application/json"]
+        let identity = RecordingListener.Canned(
+            200, json.merging(["Cache-Control": "no-store"]) { $1 },
+            #"{"instanceId":"0f6e3c52-8d4b-4f55-9a4c-2f0c2b1e7a11","product":"homeport","protocolVersion":1}"#)
+        for (status, answer, result, expected) in [
+            (
+                200,
+                #"{"status":200,"data":{},"meta":{"is_authenticated":true,"session_token":"t0k3n-of-a-liar-t0k3n-of-a-liar"}}"#,
+                "fail", "session token for a made-up invitation"
+            ),
+            (
+                400,
+                #"{"status":400,"errors":[{"code":"invalid_invitation","param":"invitation"},{"code":"password_too_short","param":"password"}]}"#,
+                "fail", "must be the one error"
+            ),
+            (
+                400, #"{"status":400,"errors":[{"code":"password_too_short","param":"password"}]}"#, "older-server",
+                "without invitations"
+            ),
+        ] {
+            let liar = try RecordingListener(
+                behaviour: .routes([
+                    HomeportPath.serverIdentity: identity,
+                    AllauthAppPath.path(AllauthAppPath.signup): .init(status, json, answer),
+                ]))
+            let row = try rows(try conformance(liar.url, ["--allow-http", "--json"]))["invitation-refused"]
+            #expect(row?.result == result, "\(answer): \(row?.detail ?? "")")
+            #expect(row?.detail.contains(expected) == true, "\(answer): \(row?.detail ?? "")")
+            #expect(row?.detail.contains("t0k3n") == false, "a token is never printed")
         }
     }
 

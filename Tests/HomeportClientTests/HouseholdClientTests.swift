@@ -130,3 +130,108 @@ struct HouseholdClientTests {
         #expect(signed.status == 0, "\(signed.output) \(signed.error)")
     }
 }
+
+extension HouseholdClientTests {
+    @Test(
+        "an admin invites from the library and the command line (mailed, listed, revoked); a member's phone is refused")
+    func inviteFromThePhone() async throws {
+        let files = try TemporaryDirectory()
+        defer { files.remove() }
+        let database = "sqlite:" + files.file("h.sqlite")
+        let outbox = files.file("outbox")
+        let server = try ServerProcess(
+            serve: [
+                "--database", database, "--signup", "approval", "--password-iterations", "1000", "--outbox", outbox,
+            ])
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(server.port)"
+        let address = try ServerAddress(parsing: url, allowHTTP: true)
+        for email in ["root@example.com", "ann@example.com"] {
+            let home = try TemporaryDirectory()
+            defer { home.remove() }
+            #expect(
+                try await makeClient(home, SpyTransport()).signup(at: address, email: email, password: Self.password)
+                    == .pending(.waiting))
+            #expect(try ServerProcess.run(["users", "approve", email, "--database", database]).status == 0)
+        }
+        #expect(
+            try ServerProcess.run(["users", "groups", "root@example.com", "add", "admin", "--database", database])
+                .status == 0)
+
+        // The admin's phone: may invite, invites ann's brother into family, sees it listed, revokes it.
+        let adminHome = try TemporaryDirectory()
+        defer { adminHome.remove() }
+        let admin = try makeClient(adminHome, SpyTransport())
+        guard
+            case .signedIn(let record) = try await admin.login(
+                at: address, email: "root@example.com", password: Self.password)
+        else { throw RawHTTPError("the admin did not sign in") }
+        #expect(try await admin.account(on: record).canInvite == true)
+        let made = try await admin.invite(on: record, groups: ["family"], uses: 2, expiresIn: 3600)
+        let code = try #require(made.code)
+        #expect(made.link == url + "/account/signup?invitation=" + code && made.groups == ["family"])
+        #expect(try await admin.invitations(on: record).map(\.id) == [made.id])
+        let newcomerHome = try TemporaryDirectory()
+        defer { newcomerHome.remove() }
+        guard
+            case .signedIn(let bob) = try await makeClient(newcomerHome, SpyTransport()).signup(
+                at: address, email: "bob@example.com", password: Self.password, invitation: code)
+        else { throw RawHTTPError("the invitation did not sign bob up past the queue") }
+        #expect(bob.email == "bob@example.com")
+        try await admin.revokeInvitation(made.id, on: record)
+        #expect(try await admin.invitations(on: record).first?.revokedAt != nil)
+
+        // Ann is no admin: her phone is told so, and cannot revoke the admin's invitations either.
+        let annHome = try TemporaryDirectory()
+        defer { annHome.remove() }
+        let annClient = try makeClient(annHome, SpyTransport())
+        guard
+            case .signedIn(let ann) = try await annClient.login(
+                at: address, email: "ann@example.com", password: Self.password)
+        else { throw RawHTTPError("ann did not sign in") }
+        #expect(try await annClient.account(on: ann).canInvite == false)
+        await #expect {
+            try await annClient.invite(on: ann)
+        } throws: { error in
+            guard case .refused(_, let status, let code, _, _) = error as? ClientError else { return false }
+            return status == 403 && code == "forbidden"
+        }
+        await #expect {
+            try await annClient.revokeInvitation(made.id, on: ann)
+        } throws: { error in
+            guard case .refused(_, let status, _, _, _) = error as? ClientError else { return false }
+            return status == 404
+        }
+
+        // The command line: `homeport invite` mails a bound invitation; list and revoke.
+        let cliHome = try TemporaryDirectory()
+        defer { cliHome.remove() }
+        let environment = ["HOMEPORT_HOME": cliHome.path, "HOMEPORT_NETWORK_PATH": "home"]
+        let login = try ServerProcess.runClient(
+            ["login", url, "--allow-http", "--email", "root@example.com", "--password-stdin"],
+            environment: environment, input: Self.password + "\n")
+        #expect(login.status == 0, "\(login.error)")
+        let invited = try ServerProcess.runClient(
+            ["invite", url, "--email", "cy@example.com", "--expires", "2d", "--json"], environment: environment)
+        #expect(invited.status == 0, "\(invited.error)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(invited.output.utf8)) as? [String: Any], "\(invited.output)")
+        let cliCode = try #require(object["code"] as? String)
+        #expect(object["mailed"] as? Bool == true && object["email"] as? String == "cy@example.com")
+        let mails = try FileManager.default.contentsOfDirectory(atPath: outbox).map {
+            try String(contentsOfFile: outbox + "/" + $0, encoding: .utf8)
+        }
+        #expect(mails.contains { $0.contains(cliCode) && $0.contains("cy@example.com") }, "mailed to cy")
+        let id = try #require(object["id"] as? Int)
+        let listed = try ServerProcess.runClient(["invites", "list", url], environment: environment)
+        #expect(listed.status == 0 && listed.output.contains("\(id)  cy@example.com  1 left"), "\(listed.output)")
+        #expect(!listed.output.contains(cliCode), "never the code again")
+        let revoked = try ServerProcess.runClient(["invites", "revoke", url, String(id)], environment: environment)
+        #expect(revoked.status == 0 && revoked.output.contains("revoked"), "\(revoked.output) \(revoked.error)")
+        let unknown = try ServerProcess.runClient(["invites", "revoke", url, "99999"], environment: environment)
+        #expect(unknown.status != 0 && unknown.error.contains("404"), "\(unknown.error)")
+        let wrong = try ServerProcess.runClient(
+            ["invite", url, "--groups", "Bad Name"], environment: environment)
+        #expect(wrong.status != 0 && wrong.error.contains("group"), "\(wrong.error)")
+    }
+}

@@ -120,7 +120,7 @@ func withAccounts<T>(
     publicURL: String? = nil, failingMailer: Bool = false, hasher: GatedHasher? = nil,
     push: PushSettings = PushSettings(), clockStart: Date = Date(timeIntervalSince1970: 1_800_000_000),
     workerThreads: Int = 2, poolThreads: Int = 4, product: Product = .homeport, database: DatabaseURL? = nil,
-    _ body: (AccountsHarness) throws -> T
+    invitations: InvitationPolicy = .admins, _ body: (AccountsHarness) throws -> T
 ) throws -> T {
     let (fresh, cleanUp) = try backend.makeDatabaseURL()
     defer { cleanUp() }
@@ -133,6 +133,7 @@ func withAccounts<T>(
     configuration.accounts = AccountSettings(
         signup: signup, passwordIterations: 1000, rateLimits: rateLimits, publicURL: publicURL,
         emailVerification: emailVerification)
+    configuration.accounts.invitations = invitations
     configuration.push = push
     if case .postgres = url { configuration.secretsKeyFile = testSecretsKeyFile }
     let clock = ManualWallClock(clockStart)

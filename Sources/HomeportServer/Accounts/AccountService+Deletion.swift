@@ -48,7 +48,7 @@ extension AccountService {
     /// (app, web, pre-login ones waiting on its address) with a `NOTIFY` to every replica's
     /// session cache, reset keys, device registrations and the pushes queued for them, mutes,
     /// notifications, the product API's Idempotency-Keys that notified it, verifications, and
-    /// mail queued to its address. With `passwordHash`, only
+    /// mail queued to its address; the invitations it made are revoked. With `passwordHash`, only
     /// while the password is still that one. The address can sign up again afterwards.
     private func delete(id: Int64, passwordHash: String?) throws -> Bool {
         try database.transaction { db in
@@ -64,6 +64,8 @@ extension AccountService {
             // The product API's Idempotency-Keys that notified it: a retry after the deletion
             // is a new request, never an answer with the deleted account's notification.
             try ProductKeyStore(db).forgetNotifications(userID: id)
+            // The invitations it made stop working with it.
+            try InvitationStore(db).revokeAll(createdBy: id, now: clock.unixSeconds)
             // The rest goes with the row (ON DELETE CASCADE): devices, mutes, notifications,
             // verifications.
             try accounts.delete(id: id)

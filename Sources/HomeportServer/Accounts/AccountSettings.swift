@@ -19,6 +19,9 @@ package struct AccountSettings: Sendable, Hashable {
     /// A CA to trust besides the system's when fetching identity providers' discovery documents
     /// and keys (`HOMEPORT_OIDC_CA_FILE`: a provider behind a private CA).
     package var providerCAFile: String?
+    /// Who may invite from the app (`POST /api/v1/invitations`): admins (the default), every
+    /// member, or nobody.
+    package var invitations: InvitationPolicy = .admins
 
     /// How long a mailed verification code works, in seconds (as django-allauth: 15 minutes).
     package static let verificationCodeLifetime: Int64 = 900

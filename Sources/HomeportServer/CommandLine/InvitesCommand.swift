@@ -63,8 +63,8 @@ enum InvitesCommand {
         var uses: Int64 = 1
         if action == "create" {
             if let text = parsed.options["expires"] {
-                guard let seconds = duration(text) else {
-                    throw UsageError("--expires is a number and m, h or d (30m, 12h, 7d), not '\(text)'")
+                guard let seconds = DurationText.seconds(text) else {
+                    throw UsageError("--expires is a number and s, m, h or d (30m, 12h, 7d), not '\(text)'")
                 }
                 life = seconds
             }
@@ -80,8 +80,7 @@ enum InvitesCommand {
         let service = InvitationService(
             database: database, clock: SystemWallClock(), random: SystemRandom(),
             logger: Logger(label: "homeport.cli", minimumLevel: .notice))
-        let formatter = ISO8601DateFormatter()
-        let date = { (seconds: Int64) in formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds))) }
+        let date = InvitationLine.date
         switch action {
         case "create":
             let groups = (parsed.options["groups"] ?? "").split(separator: ",").map {
@@ -134,36 +133,16 @@ enum InvitesCommand {
             } else if invitations.isEmpty {
                 ServerCLI.line("no invitations")
             } else {
+                let now = Int64(Date().timeIntervalSince1970)
                 for invitation in invitations {
-                    let now = Int64(Date().timeIntervalSince1970)
-                    let state =
-                        invitation.revokedAt != nil
-                        ? "revoked"
-                        : invitation.usesLeft == 0
-                            ? "used"
-                            : invitation.expiresAt <= now
-                                ? "expired" : "\(invitation.usesLeft) left, until \(date(invitation.expiresAt))"
-                    let groups = invitation.groups.isEmpty ? "" : " groups " + invitation.groups.joined(separator: ",")
-                    ServerCLI.line("\(invitation.id)  \(invitation.email ?? "anyone")\(groups)  \(state)")
+                    ServerCLI.line(
+                        InvitationLine.text(
+                            id: invitation.id, email: invitation.email, groups: invitation.groups,
+                            usesLeft: invitation.usesLeft, expiresAt: invitation.expiresAt,
+                            revoked: invitation.revokedAt != nil, now: now))
                 }
             }
         }
         return .success
-    }
-
-    /// `30m`, `12h` or `7d` in seconds.
-    static func duration(_ text: String) -> Int64? {
-        guard let unit = text.last, text.dropLast().allSatisfy(\.isNumber), let number = Int64(text.dropLast()),
-            number > 0,
-            number < 1_000_000
-        else {
-            return nil
-        }
-        switch unit {
-        case "m": return number * 60
-        case "h": return number * 3600
-        case "d": return number * 86400
-        default: return nil
-        }
     }
 }

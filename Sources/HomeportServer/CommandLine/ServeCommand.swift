@@ -89,6 +89,11 @@ package enum ServeCommand {
                     "none, or code: a sign-up (or a sign-in to an unverified address) gets a mailed code to enter before its session begins.",
                 environment: "HOMEPORT_EMAIL_VERIFICATION", default: "none"),
             .value(
+                "invitations", "WHO",
+                help:
+                    "Who may invite from the app (POST /api/v1/invitations): admins (the admin group), members (anyone signed in, giving only groups they are in) or off. The operator invites with 'invites create' whatever it says.",
+                environment: "HOMEPORT_INVITATIONS", default: "admins"),
+            .value(
                 "session-lifetime", "DURATION", help: "Fixed session lifetime: 365d, 12h, 30m or seconds.",
                 environment: "HOMEPORT_SESSION_LIFETIME", default: "365d"),
             .value(
@@ -522,9 +527,15 @@ package enum ServeCommand {
             }
             configuration.accounts.emailVerification = policy
         }
+        if let text = parsed.value("invitations", spec: spec, environment: environment) {
+            guard let policy = InvitationPolicy(rawValue: text) else {
+                throw UsageError("--invitations must be admins, members or off, not '\(text)'")
+            }
+            configuration.accounts.invitations = policy
+        }
         configuration.accounts.providerCAFile = environment["HOMEPORT_OIDC_CA_FILE"]
         if let text = parsed.value("session-lifetime", spec: spec, environment: environment) {
-            guard let seconds = parseDuration(text), (60...(100 * 366 * 86400)).contains(seconds) else {
+            guard let seconds = DurationText.seconds(text), (60...(100 * 366 * 86400)).contains(seconds) else {
                 throw UsageError(
                     "--session-lifetime must be a duration from a minute to 100 years, such as 365d or 12h, not '\(text)'"
                 )
@@ -576,12 +587,4 @@ package enum ServeCommand {
         configuration.secretsKeyFile = parsed.value("secrets-key-file", spec: spec, environment: environment)
     }
 
-    /// `365d`, `12h`, `30m`, `45s` or plain seconds.
-    static func parseDuration(_ text: String) -> Int64? {
-        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
-        if let unit = text.last, let factor = units[unit], let value = Int64(text.dropLast()), value >= 0 {
-            return value.multipliedReportingOverflow(by: factor).overflow ? nil : value * factor
-        }
-        return Int64(text).flatMap { $0 >= 0 ? $0 : nil }
-    }
 }

@@ -36,17 +36,21 @@ package struct InvitationService {
         case invalid(String)
     }
 
-    /// Makes an invitation for `uses` sign-ups, living `life` seconds, bound to `email` when
-    /// given, putting the accounts it makes in `groups`.
-    package func create(
-        email rawEmail: String?, groups rawGroups: [String], uses: Int64, life: Int64, by creator: Int64?
-    )
-        throws -> Outcome
-    {
+    /// What checking an invitation's terms came to.
+    enum Check {
+        /// They hold: the address normalised, the groups' names each once.
+        case valid(email: String?, groups: [String])
+        /// `field` (`email`, `groups`, `uses`, `expiresIn`) is wrong, in a sentence.
+        case invalid(field: String, String)
+    }
+
+    /// Checks the terms of an invitation for `uses` sign-ups, living `life` seconds, bound to
+    /// `email` when given, putting the accounts it makes in `groups`.
+    static func check(email rawEmail: String?, groups rawGroups: [String], uses: Int64, life: Int64) -> Check {
         var email: String?
         if let rawEmail {
             guard let normalized = Credentials.normalizedEmail(rawEmail) else {
-                return .invalid("'\(rawEmail.prefix(80))' is not an address Homeport takes")
+                return .invalid(field: "email", "'\(rawEmail.prefix(80))' is not an address Homeport takes")
             }
             email = normalized
         }
@@ -54,18 +58,38 @@ package struct InvitationService {
         for raw in rawGroups {
             guard let name = AccountGroups.name(raw) else {
                 return .invalid(
+                    field: "groups",
                     "'\(raw.prefix(80))' is not a group's name: 1–64 letters, digits and -_.:, starting with a letter or digit"
                 )
             }
             if !groups.contains(name) { groups.append(name) }
         }
         guard groups.count <= AccountGroups.maximumPerAccount else {
-            return .invalid("an invitation gives at most \(AccountGroups.maximumPerAccount) groups")
+            return .invalid(field: "groups", "an invitation gives at most \(AccountGroups.maximumPerAccount) groups")
         }
-        guard (1...Self.maximumUses).contains(uses) else {
-            return .invalid("an invitation is for 1 to \(Self.maximumUses) sign-ups")
+        guard (1...maximumUses).contains(uses) else {
+            return .invalid(field: "uses", "an invitation is for 1 to \(maximumUses) sign-ups")
         }
-        guard (60...Self.longestLife).contains(life) else { return .invalid("an invitation lives a minute to a year") }
+        guard (60...longestLife).contains(life) else {
+            return .invalid(field: "expiresIn", "an invitation lives a minute to a year")
+        }
+        return .valid(email: email, groups: groups)
+    }
+
+    /// Makes an invitation for `uses` sign-ups, living `life` seconds, bound to `email` when
+    /// given, putting the accounts it makes in `groups`, made by account `creator` (`nil`: the
+    /// operator).
+    package func create(
+        email rawEmail: String?, groups rawGroups: [String], uses: Int64, life: Int64, by creator: Int64?
+    )
+        throws -> Outcome
+    {
+        let email: String?
+        let groups: [String]
+        switch Self.check(email: rawEmail, groups: rawGroups, uses: uses, life: life) {
+        case .invalid(_, let message): return .invalid(message)
+        case .valid(let checkedEmail, let checkedGroups): (email, groups) = (checkedEmail, checkedGroups)
+        }
         let code = try SecretToken.generate(random)
         let now = clock.unixSeconds
         guard
@@ -79,7 +103,7 @@ package struct InvitationService {
             "invitation made",
             metadata: [
                 "invitation": String(invitation.id), "uses": String(uses), "groups": groups.joined(separator: ","),
-                "bound": email == nil ? "false" : "true",
+                "bound": email == nil ? "false" : "true", "by": creator.map { String($0) } ?? "operator",
             ])
         return .made(invitation, code: code)
     }

@@ -51,6 +51,33 @@ struct InvitationStore {
         try db.execute("SELECT \(Self.columns) FROM invitations ORDER BY id DESC").compactMap(Self.invitation)
     }
 
+    /// The invitations `account` made, newest first, at most `limit`.
+    func all(createdBy account: Int64, limit: Int = 200) throws -> [Invitation] {
+        try db.execute(
+            "SELECT \(Self.columns) FROM invitations WHERE created_by = $1 ORDER BY id DESC LIMIT $2",
+            [.integer(account), .integer(Int64(limit))]
+        ).compactMap(Self.invitation)
+    }
+
+    /// Revokes invitation `id` if `account` made it (revoked already, it stays as it was); false
+    /// when `account` made none with this id.
+    func revoke(id: Int64, createdBy account: Int64, now: Int64) throws -> Bool {
+        !(try db.execute(
+            """
+            UPDATE invitations SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 AND created_by = $3
+            RETURNING id
+            """,
+            [.integer(now), .integer(id), .integer(account)]
+        ).isEmpty)
+    }
+
+    /// Revokes every invitation `account` made that still works: they go with its account.
+    func revokeAll(createdBy account: Int64, now: Int64) throws {
+        try db.execute(
+            "UPDATE invitations SET revoked_at = $1 WHERE created_by = $2 AND revoked_at IS NULL",
+            [.integer(now), .integer(account)])
+    }
+
     /// Revokes invitation `id`; false when there is none, or it was revoked already.
     func revoke(id: Int64, now: Int64) throws -> Bool {
         !(try db.execute(

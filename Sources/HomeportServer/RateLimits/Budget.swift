@@ -44,6 +44,8 @@ struct Budget: Sendable {
     static let verificationAttemptPerSession = Budget(
         "verification-attempt-per-session", counter: "verify_code:session", \.verificationAttemptPerSession)
     static let mailPerMailbox = Budget("mail-per-mailbox", counter: "mail:mailbox", \.mailPerMailbox)
+    static let invitationPerAccount = Budget(
+        "invitation-per-account", counter: "invite:account", \.invitationPerAccount)
     static let failedSecondFactorPerAccount = Budget(
         "failed-second-factor-per-account", counter: "mfa_failed:account", \.failedSecondFactorPerAccount)
     static let failedSecondFactorPerSession = Budget(
@@ -61,6 +63,7 @@ struct Budget: Sendable {
         identityChallengePerAddress, signupPerAddress, loginPerAddress, failedLoginPerAddress, failedLoginPerAccount,
         failedPasswordChangePerSession, passwordChangePerAccount, resetPerAddress, resetPerEmail, pushTestPerAccount,
         pushChangesPerAccount, verificationMailPerAccount, verificationAttemptPerSession, mailPerMailbox,
+        invitationPerAccount,
         failedSecondFactorPerAccount, failedSecondFactorPerSession, failedSecondFactorConfirmationPerAccount,
     ]
 }

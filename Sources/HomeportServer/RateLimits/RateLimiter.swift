@@ -73,6 +73,8 @@ package struct RateLimitPolicy: Sendable, Hashable {
     /// Mail of every kind (codes, reset links, "someone signed up with your address") to one
     /// mailbox a day: each kind's own budget alone would let one address be sent hundreds.
     package var mailPerMailbox = RateLimit(20, per: 86400)
+    /// Invitations one account makes from the app a day (each may mail a stranger).
+    package var invitationPerAccount = RateLimit(20, per: 86400)
     /// Tries of the codes mailed to one pending verification (a pre-login session), right or
     /// wrong: as django-allauth, three; the third wrong one gives the verification up.
     package var verificationAttemptPerSession = RateLimit(3, per: 900)
@@ -282,6 +284,12 @@ struct RateLimiter {
     ) throws {
         try charge([bucket(decoy ? .decoyMailPerAccount : .verificationMailPerAccount, String(account))], now: now)
         if mailboxDay { try charge([self.mailboxDay(email)], now: now) }
+    }
+
+    /// Charges one mail to `email`'s mailbox to its day's budget (a mail that no other budget of
+    /// its kind counts: an invitation's).
+    func chargeMailboxDay(_ email: String, now: Int64) throws {
+        try charge([mailboxDay(email)], now: now)
     }
 
     /// The day's budget of mail to `email`'s mailbox.

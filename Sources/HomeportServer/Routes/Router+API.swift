@@ -12,8 +12,8 @@ extension Router where Context == RequestContext {
     /// is nothing for another site to ride on, hence no CSRF check) and the signed-in check.
     /// The two exceptions are groups of their own: the public identity route and standing.
     mutating func addAPI(
-        reader: SessionReader, identity: IdentityStore, product: String, version: String,
-        features: [String] = AppInfoEndpoint.features, logger: Logger
+        reader: SessionReader, identity: IdentityStore, product: String, invitations: InvitationPolicy = .admins,
+        version: String, features: [String] = AppInfoEndpoint.features, logger: Logger
     ) {
         let session = SessionMiddleware(reader: reader, credential: .header)
         group(HomeportPath.apiPrefix, middleware: [NoStoreMiddleware(), session, RequireSignedIn()])
@@ -31,7 +31,8 @@ extension Router where Context == RequestContext {
             return try .json(
                 AccountAnswer(
                     id: account.id, email: account.email, emailVerified: account.emailVerified ?? false,
-                    groups: account.groups ?? [], stage: account.approval.rawValue))
+                    groups: account.groups ?? [], stage: account.approval.rawValue,
+                    canInvite: invitations.allows(account)))
         }
         addForwardAuth()
     }
