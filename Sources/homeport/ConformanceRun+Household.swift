@@ -52,6 +52,11 @@ extension ConformanceRun {
         }
         let canInvite = json["canInvite"]
         if let canInvite, canInvite.bool == nil { problems.append("canInvite is \(canInvite.shown), not a boolean") }
+        let shown = (groups ?? []).map { ServerText.clean($0, limit: 40) }.joined(separator: ", ")
+        // A server with groups but older than invitations says no canInvite, and has no list.
+        guard canInvite != nil else {
+            return .judge(problems, passing: "the account in groups [\(shown)]; a server without invitations")
+        }
         let list = try await http.get(HomeportPath.invitations, token: token).object(expecting: 200)
         guard let invitations = list["invitations"]?.array else {
             return .judge(
@@ -69,7 +74,6 @@ extension ConformanceRun {
                 break
             }
         }
-        let shown = (groups ?? []).map { ServerText.clean($0, limit: 40) }.joined(separator: ", ")
         return .judge(
             problems,
             passing: "the account in groups [\(shown)], "

@@ -96,9 +96,9 @@ struct AppInvitationsTests {
             #expect(revokedAt == server.clock.unixSeconds)
             let late = try signup(server, "cy@example.com", code)
             #expect(late.status == 400 && late.errorCodes == ["invalid_invitation"], "\(late.text)")
-            for path in ["/999999", "/abc", "/-1"] {
+            for (path, status) in [("/999999", 404), ("/-1", 404), ("/abc", 400)] {
                 let unknown = try server.app("DELETE", HomeportPath.invitations + path, token: root)
-                #expect(unknown.status == 404 || unknown.status == 400, "\(path): \(unknown.text)")
+                #expect(unknown.status == status, "\(path): \(unknown.text)")
             }
             // Signed out: 401 for all three.
             #expect(try server.app("GET", HomeportPath.invitations).status == 401)
@@ -144,6 +144,11 @@ struct AppInvitationsTests {
             let after = try invite(server, ann, ["groups": ["family"]])
             #expect(after.status == 403, "\(after.text)")
             #expect(try made(invite(server, ann)).groups.isEmpty, "an invitation without groups she may still make")
+            // A member's invitation is for at most ten sign-ups; an admin's for a thousand.
+            let many = try invite(server, ann, ["uses": 11])
+            #expect(many.status == 400 && (many.jsonObject?["error"] as? [String: Any])?["field"] as? String == "uses")
+            #expect(try made(invite(server, ann, ["uses": 10])).usesLeft == 10)
+            #expect(try made(invite(server, root, ["uses": 1000])).usesLeft == 1000)
         }
         try withAccounts(.sqlite, signup: .open, invitations: .off) { server in
             let root = try server.signIn("root@example.com")
@@ -170,7 +175,7 @@ struct AppInvitationsTests {
             #expect(mail.to == "cy@example.com" && mail.kind == "invitation")
             let link = try #require(invitation.link)
             #expect(mail.body.contains(code) && mail.body.contains(link))
-            #expect(mail.body.contains("root@example.com invited you"))
+            #expect(mail.body.contains("invited you"))
             #expect(!server.log.lines.joined().contains(code), "the code is never logged")
             let other = try signup(server, "eve@example.com", code)
             #expect(other.status == 400 && other.errorCodes == ["invalid_invitation"])
@@ -234,5 +239,93 @@ struct AppInvitationsTests {
             let late = try signup(server, "ann@example.com", code)
             #expect(late.status == 400 && late.errorCodes == ["invalid_invitation"], "\(late.text)")
         }
+    }
+}
+
+extension AppInvitationsTests {
+    @Test(
+        "a group's other spellings: the same group once, or refused; a refusal costs no budget; a misspelt term is refused by name"
+    )
+    func spellings() throws {
+        var limits = RateLimitPolicy()
+        limits.invitationPerAccount = RateLimit(2, per: 86400)
+        try withAccounts(.sqlite, signup: .approval, rateLimits: limits, invitations: .members) { server in
+            let ann = try member(server, "ann@example.com", groups: ["family"])
+            for body: [String: Any] in [
+                ["groups": ["Admin"]], ["groups": ["ADMIN"]], ["groups": ["family", "kids"]], ["groups": ["Kids"]],
+            ] {
+                let refused = try invite(server, ann, body)
+                #expect(refused.status == 403, "\(body): \(refused.text)")
+            }
+            for (body, field) in [
+                (["groups": ["\u{212A}ids"]], "groups"), (["emial": "cy@example.com"], "emial"),
+                (["groups": ["family"], "group": ["admin"]], "group"),
+            ] as [([String: Any], String)] {
+                let refused = try invite(server, ann, body)
+                let named = (refused.jsonObject?["error"] as? [String: Any])?["field"] as? String
+                #expect(refused.status == 400 && named == field, "\(body): \(refused.text)")
+            }
+            #expect(try count(server) == 0)
+            // None of the refusals cost the budget of two.
+            #expect(try made(invite(server, ann, ["groups": ["FAMILY", "family", "Family"]])).groups == ["family"])
+            #expect(try made(invite(server, ann)).groups.isEmpty)
+            #expect(try invite(server, ann).status == 429)
+        }
+    }
+
+    @Test(
+        "an invitation gives only what its maker still holds when it is used, and nothing once the maker is held",
+        arguments: Backend.allCases)
+    func makerLosesRights(backend: Backend) throws {
+        try withAccounts(backend, signup: .approval, invitations: .members) { server in
+            let root = try member(server, "root@example.com", groups: ["admin", "family"])
+            let ann = try member(server, "ann@example.com", groups: ["family", "kids"])
+            let fromRoot = try #require(try made(invite(server, root, ["groups": ["admin", "club"], "uses": 5])).code)
+            let fromAnn = try #require(try made(invite(server, ann, ["groups": ["family", "kids"], "uses": 5])).code)
+            // Before: the groups as made.
+            #expect(try signup(server, "a1@example.com", fromRoot).status == 200)
+            #expect(try groups(server, "a1@example.com") == ["admin", "club"])
+            #expect(try signup(server, "b1@example.com", fromAnn).status == 200)
+            #expect(try groups(server, "b1@example.com") == ["family", "kids"])
+            // Root is no admin any more, ann no longer in kids: their invitations give what they hold.
+            let service = GroupService(
+                database: server.application.database, clock: server.clock, logger: Logger(label: "t"))
+            _ = try service.groups(email: "root@example.com", (.remove, "admin"))
+            _ = try service.groups(email: "ann@example.com", (.remove, "kids"))
+            #expect(try signup(server, "a2@example.com", fromRoot).status == 200)
+            #expect(try groups(server, "a2@example.com") == [], "root holds neither admin nor club")
+            #expect(try signup(server, "b2@example.com", fromAnn).status == 200)
+            #expect(try groups(server, "b2@example.com") == ["family"])
+            // Ann held: her invitation signs nobody up, with the one answer.
+            #expect(try server.application.accounts.setApproval(.held, email: "ann@example.com"))
+            let refused = try signup(server, "b3@example.com", fromAnn)
+            #expect(refused.status == 400 && refused.errorCodes == ["invalid_invitation"], "\(refused.text)")
+            #expect(try AccountStore(server.application.database).find(email: "b3@example.com") == nil)
+            // Approved again, it works again (it was not spent by the refusal).
+            #expect(try server.application.accounts.setApproval(.approved, email: "ann@example.com"))
+            #expect(try signup(server, "b3@example.com", fromAnn).status == 200)
+        }
+    }
+
+    @Test("the mail names the inviter only when the inviter's address is verified")
+    func mailNamesVerifiedInviters() throws {
+        try withAccounts(.sqlite, signup: .approval) { server in
+            let root = try member(server, "root@example.com", groups: ["admin"])
+            _ = try made(invite(server, root, ["email": "cy@example.com"]))
+            let anonymous = try #require(server.mailer.mails.last)
+            #expect(anonymous.body.hasPrefix("Someone with an account there invited you"), "\(anonymous.body)")
+            #expect(!anonymous.body.contains("root@example.com"))
+            let account = try #require(try AccountStore(server.application.database).find(email: "root@example.com"))
+            try EmailVerificationStore(server.application.database).markVerified(
+                userID: account.id, now: server.clock.unixSeconds)
+            let verified = try server.signIn("root@example.com")
+            _ = try made(invite(server, verified, ["email": "dee@example.com"]))
+            #expect(try #require(server.mailer.mails.last).body.hasPrefix("root@example.com invited you"))
+        }
+    }
+
+    private func groups(_ server: AccountsHarness, _ email: String) throws -> [String] {
+        let account = try #require(try AccountStore(server.application.database).find(email: email))
+        return try AccountGroups(server.application.database).groups(userID: account.id)
     }
 }

@@ -199,6 +199,7 @@ struct InvitationsTests {
         #expect(made.error.contains("invitation made"), "the change is logged: \(made.error)")
         let listed = try ServerProcess.run(["invites", "list", "--database", database])
         #expect(listed.output.contains("ann@example.com groups family,kids  2 left"), "\(listed.output)")
+        #expect(listed.output.contains("  by operator"), "\(listed.output)")
         #expect(!listed.output.contains(code), "never the code")
         let id = try #require(object["id"] as? Int)
         #expect(try ServerProcess.run(["invites", "revoke", String(id), "--database", database]).status == 0)

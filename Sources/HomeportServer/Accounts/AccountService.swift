@@ -207,9 +207,10 @@ package final class AccountService: Sendable {
                 if let invitation {
                     guard
                         let claimed = try InvitationStore(db).claim(
-                            codeHash: SecretToken.storedForm(of: invitation), email: email, now: now)
+                            codeHash: SecretToken.storedForm(of: invitation), email: email, now: now),
+                        let groups = try InvitationStore(db).groupsToGive(claimed)
                     else { throw InvitationRefused() }
-                    for group in claimed.groups { try AccountGroups(db).add(group, userID: account.id, now: now) }
+                    for group in groups { try AccountGroups(db).add(group, userID: account.id, now: now) }
                 }
                 if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
                 if let verification {

@@ -39,7 +39,8 @@ enum InvitesCommand {
                 name: "homeport-server invites list", summary: "List invitations, newest first (never their codes).",
                 options: [
                     ServerCLI.databaseOption,
-                    .flag("json", help: "Print a JSON array of {id, email, groups, usesLeft, expiresAt, revokedAt}."),
+                    .flag(
+                        "json", help: "Print a JSON array of {id, email, groups, usesLeft, expiresAt, revokedAt, by}."),
                 ])
         }
     }
@@ -119,6 +120,12 @@ enum InvitesCommand {
             ServerCLI.line("invitation \(id): revoked")
         default:
             let invitations = try service.all()
+            // Who made each: the operator, or an account from the app.
+            var makers: [Int64: String] = [:]
+            for id in Set(invitations.compactMap(\.createdBy)) {
+                makers[id] = try AccountStore(database).find(id: id)?.email ?? "account \(id)"
+            }
+            let maker = { (invitation: Invitation) in invitation.createdBy.flatMap { makers[$0] } ?? "operator" }
             if parsed.flag("json") {
                 try ServerCLI.printJSON(
                     invitations.map { invitation -> [String: Any] in
@@ -128,6 +135,7 @@ enum InvitesCommand {
                         ]
                         if let email = invitation.email { object["email"] = email }
                         if let revoked = invitation.revokedAt { object["revokedAt"] = date(revoked) }
+                        object["by"] = maker(invitation)
                         return object
                     })
             } else if invitations.isEmpty {
@@ -139,7 +147,7 @@ enum InvitesCommand {
                         InvitationLine.text(
                             id: invitation.id, email: invitation.email, groups: invitation.groups,
                             usesLeft: invitation.usesLeft, expiresAt: invitation.expiresAt,
-                            revoked: invitation.revokedAt != nil, now: now))
+                            revoked: invitation.revokedAt != nil, now: now) + "  by " + maker(invitation))
                 }
             }
         }

@@ -20,6 +20,9 @@ struct AccountGroups {
     /// `text` as a group's name: lowercased, 1–64 of letters, digits and `-_.:`, starting with a
     /// letter or digit (a header carries them, comma-separated); `nil` if it cannot be one.
     static func name(_ text: String) -> String? {
+        // ASCII before lowercasing: Unicode's lowercase of the Kelvin sign is `k`, and one name
+        // must not have two spellings.
+        guard text.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
         let name = text.lowercased()
         guard (1...64).contains(name.utf8.count), let first = name.utf8.first,
             isLetterOrDigit(first),

@@ -19,6 +19,9 @@ struct AppInvitations: Sendable {
     let product: String
     let deliver: MailDelivery
 
+    /// The most sign-ups a member's invitation allows (an admin's, as the operator's, a thousand).
+    static let maximumMemberUses: Int64 = 10
+
     /// What asking for an invitation came to.
     enum Outcome {
         /// Made, and mailed (or not: `mailed`) to its bound address.
@@ -46,6 +49,10 @@ struct AppInvitations: Sendable {
         {
         case .invalid(let field, let message): return .invalid(field: field, message)
         case .valid(_, let names):
+            if !account.isAdmin, let uses, uses > Self.maximumMemberUses {
+                return .invalid(
+                    field: "uses", "a member's invitation is for 1 to \(Self.maximumMemberUses) sign-ups")
+            }
             // The account's groups as the session reader read them with the session: a group
             // taken from it is no longer its to give from the next request on.
             if !account.isAdmin, let foreign = names.first(where: { !(account.groups ?? []).contains($0) }) {
@@ -102,12 +109,14 @@ struct AppInvitations: Sendable {
         _ invitation: Invitation, code: String, link: String?, to: String, from inviter: Account, product: String
     ) -> Mail {
         let until = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(invitation.expiresAt)))
+        // An address nobody verified is not named: anyone can sign up as the bank's director.
+        let who = inviter.emailVerified == true ? inviter.email : "Someone with an account there"
         let open =
             link.map { "Open \($0)\nor give the app this invitation code: " } ?? "Give the app this invitation code: "
         return Mail(
             to: to, subject: "An invitation to \(product)",
             body: """
-                \(inviter.email) invited you to sign up on \(product).
+                \(who) invited you to sign up on \(product).
                 \(open)\(code)
                 It works until \(until). If you did not expect it, ignore this mail.
                 """,

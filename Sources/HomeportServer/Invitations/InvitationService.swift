@@ -54,6 +54,9 @@ package struct InvitationService {
             }
             email = normalized
         }
+        guard rawGroups.count <= AccountGroups.maximumPerAccount else {
+            return .invalid(field: "groups", "an invitation gives at most \(AccountGroups.maximumPerAccount) groups")
+        }
         var groups: [String] = []
         for raw in rawGroups {
             guard let name = AccountGroups.name(raw) else {
@@ -63,9 +66,6 @@ package struct InvitationService {
                 )
             }
             if !groups.contains(name) { groups.append(name) }
-        }
-        guard groups.count <= AccountGroups.maximumPerAccount else {
-            return .invalid(field: "groups", "an invitation gives at most \(AccountGroups.maximumPerAccount) groups")
         }
         guard (1...maximumUses).contains(uses) else {
             return .invalid(field: "uses", "an invitation is for 1 to \(maximumUses) sign-ups")

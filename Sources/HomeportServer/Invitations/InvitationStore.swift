@@ -17,6 +17,8 @@ package struct Invitation: Sendable, Hashable {
     package var createdAt: Int64
     /// When it was revoked, if it was.
     package var revokedAt: Int64?
+    /// The account that made it from the app; `nil`: the operator (or an account since deleted).
+    package var createdBy: Int64? = nil
 }
 
 /// The `invitations` table.
@@ -27,7 +29,7 @@ struct InvitationStore {
         self.db = db
     }
 
-    private static let columns = "id, email, group_names, uses_left, expires_at, created_at, revoked_at"
+    private static let columns = "id, email, group_names, uses_left, expires_at, created_at, revoked_at, created_by"
 
     /// Stores an invitation whose code hashes to `codeHash`; returns it.
     func create(
@@ -97,9 +99,11 @@ struct InvitationStore {
 
     /// What makes the invitation whose code hashes to `$1` usable at `$2` for the address `$3`:
     /// the one condition ``isUsable(codeHash:email:now:)`` reads and ``claim(codeHash:email:now:)``
-    /// spends by.
+    /// spends by. An invitation made from the app works while its maker is approved.
     private static let usable = """
         code_hash = $1 AND uses_left > 0 AND revoked_at IS NULL AND expires_at > $2 AND (email IS NULL OR email = $3)
+        AND (created_by IS NULL OR EXISTS (
+            SELECT 1 FROM users WHERE users.id = invitations.created_by AND users.approval = 'approved'))
         """
 
     /// Spends one use of the invitation whose code hashes to `codeHash` for a sign-up of `email`,
@@ -115,12 +119,23 @@ struct InvitationStore {
         ).first.flatMap(Self.invitation)
     }
 
+    /// The groups a sign-up with `invitation` joins, as its maker stands now: the operator's (no
+    /// maker) all of them; an admin's all of them; a member's only those it is still in; `nil`
+    /// when the maker is no longer approved (held or rejected since), and the invitation signs
+    /// nobody up. Rights taken from the maker are taken from its invitations.
+    func groupsToGive(_ invitation: Invitation) throws -> [String]? {
+        guard let maker = invitation.createdBy else { return invitation.groups }
+        guard try AccountStore(db).find(id: maker)?.approval == .approved else { return nil }
+        let held = try AccountGroups(db).groups(userID: maker)
+        return held.contains(AccountGroups.admin) ? invitation.groups : invitation.groups.filter(held.contains)
+    }
+
     private static func invitation(_ row: Row) -> Invitation? {
         guard let id = row.int("id"), let uses = row.int("uses_left"), let expires = row.int("expires_at"),
             let created = row.int("created_at")
         else { return nil }
         return Invitation(
             id: id, email: row.string("email"), groups: AccountGroups.parse(row.string("group_names")), usesLeft: uses,
-            expiresAt: expires, createdAt: created, revokedAt: row.int("revoked_at"))
+            expiresAt: expires, createdAt: created, revokedAt: row.int("revoked_at"), createdBy: row.int("created_by"))
     }
 }

@@ -58,11 +58,16 @@ extension Router where Context == RequestContext {
         guard StrictJSON.isValidWithoutRepeatedKeys(Array(request.body)),
             let object = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any]
         else { throw HTTPError.invalidField("invitation", usage) }
+        // A misspelt term is no term left out: `emial` would make an invitation for anyone.
+        if let unknown = object.keys.sorted().first(where: { !Self.invitationTerms.contains($0) }) {
+            throw HTTPError.invalidField(
+                String(unknown.prefix(40)), "'\(unknown.prefix(40))' is not a term of an invitation. " + usage)
+        }
         if let terms = try? JSONDecoder().decode(InvitationRequest.self, from: request.body) { return terms }
         // The field that does not decode, each tried alone (a number that is no integer, say,
         // is reported without its key).
         let field =
-            ["email", "groups", "uses", "expiresIn"].first { key in
+            Self.invitationTerms.first { key in
                 guard let value = object[key],
                     let alone = try? JSONSerialization.data(withJSONObject: [key: value], options: .fragmentsAllowed)
                 else { return false }
@@ -70,6 +75,9 @@ extension Router where Context == RequestContext {
             } ?? "invitation"
         throw HTTPError.invalidField(field, "'\(field)' is not of its type. " + usage)
     }
+
+    /// The terms an invitation's request may hold.
+    private static let invitationTerms = ["email", "groups", "uses", "expiresIn"]
 
     private static func answer(_ invitation: Invitation) -> InvitationAnswer {
         InvitationAnswer(
