@@ -70,6 +70,8 @@ let package = Package(
             dependencies: ["COpenSSL", .target(name: "CCrypt", condition: .when(platforms: [.linux]))]
         ),
         .target(name: "HomeportCommandLine"),
+        // WebAuthn's ceremonies checked (CBOR, COSE keys, authenticator and client data), over OpenSSL.
+        .target(name: "HomeportWebAuthn", dependencies: ["HomeportCrypto", "HomeportWire"]),
         .target(
             name: "HomeportHTTP",
             dependencies: ["CMicroHTTPD", "HomeportWire", "HomeportLogging", "HomeportLifecycle"]
@@ -86,7 +88,7 @@ let package = Package(
             dependencies: [
                 "HomeportWire", "HomeportHTTP", "HomeportStorage", "HomeportCrypto",
                 "HomeportLogging", "HomeportLifecycle", "HomeportAPNs", "HomeportCommandLine", "CCurl", "HomeportCurl",
-                "CQRencode",
+                "CQRencode", "HomeportWebAuthn",
             ]
         ),
         // A product's tests: its server in process, signed-in requests, what it notified.
@@ -171,6 +173,7 @@ let package = Package(
             dependencies: [
                 "HomeportServer", "HomeportGateway", "HomeportCommandLine", "HomeportTestSupport", "HomeportCrypto",
                 "HomeportLogging", "HomeportStorage", "HomeportWire", "HomeportAPNs", "HomeportTesting",
+                "HomeportWebAuthn",
             ]
         ),
     ],

@@ -101,6 +101,25 @@ public final class P256Key: @unchecked Sendable {
             && EVP_DigestVerify(context, der, der.count, message, message.count) == 1
     }
 
+    /// Whether `der` (an ASN.1 `ECDSA-Sig-Value`, as WebAuthn's ES256 signatures come) is
+    /// `publicKey`'s (a 65-byte uncompressed point) signature of `message`.
+    public static func isValidSignature(der: [UInt8], of message: [UInt8], publicKey: [UInt8]) -> Bool {
+        guard (8...80).contains(der.count), publicKey.count == 65, publicKey.first == 0x04,
+            let parsed = PublicKeys.parsed(publicKey)
+        else { return false }
+        defer { ERR_clear_error() }
+        guard let context = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(context) }
+        return EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, parsed.key) == 1
+            && EVP_DigestVerify(context, der, der.count, message, message.count) == 1
+    }
+
+    /// `raw` (`r ‖ s`, as ``sign(_:)`` makes) as a DER `ECDSA-Sig-Value`, as WebAuthn's
+    /// authenticators send ES256 signatures; `nil` when it is not 64 bytes.
+    public static func derSignature(fromRaw raw: [UInt8]) -> [UInt8]? {
+        raw.count == 64 ? der(fromRaw: raw) : nil
+    }
+
     /// Public keys parsed once: OpenSSL 3's decoder takes longer to read a key (about 200 µs
     /// here) than to check a signature with it, and a client checks the same pinned keys over
     /// and over. At most ``capacity`` are kept; past that the cache starts over.
