@@ -554,6 +554,36 @@ package enum HomeportSchema {
                 """
             ]
         },
+        // Passkeys and security keys (WebAuthn): each credential's public key and counter, and
+        // the challenges issued, kept until used once or expired.
+        Migration(version: 26, name: "webauthn") { dialect in
+            let id = dialect == .postgres ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
+            return [
+                """
+                CREATE TABLE IF NOT EXISTS webauthn_credentials (
+                    id \(id),
+                    user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    credential_id TEXT NOT NULL UNIQUE,
+                    public_key TEXT NOT NULL,
+                    sign_count BIGINT NOT NULL CHECK (sign_count >= 0),
+                    name TEXT NOT NULL,
+                    passwordless BIGINT NOT NULL,
+                    created_at DOUBLE PRECISION NOT NULL,
+                    last_used_at DOUBLE PRECISION
+                )
+                """,
+                "CREATE INDEX IF NOT EXISTS webauthn_credentials_user ON webauthn_credentials (user_id)",
+                """
+                CREATE TABLE IF NOT EXISTS webauthn_challenges (
+                    owner TEXT PRIMARY KEY,
+                    purpose TEXT NOT NULL,
+                    challenge TEXT NOT NULL,
+                    user_id BIGINT REFERENCES users (id) ON DELETE CASCADE,
+                    expires_at BIGINT NOT NULL
+                )
+                """,
+            ]
+        },
     ]
 
     /// A migrator over ``migrations``.

@@ -167,6 +167,12 @@ public struct AuthenticatorInfo: Codable, Hashable, Sendable {
     public var unusedCodeCount: Int?
     /// Recovery codes: the unused codes, in the one answer that shows them.
     public var unusedCodes: [String]?
+    /// WebAuthn: its id (to rename or remove it by).
+    public var id: Int64?
+    /// WebAuthn: the name its owner gave it.
+    public var name: String?
+    /// WebAuthn: whether it signs in alone (a passkey), or only as a second factor.
+    public var isPasswordless: Bool?
 
     /// Creates a description.
     public init(
@@ -190,6 +196,9 @@ public struct AuthenticatorInfo: Codable, Hashable, Sendable {
         try container.encodeIfPresent(totalCodeCount, forKey: .totalCodeCount)
         try container.encodeIfPresent(unusedCodeCount, forKey: .unusedCodeCount)
         try container.encodeIfPresent(unusedCodes, forKey: .unusedCodes)
+        try container.encodeIfPresent(id, forKey: .id)
+        try container.encodeIfPresent(name, forKey: .name)
+        try container.encodeIfPresent(isPasswordless, forKey: .isPasswordless)
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -199,6 +208,9 @@ public struct AuthenticatorInfo: Codable, Hashable, Sendable {
         case totalCodeCount = "total_code_count"
         case unusedCodeCount = "unused_code_count"
         case unusedCodes = "unused_codes"
+        case id
+        case name
+        case isPasswordless = "is_passwordless"
     }
 }
 

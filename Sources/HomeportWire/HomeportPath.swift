@@ -108,6 +108,12 @@ public enum AllauthAppPath {
     public static let totp = "account/authenticators/totp"
     /// `GET`: the recovery codes (their list only the first time); `POST`: make new ones.
     public static let recoveryCodes = "account/authenticators/recovery-codes"
+    /// `GET`: options to add a passkey (`?passwordless` for one that signs in alone); `POST`: add
+    /// it (`name`, `credential`); `PUT`: rename one (`id`, `name`); `DELETE`: remove some
+    /// (`authenticators`: their ids).
+    public static let webAuthn = "account/authenticators/webauthn"
+    /// `GET`: options to sign in with a passkey; `POST`: sign in with one (`credential`).
+    public static let webAuthnLogin = "auth/webauthn/login"
     /// `POST`: sign in (or connect) with an identity provider's ID token the app obtained itself.
     public static let providerToken = "auth/provider/token"
     /// `GET`, `POST`: the sign-up a provider sign-in waits on, when its address is taken.

@@ -49,6 +49,9 @@ package final class AccountService: Sendable {
     /// provider accounts linked to an account: the steps above, reached through a provider.
     var providerSignIn: ProviderSignIn { ProviderSignIn(accounts: self) }
 
+    /// Passkeys and security keys: added, named and removed, and a sign-in with one alone.
+    package var passkeys: PasskeyService { PasskeyService(accounts: self) }
+
     /// Signing in through a provider's own pages (the web door's authorization code flow).
     var providerRedirect: ProviderRedirect { ProviderRedirect(signIn: providerSignIn) }
 

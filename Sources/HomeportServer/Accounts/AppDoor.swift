@@ -36,6 +36,7 @@ extension Router where Context == RequestContext {
             app.addTwoFactor(door)
             app.addProviders(door)
             app.addHandoff(door)
+            app.addPasskeys(door)
         }
     }
 }
@@ -94,8 +95,14 @@ struct AppDoor: Sendable {
             data["socialaccount"] = ["providers": providers.map { (try? asObject(describe($0))) ?? [:] }]
         }
         // As allauth with its MFA app: the second factors offered (none without a secrets key).
+        let passkeys = service.passkeys.relyingParty != nil
         if service.twoFactor.settings != nil {
-            data["mfa"] = ["supported_types": ["recovery_codes", "totp"], "passkey_login_enabled": false]
+            data["mfa"] = [
+                "supported_types": ["recovery_codes", "totp"] + (passkeys ? ["webauthn"] : []),
+                "passkey_login_enabled": passkeys,
+            ]
+        } else if passkeys {
+            data["mfa"] = ["supported_types": ["webauthn"], "passkey_login_enabled": true]
         }
         return answer(["status": 200, "data": data])
     }

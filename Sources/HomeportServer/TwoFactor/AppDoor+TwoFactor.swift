@@ -70,7 +70,8 @@ extension AppDoor {
     /// `GET account/authenticators`.
     func authenticators(_ caller: Caller) throws -> HTTPResponse {
         guard case .signedIn(_, let account) = caller else { return try notSignedIn(caller) }
-        return answer(data: try service.twoFactor.authenticators(userID: account.id))
+        let passkeys = try service.passkeys.passkeys(userID: account.id).map(Self.info)
+        return answer(data: try service.twoFactor.authenticators(userID: account.id) + passkeys)
     }
 
     /// `GET account/authenticators/totp`: 200 when on; else 404 with a new secret and its URL.
@@ -167,7 +168,7 @@ extension AppDoor {
 
     /// 401 for a signed-in session that must confirm the password (or its second factor) first:
     /// the user, how the session authenticated, and the ways to confirm.
-    private func reauthenticationRequired(_ session: Session, _ account: Account) throws -> HTTPResponse {
+    func reauthenticationRequired(_ session: Session, _ account: Account) throws -> HTTPResponse {
         var data = userData(account, session)
         var ways = [AuthFlow(id: "reauthenticate")]
         let types = try service.twoFactor.secondFactorTypes(userID: account.id)

@@ -1,0 +1,170 @@
+import Foundation
+import HomeportHTTP
+import HomeportWire
+
+extension RouterGroup where Context == RequestContext {
+    /// The app door's passkey routes, in django-allauth's MFA shapes:
+    /// `account/authenticators/webauthn` (GET options, POST add, PUT rename, DELETE remove) and
+    /// `auth/webauthn/login` (GET options, POST sign in). Added inside the app door's group.
+    mutating func addPasskeys(_ door: AppDoor) {
+        get("/" + AllauthAppPath.webAuthn) { try door.passkeyCreationOptions($0, $1.caller) }
+        post("/" + AllauthAppPath.webAuthn) { try door.addPasskey($0, $1.caller) }
+        put("/" + AllauthAppPath.webAuthn) { try door.renamePasskey($0, $1.caller) }
+        delete("/" + AllauthAppPath.webAuthn) { try door.removePasskeys($0, $1.caller) }
+        get("/" + AllauthAppPath.webAuthnLogin) { _, context in try door.passkeyRequestOptions(context.caller) }
+        post("/" + AllauthAppPath.webAuthnLogin) { try door.passkeyLogin($0, $1.caller) }
+    }
+}
+
+extension AppDoor {
+    /// A stored passkey as `account/authenticators` lists it.
+    static func info(_ passkey: Passkey) -> AuthenticatorInfo {
+        var info = AuthenticatorInfo(type: "webauthn", createdAt: passkey.createdAt, lastUsedAt: passkey.lastUsedAt)
+        (info.id, info.name, info.isPasswordless) = (passkey.id, passkey.name, passkey.passwordless)
+        return info
+    }
+
+    /// `GET account/authenticators/webauthn[?passwordless]`: options to create a passkey with.
+    func passkeyCreationOptions(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        guard case .signedIn(let session, let account) = caller else { return try notSignedIn(caller) }
+        let passwordless = request.query["passwordless"] != nil
+        guard
+            let options = try service.passkeys.creationOptions(
+                session: session, account: account, passwordless: passwordless)
+        else { return answer(AuthEnvelope(status: 404)) }
+        return answer(["status": 200, "data": ["creation_options": options]])
+    }
+
+    /// `POST account/authenticators/webauthn` `{name?, credential}`: adds the passkey.
+    func addPasskey(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        guard case .signedIn(let session, let account) = caller else { return try notSignedIn(caller) }
+        guard let body = passkeyBody(request) else { return invalid([Self.invalidField("credential")]) }
+        guard let credential = body["credential"] else { return invalid([Self.required("credential")]) }
+        if let name = body["name"], !(name is String || name is NSNull) { return invalid([Self.invalidField("name")]) }
+        switch try service.passkeys.add(
+            name: body["name"] as? String, credential: credential, session: session, account: account)
+        {
+        case .added(let passkey):
+            return answer([
+                "status": 200, "data": try asObject(Self.info(passkey)),
+                "meta": ["recovery_codes_generated": false],
+            ])
+        case .incorrect:
+            return invalid([FieldProblem(code: AuthErrorCode.incorrectCode, param: nil, message: "Incorrect code.")])
+        case .reauthenticationRequired: return try reauthenticationRequired(session, account)
+        case .tooMany:
+            return invalid([
+                FieldProblem(
+                    code: AuthErrorCode.invalid, param: nil,
+                    message: "An account holds at most \(PasskeyService.maximumPerAccount) passkeys.")
+            ])
+        case .unavailable: return answer(AuthEnvelope(status: 404))
+        }
+    }
+
+    /// `PUT account/authenticators/webauthn` `{id, name}`: renames one of the account's passkeys.
+    func renamePasskey(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        guard case .signedIn(_, let account) = caller else { return try notSignedIn(caller) }
+        guard let body = passkeyBody(request) else { return invalid([Self.invalidField("id")]) }
+        var problems: [FieldProblem] = []
+        let id = Self.integer(body["id"])
+        if body["id"] == nil {
+            problems.append(Self.required("id"))
+        } else if id == nil {
+            problems.append(Self.invalidField("id"))
+        }
+        let name = (body["name"] as? String)?.trimmingCharacters(in: .whitespacesAndNewlines)
+        if body["name"] == nil || name?.isEmpty == true {
+            problems.append(Self.required("name"))
+        } else if name == nil || name!.count > PasskeyService.maximumNameLength
+            || name!.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        {
+            problems.append(Self.invalidField("name"))
+        }
+        guard problems.isEmpty, let id, let name else { return invalid(problems) }
+        guard try service.passkeys.rename(id: id, to: name, account: account),
+            let passkey = try service.passkeys.passkeys(userID: account.id).first(where: { $0.id == id })
+        else { return invalid([Self.invalidChoice("id")]) }
+        return answer(["status": 200, "data": try asObject(Self.info(passkey))])
+    }
+
+    /// `DELETE account/authenticators/webauthn` `{authenticators: [id…]}`: removes passkeys.
+    func removePasskeys(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        guard case .signedIn(let session, let account) = caller else { return try notSignedIn(caller) }
+        guard let body = passkeyBody(request) else { return invalid([Self.invalidField("authenticators")]) }
+        guard let list = body["authenticators"] as? [Any], !list.isEmpty, list.count <= 100 else {
+            return invalid([
+                body["authenticators"] == nil ? Self.required("authenticators") : Self.invalidField("authenticators")
+            ])
+        }
+        let ids = list.compactMap(Self.integer)
+        let mine = Set(try service.passkeys.passkeys(userID: account.id).map(\.id))
+        guard ids.count == list.count, ids.allSatisfy(mine.contains) else {
+            return invalid([Self.invalidChoice("authenticators")])
+        }
+        switch try service.passkeys.remove(ids: ids, session: session, account: account) {
+        case .removed: return answer(AuthEnvelope(status: 200))
+        case .reauthenticationRequired: return try reauthenticationRequired(session, account)
+        }
+    }
+
+    /// `GET auth/webauthn/login`: options to sign in with a passkey, the challenge kept on the
+    /// caller's pre-login session (a new one, whose token `meta.session_token` carries, when the
+    /// app sent none).
+    func passkeyRequestOptions(_ caller: Caller) throws -> HTTPResponse {
+        if caller.isSignedIn { return answer(AuthEnvelope(status: 409)) }
+        guard service.passkeys.relyingParty != nil else { return answer(AuthEnvelope(status: 404)) }
+        let (owner, token) = try service.passkeys.appOwner(caller)
+        guard let options = try service.passkeys.requestOptions(owner: owner) else {
+            return answer(AuthEnvelope(status: 404))
+        }
+        var object: [String: Any] = ["status": 200, "data": ["request_options": options]]
+        if let token { object["meta"] = ["session_token": token] }
+        return answer(object)
+    }
+
+    /// `POST auth/webauthn/login` `{credential}`: signs in with a passkey, answered as a
+    /// password's sign-in is.
+    func passkeyLogin(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        if caller.isSignedIn { return answer(AuthEnvelope(status: 409)) }
+        guard let body = passkeyBody(request) else { return invalid([Self.invalidField("credential")]) }
+        guard let credential = body["credential"] else { return invalid([Self.required("credential")]) }
+        guard case .preLogin(let session, _) = caller, session.kind == .app else {
+            return invalid([PasskeyService.incorrect])
+        }
+        let outcome = try service.passkeys.signIn(
+            credential: credential, owner: PasskeyService.owner(session), address: request.remoteAddress, kind: .app,
+            current: caller)
+        return signInAnswer(outcome, caller: caller, methods: true)
+    }
+
+    /// The body as a JSON object (an empty body is `{}`); `nil` for anything else.
+    private func passkeyBody(_ request: HTTPRequest) -> [String: Any]? {
+        if request.body.isEmpty { return [:] }
+        guard request.body.count <= 64 * 1024, StrictJSON.isValidWithoutRepeatedKeys(Array(request.body)) else {
+            return nil
+        }
+        return (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any]
+    }
+
+    static func required(_ field: String) -> FieldProblem {
+        FieldProblem(code: AuthErrorCode.required, param: field, message: "This field is required.")
+    }
+
+    static func invalidField(_ field: String) -> FieldProblem {
+        FieldProblem(code: AuthErrorCode.invalid, param: field, message: "Enter a valid value.")
+    }
+
+    static func invalidChoice(_ field: String) -> FieldProblem {
+        FieldProblem(
+            code: AuthErrorCode.invalidChoice, param: field,
+            message: "Select a valid choice. That choice is not one of the available choices.")
+    }
+
+    /// A JSON number that is a whole id (not `true`, not `1.5`), read as JSON reads it.
+    static func integer(_ value: Any?) -> Int64? {
+        guard let value, let bytes = try? JSONSerialization.data(withJSONObject: value, options: .fragmentsAllowed)
+        else { return nil }
+        return try? JSONDecoder().decode(Int64.self, from: bytes)
+    }
+}

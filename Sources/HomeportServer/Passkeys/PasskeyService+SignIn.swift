@@ -1,0 +1,150 @@
+import Foundation
+import HomeportCrypto
+import HomeportStorage
+import HomeportWebAuthn
+import HomeportWire
+
+/// Signing in with a passkey alone: the options with a challenge, then the browser's answer,
+/// checked, counted and turned into a session as a password's sign-in is.
+extension PasskeyService {
+    /// `navigator.credentials.get` options for a sign-in whose challenge `owner` keeps (a
+    /// pre-login session, or a browser's ceremony cookie); `nil` without a relying party.
+    package func requestOptions(owner: String) throws -> [String: Any]? {
+        guard let party = relyingParty else { return nil }
+        let bytes = try accounts.random.bytes(32)
+        let now = accounts.clock.unixSeconds
+        try accounts.database.transaction { db in
+            let store = PasskeyStore(db)
+            try store.sweep(now: now)
+            try store.issue(
+                .init(purpose: "login", challenge: bytes, userID: nil), owner: owner,
+                expiresAt: now + Self.challengeLifetime)
+        }
+        return [
+            "publicKey": [
+                "challenge": IdentityProof.base64URL(bytes), "rpId": party.id, "allowCredentials": [] as [Any],
+                "userVerification": "required", "timeout": Int(Self.challengeLifetime * 1000),
+            ] as [String: Any]
+        ]
+    }
+
+    /// The app door's owner of a sign-in's challenge: the caller's pre-login session, or a new
+    /// one (whose token is returned, for the app to send with its answer, as allauth's
+    /// `meta.session_token`).
+    package func appOwner(_ caller: Caller) throws -> (owner: String, token: String?) {
+        if case .preLogin(let session, _) = caller, session.kind == .app { return (Self.owner(session), nil) }
+        let now = accounts.clock.unixSeconds
+        var new = try accounts.mint.make(kind: .app, userID: nil, now: now)
+        new.session.expiresAt = min(new.session.expiresAt, now + AccountService.preLoginLifetime)
+        try accounts.database.transaction { try SessionStore($0).insertPreLogin(new.session, now: now) }
+        return (Self.owner(new.session), new.token)
+    }
+
+    /// Signs in with `credential` (the browser's JSON answer to the challenge `owner` keeps),
+    /// from `address`: the attempt charged to the address's sign-in budgets first (a failure
+    /// given back when it signs in), the challenge used once whatever the answer, the passkey's
+    /// counter moved once, then the account's address verification and approval as at a
+    /// password sign-in. Every refusal of the credential is one answer (allauth's
+    /// `incorrect_code`); a cloned authenticator is logged.
+    package func signIn(
+        credential: Any, owner: String, address: String, kind: SessionKind, current: Caller
+    ) throws -> AccountService.SignInOutcome {
+        let now = accounts.clock.unixSeconds
+        do {
+            try accounts.database.transaction {
+                try RateLimiter($0, policy: accounts.settings.rateLimits).chargeAddressAttempt(
+                    address: address, now: now)
+            }
+        } catch let refusal as RateLimiter.Refusal {
+            return refusal.failedLogins
+                ? .tooManyFailedLogins(retryAfter: refusal.retryAfter) : .rateLimited(retryAfter: refusal.retryAfter)
+        }
+        guard let party = relyingParty,
+            let waiting = try accounts.database.transaction({
+                try PasskeyStore($0).take(owner: owner, purposes: ["login"], now: now)
+            })
+        else { return .invalid([Self.incorrect]) }
+        let answer: AuthenticationCredential
+        do {
+            answer = try AuthenticationCredential(json: credential)
+        } catch {
+            return .invalid([Self.incorrect])
+        }
+        guard let passkey = try PasskeyStore(accounts.database).find(credentialID: IdentityProof.base64URL(answer.id)),
+            answer.userHandle.map({ $0 == Array(String(passkey.userID).utf8) }) ?? true,
+            let key = IdentityProof.readBase64URL(passkey.publicKey).flatMap({ try? COSEKey(encoded: $0) })
+        else { return .invalid([Self.incorrect]) }
+        let assertion: RelyingParty.Assertion
+        do {
+            assertion = try party.verifyAssertion(
+                clientDataJSON: answer.clientDataJSON, authenticatorData: answer.authenticatorData,
+                signature: answer.signature, challenge: waiting.challenge, publicKey: key,
+                storedSignCount: UInt32(clamping: passkey.signCount), requireUserVerification: true)
+        } catch let refusal as WebAuthnError {
+            let cloned: Bool = if case .counterWentBack = refusal { true } else { false }
+            accounts.logger.notice(
+                cloned ? "passkey refused: its counter went back, a cloned authenticator?" : "passkey refused",
+                metadata: [
+                    "account": String(passkey.userID), "passkey": String(passkey.id), "reason": refusal.description,
+                ])
+            return .invalid([Self.incorrect])
+        }
+        guard
+            try accounts.database.transaction({
+                try PasskeyStore($0).use(
+                    id: passkey.id, stored: passkey.signCount, presented: Int64(assertion.signCount),
+                    at: accounts.clock.now().timeIntervalSince1970)
+            })
+        else {
+            accounts.logger.notice(
+                "passkey refused: another sign-in moved its counter first",
+                metadata: ["account": String(passkey.userID), "passkey": String(passkey.id)])
+            return .invalid([Self.incorrect])
+        }
+        guard let account = try AccountStore(accounts.database).find(id: passkey.userID) else {
+            return .invalid([Self.incorrect])
+        }
+        // The credential is right: the failure charged before the check comes back.
+        try accounts.database.transaction {
+            try RateLimiter($0, policy: accounts.settings.rateLimits).refund(
+                .failedLoginPerAddress, RateLimiter.clientKey(address), now: now)
+        }
+        return try session(for: account, address: address, kind: kind, current: current, now: now)
+    }
+
+    /// A passkey's sign-in as a session: the address verified first when the server asks for
+    /// it, and a session only for an approved account (the standing otherwise). A passkey that
+    /// verified its person is two factors in one: no second factor is asked.
+    private func session(
+        for account: Account, address: String, kind: SessionKind, current: Caller, now: Int64
+    ) throws -> AccountService.SignInOutcome {
+        if accounts.settings.emailVerification == .code,
+            try !EmailVerificationStore(accounts.database).isVerified(userID: account.id)
+        {
+            return try accounts.signInAwaitingVerification(
+                account: account, address: address, email: account.email, kind: kind, current: current, now: now,
+                refund: false)
+        }
+        let newSession = try accounts.mint.make(kind: kind, userID: account.id, now: now)
+        let outcome: AccountService.SignInOutcome = try accounts.database.transaction { db in
+            if try SessionStore(db).insertSignedIn(newSession.session, now: now, passwordHash: account.passwordHash) {
+                try SessionFactorStore(db).recordFactor(
+                    keyHash: newSession.session.keyHash, factor: "webauthn",
+                    at: accounts.clock.now().timeIntervalSince1970)
+                if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
+                try ResetKeyStore(db).deleteAll(userID: account.id)
+                return .signedIn(token: newSession.token, account: account, session: newSession.session)
+            }
+            let latest = try AccountStore(db).find(id: account.id) ?? account
+            return try accounts.notApproved(latest, newSession, current: current, kind: kind, db, now)
+        }
+        if case .signedIn = outcome {
+            accounts.logger.notice("signed in", metadata: ["account": String(account.id), "method": "passkey"])
+        }
+        return outcome
+    }
+
+    /// allauth's answer to any credential that does not sign in.
+    static let incorrect = FieldProblem(
+        code: AuthErrorCode.incorrectCode, param: "credential", message: "Incorrect code.")
+}

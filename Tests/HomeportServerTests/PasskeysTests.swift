@@ -1,0 +1,273 @@
+import Foundation
+import HomeportLogging
+import HomeportStorage
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+@testable import HomeportServer
+
+/// Passkeys at the app door, in django-allauth's shapes: added after a confirmation, listed,
+/// renamed and removed; a sign-in with one alone, and every lie about it refused.
+@Suite("Passkeys at the app door: add, sign in, rename, remove, and every lie refused", .tags(.postgres))
+struct PasskeysTests {
+    static let password = "correct horse battery"
+    static let url = "https://books.example.net"
+
+    /// Options' `publicKey`, from an answer.
+    private func options(_ answer: RawResponse, _ key: String) throws -> [String: Any] {
+        #expect(answer.status == 200, "\(answer.text)")
+        let data = try #require(answer.jsonObject?["data"] as? [String: Any], "\(answer.text)")
+        return try #require(data[key] as? [String: Any], "\(answer.text)")
+    }
+
+    /// Signs `email` up (open sign-up) and confirms the password: a session that may add passkeys.
+    private func confirmed(_ server: AccountsHarness, _ email: String) throws -> String {
+        let token = try server.signIn(email)
+        let confirmed = try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password])
+        #expect(confirmed.status == 200, "\(confirmed.text)")
+        return token
+    }
+
+    /// Adds a passkey of `authenticator` to the signed-in, confirmed `token`'s account.
+    @discardableResult
+    private func add(
+        _ server: AccountsHarness, _ token: String, _ authenticator: SoftAuthenticator, name: String? = nil,
+        passwordless: Bool = true
+    ) throws -> RawResponse {
+        let created = try options(
+            server.app("GET", AllauthAppPath.webAuthn + (passwordless ? "?passwordless" : ""), token: token),
+            "creation_options")
+        var body: [String: Any] = ["credential": try authenticator.register(created, origin: Self.url)]
+        if let name { body["name"] = name }
+        return try server.app("POST", AllauthAppPath.webAuthn, token: token, json: body)
+    }
+
+    /// A passkey sign-in: the options (a new pre-login token), then `authenticator`'s answer,
+    /// changed by `lie` on the way.
+    private func signIn(
+        _ server: AccountsHarness, _ authenticator: SoftAuthenticator, origin: String = Self.url,
+        verified: Bool = true, lie: (inout [String: Any]) -> Void = { _ in }
+    ) throws -> RawResponse {
+        let asked = try server.app("GET", AllauthAppPath.webAuthnLogin)
+        let request = try options(asked, "request_options")
+        let token = try #require((asked.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
+        var credential = try authenticator.assert(request, origin: origin, verified: verified)
+        lie(&credential)
+        return try server.app("POST", AllauthAppPath.webAuthnLogin, token: token, json: ["credential": credential])
+    }
+
+    @Test(
+        "a confirmed session adds a passkey, which then signs in alone and is listed; the config says passkeys",
+        arguments: Backend.allCases)
+    func addAndSignIn(backend: Backend) throws {
+        try withAccounts(backend, publicURL: Self.url) { server in
+            let config = try server.app("GET", "config")
+            let mfa = try #require((config.jsonObject?["data"] as? [String: Any])?["mfa"] as? [String: Any])
+            #expect(mfa["passkey_login_enabled"] as? Bool == true)
+            #expect((mfa["supported_types"] as? [String])?.contains("webauthn") == true, "\(config.text)")
+
+            let token = try server.signIn("ada@example.com")
+            let authenticator = try SoftAuthenticator()
+            // Not confirmed: allauth's reauthentication flow, nothing added.
+            let early = try add(server, token, authenticator)
+            #expect(early.status == 401, "\(early.text)")
+            #expect(early.text.contains("\"reauthenticate\""))
+            let confirmed = try server.app(
+                "POST", "auth/reauthenticate", token: token, json: ["password": Self.password])
+            #expect(confirmed.status == 200)
+            let created = try options(
+                server.app("GET", AllauthAppPath.webAuthn + "?passwordless", token: token), "creation_options")
+            let publicKey = try #require(created["publicKey"] as? [String: Any])
+            #expect((publicKey["rp"] as? [String: Any])?["id"] as? String == "books.example.net")
+            #expect(
+                (publicKey["authenticatorSelection"] as? [String: Any])?["userVerification"] as? String == "required")
+            let added = try server.app(
+                "POST", AllauthAppPath.webAuthn, token: token,
+                json: ["credential": try authenticator.register(created, origin: Self.url)])
+            #expect(added.status == 200, "\(added.text)")
+            let data = try #require(added.jsonObject?["data"] as? [String: Any])
+            #expect(data["type"] as? String == "webauthn" && data["name"] as? String == "Master key")
+            #expect(data["is_passwordless"] as? Bool == true)
+            let listed = try server.app("GET", AllauthAppPath.authenticators, token: token)
+            #expect(listed.text.contains("\"webauthn\"") && listed.text.contains("Master key"), "\(listed.text)")
+            // The same credential again: refused (it is registered).
+            let again = try add(server, token, authenticator)
+            #expect(again.status == 400 && again.errorCodes == ["incorrect_code"], "\(again.text)")
+            // Signed out, then in with the passkey alone.
+            #expect(try server.app("DELETE", "auth/session", token: token).status == 401)
+            let signed = try signIn(server, authenticator)
+            #expect(signed.status == 200 && signed.sessionToken != nil, "\(signed.text)")
+            #expect(signed.text.contains("\"webauthn\""), "the session says how it signed in: \(signed.text)")
+            let info = try server.appInfo(try #require(signed.sessionToken))
+            #expect(info.status == 200)
+            let stored = try #require(try server.application.accounts.passkeys.passkeys(userID: 1).first)
+            #expect(stored.signCount == 2 && stored.lastUsedAt != nil)
+        }
+    }
+
+    @Test(
+        "a sign-in is refused for a cloned counter, another origin, no verification, a replayed or expired challenge, garbage, or another account's handle"
+    )
+    func lies() throws {
+        try withAccounts(.sqlite, publicURL: Self.url) { server in
+            let token = try confirmed(server, "ada@example.com")
+            let authenticator = try SoftAuthenticator(signCount: 10)
+            #expect(try add(server, token, authenticator).status == 200)
+            func refused(_ answer: RawResponse, _ why: String) {
+                #expect(answer.status == 400 && answer.errorCodes == ["incorrect_code"], "\(why): \(answer.text)")
+                #expect(answer.sessionToken == nil || answer.status != 200, "\(why)")
+            }
+            refused(try signIn(server, authenticator, origin: "https://evil.example.net"), "another origin")
+            refused(try signIn(server, authenticator, verified: false), "no user verification")
+            refused(
+                try signIn(server, authenticator) { $0["response"] = ["clientDataJSON": "x"] }, "garbage response")
+            refused(
+                try signIn(server, authenticator) { credential in
+                    var response = credential["response"] as? [String: Any] ?? [:]
+                    response["userHandle"] = IdentityProof.base64URL(Array("2".utf8))
+                    credential["response"] = response
+                }, "another account's handle")
+            // A clone: the counter behind the one stored.
+            #expect(try signIn(server, authenticator).status == 200)
+            authenticator.signCount = 5
+            refused(try signIn(server, authenticator), "a counter gone back")
+            #expect(server.log.lines.contains { $0.contains("cloned authenticator") }, "the clone is logged")
+            authenticator.signCount = 20
+            // A challenge answered twice: the second finds none.
+            let asked = try server.app("GET", AllauthAppPath.webAuthnLogin)
+            let request = try options(asked, "request_options")
+            let preLogin = try #require((asked.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
+            let credential = try authenticator.assert(request, origin: Self.url)
+            let first = try server.app(
+                "POST", AllauthAppPath.webAuthnLogin, token: preLogin, json: ["credential": credential])
+            #expect(first.status == 200, "\(first.text)")
+            // The pre-login session ended with the sign-in: its token is gone.
+            let replay = try server.app(
+                "POST", AllauthAppPath.webAuthnLogin, token: preLogin, json: ["credential": credential])
+            #expect(replay.status == 410, "\(replay.text)")
+            // On a fresh session, the old answer is to another challenge.
+            let fresh = try server.app("GET", AllauthAppPath.webAuthnLogin)
+            let freshToken = try #require((fresh.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
+            refused(
+                try server.app(
+                    "POST", AllauthAppPath.webAuthnLogin, token: freshToken, json: ["credential": credential]),
+                "an answer to another challenge")
+            refused(
+                try server.app(
+                    "POST", AllauthAppPath.webAuthnLogin, token: freshToken, json: ["credential": credential]),
+                "a challenge used once already")
+            // Expired: five minutes.
+            let late = try server.app("GET", AllauthAppPath.webAuthnLogin)
+            let lateToken = try #require((late.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
+            let lateAnswer = try authenticator.assert(try options(late, "request_options"), origin: Self.url)
+            server.clock.advance(by: 301)
+            refused(
+                try server.app(
+                    "POST", AllauthAppPath.webAuthnLogin, token: lateToken, json: ["credential": lateAnswer]),
+                "an expired challenge")
+            // No session at all, and bodies that are not JSON objects.
+            refused(
+                try server.app("POST", AllauthAppPath.webAuthnLogin, json: ["credential": credential]), "no session")
+            for body in ["<html>", "[]", "{\"credential\": 1, \"credential\": 2}"] {
+                let answer = try RawHTTP.request(
+                    port: server.port, method: "POST", path: AllauthAppPath.path(AllauthAppPath.webAuthnLogin),
+                    headers: [("X-Session-Token", freshToken), ("Content-Type", "application/json")],
+                    body: Data(body.utf8))
+                #expect(answer.status == 400, "\(body): \(answer.text)")
+            }
+            let missing = try server.app("POST", AllauthAppPath.webAuthnLogin, token: freshToken, json: [:])
+            #expect(missing.status == 400 && missing.errorCodes == ["required"], "\(missing.text)")
+        }
+    }
+
+    @Test("a passkey sign-in meets the approval stages: a held account gets its standing, no session")
+    func approval() throws {
+        try withAccounts(.sqlite, signup: .open, publicURL: Self.url) { server in
+            let token = try confirmed(server, "ada@example.com")
+            let authenticator = try SoftAuthenticator()
+            #expect(try add(server, token, authenticator).status == 200)
+            #expect(try server.application.accounts.setApproval(.held, email: "ada@example.com"))
+            let held = try signIn(server, authenticator)
+            #expect(held.status == 401, "\(held.text)")
+            let preLogin = try #require(held.sessionToken)
+            #expect(try server.standing(preLogin).text.contains("held"))
+        }
+    }
+
+    @Test(
+        "renamed and removed by their owner only; removing asks for a confirmation; a removed passkey signs nobody in")
+    func manage() throws {
+        try withAccounts(.sqlite, publicURL: Self.url) { server in
+            let ada = try confirmed(server, "ada@example.com")
+            let bob = try confirmed(server, "bob@example.com")
+            let authenticator = try SoftAuthenticator(.edDSA)
+            let added = try add(server, ada, authenticator, name: "  Phone  ", passwordless: false)
+            let id = try #require((added.jsonObject?["data"] as? [String: Any])?["id"] as? Int)
+            #expect((added.jsonObject?["data"] as? [String: Any])?["name"] as? String == "Phone")
+            let notHis = try server.app("PUT", AllauthAppPath.webAuthn, token: bob, json: ["id": id, "name": "Mine"])
+            #expect(notHis.status == 400 && notHis.errorCodes == ["invalid_choice"], "\(notHis.text)")
+            for (body, code) in [
+                (["id": id, "name": ""] as [String: Any], "required"), (["id": "x", "name": "A"], "invalid"),
+                (["id": id, "name": String(repeating: "n", count: 101)], "invalid"),
+            ] {
+                let wrong = try server.app("PUT", AllauthAppPath.webAuthn, token: ada, json: body)
+                #expect(wrong.status == 400 && wrong.errorCodes.contains(code), "\(body): \(wrong.text)")
+            }
+            let renamed = try server.app(
+                "PUT", AllauthAppPath.webAuthn, token: ada, json: ["id": id, "name": "Laptop"])
+            #expect(renamed.status == 200 && renamed.text.contains("Laptop"), "\(renamed.text)")
+            let bobs = try server.app("DELETE", AllauthAppPath.webAuthn, token: bob, json: ["authenticators": [id]])
+            #expect(bobs.status == 400 && bobs.errorCodes == ["invalid_choice"], "\(bobs.text)")
+            // Six minutes later ada's confirmation is stale: removing asks again.
+            server.clock.advance(by: 360)
+            let stale = try server.app("DELETE", AllauthAppPath.webAuthn, token: ada, json: ["authenticators": [id]])
+            #expect(stale.status == 401 && stale.text.contains("reauthenticate"), "\(stale.text)")
+            #expect(
+                try server.app("POST", "auth/reauthenticate", token: ada, json: ["password": Self.password]).status
+                    == 200)
+            let removed = try server.app("DELETE", AllauthAppPath.webAuthn, token: ada, json: ["authenticators": [id]])
+            #expect(removed.status == 200, "\(removed.text)")
+            #expect(try server.application.accounts.passkeys.passkeys(userID: 1).isEmpty)
+            let gone = try signIn(server, authenticator)
+            #expect(gone.status == 400 && gone.errorCodes == ["incorrect_code"], "\(gone.text)")
+        }
+    }
+
+    @Test(
+        "wrong passkey sign-ins spend the address's failed sign-in budget; a right one gives its failure back; a stale counter read loses the race"
+    )
+    func budgetsAndRace() throws {
+        var limits = RateLimitPolicy()
+        limits.failedLoginPerAddress = RateLimit(3, per: 600)
+        try withAccounts(.sqlite, rateLimits: limits, publicURL: Self.url) { server in
+            let token = try confirmed(server, "ada@example.com")
+            let authenticator = try SoftAuthenticator()
+            #expect(try add(server, token, authenticator).status == 200)
+            // Two right ones cost nothing; two wrong ones leave one.
+            for _ in 0..<2 { #expect(try signIn(server, authenticator).status == 200) }
+            for _ in 0..<2 { #expect(try signIn(server, authenticator, verified: false).status == 400) }
+            #expect(try signIn(server, authenticator).status == 200)
+            #expect(try signIn(server, authenticator, verified: false).status == 400)
+            let spent = try signIn(server, authenticator)
+            #expect(spent.status == 400 && spent.errorCodes == ["too_many_login_attempts"], "\(spent.text)")
+            // Two sign-ins read the same counter: the one that writes second finds it moved.
+            let store = PasskeyStore(server.application.database)
+            let read = try #require(try store.all(userID: 1).first)
+            #expect(try store.use(id: read.id, stored: read.signCount, presented: read.signCount + 1, at: 0))
+            #expect(try !store.use(id: read.id, stored: read.signCount, presented: read.signCount + 1, at: 0))
+        }
+    }
+
+    @Test(
+        "without an HTTPS public address (an IP address, plain HTTP) there are no passkeys: 404, and the config says so"
+    )
+    func unavailable() throws {
+        try withAccounts(.sqlite, publicURL: "http://192.168.1.5:8080") { server in
+            let token = try confirmed(server, "ada@example.com")
+            #expect(try server.app("GET", AllauthAppPath.webAuthn, token: token).status == 404)
+            #expect(try server.app("GET", AllauthAppPath.webAuthnLogin).status == 404)
+            #expect(!(try server.app("GET", "config").text.contains("webauthn")))
+        }
+    }
+}
