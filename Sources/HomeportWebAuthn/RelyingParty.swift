@@ -17,11 +17,12 @@ public struct RelyingParty: Sendable, Hashable {
 
     /// The relying party of the server at `publicURL`: its host as the id, its origin as the
     /// one origin; `nil` when the host cannot be one (an IP address, which WebAuthn does not
-    /// scope credentials to) or the address is not `https://` (nor `http://localhost`).
+    /// scope credentials to) or the address is not `https://` (nor `http://` on `localhost` or
+    /// a name under it, which browsers take as this machine and a secure context).
     public init?(publicURL: String) {
         guard let components = URLComponents(string: publicURL), let scheme = components.scheme?.lowercased(),
             let host = components.host?.lowercased(), !host.isEmpty,
-            scheme == "https" || (scheme == "http" && host == "localhost")
+            scheme == "https" || (scheme == "http" && (host == "localhost" || host.hasSuffix(".localhost")))
         else { return nil }
         let isAddress = host.contains(":") || host.split(separator: ".").allSatisfy { $0.allSatisfy(\.isNumber) }
         guard !isAddress else { return nil }

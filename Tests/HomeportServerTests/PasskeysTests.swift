@@ -271,3 +271,24 @@ struct PasskeysTests {
         }
     }
 }
+
+extension PasskeysTests {
+    @Test("the operator's reset-2fa and the account's deletion take its passkeys with them")
+    func resetAndDeletion() throws {
+        try withAccounts(.sqlite, publicURL: Self.url) { server in
+            for email in ["ada@example.com", "bob@example.com"] {
+                let token = try confirmed(server, email)
+                #expect(try add(server, token, try SoftAuthenticator()).status == 200)
+            }
+            let count = {
+                try server.application.database.execute("SELECT count(*) AS n FROM webauthn_credentials").first?
+                    .int("n") ?? -1
+            }
+            #expect(try count() == 2)
+            #expect(try server.application.accounts.twoFactor.resetSecondFactors(email: "ada@example.com"))
+            #expect(try count() == 1)
+            #expect(try server.application.accounts.deleteAccount(email: "bob@example.com"))
+            #expect(try count() == 0)
+        }
+    }
+}

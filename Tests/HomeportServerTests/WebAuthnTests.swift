@@ -264,8 +264,10 @@ struct WebAuthnTests {
         #expect(
             RelyingParty(publicURL: "https://books.example.net:8443")?.origins == ["https://books.example.net:8443"])
         #expect(RelyingParty(publicURL: "http://localhost:8080")?.origins == ["http://localhost:8080"])
+        #expect(RelyingParty(publicURL: "http://books.localhost:8080")?.id == "books.localhost")
         for url in [
-            "http://books.example.net", "https://192.168.1.5", "https://[::1]:8443", "ftp://x.example", "books",
+            "http://books.example.net", "http://localhost.example.net", "https://192.168.1.5", "https://[::1]:8443",
+            "ftp://x.example", "books",
         ] {
             #expect(RelyingParty(publicURL: url) == nil, "\(url)")
         }

@@ -144,22 +144,24 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def start_server(binary, workdir, pairing=False, web_push=False):
+def start_server(binary, workdir, pairing=False, web_push=False, name=None, database=None):
     """Starts `binary serve` with its data, database and outbox in `workdir` (with `pairing`,
     HTTPS on 127.0.0.2 with the installation's own certificate; with `web_push`, a VAPID key
-    and push services on this machine allowed); returns (process, base URL, outbox directory,
-    log path) once the identity route answers."""
+    and push services on this machine allowed; with `name`, plain HTTP on 127.0.0.1 reached as
+    http://NAME:PORT, its public address, without verification by code, on `database` when
+    given); returns (process, base URL, outbox directory, log path) once the identity route
+    answers."""
     port = free_port()
     host = "127.0.0.2" if pairing else "127.0.0.1"
-    base = f"{'https' if pairing else 'http'}://{host}:{port}"
+    base = f"{'https' if pairing else 'http'}://{name or host}:{port}"
     outbox = workdir / "outbox"
-    log_path = workdir / "server.log"
+    log_path = workdir / f"server-{name or 'main'}.log"
     command = [
         str(binary), "serve",
         "--listen", f"{host}:{port}",
-        "--database", f"sqlite:{workdir / 'homeport.sqlite'}",
+        "--database", f"sqlite:{database or workdir / 'homeport.sqlite'}",
         "--signup", "open",
-        "--email-verification", "code",
+        "--email-verification", "none" if name else "code",
         "--outbox", str(outbox),
         "--public-url", base,
         "--password-iterations", "1000",
@@ -171,7 +173,8 @@ def start_server(binary, workdir, pairing=False, web_push=False):
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environment)
-    wait_for_identity(process, base)
+    # A name under localhost is the browser's to resolve (this machine's resolver may not).
+    wait_for_identity(process, f"{'https' if pairing else 'http'}://{host}:{port}")
     return process, base, outbox, log_path
 
 
@@ -1092,11 +1095,186 @@ def app_provider_token(door, binary, provider, environment):
     print(f"ok    {step}: the app's ID token from the provider signed the command in")
 
 
+# --- Passkeys (Sources/HomeportServer/Passkeys/WebDoor+Passkeys.swift) -----------------------------
+
+PASSKEYS_PATH = "/account/passkeys"
+PASSKEY_NAME = "This laptop"
+
+
+class VirtualAuthenticator:
+    """Chromium's virtual authenticator (the DevTools protocol's WebAuthn domain, as WebDriver's
+    virtual authenticator API): a platform authenticator with resident keys that verifies its
+    person, as a phone or laptop unlocking a passkey with a fingerprint does."""
+
+    def __init__(self, browser):
+        self.browser = browser
+        browser.execute_cdp_cmd("WebAuthn.enable", {"enableUI": False})
+        self.id = self.add()
+
+    def add(self):
+        return self.browser.execute_cdp_cmd("WebAuthn.addVirtualAuthenticator", {"options": {
+            "protocol": "ctap2", "ctap2Version": "ctap2_1", "transport": "internal", "hasResidentKey": True,
+            "hasUserVerification": True, "isUserVerified": True, "automaticPresenceSimulation": True,
+        }})["authenticatorId"]
+
+    def credentials(self):
+        return self.browser.execute_cdp_cmd(
+            "WebAuthn.getCredentials", {"authenticatorId": self.id})["credentials"]
+
+    def clone(self, credential, sign_count):
+        """Replaces this authenticator with a copy holding `credential` (its private key
+        included) at `sign_count`: a cloned authenticator whose counter is behind, or ahead."""
+        self.browser.execute_cdp_cmd("WebAuthn.removeVirtualAuthenticator", {"authenticatorId": self.id})
+        self.id = self.add()
+        copy = {key: credential[key] for key in ("credentialId", "isResidentCredential", "rpId", "privateKey",
+                                                 "userHandle")}
+        self.browser.execute_cdp_cmd("WebAuthn.addCredential", {
+            "authenticatorId": self.id, "credential": {**copy, "signCount": sign_count}})
+
+
+def capture_passkey_answers(door):
+    """Keeps the credential the page's script hands back next (in the tab's sessionStorage,
+    which outlives the page), as an attacker reading it off the wire would."""
+    door.browser.execute_script("""
+        const submit = HTMLFormElement.prototype.submit;
+        HTMLFormElement.prototype.submit = function () {
+          if (this.elements.credential) {
+            const kept = JSON.parse(sessionStorage.getItem("homeportAnswers") || "[]");
+            sessionStorage.setItem("homeportAnswers", JSON.stringify(kept.concat([this.elements.credential.value])));
+          }
+          return submit.call(this);
+        };
+    """)
+
+
+def submit_form(door, step, action, values):
+    """Types `values` into the one form posting to `action` and submits it with its button."""
+    forms = door.browser.find_elements(By.CSS_SELECTOR, f"form[action='{action}']")
+    if len(forms) != 1:
+        raise StepFailed(f"{step}: expected one form posting to {action}, found {len(forms)} ({door.describe()})")
+    for name, value in values.items():
+        field = forms[0].find_element(By.NAME, name)
+        field.clear()
+        field.send_keys(value)
+    door.check_guards(step, forms[0])
+    door.click(step, forms[0].find_element(By.CSS_SELECTOR, "button[type=submit]"))
+
+
+def passkey_flows(door, binary, workdir):
+    """On a server whose public address is http://localhost:PORT (a secure context, and a name
+    WebAuthn scopes credentials to): a person with a password adds a passkey on the account's
+    passkeys page, signs out and back in with it alone; a cloned authenticator (its counter
+    behind) is refused and logged; an answer replayed to a fresh challenge is refused; the
+    passkey is renamed, then removed; another site on this machine (other.localhost, the same
+    accounts) gets nothing from it."""
+    password = secret(secrets.token_urlsafe(12))
+    email = "passkeys." + EMAIL
+    authenticator = VirtualAuthenticator(door.browser)
+    door.open(SIGNUP_PATH)
+    door.fill("passkeys: sign-up", {"email": email, "password": password})
+    door.see("passkeys: signed up", heading="Your account", path=HOME_PATH, texts=("Passkeys",))
+    door.follow("passkeys: the passkeys page", "Passkeys")
+    door.see("passkeys: the passkeys page", heading="Passkeys", path=PASSKEYS_PATH, texts=("No passkeys yet.",))
+    for name, value in (("name", PASSKEY_NAME), ("password", password)):
+        door.field("passkeys: add", name).send_keys(value)
+    door.press("passkeys: add", "Add a passkey")
+    door.see("passkeys: added", heading="Passkeys", path=PASSKEYS_PATH,
+             texts=("The passkey was added.", PASSKEY_NAME, "never used"))
+    created = authenticator.credentials()
+    if len(created) != 1 or not created[0]["isResidentCredential"]:
+        raise StepFailed(f"passkeys: the authenticator holds {len(created)} credentials, not one passkey")
+
+    door.follow("passkeys: back", "Back to your account")
+    door.press("passkeys: sign out", "Sign out")
+    door.see("passkeys: signed out", heading="Sign in", path=LOGIN_PATH, texts=("Sign in with a passkey",))
+    capture_passkey_answers(door)
+    door.press("passkeys: sign in with the passkey", "Sign in with a passkey")
+    door.see("passkeys: signed in with the passkey alone", heading="Your account", path=HOME_PATH,
+             texts=(f"Signed in as {email}.",))
+    used = authenticator.credentials()[0]
+    if used["signCount"] < 1:
+        raise StepFailed("passkeys: the authenticator's counter did not move")
+
+    # A clone: the same key, its counter behind the one the server saw.
+    door.press("passkeys: sign out again", "Sign out")
+    authenticator.clone(used, 0)
+    door.press("passkeys: a cloned authenticator", "Sign in with a passkey")
+    door.see("passkeys: a cloned authenticator is refused", heading="Sign in", error=True,
+             texts=("That passkey could not sign you in.",))
+    if "cloned authenticator" not in (workdir / "server-localhost.log").read_text(errors="replace"):
+        raise StepFailed("passkeys: the server did not log the cloned authenticator")
+
+    # The answer an attacker read off the wire, to a fresh challenge: refused.
+    answers = door.browser.execute_script('return JSON.parse(sessionStorage.getItem("homeportAnswers") || "[]");')
+    if len(answers) != 1:
+        raise StepFailed(f"passkeys: expected one captured answer, got {len(answers)}")
+    door.open(LOGIN_PATH)
+    door.browser.execute_async_script("""
+        const [answer, done] = arguments;
+        const form = document.getElementById("passkey-login");
+        const body = new URLSearchParams({csrf_token: form.elements.csrf_token.value, website: ""});
+        fetch(form.dataset.options, {method: "POST", body, credentials: "same-origin"}).then(() => {
+          form.elements.credential.value = answer;
+          HTMLFormElement.prototype.submit.call(form);
+          done(true);
+        }, (error) => done(String(error)));
+    """, answers[0])
+    door.wait("passkeys: a replayed answer", lambda browser: browser.find_elements(By.CSS_SELECTOR, ERROR_SELECTOR),
+              "the refusal")
+    door.see("passkeys: a replayed answer is refused", heading="Sign in", error=True,
+             texts=("That passkey could not sign you in.",))
+
+    # The real authenticator again (its counter ahead): signs in; then the passkey is renamed
+    # and removed, and signs nobody in after.
+    authenticator.clone(used, used["signCount"] + 10)
+    door.open(LOGIN_PATH)
+    door.press("passkeys: the real authenticator", "Sign in with a passkey")
+    door.see("passkeys: the real authenticator signs in", heading="Your account", path=HOME_PATH)
+    door.open(PASSKEYS_PATH)
+    submit_form(door, "passkeys: rename", "/account/passkeys/rename", {"name": "Old laptop"})
+    door.see("passkeys: renamed", heading="Passkeys", path=PASSKEYS_PATH, texts=("Old laptop",))
+
+    # An app's sign-in handed over by the browser (`homeport login --browser`), the person
+    # signing in there with the passkey alone.
+    def sign_in_with_the_passkey(door, step):
+        door.see(f"{step}: sign in first", heading="Sign in", path=LOGIN_PATH, texts=("Sign in with a passkey",))
+        door.press(f"{step}: sign in first", "Sign in with a passkey")
+
+    handoff_flow(door, binary, workdir, sign_in_with_the_passkey, step="handoff with a passkey")
+    door.open(HOME_PATH)
+
+    # Another site on this machine, on the same accounts: the passkey is scoped to localhost.
+    other_process, other_base, _, _ = start_server(binary, workdir, name="other.localhost",
+                                                   database=workdir / "passkeys.sqlite")
+    try:
+        door.open_url(other_base + LOGIN_PATH)
+        door.see("passkeys: another site", heading="Sign in", texts=("Sign in with a passkey",))
+        door.browser.find_element(By.ID, "passkey-signin").click()
+        door.wait("passkeys: another site", lambda browser: "no passkey for this site" in browser.find_element(
+            By.ID, "passkey-status").text, "the page to say there is no passkey here", timeout=PAGE_TIMEOUT * 2)
+        door.see("passkeys: another site gets nothing", heading="Sign in", texts=("no passkey for this site",))
+    finally:
+        stop_server(other_process)
+
+    door.open(PASSKEYS_PATH)
+    submit_form(door, "passkeys: remove", "/account/passkeys/remove", {"password": password})
+    door.see("passkeys: removed", heading="Passkeys", path=PASSKEYS_PATH, texts=("No passkeys yet.",))
+    door.follow("passkeys: back home", "Back to your account")
+    door.press("passkeys: signed out at last", "Sign out")
+    door.browser.find_element(By.ID, "passkey-signin").click()
+    door.wait("passkeys: a removed passkey", lambda browser: browser.find_elements(By.CSS_SELECTOR, ERROR_SELECTOR)
+              or "no passkey" in browser.find_element(By.ID, "passkey-status").text, "the refusal")
+    print("ok    passkeys: a removed passkey signs nobody in")
+
+
 def parse_arguments():
     parser = argparse.ArgumentParser(description="Drive Homeport's web door in headless Chromium.")
     parser.add_argument("--server-binary", required=True, type=Path, help="the homeport-server to start")
     parser.add_argument("--screenshots", type=Path, help="write NN-step.png of each page here")
     parser.add_argument("--mfa", action="store_true", help="also run the two-factor steps")
+    parser.add_argument("--passkeys", action="store_true",
+                        help="also add a passkey and sign in with it, on a second server at http://localhost:PORT, "
+                             "with Chromium's virtual authenticator")
     parser.add_argument("--pairing", action="store_true",
                         help="serve HTTPS with the installation's certificate, and pair the client from the QR code")
     parser.add_argument("--webpush-standin", type=Path, metavar="PYTHON",
@@ -1125,7 +1303,7 @@ def prepare_screenshots(directory):
 
 def run(arguments, workdir):
     process = browser = provider = service = None
-    log_path = workdir / "server.log"
+    log_path = workdir / "server-main.log"
     try:
         binary = arguments.server_binary.resolve()
         process, base, outbox, log_path = start_server(
@@ -1147,10 +1325,20 @@ def run(arguments, workdir):
             mfa_flows(door, password)
             if provider is not None:
                 provider_needs_second_factor(door)
+        if arguments.passkeys:
+            passkey_process, passkey_base, _, _ = start_server(
+                binary, workdir, name="localhost", database=workdir / "passkeys.sqlite")
+            try:
+                passkey_door = Door(browser, passkey_base, None, door.screenshots)
+                passkey_door.number = door.number
+                passkey_flows(passkey_door, binary, workdir)
+                door.number = passkey_door.number
+            finally:
+                stop_server(passkey_process)
         extras = [name for name, on in (("pairing and the handoff", arguments.pairing),
                                         ("the identity provider", arguments.identity_provider is not None),
                                         ("notifications", arguments.webpush_standin is not None),
-                                        ("two factors", arguments.mfa)) if on]
+                                        ("two factors", arguments.mfa), ("passkeys", arguments.passkeys)) if on]
         print(f"passed: {door.number} pages checked{', with ' + ' and '.join(extras) if extras else ''}")
         return 0
     except StepFailed as failure:

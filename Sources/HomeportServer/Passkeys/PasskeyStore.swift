@@ -95,6 +95,11 @@ struct PasskeyStore {
         return removed
     }
 
+    /// Removes every passkey of the account (the operator's `users reset-2fa`).
+    func removeAll(userID: Int64) throws {
+        try db.execute("DELETE FROM webauthn_credentials WHERE user_id = $1", [.integer(userID)])
+    }
+
     private static func passkey(_ row: Row) -> Passkey? {
         guard let id = row.int("id"), let user = row.int("user_id"), let credential = row.string("credential_id"),
             let key = row.string("public_key"), let count = row.int("sign_count"), let name = row.string("name"),

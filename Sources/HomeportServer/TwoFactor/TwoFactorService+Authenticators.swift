@@ -149,6 +149,8 @@ extension TwoFactorService {
         let done: Bool = try database.transaction { db in
             guard let account = try AccountStore(db).find(email: email) else { return false }
             try AuthenticatorStore(db).deleteAll(userID: account.id)
+            // A lost device's passkeys go with its codes.
+            try PasskeyStore(db).removeAll(userID: account.id)
             try SessionEnding(db).endAll(userID: account.id)
             return true
         }

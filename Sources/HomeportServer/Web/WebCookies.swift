@@ -17,6 +17,8 @@ struct WebCookies: Sendable {
     var handoff: String { secure ? "__Host-homeport_handoff" : "homeport_handoff" }
     /// The name of the cookie that binds a sign-in at a provider's pages to this browser.
     var providerFlow: String { secure ? "__Host-homeport_oidc" : "homeport_oidc" }
+    /// The name of the cookie that binds a passkey sign-in's challenge to this browser.
+    var passkeyCeremony: String { secure ? "__Host-homeport_webauthn" : "homeport_webauthn" }
 
     /// A `Set-Cookie` value: `HttpOnly`, `SameSite=Lax`, `Path=/`, and `Secure` on HTTPS.
     /// Without `maxAge` the cookie lasts as long as the browser session.

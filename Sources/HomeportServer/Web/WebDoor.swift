@@ -23,10 +23,7 @@ extension Router where Context == RequestContext {
         ]
         group(WebDoor.base, middleware: middleware) { account in
             account.get("") { request, context in door.pendingHandoff(request, context) ?? door.home(context) }
-            account.get("/login") { _, context in
-                door.form(
-                    title: "Sign in", WebPage.loginForm(csrf: context.csrfToken, providers: door.providerButtons()))
-            }
+            account.get("/login") { _, context in door.loginPage(context) }
             account.post("/login", placement: .pool) { try door.login($0, $1) }
             account.get("/signup") { request, context in
                 // An invitation's link (`?invitation=CODE`) carries its code into the form.
@@ -69,6 +66,16 @@ extension Router where Context == RequestContext {
             account.post("/signups") { try door.decideSignup($0, $1) }
             account.get("/notifications.js") { _, _ in WebDoor.script(WebPushScripts.page) }
             account.get("/push-worker.js") { _, _ in WebDoor.script(WebPushScripts.worker) }
+            account.post("/passkey/options") { try door.passkeyLoginOptions($0, $1) }
+            account.post("/passkey/login", placement: .pool) { try door.passkeyLogin($0, $1) }
+            account.get("/passkeys") { request, context in
+                try door.passkeysPage(context, notice: request.query["added"] == nil ? nil : "The passkey was added.")
+            }
+            account.post("/passkeys/options", placement: .pool) { try door.passkeyCreationOptions($0, $1) }
+            account.post("/passkeys/add") { try door.addPasskey($0, $1) }
+            account.post("/passkeys/rename") { try door.renamePasskey($0, $1) }
+            account.post("/passkeys/remove", placement: .pool) { try door.removePasskey($0, $1) }
+            account.get("/passkeys.js") { _, _ in WebDoor.script(PasskeyScripts.page) }
         }
         logsSecrets(under: WebDoor.resetKeyPrefix)
         logsSecrets(under: WebDoor.handoffPrefix)
@@ -100,6 +107,7 @@ struct WebDoor: Sendable {
         if takesWebPush {
             body += "<nav><a href=\"\(Self.notificationsPath)\">Notifications in this browser</a></nav>"
         }
+        if offersPasskeys { body += "<nav><a href=\"\(Self.passkeysPath)\">Passkeys</a></nav>" }
         if signups != nil, account.isAdmin {
             body += "<nav><a href=\"\(Self.signupsPath)\">Sign-ups waiting for you</a></nav>"
         }
@@ -117,6 +125,9 @@ struct WebDoor: Sendable {
         let outcome = try service.login(
             email: email, password: fields["password"] ?? "", address: request.remoteAddress, kind: .web,
             current: context.caller)
+        if case .invalid(let problems) = outcome {
+            return loginPage(context, email: email, errors: problems.map(\.message), status: 400)
+        }
         return signInAnswer(outcome, title: "Sign in") {
             WebPage.loginForm(csrf: context.csrfToken, email: email, errors: $0)
         }
