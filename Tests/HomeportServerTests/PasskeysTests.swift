@@ -69,8 +69,8 @@ struct PasskeysTests {
 
             let token = try server.signIn("ada@example.com")
             let authenticator = try SoftAuthenticator()
-            // Not confirmed: allauth's reauthentication flow, nothing added.
-            let early = try add(server, token, authenticator)
+            // Not confirmed: allauth's reauthentication flow, no options (and no challenge).
+            let early = try server.app("GET", AllauthAppPath.webAuthn + "?passwordless", token: token)
             #expect(early.status == 401, "\(early.text)")
             #expect(early.text.contains("\"reauthenticate\""))
             let confirmed = try server.app(
@@ -223,6 +223,16 @@ struct PasskeysTests {
             server.clock.advance(by: 360)
             let stale = try server.app("DELETE", AllauthAppPath.webAuthn, token: ada, json: ["authenticators": [id]])
             #expect(stale.status == 401 && stale.text.contains("reauthenticate"), "\(stale.text)")
+            let staleRename = try server.app(
+                "PUT", AllauthAppPath.webAuthn, token: ada, json: ["id": id, "name": "Later"])
+            #expect(staleRename.status == 401 && staleRename.text.contains("reauthenticate"), "\(staleRename.text)")
+            let staleAdd = try server.app(
+                "POST", AllauthAppPath.webAuthn, token: ada,
+                json: [
+                    "credential": try SoftAuthenticator().register(
+                        ["challenge": "AAAA", "rp": ["id": "books.example.net"]], origin: Self.url)
+                ])
+            #expect(staleAdd.status == 401 && staleAdd.text.contains("reauthenticate"), "\(staleAdd.text)")
             #expect(
                 try server.app("POST", "auth/reauthenticate", token: ada, json: ["password": Self.password]).status
                     == 200)

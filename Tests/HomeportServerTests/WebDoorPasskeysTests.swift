@@ -151,9 +151,15 @@ struct WebDoorPasskeysTests {
             let authenticator = try SoftAuthenticator()
             let browser = try withPasskey(server, authenticator)
             #expect(
-                try browser.post("/account/passkeys/rename", ["id": "1", "name": "Phone", "website": ""]).status == 303)
+                try browser.post(
+                    "/account/passkeys/rename", ["id": "1", "name": "Phone", "password": Self.password, "website": ""]
+                ).status == 303)
             #expect(try browser.get("/account/passkeys").text.contains("Phone"))
-            let empty = try browser.post("/account/passkeys/rename", ["id": "1", "name": "  ", "website": ""])
+            let unconfirmed = try browser.post(
+                "/account/passkeys/rename", ["id": "1", "name": "Phone", "password": "nope", "website": ""])
+            #expect(unconfirmed.status == 400 && unconfirmed.text.contains("That is not your password."))
+            let empty = try browser.post(
+                "/account/passkeys/rename", ["id": "1", "name": "  ", "password": Self.password, "website": ""])
             #expect(empty.status == 400)
             let wrong = try browser.post("/account/passkeys/remove", ["id": "1", "password": "nope", "website": ""])
             #expect(wrong.status == 400 && wrong.text.contains("That is not your password."))
@@ -162,7 +168,10 @@ struct WebDoorPasskeysTests {
             _ = try bob.get("/account/signup")
             _ = try bob.post("/account/signup", ["email": "bob@example.com", "password": Self.password])
             _ = try bob.get("/account/passkeys")
-            #expect(try bob.post("/account/passkeys/rename", ["id": "1", "name": "Mine", "website": ""]).status == 400)
+            #expect(
+                try bob.post(
+                    "/account/passkeys/rename", ["id": "1", "name": "Mine", "password": Self.password, "website": ""]
+                ).status == 400)
             let bobs = try bob.post("/account/passkeys/remove", ["id": "1", "password": Self.password, "website": ""])
             #expect(bobs.status == 400 && bobs.text.contains("No passkey of yours"))
             #expect(

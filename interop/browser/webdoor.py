@@ -1231,7 +1231,7 @@ def passkey_flows(door, binary, workdir):
     door.press("passkeys: the real authenticator", "Sign in with a passkey")
     door.see("passkeys: the real authenticator signs in", heading="Your account", path=HOME_PATH)
     door.open(PASSKEYS_PATH)
-    submit_form(door, "passkeys: rename", "/account/passkeys/rename", {"name": "Old laptop"})
+    submit_form(door, "passkeys: rename", "/account/passkeys/rename", {"name": "Old laptop", "password": password})
     door.see("passkeys: renamed", heading="Passkeys", path=PASSKEYS_PATH, texts=("Old laptop",))
 
     # An app's sign-in handed over by the browser (`homeport login --browser`), the person

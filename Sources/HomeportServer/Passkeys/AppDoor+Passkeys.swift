@@ -28,6 +28,11 @@ extension AppDoor {
     func passkeyCreationOptions(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
         guard case .signedIn(let session, let account) = caller else { return try notSignedIn(caller) }
         let passwordless = request.query["passwordless"] != nil
+        guard service.passkeys.relyingParty != nil else { return answer(AuthEnvelope(status: 404)) }
+        // As allauth: beginning a registration needs a confirmation within five minutes.
+        guard try service.twoFactor.recentlyReauthenticated(session) else {
+            return try reauthenticationRequired(session, account)
+        }
         guard
             let options = try service.passkeys.creationOptions(
                 session: session, account: account, passwordless: passwordless)
@@ -64,7 +69,7 @@ extension AppDoor {
 
     /// `PUT account/authenticators/webauthn` `{id, name}`: renames one of the account's passkeys.
     func renamePasskey(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
-        guard case .signedIn(_, let account) = caller else { return try notSignedIn(caller) }
+        guard case .signedIn(let session, let account) = caller else { return try notSignedIn(caller) }
         guard let body = passkeyBody(request) else { return invalid([Self.invalidField("id")]) }
         var problems: [FieldProblem] = []
         let id = Self.integer(body["id"])
@@ -82,6 +87,10 @@ extension AppDoor {
             problems.append(Self.invalidField("name"))
         }
         guard problems.isEmpty, let id, let name else { return invalid(problems) }
+        // As allauth: renaming needs a confirmation within five minutes.
+        guard try service.twoFactor.recentlyReauthenticated(session) else {
+            return try reauthenticationRequired(session, account)
+        }
         guard try service.passkeys.rename(id: id, to: name, account: account),
             let passkey = try service.passkeys.passkeys(userID: account.id).first(where: { $0.id == id })
         else { return invalid([Self.invalidChoice("id")]) }

@@ -138,11 +138,16 @@ extension WebDoor {
         }
     }
 
-    /// `POST /account/passkeys/rename` (`id`, `name`).
+    /// `POST /account/passkeys/rename` (`id`, `name`, `password`).
     func renamePasskey(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let fields = request.formFields
         if let refusal = honeypot(fields) { return refusal }
-        guard case .signedIn(_, let account) = context.caller else { return .seeOther("/account/login") }
+        guard case .signedIn(let session, let account) = context.caller else { return .seeOther("/account/login") }
+        switch try service.reauthenticate(password: fields["password"] ?? "", session: session, account: account) {
+        case .confirmed: break
+        case .incorrect: return try passkeysPage(context, errors: ["That is not your password."], status: 400)
+        case .rateLimited(let retryAfter): return tooMany(retryAfter)
+        }
         let name = (fields["name"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard let id = fields["id"].flatMap({ Int64($0) }), !name.isEmpty,
             name.count <= PasskeyService.maximumNameLength,
@@ -198,6 +203,7 @@ extension WebPage {
                 <form method="post" action="/account/passkeys/rename">\(guardFields(csrf: csrf))
                 <input type="hidden" name="id" value="\(passkey.id)">
                 <label>New name <input type="text" name="name" maxlength="100" required></label>
+                <label>Password <input type="password" name="password" autocomplete="current-password" required></label>
                 <button type="submit">Rename</button></form>
                 <form method="post" action="/account/passkeys/remove">\(guardFields(csrf: csrf))
                 <input type="hidden" name="id" value="\(passkey.id)">
