@@ -13,20 +13,29 @@ public struct ClientData: Sendable, Hashable {
     /// Whether the ceremony ran in a frame of another site.
     public let crossOrigin: Bool
 
+    /// The members read, each of its JSON type (`crossOrigin` a boolean, not a number).
+    private struct Members: Decodable {
+        var type: String
+        var challenge: String
+        var origin: String
+        var crossOrigin: Bool?
+    }
+
     /// Reads the JSON `bytes`; throws when they are not client data.
     public init(_ bytes: [UInt8]) throws {
         guard bytes.count <= 4096,
-            let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
+            (try? JSONSerialization.jsonObject(with: Data(bytes))) is [String: Any]
         else { throw WebAuthnError.malformed("client data that is not a JSON object") }
-        guard let type = object["type"] as? String, let challenge = object["challenge"] as? String,
-            let origin = object["origin"] as? String
-        else { throw WebAuthnError.malformed("client data without type, challenge and origin") }
-        guard let decoded = IdentityProof.readBase64URL(challenge) else {
+        guard let members = try? JSONDecoder().decode(Members.self, from: Data(bytes)) else {
+            throw WebAuthnError.malformed(
+                "client data without type, challenge and origin as text, or crossOrigin as a boolean")
+        }
+        guard let decoded = IdentityProof.readBase64URL(members.challenge) else {
             throw WebAuthnError.malformed("a challenge that is not base64url")
         }
-        self.type = type
-        self.challenge = decoded
-        self.origin = origin
-        crossOrigin = object["crossOrigin"] as? Bool ?? false
+        type = members.type
+        challenge = decoded
+        origin = members.origin
+        crossOrigin = members.crossOrigin ?? false
     }
 }

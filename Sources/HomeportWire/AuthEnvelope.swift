@@ -77,7 +77,7 @@ public struct AuthMethod: Codable, Hashable, Sendable {
     public var at: Double
     /// The address used.
     public var email: String?
-    /// For `mfa`, the factor: `totp` or `recovery_codes`.
+    /// For `mfa`, the factor: `totp`, `recovery_codes` or `webauthn`.
     public var type: String?
     /// Whether this was a confirmation of a session already signed in (`auth/reauthenticate`,
     /// `auth/2fa/reauthenticate`).
@@ -86,12 +86,15 @@ public struct AuthMethod: Codable, Hashable, Sendable {
     public var provider: String?
     /// For `socialaccount`, the person's id at the provider (`sub`).
     public var uid: String?
+    /// For `mfa` by `webauthn`: `true` when the passkey signed in alone.
+    public var passwordless: Bool?
 
     /// Creates a method entry.
     public init(
         method: String, at: Double, email: String?, type: String? = nil, reauthenticated: Bool? = nil,
-        provider: String? = nil, uid: String? = nil
+        provider: String? = nil, uid: String? = nil, passwordless: Bool? = nil
     ) {
+        self.passwordless = passwordless
         self.method = method
         self.at = at
         self.email = email

@@ -51,6 +51,22 @@ struct AllauthInteropTests {
         var factor: Factor?
         /// An ID token for `json["token"]["id_token"]`, minted by the stand-in provider.
         var idToken: Minted?
+        /// What the test's authenticator puts in `json["credential"]`, from the last options.
+        var passkey: Passkey?
+        /// Whether `json["id"]` (and `json["authenticators"]`) name the passkey added last.
+        var passkeyID = false
+    }
+
+    /// A passkey's answer a step sends.
+    enum Passkey {
+        /// A registration for the last creation options.
+        case register
+        /// A sign-in for the last request options.
+        case assert
+        /// The sign-in sent last, again.
+        case again
+        /// Something that is no credential.
+        case garbage
     }
 
     /// An ID token a step hands over.
@@ -303,6 +319,66 @@ struct AllauthInteropTests {
 
     static let mfaEmail = "mfa@example.com"
 
+    /// The page the test's authenticator says it ran on: Homeport's public address in the passkey
+    /// comparison (allauth takes any origin there).
+    static let passkeyOrigin = "http://localhost"
+
+    /// allauth asks a password sign-in of an account with a passkey for the passkey as a second
+    /// factor; Homeport does not yet.
+    static let passkeyNotSecondFactor = Difference(
+        homeportStatus: 200, documented: "signs in with the password alone (200)")
+
+    /// Passkeys (allauth's WebAuthn, headless, passkey sign-in on): options after a
+    /// confirmation, adding one, listing and renaming it, signing in with it alone, a replay and
+    /// garbage refused, removal.
+    static var passkeySteps: [Step] {
+        let password = "first good password"
+        return [
+            Step(
+                name: "signup", method: "POST", path: "auth/signup",
+                json: ["email": "passkey@example.com", "password": password]),
+            Step(name: "authenticators, none", method: "GET", path: "account/authenticators", token: .current),
+            Step(
+                name: "reauthenticate", method: "POST", path: "auth/reauthenticate", token: .current,
+                json: ["password": password]),
+            Step(
+                name: "passkey options", method: "GET", path: "account/authenticators/webauthn?passwordless",
+                token: .current),
+            Step(
+                name: "add a passkey", method: "POST", path: "account/authenticators/webauthn", token: .current,
+                json: ["name": "Laptop"], passkey: .register),
+            Step(name: "authenticators, the passkey", method: "GET", path: "account/authenticators", token: .current),
+            Step(
+                name: "rename the passkey", method: "PUT", path: "account/authenticators/webauthn", token: .current,
+                json: ["name": "Old laptop"], passkeyID: true),
+            Step(
+                name: "rename, no name", method: "PUT", path: "account/authenticators/webauthn", token: .current,
+                json: ["name": ""], passkeyID: true),
+            Step(name: "logout", method: "DELETE", path: "auth/session", token: .current),
+            Step(name: "passkey login options", method: "GET", path: "auth/webauthn/login"),
+            Step(
+                name: "passkey login, garbage", method: "POST", path: "auth/webauthn/login", token: .current,
+                json: [:], passkey: .garbage),
+            Step(name: "passkey login options again", method: "GET", path: "auth/webauthn/login", token: .current),
+            Step(
+                name: "passkey login, no credential", method: "POST", path: "auth/webauthn/login", token: .current,
+                json: [:]),
+            Step(name: "passkey login options, third", method: "GET", path: "auth/webauthn/login", token: .current),
+            Step(
+                name: "passkey login", method: "POST", path: "auth/webauthn/login", token: .current, json: [:],
+                passkey: .assert),
+            Step(name: "session after the passkey", method: "GET", path: "auth/session", token: .current),
+            Step(name: "logout again", method: "DELETE", path: "auth/session", token: .current),
+            Step(name: "passkey login options, fourth", method: "GET", path: "auth/webauthn/login"),
+            Step(
+                name: "passkey login, replayed", method: "POST", path: "auth/webauthn/login", token: .current,
+                json: [:], passkey: .again),
+            Step(
+                name: "login with the password", method: "POST", path: "auth/login",
+                json: ["email": "passkey@example.com", "password": password], difference: passkeyNotSecondFactor),
+        ]
+    }
+
     /// allauth answers `is_authenticated: null` where its specification says a boolean.
     static let noSecondFactorWaiting = Difference(
         homeportStatus: 401, documented: "`auth/2fa/authenticate` when no sign-in waits for a second factor",
@@ -495,6 +571,11 @@ struct AllauthInteropTests {
         var secret: [UInt8]?
         var recoveryCodes: [String] = []
         var result: [(String, Int, Set<String>)] = []
+        // One authenticator per server: the same kind of key registered on each.
+        let authenticator = try SoftAuthenticator()
+        var lastOptions: [String: Any] = [:]
+        var lastAssertion: [String: Any] = [:]
+        var passkeyID: Int?
         // A TOTP step must not end in the middle of a run: the codes sent are the step's.
         if steps.contains(where: { $0.factor != nil }) {
             while Int(Date().timeIntervalSince1970) % 30 > 20 { usleep(200_000) }
@@ -543,6 +624,26 @@ struct AllauthInteropTests {
             case .again: json?["token"] = ["client_id": "homeport-app", "id_token": lastIDToken]
             case nil: break
             }
+            switch step.passkey {
+            case .register: json?["credential"] = try authenticator.register(lastOptions, origin: passkeyOrigin)
+            case .assert:
+                lastAssertion = try authenticator.assert(lastOptions, origin: passkeyOrigin)
+                json?["credential"] = lastAssertion
+            case .again: json?["credential"] = lastAssertion
+            case .garbage:
+                // A user handle of nobody (allauth answers a 500 when there is no handle at all).
+                json?["credential"] = [
+                    "type": "public-key", "id": "AAAA", "rawId": "AAAA",
+                    "response": [
+                        "userHandle": "OTk5", "clientDataJSON": "e30", "authenticatorData": "AAAA", "signature": "AAAA",
+                    ],
+                ]
+            case nil: break
+            }
+            if step.passkeyID {
+                let id = try #require(passkeyID, "\(step.name): no passkey added yet")
+                if json?["name"] != nil { json?["id"] = id } else { json?["authenticators"] = [id] }
+            }
             var body: Data?
             if let raw = step.raw {
                 headers.append(("Content-Type", raw.type))
@@ -563,9 +664,14 @@ struct AllauthInteropTests {
             if let offered = ((object as? [String: Any])?["meta"] as? [String: Any])?["secret"] as? String {
                 secret = Base32.decode(offered)
             }
-            if let shown = ((object as? [String: Any])?["data"] as? [String: Any])?["unused_codes"] as? [String] {
+            let data = (object as? [String: Any])?["data"] as? [String: Any]
+            if let shown = data?["unused_codes"] as? [String] {
                 recoveryCodes = shown
             }
+            if let options = (data?["creation_options"] ?? data?["request_options"]) as? [String: Any] {
+                lastOptions = options
+            }
+            if data?["type"] as? String == "webauthn", let id = data?["id"] as? Int { passkeyID = id }
             result.append((step.name, response.status, shape(object).subtracting(deliberateDifferences)))
         }
         return result
@@ -591,6 +697,11 @@ struct AllauthInteropTests {
                 "data.methods[].method", "data.methods[].type", "data.methods[].reauthenticated",
                 "data.flows[].types[]", "data[].type", "data.type", "data.total_code_count", "data.unused_code_count",
                 "data[].unused_code_count", "data.user.has_usable_password", "data[].verified", "data[].primary",
+                "data.is_passwordless", "data[].is_passwordless", "meta.recovery_codes_generated",
+                "data.creation_options.publicKey.authenticatorSelection.residentKey",
+                "data.creation_options.publicKey.authenticatorSelection.requireResidentKey",
+                "data.creation_options.publicKey.authenticatorSelection.userVerification",
+                "data.request_options.publicKey.userVerification",
             ]
             if meaningful.contains(path) { result.insert("\(path)=\(value is NSNull ? "null" : "\(value)")") }
         }
@@ -601,9 +712,10 @@ struct AllauthInteropTests {
     /// differ exactly as documented.
     @discardableResult
     static func compare(
-        _ steps: [Step], homeportArguments: [String], verifyByCode: Bool, provider: OIDCStandIn? = nil
+        _ steps: [Step], homeportArguments: [String], verifyByCode: Bool, provider: OIDCStandIn? = nil,
+        webAuthn: Bool = false
     ) throws -> [String: Int] {
-        let allauth = try AllauthPeer(verifyByCode: verifyByCode, oidcIssuer: provider?.issuer)
+        let allauth = try AllauthPeer(verifyByCode: verifyByCode, webAuthn: webAuthn, oidcIssuer: provider?.issuer)
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let outbox = directory.file("outbox")
@@ -673,6 +785,17 @@ struct AllauthInteropTests {
         #expect(statuses["connect a provider account"] == 200)
         #expect(statuses["provider token, a taken address"] == 401)
         #expect(statuses["provider signup, another address"] == 200)
+    }
+
+    @Test(
+        "passkeys answer alike on django-allauth (its WebAuthn, passkey sign-in on) and on homeport-server: added, listed, renamed, signed in with, removed"
+    )
+    func samePasskeyAnswers() throws {
+        let statuses = try Self.compare(
+            Self.passkeySteps, homeportArguments: ["--public-url", Self.passkeyOrigin], verifyByCode: false,
+            webAuthn: true)
+        #expect(statuses["add a passkey"] == 200 && statuses["passkey login"] == 200)
+        #expect(statuses["passkey login, garbage"] == 400 && statuses["passkey login, replayed"] == 400)
     }
 
     @Test("verification by code answers alike on django-allauth and on homeport-server")

@@ -1,4 +1,5 @@
 import Foundation
+import HomeportCrypto
 import HomeportLogging
 import HomeportStorage
 import HomeportTestSupport
@@ -157,26 +158,35 @@ struct PasskeysTests {
                 try server.app(
                     "POST", AllauthAppPath.webAuthnLogin, token: freshToken, json: ["credential": credential]),
                 "a challenge used once already")
-            // Expired: five minutes.
+            // Expired: five minutes, the challenge and the pre-login session made for it (a 410:
+            // start again); the challenge alone on a session that lives on (one that waited for
+            // approval, say) is refused as any other answer.
             let late = try server.app("GET", AllauthAppPath.webAuthnLogin)
             let lateToken = try #require((late.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
             let lateAnswer = try authenticator.assert(try options(late, "request_options"), origin: Self.url)
             server.clock.advance(by: 301)
-            refused(
-                try server.app(
-                    "POST", AllauthAppPath.webAuthnLogin, token: lateToken, json: ["credential": lateAnswer]),
-                "an expired challenge")
+            let expired = try server.app(
+                "POST", AllauthAppPath.webAuthnLogin, token: lateToken, json: ["credential": lateAnswer])
+            #expect(expired.status == 410, "an expired challenge: \(expired.text)")
+            let owner = "session:" + SecretToken.storedForm(of: freshToken)
+            let store = PasskeyStore(server.application.database)
+            try store.issue(
+                .init(purpose: "login", challenge: [UInt8](repeating: 1, count: 32), userID: nil), owner: owner,
+                expiresAt: server.clock.unixSeconds - 1)
+            #expect(try store.take(owner: owner, purposes: ["login"], now: server.clock.unixSeconds) == nil)
+            let renewed = try server.app("GET", AllauthAppPath.webAuthnLogin)
+            let current = try #require((renewed.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
             // No session at all, and bodies that are not JSON objects.
             refused(
                 try server.app("POST", AllauthAppPath.webAuthnLogin, json: ["credential": credential]), "no session")
             for body in ["<html>", "[]", "{\"credential\": 1, \"credential\": 2}"] {
                 let answer = try RawHTTP.request(
                     port: server.port, method: "POST", path: AllauthAppPath.path(AllauthAppPath.webAuthnLogin),
-                    headers: [("X-Session-Token", freshToken), ("Content-Type", "application/json")],
+                    headers: [("X-Session-Token", current), ("Content-Type", "application/json")],
                     body: Data(body.utf8))
                 #expect(answer.status == 400, "\(body): \(answer.text)")
             }
-            let missing = try server.app("POST", AllauthAppPath.webAuthnLogin, token: freshToken, json: [:])
+            let missing = try server.app("POST", AllauthAppPath.webAuthnLogin, token: current, json: [:])
             #expect(missing.status == 400 && missing.errorCodes == ["required"], "\(missing.text)")
         }
     }
@@ -299,6 +309,76 @@ extension PasskeysTests {
             #expect(try count() == 1)
             #expect(try server.application.accounts.deleteAccount(email: "bob@example.com"))
             #expect(try count() == 0)
+        }
+    }
+}
+
+extension PasskeysTests {
+    @Test(
+        "the options are charged to the address's sign-in budget, their pre-login session lives five minutes; a key is always a passkey; no user handle, no sign-in"
+    )
+    func optionsAndHandles() throws {
+        var limits = RateLimitPolicy()
+        limits.loginPerAddress = RateLimit(4, per: 60)
+        try withAccounts(.sqlite, rateLimits: limits, publicURL: Self.url) { server in
+            let token = try confirmed(server, "ada@example.com")
+            // Asked without ?passwordless: still one that signs in alone.
+            let created = try options(server.app("GET", AllauthAppPath.webAuthn, token: token), "creation_options")
+            let selection = (created["publicKey"] as? [String: Any])?["authenticatorSelection"] as? [String: Any]
+            #expect(selection?["residentKey"] as? String == "required")
+            #expect(selection?["userVerification"] as? String == "required")
+            let authenticator = try SoftAuthenticator()
+            let added = try server.app(
+                "POST", AllauthAppPath.webAuthn, token: token,
+                json: ["credential": try authenticator.register(created, origin: Self.url)])
+            #expect(added.status == 200 && added.text.contains("\"is_passwordless\":true"), "\(added.text)")
+            let asked = try server.app("GET", AllauthAppPath.webAuthnLogin)
+            let preLogin = try #require((asked.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
+            let expires = try server.application.database.execute(
+                "SELECT expires_at FROM sessions WHERE key_hash = $1", [.text(SecretToken.storedForm(of: preLogin))]
+            ).first?.int("expires_at")
+            #expect(expires == server.clock.unixSeconds + PasskeyService.challengeLifetime)
+            // A sign-in whose authenticator leaves out the user handle: refused.
+            let noHandle = try server.app(
+                "POST", AllauthAppPath.webAuthnLogin, token: preLogin,
+                json: [
+                    "credential": {
+                        var credential = try authenticator.assert(
+                            try options(asked, "request_options"), origin: Self.url)
+                        var response = credential["response"] as? [String: Any] ?? [:]
+                        response["userHandle"] = nil
+                        credential["response"] = response
+                        return credential
+                    }()
+                ])
+            #expect(noHandle.status == 400 && noHandle.errorCodes == ["incorrect_code"], "\(noHandle.text)")
+            // Four options (one above, two here) and the sign-in: the fifth options are refused.
+            for _ in 0..<2 { #expect(try server.app("GET", AllauthAppPath.webAuthnLogin).status == 200) }
+            let spent = try server.app("GET", AllauthAppPath.webAuthnLogin)
+            #expect(spent.status == 429 && spent.header("Retry-After") != nil, "\(spent.text)")
+        }
+    }
+
+    @Test("under verification by code, a passkey sign-in to an unverified address waits for the code")
+    func verification() throws {
+        try withAccounts(.sqlite, emailVerification: .code, publicURL: Self.url) { server in
+            // Verified once, a passkey added, then the address unverified by the store.
+            let signup = try server.app(
+                "POST", "auth/signup", json: ["email": "ada@example.com", "password": Self.password])
+            let pending = try #require(signup.sessionToken)
+            let code = try #require(server.mailer.verificationCode(for: "ada@example.com"))
+            let verified = try server.app("POST", "auth/email/verify", token: pending, json: ["key": code])
+            let token = try #require(verified.sessionToken, "\(verified.text)")
+            #expect(
+                try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password]).status
+                    == 200)
+            let authenticator = try SoftAuthenticator()
+            #expect(try add(server, token, authenticator).status == 200)
+            try server.application.database.execute("DELETE FROM verified_emails")
+            // Past the mail budget's three minutes: the sign-in mails a new code.
+            server.clock.advance(by: 200)
+            let waiting = try signIn(server, authenticator)
+            #expect(waiting.status == 401 && waiting.text.contains("verify_email"), "\(waiting.text)")
         }
     }
 }

@@ -113,6 +113,49 @@ struct WebAuthnTests {
         }
     }
 
+    @Test("client data: a ceremony in another site's frame, or crossOrigin, type or challenge of the wrong kind")
+    func clientData() throws {
+        let challenge = IdentityProof.base64URL([UInt8](repeating: 7, count: 32))
+        func data(_ extra: String) -> [UInt8] {
+            Array(#"{"type":"webauthn.get","challenge":"\#(challenge)","origin":"\#(Self.origin)"\#(extra)}"#.utf8)
+        }
+        #expect(try ClientData(data("")).crossOrigin == false)
+        #expect(try ClientData(data(#","crossOrigin":false"#)).crossOrigin == false)
+        #expect(try ClientData(data(#","crossOrigin":true"#)).crossOrigin == true)
+        #expect(try ClientData(data(#","crossOrigin":null"#)).crossOrigin == false)
+        for extra in [#","crossOrigin":0"#, #","crossOrigin":"false""#, #","crossOrigin":[]"#] {
+            #expect(throws: WebAuthnError.self, "\(extra)") { try ClientData(data(extra)) }
+        }
+        #expect(throws: WebAuthnError.self) {
+            try ClientData(Array(#"{"type":1,"challenge":"\#(challenge)","origin":"\#(Self.origin)"}"#.utf8))
+        }
+        #expect(throws: WebAuthnError.self) { try ClientData(Array(#"{"type":"webauthn.get"}"#.utf8)) }
+        #expect(throws: WebAuthnError.self) { try ClientData(Array("[]".utf8)) }
+        // A cross-origin ceremony is refused as another origin.
+        let authenticator = try SoftAuthenticator()
+        let key = try register(authenticator).publicKey
+        let (bytes, options) = challengeOptions()
+        var credential = try authenticator.assert(options, origin: Self.origin)
+        let crossed = Array(
+            #"{"type":"webauthn.get","challenge":"\#(IdentityProof.base64URL(bytes))","origin":"\#(Self.origin)","crossOrigin":true}"#
+                .utf8)
+        let authenticatorData = (credential["response"] as? [String: Any])?["authenticatorData"] as? String
+        let data = try #require(authenticatorData.flatMap { IdentityProof.readBase64URL($0) })
+        var response = credential["response"] as? [String: Any] ?? [:]
+        response["clientDataJSON"] = IdentityProof.base64URL(crossed)
+        response["signature"] = IdentityProof.base64URL(try authenticator.sign(data + Digest.sha256(crossed)))
+        credential["response"] = response
+        let parsed = try AuthenticationCredential(json: credential)
+        #expect(throws: WebAuthnError.originMismatch(Self.origin)) {
+            try Self.party.verifyAssertion(
+                clientDataJSON: parsed.clientDataJSON, authenticatorData: parsed.authenticatorData,
+                signature: parsed.signature, challenge: bytes, publicKey: key, storedSignCount: 0,
+                requireUserVerification: true)
+        }
+    }
+
+    private func challengeOptions() -> ([UInt8], [String: Any]) { challenge() }
+
     @Test("a counter that does not go up is a clone, refused; an authenticator without one (0 and 0) signs in")
     func counter() throws {
         let authenticator = try SoftAuthenticator(signCount: 5)

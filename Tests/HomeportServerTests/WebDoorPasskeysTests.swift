@@ -144,6 +144,31 @@ struct WebDoorPasskeysTests {
         }
     }
 
+    @Test(
+        "an authenticator without a counter: its answer sent again with the same ceremony cookie finds the challenge used"
+    )
+    func replayWithoutCounter() throws {
+        try withAccounts(.sqlite, publicURL: Self.url) { server in
+            let authenticator = try SoftAuthenticator(signCount: 0)
+            let browser = try withPasskey(server, authenticator)
+            #expect(try browser.post("/account/logout", ["website": ""]).status == 303)
+            _ = try browser.get("/account/login")
+            let options = try json(try browser.post("/account/passkey/options", ["website": ""]))
+            let ceremony = try #require(browser.cookies.first { $0.key.contains("webauthn") })
+            let text = String(
+                decoding: try JSONSerialization.data(
+                    withJSONObject: try authenticator.assert(options, origin: Self.url)),
+                as: UTF8.self)
+            #expect(try browser.post("/account/passkey/login", ["credential": text, "website": ""]).status == 303)
+            _ = try browser.get("/account")
+            #expect(try browser.post("/account/logout", ["website": ""]).status == 303)
+            _ = try browser.get("/account/login")
+            browser.cookies[ceremony.key] = ceremony.value
+            let replayed = try browser.post("/account/passkey/login", ["credential": text, "website": ""])
+            #expect(replayed.status == 400 && replayed.text.contains("That passkey could not sign you in."))
+        }
+    }
+
     @Test("the passkeys page: signed in only; rename and remove by their owner; removing asks for the password")
     func manage() throws {
         try withAccounts(.sqlite, publicURL: Self.url) { server in

@@ -20,12 +20,13 @@ public final class AllauthPeer: @unchecked Sendable {
     /// `verifyByCode`, addresses must be verified by a mailed code
     /// (`ACCOUNT_EMAIL_VERIFICATION_BY_CODE_ENABLED`, two resends allowed); with `mfa` (the
     /// default, as homeport-server offers it), allauth's MFA app is on: TOTP with one step of
-    /// skew, recovery codes shown once.
+    /// skew, recovery codes shown once; with `webAuthn` too, it serves WebAuthn alone instead,
+    /// passkey sign-in on, any origin taken.
     /// With `oidcIssuer`, allauth's socialaccount app signs people in with ID tokens of that
     /// OpenID Connect provider (`household`, client `homeport-app`).
     public init(
         workers: Int = 1, fastHasher: Bool = true, verifyByCode: Bool = false, mfa: Bool = true,
-        oidcIssuer: String? = nil
+        webAuthn: Bool = false, oidcIssuer: String? = nil
     ) throws {
         let environment = ProcessInfo.processInfo.environment
         let peer = try TestPeer.allauth()
@@ -39,6 +40,7 @@ public final class AllauthPeer: @unchecked Sendable {
         if fastHasher { peerEnvironment["ALLAUTH_FAST_HASHER"] = "1" }
         if verifyByCode { peerEnvironment["ALLAUTH_VERIFY_BY_CODE"] = "1" }
         if mfa { peerEnvironment["ALLAUTH_MFA"] = "1" }
+        if webAuthn { peerEnvironment["ALLAUTH_WEBAUTHN"] = "1" }
         if let oidcIssuer { peerEnvironment["ALLAUTH_OIDC_URL"] = oidcIssuer }
         self.environment = peerEnvironment
 

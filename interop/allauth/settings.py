@@ -77,6 +77,13 @@ if os.environ.get("ALLAUTH_MFA"):
     MFA_RECOVERY_CODES_SHOW_ONCE = True
     MFA_ALLOW_UNVERIFIED_EMAIL = True
     MFA_TOTP_ISSUER = "Homeport"
+# ALLAUTH_WEBAUTHN=1 (with ALLAUTH_MFA) serves WebAuthn alone, passkey sign-in on, as Homeport
+# serves passkeys: the relying party is the request's host, and any origin is taken (the tests'
+# authenticator runs on no page).
+if os.environ.get("ALLAUTH_MFA") and os.environ.get("ALLAUTH_WEBAUTHN"):
+    MFA_SUPPORTED_TYPES = ["webauthn"]
+    MFA_PASSKEY_LOGIN_ENABLED = True
+    MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = True
 USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
 # ALLAUTH_OIDC_URL=ISSUER adds allauth's socialaccount app with its OpenID Connect provider

@@ -251,6 +251,8 @@ struct AppDoor: Sendable {
         if service.settings.signup != .closed { flows.append(AuthFlow(id: "signup")) }
         let providers = providers()
         if !providers.isEmpty { flows.append(AuthFlow(id: "provider_token", providers: providers.map(\.id))) }
+        // As allauth with passkey sign-in on.
+        if service.passkeys.relyingParty != nil { flows.append(AuthFlow(id: "mfa_login_webauthn")) }
         if verifying { flows.append(AuthFlow(id: "verify_email", isPending: true)) }
         if let secondFactor { flows.append(AuthFlow(id: "mfa_authenticate", isPending: true, types: secondFactor)) }
         return flows

@@ -11,7 +11,7 @@ extension RouterGroup where Context == RequestContext {
         post("/" + AllauthAppPath.webAuthn) { try door.addPasskey($0, $1.caller) }
         put("/" + AllauthAppPath.webAuthn) { try door.renamePasskey($0, $1.caller) }
         delete("/" + AllauthAppPath.webAuthn) { try door.removePasskeys($0, $1.caller) }
-        get("/" + AllauthAppPath.webAuthnLogin) { _, context in try door.passkeyRequestOptions(context.caller) }
+        get("/" + AllauthAppPath.webAuthnLogin) { try door.passkeyRequestOptions($0, $1.caller) }
         post("/" + AllauthAppPath.webAuthnLogin) { try door.passkeyLogin($0, $1.caller) }
     }
 }
@@ -120,9 +120,12 @@ extension AppDoor {
     /// `GET auth/webauthn/login`: options to sign in with a passkey, the challenge kept on the
     /// caller's pre-login session (a new one, whose token `meta.session_token` carries, when the
     /// app sent none).
-    func passkeyRequestOptions(_ caller: Caller) throws -> HTTPResponse {
+    func passkeyRequestOptions(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
         if caller.isSignedIn { return answer(AuthEnvelope(status: 409)) }
         guard service.passkeys.relyingParty != nil else { return answer(AuthEnvelope(status: 404)) }
+        if let retryAfter = try service.passkeys.chargeOptions(address: request.remoteAddress) {
+            return tooMany(retryAfter)
+        }
         let (owner, token) = try service.passkeys.appOwner(caller)
         guard let options = try service.passkeys.requestOptions(owner: owner) else {
             return answer(AuthEnvelope(status: 404))

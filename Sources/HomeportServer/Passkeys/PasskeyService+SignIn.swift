@@ -7,8 +7,25 @@ import HomeportWire
 /// Signing in with a passkey alone: the options with a challenge, then the browser's answer,
 /// checked, counted and turned into a session as a password's sign-in is.
 extension PasskeyService {
+    /// Charges a sign-in's options, asked from `address`, to the address's `login-per-address`
+    /// (each writes a challenge, and at the app door a pre-login session): the seconds to wait
+    /// when it is spent, else `nil`. Charged before anything is written.
+    package func chargeOptions(address: String) throws -> Int64? {
+        let now = accounts.clock.unixSeconds
+        do {
+            try accounts.database.transaction {
+                try RateLimiter($0, policy: accounts.settings.rateLimits).charge(
+                    .loginPerAddress, RateLimiter.clientKey(address), now: now)
+            }
+            return nil
+        } catch let refusal as RateLimiter.Refusal {
+            return refusal.retryAfter
+        }
+    }
+
     /// `navigator.credentials.get` options for a sign-in whose challenge `owner` keeps (a
-    /// pre-login session, or a browser's ceremony cookie); `nil` without a relying party.
+    /// pre-login session, or a browser's ceremony cookie); `nil` without a relying party. Charge
+    /// them first (``chargeOptions(address:)``).
     package func requestOptions(owner: String) throws -> [String: Any]? {
         guard let party = relyingParty else { return nil }
         let bytes = try accounts.random.bytes(32)
@@ -23,19 +40,19 @@ extension PasskeyService {
         return [
             "publicKey": [
                 "challenge": IdentityProof.base64URL(bytes), "rpId": party.id, "allowCredentials": [] as [Any],
-                "userVerification": "required", "timeout": Int(Self.challengeLifetime * 1000),
+                "userVerification": "required",
             ] as [String: Any]
         ]
     }
 
     /// The app door's owner of a sign-in's challenge: the caller's pre-login session, or a new
-    /// one (whose token is returned, for the app to send with its answer, as allauth's
-    /// `meta.session_token`).
+    /// one living as long as the challenge (whose token is returned, for the app to send with its
+    /// answer, as allauth's `meta.session_token`).
     package func appOwner(_ caller: Caller) throws -> (owner: String, token: String?) {
         if case .preLogin(let session, _) = caller, session.kind == .app { return (Self.owner(session), nil) }
         let now = accounts.clock.unixSeconds
         var new = try accounts.mint.make(kind: .app, userID: nil, now: now)
-        new.session.expiresAt = min(new.session.expiresAt, now + AccountService.preLoginLifetime)
+        new.session.expiresAt = min(new.session.expiresAt, now + Self.challengeLifetime)
         try accounts.database.transaction { try SessionStore($0).insertPreLogin(new.session, now: now) }
         return (Self.owner(new.session), new.token)
     }
@@ -70,8 +87,10 @@ extension PasskeyService {
         } catch {
             return .invalid([Self.incorrect])
         }
+        // The user handle is the account the authenticator holds the passkey for: it must be
+        // there, and be the credential's owner (WebAuthn §7.2, step 6).
         guard let passkey = try PasskeyStore(accounts.database).find(credentialID: IdentityProof.base64URL(answer.id)),
-            answer.userHandle.map({ $0 == Array(String(passkey.userID).utf8) }) ?? true,
+            answer.userHandle == Array(String(passkey.userID).utf8),
             let key = IdentityProof.readBase64URL(passkey.publicKey).flatMap({ try? COSEKey(encoded: $0) })
         else { return .invalid([Self.incorrect]) }
         let assertion: RelyingParty.Assertion
@@ -135,7 +154,10 @@ extension PasskeyService {
                 try ResetKeyStore(db).deleteAll(userID: account.id)
                 return .signedIn(token: newSession.token, account: account, session: newSession.session)
             }
-            let latest = try AccountStore(db).find(id: account.id) ?? account
+            // No session: the account is not (or no longer) approved; deleted, or its password
+            // changed since it was read, nobody signs in.
+            guard let latest = try AccountStore(db).find(id: account.id), latest.passwordHash == account.passwordHash
+            else { return .invalid([Self.incorrect]) }
             return try accounts.notApproved(latest, newSession, current: current, kind: kind, db, now)
         }
         if case .signedIn = outcome {

@@ -13,7 +13,7 @@ import HomeportWire
 package struct PasskeyService {
     let accounts: AccountService
 
-    /// How long a challenge waits for its answer, in seconds (the options' `timeout` too).
+    /// How long a challenge waits for its answer, in seconds.
     package static let challengeLifetime: Int64 = 300
     /// The most passkeys one account holds.
     package static let maximumPerAccount = 20
@@ -41,10 +41,14 @@ package struct PasskeyService {
 
     // MARK: Adding
 
-    /// `navigator.credentials.create` options for `account` to add a passkey through `session`
-    /// (`passwordless`: one that signs in alone, so discoverable and verified); the challenge is
-    /// kept for the session. `nil` without a relying party.
-    package func creationOptions(session: Session, account: Account, passwordless: Bool) throws -> [String: Any]? {
+    /// `navigator.credentials.create` options for `account` to add a passkey through `session`:
+    /// one that signs in alone, so discoverable and verified, whether `passwordless` was asked or
+    /// not (Homeport does not take WebAuthn as a second factor yet, so a key that could only be
+    /// one would never be asked for); the challenge is kept for the session. `nil` without a
+    /// relying party.
+    package func creationOptions(session: Session, account: Account, passwordless _: Bool = true) throws
+        -> [String: Any]?
+    {
         guard let party = relyingParty else { return nil }
         let bytes = try challenge()
         let now = clock.unixSeconds
@@ -54,7 +58,7 @@ package struct PasskeyService {
             try store.sweep(now: now)
             try store.issue(
                 .init(
-                    purpose: passwordless ? "register-passwordless" : "register", challenge: bytes, userID: account.id),
+                    purpose: "register-passwordless", challenge: bytes, userID: account.id),
                 owner: Self.owner(session), expiresAt: now + Self.challengeLifetime)
         }
         return [
@@ -65,13 +69,11 @@ package struct PasskeyService {
                     "displayName": account.email,
                 ],
                 "challenge": IdentityProof.base64URL(bytes), "pubKeyCredParams": Self.parameters,
-                "timeout": Int(Self.challengeLifetime * 1000),
                 "excludeCredentials": existing.map { ["type": "public-key", "id": $0.credentialID] },
                 "authenticatorSelection": [
-                    "residentKey": passwordless ? "required" : "discouraged", "requireResidentKey": passwordless,
-                    "userVerification": passwordless ? "required" : "preferred",
+                    "residentKey": "required", "requireResidentKey": true, "userVerification": "required",
                 ],
-                "attestation": "none", "extensions": ["credProps": true],
+                "extensions": ["credProps": true],
             ] as [String: Any]
         ]
     }
@@ -103,7 +105,7 @@ package struct PasskeyService {
         guard
             let waiting = try database.transaction({
                 try PasskeyStore($0).take(
-                    owner: Self.owner(session), purposes: ["register", "register-passwordless"], now: now)
+                    owner: Self.owner(session), purposes: ["register-passwordless"], now: now)
             }), waiting.userID == account.id
         else { return .incorrect }
         let registration: RelyingParty.Registration
@@ -112,16 +114,14 @@ package struct PasskeyService {
             parsed = try RegistrationCredential(json: credential)
             registration = try party.verifyRegistration(
                 clientDataJSON: parsed.clientDataJSON, attestationObject: parsed.attestationObject,
-                challenge: waiting.challenge, requireUserVerification: waiting.purpose == "register-passwordless")
+                challenge: waiting.challenge, requireUserVerification: true)
         } catch let refusal as WebAuthnError {
             accounts.logger.notice(
                 "passkey refused", metadata: ["account": String(account.id), "reason": refusal.description])
             return .incorrect
         }
-        let passwordless =
-            waiting.purpose == "register-passwordless"
-            || (parsed.discoverable == true
-                && registration.userVerified)
+        // Every passkey is made to sign in alone (verified, discoverable): see creationOptions.
+        let passwordless = true
         let name = Self.name(rawName, existing: existing.count)
         guard
             let passkey = try database.transaction({

@@ -38,6 +38,14 @@ extension WebDoor {
     /// browser by a cookie that lives as long as the challenge.
     func passkeyLoginOptions(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         if let refusal = honeypot(request.formFields) { return refusal }
+        guard offersPasskeys else {
+            throw HTTPError(status: 404, code: APIErrorCode.notFound, message: "This server offers no passkeys.")
+        }
+        if let retryAfter = try service.passkeys.chargeOptions(address: request.remoteAddress) {
+            throw HTTPError(
+                status: 429, code: APIErrorCode.rateLimited, message: "Too many sign-in attempts; wait a minute.",
+                headers: ["Retry-After": String(retryAfter)])
+        }
         let handle = try SecretToken.generate()
         guard let options = try service.passkeys.requestOptions(owner: Self.ceremonyOwner(handle)) else {
             throw HTTPError(status: 404, code: APIErrorCode.notFound, message: "This server offers no passkeys.")

@@ -139,7 +139,11 @@ extension AccountService {
             }
         }
         if let factor = record.factor, let at = record.factorAt {
-            methods.append(AuthMethod(method: "mfa", at: at, email: nil, type: factor))
+            // A passkey's sign-in is its own, without a password: allauth's `passwordless`.
+            methods.append(
+                AuthMethod(
+                    method: "mfa", at: at, email: nil, type: factor,
+                    passwordless: factor == "webauthn" && session.authenticatedAt == nil ? true : nil))
         }
         if let method = record.reauthenticatedBy, let at = record.reauthenticatedAt {
             methods.append(
