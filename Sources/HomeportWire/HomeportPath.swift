@@ -114,6 +114,11 @@ public enum AllauthAppPath {
     public static let webAuthn = "account/authenticators/webauthn"
     /// `GET`: options to sign in with a passkey; `POST`: sign in with one (`credential`).
     public static let webAuthnLogin = "auth/webauthn/login"
+    /// `GET`: options for the passkey a sign-in waits for as its second factor; `POST`: sign in
+    /// with it (`credential`).
+    public static let webAuthnAuthenticate = "auth/webauthn/authenticate"
+    /// `GET`: options to confirm a signed-in session with a passkey; `POST`: confirm it.
+    public static let webAuthnReauthenticate = "auth/webauthn/reauthenticate"
     /// `POST`: sign in (or connect) with an identity provider's ID token the app obtained itself.
     public static let providerToken = "auth/provider/token"
     /// `GET`, `POST`: the sign-up a provider sign-in waits on, when its address is taken.

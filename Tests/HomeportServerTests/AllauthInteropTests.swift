@@ -323,14 +323,10 @@ struct AllauthInteropTests {
     /// comparison (allauth takes any origin there).
     static let passkeyOrigin = "http://localhost"
 
-    /// allauth asks a password sign-in of an account with a passkey for the passkey as a second
-    /// factor; Homeport does not yet.
-    static let passkeyNotSecondFactor = Difference(
-        homeportStatus: 200, documented: "signs in with the password alone (200)")
-
     /// Passkeys (allauth's WebAuthn, headless, passkey sign-in on): options after a
-    /// confirmation, adding one, listing and renaming it, signing in with it alone, a replay and
-    /// garbage refused, removal.
+    /// confirmation, adding one (recovery codes made with it), listing and renaming it, signing
+    /// in with it alone, a replay and garbage refused, a password sign-in that waits for it as
+    /// its second factor, a confirmation with it, removal.
     static var passkeySteps: [Step] {
         let password = "first good password"
         return [
@@ -375,7 +371,28 @@ struct AllauthInteropTests {
                 json: [:], passkey: .again),
             Step(
                 name: "login with the password", method: "POST", path: "auth/login",
-                json: ["email": "passkey@example.com", "password": password], difference: passkeyNotSecondFactor),
+                json: ["email": "passkey@example.com", "password": password]),
+            Step(
+                name: "second factor options", method: "GET", path: "auth/webauthn/authenticate", token: .current),
+            Step(
+                name: "second factor, garbage", method: "POST", path: "auth/webauthn/authenticate", token: .current,
+                json: [:], passkey: .garbage),
+            Step(
+                name: "second factor options again", method: "GET", path: "auth/webauthn/authenticate",
+                token: .current),
+            Step(
+                name: "second factor, the passkey", method: "POST", path: "auth/webauthn/authenticate",
+                token: .current, json: [:], passkey: .assert),
+            Step(name: "session after the second factor", method: "GET", path: "auth/session", token: .current),
+            Step(
+                name: "confirmation options", method: "GET", path: "auth/webauthn/reauthenticate", token: .current),
+            Step(
+                name: "confirmation with the passkey", method: "POST", path: "auth/webauthn/reauthenticate",
+                token: .current, json: [:], passkey: .assert),
+            Step(
+                name: "remove the passkey", method: "DELETE", path: "account/authenticators/webauthn", token: .current,
+                json: [:], passkeyID: true),
+            Step(name: "authenticators, none again", method: "GET", path: "account/authenticators", token: .current),
         ]
     }
 

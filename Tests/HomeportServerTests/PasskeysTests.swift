@@ -88,6 +88,7 @@ struct PasskeysTests {
                 json: ["credential": try authenticator.register(created, origin: Self.url)])
             #expect(added.status == 200, "\(added.text)")
             let data = try #require(added.jsonObject?["data"] as? [String: Any])
+            #expect((added.jsonObject?["meta"] as? [String: Any])?["recovery_codes_generated"] as? Bool == true)
             #expect(data["type"] as? String == "webauthn" && data["name"] as? String == "Master key")
             #expect(data["is_passwordless"] as? Bool == true)
             let listed = try server.app("GET", AllauthAppPath.authenticators, token: token)
@@ -322,11 +323,12 @@ extension PasskeysTests {
         limits.loginPerAddress = RateLimit(4, per: 60)
         try withAccounts(.sqlite, rateLimits: limits, publicURL: Self.url) { server in
             let token = try confirmed(server, "ada@example.com")
-            // Asked without ?passwordless: still one that signs in alone.
+            // Asked without ?passwordless: allauth's second-factor key (discouraged, preferred);
+            // an authenticator that makes it discoverable and verified all the same signs in alone.
             let created = try options(server.app("GET", AllauthAppPath.webAuthn, token: token), "creation_options")
             let selection = (created["publicKey"] as? [String: Any])?["authenticatorSelection"] as? [String: Any]
-            #expect(selection?["residentKey"] as? String == "required")
-            #expect(selection?["userVerification"] as? String == "required")
+            #expect(selection?["residentKey"] as? String == "discouraged")
+            #expect(selection?["userVerification"] as? String == "preferred")
             let authenticator = try SoftAuthenticator()
             let added = try server.app(
                 "POST", AllauthAppPath.webAuthn, token: token,
@@ -379,6 +381,80 @@ extension PasskeysTests {
             server.clock.advance(by: 200)
             let waiting = try signIn(server, authenticator)
             #expect(waiting.status == 401 && waiting.text.contains("verify_email"), "\(waiting.text)")
+        }
+    }
+}
+
+extension PasskeysTests {
+    @Test(
+        "a passkey is a second factor: a password sign-in waits for it, it confirms a session, and the recovery codes made with it stand in",
+        arguments: Backend.allCases)
+    func secondFactor(backend: Backend) throws {
+        try withAccounts(backend, publicURL: Self.url) { server in
+            let token = try confirmed(server, "ada@example.com")
+            let authenticator = try SoftAuthenticator()
+            #expect(try add(server, token, authenticator, passwordless: false).status == 200)
+            let codes = try server.app("GET", AllauthAppPath.recoveryCodes, token: token)
+            let shown = try #require(
+                (codes.jsonObject?["data"] as? [String: Any])?["unused_codes"] as? [String], "\(codes.text)")
+            #expect(shown.count == 10)
+            #expect(try server.app("DELETE", "auth/session", token: token).status == 401)
+
+            // The password alone no longer signs in: the passkey (or a recovery code) is asked for.
+            let first = try server.app(
+                "POST", "auth/login", json: ["email": "ada@example.com", "password": Self.password])
+            #expect(first.status == 401 && first.text.contains("mfa_authenticate"), "\(first.text)")
+            #expect(first.text.contains("\"webauthn\"") && first.text.contains("\"recovery_codes\""), "\(first.text)")
+            let pending = try #require(first.sessionToken)
+            let asked = try options(
+                server.app("GET", AllauthAppPath.webAuthnAuthenticate, token: pending), "request_options")
+            let publicKey = try #require(asked["publicKey"] as? [String: Any])
+            let allowed = (publicKey["allowCredentials"] as? [[String: Any]])?.compactMap { $0["id"] as? String }
+            #expect(allowed == [IdentityProof.base64URL(authenticator.credentialID)])
+            #expect(publicKey["userVerification"] as? String == "preferred")
+            // Another authenticator's answer: refused, as a wrong code.
+            let stranger = try SoftAuthenticator()
+            _ = try stranger.register(
+                ["challenge": "AAAA", "rp": ["id": "books.example.net"], "user": ["id": "MQ"]], origin: Self.url)
+            let wrong = try server.app(
+                "POST", AllauthAppPath.webAuthnAuthenticate, token: pending,
+                json: ["credential": try stranger.assert(asked, origin: Self.url)])
+            #expect(wrong.status == 400 && wrong.errorCodes == ["incorrect_code"], "\(wrong.text)")
+            // The challenge went with the wrong answer: ask again, then the passkey signs in.
+            let again = try options(
+                server.app("GET", AllauthAppPath.webAuthnAuthenticate, token: pending), "request_options")
+            let signed = try server.app(
+                "POST", AllauthAppPath.webAuthnAuthenticate, token: pending,
+                json: ["credential": try authenticator.assert(again, origin: Self.url, verified: false)])
+            #expect(
+                signed.status == 200 && signed.sessionToken != nil, "a second factor need not verify: \(signed.text)")
+            #expect(signed.text.contains("\"password\"") && signed.text.contains("\"webauthn\""), "\(signed.text)")
+            let session = try #require(signed.sessionToken)
+            // No sign-in waits any more.
+            #expect(try server.app("GET", AllauthAppPath.webAuthnAuthenticate).status == 401)
+
+            // A confirmation with the passkey lets the session rename it.
+            let rename: [String: Any] = ["id": 1, "name": "Desk key"]
+            #expect(try server.app("PUT", AllauthAppPath.webAuthn, token: session, json: rename).status == 401)
+            let confirm = try options(
+                server.app("GET", AllauthAppPath.webAuthnReauthenticate, token: session), "request_options")
+            let confirmed = try server.app(
+                "POST", AllauthAppPath.webAuthnReauthenticate, token: session,
+                json: ["credential": try authenticator.assert(confirm, origin: Self.url)])
+            #expect(confirmed.status == 200 && confirmed.text.contains("\"reauthenticated\":true"), "\(confirmed.text)")
+            #expect(try server.app("PUT", AllauthAppPath.webAuthn, token: session, json: rename).status == 200)
+
+            // The passkey removed, the recovery codes go with it, and the password alone signs in.
+            let removed = try server.app(
+                "DELETE", AllauthAppPath.webAuthn, token: session, json: ["authenticators": [1]])
+            #expect(removed.status == 200, "\(removed.text)")
+            #expect(
+                try server.app("GET", AllauthAppPath.authenticators, token: session).text
+                    == #"{"data":[],"status":200}"#)
+            #expect(try server.app("DELETE", "auth/session", token: session).status == 401)
+            let plain = try server.app(
+                "POST", "auth/login", json: ["email": "ada@example.com", "password": Self.password])
+            #expect(plain.status == 200, "\(plain.text)")
         }
     }
 }

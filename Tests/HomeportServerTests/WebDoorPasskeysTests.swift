@@ -37,9 +37,11 @@ struct WebDoorPasskeysTests {
         let credential = try authenticator.register(options, origin: Self.url)
         let text = String(decoding: try JSONSerialization.data(withJSONObject: credential), as: UTF8.self)
         let added = try browser.post("/account/passkeys/add", ["name": "Laptop", "credential": text, "website": ""])
-        #expect(added.status == 303 && added.header("Location") == "/account/passkeys?added=1", "\(added.text)")
-        let listed = try browser.get("/account/passkeys?added=1")
-        #expect(listed.text.contains("The passkey was added.") && listed.text.contains("Laptop"))
+        // The first second factor: its recovery codes, shown this once.
+        #expect(added.status == 200 && added.text.contains("The passkey was added"), "\(added.text)")
+        #expect(added.text.components(separatedBy: "class=\"recovery-code\"").count == 11)
+        let listed = try browser.get("/account/passkeys")
+        #expect(listed.text.contains("Laptop"))
         return browser
     }
 
@@ -166,6 +168,37 @@ struct WebDoorPasskeysTests {
             browser.cookies[ceremony.key] = ceremony.value
             let replayed = try browser.post("/account/passkey/login", ["credential": text, "website": ""])
             #expect(replayed.status == 400 && replayed.text.contains("That passkey could not sign you in."))
+        }
+    }
+
+    @Test("a password sign-in to an account with a passkey takes the passkey as its second step")
+    func secondStep() throws {
+        try withAccounts(.sqlite, publicURL: Self.url) { server in
+            let authenticator = try SoftAuthenticator()
+            let browser = try withPasskey(server, authenticator)
+            #expect(try browser.post("/account/logout", ["website": ""]).status == 303)
+            _ = try browser.get("/account/login")
+            let first = try browser.post(
+                "/account/login", ["email": "ada@example.com", "password": Self.password, "website": ""])
+            #expect(first.status == 303 && first.header("Location") == "/account/2fa/authenticate", "\(first.text)")
+            let step = try browser.get("/account/2fa/authenticate")
+            #expect(step.text.contains("Use a passkey") && step.text.contains("recovery codes"), "\(step.text)")
+            #expect(step.header("Content-Security-Policy") == WebDoor.passkeyPolicy)
+            let options = try json(try browser.post("/account/2fa/webauthn/options", ["website": ""]))
+            let allowed = (options["publicKey"] as? [String: Any])?["allowCredentials"] as? [[String: Any]]
+            #expect(allowed?.count == 1)
+            // Garbage first: the step again, with its error; then the passkey.
+            let garbage = try browser.post("/account/2fa/webauthn", ["credential": "{}", "website": ""])
+            #expect(garbage.status == 400 && garbage.text.contains("That passkey could not sign you in."))
+            let fresh = try json(try browser.post("/account/2fa/webauthn/options", ["website": ""]))
+            let text = String(
+                decoding: try JSONSerialization.data(withJSONObject: try authenticator.assert(fresh, origin: Self.url)),
+                as: UTF8.self)
+            let signed = try browser.post("/account/2fa/webauthn", ["credential": text, "website": ""])
+            #expect(signed.status == 303 && signed.header("Location") == "/account", "\(signed.text)")
+            #expect(try browser.get("/account").text.contains("Sign out"))
+            // Nothing waits now: the options are refused.
+            #expect(try browser.post("/account/2fa/webauthn/options", ["website": ""]).status == 409)
         }
     }
 

@@ -20,8 +20,8 @@ public final class AllauthPeer: @unchecked Sendable {
     /// `verifyByCode`, addresses must be verified by a mailed code
     /// (`ACCOUNT_EMAIL_VERIFICATION_BY_CODE_ENABLED`, two resends allowed); with `mfa` (the
     /// default, as homeport-server offers it), allauth's MFA app is on: TOTP with one step of
-    /// skew, recovery codes shown once; with `webAuthn` too, it serves WebAuthn alone instead,
-    /// passkey sign-in on, any origin taken.
+    /// skew, recovery codes shown once; with `webAuthn` too, it serves WebAuthn and recovery
+    /// codes instead, passkey sign-in on, any origin taken.
     /// With `oidcIssuer`, allauth's socialaccount app signs people in with ID tokens of that
     /// OpenID Connect provider (`household`, client `homeport-app`).
     public init(

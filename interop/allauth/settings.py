@@ -77,11 +77,11 @@ if os.environ.get("ALLAUTH_MFA"):
     MFA_RECOVERY_CODES_SHOW_ONCE = True
     MFA_ALLOW_UNVERIFIED_EMAIL = True
     MFA_TOTP_ISSUER = "Homeport"
-# ALLAUTH_WEBAUTHN=1 (with ALLAUTH_MFA) serves WebAuthn alone, passkey sign-in on, as Homeport
-# serves passkeys: the relying party is the request's host, and any origin is taken (the tests'
-# authenticator runs on no page).
+# ALLAUTH_WEBAUTHN=1 (with ALLAUTH_MFA) serves WebAuthn and recovery codes, passkey sign-in on,
+# as Homeport serves passkeys: the relying party is the request's host, and any origin is taken
+# (the tests' authenticator runs on no page).
 if os.environ.get("ALLAUTH_MFA") and os.environ.get("ALLAUTH_WEBAUTHN"):
-    MFA_SUPPORTED_TYPES = ["webauthn"]
+    MFA_SUPPORTED_TYPES = ["recovery_codes", "webauthn"]
     MFA_PASSKEY_LOGIN_ENABLED = True
     MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = True
 USE_TZ = True

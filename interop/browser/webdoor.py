@@ -1178,8 +1178,13 @@ def passkey_flows(door, binary, workdir):
     for name, value in (("name", PASSKEY_NAME), ("password", password)):
         door.field("passkeys: add", name).send_keys(value)
     door.press("passkeys: add", "Add a passkey")
-    door.see("passkeys: added", heading="Passkeys", path=PASSKEYS_PATH,
-             texts=("The passkey was added.", PASSKEY_NAME, "never used"))
+    # The account's first second factor: its recovery codes, shown this once.
+    door.see("passkeys: added", heading="The passkey was added", texts=("Keep these recovery codes",))
+    codes = door.browser.find_elements(By.CLASS_NAME, RECOVERY_CODE_CLASS)
+    if len(codes) != RECOVERY_CODE_COUNT:
+        raise StepFailed(f"passkeys: expected {RECOVERY_CODE_COUNT} recovery codes, saw {len(codes)}")
+    door.open(PASSKEYS_PATH)
+    door.see("passkeys: listed", heading="Passkeys", path=PASSKEYS_PATH, texts=(PASSKEY_NAME, "never used"))
     created = authenticator.credentials()
     if len(created) != 1 or not created[0]["isResidentCredential"]:
         raise StepFailed(f"passkeys: the authenticator holds {len(created)} credentials, not one passkey")
@@ -1191,6 +1196,14 @@ def passkey_flows(door, binary, workdir):
     door.press("passkeys: sign in with the passkey", "Sign in with a passkey")
     door.see("passkeys: signed in with the passkey alone", heading="Your account", path=HOME_PATH,
              texts=(f"Signed in as {email}.",))
+
+    # The password alone no longer signs in: the second step asks for the passkey.
+    door.press("passkeys: sign out for the second step", "Sign out")
+    door.fill("passkeys: the password first", {"email": email, "password": password})
+    door.see("passkeys: the second step", heading="Two-factor sign-in", path=TOTP_AUTHENTICATE_PATH,
+             texts=("Use a passkey",))
+    door.press("passkeys: the passkey as the second step", "Use a passkey")
+    door.see("passkeys: signed in with the password and the passkey", heading="Your account", path=HOME_PATH)
     used = authenticator.credentials()[0]
     if used["signCount"] < 1:
         raise StepFailed("passkeys: the authenticator's counter did not move")

@@ -364,7 +364,7 @@ package final class AccountService: Sendable {
                 account: account, address: address, email: email, kind: kind, current: current, now: now)
         }
         let upgraded = hasher.needsUpgrade(account.passwordHash) ? try hasher.hash(password) : nil
-        if account.approval == .approved, try AuthenticatorStore(database).hasTOTP(userID: account.id) {
+        if account.approval == .approved, try hasSecondFactor(userID: account.id) {
             return try beginSecondFactor(
                 account: account, upgraded: upgraded, address: address, email: email, kind: kind, current: current,
                 now: now)

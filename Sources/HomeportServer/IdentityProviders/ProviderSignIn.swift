@@ -414,7 +414,7 @@ struct ProviderSignIn: Sendable {
                         now: now, refund: false))
             }
         }
-        if account.approval == .approved, try AuthenticatorStore(database).hasTOTP(userID: account.id) {
+        if account.approval == .approved, try accounts.hasSecondFactor(userID: account.id) {
             return .signIn(
                 try accounts.beginSecondFactor(
                     account: account, upgraded: nil, address: address, email: account.email, kind: kind,

@@ -13,6 +13,12 @@ extension RouterGroup where Context == RequestContext {
         delete("/" + AllauthAppPath.webAuthn) { try door.removePasskeys($0, $1.caller) }
         get("/" + AllauthAppPath.webAuthnLogin) { try door.passkeyRequestOptions($0, $1.caller) }
         post("/" + AllauthAppPath.webAuthnLogin) { try door.passkeyLogin($0, $1.caller) }
+        get("/" + AllauthAppPath.webAuthnAuthenticate) { _, context in try door.passkeyFactorOptions(context.caller) }
+        post("/" + AllauthAppPath.webAuthnAuthenticate) { try door.passkeyFactor($0, $1.caller) }
+        get("/" + AllauthAppPath.webAuthnReauthenticate) { _, context in
+            try door.passkeyConfirmationOptions(context.caller)
+        }
+        post("/" + AllauthAppPath.webAuthnReauthenticate) { try door.passkeyConfirmation($0, $1.caller) }
     }
 }
 
@@ -49,10 +55,10 @@ extension AppDoor {
         switch try service.passkeys.add(
             name: body["name"] as? String, credential: credential, session: session, account: account)
         {
-        case .added(let passkey):
+        case .added(let passkey, let recoveryCodes):
             return answer([
                 "status": 200, "data": try asObject(Self.info(passkey)),
-                "meta": ["recovery_codes_generated": false],
+                "meta": ["recovery_codes_generated": recoveryCodes],
             ])
         case .incorrect:
             return invalid([FieldProblem(code: AuthErrorCode.incorrectCode, param: nil, message: "Incorrect code.")])
@@ -148,6 +154,49 @@ extension AppDoor {
             credential: credential, owner: PasskeyService.owner(session), address: request.remoteAddress, kind: .app,
             current: caller)
         return signInAnswer(outcome, caller: caller, methods: true)
+    }
+
+    /// `GET auth/webauthn/authenticate`: options for the passkey a sign-in waits for as its
+    /// second factor (the account's passkeys allowed), kept on its pre-login session.
+    func passkeyFactorOptions(_ caller: Caller) throws -> HTTPResponse {
+        guard case .preLogin(let session, _) = caller,
+            let pending = try SessionFactorStore(service.database).pending(keyHash: session.keyHash)
+        else { return noSecondFactorWaiting() }
+        guard
+            let options = try service.passkeys.requestOptions(
+                owner: PasskeyService.owner(session), purpose: "authenticate", userID: pending.userID)
+        else { return answer(AuthEnvelope(status: 404)) }
+        return answer(["status": 200, "data": ["request_options": options]])
+    }
+
+    /// `POST auth/webauthn/authenticate` `{credential}`: the second half of the sign-in.
+    func passkeyFactor(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        guard try service.pendingSecondFactor(caller) != nil else { return noSecondFactorWaiting() }
+        guard let body = passkeyBody(request) else { return invalid([Self.invalidField("credential")]) }
+        guard let credential = body["credential"] else { return invalid([Self.required("credential")]) }
+        return factorAnswer(
+            try service.completeSecondFactor(passkey: credential, caller: caller), incorrect: PasskeyService.incorrect)
+    }
+
+    /// `GET auth/webauthn/reauthenticate`: options for a signed-in session to confirm itself
+    /// with one of the account's passkeys.
+    func passkeyConfirmationOptions(_ caller: Caller) throws -> HTTPResponse {
+        guard case .signedIn(let session, let account) = caller else { return try notSignedIn(caller) }
+        guard
+            let options = try service.passkeys.requestOptions(
+                owner: PasskeyService.owner(session), purpose: "reauthenticate", userID: account.id)
+        else { return answer(AuthEnvelope(status: 404)) }
+        return answer(["status": 200, "data": ["request_options": options]])
+    }
+
+    /// `POST auth/webauthn/reauthenticate` `{credential}`: confirms the session for five minutes.
+    func passkeyConfirmation(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        guard case .signedIn(let session, let account) = caller else { return try notSignedIn(caller) }
+        guard let body = passkeyBody(request) else { return invalid([Self.invalidField("credential")]) }
+        guard let credential = body["credential"] else { return invalid([Self.required("credential")]) }
+        return factorAnswer(
+            try service.reauthenticate(passkey: credential, session: session, account: account),
+            incorrect: PasskeyService.incorrect)
     }
 
     /// The body as a JSON object (an empty body is `{}`); `nil` for anything else.

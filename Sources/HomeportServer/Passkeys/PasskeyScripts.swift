@@ -72,6 +72,7 @@ enum PasskeyScripts {
 
           for (const [button, formID, action] of [
             ["passkey-signin", "passkey-login", signIn], ["passkey-create", "passkey-add", create],
+            ["passkey-use", "passkey-factor", signIn],
           ]) {
             const element = document.getElementById(button);
             const form = document.getElementById(formID);

@@ -26,21 +26,29 @@ extension PasskeyService {
     /// `navigator.credentials.get` options for a sign-in whose challenge `owner` keeps (a
     /// pre-login session, or a browser's ceremony cookie); `nil` without a relying party. Charge
     /// them first (``chargeOptions(address:)``).
-    package func requestOptions(owner: String) throws -> [String: Any]? {
+    ///
+    /// With `userID`, the options of a second factor (`authenticate`) or a confirmation
+    /// (`reauthenticate`) of that account, as allauth's: its passkeys allowed, user verification
+    /// preferred.
+    package func requestOptions(owner: String, purpose: String = "login", userID: Int64? = nil) throws
+        -> [String: Any]?
+    {
         guard let party = relyingParty else { return nil }
         let bytes = try accounts.random.bytes(32)
         let now = accounts.clock.unixSeconds
+        let allowed = try userID.map { try PasskeyStore(accounts.database).all(userID: $0) } ?? []
         try accounts.database.transaction { db in
             let store = PasskeyStore(db)
             try store.sweep(now: now)
             try store.issue(
-                .init(purpose: "login", challenge: bytes, userID: nil), owner: owner,
+                .init(purpose: purpose, challenge: bytes, userID: userID), owner: owner,
                 expiresAt: now + Self.challengeLifetime)
         }
         return [
             "publicKey": [
-                "challenge": IdentityProof.base64URL(bytes), "rpId": party.id, "allowCredentials": [] as [Any],
-                "userVerification": "required",
+                "challenge": IdentityProof.base64URL(bytes), "rpId": party.id,
+                "allowCredentials": allowed.map { ["type": "public-key", "id": $0.credentialID] },
+                "userVerification": userID == nil ? "required" : "preferred",
             ] as [String: Any]
         ]
     }
@@ -76,50 +84,10 @@ extension PasskeyService {
             return refusal.failedLogins
                 ? .tooManyFailedLogins(retryAfter: refusal.retryAfter) : .rateLimited(retryAfter: refusal.retryAfter)
         }
-        guard let party = relyingParty,
-            let waiting = try accounts.database.transaction({
-                try PasskeyStore($0).take(owner: owner, purposes: ["login"], now: now)
-            })
-        else { return .invalid([Self.incorrect]) }
-        let answer: AuthenticationCredential
-        do {
-            answer = try AuthenticationCredential(json: credential)
-        } catch {
-            return .invalid([Self.incorrect])
-        }
-        // The user handle is the account the authenticator holds the passkey for: it must be
-        // there, and be the credential's owner (WebAuthn §7.2, step 6).
-        guard let passkey = try PasskeyStore(accounts.database).find(credentialID: IdentityProof.base64URL(answer.id)),
-            answer.userHandle == Array(String(passkey.userID).utf8),
-            let key = IdentityProof.readBase64URL(passkey.publicKey).flatMap({ try? COSEKey(encoded: $0) })
-        else { return .invalid([Self.incorrect]) }
-        let assertion: RelyingParty.Assertion
-        do {
-            assertion = try party.verifyAssertion(
-                clientDataJSON: answer.clientDataJSON, authenticatorData: answer.authenticatorData,
-                signature: answer.signature, challenge: waiting.challenge, publicKey: key,
-                storedSignCount: UInt32(clamping: passkey.signCount), requireUserVerification: true)
-        } catch let refusal as WebAuthnError {
-            let cloned: Bool = if case .counterWentBack = refusal { true } else { false }
-            accounts.logger.notice(
-                cloned ? "passkey refused: its counter went back, a cloned authenticator?" : "passkey refused",
-                metadata: [
-                    "account": String(passkey.userID), "passkey": String(passkey.id), "reason": refusal.description,
-                ])
-            return .invalid([Self.incorrect])
-        }
         guard
-            try accounts.database.transaction({
-                try PasskeyStore($0).use(
-                    id: passkey.id, stored: passkey.signCount, presented: Int64(assertion.signCount),
-                    at: accounts.clock.now().timeIntervalSince1970)
-            })
-        else {
-            accounts.logger.notice(
-                "passkey refused: another sign-in moved its counter first",
-                metadata: ["account": String(passkey.userID), "passkey": String(passkey.id)])
-            return .invalid([Self.incorrect])
-        }
+            let passkey = try check(
+                credential: credential, owner: owner, purpose: "login", userID: nil, requireUserVerification: true)
+        else { return .invalid([Self.incorrect]) }
         guard let account = try AccountStore(accounts.database).find(id: passkey.userID) else {
             return .invalid([Self.incorrect])
         }
@@ -164,6 +132,59 @@ extension PasskeyService {
             accounts.logger.notice("signed in", metadata: ["account": String(account.id), "method": "passkey"])
         }
         return outcome
+    }
+
+    /// Checks `credential` (the browser's JSON) against the challenge `owner` keeps for
+    /// `purpose` (taken once, whatever comes of it): a passkey of `userID` (or, without one, of
+    /// the account its user handle names), the relying party's checks, and its counter moved
+    /// once. The passkey it used, or `nil` for every refusal (a cloned authenticator logged).
+    func check(
+        credential: Any, owner: String, purpose: String, userID: Int64?, requireUserVerification: Bool
+    ) throws -> Passkey? {
+        let now = accounts.clock.unixSeconds
+        guard let party = relyingParty,
+            let waiting = try accounts.database.transaction({
+                try PasskeyStore($0).take(owner: owner, purposes: [purpose], now: now)
+            }), waiting.userID == userID,
+            let answer = try? AuthenticationCredential(json: credential)
+        else { return nil }
+        // The user handle is the account the authenticator holds the passkey for: when it is
+        // sent it must be the credential's owner; a sign-in with the passkey alone needs it
+        // (WebAuthn §7.2, step 6), a second factor's owner is known already.
+        guard let passkey = try PasskeyStore(accounts.database).find(credentialID: IdentityProof.base64URL(answer.id)),
+            userID.map({ $0 == passkey.userID }) ?? true,
+            answer.userHandle.map({ $0 == Array(String(passkey.userID).utf8) }) ?? (userID != nil),
+            let key = IdentityProof.readBase64URL(passkey.publicKey).flatMap({ try? COSEKey(encoded: $0) })
+        else { return nil }
+        let assertion: RelyingParty.Assertion
+        do {
+            assertion = try party.verifyAssertion(
+                clientDataJSON: answer.clientDataJSON, authenticatorData: answer.authenticatorData,
+                signature: answer.signature, challenge: waiting.challenge, publicKey: key,
+                storedSignCount: UInt32(clamping: passkey.signCount),
+                requireUserVerification: requireUserVerification)
+        } catch let refusal as WebAuthnError {
+            let cloned: Bool = if case .counterWentBack = refusal { true } else { false }
+            accounts.logger.notice(
+                cloned ? "passkey refused: its counter went back, a cloned authenticator?" : "passkey refused",
+                metadata: [
+                    "account": String(passkey.userID), "passkey": String(passkey.id), "reason": refusal.description,
+                ])
+            return nil
+        }
+        guard
+            try accounts.database.transaction({
+                try PasskeyStore($0).use(
+                    id: passkey.id, stored: passkey.signCount, presented: Int64(assertion.signCount),
+                    at: accounts.clock.now().timeIntervalSince1970)
+            })
+        else {
+            accounts.logger.notice(
+                "passkey refused: another sign-in moved its counter first",
+                metadata: ["account": String(passkey.userID), "passkey": String(passkey.id)])
+            return nil
+        }
+        return passkey
     }
 
     /// allauth's answer to any credential that does not sign in.

@@ -41,14 +41,11 @@ package struct PasskeyService {
 
     // MARK: Adding
 
-    /// `navigator.credentials.create` options for `account` to add a passkey through `session`:
-    /// one that signs in alone, so discoverable and verified, whether `passwordless` was asked or
-    /// not (Homeport does not take WebAuthn as a second factor yet, so a key that could only be
-    /// one would never be asked for); the challenge is kept for the session. `nil` without a
-    /// relying party.
-    package func creationOptions(session: Session, account: Account, passwordless _: Bool = true) throws
-        -> [String: Any]?
-    {
+    /// `navigator.credentials.create` options for `account` to add a passkey through `session`
+    /// (`passwordless`: one that signs in alone, so discoverable and verified; otherwise a key
+    /// that may serve only as a second factor, as allauth's); the challenge is kept for the
+    /// session. `nil` without a relying party.
+    package func creationOptions(session: Session, account: Account, passwordless: Bool) throws -> [String: Any]? {
         guard let party = relyingParty else { return nil }
         let bytes = try challenge()
         let now = clock.unixSeconds
@@ -58,7 +55,7 @@ package struct PasskeyService {
             try store.sweep(now: now)
             try store.issue(
                 .init(
-                    purpose: "register-passwordless", challenge: bytes, userID: account.id),
+                    purpose: passwordless ? "register-passwordless" : "register", challenge: bytes, userID: account.id),
                 owner: Self.owner(session), expiresAt: now + Self.challengeLifetime)
         }
         return [
@@ -71,7 +68,8 @@ package struct PasskeyService {
                 "challenge": IdentityProof.base64URL(bytes), "pubKeyCredParams": Self.parameters,
                 "excludeCredentials": existing.map { ["type": "public-key", "id": $0.credentialID] },
                 "authenticatorSelection": [
-                    "residentKey": "required", "requireResidentKey": true, "userVerification": "required",
+                    "residentKey": passwordless ? "required" : "discouraged", "requireResidentKey": passwordless,
+                    "userVerification": passwordless ? "required" : "preferred",
                 ],
                 "extensions": ["credProps": true],
             ] as [String: Any]
@@ -80,8 +78,9 @@ package struct PasskeyService {
 
     /// What adding a passkey came to.
     package enum Addition: Sendable {
-        /// Added.
-        case added(Passkey)
+        /// Added; `recoveryCodes` when the account's recovery codes were made with it (its
+        /// first second factor, on a server with a secrets key), to be shown once.
+        case added(Passkey, recoveryCodes: Bool)
         /// Not an answer to the challenge this session holds (or none waits, or it expired, or
         /// the credential is registered already): allauth's `incorrect_code`.
         case incorrect
@@ -105,7 +104,7 @@ package struct PasskeyService {
         guard
             let waiting = try database.transaction({
                 try PasskeyStore($0).take(
-                    owner: Self.owner(session), purposes: ["register-passwordless"], now: now)
+                    owner: Self.owner(session), purposes: ["register", "register-passwordless"], now: now)
             }), waiting.userID == account.id
         else { return .incorrect }
         let registration: RelyingParty.Registration
@@ -114,14 +113,16 @@ package struct PasskeyService {
             parsed = try RegistrationCredential(json: credential)
             registration = try party.verifyRegistration(
                 clientDataJSON: parsed.clientDataJSON, attestationObject: parsed.attestationObject,
-                challenge: waiting.challenge, requireUserVerification: true)
+                challenge: waiting.challenge, requireUserVerification: waiting.purpose == "register-passwordless")
         } catch let refusal as WebAuthnError {
             accounts.logger.notice(
                 "passkey refused", metadata: ["account": String(account.id), "reason": refusal.description])
             return .incorrect
         }
-        // Every passkey is made to sign in alone (verified, discoverable): see creationOptions.
-        let passwordless = true
+        // Asked for as one, or made discoverable and verified all the same (the credProps
+        // extension says so): it signs in alone.
+        let passwordless =
+            waiting.purpose == "register-passwordless" || (parsed.discoverable == true && registration.userVerified)
         let name = Self.name(rawName, existing: existing.count)
         guard
             let passkey = try database.transaction({
@@ -138,7 +139,7 @@ package struct PasskeyService {
                 "account": String(account.id), "passkey": String(passkey.id),
                 "algorithm": String(registration.publicKey.algorithm.rawValue), "passwordless": String(passwordless),
             ])
-        return .added(passkey)
+        return .added(passkey, recoveryCodes: try accounts.twoFactor.ensureRecoveryCodes(userID: account.id))
     }
 
     /// `raw` trimmed and cut to ``maximumNameLength``, or allauth's names when it is empty: the
@@ -177,7 +178,16 @@ package struct PasskeyService {
     /// Removes the account's passkeys `ids`, once the session confirmed itself.
     package func remove(ids: [Int64], session: Session, account: Account) throws -> Removal {
         guard try accounts.twoFactor.recentlyReauthenticated(session) else { return .reauthenticationRequired }
-        let removed = try database.transaction { try PasskeyStore($0).remove(ids: ids, userID: account.id) }
+        let removed = try database.transaction { db in
+            let removed = try PasskeyStore(db).remove(ids: ids, userID: account.id)
+            // Recovery codes stand in for a second factor: with none left, they go too.
+            if try PasskeyStore(db).all(userID: account.id).isEmpty,
+                try !AuthenticatorStore(db).hasTOTP(userID: account.id)
+            {
+                try AuthenticatorStore(db).deleteAll(userID: account.id)
+            }
+            return removed
+        }
         accounts.logger.notice(
             "passkeys removed", metadata: ["account": String(account.id), "count": String(removed)])
         return .removed(removed)

@@ -135,7 +135,14 @@ extension WebDoor {
         switch try service.passkeys.add(
             name: fields["name"], credential: credential, session: session, account: account)
         {
-        case .added(let passkey): return .seeOther(Self.passkeysPath + "?added=\(passkey.id)")
+        case .added(let passkey, let recoveryCodes):
+            // Its first second factor: the recovery codes made with it, shown this once.
+            if recoveryCodes,
+                case .done(let codes) = try service.twoFactor.recoveryCodes(session: session, account: account)
+            {
+                return page("The passkey was added", WebPage.recoveryCodes(codes.unusedCodes ?? []))
+            }
+            return .seeOther(Self.passkeysPath + "?added=\(passkey.id)")
         case .incorrect: return try passkeysPage(context, errors: ["That passkey could not be added."], status: 400)
         case .reauthenticationRequired: return try passkeysPage(context, errors: ["Enter your password."], status: 400)
         case .tooMany:
@@ -194,6 +201,19 @@ extension WebPage {
         \(guardFields(csrf: csrf))
         <input type="hidden" name="credential">
         <button type="button" id="passkey-signin">Sign in with a passkey</button>
+        <p id="passkey-status" class="note" role="status"></p>
+        </form>
+        <script src="\(WebDoor.passkeysScriptPath)"></script>
+        """
+    }
+
+    /// "Use a passkey" on a sign-in's second step.
+    static func passkeyFactorSection(csrf: String) -> String {
+        """
+        <form id="passkey-factor" method="post" action="/account/2fa/webauthn" data-options="/account/2fa/webauthn/options">
+        \(guardFields(csrf: csrf))
+        <input type="hidden" name="credential">
+        <button type="button" id="passkey-use">Use a passkey</button>
         <p id="passkey-status" class="note" role="status"></p>
         </form>
         <script src="\(WebDoor.passkeysScriptPath)"></script>

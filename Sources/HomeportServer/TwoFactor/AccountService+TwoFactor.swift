@@ -38,9 +38,23 @@ extension AccountService {
                 keyHash: pending.session.keyHash,
                 .init(userID: account.id, passwordHash: hash, authenticatedAt: authenticatedAt, provider: provider))
             if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
-            let types = try AuthenticatorStore(db).all(userID: account.id).map(\.type).sorted()
-            return .secondFactorPending(token: pending.token, types: types)
+            return .secondFactorPending(token: pending.token, types: try secondFactorTypes(userID: account.id, db))
         }
+    }
+
+    /// Whether a sign-in to the account waits for a second factor: TOTP, or a passkey where the
+    /// server has a relying party (as allauth, a WebAuthn key is a second factor too).
+    func hasSecondFactor(userID: Int64) throws -> Bool {
+        try !secondFactorTypes(userID: userID).filter { $0 != Authenticator.recoveryCodes }.isEmpty
+    }
+
+    /// The second factors the account signs in with, by name (`recovery_codes`, `totp`,
+    /// `webauthn`), as allauth's flows list them.
+    package func secondFactorTypes(userID: Int64, _ db: (any SQLExecutor)? = nil) throws -> [String] {
+        let db = db ?? database
+        var types = try AuthenticatorStore(db).all(userID: userID).map(\.type)
+        if passkeys.relyingParty != nil, try !PasskeyStore(db).all(userID: userID).isEmpty { types.append("webauthn") }
+        return types.sorted()
     }
 
     /// The factors a pre-login session waits for, or `nil` when it waits for none.
@@ -48,7 +62,7 @@ extension AccountService {
         guard case .preLogin(let session, _) = caller,
             let pending = try SessionFactorStore(database).pending(keyHash: session.keyHash)
         else { return nil }
-        return try twoFactor.secondFactorTypes(userID: pending.userID)
+        return try secondFactorTypes(userID: pending.userID)
     }
 
     /// Completes a sign-in that waits for its second factor: the try is charged to the account
@@ -65,6 +79,37 @@ extension AccountService {
         case .used(let used): factor = used
         case .refused(let outcome): return outcome
         }
+        return try finishSecondFactor(preLogin: preLogin, pending: pending, factor: factor, now: now)
+    }
+
+    /// Completes a sign-in that waits for its second factor with a passkey's answer (`credential`,
+    /// the browser's JSON, to the challenge `auth/webauthn/authenticate` issued this pre-login
+    /// session): the try is charged to the account first, as a code's; a passkey of this account
+    /// that answers it signs in, as a right code does.
+    package func completeSecondFactor(passkey credential: Any, caller: Caller) throws
+        -> TwoFactorService.SecondFactorOutcome
+    {
+        guard case .preLogin(let preLogin, _) = caller,
+            let pending = try SessionFactorStore(database).pending(keyHash: preLogin.keyHash)
+        else { return .noneWaiting }
+        let now = clock.unixSeconds
+        if let retryAfter = try twoFactor.chargeSecondFactorTry(userID: pending.userID, session: nil, now: now) {
+            return .tooManyAttempts(retryAfter: retryAfter)
+        }
+        guard
+            try passkeys.check(
+                credential: credential, owner: PasskeyService.owner(preLogin), purpose: "authenticate",
+                userID: pending.userID, requireUserVerification: false) != nil
+        else { return .incorrect }
+        try RateLimiter(database, policy: settings.rateLimits).clearSecondFactor(account: pending.userID, session: nil)
+        return try finishSecondFactor(preLogin: preLogin, pending: pending, factor: "webauthn", now: now)
+    }
+
+    /// The end of a sign-in whose second factor was right: the pre-login session ends and a
+    /// signed-in one begins, unless the password changed or the account was held since.
+    private func finishSecondFactor(
+        preLogin: Session, pending: SessionFactorStore.Pending, factor: String, now: Int64
+    ) throws -> TwoFactorService.SecondFactorOutcome {
         var signedIn = try mint.make(kind: preLogin.kind, userID: pending.userID, now: now)
         signedIn.session.authenticatedAt = pending.authenticatedAt
         let at = clock.now().timeIntervalSince1970
@@ -86,6 +131,31 @@ extension AccountService {
     }
 
     // MARK: Confirmation
+
+    /// Confirms a signed-in session with a passkey's answer to the challenge
+    /// `auth/webauthn/reauthenticate` issued it (allauth's `mfa` confirmation): charged to the
+    /// session's second-factor budget first, as a code's.
+    package func reauthenticate(passkey credential: Any, session: Session, account: Account) throws
+        -> TwoFactorService.SecondFactorOutcome
+    {
+        let now = clock.unixSeconds
+        if let retryAfter = try twoFactor.chargeSecondFactorTry(userID: account.id, session: session.keyHash, now: now)
+        {
+            return .tooManyAttempts(retryAfter: retryAfter)
+        }
+        guard
+            try passkeys.check(
+                credential: credential, owner: PasskeyService.owner(session), purpose: "reauthenticate",
+                userID: account.id, requireUserVerification: false) != nil
+        else { return .incorrect }
+        try database.transaction { db in
+            try RateLimiter(db, policy: settings.rateLimits).clearSecondFactor(
+                account: account.id, session: session.keyHash)
+            try SessionFactorStore(db).recordReauthentication(
+                keyHash: session.keyHash, by: "mfa:webauthn", at: clock.now().timeIntervalSince1970)
+        }
+        return .signedIn(token: nil, account: account, session: session)
+    }
 
     /// What confirming the password came to.
     package enum ReauthenticationOutcome: Sendable {
@@ -145,11 +215,13 @@ extension AccountService {
                     method: "mfa", at: at, email: nil, type: factor,
                     passwordless: factor == "webauthn" && session.authenticatedAt == nil ? true : nil))
         }
-        if let method = record.reauthenticatedBy, let at = record.reauthenticatedAt {
-            methods.append(
-                AuthMethod(
-                    method: method, at: at, email: nil, type: method == "mfa" ? Authenticator.totp : nil,
-                    reauthenticated: true))
+        if let recorded = record.reauthenticatedBy, let at = record.reauthenticatedAt {
+            // `password`, `mfa` (a code: TOTP, as allauth says of a recovery code too) or
+            // `mfa:webauthn` (a passkey).
+            let parts = recorded.split(separator: ":", maxSplits: 1).map(String.init)
+            let method = parts.first ?? recorded
+            let type = parts.count == 2 ? parts[1] : method == "mfa" ? Authenticator.totp : nil
+            methods.append(AuthMethod(method: method, at: at, email: nil, type: type, reauthenticated: true))
         }
         return methods
     }

@@ -142,18 +142,20 @@ extension AppDoor {
 
     // MARK: Answers
 
-    private func factorAnswer(_ outcome: TwoFactorService.SecondFactorOutcome) -> HTTPResponse {
+    func factorAnswer(
+        _ outcome: TwoFactorService.SecondFactorOutcome, incorrect: FieldProblem = Self.incorrectCodeOfFactor
+    ) -> HTTPResponse {
         switch outcome {
         case .signedIn(let token, let account, let session):
             return answer(
                 AuthEnvelope(
                     status: 200, data: userData(account, session),
                     meta: AuthMeta(isAuthenticated: true, sessionToken: token)))
-        case .incorrect: return invalid([Self.incorrectCodeOfFactor])
+        case .incorrect: return invalid([incorrect])
         case .tooManyAttempts(let retryAfter):
             return invalid(
                 FieldProblem(
-                    code: AuthErrorCode.tooManyLoginAttempts, param: "code",
+                    code: AuthErrorCode.tooManyLoginAttempts, param: incorrect.param,
                     message: "Too many failed login attempts. Try again later."), retryAfter: retryAfter)
         case .noneWaiting: return noSecondFactorWaiting()
         }
@@ -162,7 +164,7 @@ extension AppDoor {
     /// 401 when no sign-in waits for a second factor. allauth answers `is_authenticated: null`
     /// here, where its specification says a boolean: Homeport says `false`, as the specification
     /// does (docs/allauth-differences.md).
-    private func noSecondFactorWaiting() -> HTTPResponse {
+    func noSecondFactorWaiting() -> HTTPResponse {
         notSignedIn()
     }
 
@@ -171,8 +173,10 @@ extension AppDoor {
     func reauthenticationRequired(_ session: Session, _ account: Account) throws -> HTTPResponse {
         var data = userData(account, session)
         var ways = [AuthFlow(id: "reauthenticate")]
-        let types = try service.twoFactor.secondFactorTypes(userID: account.id)
-        if types.contains("totp") { ways.append(AuthFlow(id: "mfa_reauthenticate", types: types)) }
+        let types = try service.secondFactorTypes(userID: account.id)
+        if types.contains("totp") || types.contains("webauthn") {
+            ways.append(AuthFlow(id: "mfa_reauthenticate", types: types))
+        }
         data.flows = ways
         return answer(AuthEnvelope(status: 401, data: data, meta: AuthMeta(isAuthenticated: true)))
     }

@@ -133,12 +133,43 @@ extension TwoFactorService {
         case none
     }
 
-    /// Turns TOTP off, and with it the recovery codes (they would recover nothing).
+    /// Turns TOTP off, and with it the recovery codes when no passkey is left for them to
+    /// stand in for.
     package func deactivateTOTP(session: Session, account: Account) throws -> FactorChange<Void> {
         guard try recentlyReauthenticated(session) else { return .reauthenticationRequired }
-        try database.transaction { try AuthenticatorStore($0).deleteAll(userID: account.id) }
+        try database.transaction { db in
+            if try PasskeyStore(db).all(userID: account.id).isEmpty {
+                try AuthenticatorStore(db).deleteAll(userID: account.id)
+            } else {
+                try db.execute(
+                    "DELETE FROM authenticators WHERE user_id = $1 AND type = 'totp'", [.integer(account.id)])
+            }
+        }
         logger.notice("two-factor sign-in turned off")
         return .done(())
+    }
+
+    /// Whether the account has a second factor the recovery codes stand in for: TOTP, or a passkey.
+    func hasFactor(userID: Int64) throws -> Bool {
+        try AuthenticatorStore(database).hasTOTP(userID: userID) || !PasskeyStore(database).all(userID: userID).isEmpty
+    }
+
+    /// Makes the account's recovery codes when it has none (its first passkey, as allauth's
+    /// `auto_generate_recovery_codes`), to be shown once; false when it has some, or the server
+    /// keeps no secrets key to seal them with.
+    func ensureRecoveryCodes(userID: Int64) throws -> Bool {
+        guard settings != nil else { return false }
+        let codes = try makeRecoveryCodes()
+        let at = clock.now().timeIntervalSince1970
+        let made: Bool = try database.transaction { db in
+            guard try AuthenticatorStore(db).find(userID: userID, type: Authenticator.recoveryCodes) == nil else {
+                return false
+            }
+            try storeRecoveryCodes(codes, userID: userID, db, at: at)
+            return true
+        }
+        if made { logger.notice("recovery codes made", metadata: ["account": String(userID)]) }
+        return made
     }
 
     /// The operator's way back in for someone who lost both the phone and the recovery codes
@@ -181,7 +212,7 @@ extension TwoFactorService {
 
     /// Makes new recovery codes (the old ones stop working) and shows them, this once.
     package func regenerateRecoveryCodes(session: Session, account: Account) throws -> FactorChange<AuthenticatorInfo> {
-        guard try AuthenticatorStore(database).hasTOTP(userID: account.id) else { return .none }
+        guard try hasFactor(userID: account.id) else { return .none }
         guard try recentlyReauthenticated(session) else { return .reauthenticationRequired }
         let codes = try makeRecoveryCodes()
         let at = clock.now().timeIntervalSince1970

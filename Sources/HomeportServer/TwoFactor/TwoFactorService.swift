@@ -51,11 +51,6 @@ package final class TwoFactorService: Sendable {
 
     // MARK: Codes
 
-    /// The second factors an account signs in with, by name (django-allauth's flows list them so).
-    package func secondFactorTypes(userID: Int64) throws -> [String] {
-        try AuthenticatorStore(database).all(userID: userID).map(\.type).sorted()
-    }
-
     /// What trying a code came to.
     enum FactorUse {
         case used(String)
@@ -119,7 +114,7 @@ package final class TwoFactorService: Sendable {
     package func reauthenticateSecondFactor(code: String, session: Session, account: Account) throws
         -> SecondFactorOutcome
     {
-        guard try AuthenticatorStore(database).hasTOTP(userID: account.id) else { return .incorrect }
+        guard try hasFactor(userID: account.id) else { return .incorrect }
         switch try useSecondFactor(code, userID: account.id, confirming: session.keyHash, now: clock.unixSeconds) {
         case .refused(let outcome): return outcome
         case .used:

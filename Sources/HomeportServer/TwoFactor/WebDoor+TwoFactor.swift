@@ -1,4 +1,6 @@
+import Foundation
 import HomeportHTTP
+import HomeportWire
 
 /// The web door's two-factor pages: the second step of a sign-in, TOTP's set-up (a QR code drawn
 /// on the server, the key as text) with the recovery codes shown once, and turning it off. Set-up
@@ -7,9 +9,21 @@ import HomeportHTTP
 extension WebDoor {
     private static let secondStepTitle = "Two-factor sign-in"
 
-    func secondFactorForm(_ context: RequestContext) throws -> HTTPResponse {
-        guard try service.pendingSecondFactor(context.caller) != nil else { return .seeOther("/account/login") }
-        return page(Self.secondStepTitle, WebPage.secondFactorForm(csrf: context.csrfToken))
+    func secondFactorForm(_ context: RequestContext, errors: [String] = [], status: Int = 200) throws
+        -> HTTPResponse
+    {
+        guard let types = try service.pendingSecondFactor(context.caller) else { return .seeOther("/account/login") }
+        var body = ""
+        if types.contains("totp") || types.contains(Authenticator.recoveryCodes) || !types.contains("webauthn") {
+            body = WebPage.secondFactorForm(csrf: context.csrfToken, errors: errors)
+        } else {
+            body = WebPage.errors(errors)
+        }
+        guard types.contains("webauthn") else { return page(Self.secondStepTitle, body, status: status) }
+        body += WebPage.passkeyFactorSection(csrf: context.csrfToken)
+        var response = page(Self.secondStepTitle, body, status: status)
+        response.headers.set("Content-Security-Policy", Self.passkeyPolicy)
+        return response
     }
 
     func authenticateSecondFactor(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
@@ -19,11 +33,39 @@ extension WebDoor {
         case .signedIn(let token?, _, _): return signedIn(token)
         case .signedIn(nil, _, _), .noneWaiting: return .seeOther("/account/login")
         case .incorrect:
-            return page(
-                Self.secondStepTitle,
-                WebPage.secondFactorForm(
-                    csrf: context.csrfToken, errors: ["That code is not right, or it was used already."]),
-                status: 400)
+            return try secondFactorForm(
+                context, errors: ["That code is not right, or it was used already."], status: 400)
+        case .tooManyAttempts(let retryAfter): return tooMany(retryAfter)
+        }
+    }
+
+    /// `POST /account/2fa/webauthn/options`: options for the passkey the sign-in waits for, as
+    /// JSON, kept on its pre-login session.
+    func passkeyFactorOptions(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        if let refusal = honeypot(request.formFields) { return refusal }
+        guard case .preLogin(let session, _) = context.caller,
+            let pending = try SessionFactorStore(service.database).pending(keyHash: session.keyHash),
+            let options = try service.passkeys.requestOptions(
+                owner: PasskeyService.owner(session), purpose: "authenticate", userID: pending.userID)
+        else {
+            throw HTTPError(status: 409, code: APIErrorCode.badRequest, message: "No sign-in waits for a passkey.")
+        }
+        var response = HTTPResponse.json(bytes: try JSONSerialization.data(withJSONObject: options), status: 200)
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+
+    /// `POST /account/2fa/webauthn` (`credential`): the sign-in's second step with a passkey.
+    func authenticateWithPasskey(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let fields = request.formFields
+        if let refusal = honeypot(fields) { return refusal }
+        guard let text = fields["credential"], let credential = try? JSONSerialization.jsonObject(with: Data(text.utf8))
+        else { return try secondFactorForm(context, errors: ["That passkey could not sign you in."], status: 400) }
+        switch try service.completeSecondFactor(passkey: credential, caller: context.caller) {
+        case .signedIn(let token?, _, _): return signedIn(token)
+        case .signedIn(nil, _, _), .noneWaiting: return .seeOther("/account/login")
+        case .incorrect:
+            return try secondFactorForm(context, errors: ["That passkey could not sign you in."], status: 400)
         case .tooManyAttempts(let retryAfter): return tooMany(retryAfter)
         }
     }

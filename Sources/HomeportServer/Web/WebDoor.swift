@@ -48,6 +48,8 @@ extension Router where Context == RequestContext {
             account.post("/verify-email/resend") { try door.resendVerification($0, $1) }
             account.get("/2fa/authenticate") { _, context in try door.secondFactorForm(context) }
             account.post("/2fa/authenticate") { try door.authenticateSecondFactor($0, $1) }
+            account.post("/2fa/webauthn/options") { try door.passkeyFactorOptions($0, $1) }
+            account.post("/2fa/webauthn") { try door.authenticateWithPasskey($0, $1) }
             account.get("/2fa/totp") { _, context in try door.totpPage(context) }
             account.post("/2fa/totp", placement: .pool) { try door.activateTOTP($0, $1) }
             account.post("/2fa/totp/disable", placement: .pool) { try door.deactivateTOTP($0, $1) }
