@@ -412,14 +412,21 @@ extension PasskeysTests {
             let allowed = (publicKey["allowCredentials"] as? [[String: Any]])?.compactMap { $0["id"] as? String }
             #expect(allowed == [IdentityProof.base64URL(authenticator.credentialID)])
             #expect(publicKey["userVerification"] as? String == "preferred")
-            // Another authenticator's answer: refused, as a wrong code.
-            let stranger = try SoftAuthenticator()
-            _ = try stranger.register(
-                ["challenge": "AAAA", "rp": ["id": "books.example.net"], "user": ["id": "MQ"]], origin: Self.url)
+            // Bob's registered passkey answering ada's challenge: refused, as a wrong code.
+            let bob = try confirmed(server, "bob@example.com")
+            let bobs = try SoftAuthenticator()
+            #expect(try add(server, bob, bobs).status == 200)
             let wrong = try server.app(
                 "POST", AllauthAppPath.webAuthnAuthenticate, token: pending,
-                json: ["credential": try stranger.assert(asked, origin: Self.url)])
+                json: ["credential": try bobs.assert(asked, origin: Self.url)])
             #expect(wrong.status == 400 && wrong.errorCodes == ["incorrect_code"], "\(wrong.text)")
+            // A challenge issued for a passkey sign-in alone, answered here: refused too.
+            let loginOptions = try options(
+                server.app("GET", AllauthAppPath.webAuthnLogin, token: pending), "request_options")
+            let crossed = try server.app(
+                "POST", AllauthAppPath.webAuthnAuthenticate, token: pending,
+                json: ["credential": try authenticator.assert(loginOptions, origin: Self.url)])
+            #expect(crossed.status == 400 && crossed.errorCodes == ["incorrect_code"], "\(crossed.text)")
             // The challenge went with the wrong answer: ask again, then the passkey signs in.
             let again = try options(
                 server.app("GET", AllauthAppPath.webAuthnAuthenticate, token: pending), "request_options")
@@ -430,7 +437,8 @@ extension PasskeysTests {
                 signed.status == 200 && signed.sessionToken != nil, "a second factor need not verify: \(signed.text)")
             #expect(signed.text.contains("\"password\"") && signed.text.contains("\"webauthn\""), "\(signed.text)")
             let session = try #require(signed.sessionToken)
-            // No sign-in waits any more.
+            // The pending sign-in ended with it: its token is gone; without one nothing waits.
+            #expect(try server.app("GET", AllauthAppPath.webAuthnAuthenticate, token: pending).status == 410)
             #expect(try server.app("GET", AllauthAppPath.webAuthnAuthenticate).status == 401)
 
             // A confirmation with the passkey lets the session rename it.
@@ -455,6 +463,34 @@ extension PasskeysTests {
             let plain = try server.app(
                 "POST", "auth/login", json: ["email": "ada@example.com", "password": Self.password])
             #expect(plain.status == 200, "\(plain.text)")
+        }
+    }
+}
+
+extension PasskeysTests {
+    @Test(
+        "a server that lost its relying party (its address became an IP address) still asks for the second factor: a recovery code, and says why"
+    )
+    func lostRelyingParty() throws {
+        let files = try TemporaryDirectory()
+        defer { files.remove() }
+        let database = DatabaseURL.sqlite(path: files.file("h.sqlite"))
+        let codes: [String] = try withAccounts(.sqlite, publicURL: Self.url, database: database) { server in
+            let token = try confirmed(server, "ada@example.com")
+            #expect(try add(server, token, try SoftAuthenticator()).status == 200)
+            let shown = try server.app("GET", AllauthAppPath.recoveryCodes, token: token)
+            return (shown.jsonObject?["data"] as? [String: Any])?["unused_codes"] as? [String] ?? []
+        }
+        #expect(codes.count == 10)
+        try withAccounts(.sqlite, publicURL: "http://192.168.1.5:8080", database: database) { server in
+            let first = try server.app(
+                "POST", "auth/login", json: ["email": "ada@example.com", "password": Self.password])
+            #expect(first.status == 401 && first.text.contains("mfa_authenticate"), "\(first.text)")
+            #expect(!first.text.contains("\"webauthn\""), "no passkey can be asked for here: \(first.text)")
+            #expect(server.log.lines.contains { $0.contains("cannot ask for") })
+            let signed = try server.app(
+                "POST", "auth/2fa/authenticate", token: try #require(first.sessionToken), json: ["code": codes[0]])
+            #expect(signed.status == 200, "a recovery code: \(signed.text)")
         }
     }
 }

@@ -42,10 +42,19 @@ extension AccountService {
         }
     }
 
-    /// Whether a sign-in to the account waits for a second factor: TOTP, or a passkey where the
-    /// server has a relying party (as allauth, a WebAuthn key is a second factor too).
+    /// Whether a sign-in to the account waits for a second factor: TOTP, or a passkey (as
+    /// allauth, a WebAuthn key is a second factor too). A passkey counts even where the server
+    /// has lost its relying party (its public address became an IP address): the sign-in then
+    /// takes a recovery code, or waits for the operator's `users reset-2fa`, and is logged.
     func hasSecondFactor(userID: Int64) throws -> Bool {
-        try !secondFactorTypes(userID: userID).filter { $0 != Authenticator.recoveryCodes }.isEmpty
+        if try AuthenticatorStore(database).hasTOTP(userID: userID) { return true }
+        guard try !PasskeyStore(database).all(userID: userID).isEmpty else { return false }
+        if passkeys.relyingParty == nil {
+            logger.warning(
+                "a sign-in waits for a passkey this server cannot ask for: its public address is no relying party; a recovery code or 'users reset-2fa' lets the person in",
+                metadata: ["account": String(userID)])
+        }
+        return true
     }
 
     /// The second factors the account signs in with, by name (`recovery_codes`, `totp`,

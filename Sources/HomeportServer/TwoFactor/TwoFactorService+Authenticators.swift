@@ -212,7 +212,8 @@ extension TwoFactorService {
 
     /// Makes new recovery codes (the old ones stop working) and shows them, this once.
     package func regenerateRecoveryCodes(session: Session, account: Account) throws -> FactorChange<AuthenticatorInfo> {
-        guard try hasFactor(userID: account.id) else { return .none }
+        // Without a secrets key no code could be kept: none is shown that would not work.
+        guard settings != nil, try hasFactor(userID: account.id) else { return .none }
         guard try recentlyReauthenticated(session) else { return .reauthenticationRequired }
         let codes = try makeRecoveryCodes()
         let at = clock.now().timeIntervalSince1970

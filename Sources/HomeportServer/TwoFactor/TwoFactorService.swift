@@ -117,9 +117,10 @@ package final class TwoFactorService: Sendable {
         guard try hasFactor(userID: account.id) else { return .incorrect }
         switch try useSecondFactor(code, userID: account.id, confirming: session.keyHash, now: clock.unixSeconds) {
         case .refused(let outcome): return outcome
-        case .used:
+        case .used(let factor):
+            // The factor used, as allauth records it (a recovery code is not TOTP).
             try SessionFactorStore(database).recordReauthentication(
-                keyHash: session.keyHash, by: "mfa", at: clock.now().timeIntervalSince1970)
+                keyHash: session.keyHash, by: "mfa:" + factor, at: clock.now().timeIntervalSince1970)
             return .signedIn(token: nil, account: account, session: session)
         }
     }

@@ -99,10 +99,17 @@ extension WebDoor {
         if let refusal = try confirmPassword(fields["password"] ?? "", session, account, context) { return refusal }
         switch try service.twoFactor.activateTOTP(code: fields["code"] ?? "", session: session, account: account) {
         case .activated:
-            guard case .done(let codes) = try service.twoFactor.recoveryCodes(session: session, account: account) else {
-                return .seeOther("/account/2fa/totp")
+            guard case .done(let codes) = try service.twoFactor.recoveryCodes(session: session, account: account),
+                let unused = codes.unusedCodes, !unused.isEmpty
+            else {
+                // The recovery codes were made, and shown, with a passkey before.
+                return page(
+                    "Two-factor sign-in is on",
+                    WebPage.message(
+                        "Your authenticator app now signs you in too. Your recovery codes are the ones shown when you added your first passkey.",
+                        link: ("/account", "Done")))
             }
-            return page("Two-factor sign-in is on", WebPage.recoveryCodes(codes.unusedCodes ?? []))
+            return page("Two-factor sign-in is on", WebPage.recoveryCodes(unused))
         case .incorrect:
             return try totpPage(
                 context, keepingOffer: true, errors: ["That code is not right. Enter the code the app shows now."],
@@ -121,9 +128,14 @@ extension WebDoor {
         if let refusal = try confirmPassword(fields["password"] ?? "", session, account, context) { return refusal }
         switch try service.twoFactor.deactivateTOTP(session: session, account: account) {
         case .done, .none:
+            // A passkey left is still a second factor.
+            let passkeysLeft = try !service.passkeys.passkeys(userID: account.id).isEmpty
             return page(
                 Self.secondStepTitle,
-                WebPage.message("Two-factor sign-in is off.", link: ("/account", "Back")))
+                WebPage.message(
+                    passkeysLeft
+                        ? "Your authenticator app no longer signs you in; your passkeys still do, as the second step too."
+                        : "Two-factor sign-in is off.", link: ("/account", "Back")))
         case .reauthenticationRequired:
             return try totpPage(context, keepingOffer: true, errors: ["Enter your password."], status: 400)
         }
