@@ -494,3 +494,43 @@ extension PasskeysTests {
         }
     }
 }
+
+extension PasskeysTests {
+    @Test(
+        "under verification by code, a password sign-in to an account with a second factor verifies the address, then waits for the factor",
+        arguments: Backend.allCases)
+    func verificationThenSecondFactor(backend: Backend) throws {
+        try withAccounts(backend, emailVerification: .code, publicURL: Self.url) { server in
+            let signup = try server.app(
+                "POST", "auth/signup", json: ["email": "ada@example.com", "password": Self.password])
+            let code = try #require(server.mailer.verificationCode(for: "ada@example.com"))
+            let verified = try server.app(
+                "POST", "auth/email/verify", token: try #require(signup.sessionToken), json: ["key": code])
+            let token = try #require(verified.sessionToken, "\(verified.text)")
+            #expect(
+                try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password]).status
+                    == 200)
+            let authenticator = try SoftAuthenticator()
+            #expect(try add(server, token, authenticator).status == 200)
+            try server.application.database.execute("DELETE FROM verified_emails")
+            server.clock.advance(by: 200)
+            let login = try server.app(
+                "POST", "auth/login", json: ["email": "ada@example.com", "password": Self.password])
+            #expect(login.status == 401 && login.text.contains("verify_email"), "\(login.text)")
+            let again = try #require(server.mailer.verificationCode(for: "ada@example.com"))
+            let afterCode = try server.app(
+                "POST", "auth/email/verify", token: try #require(login.sessionToken), json: ["key": again])
+            // The address is verified, and the sign-in goes on to its second factor: no session yet.
+            #expect(afterCode.status == 401 && afterCode.text.contains("mfa_authenticate"), "\(afterCode.text)")
+            #expect(afterCode.text.contains("\"webauthn\""), "\(afterCode.text)")
+            let pending = try #require(afterCode.sessionToken)
+            #expect(try server.appInfo(pending).status == 401, "a pending sign-in is no session")
+            let asked = try options(
+                server.app("GET", AllauthAppPath.webAuthnAuthenticate, token: pending), "request_options")
+            let signed = try server.app(
+                "POST", AllauthAppPath.webAuthnAuthenticate, token: pending,
+                json: ["credential": try authenticator.assert(asked, origin: Self.url)])
+            #expect(signed.status == 200 && signed.sessionToken != nil, "\(signed.text)")
+        }
+    }
+}

@@ -34,6 +34,11 @@ extension AppDoor {
                     status: 401, data: AuthData(flows: flows()),
                     meta: AuthMeta(isAuthenticated: false, sessionToken: token)
                 ))
+        case .secondFactorPending(let token, let types):
+            return answer(
+                AuthEnvelope(
+                    status: 401, data: AuthData(flows: flows(secondFactor: types)),
+                    meta: AuthMeta(isAuthenticated: false, sessionToken: token)))
         case .incorrect: return invalid([Self.incorrectCodeProblem])
         case .missingCode: return invalid([Self.requiredKeyProblem])
         case .busy: return tooMany(1)

@@ -2,6 +2,7 @@ import Foundation
 import HomeportCrypto
 import HomeportLogging
 import HomeportStorage
+import HomeportWebAuthn
 import HomeportWire
 
 /// Verification of an address by a mailed code (`--email-verification code`), the flow of
@@ -42,6 +43,10 @@ package final class EmailVerificationService: Sendable {
         /// Verified, but the account is not approved: the caller's pre-login session now carries
         /// the standing.
         case pending(standing: Standing)
+        /// Verified, and the password sign-in it interrupted now waits for the account's second
+        /// factor, as any password sign-in to it does: `token` names the new pre-login session
+        /// (`auth/2fa/authenticate`), `types` the factors it takes.
+        case secondFactorPending(token: String, types: [String])
         /// The code is not the one mailed; the third wrong one gives the verification up.
         case incorrect
         /// No code came (nothing but spaces and dashes): not a try.
@@ -118,6 +123,24 @@ package final class EmailVerificationService: Sendable {
             else { return (.noneWaiting, nil, nil) }
             let wasVerified = try verifications.isVerified(userID: account.id)
             try verifications.markVerified(userID: account.id, now: now)
+            // A password sign-in to an account with a second factor goes on to it: the address
+            // verified is no second factor.
+            let factors = SecondFactors(
+                db: db, asksForPasskeys: settings.reachablePublicURL.flatMap(RelyingParty.init(publicURL:)) != nil)
+            if let authenticatedAt = claimed.authenticatedAt, account.approval == .approved,
+                try factors.any(userID: account.id)
+            {
+                var pending = replacement.session
+                pending.expiresAt = min(pending.expiresAt, now + AccountService.secondFactorWindow)
+                try sessions.insertPreLogin(pending, now: now)
+                try SessionFactorStore(db).beginPending(
+                    keyHash: pending.keyHash,
+                    .init(userID: account.id, passwordHash: account.passwordHash, authenticatedAt: authenticatedAt))
+                return (
+                    .secondFactorPending(token: replacement.token, types: try factors.types(userID: account.id)), nil,
+                    nil
+                )
+            }
             var signedIn = replacement.session
             signedIn.userID = account.id
             signedIn.authenticatedAt = claimed.authenticatedAt

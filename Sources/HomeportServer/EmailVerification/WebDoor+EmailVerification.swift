@@ -17,6 +17,7 @@ extension WebDoor {
         switch try service.emailVerification.verifyEmail(code: fields["code"] ?? "", caller: context.caller) {
         case .signedIn(let token, _, _): return signedIn(token)
         case .pending(let standing): return pendingPage(standing)
+        case .secondFactorPending(let token, _): return secondStep(token)
         case .incorrect:
             return page(
                 "Confirm your address",

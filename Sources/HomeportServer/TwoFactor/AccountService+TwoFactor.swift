@@ -48,7 +48,7 @@ extension AccountService {
     /// takes a recovery code, or waits for the operator's `users reset-2fa`, and is logged.
     func hasSecondFactor(userID: Int64) throws -> Bool {
         if try AuthenticatorStore(database).hasTOTP(userID: userID) { return true }
-        guard try !PasskeyStore(database).all(userID: userID).isEmpty else { return false }
+        guard try SecondFactors(db: database, asksForPasskeys: true).any(userID: userID) else { return false }
         if passkeys.relyingParty == nil {
             logger.warning(
                 "a sign-in waits for a passkey this server cannot ask for: its public address is no relying party; a recovery code or 'users reset-2fa' lets the person in",
@@ -60,10 +60,7 @@ extension AccountService {
     /// The second factors the account signs in with, by name (`recovery_codes`, `totp`,
     /// `webauthn`), as allauth's flows list them.
     package func secondFactorTypes(userID: Int64, _ db: (any SQLExecutor)? = nil) throws -> [String] {
-        let db = db ?? database
-        var types = try AuthenticatorStore(db).all(userID: userID).map(\.type)
-        if passkeys.relyingParty != nil, try !PasskeyStore(db).all(userID: userID).isEmpty { types.append("webauthn") }
-        return types.sorted()
+        try SecondFactors(db: db ?? database, asksForPasskeys: passkeys.relyingParty != nil).types(userID: userID)
     }
 
     /// The factors a pre-login session waits for, or `nil` when it waits for none.

@@ -204,7 +204,7 @@ struct WebDoor: Sendable {
             // A pre-login session in the cookie: the code's step is bound to it.
             return startingSession(cookies.settingPreLoginSession(token), then: "/account/verify-email")
         case .secondFactorPending(let token, _):
-            return startingSession(cookies.settingPreLoginSession(token), then: "/account/2fa/authenticate")
+            return secondStep(token)
         case .pending(let standing, _):
             return pendingPage(standing)
         case .invalid(let problems):
@@ -214,6 +214,12 @@ struct WebDoor: Sendable {
         case .signupClosed:
             return page("Sign-up is closed", WebPage.message("This server does not take new accounts."), status: 403)
         }
+    }
+
+    /// A sign-in that waits for its second factor: its pre-login session in the cookie, and on to
+    /// the second step.
+    func secondStep(_ token: String) -> HTTPResponse {
+        startingSession(cookies.settingPreLoginSession(token), then: "/account/2fa/authenticate")
     }
 
     /// Signed in: see ``startingSession(_:then:)``.

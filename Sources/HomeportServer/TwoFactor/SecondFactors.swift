@@ -1,0 +1,24 @@
+import HomeportStorage
+
+/// An account's second factors as a sign-in sees them: TOTP, passkeys and the recovery codes
+/// that stand in for them. A passkey is a second factor even where the server has no relying
+/// party to ask for it (its public address became an IP address): the sign-in then takes a
+/// recovery code.
+struct SecondFactors {
+    let db: any SQLExecutor
+    /// Whether the server can ask for a passkey (it has a relying party).
+    let asksForPasskeys: Bool
+
+    /// Whether a password (or identity provider) sign-in to the account waits for a second factor.
+    func any(userID: Int64) throws -> Bool {
+        try AuthenticatorStore(db).hasTOTP(userID: userID) || !PasskeyStore(db).all(userID: userID).isEmpty
+    }
+
+    /// The factors such a sign-in takes, by name (`recovery_codes`, `totp`, `webauthn`), as
+    /// allauth's flows list them.
+    func types(userID: Int64) throws -> [String] {
+        var types = try AuthenticatorStore(db).all(userID: userID).map(\.type)
+        if asksForPasskeys, try !PasskeyStore(db).all(userID: userID).isEmpty { types.append("webauthn") }
+        return types.sorted()
+    }
+}
