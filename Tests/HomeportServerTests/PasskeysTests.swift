@@ -30,6 +30,24 @@ struct PasskeysTests {
         return token
     }
 
+    /// Under verification by code: ada signs up, verifies her address, adds a passkey, and then
+    /// her address is no longer verified (as if verification were turned on after): her
+    /// passkey's authenticator.
+    private func unverifiedWithPasskey(_ server: AccountsHarness) throws -> SoftAuthenticator {
+        let signup = try server.app(
+            "POST", "auth/signup", json: ["email": "ada@example.com", "password": Self.password])
+        let code = try #require(server.mailer.verificationCode(for: "ada@example.com"))
+        let verified = try server.app(
+            "POST", "auth/email/verify", token: try #require(signup.sessionToken), json: ["key": code])
+        let token = try #require(verified.sessionToken, "\(verified.text)")
+        let confirmed = try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password])
+        #expect(confirmed.status == 200)
+        let authenticator = try SoftAuthenticator()
+        #expect(try add(server, token, authenticator).status == 200)
+        try server.application.database.execute("DELETE FROM verified_emails")
+        return authenticator
+    }
+
     /// Adds a passkey of `authenticator` to the signed-in, confirmed `token`'s account.
     @discardableResult
     private func add(
@@ -364,19 +382,7 @@ extension PasskeysTests {
     @Test("under verification by code, a passkey sign-in to an unverified address waits for the code")
     func verification() throws {
         try withAccounts(.sqlite, emailVerification: .code, publicURL: Self.url) { server in
-            // Verified once, a passkey added, then the address unverified by the store.
-            let signup = try server.app(
-                "POST", "auth/signup", json: ["email": "ada@example.com", "password": Self.password])
-            let pending = try #require(signup.sessionToken)
-            let code = try #require(server.mailer.verificationCode(for: "ada@example.com"))
-            let verified = try server.app("POST", "auth/email/verify", token: pending, json: ["key": code])
-            let token = try #require(verified.sessionToken, "\(verified.text)")
-            #expect(
-                try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password]).status
-                    == 200)
-            let authenticator = try SoftAuthenticator()
-            #expect(try add(server, token, authenticator).status == 200)
-            try server.application.database.execute("DELETE FROM verified_emails")
+            let authenticator = try unverifiedWithPasskey(server)
             // Past the mail budget's three minutes: the sign-in mails a new code.
             server.clock.advance(by: 200)
             let waiting = try signIn(server, authenticator)
@@ -501,18 +507,7 @@ extension PasskeysTests {
         arguments: Backend.allCases)
     func verificationThenSecondFactor(backend: Backend) throws {
         try withAccounts(backend, emailVerification: .code, publicURL: Self.url) { server in
-            let signup = try server.app(
-                "POST", "auth/signup", json: ["email": "ada@example.com", "password": Self.password])
-            let code = try #require(server.mailer.verificationCode(for: "ada@example.com"))
-            let verified = try server.app(
-                "POST", "auth/email/verify", token: try #require(signup.sessionToken), json: ["key": code])
-            let token = try #require(verified.sessionToken, "\(verified.text)")
-            #expect(
-                try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password]).status
-                    == 200)
-            let authenticator = try SoftAuthenticator()
-            #expect(try add(server, token, authenticator).status == 200)
-            try server.application.database.execute("DELETE FROM verified_emails")
+            let authenticator = try unverifiedWithPasskey(server)
             server.clock.advance(by: 200)
             let login = try server.app(
                 "POST", "auth/login", json: ["email": "ada@example.com", "password": Self.password])

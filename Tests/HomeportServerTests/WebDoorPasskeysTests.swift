@@ -18,6 +18,11 @@ struct WebDoorPasskeysTests {
         return browser
     }
 
+    /// A credential as the pages' script puts it in its form's `credential` field.
+    static func formText(_ credential: [String: Any]) throws -> String {
+        String(decoding: try JSONSerialization.data(withJSONObject: credential), as: UTF8.self)
+    }
+
     private func json(_ answer: RawResponse) throws -> [String: Any] {
         try #require(answer.jsonObject, "\(answer.status) \(answer.text)")
     }
@@ -35,7 +40,7 @@ struct WebDoorPasskeysTests {
         let options = try json(
             try browser.post("/account/passkeys/options", ["password": Self.password, "website": ""]))
         let credential = try authenticator.register(options, origin: Self.url)
-        let text = String(decoding: try JSONSerialization.data(withJSONObject: credential), as: UTF8.self)
+        let text = try Self.formText(credential)
         let added = try browser.post("/account/passkeys/add", ["name": "Laptop", "credential": text, "website": ""])
         // The first second factor: its recovery codes, shown this once.
         #expect(added.status == 200 && added.text.contains("The passkey was added"), "\(added.text)")
@@ -55,7 +60,7 @@ struct WebDoorPasskeysTests {
         if !keepCookie { browser.cookies = browser.cookies.filter { !$0.key.contains("webauthn") } }
         var credential = try authenticator.assert(options, origin: Self.url)
         change(&credential)
-        let text = String(decoding: try JSONSerialization.data(withJSONObject: credential), as: UTF8.self)
+        let text = try Self.formText(credential)
         return try browser.post("/account/passkey/login", ["credential": text, "website": ""])
     }
 
@@ -123,7 +128,7 @@ struct WebDoorPasskeysTests {
             _ = try browser.get("/account/login")
             let mine = try json(try browser.post("/account/passkey/options", ["website": ""]))
             let answer = try authenticator.assert(mine, origin: Self.url)
-            let text = String(decoding: try JSONSerialization.data(withJSONObject: answer), as: UTF8.self)
+            let text = try Self.formText(answer)
             refused(
                 try other.post("/account/passkey/login", ["credential": text, "website": ""]),
                 "another browser's cookie")
@@ -157,10 +162,7 @@ struct WebDoorPasskeysTests {
             _ = try browser.get("/account/login")
             let options = try json(try browser.post("/account/passkey/options", ["website": ""]))
             let ceremony = try #require(browser.cookies.first { $0.key.contains("webauthn") })
-            let text = String(
-                decoding: try JSONSerialization.data(
-                    withJSONObject: try authenticator.assert(options, origin: Self.url)),
-                as: UTF8.self)
+            let text = try Self.formText(try authenticator.assert(options, origin: Self.url))
             #expect(try browser.post("/account/passkey/login", ["credential": text, "website": ""]).status == 303)
             _ = try browser.get("/account")
             #expect(try browser.post("/account/logout", ["website": ""]).status == 303)
@@ -191,9 +193,7 @@ struct WebDoorPasskeysTests {
             let garbage = try browser.post("/account/2fa/webauthn", ["credential": "{}", "website": ""])
             #expect(garbage.status == 400 && garbage.text.contains("That passkey could not sign you in."))
             let fresh = try json(try browser.post("/account/2fa/webauthn/options", ["website": ""]))
-            let text = String(
-                decoding: try JSONSerialization.data(withJSONObject: try authenticator.assert(fresh, origin: Self.url)),
-                as: UTF8.self)
+            let text = try Self.formText(try authenticator.assert(fresh, origin: Self.url))
             let signed = try browser.post("/account/2fa/webauthn", ["credential": text, "website": ""])
             #expect(signed.status == 303 && signed.header("Location") == "/account", "\(signed.text)")
             #expect(try browser.get("/account").text.contains("Sign out"))

@@ -1,4 +1,5 @@
 import Foundation
+import HomeportWebAuthn
 
 /// How accounts, sessions and their limits behave on this installation.
 package struct AccountSettings: Sendable, Hashable {
@@ -49,6 +50,10 @@ package struct AccountSettings: Sendable, Hashable {
         else { return nil }
         return url
     }
+
+    /// The relying party passkeys are bound to (the public address's host), or `nil` when the
+    /// public address cannot be one (an IP address, plain HTTP but on `localhost`).
+    var relyingParty: RelyingParty? { reachablePublicURL.flatMap(RelyingParty.init(publicURL:)) }
 
     /// Whether cookies must be `Secure` (the public address is HTTPS).
     package var secureCookies: Bool { publicURL?.lowercased().hasPrefix("https://") ?? false }

@@ -2,7 +2,6 @@ import Foundation
 import HomeportCrypto
 import HomeportLogging
 import HomeportStorage
-import HomeportWebAuthn
 import HomeportWire
 
 /// Verification of an address by a mailed code (`--email-verification code`), the flow of
@@ -125,8 +124,7 @@ package final class EmailVerificationService: Sendable {
             try verifications.markVerified(userID: account.id, now: now)
             // A password sign-in to an account with a second factor goes on to it: the address
             // verified is no second factor.
-            let factors = SecondFactors(
-                db: db, asksForPasskeys: settings.reachablePublicURL.flatMap(RelyingParty.init(publicURL:)) != nil)
+            let factors = SecondFactors(db: db, asksForPasskeys: settings.relyingParty != nil)
             if let authenticatedAt = claimed.authenticatedAt, account.approval == .approved,
                 try factors.any(userID: account.id)
             {

@@ -21,9 +21,7 @@ package struct PasskeyService {
     package static let maximumNameLength = 100
 
     /// The relying party, or `nil` when the public address cannot be one.
-    package var relyingParty: RelyingParty? {
-        accounts.settings.reachablePublicURL.flatMap(RelyingParty.init(publicURL:))
-    }
+    package var relyingParty: RelyingParty? { accounts.settings.relyingParty }
 
     private var database: any Database { accounts.database }
     private var clock: any WallClock { accounts.clock }
@@ -180,12 +178,7 @@ package struct PasskeyService {
         guard try accounts.twoFactor.recentlyReauthenticated(session) else { return .reauthenticationRequired }
         let removed = try database.transaction { db in
             let removed = try PasskeyStore(db).remove(ids: ids, userID: account.id)
-            // Recovery codes stand in for a second factor: with none left, they go too.
-            if try PasskeyStore(db).all(userID: account.id).isEmpty,
-                try !AuthenticatorStore(db).hasTOTP(userID: account.id)
-            {
-                try AuthenticatorStore(db).deleteAll(userID: account.id)
-            }
+            try SecondFactors(db: db).removeRecoveryCodesLeftAlone(userID: account.id)
             return removed
         }
         accounts.logger.notice(

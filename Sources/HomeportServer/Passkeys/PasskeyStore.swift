@@ -38,6 +38,13 @@ struct PasskeyStore {
         ).compactMap(Self.passkey)
     }
 
+    /// Whether the account has a passkey.
+    func exists(userID: Int64) throws -> Bool {
+        !(try db.execute(
+            "SELECT 1 AS one FROM webauthn_credentials WHERE user_id = $1 LIMIT 1", [.integer(userID)]
+        ).isEmpty)
+    }
+
     /// The passkey whose credential id is `credentialID` (base64url), whoever's.
     func find(credentialID: String) throws -> Passkey? {
         try db.execute(

@@ -50,8 +50,7 @@ extension WebDoor {
         guard let options = try service.passkeys.requestOptions(owner: Self.ceremonyOwner(handle)) else {
             throw HTTPError(status: 404, code: APIErrorCode.notFound, message: "This server offers no passkeys.")
         }
-        var response = HTTPResponse.json(bytes: try JSONSerialization.data(withJSONObject: options), status: 200)
-        response.headers.set("Cache-Control", "no-store")
+        var response = try Self.ceremonyOptions(options)
         response.headers.add(
             "Set-Cookie", cookies.setting(cookies.passkeyCeremony, handle, maxAge: PasskeyService.challengeLifetime))
         return response
@@ -77,6 +76,25 @@ extension WebDoor {
             }
         response.headers.add("Set-Cookie", cookies.setting(cookies.passkeyCeremony, "", maxAge: 0))
         return response
+    }
+
+    /// A ceremony's options, as the pages' script fetches them: JSON, never stored.
+    static func ceremonyOptions(_ options: [String: Any]) throws -> HTTPResponse {
+        var response = HTTPResponse.json(bytes: try JSONSerialization.data(withJSONObject: options), status: 200)
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+
+    /// Confirms the password typed into a passkeys-page form; the page again, with the reason,
+    /// when it is not the password.
+    private func confirmPassword(_ password: String, _ session: Session, _ account: Account, _ context: RequestContext)
+        throws -> HTTPResponse?
+    {
+        switch try service.reauthenticate(password: password, session: session, account: account) {
+        case .confirmed: return nil
+        case .incorrect: return try passkeysPage(context, errors: ["That is not your password."], status: 400)
+        case .rateLimited(let retryAfter): return tooMany(retryAfter)
+        }
     }
 
     /// A browser's ceremony, by the hash of its cookie's handle.
@@ -120,9 +138,7 @@ extension WebDoor {
         guard
             let options = try service.passkeys.creationOptions(session: session, account: account, passwordless: true)
         else { throw HTTPError(status: 404, code: APIErrorCode.notFound, message: "This server offers no passkeys.") }
-        var response = HTTPResponse.json(bytes: try JSONSerialization.data(withJSONObject: options), status: 200)
-        response.headers.set("Cache-Control", "no-store")
-        return response
+        return try Self.ceremonyOptions(options)
     }
 
     /// `POST /account/passkeys/add` (`name`, `credential`): adds the passkey the browser made.
@@ -158,11 +174,7 @@ extension WebDoor {
         let fields = request.formFields
         if let refusal = honeypot(fields) { return refusal }
         guard case .signedIn(let session, let account) = context.caller else { return .seeOther("/account/login") }
-        switch try service.reauthenticate(password: fields["password"] ?? "", session: session, account: account) {
-        case .confirmed: break
-        case .incorrect: return try passkeysPage(context, errors: ["That is not your password."], status: 400)
-        case .rateLimited(let retryAfter): return tooMany(retryAfter)
-        }
+        if let refusal = try confirmPassword(fields["password"] ?? "", session, account, context) { return refusal }
         let name = (fields["name"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard let id = fields["id"].flatMap({ Int64($0) }), !name.isEmpty,
             name.count <= PasskeyService.maximumNameLength,
@@ -182,11 +194,7 @@ extension WebDoor {
         guard let id = fields["id"].flatMap({ Int64($0) }),
             try service.passkeys.passkeys(userID: account.id).contains(where: { $0.id == id })
         else { return try passkeysPage(context, errors: ["No passkey of yours has this id."], status: 400) }
-        switch try service.reauthenticate(password: fields["password"] ?? "", session: session, account: account) {
-        case .confirmed: break
-        case .incorrect: return try passkeysPage(context, errors: ["That is not your password."], status: 400)
-        case .rateLimited(let retryAfter): return tooMany(retryAfter)
-        }
+        if let refusal = try confirmPassword(fields["password"] ?? "", session, account, context) { return refusal }
         _ = try service.passkeys.remove(ids: [id], session: session, account: account)
         return .seeOther(Self.passkeysPath)
     }

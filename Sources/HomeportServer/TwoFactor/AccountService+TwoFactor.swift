@@ -47,9 +47,8 @@ extension AccountService {
     /// has lost its relying party (its public address became an IP address): the sign-in then
     /// takes a recovery code, or waits for the operator's `users reset-2fa`, and is logged.
     func hasSecondFactor(userID: Int64) throws -> Bool {
-        if try AuthenticatorStore(database).hasTOTP(userID: userID) { return true }
-        guard try SecondFactors(db: database, asksForPasskeys: true).any(userID: userID) else { return false }
-        if passkeys.relyingParty == nil {
+        guard try SecondFactors(db: database).any(userID: userID) else { return false }
+        if settings.relyingParty == nil, try !AuthenticatorStore(database).hasTOTP(userID: userID) {
             logger.warning(
                 "a sign-in waits for a passkey this server cannot ask for: its public address is no relying party; a recovery code or 'users reset-2fa' lets the person in",
                 metadata: ["account": String(userID)])
@@ -60,7 +59,7 @@ extension AccountService {
     /// The second factors the account signs in with, by name (`recovery_codes`, `totp`,
     /// `webauthn`), as allauth's flows list them.
     package func secondFactorTypes(userID: Int64, _ db: (any SQLExecutor)? = nil) throws -> [String] {
-        try SecondFactors(db: db ?? database, asksForPasskeys: passkeys.relyingParty != nil).types(userID: userID)
+        try SecondFactors(db: db ?? database, asksForPasskeys: settings.relyingParty != nil).types(userID: userID)
     }
 
     /// The factors a pre-login session waits for, or `nil` when it waits for none.

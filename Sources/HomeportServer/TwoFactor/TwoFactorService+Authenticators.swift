@@ -138,20 +138,11 @@ extension TwoFactorService {
     package func deactivateTOTP(session: Session, account: Account) throws -> FactorChange<Void> {
         guard try recentlyReauthenticated(session) else { return .reauthenticationRequired }
         try database.transaction { db in
-            if try PasskeyStore(db).all(userID: account.id).isEmpty {
-                try AuthenticatorStore(db).deleteAll(userID: account.id)
-            } else {
-                try db.execute(
-                    "DELETE FROM authenticators WHERE user_id = $1 AND type = 'totp'", [.integer(account.id)])
-            }
+            try AuthenticatorStore(db).deleteTOTP(userID: account.id)
+            try SecondFactors(db: db).removeRecoveryCodesLeftAlone(userID: account.id)
         }
         logger.notice("two-factor sign-in turned off")
         return .done(())
-    }
-
-    /// Whether the account has a second factor the recovery codes stand in for: TOTP, or a passkey.
-    func hasFactor(userID: Int64) throws -> Bool {
-        try AuthenticatorStore(database).hasTOTP(userID: userID) || !PasskeyStore(database).all(userID: userID).isEmpty
     }
 
     /// Makes the account's recovery codes when it has none (its first passkey, as allauth's
@@ -213,7 +204,7 @@ extension TwoFactorService {
     /// Makes new recovery codes (the old ones stop working) and shows them, this once.
     package func regenerateRecoveryCodes(session: Session, account: Account) throws -> FactorChange<AuthenticatorInfo> {
         // Without a secrets key no code could be kept: none is shown that would not work.
-        guard settings != nil, try hasFactor(userID: account.id) else { return .none }
+        guard settings != nil, try SecondFactors(db: database).any(userID: account.id) else { return .none }
         guard try recentlyReauthenticated(session) else { return .reauthenticationRequired }
         let codes = try makeRecoveryCodes()
         let at = clock.now().timeIntervalSince1970

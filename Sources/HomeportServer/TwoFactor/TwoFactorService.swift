@@ -114,7 +114,7 @@ package final class TwoFactorService: Sendable {
     package func reauthenticateSecondFactor(code: String, session: Session, account: Account) throws
         -> SecondFactorOutcome
     {
-        guard try hasFactor(userID: account.id) else { return .incorrect }
+        guard try SecondFactors(db: database).any(userID: account.id) else { return .incorrect }
         switch try useSecondFactor(code, userID: account.id, confirming: session.keyHash, now: clock.unixSeconds) {
         case .refused(let outcome): return outcome
         case .used(let factor):

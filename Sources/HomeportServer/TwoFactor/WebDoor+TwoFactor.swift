@@ -50,9 +50,7 @@ extension WebDoor {
         else {
             throw HTTPError(status: 409, code: APIErrorCode.badRequest, message: "No sign-in waits for a passkey.")
         }
-        var response = HTTPResponse.json(bytes: try JSONSerialization.data(withJSONObject: options), status: 200)
-        response.headers.set("Cache-Control", "no-store")
-        return response
+        return try Self.ceremonyOptions(options)
     }
 
     /// `POST /account/2fa/webauthn` (`credential`): the sign-in's second step with a passkey.
