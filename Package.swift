@@ -102,7 +102,7 @@ let package = Package(
             dependencies: [
                 "HomeportServer", "HomeportWire", "HomeportHTTP", "HomeportLifecycle", "HomeportStorage",
                 "HomeportCrypto",
-                "HomeportLogging", "HomeportAPNs", "HomeportCommandLine",
+                "HomeportLogging", "HomeportAPNs", "HomeportCommandLine", "HomeportCurl",
             ]
         ),
         .executableTarget(name: "homeport-server", dependencies: ["HomeportServer", "HomeportGateway"]),
@@ -173,7 +173,7 @@ let package = Package(
             dependencies: [
                 "HomeportServer", "HomeportGateway", "HomeportCommandLine", "HomeportTestSupport", "HomeportCrypto",
                 "HomeportLogging", "HomeportStorage", "HomeportWire", "HomeportAPNs", "HomeportTesting",
-                "HomeportWebAuthn",
+                "HomeportWebAuthn", "HomeportCurl",
             ]
         ),
     ],

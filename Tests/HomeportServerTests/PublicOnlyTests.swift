@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import HomeportCurl
 import HomeportTestSupport
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import HomeportCurl
 import HomeportStorage
 import Synchronization
 

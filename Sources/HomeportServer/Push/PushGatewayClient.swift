@@ -1,6 +1,7 @@
 import Foundation
 import HomeportAPNs
 import HomeportCrypto
+import HomeportCurl
 import HomeportHTTP
 import HomeportLogging
 import HomeportStorage

@@ -1,5 +1,6 @@
 import Foundation
 import HomeportCrypto
+import HomeportCurl
 import HomeportStorage
 import HomeportWire
 import Synchronization

@@ -1,5 +1,6 @@
 import Foundation
 import HomeportAPNs
+import HomeportCurl
 import HomeportLogging
 import HomeportStorage
 import HomeportWire

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import HomeportAPNs
 import HomeportCrypto
+import HomeportCurl
 import HomeportLogging
 import HomeportWire
 import Synchronization

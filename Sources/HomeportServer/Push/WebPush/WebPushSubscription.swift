@@ -1,5 +1,6 @@
 import Foundation
 import HomeportCrypto
+import HomeportCurl
 import HomeportHTTP
 import HomeportWire
 
@@ -45,15 +46,7 @@ package enum WebPushSubscription {
     /// read without a URL parser: what comes before the first `/`, `?` or `#` after `://` (all of
     /// it, without `://`), in lowercase, without a default port.
     static func origin(of endpoint: String) -> String {
-        guard let separator = endpoint.range(of: "://") else { return endpoint }
-        let rest = endpoint[separator.upperBound...]
-        let origin = endpoint[..<(rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex)]
-            .lowercased()
-        for (scheme, port) in [("https://", ":443"), ("http://", ":80")]
-        where origin.hasPrefix(scheme) && origin.hasSuffix(port) {
-            return String(origin.dropLast(port.count))
-        }
-        return origin
+        CurlMulti.origin(of: endpoint)
     }
 
     /// `endpoint` as one subscription is spelled once: the scheme and host in lowercase, the

@@ -1,8 +1,6 @@
 import CCurl
 import Dispatch
 import Foundation
-import HomeportAPNs
-import HomeportCurl
 import Synchronization
 
 /// Sends a batch of requests at once through libcurl's multi interface:
@@ -15,26 +13,26 @@ import Synchronization
 /// and one push service holds at most ``perOrigin`` of the requests in flight: the others'
 /// go on. A request's body may be made as it starts (``Request/Body/made(_:)``), so that
 /// making bodies overlaps the exchanges already out.
-final class CurlMulti: @unchecked Sendable {
+package final class CurlMulti: @unchecked Sendable {
     /// One request: a POST of its body to `url` with these header lines.
-    struct Request {
-        var url: String
-        var headers: [String]
+    package struct Request {
+        package var url: String
+        package var headers: [String]
         /// The body, or how to make it (nil: it is not sent) as the request starts.
-        var body: Body
+        package var body: Body
 
         /// A body made already, or made as the request starts: then making one (an encryption)
         /// overlaps the exchanges of the requests sent before it, on the part's own thread.
-        enum Body {
+        package enum Body {
             case data(Data)
             case made(@Sendable () -> Data?)
         }
 
-        init(url: String, headers: [String], body: Data) {
+        package init(url: String, headers: [String], body: Data) {
             self.init(url: url, headers: headers, making: .data(body))
         }
 
-        init(url: String, headers: [String], making body: Body) {
+        package init(url: String, headers: [String], making body: Body) {
             self.url = url
             self.headers = headers
             self.body = body
@@ -42,15 +40,15 @@ final class CurlMulti: @unchecked Sendable {
     }
 
     /// Longest wait for one exchange, in seconds.
-    let timeoutSeconds: Int
+    package let timeoutSeconds: Int
     /// Requests in flight at once.
-    let inFlight: Int
+    package let inFlight: Int
     /// Connections to one host at once (HTTP/1.1; over HTTP/2 one carries them all).
-    let connectionsPerHost: Int
+    package let connectionsPerHost: Int
     /// Requests to one push service (`scheme://host[:port]`) in flight at once, in one part.
-    let perOrigin: Int
+    package let perOrigin: Int
     /// Whether it connects to public addresses only (``CurlSession/publicOnly``).
-    let publicOnly: Bool
+    package let publicOnly: Bool
     /// A file of PEM certificates trusted instead of libcurl's CA file (that file's and more),
     /// if any: a file, so that libcurl reads it once a handle and keeps its store.
     private let trusted: String?
@@ -81,7 +79,7 @@ final class CurlMulti: @unchecked Sendable {
 
     /// `extraCA`: PEM certificates to trust besides libcurl's own CA file. Throws when that file
     /// cannot be read, or the bundle of both written.
-    init(
+    package init(
         timeoutSeconds: Int, publicOnly: Bool, extraCA: String? = nil, inFlight: Int = 256, connectionsPerHost: Int = 8,
         perOrigin: Int = 64
     ) throws {
@@ -124,7 +122,7 @@ final class CurlMulti: @unchecked Sendable {
 
     /// Each request's answer, or why there was none, in order. No request starts after
     /// `deadline`: those come back as failures, unsent.
-    func perform(_ requests: [Request], deadline: ContinuousClock.Instant) -> [Result<
+    package func perform(_ requests: [Request], deadline: ContinuousClock.Instant) -> [Result<
         CurlSession.Answer, CurlSession.Failure
     >] {
         if let trusted, let bundle, !FileManager.default.fileExists(atPath: trusted) {
@@ -144,19 +142,18 @@ final class CurlMulti: @unchecked Sendable {
         return answers.withLock { $0 }
     }
 
-    /// Sends the `ready` requests and puts the sender's view of each answer at its index in
-    /// `responses`: the push service's answer as `reading` takes it, or no answer (status 0),
-    /// to go again.
-    func send(
-        _ ready: [(index: Int, request: Request)], deadline: ContinuousClock.Instant,
-        into responses: inout [APNsResponse], reading: (CurlSession.Answer) -> APNsResponse
-    ) {
-        for ((index, _), result) in zip(ready, perform(ready.map(\.request), deadline: deadline)) {
-            switch result {
-            case .failure(let failure): responses[index] = APNsResponse(status: 0, transportError: failure.description)
-            case .success(let answer): responses[index] = reading(answer)
-            }
+    /// The origin a request goes to (`scheme://host[:port]`, lowercase, the scheme's default
+    /// port left out): the push service it is counted against.
+    package static func origin(of endpoint: String) -> String {
+        guard let separator = endpoint.range(of: "://") else { return endpoint }
+        let rest = endpoint[separator.upperBound...]
+        let origin = endpoint[..<(rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex)]
+            .lowercased()
+        for (scheme, port) in [("https://", ":443"), ("http://", ":80")]
+        where origin.hasPrefix(scheme) && origin.hasSuffix(port) {
+            return String(origin.dropLast(port.count))
         }
+        return origin
     }
 
     /// One part of a batch, on a multi handle of its own.
@@ -175,7 +172,7 @@ final class CurlMulti: @unchecked Sendable {
         var waiting: [String: [Int]] = [:]
         var origins: [String] = []
         for (index, request) in requests.enumerated() {
-            let origin = WebPushSubscription.origin(of: request.url)
+            let origin = Self.origin(of: request.url)
             if waiting[origin] == nil { origins.append(origin) }
             waiting[origin, default: []].append(index)
         }

@@ -1,6 +1,5 @@
 import CCurl
 import Foundation
-import HomeportCurl
 
 /// One libcurl handle, kept between exchanges so its connection stays open (keep-alive), for
 /// the server's exchanges with a push gateway, its Web Pushes, and the gateway's fetch of an
@@ -10,14 +9,14 @@ package final class CurlSession: @unchecked Sendable {
     private let lock = NSLock()
     private var easy: CurlEasy?
     /// The CA file trusted instead of the system's, if any.
-    let caFile: String?
+    package let caFile: String?
     /// Longest wait for one exchange, in seconds.
-    let timeoutSeconds: Int
+    package let timeoutSeconds: Int
     /// The largest answer read, in bytes.
-    let byteLimit: Int
+    package let byteLimit: Int
     /// Whether it connects to public addresses only, whatever a name resolves to (for URLs
     /// strangers name).
-    let publicOnly: Bool
+    package let publicOnly: Bool
 
     package init(caFile: String? = nil, timeoutSeconds: Int = 30, byteLimit: Int = 16 << 20, publicOnly: Bool = false) {
         self.caFile = caFile
@@ -69,7 +68,9 @@ package final class CurlSession: @unchecked Sendable {
     /// What every exchange of the server's own is: an HTTP exchange as ``CurlEasy/useHTTP(url:headers:proxy:)``
     /// sets it up, `timeoutSeconds` in all (at most 10 to connect), and with `publicOnly` public
     /// addresses only.
-    static func setUp(_ easy: CurlEasy, url: String, headers: CurlHeaderList, timeoutSeconds: Int, publicOnly: Bool) {
+    package static func setUp(
+        _ easy: CurlEasy, url: String, headers: CurlHeaderList, timeoutSeconds: Int, publicOnly: Bool
+    ) {
         easy.useHTTP(url: url, headers: headers)
         easy.limit(seconds: timeoutSeconds)
         _ = homeport_curl_public_only(easy.handle, publicOnly ? 1 : 0)
