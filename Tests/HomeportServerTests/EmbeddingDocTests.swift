@@ -23,4 +23,16 @@ struct EmbeddingDocTests {
             #expect(sample.contains(block), "not in Examples/BookOrbit:\n\(block)")
         }
     }
+
+    @Test("the number of names the page says `import HomeportServer` gives is the reviewed surface's")
+    func surfaceCount() throws {
+        let page = try String(contentsOfFile: repositoryFile("docs/embedding.md"), encoding: .utf8)
+            .replacingOccurrences(of: "\n", with: " ")
+        let said = try #require(
+            page.firstMatch(of: /gives a product (\d+) names/).flatMap { Int($0.1) }, "the page states the number")
+        let snapshot = try String(contentsOfFile: repositoryFile("api/HomeportServer.txt"), encoding: .utf8)
+        let names = Set(
+            snapshot.split(separator: "\n").compactMap { $0.split(separator: " ").first }.filter { !$0.contains(".") })
+        #expect(said == names.count, "top-level names in api/HomeportServer.txt: \(names.sorted())")
+    }
 }
