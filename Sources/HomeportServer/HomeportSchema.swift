@@ -584,6 +584,19 @@ package enum HomeportSchema {
                 """,
             ]
         },
+        // A sign-up with a passkey alone waits on its pre-login session for the address's code,
+        // then for the passkey; it goes with the session.
+        Migration(version: 27, name: "passkey_signups") { _ in
+            [
+                """
+                CREATE TABLE IF NOT EXISTS passkey_signups (
+                    key_hash TEXT PRIMARY KEY REFERENCES sessions (key_hash) ON DELETE CASCADE,
+                    user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                    verified BIGINT NOT NULL
+                )
+                """
+            ]
+        },
     ]
 
     /// A migrator over ``migrations``.

@@ -119,6 +119,10 @@ public enum AllauthAppPath {
     public static let webAuthnAuthenticate = "auth/webauthn/authenticate"
     /// `GET`: options to confirm a signed-in session with a passkey; `POST`: confirm it.
     public static let webAuthnReauthenticate = "auth/webauthn/reauthenticate"
+    /// `POST`: sign up with a passkey and no password (`email`, and `invitation`, Homeport's
+    /// own); once the address's code is in, `GET`: options to create the passkey; `PUT`: create
+    /// it (`name`, `credential`), which signs in.
+    public static let webAuthnSignup = "auth/webauthn/signup"
     /// `POST`: sign in (or connect) with an identity provider's ID token the app obtained itself.
     public static let providerToken = "auth/provider/token"
     /// `GET`, `POST`: the sign-up a provider sign-in waits on, when its address is taken.

@@ -396,6 +396,32 @@ struct AllauthInteropTests {
         ]
     }
 
+    /// A sign-up with a passkey alone, under verification by code: the address, its code, then
+    /// the passkey.
+    static var passkeySignupSteps: [Step] {
+        let path = "auth/webauthn/signup"
+        return [
+            Step(name: "passkey signup, no address", method: "POST", path: path, json: [:]),
+            Step(name: "passkey signup", method: "POST", path: path, json: ["email": "passkey@example.com"]),
+            Step(name: "session, code pending", method: "GET", path: "auth/session", token: .current),
+            Step(name: "signup options before the code", method: "GET", path: path, token: .current),
+            Step(
+                name: "verify, mailed code", method: "POST", path: "auth/email/verify", token: .current, json: [:],
+                mailed: .code(sloppy: false)),
+            Step(name: "session, passkey pending", method: "GET", path: "auth/session", token: .current),
+            Step(name: "signup options", method: "GET", path: path, token: .current),
+            Step(
+                name: "signup passkey, garbage", method: "PUT", path: path, token: .current, json: [:],
+                passkey: .garbage),
+            Step(name: "signup options again", method: "GET", path: path, token: .current),
+            Step(
+                name: "signup passkey", method: "PUT", path: path, token: .current, json: ["name": "Phone"],
+                passkey: .register),
+            Step(name: "session after the passkey signup", method: "GET", path: "auth/session", token: .current),
+            Step(name: "signup options, signed in", method: "GET", path: path, token: .current),
+        ]
+    }
+
     /// allauth answers `is_authenticated: null` where its specification says a boolean.
     static let noSecondFactorWaiting = Difference(
         homeportStatus: 401, documented: "`auth/2fa/authenticate` when no sign-in waits for a second factor",
@@ -813,6 +839,18 @@ struct AllauthInteropTests {
             webAuthn: true)
         #expect(statuses["add a passkey"] == 200 && statuses["passkey login"] == 200)
         #expect(statuses["passkey login, garbage"] == 400 && statuses["passkey login, replayed"] == 400)
+    }
+
+    @Test(
+        "a sign-up with a passkey alone answers alike on django-allauth (passkey sign-up on, verification by code) and on homeport-server"
+    )
+    func samePasskeySignupAnswers() throws {
+        let statuses = try Self.compare(
+            Self.passkeySignupSteps,
+            homeportArguments: ["--public-url", Self.passkeyOrigin, "--email-verification", "code"],
+            verifyByCode: true, webAuthn: true)
+        #expect(statuses["passkey signup"] == 401 && statuses["signup options before the code"] == 409)
+        #expect(statuses["signup passkey, garbage"] == 400 && statuses["signup passkey"] == 200)
     }
 
     @Test("verification by code answers alike on django-allauth and on homeport-server")

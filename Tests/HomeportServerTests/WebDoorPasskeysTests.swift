@@ -64,13 +64,16 @@ struct WebDoorPasskeysTests {
         return try browser.post("/account/passkey/login", ["credential": text, "website": ""])
     }
 
-    @Test("the sign-in page offers passkeys (its script, this origin's only) where the server has a relying party")
+    @Test(
+        "the sign-in page offers passkeys (its script, this origin's only, and in the address field's autofill) where the server has a relying party"
+    )
     func page() throws {
         try withAccounts(.sqlite, publicURL: Self.url) { server in
             let login = try browser(server).get("/account/login")
             #expect(
                 login.text.contains("Sign in with a passkey")
                     && login.text.contains(#"<script src="/account/passkeys.js"></script>"#))
+            #expect(login.text.contains(#"autocomplete="username webauthn""#), "conditional mediation")
             #expect(!login.text.contains("<script>"), "no inline script")
             #expect(login.header("Content-Security-Policy") == WebDoor.passkeyPolicy)
             let script = try browser(server).get("/account/passkeys.js")
@@ -80,7 +83,7 @@ struct WebDoorPasskeysTests {
         try withAccounts(.sqlite, publicURL: "http://192.168.1.5:8080") { server in
             let login = try Browser(port: server.port).get("/account/login")
             #expect(
-                !login.text.contains("passkey")
+                !login.text.contains("passkey") && !login.text.contains("webauthn")
                     && login.header("Content-Security-Policy")?.contains("script-src") != true)
         }
     }

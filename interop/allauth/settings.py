@@ -77,12 +77,14 @@ if os.environ.get("ALLAUTH_MFA"):
     MFA_RECOVERY_CODES_SHOW_ONCE = True
     MFA_ALLOW_UNVERIFIED_EMAIL = True
     MFA_TOTP_ISSUER = "Homeport"
-# ALLAUTH_WEBAUTHN=1 (with ALLAUTH_MFA) serves WebAuthn and recovery codes, passkey sign-in on,
-# as Homeport serves passkeys: the relying party is the request's host, and any origin is taken
-# (the tests' authenticator runs on no page).
+# ALLAUTH_WEBAUTHN=1 (with ALLAUTH_MFA) serves WebAuthn and recovery codes, passkey sign-in on
+# (and sign-up, which allauth's checks allow only with verification by code), as Homeport serves
+# passkeys: the relying party is the request's host, and any origin is taken (the tests'
+# authenticator runs on no page).
 if os.environ.get("ALLAUTH_MFA") and os.environ.get("ALLAUTH_WEBAUTHN"):
     MFA_SUPPORTED_TYPES = ["recovery_codes", "webauthn"]
     MFA_PASSKEY_LOGIN_ENABLED = True
+    MFA_PASSKEY_SIGNUP_ENABLED = bool(os.environ.get("ALLAUTH_VERIFY_BY_CODE"))
     MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = True
 USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.AutoField"

@@ -1147,6 +1147,28 @@ def capture_passkey_answers(door):
     """)
 
 
+def conditional_sign_in(door, step):
+    """Signs in through the address field's autofill (conditional mediation): the field offers
+    passkeys, focusing it starts one request with `mediation: "conditional"`, and its answer signs
+    in (the virtual authenticator picks its one passkey as a person picks it from the list)."""
+    field = door.browser.find_element(By.ID, "email")
+    if "webauthn" not in (field.get_attribute("autocomplete") or "").split():
+        raise StepFailed(f"{step}: the address field offers no passkeys ({field.get_attribute('autocomplete')})")
+    door.browser.execute_script("""
+        const get = navigator.credentials.get.bind(navigator.credentials);
+        navigator.credentials.get = (options) => {
+          sessionStorage.setItem("homeportMediation", String(options.mediation));
+          return get(options);
+        };
+    """)
+    field.click()
+    door.wait(step, lambda browser: door.path() == HOME_PATH, "the autofill's sign-in")
+    door.see(step, heading="Your account", path=HOME_PATH)
+    mediation = door.browser.execute_script('return sessionStorage.getItem("homeportMediation");')
+    if mediation != "conditional":
+        raise StepFailed(f"{step}: the page asked with mediation {mediation!r}, not conditional")
+
+
 def submit_form(door, step, action, values):
     """Types `values` into the one form posting to `action` and submits it with its button."""
     forms = door.browser.find_elements(By.CSS_SELECTOR, f"form[action='{action}']")
@@ -1199,6 +1221,9 @@ def passkey_flows(door, binary, workdir):
 
     # The password alone no longer signs in: the second step asks for the passkey.
     door.press("passkeys: sign out for the second step", "Sign out")
+    # The address field would offer the passkey (and the virtual authenticator pick it): typed
+    # here as by a person who dismisses the autofill.
+    door.browser.execute_script("PublicKeyCredential.isConditionalMediationAvailable = async () => false;")
     door.fill("passkeys: the password first", {"email": email, "password": password})
     door.see("passkeys: the second step", heading="Two-factor sign-in", path=TOTP_AUTHENTICATE_PATH,
              texts=("Use a passkey",))
@@ -1243,6 +1268,8 @@ def passkey_flows(door, binary, workdir):
     door.open(LOGIN_PATH)
     door.press("passkeys: the real authenticator", "Sign in with a passkey")
     door.see("passkeys: the real authenticator signs in", heading="Your account", path=HOME_PATH)
+    door.press("passkeys: sign out for the autofill", "Sign out")
+    conditional_sign_in(door, "passkeys: signed in from the address field's autofill")
     door.open(PASSKEYS_PATH)
     submit_form(door, "passkeys: rename", "/account/passkeys/rename", {"name": "Old laptop", "password": password})
     door.see("passkeys: renamed", heading="Passkeys", path=PASSKEYS_PATH, texts=("Old laptop",))

@@ -141,8 +141,14 @@ package final class AccountService: Sendable {
     /// the approval queue, and the account joins the invitation's groups; the invitation's use is
     /// spent in the account's own transaction. A code that cannot be spent is one answer
     /// (``invalidInvitation``), after the sign-up's budget is charged.
+    ///
+    /// Without a `password`, a sign-up with a passkey (`auth/webauthn/signup`): the account has
+    /// no usable password, and its pre-login session waits for the address's code, then for the
+    /// passkey (``PasskeyService/completeSignup(name:credential:caller:address:)``). Only where
+    /// addresses are verified by code: an account without a password has its mailbox alone to
+    /// recover with, and nobody may plant a passkey on an address that is not theirs.
     package func signup(
-        email rawEmail: String, password: String, address: String, kind: SessionKind, current: Caller,
+        email rawEmail: String, password: String?, address: String, kind: SessionKind, current: Caller,
         invitation: String? = nil
     ) throws -> SignInOutcome {
         // Pasted codes come with spaces around them.
@@ -150,6 +156,7 @@ package final class AccountService: Sendable {
             $0.isEmpty ? nil : $0
         }
         guard settings.signup != .closed || invitation != nil else { return .signupClosed }
+        guard password != nil || settings.emailVerification == .code else { return .signupClosed }
         let now = clock.unixSeconds
         let charge = { () throws -> SignInOutcome? in
             do {
@@ -176,7 +183,9 @@ package final class AccountService: Sendable {
         let problems = try signupProblems(email: rawEmail, password: password)
         guard let email = Credentials.normalizedEmail(rawEmail), problems.isEmpty else { return .invalid(problems) }
         if invitation == nil, let refused = try charge() { return refused }
-        let passwordHash = try hasher.hash(password)
+        // Django's unusable password for a passkey's account: no password signs in to it until a
+        // reset sets one.
+        let passwordHash = try password.map(hasher.hash) ?? "!" + (try SecretToken.generate(random))
         let approval: Approval = settings.signup == .open || invitation != nil ? .approved : .waiting
         let newSession = try mint.make(kind: kind, userID: nil, now: now)
         let verification =
@@ -227,6 +236,10 @@ package final class AccountService: Sendable {
                         account: account.id, email: account.email, decoy: true, mailboxDay: false, now: now)
                     try emailVerification.beginVerification(
                         verification, account: account, authenticatedAt: nil, db, now: now)
+                    if password == nil {
+                        try PasskeySignupStore(db).insert(
+                            keyHash: verification.preLogin.session.keyHash, userID: account.id)
+                    }
                     return (.verificationPending(token: verification.preLogin.token), false)
                 }
                 if approval == .approved {
@@ -256,7 +269,10 @@ package final class AccountService: Sendable {
             } else {
                 logger.notice(
                     "account created",
-                    metadata: ["approval": approval.rawValue, "invited": invitation == nil ? "false" : "true"])
+                    metadata: [
+                        "approval": approval.rawValue, "invited": invitation == nil ? "false" : "true",
+                        "passkey": password == nil ? "true" : "false",
+                    ])
                 emailVerification.mailVerification(verification, to: email)
             }
             return outcome
@@ -275,13 +291,15 @@ package final class AccountService: Sendable {
     /// address, the password, and (with verification off, where allauth says so too) an address
     /// that has an account, beside a password problem or, with `takenAlone`, on its own (the form
     /// of a caller signed in already, which is refused either way).
-    package func signupProblems(email rawEmail: String, password: String, takenAlone: Bool = false) throws
+    package func signupProblems(email rawEmail: String, password: String?, takenAlone: Bool = false) throws
         -> [FieldProblem]
     {
         var problems: [FieldProblem] = []
         let email = Credentials.normalizedEmail(rawEmail)
         if email == nil { problems.append(Self.invalidEmail) }
-        if let problem = Credentials.passwordProblem(password, param: "password") { problems.append(problem) }
+        if let password, let problem = Credentials.passwordProblem(password, param: "password") {
+            problems.append(problem)
+        }
         // Without a password problem the insert itself finds a taken address (race-free); with
         // one, allauth names both.
         if let email, !problems.isEmpty || takenAlone, settings.emailVerification != .code,

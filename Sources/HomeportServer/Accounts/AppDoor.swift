@@ -245,8 +245,9 @@ struct AppDoor: Sendable {
     }
 
     /// What a signed-out client can do; `verifying` adds the verification its session waits on,
-    /// `secondFactor` the second factor it waits for (`mfa_authenticate`, with the factors' types).
-    func flows(verifying: Bool = false, secondFactor: [String]? = nil) -> [AuthFlow] {
+    /// `secondFactor` the second factor it waits for (`mfa_authenticate`, with the factors' types),
+    /// `passkeySignup` the passkey a sign-up waits for (`mfa_signup_webauthn`).
+    func flows(verifying: Bool = false, secondFactor: [String]? = nil, passkeySignup: Bool = false) -> [AuthFlow] {
         var flows = [AuthFlow(id: "login")]
         if service.settings.signup != .closed { flows.append(AuthFlow(id: "signup")) }
         let providers = providers()
@@ -255,6 +256,7 @@ struct AppDoor: Sendable {
         if service.passkeys.relyingParty != nil { flows.append(AuthFlow(id: "mfa_login_webauthn")) }
         if verifying { flows.append(AuthFlow(id: "verify_email", isPending: true)) }
         if let secondFactor { flows.append(AuthFlow(id: "mfa_authenticate", isPending: true, types: secondFactor)) }
+        if passkeySignup { flows.append(AuthFlow(id: "mfa_signup_webauthn", isPending: true)) }
         return flows
     }
 
@@ -269,7 +271,9 @@ struct AppDoor: Sendable {
     func notSignedIn(_ caller: Caller) throws -> HTTPResponse {
         let verifying = try service.emailVerification.verificationPending(caller)
         let secondFactor = try service.pendingSecondFactor(caller)
-        var flows = flows(verifying: verifying, secondFactor: secondFactor)
+        var flows = flows(
+            verifying: verifying, secondFactor: secondFactor,
+            passkeySignup: try service.passkeys.pendingSignup(caller) != nil)
         if let (provider, _) = try service.providerSignIn.pendingSignup(caller) {
             flows.append(AuthFlow(id: "provider_signup", isPending: true, provider: describe(provider)))
         }

@@ -39,6 +39,12 @@ extension AppDoor {
                 AuthEnvelope(
                     status: 401, data: AuthData(flows: flows(secondFactor: types)),
                     meta: AuthMeta(isAuthenticated: false, sessionToken: token)))
+        case .passkeySignupPending:
+            // The same pre-login session waits for the passkey, as allauth's: no new token.
+            return answer(
+                AuthEnvelope(
+                    status: 401, data: AuthData(flows: flows(passkeySignup: true)),
+                    meta: AuthMeta(isAuthenticated: false)))
         case .incorrect: return invalid([Self.incorrectCodeProblem])
         case .missingCode: return invalid([Self.requiredKeyProblem])
         case .busy: return tooMany(1)

@@ -46,6 +46,9 @@ package final class EmailVerificationService: Sendable {
         /// factor, as any password sign-in to it does: `token` names the new pre-login session
         /// (`auth/2fa/authenticate`), `types` the factors it takes.
         case secondFactorPending(token: String, types: [String])
+        /// Verified, and the sign-up with a passkey it belongs to now waits, on the same pre-login
+        /// session, for the passkey (`auth/webauthn/signup`).
+        case passkeySignupPending
         /// The code is not the one mailed; the third wrong one gives the verification up.
         case incorrect
         /// No code came (nothing but spaces and dashes): not a try.
@@ -117,6 +120,22 @@ package final class EmailVerificationService: Sendable {
                 return (stillWaiting ? .incorrect : .noneWaiting, nil, nil)
             }
             let sessions = SessionStore(db)
+            // A sign-up with a passkey goes on to the passkey, on the same pre-login session (as
+            // allauth's), before any approval: a person waiting to be let in must have a way in.
+            let signups = PasskeySignupStore(db)
+            if try signups.pending(keyHash: session.keyHash, verified: false) == claimed.userID,
+                let account = try AccountStore(db).find(id: claimed.userID)
+            {
+                let wasVerified = try verifications.isVerified(userID: account.id)
+                try verifications.markVerified(userID: account.id, now: now)
+                try signups.markVerified(keyHash: session.keyHash)
+                // The passkey is made within the window a second factor has, not the day the
+                // code's session had.
+                try sessions.shorten(keyHash: session.keyHash, to: now + AccountService.secondFactorWindow)
+                return (
+                    .passkeySignupPending, nil, account.approval == .waiting && !wasVerified ? account.email : nil
+                )
+            }
             guard try SessionEnding(db).end(keyHash: session.keyHash),
                 let account = try AccountStore(db).find(id: claimed.userID)
             else { return (.noneWaiting, nil, nil) }
@@ -163,6 +182,9 @@ package final class EmailVerificationService: Sendable {
             )
         }
         if let newcomer { newcomers.announce(email: newcomer) }
+        if case .passkeySignupPending = outcome {
+            logger.notice("address verified", metadata: ["signedIn": "false", "passkeySignup": "true"])
+        }
         guard case .signedIn = outcome else {
             if case .pending(let standing) = outcome {
                 logger.notice("address verified", metadata: ["signedIn": "false"])

@@ -18,6 +18,8 @@ extension WebDoor {
         case .signedIn(let token, _, _): return signedIn(token)
         case .pending(let standing): return pendingPage(standing)
         case .secondFactorPending(let token, _): return secondStep(token)
+        // Only the app door begins a sign-up with a passkey.
+        case .passkeySignupPending: return noVerificationPage()
         case .incorrect:
             return page(
                 "Confirm your address",

@@ -19,6 +19,9 @@ extension RouterGroup where Context == RequestContext {
             try door.passkeyConfirmationOptions(context.caller)
         }
         post("/" + AllauthAppPath.webAuthnReauthenticate) { try door.passkeyConfirmation($0, $1.caller) }
+        post("/" + AllauthAppPath.webAuthnSignup) { try door.passkeySignup($0, $1.caller) }
+        get("/" + AllauthAppPath.webAuthnSignup) { _, context in try door.passkeySignupOptions(context.caller) }
+        put("/" + AllauthAppPath.webAuthnSignup) { try door.completePasskeySignup($0, $1.caller) }
     }
 }
 
@@ -197,6 +200,55 @@ extension AppDoor {
         return factorAnswer(
             try service.reauthenticate(passkey: credential, session: session, account: account),
             incorrect: PasskeyService.incorrect)
+    }
+
+    /// `auth/webauthn/signup`'s form: the address, and an invitation's code (Homeport's own).
+    private struct PasskeySignupForm: Decodable {
+        var email: String
+        var invitation: String?
+    }
+
+    /// `POST auth/webauthn/signup` `{email, invitation?}`: an account with no password, whose
+    /// pre-login session waits for the address's code (`verify_email`), then for its passkey
+    /// (`mfa_signup_webauthn`). Offered where addresses are verified by code.
+    func passkeySignup(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        guard service.passkeys.signupAvailable else { return answer(AuthEnvelope(status: 404)) }
+        if caller.isSignedIn { return answer(AuthEnvelope(status: 409)) }
+        let form: PasskeySignupForm
+        switch decode(PasskeySignupForm.self, request, order: ["email"]) {
+        case .success(let value): form = value
+        case .failure(let problems): return invalid(problems.problems)
+        }
+        let outcome = try service.signup(
+            email: form.email, password: nil, address: request.remoteAddress, kind: .app, current: caller,
+            invitation: form.invitation)
+        return signInAnswer(outcome, caller: caller, methods: false)
+    }
+
+    /// `GET auth/webauthn/signup`: options to create the passkey a sign-up waits for.
+    func passkeySignupOptions(_ caller: Caller) throws -> HTTPResponse {
+        guard service.passkeys.signupAvailable else { return answer(AuthEnvelope(status: 404)) }
+        guard let options = try service.passkeys.signupOptions(caller) else { return answer(AuthEnvelope(status: 409)) }
+        return answer(["status": 200, "data": ["creation_options": options]])
+    }
+
+    /// `PUT auth/webauthn/signup` `{name?, credential}`: the sign-up's passkey, which signs in (or,
+    /// for an account waiting for approval, says so).
+    func completePasskeySignup(_ request: HTTPRequest, _ caller: Caller) throws -> HTTPResponse {
+        guard service.passkeys.signupAvailable else { return answer(AuthEnvelope(status: 404)) }
+        guard try service.passkeys.pendingSignup(caller) != nil else { return answer(AuthEnvelope(status: 409)) }
+        guard let body = passkeyBody(request) else { return invalid([Self.invalidField("credential")]) }
+        guard let credential = body["credential"] else { return invalid([Self.required("credential")]) }
+        if let name = body["name"], !(name is String || name is NSNull) { return invalid([Self.invalidField("name")]) }
+        switch try service.passkeys.completeSignup(
+            name: body["name"] as? String, credential: credential, caller: caller, address: request.remoteAddress)
+        {
+        // As allauth: a sign-up records no authentication method, and its refusal names no field.
+        case .done(let outcome): return signInAnswer(outcome, caller: caller, methods: false)
+        case .incorrect:
+            return invalid([FieldProblem(code: AuthErrorCode.incorrectCode, param: nil, message: "Incorrect code.")])
+        case .noneWaiting: return answer(AuthEnvelope(status: 409))
+        }
     }
 
     /// The body as a JSON object (an empty body is `{}`); `nil` for anything else.

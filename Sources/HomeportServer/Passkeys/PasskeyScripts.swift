@@ -43,8 +43,49 @@ enum PasskeyScripts {
             };
           }
 
+          // Conditional mediation: where the browser offers passkeys in the address field's
+          // autofill, the request starts when the person first focuses the field (one challenge,
+          // not one per page view). It says nothing on the page: the person may be typing a
+          // password. The button waits for its options, then aborts it, before asking on its own
+          // (the challenge the button's answer is checked against is then the button's).
+          let conditional = null;
+          const field = document.querySelector('input[autocomplete~="webauthn"]');
+          const loginForm = document.getElementById("passkey-login");
+          async function offerInAutofill() {
+            if (!(await PublicKeyCredential.isConditionalMediationAvailable())) return;
+            const controller = new AbortController();
+            const asked = options(loginForm, {});
+            conditional = { controller, asked };
+            try {
+              const publicKey = await asked;
+              if (controller.signal.aborted) return;
+              publicKey.challenge = bytes(publicKey.challenge);
+              publicKey.allowCredentials = [];
+              const credential = await navigator.credentials.get({
+                publicKey, mediation: "conditional", signal: controller.signal,
+              });
+              loginForm.elements.credential.value = JSON.stringify(encode(credential));
+              say("Signing in…");
+              loginForm.submit();
+            } catch (error) {
+              // Dismissed: offered again at the next focus. Aborted for the button, or refused
+              // (a spent budget): nothing more until the page loads again.
+              if (error.name === "NotAllowedError" && !controller.signal.aborted) {
+                field.addEventListener("focus", offerInAutofill, { once: true });
+              }
+            }
+          }
+          if (field && loginForm && window.PublicKeyCredential && PublicKeyCredential.isConditionalMediationAvailable) {
+            field.addEventListener("focus", offerInAutofill, { once: true });
+          }
+
           async function signIn(form) {
             if (!window.PublicKeyCredential) throw new Error("This browser has no passkeys.");
+            if (conditional) {
+              conditional.controller.abort();
+              await conditional.asked.catch(() => {});
+              conditional = null;
+            }
             say("Asking your device…");
             const publicKey = await options(form, {});
             publicKey.challenge = bytes(publicKey.challenge);

@@ -102,8 +102,8 @@ extension PasskeyService {
     /// A passkey's sign-in as a session: the address verified first when the server asks for
     /// it, and a session only for an approved account (the standing otherwise). A passkey that
     /// verified its person is two factors in one: no second factor is asked.
-    private func session(
-        for account: Account, address: String, kind: SessionKind, current: Caller, now: Int64
+    func session(
+        for account: Account, address: String, kind: SessionKind, current: Caller, now: Int64, signup: Bool = false
     ) throws -> AccountService.SignInOutcome {
         if accounts.settings.emailVerification == .code,
             try !EmailVerificationStore(accounts.database).isVerified(userID: account.id)
@@ -115,9 +115,12 @@ extension PasskeyService {
         let newSession = try accounts.mint.make(kind: kind, userID: account.id, now: now)
         let outcome: AccountService.SignInOutcome = try accounts.database.transaction { db in
             if try SessionStore(db).insertSignedIn(newSession.session, now: now, passwordHash: account.passwordHash) {
-                try SessionFactorStore(db).recordFactor(
-                    keyHash: newSession.session.keyHash, factor: "webauthn",
-                    at: accounts.clock.now().timeIntervalSince1970)
+                // Like allauth, a sign-up records no authentication method.
+                if !signup {
+                    try SessionFactorStore(db).recordFactor(
+                        keyHash: newSession.session.keyHash, factor: "webauthn",
+                        at: accounts.clock.now().timeIntervalSince1970)
+                }
                 if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
                 try ResetKeyStore(db).deleteAll(userID: account.id)
                 return .signedIn(token: newSession.token, account: account, session: newSession.session)

@@ -26,7 +26,8 @@ extension WebDoor {
         -> HTTPResponse
     {
         var body = WebPage.loginForm(
-            csrf: context.csrfToken, email: email, errors: errors, providers: providerButtons())
+            csrf: context.csrfToken, email: email, errors: errors, providers: providerButtons(),
+            passkeys: offersPasskeys)
         guard offersPasskeys else { return page("Sign in", body, status: status) }
         body += WebPage.passkeyLoginSection(csrf: context.csrfToken)
         var response = page("Sign in", body, status: status)

@@ -19,13 +19,17 @@ struct SessionEnding {
     }
 
     /// Ends every session of the account, every verification waiting for its address with
-    /// the pre-login session it waits on, and every sign-in waiting for its second factor.
+    /// the pre-login session it waits on, every sign-in waiting for its second factor, and
+    /// every sign-up with a passkey waiting for its passkey.
     func endAll(userID: Int64) throws {
         let waiting = try EmailVerificationStore(db).deleteAll(userID: userID)
         let factorPending = try db.execute(
             "SELECT key_hash FROM session_factors WHERE pending_user_id = $1", [.integer(userID)]
         ).compactMap { $0.string("key_hash") }
-        try SessionStore(db).delete(keyHashes: waiting + factorPending)
+        let passkeyPending = try db.execute(
+            "SELECT key_hash FROM passkey_signups WHERE user_id = $1", [.integer(userID)]
+        ).compactMap { $0.string("key_hash") }
+        try SessionStore(db).delete(keyHashes: waiting + factorPending + passkeyPending)
         try SessionStore(db).deleteAll(userID: userID)
     }
 }

@@ -143,6 +143,13 @@ struct SessionStore {
             [standing.map { .text($0.rawValue) } ?? .null, .text(keyHash)])
     }
 
+    /// Brings the session's end forward to `end` (never later than it was).
+    func shorten(keyHash: String, to end: Int64) throws {
+        try db.execute(
+            "UPDATE sessions SET expires_at = $2 WHERE key_hash = $1 AND expires_at > $2",
+            [.text(keyHash), .integer(end)])
+    }
+
     /// Which of `keyHashes` name a live (present, unexpired) session.
     func live(keyHashes: [String], now: Int64) throws -> Set<String> {
         var live = Set<String>()

@@ -50,8 +50,11 @@ enum WebPage {
         """
     }
 
+    /// The sign-in form; with `passkeys`, the address field also offers the browser's passkeys
+    /// in its autofill (conditional mediation, `autocomplete="username webauthn"`).
     static func loginForm(
-        csrf: String, email: String = "", errors: [String] = [], providers: [(id: String, name: String)] = []
+        csrf: String, email: String = "", errors: [String] = [], providers: [(id: String, name: String)] = [],
+        passkeys: Bool = false
     ) -> String {
         """
         \(Self.errors(errors))
@@ -59,7 +62,8 @@ enum WebPage {
         <form method="post" action="/account/login">
         \(guardFields(csrf: csrf))
         <label for="email">Email</label>
-        <input id="email" type="email" name="email" value="\(htmlEscaped(email))" autocomplete="username" required>
+        <input id="email" type="email" name="email" value="\(htmlEscaped(email))" \
+        autocomplete="\(passkeys ? "username webauthn" : "username")" required>
         <label for="password">Password</label>
         <input id="password" type="password" name="password" autocomplete="current-password" required>
         <button type="submit">Sign in</button>
