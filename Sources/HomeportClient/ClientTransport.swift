@@ -159,7 +159,7 @@ public final class URLSessionTransport: NSObject, ClientTransport, URLSessionDat
         urlRequest.httpBody = request.body
         urlRequest.httpShouldHandleCookies = false
         let seconds =
-            Double(request.deadline.components.seconds) + Double(request.deadline.components.attoseconds) / 1e18
+            request.deadline.timeInterval
         urlRequest.timeoutInterval = max(1, seconds)
         for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
         guard let session else {

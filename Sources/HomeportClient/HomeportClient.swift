@@ -82,6 +82,10 @@ public final class HomeportClient: Sendable {
             state.path = path
             return true
         }
+        // Nor is a winner stored by another client reused: two networks may share an id.
+        for record in directory.all where record.verifiedWinner != nil {
+            _ = try? directory.update(record.key) { $0.verifiedWinner = nil }
+        }
         openStreams.endAll()
         if changed { onEvent(.pathChanged(path)) }
     }
@@ -163,6 +167,9 @@ public final class HomeportClient: Sendable {
             ContinuousClock.now - cached.at < configuration.winnerLifetime
         {
             return Choice(address: cached.address, grounds: .matched)
+        }
+        if failed.isEmpty, !matchOnly, let persisted = persistedWinner(of: record, path: path) {
+            return Choice(address: persisted, grounds: .matched)
         }
         var candidates: [ServerAddress] = []
         for address in [record.primary] + record.alternatives.filter(\.isVerified).map(\.address)
@@ -323,7 +330,7 @@ public final class HomeportClient: Sendable {
             // A round trip is stored when it is new, halved or doubled: not on every race (a write
             // is an fsync on the way to the request).
             for (url, measured) in roundTrips {
-                let seconds = Double(measured.components.seconds) + Double(measured.components.attoseconds) / 1e18
+                let seconds = measured.timeInterval
                 let key = path + " " + url
                 if let old = stored.roundTrips?[key], seconds > old * 0.5, seconds < old * 2 { continue }
                 var kept = stored.roundTrips ?? [:]
@@ -332,6 +339,13 @@ public final class HomeportClient: Sendable {
                 kept[key] = seconds
                 stored.roundTrips = kept
             }
+            // Stored for the clients started after this one; rewritten when it is another address or
+            // path, or a quarter of its life old (not on every race: a write is an fsync).
+            let current = stored.verifiedWinner.map {
+                $0.url == winner.url && $0.path == path
+                    && (0..<(configuration.winnerLifetime / 4).timeInterval).contains(now.timeIntervalSince($0.at))
+            }
+            if current != true { stored.verifiedWinner = .init(url: winner.url, path: path, at: now) }
             for index in stored.alternatives.indices
             where matched[stored.alternatives[index].address.url]?.isMatch == true {
                 let last = stored.alternatives[index].verifiedPaths[path]
@@ -346,8 +360,31 @@ public final class HomeportClient: Sendable {
         }
     }
 
+    /// Forgets the address chosen for `key`: in this client, and the one stored for clients
+    /// started after it (``ServerRecord/verifiedWinner``).
     func forgetWinner(_ key: String) {
         _ = state.withLock { $0.winners.removeValue(forKey: key) }
+        if directory.server(key)?.verifiedWinner != nil { _ = try? directory.update(key) { $0.verifiedWinner = nil } }
+    }
+
+    /// The winner a client before this one stored for `record` on `path` (another process, an
+    /// app launched again), while it is younger than ``ClientConfiguration/winnerLifetime`` and
+    /// still one of the record's addresses (its primary, or an alternative verified on this path):
+    /// taken as this client's own, from when it was verified. Not one from the future (a clock
+    /// set back).
+    private func persistedWinner(of record: ServerRecord, path: String) -> ServerAddress? {
+        guard let stored = record.verifiedWinner, stored.path == path else { return nil }
+        let age = Date().timeIntervalSince(stored.at)
+        guard age >= 0, age < configuration.winnerLifetime.timeInterval else { return nil }
+        let address =
+            stored.url == record.primary.url
+            ? record.primary
+            : record.alternatives.first { $0.address.url == stored.url && $0.verifiedPaths[path] != nil }?.address
+        guard let address else { return nil }
+        state.withLock { state in
+            if state.path == path { state.winners[record.key] = (address, path, ContinuousClock.now - .seconds(age)) }
+        }
+        return address
     }
 }
 

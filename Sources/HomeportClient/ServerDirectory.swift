@@ -7,7 +7,10 @@ public struct ServerRecord: Codable, Hashable, Sendable {
     /// The installation's id once known (the key the server is stored under). When it changes
     /// (an identity reset), ``localID`` stays.
     public var instanceID: InstanceID? {
-        willSet { pinLocalID() }
+        willSet {
+            pinLocalID()
+            verifiedWinner = nil
+        }
     }
     /// The product name it announced (control characters removed).
     public var product: String?
@@ -17,7 +20,10 @@ public struct ServerRecord: Codable, Hashable, Sendable {
     public var email: String
     /// The address the user signed in with.
     public var primary: ServerAddress {
-        willSet { pinLocalID() }
+        willSet {
+            pinLocalID()
+            verifiedWinner = nil
+        }
     }
     /// Further addresses, in the user's order of preference.
     public var alternatives: [Alternative]
@@ -39,7 +45,14 @@ public struct ServerRecord: Codable, Hashable, Sendable {
     /// address the user signed in at, or from the trusted primary of a record that had none.
     /// Once pinned, an address is the installation only if it proves this key; `nil` for a server
     /// without one (it proves nothing beyond its id).
-    public var publicKey: String?
+    public var publicKey: String? {
+        willSet { verifiedWinner = nil }
+    }
+    /// The address the last race on a network path found answering as the installation, and
+    /// when: a client started within its ``ClientConfiguration/winnerLifetime`` of that, on the
+    /// same path, sends to it without probing first, as one client reuses its own winner. Any
+    /// failure, a change of identity, key or primary, and a network-path change forget it.
+    var verifiedWinner: VerifiedWinner?
     /// ``localID`` once given or pinned; `nil` in a record written before it was kept.
     private var storedLocalID: UUID?
 
@@ -52,8 +65,15 @@ public struct ServerRecord: Codable, Hashable, Sendable {
 
     private enum CodingKeys: String, CodingKey {
         case instanceID, product, protocolVersion, email, primary, alternatives, lastWinner, signedOut, signedInPath,
-            label, roundTrips, publicKey
+            label, roundTrips, publicKey, verifiedWinner
         case storedLocalID = "localID"
+    }
+
+    /// An address that answered as the installation on a network path, and when (wall-clock).
+    struct VerifiedWinner: Codable, Hashable, Sendable {
+        var url: String
+        var path: String
+        var at: Date
     }
 
     /// Takes `other`'s handle: the same server, saved over it.

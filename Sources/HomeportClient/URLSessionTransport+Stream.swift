@@ -54,7 +54,7 @@ final class StreamOpener: NSObject, URLSessionDataDelegate, @unchecked Sendable 
             self?.session?.invalidateAndCancel()
         }
         let seconds =
-            Double(request.deadline.components.seconds) + Double(request.deadline.components.attoseconds) / 1e18
+            request.deadline.timeInterval
         let timer = DispatchWorkItem { [weak self] in
             guard let self else { return }
             let late = lock.withLock { () -> Bool in
