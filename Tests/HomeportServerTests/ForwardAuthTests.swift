@@ -53,6 +53,15 @@ struct ForwardAuthTests {
             #expect(head.hasPrefix("HTTP/1.1 200"))
             #expect(head.contains("\(HomeportHeader.sessionHandle): \(handle)\r\n"))
             #expect(head.hasSuffix("\r\n\r\n"), "no body")
+            // A proxy that names the original request (Caddy's, Traefik's X-Forwarded-Uri): the same
+            // fields, no body, so that its HTTP client keeps the connection; then the body again.
+            let asked = try forward(
+                server, [(HomeportHeader.sessionToken, token), ("X-Forwarded-Uri", "/api/v1/journal")])
+            #expect(asked.status == 200 && asked.body.isEmpty, "\(asked.text)")
+            #expect(asked.header(HomeportHeader.sessionHandle) == handle)
+            #expect(asked.header(HomeportHeader.accountEmail) == "ada@example.com")
+            #expect(asked.header("Content-Length") == "0" && asked.header("Cache-Control") == "no-store")
+            #expect(try forward(server, [(HomeportHeader.sessionToken, token)]).body == answer.body)
             // The same session, the same handle; another session, another one.
             #expect(
                 try forward(server, [(HomeportHeader.sessionToken, token)]).header(HomeportHeader.sessionHandle)

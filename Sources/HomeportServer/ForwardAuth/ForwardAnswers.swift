@@ -19,6 +19,8 @@ final class ForwardAnswers: Sendable {
         var verified: Bool
         var groups: [String]
         var prepared: PreparedResponse
+        /// The same answer without its body, for a proxy's question (``response(session:account:headOnly:)``).
+        var headOnly: PreparedResponse
     }
 
     /// Answers kept at most.
@@ -30,15 +32,17 @@ final class ForwardAnswers: Sendable {
     }
 
     /// The answer for `session` of `account`: 200, the account in `X-Homeport-*` fields and the body,
-    /// `no-store` (as the API prefix's middleware leaves every answer).
-    func response(session: Session, account: Account) throws -> HTTPResponse {
+    /// `no-store` (as the API prefix's middleware leaves every answer). With `headOnly`, the same
+    /// fields and no body: a proxy reads the head alone, and Go's HTTP client (Caddy's, Traefik's)
+    /// keeps its connection to Homeport only when the whole answer was read.
+    func response(session: Session, account: Account, headOnly: Bool = false) throws -> HTTPResponse {
         let verified = account.emailVerified ?? false
         let groups = account.groups ?? []
         let cached = known.withLock { $0[session.keyHash] }
         if let cached, cached.accountID == account.id, cached.email == account.email, cached.verified == verified,
             cached.groups == groups
         {
-            return cached.prepared.response
+            return (headOnly ? cached.headOnly : cached.prepared).response
         }
         let caller = SignedIn(session: session, account: account, clientAddress: "")
         let handle = caller.sessionHandle
@@ -53,12 +57,15 @@ final class ForwardAnswers: Sendable {
         answer.headers.add(HomeportHeader.accountGroups, groups.isEmpty ? " " : groups.joined(separator: ","))
         answer.headers.set("Cache-Control", "no-store")
         let prepared = PreparedResponse(answer)
+        answer.body = Data()
+        let bare = PreparedResponse(answer)
         known.withLock { known in
             if known.count >= capacity { known.removeAll(keepingCapacity: true) }
             known[session.keyHash] = Entry(
-                accountID: account.id, email: account.email, verified: verified, groups: groups, prepared: prepared)
+                accountID: account.id, email: account.email, verified: verified, groups: groups, prepared: prepared,
+                headOnly: bare)
         }
-        return prepared.response
+        return (headOnly ? bare : prepared).response
     }
 
     /// Answers kept now.

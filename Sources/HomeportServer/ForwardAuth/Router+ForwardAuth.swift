@@ -14,11 +14,20 @@ extension Router where Context == RequestContext {
     /// never the token), which the proxy copies onto the request it passes on; anyone else the
     /// API's one 401. `no-store`, as every answer under the prefix. Declared inside the API
     /// prefix's group, after it. Each session's answer is prepared once (``ForwardAnswers``).
+    ///
+    /// A request that names the original one in `X-Forwarded-Uri` (Caddy's `forward_auth` and
+    /// Traefik's `forwardAuth` send it) is a proxy's question: its 200 carries the header fields
+    /// alone, no body. Those proxies never read the body, and their HTTP client then closes the
+    /// connection instead of keeping it: a new connection to Homeport for every request.
     mutating func addForwardAuth() {
         let answers = ForwardAnswers()
-        get(HomeportPath.authForward) { _, context in
+        get(HomeportPath.authForward) { request, context in
             guard case .signedIn(let session, let account) = context.caller else { throw RequireSignedIn.refusal }
-            return try answers.response(session: session, account: account)
+            return try answers.response(
+                session: session, account: account, headOnly: request.headers.contains(Self.forwardedURI))
         }
     }
+
+    /// The field in which a proxy names the request it asks about.
+    static var forwardedURI: String { "X-Forwarded-Uri" }
 }
