@@ -29,6 +29,9 @@ public final class HomeportClient: Sendable {
     struct PathState {
         var path: String
         var winners: [String: (address: ServerAddress, path: String, at: ContinuousClock.Instant)] = [:]
+        /// When this client last heard of a path change: a winner stored before it is not reused
+        /// here, whether or not forgetting it in the directory succeeded.
+        var pathChangedAt: Date?
     }
 
     /// Creates a client on network path `networkPath` (an id the app derives from its path monitor).
@@ -76,18 +79,26 @@ public final class HomeportClient: Sendable {
     /// look alike to a path monitor), and ends every open notification stream, which reconnects
     /// through a fresh race.
     public func networkPathChanged(to path: String) {
+        pathReported(path, initial: false)
+    }
+
+    /// A path the system reports: a change, or (`initial`) the path a monitor finds when it starts,
+    /// which tells of no move, so what other clients stored on it still holds.
+    func pathReported(_ path: String, initial: Bool) {
         let changed = state.withLock { state -> Bool in
             state.winners.removeAll()
+            if !initial { state.pathChangedAt = Date() }
             guard state.path != path else { return false }
             state.path = path
             return true
         }
-        // Nor is a winner stored by another client reused: two networks may share an id.
+        openStreams.endAll()
+        if changed { onEvent(.pathChanged(path)) }
+        // Nor is a winner stored by another client reused after a change: two networks may share an id.
+        guard !initial else { return }
         for record in directory.all where record.verifiedWinner != nil {
             _ = try? directory.update(record.key) { $0.verifiedWinner = nil }
         }
-        openStreams.endAll()
-        if changed { onEvent(.pathChanged(path)) }
     }
 
     var probe: IdentityProbe { IdentityProbe(transport: transport, deadline: configuration.probeDeadline) }
@@ -339,13 +350,20 @@ public final class HomeportClient: Sendable {
                 kept[key] = seconds
                 stored.roundTrips = kept
             }
-            // Stored for the clients started after this one; rewritten when it is another address or
-            // path, or a quarter of its life old (not on every race: a write is an fsync).
+            // Stored for the clients started after this one (HTTPS only: see persistedWinner);
+            // rewritten when it is another address or path, or a quarter of its life old by
+            // either clock (not on every race: a write is an fsync).
+            let uptime = ProcessInfo.processInfo.systemUptime
+            let quarter = 0..<(configuration.winnerLifetime / 4).timeInterval
             let current = stored.verifiedWinner.map {
-                $0.url == winner.url && $0.path == path
-                    && (0..<(configuration.winnerLifetime / 4).timeInterval).contains(now.timeIntervalSince($0.at))
+                $0.url == winner.url && $0.path == path && quarter.contains(now.timeIntervalSince($0.at))
+                    && $0.uptime.map { quarter.contains(uptime - $0) } == true
             }
-            if current != true { stored.verifiedWinner = .init(url: winner.url, path: path, at: now) }
+            if !winner.url.hasPrefix("https://") {
+                stored.verifiedWinner = nil
+            } else if current != true {
+                stored.verifiedWinner = .init(url: winner.url, path: path, at: now, uptime: uptime)
+            }
             for index in stored.alternatives.indices
             where matched[stored.alternatives[index].address.url]?.isMatch == true {
                 let last = stored.alternatives[index].verifiedPaths[path]
@@ -368,14 +386,28 @@ public final class HomeportClient: Sendable {
     }
 
     /// The winner a client before this one stored for `record` on `path` (another process, an
-    /// app launched again), while it is younger than ``ClientConfiguration/winnerLifetime`` and
-    /// still one of the record's addresses (its primary, or an alternative verified on this path):
-    /// taken as this client's own, from when it was verified. Not one from the future (a clock
-    /// set back).
+    /// app launched again), taken as this client's own from when it was verified, while:
+    /// - it is HTTPS: the connection itself proves the server (its name's certificate, or the
+    ///   installation's own, pinned), so a network that merely shares the path's id (two
+    ///   `192.168.1.1` gateways, a fixed id) gets nothing; a plain-HTTP address is probed by
+    ///   every new client, as before;
+    /// - it is younger than ``ClientConfiguration/winnerLifetime`` by the wall clock and by the
+    ///   time since boot (a clock set back, or a device asleep, stretches neither; one from the
+    ///   future, or from before a restart, is refused);
+    /// - it was stored after this client last heard of a path change;
+    /// - it is still one of the record's addresses: its primary, or an alternative verified on
+    ///   this path.
     private func persistedWinner(of record: ServerRecord, path: String) -> ServerAddress? {
-        guard let stored = record.verifiedWinner, stored.path == path else { return nil }
-        let age = Date().timeIntervalSince(stored.at)
-        guard age >= 0, age < configuration.winnerLifetime.timeInterval else { return nil }
+        guard let stored = record.verifiedWinner, stored.path == path, stored.url.hasPrefix("https://") else {
+            return nil
+        }
+        if let changed = state.withLock({ $0.pathChangedAt }), stored.at <= changed { return nil }
+        let wall = Date().timeIntervalSince(stored.at)
+        guard let uptime = stored.uptime else { return nil }
+        let sinceBoot = ProcessInfo.processInfo.systemUptime - uptime
+        let lifetime = configuration.winnerLifetime.timeInterval
+        guard wall >= 0, sinceBoot >= 0, max(wall, sinceBoot) < lifetime else { return nil }
+        let age = max(wall, sinceBoot)
         let address =
             stored.url == record.primary.url
             ? record.primary

@@ -11,16 +11,32 @@
         private let monitor = NWPathMonitor()
         private let queue = DispatchQueue(label: "homeport.network-path")
 
-        /// Starts monitoring and tells `client` about every change.
+        /// Starts monitoring and tells `client` about every change. The first report is the path
+        /// the app started on, not a move: an HTTPS address another launch verified on it within
+        /// the winner's lifetime is still taken without a probe.
         public init(client: HomeportClient) {
+            let first = FirstReport()
             monitor.pathUpdateHandler = { path in
-                client.networkPathChanged(to: Self.identifier(of: path))
+                client.pathReported(Self.identifier(of: path), initial: first.take())
             }
             monitor.start(queue: queue)
         }
 
         deinit {
             monitor.cancel()
+        }
+
+        /// Whether a report is the monitor's first (the handler runs on one serial queue).
+        private final class FirstReport: @unchecked Sendable {
+            private let lock = NSLock()
+            private var seen = false
+
+            func take() -> Bool {
+                lock.withLock {
+                    defer { seen = true }
+                    return !seen
+                }
+            }
         }
 
         /// A stable id for a path: its status, its interfaces, its gateways and whether it is expensive.

@@ -48,10 +48,11 @@ public struct ServerRecord: Codable, Hashable, Sendable {
     public var publicKey: String? {
         willSet { verifiedWinner = nil }
     }
-    /// The address the last race on a network path found answering as the installation, and
-    /// when: a client started within its ``ClientConfiguration/winnerLifetime`` of that, on the
-    /// same path, sends to it without probing first, as one client reuses its own winner. Any
-    /// failure, a change of identity, key or primary, and a network-path change forget it.
+    /// The HTTPS address the last race on a network path found answering as the installation,
+    /// and when: a client started within its ``ClientConfiguration/winnerLifetime`` of that, on
+    /// the same path, sends to it without probing first, as one client reuses its own winner. A
+    /// transport failure, a change of identity, key, primary or addresses, and a network-path
+    /// change forget it.
     var verifiedWinner: VerifiedWinner?
     /// ``localID`` once given or pinned; `nil` in a record written before it was kept.
     private var storedLocalID: UUID?
@@ -69,11 +70,15 @@ public struct ServerRecord: Codable, Hashable, Sendable {
         case storedLocalID = "localID"
     }
 
-    /// An address that answered as the installation on a network path, and when (wall-clock).
+    /// An address that answered as the installation on a network path, and when: by the wall
+    /// clock, and in seconds since the machine started (`ProcessInfo.systemUptime`), which every
+    /// process on it shares and no clock setting moves.
     struct VerifiedWinner: Codable, Hashable, Sendable {
         var url: String
         var path: String
         var at: Date
+        /// `nil` in a record an older client wrote: not reused.
+        var uptime: TimeInterval?
     }
 
     /// Takes `other`'s handle: the same server, saved over it.
