@@ -78,6 +78,26 @@ CONF
     cmp -s <(curl -fsS "http://127.0.0.1:$ng_port$2") "$1" || die "nginx does not serve the same bytes"
 }
 
+# target NAME MEASURED GOAL — records one target: GOAL is a comparison and a number (">=0.9",
+# "<=1.5", "<10"). print_targets, the script's last words, prints the run (its commit and date)
+# and each target as one machine-readable line: TARGET NAME MEASURED GOAL met|not-met.
+targets=()
+target() {
+    local verdict
+    verdict=$(awk -v m="$2" -v g="$3" 'BEGIN {
+        op = g; sub(/[-0-9.]+$/, "", op); v = substr(g, length(op) + 1) + 0
+        if (op == ">=") ok = (m >= v); else if (op == "<=") ok = (m <= v)
+        else if (op == ">") ok = (m > v); else if (op == "<") ok = (m < v); else ok = 0
+        print ok ? "met" : "not-met" }')
+    targets+=("TARGET $1 $2 $3 $verdict")
+}
+print_targets() {
+    echo
+    echo "RUN commit=$(git -C "$HOMEPORT_ROOT" rev-parse --short HEAD)$(git -C "$HOMEPORT_ROOT" diff --quiet HEAD || echo +changes)" \
+        "date=$(date -u +%Y-%m-%dT%H:%MZ) cores=$(nproc)"
+    printf '%s\n' "${targets[@]}"
+}
+
 # wrk_round NAME URL [HEADER] — one wrk run; appends "rps p99ms" to $work/NAME.results.
 wrk_round() {
     local args=(-t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency)
@@ -105,6 +125,7 @@ rps() { cut -d' ' -f1 "$work/$1.results" | median; }
 p99() { cut -d' ' -f2 "$work/$1.results" | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 nginx_version() { nginx -v 2>&1 | grep -o '[0-9.]*$'; }
+caddy_version() { caddy version | awk '{print $1}'; }
 
 # start_apns_sink COUNT — an APNs stand-in on loopback: Debian's nghttpd over TLS answering 200 to
 # POST /3/device/<token> for the device tokens 1..COUNT in hexadecimal (64 digits), with its own
