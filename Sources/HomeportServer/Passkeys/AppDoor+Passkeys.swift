@@ -42,11 +42,9 @@ extension AppDoor {
         guard try service.twoFactor.recentlyReauthenticated(session) else {
             return try reauthenticationRequired(session, account)
         }
-        guard
-            let options = try service.passkeys.creationOptions(
-                session: session, account: account, passwordless: passwordless)
-        else { return answer(AuthEnvelope(status: 404)) }
-        return answer(["status": 200, "data": ["creation_options": options]])
+        return ceremony(
+            "creation_options",
+            try service.passkeys.creationOptions(session: session, account: account, passwordless: passwordless))
     }
 
     /// `POST account/authenticators/webauthn` `{name?, credential}`: adds the passkey.
@@ -165,11 +163,10 @@ extension AppDoor {
         guard case .preLogin(let session, _) = caller,
             let pending = try SessionFactorStore(service.database).pending(keyHash: session.keyHash)
         else { return noSecondFactorWaiting() }
-        guard
-            let options = try service.passkeys.requestOptions(
-                owner: PasskeyService.owner(session), purpose: "authenticate", userID: pending.userID)
-        else { return answer(AuthEnvelope(status: 404)) }
-        return answer(["status": 200, "data": ["request_options": options]])
+        return ceremony(
+            "request_options",
+            try service.passkeys.requestOptions(
+                owner: PasskeyService.owner(session), purpose: "authenticate", userID: pending.userID))
     }
 
     /// `POST auth/webauthn/authenticate` `{credential}`: the second half of the sign-in.
@@ -185,11 +182,10 @@ extension AppDoor {
     /// with one of the account's passkeys.
     func passkeyConfirmationOptions(_ caller: Caller) throws -> HTTPResponse {
         guard case .signedIn(let session, let account) = caller else { return try notSignedIn(caller) }
-        guard
-            let options = try service.passkeys.requestOptions(
-                owner: PasskeyService.owner(session), purpose: "reauthenticate", userID: account.id)
-        else { return answer(AuthEnvelope(status: 404)) }
-        return answer(["status": 200, "data": ["request_options": options]])
+        return ceremony(
+            "request_options",
+            try service.passkeys.requestOptions(
+                owner: PasskeyService.owner(session), purpose: "reauthenticate", userID: account.id))
     }
 
     /// `POST auth/webauthn/reauthenticate` `{credential}`: confirms the session for five minutes.
@@ -229,7 +225,7 @@ extension AppDoor {
     func passkeySignupOptions(_ caller: Caller) throws -> HTTPResponse {
         guard service.passkeys.signupAvailable else { return answer(AuthEnvelope(status: 404)) }
         guard let options = try service.passkeys.signupOptions(caller) else { return answer(AuthEnvelope(status: 409)) }
-        return answer(["status": 200, "data": ["creation_options": options]])
+        return ceremony("creation_options", options)
     }
 
     /// `PUT auth/webauthn/signup` `{name?, credential}`: the sign-up's passkey, which signs in (or,
@@ -249,6 +245,13 @@ extension AppDoor {
             return invalid([FieldProblem(code: AuthErrorCode.incorrectCode, param: nil, message: "Incorrect code.")])
         case .noneWaiting: return answer(AuthEnvelope(status: 409))
         }
+    }
+
+    /// A ceremony's options in allauth's answer (`data.creation_options` or
+    /// `data.request_options`); 404 without them (no relying party).
+    private func ceremony(_ key: String, _ options: [String: Any]?) -> HTTPResponse {
+        guard let options else { return answer(AuthEnvelope(status: 404)) }
+        return answer(["status": 200, "data": [key: options]])
     }
 
     /// The body as a JSON object (an empty body is `{}`); `nil` for anything else.

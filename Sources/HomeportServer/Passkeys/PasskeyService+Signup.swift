@@ -49,23 +49,13 @@ extension PasskeyService {
         guard let party = relyingParty, case .preLogin(let session, _) = caller,
             let account = try pendingSignup(caller)
         else { return .noneWaiting }
-        let now = accounts.clock.unixSeconds
+        // A passkey that signs in alone: the person verified.
         guard
-            let waiting = try accounts.database.transaction({
-                try PasskeyStore($0).take(owner: Self.owner(session), purposes: ["register-passwordless"], now: now)
-            }), waiting.userID == account.id
+            let (registration, _, _) = try register(
+                credential, owner: Self.owner(session), purposes: ["register-passwordless"], account: account,
+                party: party)
         else { return .incorrect }
-        let registration: RelyingParty.Registration
-        do {
-            let parsed = try RegistrationCredential(json: credential)
-            registration = try party.verifyRegistration(
-                clientDataJSON: parsed.clientDataJSON, attestationObject: parsed.attestationObject,
-                challenge: waiting.challenge, requireUserVerification: true)
-        } catch let refusal as WebAuthnError {
-            accounts.logger.notice(
-                "passkey refused", metadata: ["account": String(account.id), "reason": refusal.description])
-            return .incorrect
-        }
+        let now = accounts.clock.unixSeconds
         let passkey: Passkey?
         do {
             passkey = try accounts.database.transaction { db -> Passkey? in

@@ -96,31 +96,17 @@ package struct PasskeyService {
     package func add(name rawName: String?, credential: Any, session: Session, account: Account) throws -> Addition {
         guard let party = relyingParty else { return .unavailable }
         guard try accounts.twoFactor.recentlyReauthenticated(session) else { return .reauthenticationRequired }
-        let now = clock.unixSeconds
         let existing = try PasskeyStore(database).all(userID: account.id)
         guard existing.count < Self.maximumPerAccount else { return .tooMany }
         guard
-            let waiting = try database.transaction({
-                try PasskeyStore($0).take(
-                    owner: Self.owner(session), purposes: ["register", "register-passwordless"], now: now)
-            }), waiting.userID == account.id
+            let (registration, purpose, discoverable) = try register(
+                credential, owner: Self.owner(session), purposes: ["register", "register-passwordless"],
+                account: account, party: party)
         else { return .incorrect }
-        let registration: RelyingParty.Registration
-        let parsed: RegistrationCredential
-        do {
-            parsed = try RegistrationCredential(json: credential)
-            registration = try party.verifyRegistration(
-                clientDataJSON: parsed.clientDataJSON, attestationObject: parsed.attestationObject,
-                challenge: waiting.challenge, requireUserVerification: waiting.purpose == "register-passwordless")
-        } catch let refusal as WebAuthnError {
-            accounts.logger.notice(
-                "passkey refused", metadata: ["account": String(account.id), "reason": refusal.description])
-            return .incorrect
-        }
         // Asked for as one, or made discoverable and verified all the same (the credProps
         // extension says so): it signs in alone.
         let passwordless =
-            waiting.purpose == "register-passwordless" || (parsed.discoverable == true && registration.userVerified)
+            purpose == "register-passwordless" || (discoverable == true && registration.userVerified)
         let name = Self.name(rawName, existing: existing.count)
         guard
             let passkey = try database.transaction({
@@ -138,6 +124,33 @@ package struct PasskeyService {
                 "algorithm": String(registration.publicKey.algorithm.rawValue), "passwordless": String(passwordless),
             ])
         return .added(passkey, recoveryCodes: try accounts.twoFactor.ensureRecoveryCodes(userID: account.id))
+    }
+
+    /// The registration `credential` (the browser's JSON) answers the challenge `owner` keeps for
+    /// one of `purposes` (taken once, whatever comes of it) for `account`, checked by `party`,
+    /// with the person verified for a passkey that signs in alone (`register-passwordless`);
+    /// with the purpose it was for and whether the authenticator says it is discoverable. `nil`
+    /// for every refusal, logged.
+    func register(_ credential: Any, owner: String, purposes: [String], account: Account, party: RelyingParty)
+        throws -> (registration: RelyingParty.Registration, purpose: String, discoverable: Bool?)?
+    {
+        let now = clock.unixSeconds
+        guard
+            let waiting = try database.transaction({
+                try PasskeyStore($0).take(owner: owner, purposes: purposes, now: now)
+            }), waiting.userID == account.id
+        else { return nil }
+        do {
+            let parsed = try RegistrationCredential(json: credential)
+            let registration = try party.verifyRegistration(
+                clientDataJSON: parsed.clientDataJSON, attestationObject: parsed.attestationObject,
+                challenge: waiting.challenge, requireUserVerification: waiting.purpose == "register-passwordless")
+            return (registration, waiting.purpose, parsed.discoverable)
+        } catch let refusal as WebAuthnError {
+            accounts.logger.notice(
+                "passkey refused", metadata: ["account": String(account.id), "reason": refusal.description])
+            return nil
+        }
     }
 
     /// `raw` trimmed and cut to ``maximumNameLength``, or allauth's names when it is empty: the
