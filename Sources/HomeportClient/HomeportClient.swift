@@ -354,10 +354,10 @@ public final class HomeportClient: Sendable {
             // rewritten when it is another address or path, or a quarter of its life old by
             // either clock (not on every race: a write is an fsync).
             let uptime = ProcessInfo.processInfo.systemUptime
-            let quarter = 0..<(configuration.winnerLifetime / 4).timeInterval
             let current = stored.verifiedWinner.map {
-                $0.url == winner.url && $0.path == path && quarter.contains(now.timeIntervalSince($0.at))
-                    && $0.uptime.map { quarter.contains(uptime - $0) } == true
+                $0.url == winner.url && $0.path == path
+                    && $0.age(now: now, uptime: uptime).map { $0 < (configuration.winnerLifetime / 4).timeInterval }
+                        == true
             }
             if !winner.url.hasPrefix("https://") {
                 stored.verifiedWinner = nil
@@ -402,12 +402,7 @@ public final class HomeportClient: Sendable {
             return nil
         }
         if let changed = state.withLock({ $0.pathChangedAt }), stored.at <= changed { return nil }
-        let wall = Date().timeIntervalSince(stored.at)
-        guard let uptime = stored.uptime else { return nil }
-        let sinceBoot = ProcessInfo.processInfo.systemUptime - uptime
-        let lifetime = configuration.winnerLifetime.timeInterval
-        guard wall >= 0, sinceBoot >= 0, max(wall, sinceBoot) < lifetime else { return nil }
-        let age = max(wall, sinceBoot)
+        guard let age = stored.age(), age < configuration.winnerLifetime.timeInterval else { return nil }
         let address =
             stored.url == record.primary.url
             ? record.primary

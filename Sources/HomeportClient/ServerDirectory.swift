@@ -79,6 +79,19 @@ public struct ServerRecord: Codable, Hashable, Sendable {
         var at: Date
         /// `nil` in a record an older client wrote: not reused.
         var uptime: TimeInterval?
+
+        /// How old it is now, by whichever clock says older (a clock set back, or a machine
+        /// asleep, makes it younger by neither); `nil` when either says it is from the future
+        /// (or from before a restart), or it has no time since boot.
+        func age(now: Date = Date(), uptime current: TimeInterval = ProcessInfo.processInfo.systemUptime)
+            -> TimeInterval?
+        {
+            guard let uptime else { return nil }
+            let wall = now.timeIntervalSince(at)
+            let sinceBoot = current - uptime
+            guard wall >= 0, sinceBoot >= 0 else { return nil }
+            return max(wall, sinceBoot)
+        }
     }
 
     /// Takes `other`'s handle: the same server, saved over it.
