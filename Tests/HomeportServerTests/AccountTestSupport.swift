@@ -122,9 +122,11 @@ func withAccounts<T>(
     workerThreads: Int = 2, poolThreads: Int = 4, product: Product = .homeport, database: DatabaseURL? = nil,
     invitations: InvitationPolicy = .admins, _ body: (AccountsHarness) throws -> T
 ) throws -> T {
-    let (fresh, cleanUp) = try backend.makeDatabaseURL()
+    // Unless the caller brings a database, a copy of one already migrated: the server's start then
+    // finds Homeport's migrations applied.
+    let (url, cleanUp): (DatabaseURL, @Sendable () -> Void) =
+        try database.map { ($0, {}) } ?? backend.makeMigratedDatabaseURL()
     defer { cleanUp() }
-    let url = database ?? fresh
     var configuration = ServerConfiguration(listen: .init(host: "127.0.0.1", port: 0), database: url)
     configuration.http.workerThreads = workerThreads
     // Enough pool threads that requests held at a gated hash on purpose do not queue behind

@@ -6,16 +6,15 @@ import HomeportTestSupport
 import HomeportWire
 import Testing
 
-/// Opens a fresh, migrated database of `backend`.
+/// Opens a fresh database of `backend` with Homeport's schema (a copy of one migrated once per process).
 func withMigratedDatabase<T>(
     _ backend: Backend, options: DatabaseOptions = DatabaseOptions(),
     _ body: (any Database, DatabaseURL) throws -> T
 ) throws -> T {
-    let (url, cleanUp) = try backend.makeDatabaseURL()
+    let (url, cleanUp) = try backend.makeMigratedDatabaseURL()
     defer { cleanUp() }
     let database = try url.open(options: options)
     defer { database.close() }
-    try HomeportSchema.migrator.migrate(database)
     return try body(database, url)
 }
 

@@ -15,14 +15,40 @@ package enum TestPostgres {
         return url
     }
 
-    /// Creates a new, empty database and returns its URL.
-    package static func createDatabase() throws -> (name: String, url: String) {
+    /// Creates a new database, empty or a copy of `template`, and returns its URL.
+    package static func createDatabase(template: String? = nil) throws -> (name: String, url: String) {
+        try createDatabase(
+            named: "homeport_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16),
+            template: template)
+    }
+
+    /// Creates the database `name`, empty or a copy of `template`, and returns its URL.
+    package static func createDatabase(named name: String, template: String? = nil) throws -> (
+        name: String, url: String
+    ) {
         let admin = try adminURL()
-        let name = "homeport_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
         let database = try PostgresDatabase(url: admin, options: DatabaseOptions(maximumConnections: 1))
         defer { database.close() }
-        try database.execute("CREATE DATABASE \(name)")
-        return (String(name), databaseURL(admin, name: String(name)))
+        try database.execute("CREATE DATABASE \(name)" + (template.map { " TEMPLATE \($0)" } ?? ""))
+        return (name, databaseURL(admin, name: name))
+    }
+
+    /// How the names of migrated templates begin; the process ID that made one follows.
+    package static let templatePrefix = "homeport_template_"
+
+    /// Drops the migrated templates whose process has ended (a test run that stopped before cleaning up).
+    package static func dropTemplatesOfEndedProcesses() throws {
+        let database = try PostgresDatabase(url: try adminURL(), options: DatabaseOptions(maximumConnections: 1))
+        defer { database.close() }
+        let names = try database.execute(
+            "SELECT datname FROM pg_database WHERE datname LIKE $1", [.text(templatePrefix + "%")]
+        ).compactMap { $0.string("datname") }
+        for name in names {
+            guard let pid = Int32(name.dropFirst(templatePrefix.count)), kill(pid, 0) != 0, errno == ESRCH else {
+                continue
+            }
+            try database.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        }
     }
 
     /// Drops a database, disconnecting anyone still connected.
