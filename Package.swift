@@ -62,9 +62,10 @@ let package = Package(
         .target(name: "HomeportWire"),
 
         // Server-side building blocks, one concern each.
-        .target(name: "HomeportLogging"),
         // The background services' lifecycle: one protocol, one ordered group, the timer and the thread.
         .target(name: "HomeportLifecycle"),
+        // Its batches of lines are written on the lifecycle's timer.
+        .target(name: "HomeportLogging", dependencies: ["HomeportLifecycle"]),
         .target(
             name: "HomeportCrypto",
             dependencies: ["COpenSSL", .target(name: "CCrypt", condition: .when(platforms: [.linux]))]

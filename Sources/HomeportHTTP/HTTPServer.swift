@@ -168,7 +168,7 @@ package final class HTTPServer: @unchecked Sendable {
 
     /// Stops retired daemons once they hold no connection (checked every tenth of a second).
     private func retireWhenIdle() {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(100)) { [weak self] in
+        runOnce(after: .milliseconds(100)) { [weak self] in
             guard let self else { return }
             let (idle, waiting) = lock.withLock {
                 let idle = retired.filter { homeport_mhd_connection_count($0.daemon) == 0 }

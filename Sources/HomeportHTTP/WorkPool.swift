@@ -1,4 +1,5 @@
 import Foundation
+import HomeportLifecycle
 
 /// A few threads for handlers that spend CPU (a password hash costs a core a few hundred
 /// milliseconds), so that they never run on a worker thread that reads requests and answers
@@ -44,9 +45,7 @@ final class WorkPool: @unchecked Sendable {
             guard !started else { return }
             started = true
             for index in 0..<threadCount {
-                let thread = Thread { [self] in run() }
-                thread.name = "homeport.pool.\(index)"
-                thread.start()
+                startThread(named: "homeport.pool.\(index)") { [self] in run() }
             }
         }
     }

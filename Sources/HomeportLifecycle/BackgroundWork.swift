@@ -2,7 +2,25 @@ import Dispatch
 import Foundation
 import Synchronization
 
-// The timer and the thread every background service of Homeport runs on.
+// The timer and the thread every background service of Homeport runs on, and the two
+// primitives under them that other code uses directly: a deadline that comes once, and a thread.
+
+/// Runs `work` once on `queue`, `delay` from now (at least a millisecond): for a deadline that
+/// comes once (a batch of log lines to write, retired listeners to look at again), where a
+/// ``RepeatingTask`` would have to stop itself.
+package func runOnce(
+    after delay: Duration, on queue: DispatchQueue = .global(), _ work: @escaping @Sendable () -> Void
+) {
+    queue.asyncAfter(deadline: .now() + RepeatingTask.dispatch(delay), execute: work)
+}
+
+/// Starts a thread named `name` that runs `body` and ends: the one place Homeport makes threads
+/// (each ``ServiceThread``'s, the HTTP work pool's).
+package func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+    let thread = Thread(block: body)
+    thread.name = name
+    thread.start()
+}
 
 /// Work run on a queue, first after a delay, then at every interval, until stopped. A run that
 /// throws is reported, and the next comes as planned. The work reads the time from the clock it
@@ -111,12 +129,10 @@ package final class ServiceThread: Service, @unchecked Sendable {
         guard running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return }
         stopping.store(false, ordering: .releasing)
-        let thread = Thread { [self] in
+        startThread(named: name) { [self] in
             body(self)
             finished.signal()
         }
-        thread.name = name
-        thread.start()
     }
 
     /// Asks the body to stop, and waits for it to return (at most the stop timeout).

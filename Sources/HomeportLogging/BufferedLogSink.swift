@@ -1,4 +1,5 @@
 import Dispatch
+import HomeportLifecycle
 import Synchronization
 
 /// Lines gathered and written to another sink together: a busy server's access log makes one
@@ -50,9 +51,7 @@ package final class BufferedLogSink: LogSink {
         if full {
             flush()
         } else if schedule {
-            let (seconds, attoseconds) = delay.components
-            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-            timer.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in self?.flush() }
+            runOnce(after: delay, on: timer) { [weak self] in self?.flush() }
         }
     }
 
