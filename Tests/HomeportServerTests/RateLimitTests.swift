@@ -25,12 +25,18 @@ struct RateLimitTests {
             let limit = RateLimit(1000 + index, per: 7)
             let accepted = policy.set(budget.name, to: limit)
             #expect(accepted)
-            #expect(policy[keyPath: budget.limit] == limit, "\(budget.name)")
+            #expect(budget.limit(in: policy) == limit, "\(budget.name)")
             // Every other budget keeps its default.
-            for other in Budget.settable where other.limit != budget.limit {
-                #expect(policy[keyPath: other.limit] == RateLimitPolicy()[keyPath: other.limit], "\(other.name)")
+            for other in Budget.settable where other.name != budget.name {
+                #expect(other.limit(in: policy) == other.limit(in: RateLimitPolicy()), "\(other.name)")
             }
         }
+        // A product's budget has its limit in force whatever the policy, and counters of its own.
+        let product = Budget(product: "books-added-per-account", limit: RateLimit(3, per: 60))
+        var everything = RateLimitPolicy()
+        for name in RateLimitPolicy.names { _ = everything.set(name, to: RateLimit(1, per: 1)) }
+        #expect(product.limit(in: everything) == RateLimit(3, per: 60))
+        #expect(product.counter("account:7") == "product:books-added-per-account:account:7")
         let counters = Budget.settable.map(\.counter) + [Budget.decoyMailPerAccount.counter]
         #expect(counters.count == Set(counters).count, "no two budgets share a counter")
         #expect(Budget.signupPerAddress.counter("203.0.113.7") == "signup:ip:203.0.113.7")

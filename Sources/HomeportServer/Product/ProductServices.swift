@@ -58,7 +58,7 @@ public struct ProductServices: Sendable {
         if key != .account { keys.append("ip:" + RateLimiter.clientKey(clientAddress)) }
         do {
             try RateLimiter(database, policy: RateLimitPolicy()).charge(
-                budget: budget, keys: keys, limit: limit, now: clock.unixSeconds)
+                Budget(product: budget, limit: limit), keys, now: clock.unixSeconds)
         } catch let refusal as RateLimiter.Refusal {
             throw HTTPError(
                 status: 429, code: APIErrorCode.rateLimited,

@@ -1,20 +1,46 @@
-/// One of Homeport's own budgets, declared as a value: the name `--rate-limits` knows it by, the
-/// prefix of its counters in `rate_limits` (a counter is the prefix, a colon and what it counts:
-/// an address, an account, a session), and where its limit lives in ``RateLimitPolicy``.
+/// A budget as the limiter charges it, declared as a value: the name `--rate-limits` knows it by,
+/// the prefix of its counters in `rate_limits` (a counter is the prefix, a colon and what it
+/// counts: an address, an account, a session), and where its limit comes from.
 ///
-/// A product's budgets (``ProductBudget``) are values too, charged through the same limiter.
+/// Homeport's own are the constants below, their limits in ``RateLimitPolicy``; a product's
+/// (``ProductBudget``) becomes one with ``init(product:limit:)``. Both are charged with
+/// ``RateLimiter/charge(_:_:now:)``.
 struct Budget: Sendable {
+    /// Where a budget's limit comes from.
+    enum Limit: Sendable {
+        /// One of Homeport's own limits in the policy (which `--rate-limits` sets).
+        case policy(WritableKeyPath<RateLimitPolicy, RateLimit> & Sendable)
+        /// A product's limit in force: its declared default, or the operator's.
+        case fixed(RateLimit)
+    }
+
     /// The name `--rate-limits NAME=N/SECONDS` sets it by.
     let name: String
     /// The prefix of its counters.
     let counter: String
-    /// Its limit in the policy.
-    let limit: WritableKeyPath<RateLimitPolicy, RateLimit> & Sendable
+    /// Its limit.
+    let limit: Limit
 
     init(_ name: String, counter: String, _ limit: WritableKeyPath<RateLimitPolicy, RateLimit> & Sendable) {
         self.name = name
         self.counter = counter
-        self.limit = limit
+        self.limit = .policy(limit)
+    }
+
+    /// A product's budget `name` at the limit in force; its counters are `product:NAME:` and what
+    /// they count (`account:ID`, `ip:ADDRESS`).
+    init(product name: String, limit: RateLimit) {
+        self.name = name
+        self.counter = "product:" + name
+        self.limit = .fixed(limit)
+    }
+
+    /// Its limit in `policy`.
+    func limit(in policy: RateLimitPolicy) -> RateLimit {
+        switch limit {
+        case .policy(let path): policy[keyPath: path]
+        case .fixed(let limit): limit
+        }
     }
 
     /// The counter of `key` (an address's bucket, an account id, a session's key hash).

@@ -102,8 +102,9 @@ package struct RateLimitPolicy: Sendable, Hashable {
 
     /// Sets one limit by name; false for an unknown name.
     package mutating func set(_ name: String, to limit: RateLimit) -> Bool {
-        guard let budget = Budget.settable.first(where: { $0.name == name }) else { return false }
-        self[keyPath: budget.limit] = limit
+        guard let budget = Budget.settable.first(where: { $0.name == name }), case .policy(let path) = budget.limit
+        else { return false }
+        self[keyPath: path] = limit
         return true
     }
 }
@@ -111,8 +112,8 @@ package struct RateLimitPolicy: Sendable, Hashable {
 /// Fixed-window counters in the `rate_limits` table, so a budget holds across both doors and
 /// every replica.
 ///
-/// Homeport's budgets are values (``Budget``), charged one at a time with ``charge(_:_:now:)``
-/// as a product's are with ``charge(budget:keys:limit:now:)``. An action that charges several at
+/// Budgets are values (``Budget``), Homeport's own and a product's alike, charged with
+/// ``charge(_:_:now:)``. An action that charges several at
 /// once, in an order that matters (a login's attempt, then its failures; a reset's own budgets,
 /// then the mailbox's day), or gives one back, has one function here; every door reaches them
 /// through ``AccountService``, so there is no second place where a limit could be forgotten.
@@ -250,15 +251,15 @@ struct RateLimiter {
         bucket(.failedPasswordChangePerSession, keyHash)
     }
 
-    /// Charges one action of a product's `budget` to each of `keys` (`account:ID`, `ip:ADDRESS`),
-    /// each its own counter; throws ``Refusal`` when any is past `limit`.
-    func charge(budget: String, keys: [String], limit: RateLimit, now: Int64) throws {
-        try charge(keys.map { ("product:\(budget):" + $0, limit) }, now: now)
+    /// Charges one action of `budget` to `key`; throws ``Refusal`` past its limit.
+    func charge(_ budget: Budget, _ key: String, now: Int64) throws {
+        try charge(budget, [key], now: now)
     }
 
-    /// Charges one action of Homeport's own `budget` to `key`; throws ``Refusal`` past its limit.
-    func charge(_ budget: Budget, _ key: String, now: Int64) throws {
-        try charge([bucket(budget, key)], now: now)
+    /// Charges one action of `budget` to each of `keys` (a product's `account:ID` and
+    /// `ip:ADDRESS`), each its own counter; throws ``Refusal`` when any is past the limit.
+    func charge(_ budget: Budget, _ keys: [String], now: Int64) throws {
+        try charge(keys.map { bucket(budget, $0) }, now: now)
     }
 
     /// Takes back one action of `budget` charged to `key` in its current window.
@@ -268,7 +269,7 @@ struct RateLimiter {
 
     /// `budget`'s counter of `key`, and its limit in this limiter's policy.
     private func bucket(_ budget: Budget, _ key: String) -> (String, RateLimit) {
-        (budget.counter(key), policy[keyPath: budget.limit])
+        (budget.counter(key), budget.limit(in: policy))
     }
 
     /// Charges one mailed verification code to the account; a `decoy` (the mail a sign-up with a
