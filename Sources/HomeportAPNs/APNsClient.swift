@@ -47,20 +47,28 @@ public final class APNsClient: @unchecked Sendable {
         }
         let deadline = ContinuousClock.now + .seconds(configuration.timeoutSeconds)
         for (base, indices) in byHost {
-            let answers: [APNsResponse]
-            do {
-                let (session, authority) = try self.session(base, deadline: deadline)
-                let exchanged = session.exchange(
-                    indices.map { Self.message(requests[$0], authority: authority, authorization: authorization) },
-                    deadline: deadline)
-                answers = exchanged.map(Self.response)
-                if !session.isUsable { sessions[base] = nil }
-            } catch {
-                answers = indices.map { _ in APNsResponse(status: 0, transportError: String(describing: error)) }
-            }
+            let answers = exchange(indices.map { requests[$0] }, base, authorization, deadline)
             for (index, answer) in zip(indices, answers) { responses[index] = answer }
         }
         return responses
+    }
+
+    /// One exchange of `requests` with `base` on its connection: each one's answer.
+    private func exchange(
+        _ requests: [APNsRequest], _ base: String, _ authorization: String, _ deadline: ContinuousClock.Instant
+    ) -> [APNsResponse] {
+        do {
+            let (session, authority) = try self.session(base, deadline: deadline)
+            defer { if !session.isUsable { sessions[base] = nil } }
+            // What every request shares is laid out once; HPACK sends the repeats as indexes.
+            let shared: [HTTP2Session.Field] = [
+                .init(":method", "POST"), .init(":scheme", "https"), .init(":authority", authority),
+                .init("authorization", "bearer " + authorization), .init("content-type", "application/json"),
+            ]
+            return session.exchange(shared: shared, requests.map(Self.message), deadline: deadline).map(Self.response)
+        } catch {
+            return requests.map { _ in APNsResponse(status: 0, transportError: String(describing: error)) }
+        }
     }
 
     /// The open session to `base`, or a new one.
@@ -78,18 +86,18 @@ public final class APNsClient: @unchecked Sendable {
         return (session, authority)
     }
 
-    private static func message(_ request: APNsRequest, authority: String, authorization: String) -> (
-        headers: [(String, String)], body: [UInt8]
-    ) {
-        var headers: [(String, String)] = [
-            (":method", "POST"), (":scheme", "https"), (":authority", authority),
-            (":path", "/3/device/" + request.deviceToken), ("authorization", "bearer " + authorization),
-            ("apns-id", request.apnsID), ("apns-topic", request.topic), ("apns-push-type", request.pushType.rawValue),
-            ("apns-priority", String(request.priority.rawValue)), ("apns-expiration", String(request.expiration)),
-            ("content-type", "application/json"), ("content-length", String(request.payload.count)),
+    /// A request's own fields (beside the exchange's shared ones) and its body. Its `apns-id` is
+    /// new with each request, so HPACK is told not to keep it.
+    private static func message(_ request: APNsRequest) -> (fields: [HTTP2Session.Field], body: [UInt8]) {
+        var fields: [HTTP2Session.Field] = [
+            .init(":path", "/3/device/" + request.deviceToken), .init("apns-id", request.apnsID, indexed: false),
+            .init("apns-topic", request.topic), .init("apns-push-type", request.pushType.rawValue),
+            .init("apns-priority", String(request.priority.rawValue)),
+            .init("apns-expiration", String(request.expiration)),
+            .init("content-length", String(request.payload.count)),
         ]
-        if let collapse = request.collapseID { headers.append(("apns-collapse-id", collapse)) }
-        return (headers, Array(request.payload))
+        if let collapse = request.collapseID { fields.append(.init("apns-collapse-id", collapse)) }
+        return (fields, Array(request.payload))
     }
 
     private struct Reason: Decodable {

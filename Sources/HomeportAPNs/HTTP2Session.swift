@@ -24,6 +24,21 @@ final class HTTP2Session {
         }
     }
 
+    /// A request's header field, and whether HPACK may keep it in the connection's table for the
+    /// requests after it: not a value that is new with every request (an `apns-id`), which would
+    /// only push out the fields that repeat.
+    struct Field {
+        var name: String
+        var value: String
+        var indexed = true
+
+        init(_ name: String, _ value: String, indexed: Bool = true) {
+            self.name = name
+            self.value = value
+            self.indexed = indexed
+        }
+    }
+
     /// What one exchange gave for one request.
     struct Answer {
         /// The status, or 0 without one.
@@ -71,19 +86,34 @@ final class HTTP2Session {
         nghttp2_session_del(session)
     }
 
-    /// Sends every request (headers already in order, pseudo-headers first) and waits for all
-    /// answers until `deadline`; a request without an answer then gets a failure.
-    func exchange(_ requests: [(headers: [(String, String)], body: [UInt8])], deadline: ContinuousClock.Instant)
-        -> [Answer]
-    {
+    /// Sends every request with the `shared` fields and its own, and waits for all answers until
+    /// `deadline`; a request without an answer then gets a failure. The shared fields (the
+    /// method, the authority, the authorization) are laid out once for the exchange; each
+    /// request's pseudo-header fields go with the shared ones, before any other.
+    func exchange(
+        shared: [Field], _ requests: [(fields: [Field], body: [UInt8])], deadline: ContinuousClock.Instant
+    ) -> [Answer] {
         let all = requests.enumerated().map { Stream(index: $0.offset, body: $0.element.body) }
-        for (stream, request) in zip(all, requests) {
-            let id = submit(request.headers, stream)
-            if id > 0 {
-                streams[id] = stream
-            } else {
-                stream.done = true
-                stream.failed = "nghttp2 refused the request"
+        let sharedBlock = FieldBlock(shared)
+        var own = FieldBlock()
+        var pairs: [nghttp2_nv] = []
+        sharedBlock.bytes.withUnsafeBufferPointer { sharedBytes in
+            for (stream, request) in zip(all, requests) {
+                own.replace(with: request.fields)
+                let id = own.bytes.withUnsafeBufferPointer { ownBytes in
+                    pairs.removeAll(keepingCapacity: true)
+                    sharedBlock.append(pseudo: true, from: sharedBytes, to: &pairs)
+                    own.append(pseudo: true, from: ownBytes, to: &pairs)
+                    sharedBlock.append(pseudo: false, from: sharedBytes, to: &pairs)
+                    own.append(pseudo: false, from: ownBytes, to: &pairs)
+                    return submit(pairs, stream)
+                }
+                if id > 0 {
+                    streams[id] = stream
+                } else {
+                    stream.done = true
+                    stream.failed = "nghttp2 refused the request"
+                }
             }
         }
         while !streams.isEmpty && isUsable && ContinuousClock.now < deadline {
@@ -101,33 +131,20 @@ final class HTTP2Session {
     }
 
     /// Submits one request; returns its stream id (negative on failure).
-    private func submit(_ headers: [(String, String)], _ stream: Stream) -> Int32 {
-        // One buffer with every name and value, so the name–value pairs can point into it.
-        var bytes = [UInt8]()
-        var spans: [(name: Range<Int>, value: Range<Int>)] = []
-        for (name, value) in headers {
-            let nameStart = bytes.count
-            bytes.append(contentsOf: name.utf8)
-            let valueStart = bytes.count
-            bytes.append(contentsOf: value.utf8)
-            spans.append((nameStart..<valueStart, valueStart..<bytes.count))
-        }
-        return bytes.withUnsafeMutableBufferPointer { buffer in
-            var pairs = spans.map { span in
-                nghttp2_nv(
-                    name: buffer.baseAddress! + span.name.lowerBound,
-                    value: buffer.baseAddress! + span.value.lowerBound,
-                    namelen: span.name.count, valuelen: span.value.count, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            }
-            var provider = nghttp2_data_provider(
-                source: nghttp2_data_source(ptr: Unmanaged.passUnretained(stream).toOpaque()),
-                read_callback: Self.readBody)
-            // nghttp2 copies the pairs; the stream object lives in `streams` until it closes.
-            return nghttp2_submit_request(session, nil, &pairs, pairs.count, &provider, nil)
+    private func submit(_ pairs: [nghttp2_nv], _ stream: Stream) -> Int32 {
+        var provider = nghttp2_data_provider(
+            source: nghttp2_data_source(ptr: Unmanaged.passUnretained(stream).toOpaque()),
+            read_callback: Self.readBody)
+        // nghttp2 copies the pairs (and the bytes they point to); the stream object lives in
+        // `streams` until it closes.
+        return pairs.withUnsafeBufferPointer {
+            nghttp2_submit_request(session, nil, $0.baseAddress, $0.count, &provider, nil)
         }
     }
 
     /// Serialises what nghttp2 has to send and writes it; false when the connection failed.
+    /// What is serialised goes out every ``writeSize`` bytes, so that the server starts on the
+    /// first requests while the last are still being laid out.
     private func flush() -> Bool {
         while true {
             var chunk: UnsafePointer<UInt8>?
@@ -138,7 +155,16 @@ final class HTTP2Session {
             }
             guard count > 0, let chunk else { break }
             output.append(contentsOf: UnsafeBufferPointer(start: chunk, count: count))
+            if output.count - written >= Self.writeSize, !write() { return false }
         }
+        return write()
+    }
+
+    /// Bytes serialised before they are written, at most (the size of a few TLS records).
+    static let writeSize = 64 << 10
+
+    /// Writes what is serialised, as far as the socket takes it; false when the connection failed.
+    private func write() -> Bool {
         while written < output.count {
             let progress = output.withUnsafeBytes { tls.write(UnsafeRawBufferPointer(rebasing: $0[written...])) }
             switch progress {
@@ -203,8 +229,19 @@ final class HTTP2Session {
         guard nameLength == 7, memcmp(name, ":status", 7) == 0,
             let stream = session.stream(frame.pointee.hd.stream_id)
         else { return 0 }
-        stream.status = Int(String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)) ?? 0
+        stream.status = HTTP2Session.status(UnsafeBufferPointer(start: value, count: valueLength))
         return 0
+    }
+
+    /// A `:status` value: three digits, or 0 for anything else.
+    static func status(_ value: UnsafeBufferPointer<UInt8>) -> Int {
+        guard value.count == 3 else { return 0 }
+        var status = 0
+        for digit in value {
+            guard (0x30...0x39).contains(digit) else { return 0 }
+            status = status * 10 + Int(digit - 0x30)
+        }
+        return status
     }
 
     private static let onData: nghttp2_on_data_chunk_recv_callback = { _, _, id, data, length, user in

@@ -208,6 +208,9 @@ def main():
     config.errorlog = os.path.join(directory, "errors.log")
     config.h2_max_concurrent_streams = 1000
     config.keep_alive_timeout = 3600
+    # Hypercorn ends a connection after 1,000 requests by default, cutting off the streams in
+    # flight; APNs keeps one open for as many as a sender makes.
+    config.keep_alive_max_requests = 1 << 30
     app = StandIn(directory, public_pem)
 
     async def run():

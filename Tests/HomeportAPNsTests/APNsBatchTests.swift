@@ -1,0 +1,62 @@
+import Foundation
+import HomeportAPNs
+import HomeportCrypto
+import HomeportTestSupport
+import Testing
+
+@Suite("A batch of pushes on one HTTP/2 connection", .tags(.process, .interop))
+struct APNsBatchTests {
+    @Test(
+        "a batch larger than one write reaches APNs whole, twice on one connection: each request with its own fields, none with another's"
+    )
+    func largeBatches() throws {
+        let standIn = try APNsStandIn()
+        let token = try ProviderToken.mint(
+            key: try ES256Key(pem: try String(contentsOfFile: standIn.keyFile, encoding: .utf8)),
+            keyID: APNsStandIn.keyID, teamID: APNsStandIn.teamID, issuedAt: Int64(Date().timeIntervalSince1970))
+        let client = APNsClient(
+            configuration: .init(productionURL: standIn.url, sandboxURL: standIn.url, caFile: standIn.caFile))
+        // 700 requests are over 100 KiB of frames: more than one write of the sender's.
+        let count = 700
+        func batch(_ round: Int) -> [APNsRequest] {
+            (0..<count).map { (index: Int) -> APNsRequest in
+                let body: String = #"{"aps":{"alert":{"title":"n\#(index)"}},"i":\#(index)}"#
+                let priority: APNsPriority = index % 3 == 0 ? .considerate : .immediate
+                let collapse: String? = index % 2 == 1 ? "c\(index)" : nil
+                return APNsRequest(
+                    apnsID: UUID().uuidString.lowercased(), deviceToken: String(format: "%064x", round * count + index),
+                    topic: APNsStandIn.topic, payload: Data(body.utf8), priority: priority,
+                    expiration: Int64(index), collapseID: collapse, environment: .production)
+            }
+        }
+        var sent: [String: APNsRequest] = [:]
+        for round in 0..<2 {
+            let requests = batch(round)
+            let answers = client.send(requests, authorization: token.jwt)
+            let outcomes = Dictionary(grouping: answers) { "\($0.status) \($0.transportError ?? "")" }.mapValues(
+                \.count)
+            #expect(outcomes == ["200 ": count], "round \(round)")
+            for request in requests { sent[request.apnsID] = request }
+        }
+        #expect(standIn.waitForRequests(2 * count))
+        let received = standIn.requests()
+        #expect(received.count == 2 * count)
+        var seen = Set<String>()
+        for record in received {
+            guard let id = record["apns_id"] as? String, let request = sent[id] else {
+                Issue.record("a request that was not sent, or without its apns-id: \(record)")
+                continue
+            }
+            #expect(seen.insert(id).inserted, "each once")
+            #expect(record["device"] as? String == request.deviceToken)
+            #expect(record["jwt"] as? String == token.jwt)
+            #expect(record["priority"] as? String == String(request.priority.rawValue))
+            #expect(record["expiration"] as? String == String(request.expiration))
+            #expect((record["collapse_id"] as? String) == request.collapseID, "no collapse id from another request")
+            // The expiration is the request's index in its batch, as its body's "i" is.
+            #expect(
+                (record["payload"] as? [String: Any])?["i"] as? Int == Int(request.expiration),
+                "its own body: \(record)")
+        }
+    }
+}
