@@ -597,6 +597,14 @@ package enum HomeportSchema {
                 """
             ]
         },
+        // The sender claims due pushes in the order of this index (most overdue first, then
+        // oldest), so that a claim reads its batch and stops, instead of sorting every due row.
+        Migration(version: 28, name: "push_outbox_claim_order") { _ in
+            [
+                "DROP INDEX IF EXISTS push_outbox_due",
+                "CREATE INDEX IF NOT EXISTS push_outbox_due ON push_outbox (state, next_attempt_at, id)",
+            ]
+        },
     ]
 
     /// A migrator over ``migrations``.

@@ -71,8 +71,13 @@ struct PushOutbox {
             ])
     }
 
-    /// Claims up to `limit` rows for `providers` that are due (or whose earlier claim's lease
-    /// ran out) for `claimant`, until `now + lease`.
+    /// Claims up to `limit` rows for `providers` for `claimant`, until `now + lease`: first those
+    /// whose earlier claim's lease ran out (oldest first), then those due (most overdue first,
+    /// then oldest).
+    ///
+    /// Two statements, each of which reads its rows in the order of an index (`push_outbox_due`:
+    /// state, next attempt, id) and stops at its limit; one statement with both conditions made
+    /// SQLite gather every due row and sort them all for each batch, which was most of a drain.
     func claim(
         _ claimant: String, limit: Int, now: Int64, lease: Int64, dialect: SQLDialect,
         providers: Set<PushProvider> = [.apns]
@@ -80,19 +85,24 @@ struct PushOutbox {
         let lock = dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
         // The names are the enum's own words, never text from outside.
         let kinds = providers.map { "'\($0.rawValue)'" }.sorted().joined(separator: ", ")
-        guard !kinds.isEmpty else { return [] }
-        return try db.execute(
-            """
-            UPDATE push_outbox SET state = 'sending', claimed_by = $1, claimed_until = $2
-            WHERE id IN (
-                SELECT id FROM push_outbox
-                WHERE ((state = 'pending' AND next_attempt_at <= $3) OR (state = 'sending' AND claimed_until < $3))
-                    AND provider IN (\(kinds))
-                ORDER BY id LIMIT $4\(lock))
-            RETURNING id, apns_id, device_token, environment, topic, payload, collapse_id, priority, expiration,
-                attempts, provider, endpoint, p256dh, auth
-            """, [.text(claimant), .integer(now + lease), .integer(now), .integer(Int64(limit))]
-        ).compactMap(Self.item)
+        guard !kinds.isEmpty, limit > 0 else { return [] }
+        func claim(_ condition: String, order: String, limit: Int) throws -> [OutboxItem] {
+            try db.execute(
+                """
+                UPDATE push_outbox SET state = 'sending', claimed_by = $1, claimed_until = $2
+                WHERE id IN (
+                    SELECT id FROM push_outbox WHERE \(condition) AND provider IN (\(kinds))
+                    ORDER BY \(order) LIMIT $4\(lock))
+                RETURNING id, apns_id, device_token, environment, topic, payload, collapse_id, priority, expiration,
+                    attempts, provider, endpoint, p256dh, auth
+                """, [.text(claimant), .integer(now + lease), .integer(now), .integer(Int64(limit))]
+            ).compactMap(Self.item)
+        }
+        let expired = try claim("state = 'sending' AND claimed_until < $3", order: "id", limit: limit)
+        guard expired.count < limit else { return expired }
+        let due = try claim(
+            "state = 'pending' AND next_attempt_at <= $3", order: "next_attempt_at, id", limit: limit - expired.count)
+        return expired + due
     }
 
     /// Deletes rows that were delivered (or whose device is gone).

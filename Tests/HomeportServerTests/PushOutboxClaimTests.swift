@@ -1,0 +1,57 @@
+import Foundation
+import HomeportStorage
+import HomeportTestSupport
+import Testing
+
+@testable import HomeportServer
+
+@Suite("The outbox's claims, on SQLite and PostgreSQL", .tags(.postgres))
+struct PushOutboxClaimTests {
+    private func item(_ n: Int) -> OutboxItem {
+        OutboxItem(
+            apnsID: UUID().uuidString.lowercased(), deviceToken: String(format: "%064x", n), environment: .production,
+            topic: "net.example.books", payload: #"{"aps":{}}"#, collapseID: nil, priority: 10, expiration: 0,
+            provider: .apns, webPush: nil, fcmToken: nil)
+    }
+
+    @Test(
+        "a claim takes rows whose lease ran out, then due rows (most overdue first, then oldest), up to its limit; never a row not due, held, failed or of another service",
+        arguments: Backend.allCases)
+    func claimOrder(backend: Backend) throws {
+        try withMigratedDatabase(backend) { database, _ in
+            let now: Int64 = 10_000
+            let outbox = PushOutbox(database)
+            for n in 1...9 { try outbox.enqueue(item(n), now: now - 100) }
+            let ids = try database.execute("SELECT id FROM push_outbox ORDER BY id").compactMap { $0.int("id") }
+            #expect(ids.count == 9)
+            func set(_ index: Int, _ assignments: String) throws {
+                try database.execute("UPDATE push_outbox SET \(assignments) WHERE id = $1", [.integer(ids[index])])
+            }
+            // Rows 0 and 1 are due as enqueued; 2 was retried and is due since longer; 3 is not due yet.
+            try set(2, "next_attempt_at = \(now - 500)")
+            try set(3, "next_attempt_at = \(now + 60)")
+            // 4's lease ran out (a sender that died), 5's did not, 6 was given up, 7 goes by FCM.
+            try set(4, "state = 'sending', claimed_by = 'dead', claimed_until = \(now - 1)")
+            try set(5, "state = 'sending', claimed_by = 'alive', claimed_until = \(now + 30)")
+            try set(6, "state = 'failed'")
+            try set(7, "provider = 'fcm'")
+            // 8, enqueued last, is due as 0 and 1 are.
+            // A batch is sent all at once: which rows it holds is the rule, not their order in it.
+            func claimed(limit: Int) throws -> Set<Int64> {
+                Set(
+                    try database.transaction {
+                        try PushOutbox($0).claim("me", limit: limit, now: now, lease: 90, dialect: database.dialect)
+                    }.map(\.id))
+            }
+            #expect(try claimed(limit: 1) == [ids[4]], "the lapsed lease first")
+            #expect(try claimed(limit: 2) == [ids[2], ids[0]], "then the most overdue, then the oldest")
+            #expect(try claimed(limit: 10) == [ids[1], ids[8]])
+            #expect(try claimed(limit: 10).isEmpty, "what is left is not due, held, failed or another service's")
+            let mine = try database.execute("SELECT id FROM push_outbox WHERE claimed_by = 'me' ORDER BY id")
+            #expect(mine.compactMap { $0.int("id") } == [ids[0], ids[1], ids[2], ids[4], ids[8]])
+            #expect(
+                try database.execute("SELECT claimed_by FROM push_outbox WHERE id = $1", [.integer(ids[5])])
+                    .first?.string("claimed_by") == "alive")
+        }
+    }
+}
