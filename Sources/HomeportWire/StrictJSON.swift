@@ -40,7 +40,7 @@ public enum StrictJSON {
             switch bytes[index] {
             case UInt8(ascii: "{"): return object(depth: depth)
             case UInt8(ascii: "["): return array(depth: depth)
-            case UInt8(ascii: "\""): return string() != nil
+            case UInt8(ascii: "\""): return skipString()
             case UInt8(ascii: "t"): return literal("true")
             case UInt8(ascii: "f"): return literal("false")
             case UInt8(ascii: "n"): return literal("null")
@@ -100,9 +100,58 @@ public enum StrictJSON {
             }
         }
 
+        /// Moves past a string, refusing what ``string()`` refuses (no closing quote, a control
+        /// byte, an unknown escape, a `\u` without four hex digits), without decoding it: a value's
+        /// text is compared with nothing.
+        mutating func skipString() -> Bool {
+            index += 1
+            while index < bytes.count {
+                let byte = bytes[index]
+                index += 1
+                switch byte {
+                case UInt8(ascii: "\""):
+                    return true
+                case UInt8(ascii: "\\"):
+                    guard index < bytes.count else { return false }
+                    let escape = bytes[index]
+                    index += 1
+                    switch escape {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
+                        UInt8(ascii: "f"),
+                        UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                        continue
+                    case UInt8(ascii: "u"):
+                        guard index + 4 <= bytes.count, bytes[index..<index + 4].allSatisfy(Self.isHexDigit) else {
+                            return false
+                        }
+                        index += 4
+                    default: return false
+                    }
+                case 0x00..<0x20: return false
+                default: continue
+                }
+            }
+            return false
+        }
+
+        static func isHexDigit(_ byte: UInt8) -> Bool {
+            (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
+        }
+
         /// A string with its escapes decoded (a lone surrogate or a byte that is not UTF-8 reads
         /// as U+FFFD: two such keys count as one, which refuses rather than lets through).
         mutating func string() -> String? {
+            // Most keys have no escape: their bytes, as UTF-8, are the key.
+            var end = index + 1
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"),
+                bytes[end] >= 0x20
+            {
+                end += 1
+            }
+            if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+                defer { index = end + 1 }
+                return String(decoding: bytes[(index + 1)..<end], as: UTF8.self)
+            }
             index += 1
             var units: [UInt16] = []
             var run: [UInt8] = []
@@ -131,9 +180,7 @@ public enum StrictJSON {
                     case UInt8(ascii: "t"): run.append(0x09)
                     case UInt8(ascii: "u"):
                         guard index + 4 <= bytes.count,
-                            bytes[index..<index + 4].allSatisfy({
-                                $0 < 0x80 && Character(Unicode.Scalar($0)).isHexDigit
-                            }),
+                            bytes[index..<index + 4].allSatisfy(Self.isHexDigit),
                             let unit = UInt16(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
                         else { return nil }
                         index += 4

@@ -666,9 +666,22 @@ struct PushGatewayTests {
             (#"{"a":01}"#, false), (#"{"a":1}x"#, false), (#"{"a":"\u00"}"#, false), ("", false),
             (#"{"K":1,"\u212A":2}"#, false), ("{\"K\":1,\"\u{212A}\":2}", false), ("{\"é\":1,\"e\u{301}\":2}", false),
             (#"{"a":"\u+061"}"#, false), (#"{"\ud800":1,"\udbff":2}"#, false),
+            // A key without an escape is read as it stands, one with an escape decoded: the two
+            // readings meet. A value is checked, never decoded.
+            (#"{"é":1,"\u00e9":2}"#, false), (#"{"a\"b":1,"a\"b":2}"#, false), (#"{"a\"b":1,"a\\b":2}"#, true),
+            (#"{"a":"\u00E9\n\"x\"","b":"\u00e9"}"#, true), ("{\"a\":\"x\ny\"}", false), ("{\"a\tb\":1}", false),
+            (#"{"a":"\x"}"#, false), (#"{"a":"\u00g9"}"#, false), (#"{"a":"abc"#, false), (#"{"a":"abc\"#, false),
         ])
     func strictJSON(text: String, valid: Bool) {
         #expect(StrictJSON.isValidWithoutRepeatedKeys(Array(text.utf8)) == valid)
+    }
+
+    @Test("keys that are not UTF-8 read as U+FFFD each, so two such keys are one key twice")
+    func strictJSONBytes() {
+        let twice: [UInt8] = Array(#"{""#.utf8) + [0xFF] + Array(#"":1,""#.utf8) + [0xFE] + Array(#"":2}"#.utf8)
+        #expect(!StrictJSON.isValidWithoutRepeatedKeys(twice))
+        let once: [UInt8] = Array(#"{""#.utf8) + [0xFF] + Array(#"":1,"a":"#.utf8) + [0x22, 0xFE, 0x22, 0x7D]
+        #expect(StrictJSON.isValidWithoutRepeatedKeys(once), "a value's bytes are not compared with anything")
     }
 
     @Test("a collapse id is namespaced by the sender: one server's never replaces another's")
