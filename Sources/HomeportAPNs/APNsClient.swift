@@ -60,7 +60,8 @@ public final class APNsClient: @unchecked Sendable {
         do {
             let (session, authority) = try self.session(base, deadline: deadline)
             defer { if !session.isUsable { sessions[base] = nil } }
-            // What every request shares is laid out once; HPACK sends the repeats as indexes.
+            // What every request shares is laid out once. HPACK sends the repeated fields as
+            // indexes, except `authorization`, which nghttp2 never indexes (a credential).
             let shared: [HTTP2Session.Field] = [
                 .init(":method", "POST"), .init(":scheme", "https"), .init(":authority", authority),
                 .init("authorization", "bearer " + authorization), .init("content-type", "application/json"),

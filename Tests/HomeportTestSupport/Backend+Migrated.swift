@@ -30,40 +30,66 @@ extension Backend {
     }
 }
 
-/// The migrated databases of this process that ``Backend/makeMigratedDatabaseURL()`` copies, made on first use.
+/// The migrated databases of this process that ``Backend/makeMigratedDatabaseURL()`` copies, made on
+/// first use and removed when the process exits.
 private enum MigratedTemplates {
     private static let lock = NSLock()
-    nonisolated(unsafe) private static var sqlitePath: String?
+    nonisolated(unsafe) private static var sqliteDirectory: TemporaryDirectory?
     nonisolated(unsafe) private static var postgresName: String?
 
     /// The path of a migrated SQLite file, closed so that everything is in the main file (no WAL beside it).
     static func sqlite() throws -> String {
         try lock.withLock {
-            if let sqlitePath { return sqlitePath }
-            let path = try TemporaryDirectory().file("template.sqlite")
-            try migrate(DatabaseURL.sqlite(path: path).open(options: DatabaseOptions(maximumConnections: 1)))
-            guard !FileManager.default.fileExists(atPath: path + "-wal") else {
-                throw RawHTTPError("the migrated SQLite template kept a WAL file beside it: \(path)")
+            if let sqliteDirectory { return sqliteDirectory.file("template.sqlite") }
+            let directory = try TemporaryDirectory()
+            let path = directory.file("template.sqlite")
+            do {
+                try migrate(DatabaseURL.sqlite(path: path).open(options: DatabaseOptions(maximumConnections: 1)))
+                guard !FileManager.default.fileExists(atPath: path + "-wal") else {
+                    throw RawHTTPError("the migrated SQLite template kept a WAL file beside it: \(path)")
+                }
+            } catch {
+                directory.remove()
+                throw error
             }
-            sqlitePath = path
+            removeAtExit()
+            sqliteDirectory = directory
             return path
         }
     }
 
     /// The name of a migrated PostgreSQL database no one stays connected to (a template must have none).
     ///
-    /// Its name carries the process ID; templates of processes that have ended are dropped first, so a
-    /// developer's long-lived cluster does not collect them.
+    /// Templates over a day old are dropped first, so that a developer's long-lived cluster does
+    /// not collect those of runs that were killed.
     static func postgres() throws -> String {
         try lock.withLock {
             if let postgresName { return postgresName }
-            try TestPostgres.dropTemplatesOfEndedProcesses()
-            let name = TestPostgres.templatePrefix + String(getpid())
-            try TestPostgres.dropDatabase(name)
-            let created = try TestPostgres.createDatabase(named: name)
-            try migrate(PostgresDatabase(url: created.url, options: DatabaseOptions(maximumConnections: 1)))
-            postgresName = name
-            return name
+            try TestPostgres.dropStaleTemplates()
+            let created = try TestPostgres.createDatabase(named: TestPostgres.templateName())
+            do {
+                try migrate(PostgresDatabase(url: created.url, options: DatabaseOptions(maximumConnections: 1)))
+            } catch {
+                try? TestPostgres.dropDatabase(created.name)
+                throw error
+            }
+            removeAtExit()
+            postgresName = created.name
+            return created.name
+        }
+    }
+
+    nonisolated(unsafe) private static var registered = false
+
+    /// Asks, once, for the templates to be removed when the process exits.
+    private static func removeAtExit() {
+        guard !registered else { return }
+        registered = true
+        atexit {
+            MigratedTemplates.lock.withLock {
+                MigratedTemplates.sqliteDirectory?.remove()
+                if let name = MigratedTemplates.postgresName { try? TestPostgres.dropDatabase(name) }
+            }
         }
     }
 

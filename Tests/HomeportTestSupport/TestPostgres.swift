@@ -33,20 +33,27 @@ package enum TestPostgres {
         return (name, databaseURL(admin, name: name))
     }
 
-    /// How the names of migrated templates begin; the process ID that made one follows.
+    /// How the names of migrated templates begin: then the Unix time it was made, `_`, and random
+    /// hex (a process ID would not do: test processes in two containers can share one cluster and
+    /// one process ID).
     package static let templatePrefix = "homeport_template_"
 
-    /// Drops the migrated templates whose process has ended (a test run that stopped before cleaning up).
-    package static func dropTemplatesOfEndedProcesses() throws {
+    /// A new template's name, made at `now`.
+    package static func templateName(now: Int = Int(Date().timeIntervalSince1970)) -> String {
+        templatePrefix + "\(now)_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
+    }
+
+    /// Drops the migrated templates made over a day ago: a run that ended without dropping its own
+    /// (killed, or stopped in a debugger) leaves one, and no test run lasts a day.
+    package static func dropStaleTemplates(now: Int = Int(Date().timeIntervalSince1970)) throws {
         let database = try PostgresDatabase(url: try adminURL(), options: DatabaseOptions(maximumConnections: 1))
         defer { database.close() }
         let names = try database.execute(
             "SELECT datname FROM pg_database WHERE datname LIKE $1", [.text(templatePrefix + "%")]
         ).compactMap { $0.string("datname") }
         for name in names {
-            guard let pid = Int32(name.dropFirst(templatePrefix.count)), kill(pid, 0) != 0, errno == ESRCH else {
-                continue
-            }
+            guard let made = Int(name.dropFirst(templatePrefix.count).prefix { $0 != "_" }), now - made > 86_400
+            else { continue }
             try database.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
         }
     }

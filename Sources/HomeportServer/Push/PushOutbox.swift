@@ -86,7 +86,8 @@ struct PushOutbox {
         // The names are the enum's own words, never text from outside.
         let kinds = providers.map { "'\($0.rawValue)'" }.sorted().joined(separator: ", ")
         guard !kinds.isEmpty, limit > 0 else { return [] }
-        func claim(_ condition: String, order: String, limit: Int) throws -> [OutboxItem] {
+        // Every row claimed counts against the limit, one that does not read as an item too.
+        func claim(_ condition: String, order: String, limit: Int) throws -> [Row] {
             try db.execute(
                 """
                 UPDATE push_outbox SET state = 'sending', claimed_by = $1, claimed_until = $2
@@ -95,14 +96,13 @@ struct PushOutbox {
                     ORDER BY \(order) LIMIT $4\(lock))
                 RETURNING id, apns_id, device_token, environment, topic, payload, collapse_id, priority, expiration,
                     attempts, provider, endpoint, p256dh, auth
-                """, [.text(claimant), .integer(now + lease), .integer(now), .integer(Int64(limit))]
-            ).compactMap(Self.item)
+                """, [.text(claimant), .integer(now + lease), .integer(now), .integer(Int64(limit))])
         }
         let expired = try claim("state = 'sending' AND claimed_until < $3", order: "id", limit: limit)
-        guard expired.count < limit else { return expired }
+        guard expired.count < limit else { return expired.compactMap(Self.item) }
         let due = try claim(
             "state = 'pending' AND next_attempt_at <= $3", order: "next_attempt_at, id", limit: limit - expired.count)
-        return expired + due
+        return (expired + due).compactMap(Self.item)
     }
 
     /// Deletes rows that were delivered (or whose device is gone).
