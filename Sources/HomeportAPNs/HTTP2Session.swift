@@ -160,7 +160,8 @@ final class HTTP2Session {
         return write()
     }
 
-    /// Bytes serialised before they are written, at most (the size of a few TLS records).
+    /// Bytes serialised before a write is tried (a few TLS records); a socket that takes none then
+    /// lets more gather, tried again with each chunk.
     static let writeSize = 64 << 10
 
     /// Writes what is serialised, as far as the socket takes it; false when the connection failed.
