@@ -6,8 +6,8 @@ extension Backend {
     /// A fresh database of this backend that already has Homeport's schema, and a function that removes it.
     ///
     /// It is a copy of one database this process migrated once: a file copy on SQLite, `CREATE DATABASE …
-    /// TEMPLATE` on PostgreSQL. Migrating every test's database took ~0.2 s on PostgreSQL, several
-    /// minutes over the suite; the migrations themselves are tested on empty databases
+    /// TEMPLATE` on PostgreSQL. Migrating every test's database took ~0.2 s on PostgreSQL, about a
+    /// minute of the cluster's CPU over the suite; the migrations themselves are tested on empty databases
     /// (``makeDatabaseURL()``), and a server started on a copy still runs its migrator, which finds
     /// Homeport's migrations applied and applies only a product's own.
     package func makeMigratedDatabaseURL() throws -> (url: DatabaseURL, cleanUp: @Sendable () -> Void) {
