@@ -30,7 +30,7 @@ final class HTTP2Session {
     struct Field {
         var name: String
         var value: String
-        var indexed = true
+        var indexed: Bool
 
         init(_ name: String, _ value: String, indexed: Bool = true) {
             self.name = name
@@ -98,13 +98,18 @@ final class HTTP2Session {
         var own = FieldBlock()
         var pairs: [nghttp2_nv] = []
         sharedBlock.bytes.withUnsafeBufferPointer { sharedBytes in
+            // The shared pairs point into `sharedBytes`, which stays put for the whole exchange.
+            var sharedPseudo: [nghttp2_nv] = []
+            var sharedOthers: [nghttp2_nv] = []
+            sharedBlock.append(pseudo: true, from: sharedBytes, to: &sharedPseudo)
+            sharedBlock.append(pseudo: false, from: sharedBytes, to: &sharedOthers)
             for (stream, request) in zip(all, requests) {
                 own.replace(with: request.fields)
                 let id = own.bytes.withUnsafeBufferPointer { ownBytes in
                     pairs.removeAll(keepingCapacity: true)
-                    sharedBlock.append(pseudo: true, from: sharedBytes, to: &pairs)
+                    pairs += sharedPseudo
                     own.append(pseudo: true, from: ownBytes, to: &pairs)
-                    sharedBlock.append(pseudo: false, from: sharedBytes, to: &pairs)
+                    pairs += sharedOthers
                     own.append(pseudo: false, from: ownBytes, to: &pairs)
                     return submit(pairs, stream)
                 }
