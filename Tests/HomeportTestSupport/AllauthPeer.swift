@@ -111,9 +111,32 @@ public func mailText(in folder: String) -> String {
 }
 
 extension RawHTTP {
-    /// A TCP port that was free a moment ago on 127.0.0.1 (a ``DeadPort`` let go at once).
+    /// A TCP port that was free a moment ago on 127.0.0.1 and 127.0.0.2, for a server a test starts
+    /// on it.
+    ///
+    /// It is drawn below the kernel's ephemeral range (`ip_local_port_range`): the kernel hands out
+    /// ports from that range to every connection's own end and every server bound to port 0, so a
+    /// port let go there can be taken by another test before the server binds it ("Address
+    /// already in use"). Past 200 draws that are all taken, a port from the kernel, as before.
     public static func freePort() throws -> Int {
-        try DeadPort().port
+        let lowest = ephemeralRangeStart()
+        if lowest > 10_001 {
+            for _ in 0..<200 {
+                let port = Int.random(in: 10_000..<lowest)
+                if (try? DeadPort(host: "127.0.0.1", port: port)) != nil,
+                    (try? DeadPort(host: "127.0.0.2", port: port)) != nil
+                {
+                    return port
+                }
+            }
+        }
+        return try DeadPort().port
+    }
+
+    /// The first port of the kernel's ephemeral range (32768 when it cannot be read).
+    private static func ephemeralRangeStart() -> Int {
+        let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)
+        return text?.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32_768
     }
 
     /// Waits until something accepts connections on `port` of 127.0.0.1: true, or false after

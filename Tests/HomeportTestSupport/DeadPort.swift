@@ -11,13 +11,14 @@ public final class DeadPort: @unchecked Sendable {
     /// The port.
     public let port: Int
 
-    /// Binds a free port on 127.0.0.1 without listening.
-    public init() throws {
+    /// Binds `port` on `host` (by default a free port on 127.0.0.1) without listening.
+    public init(host: String = "127.0.0.1", port wanted: Int = 0) throws {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw RawHTTPError("socket failed") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
+        address.sin_port = UInt16(wanted).bigEndian
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
