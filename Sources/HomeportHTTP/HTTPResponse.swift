@@ -43,6 +43,13 @@ public struct HTTPResponse: Sendable {
         try JSONWriter().encode(value)
     }
 
+    /// An untyped value (what `JSONSerialization` reads, or a literal of dictionaries, arrays,
+    /// strings, numbers, `Bool` and `NSNull`) written as ``encode(_:)`` writes a typed one.
+    /// Throws for what is not JSON.
+    package static func encode(untyped value: Any) throws -> Data {
+        try JSONWriter().encode(untyped: value)
+    }
+
     /// A JSON response encoding `value` with ``encode(_:)``.
     public static func json<T: Encodable>(_ value: T, status: Int = 200) throws -> HTTPResponse {
         .json(bytes: try encode(value), status: status)

@@ -343,3 +343,80 @@ private struct SingleContainer: SingleValueEncodingContainer {
         encoder.node = try JSONNode.encode(value, codingPath: codingPath)
     }
 }
+
+extension JSONWriter {
+    /// Thrown for a value that is not JSON: neither a dictionary with string keys, an array, a
+    /// string, a number, a `Bool` nor `NSNull`.
+    struct NotJSON: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Writes an untyped value — what `JSONSerialization` reads, or a literal of the same kinds —
+    /// the way ``encode(_:)`` writes a typed one: keys sorted, slashes as they are, numbers as
+    /// `JSONEncoder` writes them. An optional is its value, or `null`.
+    ///
+    /// On Linux an `NSNumber` holding 1 casts to `Bool` too, so a boolean is told by its type:
+    /// Swift's `Bool`, or the `NSNumber` class `JSONSerialization` reads `true` and `false` as.
+    func encode(untyped value: Any) throws -> Data {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        try JSONNode.untyped(value, path: []).write(to: &bytes)
+        return Data(bytes)
+    }
+}
+
+extension JSONNode {
+    /// The class of `NSNumber(value: true)`, which `JSONSerialization` reads booleans as.
+    private static let booleanClass = ObjectIdentifier(type(of: NSNumber(value: true)))
+
+    /// `value` as a node; `path` names where it sits, for the error.
+    static func untyped(_ value: Any, path: [String]) throws -> JSONNode {
+        switch value {
+        case let string as String: return .string(string)
+        case let bool as Bool where type(of: value) == Bool.self: return .bool(bool)
+        case let int as Int where type(of: value) == Int.self: return .number(String(int))
+        case let int as Int64 where type(of: value) == Int64.self: return .number(String(int))
+        case let double as Double where type(of: value) == Double.self:
+            return try number(double, path.map { PathKey(step: $0) })
+        case let number as NSNumber: return try untyped(number, path: path)
+        case is NSNull: return .null
+        case let object as [String: Any]:
+            let box = ObjectBox()
+            box.members.reserveCapacity(object.count)
+            for (key, member) in object { box.members.append((key, try untyped(member, path: path + [key]))) }
+            return .object(box)
+        case let array as [Any]:
+            let box = ArrayBox()
+            box.items.reserveCapacity(array.count)
+            for (index, item) in array.enumerated() { box.items.append(try untyped(item, path: path + ["\(index)"])) }
+            return .array(box)
+        default:
+            let mirror = Mirror(reflecting: value)
+            if mirror.displayStyle == .optional {
+                guard let wrapped = mirror.children.first?.value else { return .null }
+                return try untyped(wrapped, path: path)
+            }
+            throw JSONWriter.NotJSON(description: "\(type(of: value)) at \(path) is not a JSON value")
+        }
+    }
+
+    /// A number of Foundation's: a boolean by its class, a fraction as a `Double`, an integer
+    /// whole (an unsigned one above `Int64.max` too).
+    private static func untyped(_ number: NSNumber, path: [String]) throws -> JSONNode {
+        if ObjectIdentifier(type(of: number)) == booleanClass { return .bool(number.boolValue) }
+        switch String(cString: number.objCType) {
+        case "d", "f": return try self.number(number.doubleValue, path.map { PathKey(step: $0) })
+        case "Q", "L", "I", "S", "C": return .number(String(number.uint64Value))
+        default: return .number(String(number.int64Value))
+        }
+    }
+}
+
+/// A step of an untyped value's path, for the error that names where a number is not JSON.
+private struct PathKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(step: String) { stringValue = step }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}

@@ -84,6 +84,24 @@ struct JSONWriterTests {
             }
         }
 
+        /// The tree as an untyped value, each number at random as Swift's type or an `NSNumber`
+        /// (a `Float` as the `Double` its text reads as, which is what JSON holds).
+        func untyped(using rng: inout some RandomNumberGenerator) -> Any {
+            let boxed = Bool.random(using: &rng)
+            switch self {
+            case .null: return NSNull()
+            case .bool(let value): return boxed ? NSNumber(value: value) : value
+            case .int(let value): return boxed ? NSNumber(value: value) : value
+            case .unsigned(let value): return boxed ? NSNumber(value: value) : value
+            case .double(let value): return boxed ? NSNumber(value: value) : value
+            case .float(let value): return Double(value.description) ?? 0
+            case .string(let value): return value
+            case .data(let value): return value.base64EncodedString()
+            case .array(let items): return items.map { $0.untyped(using: &rng) }
+            case .object(let members): return members.mapValues { $0.untyped(using: &rng) }
+            }
+        }
+
         static func randomString(using rng: inout some RandomNumberGenerator) -> String {
             let pool: [Unicode.Scalar] =
                 (0...0x20).compactMap(Unicode.Scalar.init) + [
@@ -145,6 +163,38 @@ struct JSONWriterTests {
             try same(tree)
             try same(["wrapped": tree])
         }
+    }
+
+    @Test("untyped values (Swift's own or Foundation's NSNumber) are written as JSONEncoder writes the typed ones")
+    func untypedTrees() throws {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let tree = Tree.random(depth: 0, using: &rng)
+            let expected = try Self.reference.encode(["wrapped": tree])
+            let written = try HTTPResponse.encode(untyped: ["wrapped": tree.untyped(using: &rng)])
+            #expect(String(decoding: written, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
+        }
+    }
+
+    @Test("an untyped boolean is told by its type, never by its value: NSNumber(1) is 1, not true")
+    func untypedBooleans() throws {
+        let literal: [Any] = [true, 1, NSNumber(value: Int8(1)), NSNumber(value: true), false, 0, 1.5, UInt64.max]
+        #expect(
+            String(decoding: try HTTPResponse.encode(untyped: literal), as: UTF8.self)
+                == "[true,1,1,true,false,0,1.5,18446744073709551615]")
+        let read = try JSONSerialization.jsonObject(with: Data("[true,1,false,0,-7,2.25]".utf8))
+        #expect(String(decoding: try HTTPResponse.encode(untyped: read), as: UTF8.self) == "[true,1,false,0,-7,2.25]")
+    }
+
+    @Test("an untyped optional is its value or null; what is not JSON is refused, never written")
+    func untypedEdges() throws {
+        let object: [String: Any] = ["none": Int?.none as Any, "some": Int?.some(2) as Any, "a/b": NSNull()]
+        #expect(
+            String(decoding: try HTTPResponse.encode(untyped: object), as: UTF8.self)
+                == #"{"a/b":null,"none":null,"some":2}"#)
+        #expect(throws: (any Error).self) { try HTTPResponse.encode(untyped: ["when": Date()]) }
+        #expect(throws: (any Error).self) { try HTTPResponse.encode(untyped: [1: "a"]) }
+        #expect(throws: (any Error).self) { try HTTPResponse.encode(untyped: ["x": [Double.nan]]) }
     }
 
     @Test("optionals: nil members are left out by encodeIfPresent and null when encoded")

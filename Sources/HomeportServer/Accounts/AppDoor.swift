@@ -305,9 +305,8 @@ struct AppDoor: Sendable {
     /// An answer of the door built from a JSON object rather than an ``AuthEnvelope`` (the
     /// shapes the envelope type does not describe), with status 200 unless told.
     func answer(_ object: [String: Any], status: Int = 200) -> HTTPResponse {
-        .json(
-            bytes: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data(),
-            status: status)
+        // Built of strings, numbers and the objects of `asObject`, each of which is JSON.
+        .json(bytes: (try? HTTPResponse.encode(untyped: object)) ?? Data(#"{"status":500}"#.utf8), status: status)
     }
 
     /// An encodable value as a JSON object, to place inside an answer built from objects.
@@ -356,7 +355,7 @@ struct AppDoor: Sendable {
             let key: String
             let problem: FieldProblem
             do {
-                let value = try JSONDecoder().decode(type, from: try JSONSerialization.data(withJSONObject: object))
+                let value = try JSONDecoder().decode(type, from: try HTTPResponse.encode(untyped: object))
                 guard !problems.isEmpty else { return .success(value) }
                 break
             } catch DecodingError.keyNotFound(let missing, _) {

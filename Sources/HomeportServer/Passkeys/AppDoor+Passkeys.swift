@@ -279,7 +279,7 @@ extension AppDoor {
 
     /// A JSON number that is a whole id (not `true`, not `1.5`), read as JSON reads it.
     static func integer(_ value: Any?) -> Int64? {
-        guard let value, let bytes = try? JSONSerialization.data(withJSONObject: value, options: .fragmentsAllowed)
+        guard let value, let bytes = try? HTTPResponse.encode(untyped: value)
         else { return nil }
         return try? JSONDecoder().decode(Int64.self, from: bytes)
     }

@@ -81,7 +81,7 @@ extension WebDoor {
 
     /// A ceremony's options, as the pages' script fetches them: JSON, never stored.
     static func ceremonyOptions(_ options: [String: Any]) throws -> HTTPResponse {
-        var response = HTTPResponse.json(bytes: try JSONSerialization.data(withJSONObject: options), status: 200)
+        var response = HTTPResponse.json(bytes: try HTTPResponse.encode(untyped: options), status: 200)
         response.headers.set("Cache-Control", "no-store")
         return response
     }

@@ -69,7 +69,7 @@ extension Router where Context == RequestContext {
         let field =
             Self.invitationTerms.first { key in
                 guard let value = object[key],
-                    let alone = try? JSONSerialization.data(withJSONObject: [key: value], options: .fragmentsAllowed)
+                    let alone = try? HTTPResponse.encode(untyped: [key: value])
                 else { return false }
                 return (try? JSONDecoder().decode(InvitationRequest.self, from: alone)) == nil
             } ?? "invitation"

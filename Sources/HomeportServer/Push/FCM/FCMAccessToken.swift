@@ -1,6 +1,7 @@
 import Foundation
 import HomeportCrypto
 import HomeportCurl
+import HomeportHTTP
 import HomeportStorage
 import HomeportWire
 import Synchronization
@@ -68,7 +69,7 @@ final class FCMAccessToken: Sendable {
             "iss": settings.clientEmail, "scope": Self.scope, "aud": settings.tokenURI, "iat": now, "exp": now + 3600,
         ]
         let signingInput = try [header, claims].map { object in
-            IdentityProof.base64URL(Array(try JSONSerialization.data(withJSONObject: object, options: .sortedKeys)))
+            IdentityProof.base64URL(Array(try HTTPResponse.encode(untyped: object)))
         }.joined(separator: ".")
         let assertion = signingInput + "." + IdentityProof.base64URL(try key.sign(Array(signingInput.utf8)))
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + assertion

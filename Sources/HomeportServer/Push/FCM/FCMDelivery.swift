@@ -1,6 +1,7 @@
 import Foundation
 import HomeportAPNs
 import HomeportCurl
+import HomeportHTTP
 import HomeportLogging
 import HomeportStorage
 import HomeportWire
@@ -78,7 +79,7 @@ package final class FCMDelivery: Sendable {
                 made[shape]
                 ?? {
                     // The message without its token: `{…}`, whose first byte gives way to the token.
-                    let text = (try? JSONSerialization.data(withJSONObject: message(item, now: now))).map(Array.init)
+                    let text = (try? HTTPResponse.encode(untyped: message(item, now: now))).map(Array.init)
                     made[shape] = .some(text)
                     return text
                 }()
@@ -131,7 +132,7 @@ package final class FCMDelivery: Sendable {
                 case let text as String: data[key] = text
                 case let number as NSNumber: data[key] = number.stringValue
                 default:
-                    if let encoded = try? JSONSerialization.data(withJSONObject: value, options: .sortedKeys) {
+                    if let encoded = try? HTTPResponse.encode(untyped: value) {
                         data[key] = String(decoding: encoded, as: UTF8.self)
                     }
                 }

@@ -1,5 +1,6 @@
 import Foundation
 import HomeportCrypto
+import HomeportHTTP
 import HomeportWire
 import Synchronization
 
@@ -30,8 +31,7 @@ final class VAPIDToken: Sendable {
         if let cached = made.withLock({ $0[audience] }), cached.expires - 3600 > now { return cached.header }
         let expires = now + Self.lifetime
         let header = IdentityProof.base64URL(Array(#"{"typ":"JWT","alg":"ES256"}"#.utf8))
-        let claims = try JSONSerialization.data(
-            withJSONObject: ["aud": audience, "exp": expires, "sub": subject], options: [.sortedKeys])
+        let claims = try HTTPResponse.encode(untyped: ["aud": audience, "exp": expires, "sub": subject])
         let signingInput = header + "." + IdentityProof.base64URL(Array(claims))
         let signature = try key.sign(Array(signingInput.utf8))
         let value = "vapid t=\(signingInput).\(IdentityProof.base64URL(signature)), k=\(publicKey)"
