@@ -1,4 +1,5 @@
 import Foundation
+import HomeportWire
 
 /// Encodes a value as JSON the way every answer is written — keys sorted, `/` as it is, the
 /// same bytes Foundation's `JSONEncoder` with `[.sortedKeys, .withoutEscapingSlashes]` writes —
@@ -78,7 +79,7 @@ private enum JSONNode {
         case .null: bytes.append(contentsOf: "null".utf8)
         case .bool(let value): bytes.append(contentsOf: (value ? "true" : "false").utf8)
         case .number(let text): bytes.append(contentsOf: text.utf8)
-        case .string(let text): Self.write(string: text, to: &bytes)
+        case .string(let text): JSONText.append(text, to: &bytes)
         case .array(let box):
             bytes.append(UInt8(ascii: "["))
             for (index, item) in box.items.enumerated() {
@@ -97,51 +98,11 @@ private enum JSONNode {
                 if index + 1 < sorted.count && sorted[index + 1].element.key == member.element.key { continue }
                 if !first { bytes.append(UInt8(ascii: ",")) }
                 first = false
-                Self.write(string: member.element.key, to: &bytes)
+                JSONText.append(member.element.key, to: &bytes)
                 bytes.append(UInt8(ascii: ":"))
                 try member.element.node.write(to: &bytes)
             }
             bytes.append(UInt8(ascii: "}"))
-        }
-    }
-
-    private static let hex = Array("0123456789abcdef".utf8)
-
-    /// A string with `"`, `\` and the control characters escaped, everything else as UTF-8.
-    static func write(string: String, to bytes: inout [UInt8]) {
-        var string = string
-        string.withUTF8 { utf8 in
-            bytes.append(UInt8(ascii: "\""))
-            // Most strings need no escape: copied whole.
-            var clean = true
-            for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                clean = false
-                break
-            }
-            if clean {
-                bytes.append(contentsOf: utf8)
-            } else {
-                for byte in utf8 { escape(byte, to: &bytes) }
-            }
-            bytes.append(UInt8(ascii: "\""))
-        }
-    }
-
-    /// One byte of a string, escaped when JSON needs it.
-    private static func escape(_ byte: UInt8, to bytes: inout [UInt8]) {
-        switch byte {
-        case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-        case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-        case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-        case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-        case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-        case 0x08: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-        case 0x0C: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-        case 0..<0x20:
-            bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30])
-            bytes.append(hex[Int(byte >> 4)])
-            bytes.append(hex[Int(byte & 0x0F)])
-        default: bytes.append(byte)
         }
     }
 }
