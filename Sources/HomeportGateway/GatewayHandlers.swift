@@ -154,7 +154,7 @@ struct GatewayHandlers: Sendable {
         let reason: String? =
             if !isDeviceName(push.deviceToken, of: push.provider) {
                 PushGatewayReason.badDeviceToken
-            } else if UUID(uuidString: push.apnsId) == nil || push.apnsId.utf8.count != 36 {
+            } else if !UUIDText.isCanonical(push.apnsId) {
                 PushGatewayReason.badMessageID
             } else if let collapse = push.collapseId,
                 !(1...64).contains(collapse.utf8.count) || !DisplayText.isShown(collapse)

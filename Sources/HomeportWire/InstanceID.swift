@@ -15,9 +15,10 @@ public struct InstanceID: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses the textual form; `nil` unless `string` is a UUID.
     ///
-    /// Uppercase input is accepted and normalised; the wire form is always lowercase.
+    /// Uppercase input is accepted and normalised; the wire form is always lowercase. Only the
+    /// canonical spelling is a UUID (``UUIDText``): no sign, space or `0x` before a group.
     public init?(_ string: String) {
-        guard let uuid = UUID(uuidString: string) else { return nil }
+        guard UUIDText.isCanonical(string), let uuid = UUID(uuidString: string) else { return nil }
         self.uuid = uuid
     }
 

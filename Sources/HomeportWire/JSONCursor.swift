@@ -86,13 +86,25 @@ package struct JSONCursor {
             guard byte >= 0x20 else { return nil }
             index += 1
         }
-        var decoded = Array(bytes[start..<index])
+        // A payload is JSON in a string, an escape every few bytes: the runs between them are
+        // copied whole.
+        var decoded: [UInt8] = []
+        var end = index
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1 }
+        decoded.reserveCapacity(end - start)
+        var run = start
         while index < bytes.count {
             let byte = bytes[index]
+            guard byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else {
+                guard byte >= 0x20 else { return nil }
+                index += 1
+                continue
+            }
+            decoded.append(contentsOf: bytes[run..<index])
             index += 1
             switch byte {
             case UInt8(ascii: "\""): return String(validating: decoded, as: UTF8.self)
-            case UInt8(ascii: "\\"):
+            default:
                 guard index < bytes.count else { return nil }
                 let escaped = bytes[index]
                 index += 1
@@ -108,9 +120,7 @@ package struct JSONCursor {
                     decoded.append(contentsOf: String(Character(scalar)).utf8)
                 default: return nil
                 }
-            default:
-                guard byte >= 0x20 else { return nil }
-                decoded.append(byte)
+                run = index
             }
         }
         return nil

@@ -422,24 +422,43 @@ struct PushGatewayTests {
         let title = String(repeating: "a", count: 5000)
         var badID = rawPush(device(1), instance: a)
         badID["apnsId"] = "not-a-uuid"
+        // What a lenient parser could take for a UUID: a sign, a space, a digit too many or a
+        // hyphen moved.
+        let nearIDs = [
+            "+0000000-0000-4000-8000-000000000000", " 0000000-0000-4000-8000-000000000000",
+            "00000000-0000-4000-8000-0000000000000", "000000000-000-4000-8000-000000000000",
+            "0000000g-0000-4000-8000-000000000000", "00000000000040008000000000000000",
+            "0x000000-0000-4000-8000-000000000000",
+        ].map { id in
+            var push = rawPush(device(1), instance: a)
+            push["apnsId"] = id
+            return (push, 400, String?.some(PushGatewayReason.badMessageID))
+        }
+        var upperID = rawPush(device(1), instance: a)
+        upperID["apnsId"] = UUID().uuidString.uppercased()
         var badPriority = rawPush(device(1), instance: a)
         badPriority["priority"] = 7
         var badExpiration = rawPush(device(1), instance: a)
         badExpiration["expiration"] = -1
-        let cases: [([String: Any], Int, String)] = [
-            (rawPush(device(1), instance: a, title: title), 413, PushGatewayReason.payloadTooLarge),
-            (rawPush("\u{0}", instance: a), 400, PushGatewayReason.badDeviceToken),
-            (rawPush(String(repeating: "0", count: 63) + "\u{0}", instance: a), 400, PushGatewayReason.badDeviceToken),
-            (rawPush(device(1).uppercased(), instance: a), 400, PushGatewayReason.badDeviceToken),
-            (badID, 400, PushGatewayReason.badMessageID),
-            (
-                rawPush(device(1), instance: a, collapseID: String(repeating: "c", count: 65)), 400,
-                PushGatewayReason.badCollapseID
-            ),
-            (rawPush(device(1), instance: a, collapseID: "a\u{0}b"), 400, PushGatewayReason.badCollapseID),
-            (badPriority, 400, PushGatewayReason.badPriority),
-            (badExpiration, 400, PushGatewayReason.badExpirationDate),
-        ]
+        let cases: [([String: Any], Int, String?)] =
+            nearIDs + [
+                (rawPush(device(1), instance: a, title: title), 413, PushGatewayReason.payloadTooLarge),
+                (rawPush("\u{0}", instance: a), 400, PushGatewayReason.badDeviceToken),
+                (
+                    rawPush(String(repeating: "0", count: 63) + "\u{0}", instance: a), 400,
+                    PushGatewayReason.badDeviceToken
+                ),
+                (rawPush(device(1).uppercased(), instance: a), 400, PushGatewayReason.badDeviceToken),
+                (badID, 400, PushGatewayReason.badMessageID),
+                (upperID, 200, nil),
+                (
+                    rawPush(device(1), instance: a, collapseID: String(repeating: "c", count: 65)), 400,
+                    PushGatewayReason.badCollapseID
+                ),
+                (rawPush(device(1), instance: a, collapseID: "a\u{0}b"), 400, PushGatewayReason.badCollapseID),
+                (badPriority, 400, PushGatewayReason.badPriority),
+                (badExpiration, 400, PushGatewayReason.badExpirationDate),
+            ]
         // Each refused push alone, and beside a good one, which goes out.
         for (push, status, reason) in cases {
             let answer = try gateway.push([push, rawPush(device(1), instance: a)], credential: credential)
@@ -448,7 +467,10 @@ struct PushGatewayTests {
             #expect(answer.results.first?["reason"] as? String == reason, "\(answer.results)")
             #expect(answer.results.last?["status"] as? Int == 200, "\(reason): the good push beside it went out")
         }
-        #expect(standIn.requests().count == cases.count, "only the good pushes reached Apple")
+        // The good one beside each, and an upper-case id, which is a UUID too.
+        #expect(
+            standIn.requests().count == cases.count + cases.filter { $0.1 == 200 }.count,
+            "only the good pushes reached Apple")
     }
 
     @Test("each server is held to its own rate, on every replica together")

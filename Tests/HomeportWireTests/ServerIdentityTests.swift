@@ -24,7 +24,13 @@ struct ServerIdentityTests {
 
     @Test(
         "decoding refuses an instanceId that is not a UUID",
-        arguments: [#""not-a-uuid""#, #""""#, "42", "null", #""6f1c2b7e-0a4d-4c3b-9e5f""#])
+        arguments: [
+            #""not-a-uuid""#, #""""#, "42", "null", #""6f1c2b7e-0a4d-4c3b-9e5f""#,
+            // Foundation's UUID(uuidString:) on Linux reads the first three as a UUID
+            // (`+f1c2b7e-…` as 0f1c2b7e-…).
+            #""+f1c2b7e-0a4d-4c3b-9e5f-1a2b3c4d5e6f""#, #"" f1c2b7e-0a4d-4c3b-9e5f-1a2b3c4d5e6f""#,
+            #""0x1c2b7e-0a4d-4c3b-9e5f-1a2b3c4d5e6f""#, #""6f1c2b7e-0a4d-4c3b-9e5f-1a2b3c4d5e6f ""#,
+        ])
     func rejectsNonUUID(value: String) {
         let json = #"{"product":"homeport","protocolVersion":1,"instanceId":\#(value)}"#
         #expect(throws: DecodingError.self) {
