@@ -16,7 +16,7 @@ public struct InstanceID: Hashable, Sendable, CustomStringConvertible {
     /// Parses the textual form; `nil` unless `string` is a UUID.
     ///
     /// Uppercase input is accepted and normalised; the wire form is always lowercase. Only the
-    /// canonical spelling is a UUID (``UUIDText``): no sign, space or `0x` before a group.
+    /// canonical spelling (8-4-4-4-12 hex digits) is a UUID: no sign, space or `0x` before a group.
     public init?(_ string: String) {
         guard UUIDText.isCanonical(string), let uuid = UUID(uuidString: string) else { return nil }
         self.uuid = uuid
