@@ -305,8 +305,12 @@ struct AppDoor: Sendable {
     /// An answer of the door built from a JSON object rather than an ``AuthEnvelope`` (the
     /// shapes the envelope type does not describe), with status 200 unless told.
     func answer(_ object: [String: Any], status: Int = 200) -> HTTPResponse {
-        // Built of strings, numbers and the objects of `asObject`, each of which is JSON.
-        .json(bytes: (try? HTTPResponse.encode(untyped: object)) ?? Data(#"{"status":500}"#.utf8), status: status)
+        // Built of strings, numbers and the objects of `asObject`, each of which is JSON; what is
+        // not would be the server's fault, and is answered as one.
+        guard let bytes = try? HTTPResponse.encode(untyped: object) else {
+            return .json(bytes: Data(#"{"status":500}"#.utf8), status: 500)
+        }
+        return .json(bytes: bytes, status: status)
     }
 
     /// An encodable value as a JSON object, to place inside an answer built from objects.
