@@ -382,9 +382,12 @@ class Door:
             print(f"   console: {note}")
 
     def wait(self, step, condition, what, timeout=PAGE_TIMEOUT):
-        """Waits for `condition(browser)`; fails naming `what` was awaited and what is shown."""
+        """Waits for `condition(browser)`; fails naming `what` was awaited and what is shown.
+        A look at an element of a page being replaced (a form the page's script submits) is
+        a look too early: it is taken again at the next poll."""
         try:
-            WebDriverWait(self.browser, timeout, poll_frequency=0.1).until(condition)
+            WebDriverWait(self.browser, timeout, poll_frequency=0.1,
+                          ignored_exceptions=(StaleElementReferenceException,)).until(condition)
         except TimeoutException:
             raise StepFailed(f"{step}: waited {timeout} s for {what}; the page shows {self.describe()}") from None
 
