@@ -361,12 +361,21 @@ extension JSONNode {
         }
     }
 
-    /// A number of Foundation's: a boolean by its class, a fraction as a `Double`, an integer
-    /// whole (an unsigned one above `Int64.max` too).
+    /// A number of Foundation's: a boolean by its class, a decimal (what `JSONSerialization` on
+    /// Linux reads a long number as) by its exact digits, a fraction as a `Double` or `Float`, an
+    /// integer whole (an unsigned one above `Int64.max` too).
     private static func untyped(_ number: NSNumber, path: [String]) throws -> JSONNode {
         if ObjectIdentifier(type(of: number)) == booleanClass { return .bool(number.boolValue) }
+        if let decimal = number as? NSDecimalNumber {
+            // Through a Double, -1234567890123456789 would come back as ...800.
+            guard !decimal.decimalValue.isNaN else {
+                throw JSONWriter.InvalidValue(description: "NaN at \(path) is not a JSON number")
+            }
+            return .number(decimal.description)
+        }
         switch String(cString: number.objCType) {
-        case "d", "f": return try self.number(number.doubleValue, path.map { PathKey(step: $0) })
+        case "d": return try self.number(number.doubleValue, path.map { PathKey(step: $0) })
+        case "f": return try self.number(number.floatValue, path.map { PathKey(step: $0) })
         case "Q", "L", "I", "S", "C": return .number(String(number.uint64Value))
         default: return .number(String(number.int64Value))
         }

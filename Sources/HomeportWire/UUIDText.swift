@@ -5,6 +5,8 @@
 package enum UUIDText {
     /// Whether `text` is a UUID in its canonical spelling (either case).
     package static func isCanonical(_ text: String) -> Bool {
+        // A megabyte of text is refused before a byte of it is read.
+        guard text.utf8.count == 36 else { return false }
         var position = 0
         for byte in text.utf8 {
             switch position {

@@ -186,6 +186,15 @@ struct JSONWriterTests {
         #expect(String(decoding: try HTTPResponse.encode(untyped: read), as: UTF8.self) == "[true,1,false,0,-7,2.25]")
     }
 
+    @Test("an untyped long number, which JSONSerialization on Linux reads as a decimal, keeps its digits")
+    func untypedDecimals() throws {
+        let text = "[-1234567890123456789,0.30000000000000004,12345678901234567890123,-407445.51781963615,1.5,1e-07]"
+        let read = try JSONSerialization.jsonObject(with: Data(text.utf8))
+        #expect(String(decoding: try HTTPResponse.encode(untyped: read), as: UTF8.self) == text)
+        #expect(String(decoding: try HTTPResponse.encode(untyped: [Float(1.1)]), as: UTF8.self) == "[1.1]")
+        #expect(throws: (any Error).self) { try HTTPResponse.encode(untyped: [NSDecimalNumber.notANumber]) }
+    }
+
     @Test("an untyped optional is its value or null; what is not JSON is refused, never written")
     func untypedEdges() throws {
         let object: [String: Any] = ["none": Int?.none as Any, "some": Int?.some(2) as Any, "a/b": NSNull()]
