@@ -62,8 +62,11 @@ package struct JSONCursor {
         }
         let digits = index - start
         guard digits > 0, digits == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }
-        if index < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) {
-            return nil
+        if index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): return nil
+            default: break
+            }
         }
         if negative { return value }
         return value == .min ? nil : -value
@@ -200,6 +203,31 @@ package struct JSONCursor {
             return found
         }
         return string().flatMap { keys.names.firstIndex(of: $0) }
+    }
+
+    /// The items of a text that is one object whose one member, `key`, is an array, each item
+    /// read by `item`; `nil` for anything else (another key, a second member, bytes after it).
+    package static func list<Item>(in bytes: [UInt8], under key: String, _ item: (inout JSONCursor) -> Item?)
+        -> [Item]?
+    {
+        var cursor = JSONCursor(bytes)
+        var items: [Item]?
+        guard
+            cursor.object(
+                Keys([key]),
+                { cursor, _ in
+                    items = cursor.array(item)
+                    return items.map { _ in () }
+                }) != nil, cursor.atEnd()
+        else { return nil }
+        return items
+    }
+
+    /// Puts a value just read into `slot`: `()` when there was one, `nil` (the reading ends)
+    /// when there was none.
+    package static func fill<Value>(_ slot: inout Value?, _ value: Value?) -> Void? {
+        slot = value
+        return value.map { _ in () }
     }
 
     /// The items of an array, each read by `item` (`nil` to give up).

@@ -7,8 +7,7 @@ package enum UUIDText {
     package static func isCanonical(_ text: String) -> Bool {
         // A megabyte of text is refused before a byte of it is read.
         guard text.utf8.count == 36 else { return false }
-        var position = 0
-        for byte in text.utf8 {
+        for (position, byte) in text.utf8.enumerated() {
             switch position {
             case 8, 13, 18, 23: guard byte == UInt8(ascii: "-") else { return false }
             default:
@@ -19,8 +18,7 @@ package enum UUIDText {
                 default: return false
                 }
             }
-            position += 1
         }
-        return position == 36
+        return true
     }
 }
