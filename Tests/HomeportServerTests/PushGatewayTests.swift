@@ -106,6 +106,14 @@ final class GatewayHarness {
             body: try JSONSerialization.data(withJSONObject: json))
     }
 
+    /// POSTs `body` as it is, JSON or not, to a replica with `credential`.
+    func post(_ path: String, credential: String, body: String, replica: Int = 0) throws -> RawResponse {
+        try RawHTTP.request(
+            port: replicas[replica].port, method: "POST", path: path,
+            headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(credential)")],
+            body: Data(body.utf8))
+    }
+
     /// Registers devices for the credential's server, through the API.
     func register(_ tokens: [String], credential: String, replica: Int = 0) throws {
         let response = try post(
@@ -293,6 +301,44 @@ struct PushGatewayTests {
         #expect(own.results.first?["status"] as? Int == 200)
         #expect(standIn.waitForRequests(1))
         #expect(standIn.requests().count == 1, "none of the spoofs reached Apple")
+    }
+
+    @Test(
+        "a batch the fast reader does not take is read by the API's one decoder: garbage and a key twice in any spelling are 400, a well-formed batch in another layout goes"
+    )
+    func batchesTheFastReaderLeaves() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let a = UUID().uuidString.lowercased()
+        let credential = try gateway.enroll("a", instanceID: a)
+        try gateway.register([device(1)], credential: credential)
+        let push = String(
+            decoding: try JSONSerialization.data(withJSONObject: rawPush(device(1), instance: a)), as: UTF8.self)
+        let refused = [
+            "<html><body>502</body></html>",
+            #"{"pushes":[\#(push)],"pushes":[]}"#,
+            #"{"pushes":[\#(push.dropLast()),"apns\u0049d":"\#(UUID().uuidString.lowercased())"}]}"#,
+            #"{"pushes":[\#(push)]} trailing"#,
+        ]
+        for body in refused {
+            let answer = try gateway.post(PushGatewayPath.pushes, credential: credential, body: body)
+            #expect(answer.status == 400, "\(body.prefix(60)): \(String(decoding: answer.body, as: UTF8.self))")
+        }
+        // What JSONDecoder reads and the fast reader leaves: whitespace between every token, a
+        // member it does not know (ignored, as by every other route).
+        let accepted = [
+            " {\n \"pushes\" : [ \(push) ] \n} ",
+            #"{"note":"from an older server","pushes":[\#(push)]}"#,
+        ]
+        for body in accepted {
+            let answer = try gateway.post(PushGatewayPath.pushes, credential: credential, body: body)
+            #expect(answer.status == 200, "\(body.prefix(60)): \(String(decoding: answer.body, as: UTF8.self))")
+            #expect(
+                ((answer.jsonObject?["results"] as? [[String: Any]])?.first?["status"] as? Int) == 200,
+                "\(String(decoding: answer.body, as: UTF8.self))")
+        }
+        #expect(standIn.waitForRequests(accepted.count))
+        #expect(standIn.requests().count == accepted.count, "no refused batch reached Apple")
     }
 
     @Test("a server pushes only to devices it registered: another server's device is refused")
