@@ -57,7 +57,9 @@ final class TLSConnection {
             throw APNsConnectionError("OpenSSL could not make a TLS session")
         }
         let connection = TLSConnection(descriptor: descriptor, context: context, ssl: ssl)
-        SSL_set_fd(ssl, descriptor)
+        guard let method = socketMethod, homeport_ssl_set_socket(ssl, method, descriptor) == 1 else {
+            throw APNsConnectionError("OpenSSL could not make a socket BIO")
+        }
         _ = homeport_ssl_partial_writes(ssl)
         // The certificate must name the host: an IP address by its IP, a name by its name (and SNI).
         let parameters = SSL_get0_param(ssl)
@@ -93,6 +95,11 @@ final class TLSConnection {
         }
         return connection
     }
+
+    /// OpenSSL's socket BIO, but writing with `MSG_NOSIGNAL`: a host that closed the connection
+    /// while a batch goes out fails the write (EPIPE) instead of raising SIGPIPE, which would end
+    /// the process (a server does not ignore the signal). Made once, on first use.
+    nonisolated(unsafe) private static let socketMethod = homeport_bio_socket_method()
 
     /// What a read or a write came to.
     enum Progress {

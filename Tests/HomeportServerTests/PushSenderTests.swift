@@ -221,6 +221,56 @@ struct PushSenderTests {
             #expect(try server.outboxRows().allSatisfy { $0.string(at: 0) == "pending" }, "the pushes wait")
         }
     }
+
+    @Test(
+        "an APNs host that closes, then resets, the connection while batches go out: the server lives on, every push waits to be tried again"
+    )
+    func hostGoesAwayMidBatch() throws {
+        let dropper = try DroppingTLSPeer()
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let database = "sqlite:" + data.file("h.sqlite")
+        #expect(try ServerProcess.run(["migrate", "--database", database]).status == 0)
+        let opened = try DatabaseURL(parsing: database).open()
+        defer { opened.close() }
+        try opened.execute(
+            """
+            INSERT INTO users (email, password_hash, approval, created_at, password_changed_at)
+            VALUES ('ada@example.com', 'x', 'approved', 0, 0)
+            """)
+        // 700 devices: a batch of 500 on the first connection, which the host closes, and one of
+        // 200 on the second, which it resets.
+        try opened.execute(
+            """
+            WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 700)
+            INSERT INTO push_devices (token, environment, topic, user_id, created_at, updated_at)
+            SELECT printf('%064x', x), 'production', '', (SELECT id FROM users), 0, 0 FROM n
+            """)
+        let sent = try ServerProcess.run([
+            "push", "send", "--database", database, "--email", "ada@example.com", "--code",
+            "homeport/core:push.test", "--title", "To every device", "--apns-topic", APNsStandIn.topic,
+            "--max-devices-per-account", "700",
+        ])
+        #expect(sent.status == 0 && sent.output.contains("700 push(es) queued"), "\(sent.output) \(sent.error)")
+        let server = try ServerProcess(serve: [
+            "--database", database, "--apns-topic", APNsStandIn.topic, "--apns-key-file", dropper.keyFile,
+            "--apns-key-id", APNsStandIn.keyID, "--apns-team-id", APNsStandIn.teamID, "--apns-base-url", dropper.url,
+            "--apns-ca-file", dropper.caFile,
+        ])
+        defer { server.stop() }
+        var rows: [Row] = []
+        try eventually(every: .milliseconds(50)) {
+            rows = try opened.execute("SELECT state, attempts, last_error FROM push_outbox")
+            return !server.isRunning || rows.allSatisfy { $0.int(at: 1) ?? 0 >= 1 }
+        }
+        #expect(server.isRunning, "the server is still running: \(server.standardError.suffix(500))")
+        #expect(rows.count == 700)
+        #expect(
+            rows.allSatisfy {
+                $0.string(at: 0) == "pending" && $0.int(at: 1) == 1
+                    && $0.string(at: 2) == "the connection to APNs failed"
+            }, "\(Set(rows.map { "\($0.string(at: 0) ?? "") \($0.int(at: 1) ?? 0) \($0.string(at: 2) ?? "")" }))")
+    }
 }
 
 @Suite("Pushes from several replicas", .tags(.process, .postgres, .interop))

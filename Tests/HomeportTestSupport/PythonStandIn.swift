@@ -4,22 +4,22 @@ import Foundation
     import Glibc
 #endif
 
-/// A stand-in written in Python (`interop/NAME/standin.py`, run by the APNs stand-in's virtualenv:
-/// ``TestPeer/apns(_:)``) that listens on a free loopback port and writes it to `DIRECTORY/port`:
-/// started, waited for, and stopped with its directory.
+/// A stand-in written in Python (`interop/NAME/standin.py`, or another script there, run by the
+/// APNs stand-in's virtualenv: ``TestPeer/apns(_:)``) that listens on a free loopback port and
+/// writes it to `DIRECTORY/port`: started, waited for, and stopped with its directory.
 struct PythonStandIn {
     let process: Process
     let directory: TemporaryDirectory
     let port: Int
 
     /// Starts it; `what` names it in the error when it does not start.
-    init(peer name: String, what: String) throws {
+    init(peer name: String, script: String = "standin.py", what: String) throws {
         let peer = try TestPeer.apns(name)
         let (source, python) = (peer.source, peer.python)
         directory = try TemporaryDirectory()
         process = Process()
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [source + "/standin.py", directory.path]
+        process.arguments = [source + "/" + script, directory.path]
         process.standardOutput = FileHandle.nullDevice
         let errorLog = directory.file("stderr.log")
         _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
