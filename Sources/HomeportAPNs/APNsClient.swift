@@ -89,16 +89,17 @@ public final class APNsClient: @unchecked Sendable {
 
     /// A request's own fields (beside the exchange's shared ones) and its body. Its `apns-id` is
     /// new with each request, so HPACK is told not to keep it.
-    private static func message(_ request: APNsRequest) -> (fields: [HTTP2Session.Field], body: [UInt8]) {
+    private static func message(_ request: APNsRequest) -> (fields: [HTTP2Session.Field], body: Data) {
         var fields: [HTTP2Session.Field] = [
-            .init(":path", "/3/device/" + request.deviceToken), .init("apns-id", request.apnsID, indexed: false),
+            .init(":path", "/3/device/" + request.deviceToken, indexed: false),
+            .init("apns-id", request.apnsID, indexed: false),
             .init("apns-topic", request.topic), .init("apns-push-type", request.pushType.rawValue),
             .init("apns-priority", String(request.priority.rawValue)),
             .init("apns-expiration", String(request.expiration)),
             .init("content-length", String(request.payload.count)),
         ]
         if let collapse = request.collapseID { fields.append(.init("apns-collapse-id", collapse)) }
-        return (fields, Array(request.payload))
+        return (fields, request.payload)
     }
 
     private struct Reason: Decodable {

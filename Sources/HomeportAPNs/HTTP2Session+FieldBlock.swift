@@ -23,7 +23,10 @@ extension HTTP2Session {
                 bytes.append(contentsOf: field.value.utf8)
                 let flags = field.indexed ? NGHTTP2_NV_FLAG_NONE : NGHTTP2_NV_FLAG_NO_INDEX
                 spans.append(
-                    (nameStart..<valueStart, valueStart..<bytes.count, field.name.hasPrefix(":"), UInt8(flags.rawValue))
+                    (
+                        nameStart..<valueStart, valueStart..<bytes.count, field.name.utf8.first == UInt8(ascii: ":"),
+                        UInt8(flags.rawValue)
+                    )
                 )
             }
         }

@@ -11,14 +11,14 @@ final class HTTP2Session {
     /// One request and what came back for it.
     final class Stream {
         let index: Int
-        let body: [UInt8]
+        let body: Data
         var sent = 0
         var status = 0
         var response = [UInt8]()
         var done = false
         var failed: String?
 
-        init(index: Int, body: [UInt8]) {
+        init(index: Int, body: Data) {
             self.index = index
             self.body = body
         }
@@ -90,8 +90,11 @@ final class HTTP2Session {
     /// `deadline`; a request without an answer then gets a failure. The shared fields (the
     /// method, the authority, the authorization) are laid out once for the exchange; each
     /// request's pseudo-header fields go with the shared ones, before any other.
+    ///
+    /// What is submitted goes out every ``submitSlice`` requests, so that the server answers the
+    /// first while the next are laid out, rather than waiting for the whole batch.
     func exchange(
-        shared: [Field], _ requests: [(fields: [Field], body: [UInt8])], deadline: ContinuousClock.Instant
+        shared: [Field], _ requests: [(fields: [Field], body: Data)], deadline: ContinuousClock.Instant
     ) -> [Answer] {
         let all = requests.enumerated().map { Stream(index: $0.offset, body: $0.element.body) }
         let sharedBlock = FieldBlock(shared)
@@ -119,13 +122,15 @@ final class HTTP2Session {
                     stream.done = true
                     stream.failed = "nghttp2 refused the request"
                 }
+                if stream.index % Self.submitSlice == Self.submitSlice - 1, !flush() { break }
             }
         }
         while !streams.isEmpty && isUsable && ContinuousClock.now < deadline {
             guard flush(), receive(until: deadline) else { break }
         }
-        // Streams still open at the deadline, or when the connection failed, have no answer.
-        for stream in streams.values where !stream.done {
+        // Streams still open at the deadline, or not submitted when the connection failed, have
+        // no answer.
+        for stream in all where !stream.done {
             stream.failed = isUsable ? "no answer in time" : "the connection to APNs failed"
         }
         if !streams.isEmpty { isUsable = false }
@@ -168,6 +173,10 @@ final class HTTP2Session {
     /// Bytes serialised before a write is tried (a few TLS records); a socket that takes none then
     /// lets more gather, tried again with each chunk.
     static let writeSize = 64 << 10
+
+    /// Requests submitted before what they came to is written (a few kilobytes): on loopback this
+    /// took the sender from 0.72 to 0.84 of h2load's pace; a slice of 16 to 64 did as well.
+    static let submitSlice = 32
 
     /// Writes what is serialised, as far as the socket takes it; false when the connection failed.
     private func write() -> Bool {
@@ -270,8 +279,8 @@ final class HTTP2Session {
         guard let buffer, let flags, let pointer = source?.pointee.ptr else { return 0 }
         let stream = Unmanaged<Stream>.fromOpaque(pointer).takeUnretainedValue()
         let count = min(length, stream.body.count - stream.sent)
-        stream.body.withUnsafeBufferPointer {
-            buffer.update(from: $0.baseAddress! + stream.sent, count: count)
+        stream.body.withUnsafeBytes {
+            UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress! + stream.sent, byteCount: count)
         }
         stream.sent += count
         if stream.sent == stream.body.count { flags.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }

@@ -59,4 +59,32 @@ struct APNsBatchTests {
                 "its own body: \(record)")
         }
     }
+
+    @Test(
+        "a host that closes or resets the connection while a batch goes out: every request is answered as failed, none with a status, and no SIGPIPE ends the process"
+    )
+    func droppedMidBatch() throws {
+        let dropper = try DroppingTLSPeer()
+        let client = APNsClient(
+            configuration: .init(
+                productionURL: dropper.url, sandboxURL: dropper.url, caFile: dropper.caFile, timeoutSeconds: 10))
+        // 700 requests are many slices: the reset reaches the sender while it still submits.
+        let requests = (0..<700).map { index in
+            APNsRequest(
+                apnsID: UUID().uuidString.lowercased(), deviceToken: String(format: "%064x", index),
+                topic: APNsStandIn.topic, payload: Data(#"{"aps":{"alert":{"title":"t"}}}"#.utf8), expiration: 0,
+                environment: .production)
+        }
+        // Twice: the host closes the first connection (a write after that raises SIGPIPE, unless
+        // the sender asks the kernel not to) and resets the second, made for the second batch.
+        for round in 0..<2 {
+            let answers = client.send(requests, authorization: "not-a-real-token")
+            #expect(answers.count == requests.count)
+            let outcomes = Dictionary(grouping: answers) { "\($0.status) \($0.transportError ?? "no error")" }
+                .mapValues(\.count)
+            #expect(
+                answers.allSatisfy { $0.status == 0 && $0.transportError != nil },
+                "round \(round): \(outcomes)")
+        }
+    }
 }
