@@ -10,17 +10,17 @@ package enum JSONText {
         var string = string
         string.withUTF8 { utf8 in
             bytes.append(UInt8(ascii: "\""))
-            // Most strings need no escape: copied whole.
-            var clean = true
-            for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                clean = false
-                break
+            // The runs between escapes are copied whole: most strings are one run, and a payload
+            // (JSON in a string) an escape every few bytes.
+            var run = 0
+            for position in utf8.indices {
+                let byte = utf8[position]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run..<position]))
+                escape(byte, to: &bytes)
+                run = position + 1
             }
-            if clean {
-                bytes.append(contentsOf: utf8)
-            } else {
-                for byte in utf8 { escape(byte, to: &bytes) }
-            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run...]))
             bytes.append(UInt8(ascii: "\""))
         }
     }
@@ -30,21 +30,23 @@ package enum JSONText {
         bytes.append(contentsOf: String(integer).utf8)
     }
 
-    /// One byte of a string, escaped when JSON needs it.
+    /// One byte of a string that JSON needs escaped (a quote, a backslash or a control
+    /// character), escaped.
     private static func escape(_ byte: UInt8, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\\"))
         switch byte {
-        case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-        case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-        case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-        case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-        case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-        case 0x08: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-        case 0x0C: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-        case 0..<0x20:
-            bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30])
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
+        case 0x0A: bytes.append(UInt8(ascii: "n"))
+        case 0x0D: bytes.append(UInt8(ascii: "r"))
+        case 0x09: bytes.append(UInt8(ascii: "t"))
+        case 0x08: bytes.append(UInt8(ascii: "b"))
+        case 0x0C: bytes.append(UInt8(ascii: "f"))
+        default:
+            bytes.append(UInt8(ascii: "u"))
+            bytes.append(0x30)
+            bytes.append(0x30)
             bytes.append(hex[Int(byte >> 4)])
             bytes.append(hex[Int(byte & 0x0F)])
-        default: bytes.append(byte)
         }
     }
 }
