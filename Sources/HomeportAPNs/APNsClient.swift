@@ -87,8 +87,9 @@ public final class APNsClient: @unchecked Sendable {
         return (session, authority)
     }
 
-    /// A request's own fields (beside the exchange's shared ones) and its body. Its `apns-id` is
-    /// new with each request, so HPACK is told not to keep it.
+    /// A request's own fields (beside the exchange's shared ones) and its body. Its path (the
+    /// device's) and its `apns-id` are new with each request of a batch, so HPACK is told not to
+    /// keep them.
     private static func message(_ request: APNsRequest) -> (fields: [HTTP2Session.Field], body: Data) {
         var fields: [HTTP2Session.Field] = [
             .init(":path", "/3/device/" + request.deviceToken, indexed: false),
