@@ -34,6 +34,8 @@ def main():
     while True:
         raw, _ = listener.accept()
         accepted += 1
+        # A client that connects and sends nothing holds up the next one for 5 seconds at most.
+        raw.settimeout(5)
         connection = raw
         try:
             connection = context.wrap_socket(raw, server_side=True)
