@@ -111,17 +111,12 @@ package struct JSONCursor {
                 guard index < bytes.count else { return nil }
                 let escaped = bytes[index]
                 index += 1
-                switch escaped {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): decoded.append(escaped)
-                case UInt8(ascii: "b"): decoded.append(0x08)
-                case UInt8(ascii: "f"): decoded.append(0x0C)
-                case UInt8(ascii: "n"): decoded.append(0x0A)
-                case UInt8(ascii: "r"): decoded.append(0x0D)
-                case UInt8(ascii: "t"): decoded.append(0x09)
-                case UInt8(ascii: "u"):
-                    guard let scalar = unicodeEscape() else { return nil }
+                if let byte = JSONText.unescaped(escaped) {
+                    decoded.append(byte)
+                } else if escaped == UInt8(ascii: "u"), let scalar = unicodeEscape() {
                     decoded.append(contentsOf: String(Character(scalar)).utf8)
-                default: return nil
+                } else {
+                    return nil
                 }
                 run = index
             }

@@ -30,6 +30,20 @@ package enum JSONText {
         bytes.append(contentsOf: String(integer).utf8)
     }
 
+    /// The byte a one-letter escape stands for (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`,
+    /// given the letter after the backslash), or `nil` for any other letter (`u` among them).
+    package static func unescaped(_ letter: UInt8) -> UInt8? {
+        switch letter {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): letter
+        case UInt8(ascii: "b"): 0x08
+        case UInt8(ascii: "f"): 0x0C
+        case UInt8(ascii: "n"): 0x0A
+        case UInt8(ascii: "r"): 0x0D
+        case UInt8(ascii: "t"): 0x09
+        default: nil
+        }
+    }
+
     /// One byte of a string that JSON needs escaped (a quote, a backslash or a control
     /// character), escaped.
     private static func escape(_ byte: UInt8, to bytes: inout [UInt8]) {

@@ -171,14 +171,9 @@ public enum StrictJSON {
                     guard index < bytes.count else { return nil }
                     let escape = bytes[index]
                     index += 1
-                    switch escape {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): run.append(escape)
-                    case UInt8(ascii: "b"): run.append(0x08)
-                    case UInt8(ascii: "f"): run.append(0x0C)
-                    case UInt8(ascii: "n"): run.append(0x0A)
-                    case UInt8(ascii: "r"): run.append(0x0D)
-                    case UInt8(ascii: "t"): run.append(0x09)
-                    case UInt8(ascii: "u"):
+                    if let unescaped = JSONText.unescaped(escape) {
+                        run.append(unescaped)
+                    } else if escape == UInt8(ascii: "u") {
                         guard index + 4 <= bytes.count,
                             bytes[index..<index + 4].allSatisfy(Self.isHexDigit),
                             let unit = UInt16(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
@@ -186,7 +181,8 @@ public enum StrictJSON {
                         index += 4
                         flush()
                         units.append(unit)
-                    default: return nil
+                    } else {
+                        return nil
                     }
                 case 0x00..<0x20: return nil
                 default: run.append(byte)
