@@ -60,8 +60,11 @@ public struct Logger: Sendable {
 
     /// Writes one line when `level` is at or above ``minimumLevel``.
     ///
-    /// Metadata keys are written sorted, so lines are stable for tests and greps.
-    public func log(_ level: Level, _ message: @autoclosure () -> String, metadata: [String: String] = [:]) {
+    /// Metadata keys are written sorted, so lines are stable for tests and greps. Neither the
+    /// message nor the metadata is built when the level is below ``minimumLevel``.
+    public func log(
+        _ level: Level, _ message: @autoclosure () -> String, metadata: @autoclosure () -> [String: String] = [:]
+    ) {
         guard level >= minimumLevel else { return }
         var line = Timestamp.now()
         line += " "
@@ -70,6 +73,7 @@ public struct Logger: Sendable {
         line += label
         line += ": "
         line += Self.escaped(message())
+        let metadata = metadata()
         for key in metadata.keys.sorted() {
             line += " \(Self.escaped(key))=\(Self.escaped(metadata[key] ?? ""))"
         }
@@ -98,27 +102,27 @@ public struct Logger: Sendable {
     }
 
     /// Logs at `debug`.
-    public func debug(_ message: @autoclosure () -> String, metadata: [String: String] = [:]) {
-        log(.debug, message(), metadata: metadata)
+    public func debug(_ message: @autoclosure () -> String, metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.debug, message(), metadata: metadata())
     }
 
     /// Logs at `info`.
-    public func info(_ message: @autoclosure () -> String, metadata: [String: String] = [:]) {
-        log(.info, message(), metadata: metadata)
+    public func info(_ message: @autoclosure () -> String, metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.info, message(), metadata: metadata())
     }
 
     /// Logs at `notice`.
-    public func notice(_ message: @autoclosure () -> String, metadata: [String: String] = [:]) {
-        log(.notice, message(), metadata: metadata)
+    public func notice(_ message: @autoclosure () -> String, metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.notice, message(), metadata: metadata())
     }
 
     /// Logs at `warning`.
-    public func warning(_ message: @autoclosure () -> String, metadata: [String: String] = [:]) {
-        log(.warning, message(), metadata: metadata)
+    public func warning(_ message: @autoclosure () -> String, metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.warning, message(), metadata: metadata())
     }
 
     /// Logs at `error`.
-    public func error(_ message: @autoclosure () -> String, metadata: [String: String] = [:]) {
-        log(.error, message(), metadata: metadata)
+    public func error(_ message: @autoclosure () -> String, metadata: @autoclosure () -> [String: String] = [:]) {
+        log(.error, message(), metadata: metadata())
     }
 }
