@@ -91,10 +91,11 @@ struct PushSenderPipelineTests {
     @Test("a batch claimed while the one before was out is not sent when another sender took it over meanwhile")
     func leaseTakenOver() throws {
         try heldAtBob { server, service, _, _ in
-            // Cy's batch, claimed while bob's is out: its lease ran out (as behind a slow batch)
-            // and another replica claimed it.
+            // Cy's batch, claimed while bob's is out: its lease ran out (as behind a slow batch,
+            // half a minute later) and another replica claimed it.
             try server.application.database.execute(
                 "UPDATE push_outbox SET claimed_by = 'another-replica' WHERE state = 'sending' AND id > 10")
+            server.clock.advance(by: 30)
             // Bob's batch ends with the silent service's timeout; then dan's goes, and cy's never.
             #expect(try eventually(timeout: .seconds(15)) { try service.messages().delivered.count == 14 })
             let delivered = try service.messages().delivered.compactMap { $0.payload["aps"] as? [String: Any] }

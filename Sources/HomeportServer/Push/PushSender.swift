@@ -93,7 +93,7 @@ final class PushSender: Service, @unchecked Sendable {
     }
 
     private func drainBatch() throws -> Int {
-        let items = try claim()
+        let items = try claim(now: clock.unixSeconds)
         guard !items.isEmpty else {
             try transport.idle()
             return 0
@@ -105,71 +105,73 @@ final class PushSender: Service, @unchecked Sendable {
     }
 
     /// Batches one after another until none is due or the thread stops; returns how many rows it
-    /// handled. Each batch goes out on another thread while this one records the batch before and
-    /// claims the next. A batch claimed while the one before was out has its lease renewed as it
-    /// goes (a row another sender took over meanwhile is left to it), so no batch is sent past its
-    /// lease; one claimed when the thread is stopping, or when the run ends in an error, is given
-    /// back unsent, due at once.
+    /// handled. Up to the transport's ``PushTransport/batchesInFlight`` batches go out at once,
+    /// each on a thread of the pool, while this thread records those that came back and claims
+    /// the next. A batch claimed more than a second before it goes (it waited for an answer) has
+    /// its lease renewed first (a row another sender took over meanwhile is left to it), so every
+    /// batch goes with all but a second or two of its lease left, more than any exchange's wait.
+    /// A batch claimed when the thread is stopping, or when the run ends in an error, is given
+    /// back unsent, due at once; every batch sent is recorded before the run ends, whatever ended
+    /// it.
     private func drainWhileDue(_ thread: ServiceThread) throws -> Int {
-        var items = try claim()
-        guard !items.isEmpty else {
+        var claimedAt = clock.unixSeconds
+        var claimed = try claim(now: claimedAt)
+        guard !claimed.isEmpty else {
             try transport.idle()
             return 0
         }
+        // Asked before each send: a transport may narrow it (a gateway with no room for more).
+        var depth: Int { max(1, transport.batchesInFlight) }
         var handled = 0
-        var sent: (items: [OutboxItem], responses: [APNsResponse])?
-        var first = true
-        while !items.isEmpty {
-            if !first {
-                do {
+        /// On their way, oldest first.
+        var out: [Delivery] = []
+        /// Answered, not yet recorded.
+        var answered: (items: [OutboxItem], responses: [APNsResponse])?
+        do {
+            while true {
+                if !claimed.isEmpty, out.count < depth {
                     if thread.isStopping {
-                        try release(items)
-                        break
+                        try release(claimed)
+                        claimed = []
+                    } else if clock.unixSeconds - claimedAt > 1 {
+                        let held = try database.transaction {
+                            try PushOutbox($0).renew(
+                                claimed.map(\.id), for: claimant, until: clock.unixSeconds + lease)
+                        }
+                        claimed = claimed.filter { held.contains($0.id) }
                     }
-                    let held = try database.transaction {
-                        try PushOutbox($0).renew(
-                            items.map(\.id), for: claimant, until: clock.unixSeconds + lease)
+                    if !claimed.isEmpty {
+                        out.append(Delivery(transport, claimed))
+                        handled += claimed.count
+                        claimed = []
                     }
-                    items = items.filter { held.contains($0.id) }
-                    if items.isEmpty { break }
-                } catch {
-                    // The batch before was sent: it is recorded before the error ends the run.
-                    if let sent { try? record(sent.items, sent.responses, now: clock.unixSeconds) }
-                    throw error
                 }
+                // While batches are out: the one that came back is recorded, the next claimed.
+                if let done = answered {
+                    try record(done.items, done.responses, now: clock.unixSeconds)
+                    answered = nil
+                }
+                if claimed.isEmpty, !thread.isStopping {
+                    claimedAt = clock.unixSeconds
+                    claimed = try claim(now: claimedAt)
+                    if !claimed.isEmpty, out.count < depth { continue }
+                }
+                guard !out.isEmpty else { break }
+                let oldest = out.removeFirst()
+                // A transport that throws sent nothing: those rows wait out their lease and go again.
+                let responses = try oldest.wait()
+                answered = (oldest.items, responses)
             }
-            first = false
-            let delivery = Delivery(transport, items)
-            var failure: (any Error)?
-            var next: [OutboxItem] = []
-            do {
-                if let sent { try record(sent.items, sent.responses, now: clock.unixSeconds) }
-                if !thread.isStopping { next = try claim() }
-            } catch {
-                failure = error
+        } catch {
+            // Sent is recorded before the error ends the run; claimed and unsent is given back.
+            if let done = answered { try? record(done.items, done.responses, now: clock.unixSeconds) }
+            try? release(claimed)
+            for delivery in out {
+                guard let responses = try? delivery.wait() else { continue }
+                try? record(delivery.items, responses, now: clock.unixSeconds)
             }
-            sent = nil
-            let responses: [APNsResponse]
-            do {
-                responses = try delivery.wait()
-            } catch {
-                // A transport that throws sent nothing: these rows wait out their lease and go
-                // again; those claimed next are given back.
-                try? release(next)
-                throw error
-            }
-            if let failure {
-                // Sent, not recorded: recorded now, before the error ends the run; those claimed
-                // next are given back.
-                try? release(next)
-                try record(items, responses, now: clock.unixSeconds)
-                throw failure
-            }
-            sent = (items, responses)
-            handled += items.count
-            items = next
+            throw error
         }
-        if let sent { try record(sent.items, sent.responses, now: clock.unixSeconds) }
         return handled
     }
 
@@ -179,10 +181,9 @@ final class PushSender: Service, @unchecked Sendable {
         try database.transaction { try PushOutbox($0).release(items.map(\.id), by: claimant) }
     }
 
-    /// Due rows, claimed for this sender.
-    private func claim() throws -> [OutboxItem] {
-        let now = clock.unixSeconds
-        return try database.transaction {
+    /// Due rows at `now`, claimed for this sender.
+    private func claim(now: Int64) throws -> [OutboxItem] {
+        try database.transaction {
             try PushOutbox($0).claim(
                 claimant, limit: batchSize, now: now, lease: lease, dialect: database.dialect,
                 providers: transport.providers)
@@ -268,11 +269,14 @@ final class PushSender: Service, @unchecked Sendable {
 
 /// A batch on its way out on a thread of the pool, and its answers once they are all in.
 private final class Delivery: @unchecked Sendable {
+    /// The rows it sends.
+    let items: [OutboxItem]
     private let done = DispatchSemaphore(value: 0)
     /// Written once by the sending thread before `done` is signalled, read after it.
     private var result: Result<[APNsResponse], any Error> = .success([])
 
     init(_ transport: any PushTransport, _ items: [OutboxItem]) {
+        self.items = items
         DispatchQueue.global().async { [self] in
             result = Result { try transport.deliver(items) }
             done.signal()
@@ -282,6 +286,8 @@ private final class Delivery: @unchecked Sendable {
     /// The answers, in the items' order (or what the transport threw).
     func wait() throws -> [APNsResponse] {
         done.wait()
+        // Another wait returns at once too.
+        done.signal()
         return try result.get()
     }
 }

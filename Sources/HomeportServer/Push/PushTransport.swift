@@ -13,11 +13,16 @@ protocol PushTransport: AnyObject, Sendable {
     func idle() throws
     /// The push services it sends to: the sender claims only their rows.
     var providers: Set<PushProvider> { get }
+    /// How many batches the sender may have out at once (`deliver` is then called from that
+    /// many threads): more than one when a batch's round trip, not the sender's own work, sets
+    /// the pace.
+    var batchesInFlight: Int { get }
 }
 
 extension PushTransport {
     func idle() throws {}
     var providers: Set<PushProvider> { [.apns] }
+    var batchesInFlight: Int { 1 }
 }
 
 extension APNsRequest {
