@@ -341,7 +341,7 @@ struct GatewayHandlers: Sendable {
     }
 
     static let busy = HTTPError(
-        status: 429, code: "too_many_requests",
+        status: 429, code: APIErrorCode.tooManyRequests,
         message: "This server has as many batches in flight as it may; send again in a moment.",
         headers: ["Retry-After": "1"])
 

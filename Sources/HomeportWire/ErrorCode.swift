@@ -26,6 +26,9 @@ public enum APIErrorCode {
     public static let invalidField = "invalid_field"
     /// Too many requests of this kind; `Retry-After` says when to try again.
     public static let rateLimited = "rate_limited"
+    /// A push gateway's: this server has as many batches in flight as it may, so nothing was
+    /// sent; `Retry-After` says when to try again.
+    public static let tooManyRequests = "too_many_requests"
     /// An account or a client address holds as many notification streams as it may; `Retry-After` says when to try again.
     public static let tooManyStreams = "too_many_streams"
     /// An account holds as many muted threads as it may: unmute one first.

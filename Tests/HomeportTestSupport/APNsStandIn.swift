@@ -104,6 +104,16 @@ public final class APNsStandIn: @unchecked Sendable {
         _ = rename(directory.file("script.json.tmp"), directory.file("script.json"))
     }
 
+    /// Whether a request held until `name` (an answer scripted with `"hold": name`) arrived.
+    public func holds(_ name: String) -> Bool {
+        FileManager.default.fileExists(atPath: directory.file(name + ".arrived"))
+    }
+
+    /// Answers the requests held until `name`.
+    public func release(_ name: String) {
+        _ = FileManager.default.createFile(atPath: directory.file(name), contents: Data())
+    }
+
     /// Every request it received, as it recorded them (`device`, `status`, `reason`, `apns_id`,
     /// `jwt`, `iat`, `kid`, `iss`, `topic`, `payload`, `payload_size`, `invalid`, …).
     public func requests() -> [[String: Any]] {

@@ -10,6 +10,9 @@ Behaviour per device token comes from DIR/script.json, read on every request:
   {"tokens": {"<hex>": [{"status": 410, "reason": "Unregistered", "timestamp": 1700000000000}, ...]},
    "expire_tokens_older_than": 3600}
 Each token's list is answered in order (the last entry repeats); a token not listed gets 200.
+An entry with "hold": "NAME" is answered only once DIR/NAME exists (a test's barrier: the
+request stays in flight until the test releases it), at most a minute; DIR/NAME.arrived says
+that it arrived.
 A provider token whose `iat` is older than "expire_tokens_older_than" seconds (Apple: an hour)
 gets 403 ExpiredProviderToken.
 
@@ -181,6 +184,14 @@ class StandIn:
                 self.answered[device] = index + 1
                 answer = answers[min(index, len(answers) - 1)]
                 status, reason, timestamp = answer.get("status", 200), answer.get("reason"), answer.get("timestamp")
+                if answer.get("hold"):
+                    released = os.path.join(self.directory, os.path.basename(answer["hold"]))
+                    open(released + ".arrived", "w").close()
+                    for _ in range(3000):
+                        if os.path.exists(released):
+                            break
+                        await asyncio.sleep(0.02)
+                    record["held"] = answer["hold"]
         record.update({"status": status, "reason": reason})
         self.log.write(json.dumps(record) + "\n")
         response_headers = [(b"apns-id", headers.get("apns-id", str(uuid.uuid4())).encode())]

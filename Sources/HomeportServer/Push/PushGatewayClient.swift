@@ -17,6 +17,13 @@ import Synchronization
 /// Device changes go from one replica at a time (a lease in `serving_settings`), in the order
 /// they were made: a removal never overtakes the registration it undoes.
 ///
+/// Two batches go out at once, each on a connection of its own, so the gateway's work on one
+/// overlaps the round trip of the other. A gateway that answers that this server has as many
+/// batches in flight as it may (a gateway that allows one, or another replica's batches) sent
+/// nothing: the batch is sent again as soon as another exchange of this process ends, or after
+/// the gateway's `Retry-After` when none is out (three times at most, then it is a transient
+/// failure like any other), and this process sends one batch at a time for the next minute.
+///
 /// A gateway that cannot be reached, or that refuses the request as a whole (a revoked
 /// credential, a gateway overloaded), makes every push of the batch a transient failure: they
 /// are tried again with backoff.
@@ -25,7 +32,18 @@ final class PushGatewayClient: PushTransport {
     private let database: any Database
     private let clock: any WallClock
     private let logger: Logger
-    private let session: CurlSession
+    /// Kept-alive connections not in use (one per batch out at once).
+    private let sessions = Mutex<[CurlSession]>([])
+    /// This process's exchanges with the gateway: how many are out, and how many have ended
+    /// (signalled as each ends).
+    private let exchanges = NSCondition()
+    private nonisolated(unsafe) var exchangesOut = 0
+    private nonisolated(unsafe) var exchangesEnded = 0
+    /// Until when (Unix seconds) one batch goes out at a time, after the gateway said "busy".
+    private let narrowedUntil = Mutex<Int64>(0)
+    /// One forwarding of device changes at a time in this process: a removal read after a
+    /// registration is never sent before it.
+    private let forwarding = NSLock()
     private let lastWarning = Mutex<ContinuousClock.Instant?>(nil)
     private let base: String
     /// This process's name in the forwarding lease.
@@ -44,7 +62,6 @@ final class PushGatewayClient: PushTransport {
         self.database = database
         self.clock = clock
         self.logger = logger
-        self.session = CurlSession(caFile: settings.caFile, timeoutSeconds: settings.timeoutSeconds)
         self.base = settings.url.hasSuffix("/") ? String(settings.url.dropLast()) : settings.url
         self.claimant = try SystemRandom().uuid().uuidString.lowercased()
     }
@@ -61,7 +78,18 @@ final class PushGatewayClient: PushTransport {
                     payload: $0.payload, priority: $0.priority, expiration: $0.expiration, collapseId: $0.collapseID)
             })
         // Written without the generic encoder, as the gateway's answer is read: the same bytes.
-        switch post(PushGatewayPath.pushes, Data(batch.json())) {
+        let body = Data(batch.json())
+        var answer = post(PushGatewayPath.pushes, body)
+        for _ in 0..<3 {
+            guard case .failure(let failure) = answer, failure.busy else { break }
+            narrowedUntil.withLock { $0 = clock.unixSeconds + 60 }
+            awaitAnotherExchange(orSeconds: failure.retryAfter ?? 1)
+            answer = post(PushGatewayPath.pushes, body)
+        }
+        if case .failure(let failure) = answer, failure.busy {
+            warn("push gateway refused the request", ["status": "429", "error": failure.description])
+        }
+        switch answer {
         case .failure(let failure):
             return items.map { _ in APNsResponse(status: 0, transportError: failure.description) }
         case .success(let body):
@@ -83,6 +111,10 @@ final class PushGatewayClient: PushTransport {
         }
     }
 
+    var batchesInFlight: Int {
+        clock.unixSeconds < narrowedUntil.withLock({ $0 }) ? 1 : 2
+    }
+
     func idle() throws {
         checkServices()
         // Why it failed is logged by the exchange; the changes wait for the next pass.
@@ -94,8 +126,9 @@ final class PushGatewayClient: PushTransport {
     /// would have every such push refused, so it is said in the log.
     private func checkServices() {
         guard !servicesChecked.withLock({ $0 }),
-            case .success(let answer) = session.perform(
-                base + PushGatewayPath.services, headers: ["Authorization: Bearer \(settings.credential)"]),
+            case .success(let answer) = exchange({
+                $0.perform(base + PushGatewayPath.services, headers: ["Authorization: Bearer \(settings.credential)"])
+            }),
             answer.status == 200, let services = try? JSONDecoder().decode(GatewayServices.self, from: answer.body)
         else { return }
         servicesChecked.withLock { $0 = true }
@@ -139,6 +172,10 @@ final class PushGatewayClient: PushTransport {
     /// Sends every device change the gateway has not acknowledged, unless another replica holds
     /// the forwarding lease; why it could not, or `nil`.
     private func forwardDeviceChanges() throws -> String? {
+        try forwarding.withLock { try forwardDeviceChangesAlone() }
+    }
+
+    private func forwardDeviceChangesAlone() throws -> String? {
         // The lease outlasts an exchange that times out, so a holder's changes always land before
         // the next holder reads any. It is claimed before the changes are read, and only when
         // there are some (a write four times a second would be for nothing).
@@ -199,10 +236,40 @@ final class PushGatewayClient: PushTransport {
         return Array(changes.prefix(count))
     }
 
+    /// Runs `perform` with a kept-alive connection no other exchange is using.
+    private func exchange<T>(_ perform: (CurlSession) -> T) -> T {
+        let session =
+            sessions.withLock { $0.popLast() }
+            ?? CurlSession(caFile: settings.caFile, timeoutSeconds: settings.timeoutSeconds)
+        exchanges.withLock { exchangesOut += 1 }
+        defer {
+            sessions.withLock { $0.append(session) }
+            exchanges.withLock {
+                exchangesOut -= 1
+                exchangesEnded += 1
+                exchanges.broadcast()
+            }
+        }
+        return perform(session)
+    }
+
+    /// Waits until another exchange of this process ends (each ends within the timeout), or
+    /// `seconds` when none is out: then what the gateway counted is another replica's.
+    private func awaitAnotherExchange(orSeconds seconds: Int64) {
+        let waited = exchanges.withLock {
+            guard exchangesOut > 0 else { return false }
+            let ended = exchangesEnded
+            let deadline = Date(timeIntervalSinceNow: TimeInterval(settings.timeoutSeconds))
+            while exchangesEnded == ended, exchanges.wait(until: deadline) {}
+            return true
+        }
+        if !waited { Thread.sleep(forTimeInterval: TimeInterval(min(max(seconds, 1), 5))) }
+    }
+
     /// POSTs `body` as JSON to `path`; the answer's body when it is a 200, else why not.
     private func post(_ path: String, _ body: Data) -> Result<Data, GatewayFailure> {
         let headers = ["Content-Type: application/json", "Authorization: Bearer \(settings.credential)"]
-        switch session.perform(base + path, headers: headers, body: body) {
+        switch exchange({ $0.perform(base + path, headers: headers, body: body) }) {
         case .failure(let failure):
             let reason = "the push gateway was not reached: \(failure)"
             warn("push gateway unreachable", ["error": reason])
@@ -210,17 +277,32 @@ final class PushGatewayClient: PushTransport {
         case .success(let answer) where answer.status == 200:
             return .success(answer.body)
         case .success(let answer):
-            let message =
-                (try? JSONDecoder().decode(ErrorEnvelope.self, from: answer.body))?.error.message
-                ?? String(decoding: answer.body.prefix(200), as: UTF8.self)
-            warn("push gateway refused the request", ["status": String(answer.status), "error": message])
-            return .failure(GatewayFailure("the push gateway answered \(answer.status): \(message)"))
+            let envelope = try? JSONDecoder().decode(ErrorEnvelope.self, from: answer.body)
+            let message = envelope?.error.message ?? String(decoding: answer.body.prefix(200), as: UTF8.self)
+            // Nothing was sent: the caller sends it again shortly, and says so only if that fails.
+            let busy = answer.status == 429 && envelope?.error.code == APIErrorCode.tooManyRequests
+            if !busy {
+                warn("push gateway refused the request", ["status": String(answer.status), "error": message])
+            }
+            return .failure(
+                GatewayFailure(
+                    "the push gateway answered \(answer.status): \(message)", busy: busy,
+                    retryAfter: answer.retryAfter))
         }
     }
 
     /// Why an exchange with the gateway failed.
     struct GatewayFailure: Error, CustomStringConvertible {
         var description: String
-        init(_ description: String) { self.description = description }
+        /// Whether the gateway refused the request only because this server had as many
+        /// batches in flight as it may (it sent nothing).
+        var busy = false
+        /// The seconds the gateway's `Retry-After` asked for, if it gave one.
+        var retryAfter: Int64?
+        init(_ description: String, busy: Bool = false, retryAfter: Int64? = nil) {
+            self.description = description
+            self.busy = busy
+            self.retryAfter = retryAfter
+        }
     }
 }

@@ -1,0 +1,159 @@
+import Foundation
+import HomeportCrypto
+import HomeportLogging
+import HomeportStorage
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+@testable import HomeportGateway
+@testable import HomeportServer
+
+private func device(_ number: Int) -> String {
+    String(format: "%064x", 0x9b00 + number)
+}
+
+/// Push settings that send through the gateway at `url` with `credential`.
+private func throughGateway(_ url: String, credential: String) -> PushSettings {
+    var settings = PushSettings(topic: APNsStandIn.topic)
+    settings.gateway = PushGatewaySettings(url: url, credential: credential)
+    return settings
+}
+
+/// A sender of one push a batch over the server's outbox, through its own client of the
+/// gateway (the application's own sender is stopped first).
+private func batchesOfOne(_ server: AccountsHarness, _ settings: PushSettings) throws -> (
+    PushSender, PushGatewayClient
+) {
+    server.application.sender?.stop()
+    let client = try PushGatewayClient(
+        database: server.application.database, settings: try #require(settings.gateway), providers: [.apns],
+        clock: server.clock, logger: Logger(label: "test", sink: MemoryLogSink()))
+    let sender = try PushSender(
+        database: server.application.database, transport: client, maximumAttempts: 8, clock: server.clock,
+        logger: Logger(label: "test", sink: MemoryLogSink()), batchSize: 1)
+    return (sender, client)
+}
+
+@Suite(
+    "Through a push gateway, two batches are out at once; one the gateway has no room for goes again, not as a failure",
+    .tags(.process, .interop))
+struct PushGatewayPipelineTests {
+    @Test("two batches of one server reach Apple through the gateway while neither is answered")
+    func twoOut() throws {
+        let standIn = try APNsStandIn()
+        try standIn.script(tokens: [
+            device(1): [["status": 200, "hold": "one"]], device(2): [["status": 200, "hold": "two"]],
+        ])
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let credential = try SecretToken.generate()
+        let settings = throughGateway("http://127.0.0.1:\(gateway.replicas[0].port)", credential: credential)
+        try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
+            let (sender, client) = try batchesOfOne(server, settings)
+            try gateway.enroll("a", instanceID: server.instanceID, credential: credential)
+            let ada = try server.signIn("ada@example.com")
+            for number in 1...2 { #expect(try server.register(device(number), token: ada).status == 200) }
+            try server.pushToAda()
+            #expect(client.batchesInFlight == 2)
+            sender.start()
+            defer { sender.stop() }
+            // One batch at a time would wait for the first's answer before sending the second.
+            #expect(eventually { standIn.holds("one") && standIn.holds("two") }, "both at Apple, unanswered")
+            #expect(standIn.requests().isEmpty)
+            standIn.release("one")
+            standIn.release("two")
+            #expect(try eventually { try server.outboxRows().isEmpty })
+            #expect(standIn.requests().compactMap { $0["device"] as? String }.sorted() == [device(1), device(2)])
+        }
+    }
+
+    @Test(
+        "a gateway that allows one batch a server answers the second 429: it goes again when the first ends, with no attempt counted"
+    )
+    func busyGoesAgain() throws {
+        let standIn = try APNsStandIn()
+        try standIn.script(tokens: [
+            device(1): [["status": 200, "hold": "one"]], device(2): [["status": 200, "hold": "two"]],
+        ])
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn, batchesPerServer: 1)
+        let credential = try SecretToken.generate()
+        let settings = throughGateway("http://127.0.0.1:\(gateway.replicas[0].port)", credential: credential)
+        try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
+            let (sender, client) = try batchesOfOne(server, settings)
+            try gateway.enroll("a", instanceID: server.instanceID, credential: credential)
+            let ada = try server.signIn("ada@example.com")
+            for number in 1...2 { #expect(try server.register(device(number), token: ada).status == 200) }
+            try server.pushToAda()
+            sender.start()
+            defer { sender.stop() }
+            #expect(eventually { standIn.holds("one") || standIn.holds("two") })
+            // The barrier: the gateway refused the second batch (the first holds the server's one
+            // place), and the client now sends one batch at a time.
+            #expect(eventually { client.batchesInFlight == 1 }, "the gateway said it was busy")
+            #expect(standIn.holds("one") != standIn.holds("two"), "one batch reached Apple, not both")
+            #expect(try server.outboxRows().allSatisfy { $0.int(at: 1) == 0 }, "no attempt counted")
+            standIn.release("one")
+            standIn.release("two")
+            // Both are delivered on this clock, which does not move: a batch failed and backed off
+            // would wait for it.
+            #expect(try eventually { try server.outboxRows().isEmpty })
+            #expect(standIn.requests().compactMap { $0["device"] as? String }.sorted() == [device(1), device(2)])
+            server.clock.advance(by: 61)
+            #expect(client.batchesInFlight == 2, "a minute later, two again")
+        }
+    }
+
+    @Test("device changes go to the gateway one exchange at a time: the second batch waits for the first's")
+    func changesOneAtATime() throws {
+        let release = DispatchSemaphore(value: 0)
+        let changesOut = LockedBox(0)
+        let mostChangesOut = LockedBox(0)
+        // A gateway that holds its first device request until the test lets it go.
+        let fake = try RecordingListener(
+            behaviour: .answer { head in
+                let json = ["Content-Type": "application/json"]
+                if head.hasPrefix("POST \(PushGatewayPath.devices) ") {
+                    let out = changesOut.mutate {
+                        $0 += 1
+                        return $0
+                    }
+                    mostChangesOut.mutate { $0 = max($0, out) }
+                    if out == 1 { _ = release.wait(timeout: .now() + 20) }
+                    changesOut.mutate { $0 -= 1 }
+                    return RecordingListener.Canned(
+                        200, json, #"{"registered":2,"removed":0,"ignored":0,"refused":[]}"#)
+                }
+                if head.hasPrefix("POST \(PushGatewayPath.pushes) ") {
+                    return RecordingListener.Canned(200, json, #"{"results":[{"status":200}]}"#)
+                }
+                return RecordingListener.Canned(404, json, "{}")
+            })
+        defer { release.signal() }
+        let settings = throughGateway(fake.url, credential: try SecretToken.generate())
+        try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
+            let (sender, _) = try batchesOfOne(server, settings)
+            let ada = try server.signIn("ada@example.com")
+            for number in 1...2 { #expect(try server.register(device(number), token: ada).status == 200) }
+            try server.pushToAda()
+            sender.start()
+            defer { sender.stop() }
+            // The first batch's exchange sends the two registrations and is held; the second batch
+            // is claimed and on its way.
+            #expect(eventually { changesOut.value == 1 })
+            let states = {
+                try server.application.database.execute("SELECT state FROM push_outbox").map { $0.string(at: 0) }
+            }
+            #expect(try eventually { try states() == ["sending", "sending"] })
+            // Sent beside it, the same registrations could land after a removal sent later.
+            Thread.sleep(forTimeInterval: 1)
+            #expect(mostChangesOut.value == 1)
+            release.signal()
+            #expect(try eventually { try server.outboxRows().isEmpty })
+            #expect(mostChangesOut.value == 1)
+            let sent = fake.received.map { String(decoding: $0, as: UTF8.self) }
+                .filter { $0.hasPrefix("POST \(PushGatewayPath.devices) ") }
+            #expect(sent.count == 1, "the registrations went once: \(sent.count) device requests")
+            #expect(sent.first.map { $0.contains(device(1)) && $0.contains(device(2)) } == true)
+        }
+    }
+}
