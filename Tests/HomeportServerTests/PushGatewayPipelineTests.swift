@@ -156,4 +156,24 @@ struct PushGatewayPipelineTests {
             #expect(sent.first.map { $0.contains(device(1)) && $0.contains(device(2)) } == true)
         }
     }
+
+    @Test(
+        "batches through the gateway carry up to 1,000 pushes, two at once; beside a direct push service, 500 one at a time"
+    )
+    func batchShapes() throws {
+        let settings = throughGateway("http://127.0.0.1:9", credential: try SecretToken.generate())
+        try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
+            let (_, client) = try batchesOfOne(server, settings)
+            #expect((client.batchSize, client.batchesInFlight) == (GatewayPushBatch.maximumCount, 2))
+            let alone = PushDispatch([.apns: client, .fcm: client])
+            #expect((alone.batchSize, alone.batchesInFlight) == (1000, 2), "every kind through the gateway")
+            let web = try WebPushDelivery(
+                settings: try #require(try webPushSettings().webPush), clock: server.clock,
+                logger: Logger(label: "test", sink: MemoryLogSink()))
+            let mixed = PushDispatch([.apns: client, .webpush: web])
+            #expect(
+                (mixed.batchSize, mixed.batchesInFlight) == (500, 1),
+                "Web Push sent by the server itself gets its part of every batch, one batch at a time")
+        }
+    }
 }

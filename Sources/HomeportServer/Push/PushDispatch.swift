@@ -41,6 +41,10 @@ package final class PushDispatch: PushTransport {
 
     package var providers: Set<PushProvider> { Set(routes.keys) }
 
+    /// What every one of its transports takes: they get parts of the same batches.
+    var batchesInFlight: Int { transports.map(\.transport.batchesInFlight).min() ?? 1 }
+    var batchSize: Int { transports.map(\.transport.batchSize).min() ?? 500 }
+
     package func deliver(_ items: [OutboxItem]) throws -> [APNsResponse] {
         var responses = [APNsResponse](
             repeating: APNsResponse(status: 0, transportError: "this process does not send to that push service"),

@@ -111,6 +111,10 @@ final class PushGatewayClient: PushTransport {
         }
     }
 
+    /// As many as one request to the gateway takes: each request costs the gateway a lookup of
+    /// the credential, a charge to the server's rate and its counters, whatever its size.
+    var batchSize: Int { GatewayPushBatch.maximumCount }
+
     var batchesInFlight: Int {
         clock.unixSeconds < narrowedUntil.withLock({ $0 }) ? 1 : 2
     }

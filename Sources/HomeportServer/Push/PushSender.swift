@@ -38,7 +38,7 @@ final class PushSender: Service, @unchecked Sendable {
 
     init(
         database: any Database, transport: any PushTransport, maximumAttempts: Int, clock: any WallClock,
-        logger: Logger, batchSize: Int = 500, lease: Int64 = 60
+        logger: Logger, batchSize: Int? = nil, lease: Int64 = 60
     ) throws {
         self.database = database
         self.transport = transport
@@ -46,7 +46,7 @@ final class PushSender: Service, @unchecked Sendable {
         self.clock = clock
         self.logger = logger.withLabel("homeport.push")
         self.claimant = try SystemRandom().uuid().uuidString.lowercased()
-        self.batchSize = batchSize
+        self.batchSize = batchSize ?? transport.batchSize
         self.lease = lease
     }
 

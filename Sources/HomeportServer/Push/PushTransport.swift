@@ -17,12 +17,15 @@ protocol PushTransport: AnyObject, Sendable {
     /// many threads): more than one when a batch's round trip, not the sender's own work, sets
     /// the pace.
     var batchesInFlight: Int { get }
+    /// The most pushes the sender claims and hands over as one batch.
+    var batchSize: Int { get }
 }
 
 extension PushTransport {
     func idle() throws {}
     var providers: Set<PushProvider> { [.apns] }
     var batchesInFlight: Int { 1 }
+    var batchSize: Int { 500 }
 }
 
 extension APNsRequest {
