@@ -176,4 +176,57 @@ struct PushGatewayPipelineTests {
                 "Web Push sent by the server itself gets its part of every batch, one batch at a time")
         }
     }
+
+    @Test(
+        "a gateway process whose APNs host closes, then resets, the connection mid-batch lives on and answers every push unsent"
+    )
+    func gatewayOutlivesDroppedConnections() throws {
+        let dropper = try DroppingTLSPeer()
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let database = "sqlite:" + data.file("gateway.sqlite")
+        let gateway = try ServerProcess(
+            command: ["gateway", "serve"],
+            serve: [
+                "--database", database, "--apns-topic", APNsStandIn.topic, "--apns-key-file", dropper.keyFile,
+                "--apns-key-id", APNsStandIn.keyID, "--apns-team-id", APNsStandIn.teamID, "--apns-base-url",
+                dropper.url, "--apns-ca-file", dropper.caFile,
+            ])
+        defer { gateway.stop() }
+        // Enrolled as `gateway servers add` would, after reading them from the server's address.
+        let credential = try SecretToken.generate()
+        let instance = UUID().uuidString.lowercased()
+        let opened = try DatabaseURL(parsing: database).open()
+        defer { opened.close() }
+        _ = try GatewayServerStore(opened).add(
+            name: "home", instanceID: instance, url: "https://home.example.net",
+            credentialHash: SecretToken.storedForm(of: credential), now: 0)
+        let headers = [("Content-Type", "application/json"), ("Authorization", "Bearer \(credential)")]
+        let devices = (1...700).map { device($0) }
+        let registered = try RawHTTP.request(
+            port: gateway.port, method: "POST", path: PushGatewayPath.devices, headers: headers,
+            body: try JSONSerialization.data(withJSONObject: [
+                "register": devices.map { ["token": $0, "environment": "production"] }, "remove": [],
+            ]))
+        #expect(registered.status == 200)
+        let payload = #"{"aps":{"alert":{"title":"Hi"}},"homeport":{"c":"homeport/core:test","s":"\#(instance)"}}"#
+        // A batch of 700 on the first connection, which the host closes after its first kilobyte;
+        // the next on the second, which it resets.
+        for connection in ["closed", "reset"] {
+            let answer = try RawHTTP.request(
+                port: gateway.port, method: "POST", path: PushGatewayPath.pushes, headers: headers,
+                body: try JSONSerialization.data(withJSONObject: [
+                    "pushes": devices.map {
+                        [
+                            "apnsId": UUID().uuidString.lowercased(), "deviceToken": $0, "environment": "production",
+                            "topic": APNsStandIn.topic, "payload": payload, "priority": 10, "expiration": 0,
+                        ]
+                    }
+                ]))
+            let results = answer.jsonObject?["results"] as? [[String: Any]] ?? []
+            #expect(answer.status == 200, "\(connection): \(answer.status)")
+            #expect(results.count == 700 && results.allSatisfy { $0["status"] as? Int == 0 }, "\(connection)")
+            #expect(gateway.isRunning, "\(connection): \(gateway.standardError.suffix(500))")
+        }
+    }
 }
