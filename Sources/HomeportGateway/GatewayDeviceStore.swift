@@ -59,8 +59,9 @@ struct GatewayDeviceStore {
     /// Which of `tokens` `server` registered, by token.
     func registered(server: Int64, among tokens: [String]) throws -> [String: GatewayDevice] {
         var found: [String: GatewayDevice] = [:]
-        let unique = Array(Set(tokens))
-        for (chunk, placeholders) in SQLList.chunks(unique, first: 2) {
+        found.reserveCapacity(tokens.count)
+        // A token named twice is one row: the database's IN list holds it once.
+        for (chunk, placeholders) in SQLList.chunks(tokens, first: 2) {
             for row in try db.execute(
                 """
                 SELECT token, provider, environment, endpoint, p256dh, auth FROM gateway_devices
@@ -68,13 +69,14 @@ struct GatewayDeviceStore {
                 """,
                 [.integer(server)] + chunk.map(SQLValue.text))
             {
-                guard let token = row.string("token"),
-                    let provider = row.string("provider").flatMap(PushProvider.init(rawValue:)),
-                    let environment = row.string("environment").flatMap(PushEnvironment.init(rawValue:))
+                // By position, as selected: a thousand rows a batch.
+                guard let token = row.string(at: 0),
+                    let provider = row.string(at: 1).flatMap(PushProvider.init(rawValue:)),
+                    let environment = row.string(at: 2).flatMap(PushEnvironment.init(rawValue:))
                 else { continue }
                 found[token] = GatewayDevice(
-                    token: token, provider: provider, environment: environment, endpoint: row.string("endpoint"),
-                    p256dh: row.string("p256dh"), auth: row.string("auth"))
+                    token: token, provider: provider, environment: environment, endpoint: row.string(at: 3),
+                    p256dh: row.string(at: 4), auth: row.string(at: 5))
             }
         }
         return found

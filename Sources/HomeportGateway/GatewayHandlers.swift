@@ -53,10 +53,14 @@ struct GatewayHandlers: Sendable {
         let carried = deliveries.providers
         // One notification fans out as the same payload to each device: it is read once a batch.
         var checked: [String: GatewayPushOutcome?] = [:]
+        // The one before, first: read from the batch, a repeated payload is the same string, and
+        // telling so costs nothing (hashing it costs a read of it).
+        var last: (payload: String, outcome: GatewayPushOutcome?)?
         func refusal(of payload: String) -> GatewayPushOutcome? {
-            if let known = checked[payload] { return known }
-            let outcome = check(payload, from: server)
+            if let last, last.payload == payload { return last.outcome }
+            let outcome = checked[payload] ?? check(payload, from: server)
             checked[payload] = .some(outcome)
+            last = (payload, outcome)
             return outcome
         }
         for (index, push) in batch.pushes.enumerated() where outcomes[index] == nil {

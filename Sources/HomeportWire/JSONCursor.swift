@@ -124,6 +124,36 @@ package struct JSONCursor {
         return nil
     }
 
+    /// The last string read through it: its text as written, escapes and all, and what it reads
+    /// as. A batch's pushes mostly carry one notification's payload and one topic: each is read
+    /// once, and each repeat is compared byte for byte and shares the first one's storage.
+    package struct Memo {
+        fileprivate var written: ArraySlice<UInt8>?
+        fileprivate var value = ""
+
+        package init() {}
+    }
+
+    /// A string as ``string()`` reads it, or `memo`'s when its text is written the same.
+    package mutating func string(remembering memo: inout Memo) -> String? {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        var end = index + 1
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1 }
+        guard end < bytes.count else { return nil }
+        let written = bytes[(index + 1)..<end]
+        if let known = memo.written, known.count == written.count,
+            known.withUnsafeBytes({ known in written.withUnsafeBytes { known.elementsEqual($0) } })
+        {
+            index = end + 1
+            return memo.value
+        }
+        guard let value = string() else { return nil }
+        memo.written = written
+        memo.value = value
+        return value
+    }
+
     /// The scalar of a `\u` escape whose `\u` is read (a surrogate pair's two escapes); `nil` for
     /// a lone surrogate.
     private mutating func unicodeEscape() -> Unicode.Scalar? {

@@ -5,7 +5,9 @@ extension GatewayPushBatch {
     /// `nil` reads the bytes with `JSONDecoder`, which decides and says why; what this accepts,
     /// `JSONDecoder` reads the same.
     package init?(reading bytes: [UInt8]) {
-        guard let pushes = JSONCursor.list(in: bytes, under: "pushes", GatewayPush.init(reading:)) else { return nil }
+        var memos = GatewayPush.Memos()
+        guard let pushes = JSONCursor.list(in: bytes, under: "pushes", { GatewayPush(reading: &$0, memos: &memos) })
+        else { return nil }
         self.init(pushes: pushes)
     }
 }
@@ -16,8 +18,14 @@ extension GatewayPush {
     ]
     private static let keys = JSONCursor.Keys(fields.map(\.stringValue))
 
+    /// The strings a batch's pushes mostly share, each read once (``JSONCursor/Memo``).
+    struct Memos {
+        var topic = JSONCursor.Memo()
+        var payload = JSONCursor.Memo()
+    }
+
     /// One push of ``GatewayPushBatch/init(reading:)``.
-    init?(reading cursor: inout JSONCursor) {
+    init?(reading cursor: inout JSONCursor, memos: inout Memos) {
         var provider: PushProvider?
         var apnsId: String?
         var deviceToken: String?
@@ -34,8 +42,8 @@ extension GatewayPush {
             case .apnsId: JSONCursor.fill(&apnsId, cursor.string())
             case .deviceToken: JSONCursor.fill(&deviceToken, cursor.string())
             case .environment: JSONCursor.fill(&environment, cursor.string().flatMap(PushEnvironment.init(rawValue:)))
-            case .topic: JSONCursor.fill(&topic, cursor.string())
-            case .payload: JSONCursor.fill(&payload, cursor.string())
+            case .topic: JSONCursor.fill(&topic, cursor.string(remembering: &memos.topic))
+            case .payload: JSONCursor.fill(&payload, cursor.string(remembering: &memos.payload))
             case .priority: JSONCursor.fill(&priority, cursor.integer())
             case .expiration: JSONCursor.fill(&expiration, cursor.integer())
             // `decodeIfPresent` reads a null as a collapse id left out.

@@ -76,6 +76,44 @@ struct GatewayWireCodingTests {
         }
     }
 
+    @Test(
+        "pushes that repeat a payload or a topic, written alike or in another spelling, read as JSONDecoder reads them"
+    )
+    func repeatedStrings() throws {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<1000 {
+            // Three strings for every payload and topic of a batch: most repeat.
+            let pool = (0..<3).map { _ in Self.randomString(using: &rng) }
+            var batch = Self.randomBatch(using: &rng)
+            for index in batch.pushes.indices {
+                batch.pushes[index].payload = pool.randomElement(using: &rng) ?? ""
+                batch.pushes[index].topic = pool.randomElement(using: &rng) ?? ""
+            }
+            let bytes = Array(try Self.encoder().encode(batch))
+            #expect(GatewayPushBatch(reading: bytes) == batch)
+            let changed = Self.mutated(bytes, using: &rng)
+            if let fast = GatewayPushBatch(reading: changed) {
+                #expect(try JSONDecoder().decode(GatewayPushBatch.self, from: Data(changed)) == fast, "\(changed)")
+            }
+        }
+        // One payload in three spellings, then a longer one and a shorter one that start alike.
+        let payloads = [
+            #"{\"a\":\"é\"}"#, #"{\"a\":\"é\"}"#, #"{\u0022a\":\"\u00e9\"}"#, #"{\"a\":\"é\"} "#, #"{\"a\":\"é"#,
+            #"{\"a\":\"é\"}"#,
+        ]
+        let text =
+            #"{"pushes":["#
+            + payloads.map {
+                #"{"apnsId":"i","deviceToken":"d","environment":"production","topic":"t","payload":"\#($0)","priority":10,"expiration":0}"#
+            }.joined(separator: ",") + "]}"
+        let read = try #require(GatewayPushBatch(reading: Array(text.utf8)))
+        #expect(read == (try JSONDecoder().decode(GatewayPushBatch.self, from: Data(text.utf8))))
+        #expect(
+            read.pushes.map(\.payload) == [
+                #"{"a":"é"}"#, #"{"a":"é"}"#, #"{"a":"é"}"#, #"{"a":"é"} "#, #"{"a":"é"#, #"{"a":"é"}"#,
+            ])
+    }
+
     @Test("every answer a gateway writes is read, the same as JSONDecoder reads it")
     func results() throws {
         var rng = SystemRandomNumberGenerator()
