@@ -79,11 +79,13 @@ final class PushGatewayClient: PushTransport {
             })
         // Written without the generic encoder, as the gateway's answer is read: the same bytes.
         let body = Data(batch.json())
+        var endedBefore = exchanges.withLock { exchangesEnded }
         var answer = post(PushGatewayPath.pushes, body)
         for _ in 0..<3 {
             guard case .failure(let failure) = answer, failure.busy else { break }
             narrowedUntil.withLock { $0 = clock.unixSeconds + 60 }
-            awaitAnotherExchange(orSeconds: failure.retryAfter ?? 1)
+            awaitAnotherExchange(since: endedBefore, orSeconds: failure.retryAfter ?? 1)
+            endedBefore = exchanges.withLock { exchangesEnded }
             answer = post(PushGatewayPath.pushes, body)
         }
         if case .failure(let failure) = answer, failure.busy {
@@ -257,10 +259,12 @@ final class PushGatewayClient: PushTransport {
         return perform(session)
     }
 
-    /// Waits until another exchange of this process ends (each ends within the timeout), or
-    /// `seconds` when none is out: then what the gateway counted is another replica's.
-    private func awaitAnotherExchange(orSeconds seconds: Int64) {
+    /// Waits until another exchange of this process ends (each ends within the timeout), or not
+    /// at all when one ended since `before` besides the caller's own, or `seconds` when none is
+    /// out: then what the gateway counted is another replica's.
+    private func awaitAnotherExchange(since before: Int, orSeconds seconds: Int64) {
         let waited = exchanges.withLock {
+            if exchangesEnded > before + 1 { return true }
             guard exchangesOut > 0 else { return false }
             let ended = exchangesEnded
             let deadline = Date(timeIntervalSinceNow: TimeInterval(settings.timeoutSeconds))
