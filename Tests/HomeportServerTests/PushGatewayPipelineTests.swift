@@ -39,13 +39,17 @@ private func batchesOfOne(_ server: AccountsHarness, _ settings: PushSettings) t
     "Through a push gateway, two batches are out at once; one the gateway has no room for goes again, not as a failure",
     .tags(.process, .interop))
 struct PushGatewayPipelineTests {
-    @Test("two batches of one server reach Apple through the gateway while neither is answered")
-    func twoOut() throws {
+    /// Ada's two devices, each push held at Apple until the test releases it (`one`, `two`), and
+    /// a notification queued for both; `body` gets the server, the stand-in, and a sender of one
+    /// push a batch through a gateway that allows the server `batchesPerServer`, started.
+    private func twoHeld(
+        batchesPerServer: Int, _ body: (AccountsHarness, APNsStandIn, PushGatewayClient) throws -> Void
+    ) throws {
         let standIn = try APNsStandIn()
         try standIn.script(tokens: [
             device(1): [["status": 200, "hold": "one"]], device(2): [["status": 200, "hold": "two"]],
         ])
-        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn, batchesPerServer: batchesPerServer)
         let credential = try SecretToken.generate()
         let settings = throughGateway("http://127.0.0.1:\(gateway.replicas[0].port)", credential: credential)
         try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
@@ -57,6 +61,13 @@ struct PushGatewayPipelineTests {
             #expect(client.batchesInFlight == 2)
             sender.start()
             defer { sender.stop() }
+            try body(server, standIn, client)
+        }
+    }
+
+    @Test("two batches of one server reach Apple through the gateway while neither is answered")
+    func twoOut() throws {
+        try twoHeld(batchesPerServer: 2) { server, standIn, _ throws in
             // One batch at a time would wait for the first's answer before sending the second.
             #expect(eventually { standIn.holds("one") && standIn.holds("two") }, "both at Apple, unanswered")
             #expect(standIn.requests().isEmpty)
@@ -71,21 +82,7 @@ struct PushGatewayPipelineTests {
         "a gateway that allows one batch a server answers the second 429: it goes again when the first ends, with no attempt counted"
     )
     func busyGoesAgain() throws {
-        let standIn = try APNsStandIn()
-        try standIn.script(tokens: [
-            device(1): [["status": 200, "hold": "one"]], device(2): [["status": 200, "hold": "two"]],
-        ])
-        let gateway = try GatewayHarness(.sqlite, standIn: standIn, batchesPerServer: 1)
-        let credential = try SecretToken.generate()
-        let settings = throughGateway("http://127.0.0.1:\(gateway.replicas[0].port)", credential: credential)
-        try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
-            let (sender, client) = try batchesOfOne(server, settings)
-            try gateway.enroll("a", instanceID: server.instanceID, credential: credential)
-            let ada = try server.signIn("ada@example.com")
-            for number in 1...2 { #expect(try server.register(device(number), token: ada).status == 200) }
-            try server.pushToAda()
-            sender.start()
-            defer { sender.stop() }
+        try twoHeld(batchesPerServer: 1) { server, standIn, client throws in
             #expect(eventually { standIn.holds("one") || standIn.holds("two") })
             // The barrier: the gateway refused the second batch (the first holds the server's one
             // place), and the client now sends one batch at a time.
