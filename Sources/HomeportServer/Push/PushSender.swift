@@ -109,7 +109,10 @@ final class PushSender: Service, @unchecked Sendable {
     /// each on a thread of the pool, while this thread records those that came back and claims
     /// the next. A batch claimed more than a second before it goes (it waited for an answer) has
     /// its lease renewed first (a row another sender took over meanwhile is left to it), so every
-    /// batch goes with all but a second or two of its lease left, more than any exchange's wait.
+    /// batch goes with all but a second or two of its lease left; and while the thread waits for
+    /// the oldest batch out, every third of a lease it holds every batch out (answered or not)
+    /// for another, so a slow delivery's batches, or one answered behind it, are never taken over
+    /// and sent again.
     /// A batch claimed when the thread is stopping, or when the run ends in an error, is given
     /// back unsent, due at once; every batch sent is recorded before the run ends, whatever ended
     /// it.
@@ -156,23 +159,40 @@ final class PushSender: Service, @unchecked Sendable {
                     claimed = try claim(now: claimedAt)
                     if !claimed.isEmpty, out.count < depth { continue }
                 }
-                guard !out.isEmpty else { break }
-                let oldest = out.removeFirst()
+                guard let oldest = out.first else { break }
                 // A transport that throws sent nothing: those rows wait out their lease and go again.
-                let responses = try oldest.wait()
-                answered = (oldest.items, responses)
+                var responses = try oldest.wait(upTo: heartbeat)
+                while responses == nil {
+                    // Out for a third of a lease: every batch out (or answered and waiting for the
+                    // oldest) is held for another, so none is taken over and sent again meanwhile.
+                    try hold(out.flatMap(\.items))
+                    responses = try oldest.wait(upTo: heartbeat)
+                }
+                out.removeFirst()
+                answered = (oldest.items, responses ?? [])
             }
         } catch {
             // Sent is recorded before the error ends the run; claimed and unsent is given back.
             if let done = answered { try? record(done.items, done.responses, now: clock.unixSeconds) }
             try? release(claimed)
             for delivery in out {
-                guard let responses = try? delivery.wait() else { continue }
+                guard let responses = try? delivery.wait() ?? nil else { continue }
                 try? record(delivery.items, responses, now: clock.unixSeconds)
             }
             throw error
         }
         return handled
+    }
+
+    /// How long the thread waits for a batch before it holds every batch out for another lease.
+    private var heartbeat: DispatchTimeInterval { .seconds(Int(max(1, lease / 3))) }
+
+    /// Holds rows this sender claimed, and sent or is about to, for another lease.
+    private func hold(_ items: [OutboxItem]) throws {
+        guard !items.isEmpty else { return }
+        _ = try database.transaction {
+            try PushOutbox($0).renew(items.map(\.id), for: claimant, until: clock.unixSeconds + lease)
+        }
     }
 
     /// Gives back claimed rows that were not sent.
@@ -283,9 +303,14 @@ private final class Delivery: @unchecked Sendable {
         }
     }
 
-    /// The answers, in the items' order (or what the transport threw).
-    func wait() throws -> [APNsResponse] {
-        done.wait()
+    /// The answers, in the items' order (or what the transport threw), or `nil` when they are
+    /// not all in within `timeout`.
+    func wait(upTo timeout: DispatchTimeInterval? = nil) throws -> [APNsResponse]? {
+        if let timeout {
+            guard done.wait(timeout: .now() + timeout) == .success else { return nil }
+        } else {
+            done.wait()
+        }
         // Another wait returns at once too.
         done.signal()
         return try result.get()
