@@ -22,16 +22,17 @@ private func throughGateway(_ url: String, credential: String) -> PushSettings {
 
 /// A sender of one push a batch over the server's outbox, through its own client of the
 /// gateway (the application's own sender is stopped first).
-private func batchesOfOne(_ server: AccountsHarness, _ settings: PushSettings) throws -> (
-    PushSender, PushGatewayClient
-) {
+private func batchesOfOne(
+    _ server: AccountsHarness, _ settings: PushSettings, batchSize: Int? = 1, lease: Int64 = 60,
+    pushesBytes: Int = PushGatewayClient.pushesBytes
+) throws -> (PushSender, PushGatewayClient) {
     server.application.sender?.stop()
     let client = try PushGatewayClient(
         database: server.application.database, settings: try #require(settings.gateway), providers: [.apns],
-        clock: server.clock, logger: Logger(label: "test", sink: MemoryLogSink()))
+        clock: server.clock, logger: Logger(label: "test", sink: MemoryLogSink()), pushesBytes: pushesBytes)
     let sender = try PushSender(
         database: server.application.database, transport: client, maximumAttempts: 8, clock: server.clock,
-        logger: Logger(label: "test", sink: MemoryLogSink()), batchSize: 1)
+        logger: Logger(label: "test", sink: MemoryLogSink()), batchSize: batchSize, lease: lease)
     return (sender, client)
 }
 
@@ -43,7 +44,8 @@ struct PushGatewayPipelineTests {
     /// a notification queued for both; `body` gets the server, the stand-in, and a sender of one
     /// push a batch through a gateway that allows the server `batchesPerServer`, started.
     private func twoHeld(
-        batchesPerServer: Int, _ body: (AccountsHarness, APNsStandIn, PushGatewayClient) throws -> Void
+        batchesPerServer: Int, lease: Int64 = 60,
+        _ body: (AccountsHarness, APNsStandIn, PushGatewayClient) throws -> Void
     ) throws {
         let standIn = try APNsStandIn()
         try standIn.script(tokens: [
@@ -53,7 +55,7 @@ struct PushGatewayPipelineTests {
         let credential = try SecretToken.generate()
         let settings = throughGateway("http://127.0.0.1:\(gateway.replicas[0].port)", credential: credential)
         try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
-            let (sender, client) = try batchesOfOne(server, settings)
+            let (sender, client) = try batchesOfOne(server, settings, lease: lease)
             try gateway.enroll("a", instanceID: server.instanceID, credential: credential)
             let ada = try server.signIn("ada@example.com")
             for number in 1...2 { #expect(try server.register(device(number), token: ada).status == 200) }
@@ -75,6 +77,62 @@ struct PushGatewayPipelineTests {
             standIn.release("two")
             #expect(try eventually { try server.outboxRows().isEmpty })
             #expect(standIn.requests().compactMap { $0["device"] as? String }.sorted() == [device(1), device(2)])
+        }
+    }
+
+    @Test(
+        "batches out longer than their lease are held for another while out: another sender takes none of them over"
+    )
+    func heldBatchesKeepTheirLease() throws {
+        // A lease of 3 s: the sender holds its batches out every second.
+        try twoHeld(batchesPerServer: 2, lease: 3) { server, standIn, _ throws in
+            #expect(eventually { standIn.holds("one") && standIn.holds("two") })
+            let claimedUntil = {
+                try server.application.database.execute("SELECT claimed_until FROM push_outbox").compactMap {
+                    $0.int(at: 0)
+                }
+            }
+            // Ten seconds later on the server's clock: the claims made at its start ran out.
+            server.clock.advance(by: 10)
+            let now = server.clock.unixSeconds
+            #expect(
+                try eventually { try claimedUntil().count == 2 && claimedUntil().allSatisfy { $0 > now } },
+                "held again while out")
+            // Another replica's sender finds nothing due (its gateway is elsewhere: this one's two
+            // threads are both held).
+            let other = try PushSender(
+                database: server.application.database,
+                transport: try PushGatewayClient(
+                    database: server.application.database,
+                    settings: PushGatewaySettings(url: "http://127.0.0.1:9", credential: "unused"),
+                    providers: [.apns], clock: server.clock, logger: Logger(label: "test", sink: MemoryLogSink())),
+                maximumAttempts: 8, clock: server.clock, logger: Logger(label: "test", sink: MemoryLogSink()))
+            #expect(try other.drainOnce() == 0)
+            standIn.release("one")
+            standIn.release("two")
+            #expect(try eventually { try server.outboxRows().isEmpty })
+            #expect(standIn.requests().count == 2, "each push once")
+        }
+    }
+
+    @Test("a batch written larger than a request may be goes as two, each half again if need be")
+    func largeBatchSplits() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let credential = try SecretToken.generate()
+        let settings = throughGateway("http://127.0.0.1:\(gateway.replicas[0].port)", credential: credential)
+        try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
+            // About 450 bytes a push: three in one batch are written in two halves, then thirds.
+            let (sender, _) = try batchesOfOne(server, settings, batchSize: nil, pushesBytes: 700)
+            try gateway.enroll("a", instanceID: server.instanceID, credential: credential)
+            let ada = try server.signIn("ada@example.com")
+            for number in 1...3 { #expect(try server.register(device(number), token: ada).status == 200) }
+            try server.pushToAda()
+            #expect(try sender.drainOnce() == 3, "one batch")
+            #expect(try server.outboxRows().isEmpty)
+            #expect(standIn.waitForRequests(3))
+            let batches = gateway.log.lines.filter { $0.contains("pushes forwarded") }
+            #expect(batches.count == 3, "\(batches)")
         }
     }
 

@@ -20,9 +20,11 @@ import Synchronization
 /// Two batches go out at once, each on a connection of its own, so the gateway's work on one
 /// overlaps the round trip of the other. A gateway that answers that this server has as many
 /// batches in flight as it may (a gateway that allows one, or another replica's batches) sent
-/// nothing: the batch is sent again as soon as another exchange of this process ends, or after
-/// the gateway's `Retry-After` when none is out (three times at most, then it is a transient
-/// failure like any other), and this process sends one batch at a time for the next minute.
+/// nothing: the batch is sent again as soon as another batch of this process that the gateway
+/// took ends, or after the gateway's `Retry-After` (at most five seconds) when none is out
+/// (three times at most, then it is a transient failure like any other), and this process
+/// sends one batch at a time for the next minute. A batch written larger than
+/// ``pushesBytes`` goes as two requests.
 ///
 /// A gateway that cannot be reached, or that refuses the request as a whole (a revoked
 /// credential, a gateway overloaded), makes every push of the batch a transient failure: they
@@ -34,11 +36,13 @@ final class PushGatewayClient: PushTransport {
     private let logger: Logger
     /// Kept-alive connections not in use (one per batch out at once).
     private let sessions = Mutex<[CurlSession]>([])
-    /// This process's exchanges with the gateway: how many are out, and how many have ended
-    /// (signalled as each ends).
-    private let exchanges = NSCondition()
-    private nonisolated(unsafe) var exchangesOut = 0
-    private nonisolated(unsafe) var exchangesEnded = 0
+    /// This process's batches posted to the gateway: how many are out, and how many the gateway
+    /// took have ended (signalled as each ends).
+    private let batches = NSCondition()
+    private nonisolated(unsafe) var batchesOut = 0
+    private nonisolated(unsafe) var batchesEnded = 0
+    /// ``pushesBytes``, or less for a test.
+    private let pushesBytes: Int
     /// Until when (Unix seconds) one batch goes out at a time, after the gateway said "busy".
     private let narrowedUntil = Mutex<Int64>(0)
     /// One forwarding of device changes at a time in this process: a removal read after a
@@ -55,8 +59,9 @@ final class PushGatewayClient: PushTransport {
 
     init(
         database: any Database, settings: PushGatewaySettings, providers: Set<PushProvider>, clock: any WallClock,
-        logger: Logger
+        logger: Logger, pushesBytes: Int = PushGatewayClient.pushesBytes
     ) throws {
+        self.pushesBytes = pushesBytes
         self.settings = settings
         self.providers = providers
         self.database = database
@@ -70,6 +75,12 @@ final class PushGatewayClient: PushTransport {
         if let failure = try forwardDeviceChanges() {
             return items.map { _ in APNsResponse(status: 0, transportError: failure.description) }
         }
+        return send(items[...])
+    }
+
+    /// Posts `items` as one request, or (written larger than ``pushesBytes``) as two halves in
+    /// turn; one outcome per item.
+    private func send(_ items: ArraySlice<OutboxItem>) -> [APNsResponse] {
         let batch = GatewayPushBatch(
             pushes: items.map {
                 GatewayPush(
@@ -79,14 +90,18 @@ final class PushGatewayClient: PushTransport {
             })
         // Written without the generic encoder, as the gateway's answer is read: the same bytes.
         let body = Data(batch.json())
-        var endedBefore = exchanges.withLock { exchangesEnded }
-        var answer = post(PushGatewayPath.pushes, body)
+        if body.count > pushesBytes, items.count > 1 {
+            let half = items.startIndex + items.count / 2
+            return send(items[..<half]) + send(items[half...])
+        }
+        var endedBefore = batches.withLock { batchesEnded }
+        var answer = postBatch(body)
         for _ in 0..<3 {
             guard case .failure(let failure) = answer, failure.busy else { break }
             narrowedUntil.withLock { $0 = clock.unixSeconds + 60 }
-            awaitAnotherExchange(since: endedBefore, orSeconds: failure.retryAfter ?? 1)
-            endedBefore = exchanges.withLock { exchangesEnded }
-            answer = post(PushGatewayPath.pushes, body)
+            awaitAnotherBatch(since: endedBefore, orSeconds: failure.retryAfter ?? 1)
+            endedBefore = batches.withLock { batchesEnded }
+            answer = postBatch(body)
         }
         if case .failure(let failure) = answer, failure.busy {
             warn("push gateway refused the request", ["status": "429", "error": failure.description])
@@ -112,6 +127,37 @@ final class PushGatewayClient: PushTransport {
             }
         }
     }
+
+    /// Posts a batch's text, counting it out and, unless the gateway had no room for it, in
+    /// again as it ends (it held one of the server's places there meanwhile).
+    private func postBatch(_ body: Data) -> Result<Data, GatewayFailure> {
+        batches.withLock { batchesOut += 1 }
+        let answer = post(PushGatewayPath.pushes, body)
+        let refused = if case .failure(let failure) = answer { failure.busy } else { false }
+        batches.withLock {
+            batchesOut -= 1
+            if !refused { batchesEnded += 1 }
+            batches.broadcast()
+        }
+        return answer
+    }
+
+    /// Waits until another batch of this process that the gateway took ends (each ends within
+    /// the timeout), or not at all when one ended since `before`; `seconds` (at most five) when
+    /// none is out, or none that ends was taken: then what holds the places is another
+    /// replica's.
+    private func awaitAnotherBatch(since before: Int, orSeconds seconds: Int64) {
+        let freed = batches.withLock {
+            let deadline = Date(timeIntervalSinceNow: TimeInterval(settings.timeoutSeconds))
+            while batchesEnded == before, batchesOut > 0, batches.wait(until: deadline) {}
+            return batchesEnded != before
+        }
+        if !freed { Thread.sleep(forTimeInterval: TimeInterval(min(max(seconds, 1), 5))) }
+    }
+
+    /// The most bytes one request's pushes are written in: well under the gateway's 8 MiB body
+    /// (a thousand pushes of 4 KiB whose every byte is escaped would pass it).
+    static let pushesBytes = 4 << 20
 
     /// As many as one request to the gateway takes: each request costs the gateway a lookup of
     /// the credential, a charge to the server's rate and its counters, whatever its size.
@@ -247,31 +293,8 @@ final class PushGatewayClient: PushTransport {
         let session =
             sessions.withLock { $0.popLast() }
             ?? CurlSession(caFile: settings.caFile, timeoutSeconds: settings.timeoutSeconds)
-        exchanges.withLock { exchangesOut += 1 }
-        defer {
-            sessions.withLock { $0.append(session) }
-            exchanges.withLock {
-                exchangesOut -= 1
-                exchangesEnded += 1
-                exchanges.broadcast()
-            }
-        }
+        defer { sessions.withLock { $0.append(session) } }
         return perform(session)
-    }
-
-    /// Waits until another exchange of this process ends (each ends within the timeout), or not
-    /// at all when one ended since `before` besides the caller's own, or `seconds` when none is
-    /// out: then what the gateway counted is another replica's.
-    private func awaitAnotherExchange(since before: Int, orSeconds seconds: Int64) {
-        let waited = exchanges.withLock {
-            if exchangesEnded > before + 1 { return true }
-            guard exchangesOut > 0 else { return false }
-            let ended = exchangesEnded
-            let deadline = Date(timeIntervalSinceNow: TimeInterval(settings.timeoutSeconds))
-            while exchangesEnded == ended, exchanges.wait(until: deadline) {}
-            return true
-        }
-        if !waited { Thread.sleep(forTimeInterval: TimeInterval(min(max(seconds, 1), 5))) }
     }
 
     /// POSTs `body` as JSON to `path`; the answer's body when it is a 200, else why not.
