@@ -92,9 +92,7 @@ package struct JSONCursor {
         // A payload is JSON in a string, an escape every few bytes: the runs between them are
         // copied whole.
         var decoded: [UInt8] = []
-        var end = index
-        while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1 }
-        decoded.reserveCapacity(end - start)
+        decoded.reserveCapacity(closingQuote(from: index) - start)
         var run = start
         while index < bytes.count {
             let byte = bytes[index]
@@ -124,6 +122,14 @@ package struct JSONCursor {
         return nil
     }
 
+    /// Where the string whose text goes on at `start` ends: its closing quote's place, stepping
+    /// over each escape's second byte, or at least the text's length when it has none.
+    private func closingQuote(from start: Int) -> Int {
+        var end = start
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1 }
+        return end
+    }
+
     /// The last string read through it: its text as written, escapes and all, and what it reads
     /// as. A batch's pushes mostly carry one notification's payload and one topic: each is read
     /// once, and each repeat is compared byte for byte and shares the first one's storage.
@@ -138,8 +144,7 @@ package struct JSONCursor {
     package mutating func string(remembering memo: inout Memo) -> String? {
         skipWhitespace()
         guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
-        var end = index + 1
-        while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1 }
+        let end = closingQuote(from: index + 1)
         guard end < bytes.count else { return nil }
         let written = bytes[(index + 1)..<end]
         if let known = memo.written, known.count == written.count,

@@ -137,10 +137,7 @@ final class PushSender: Service, @unchecked Sendable {
                         try release(claimed)
                         claimed = []
                     } else if clock.unixSeconds - claimedAt > 1 {
-                        let held = try database.transaction {
-                            try PushOutbox($0).renew(
-                                claimed.map(\.id), for: claimant, until: clock.unixSeconds + lease)
-                        }
+                        let held = try hold(claimed)
                         claimed = claimed.filter { held.contains($0.id) }
                     }
                     if !claimed.isEmpty {
@@ -187,10 +184,12 @@ final class PushSender: Service, @unchecked Sendable {
     /// How long the thread waits for a batch before it holds every batch out for another lease.
     private var heartbeat: DispatchTimeInterval { .seconds(Int(max(1, lease / 3))) }
 
-    /// Holds rows this sender claimed, and sent or is about to, for another lease.
-    private func hold(_ items: [OutboxItem]) throws {
-        guard !items.isEmpty else { return }
-        _ = try database.transaction {
+    /// Holds rows this sender claimed, and sent or is about to, for another lease; the ids it
+    /// still held (a row another sender took over after its lease ran out is that sender's).
+    @discardableResult
+    private func hold(_ items: [OutboxItem]) throws -> Set<Int64> {
+        guard !items.isEmpty else { return [] }
+        return try database.transaction {
             try PushOutbox($0).renew(items.map(\.id), for: claimant, until: clock.unixSeconds + lease)
         }
     }
