@@ -146,7 +146,7 @@ struct GatewayHandlers: Sendable {
     /// APNs token in lowercase hex, or `fcm:`/`webpush:` and 64 hex digits.
     static func isDeviceName(_ token: String, of provider: PushProvider) -> Bool {
         switch provider {
-        case .apns: PushCenter.normalizedDeviceToken(token) == token
+        case .apns: PushCenter.isNormalizedDeviceToken(token)
         case .fcm: FCMRegistration.isName(token)
         case .webpush: WebPushSubscription.isToken(token)
         }

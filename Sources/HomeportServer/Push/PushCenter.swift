@@ -379,10 +379,14 @@ public final class PushCenter: Sendable {
     /// A device token: hex, an even count of 16–200 digits; returned lowercase.
     package static func normalizedDeviceToken(_ text: String) -> String? {
         let lower = text.lowercased()
-        guard (16...200).contains(lower.utf8.count), lower.utf8.count % 2 == 0,
-            lower.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
-        else { return nil }
-        return lower
+        return isNormalizedDeviceToken(lower) ? lower : nil
+    }
+
+    /// Whether `text` is a device token as ``normalizedDeviceToken(_:)`` returns it, told without
+    /// making a copy (a gateway asks for each push of a batch).
+    package static func isNormalizedDeviceToken(_ text: String) -> Bool {
+        (16...200).contains(text.utf8.count) && text.utf8.count % 2 == 0
+            && text.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
     }
 
     /// A thread id: 1–128 characters of `A-Z a-z 0-9 : . _ -`, not `.` or `..`.
