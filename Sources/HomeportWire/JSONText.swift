@@ -1,3 +1,5 @@
+import Foundation
+
 /// JSON's text as every Homeport answer writes it: strings with `"`, `\` and the control
 /// characters escaped and everything else as its UTF-8 (slashes as they are), integers in
 /// decimal — the bytes of Foundation's `JSONEncoder` with `.sortedKeys` and
@@ -23,6 +25,20 @@ package enum JSONText {
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run...]))
             bytes.append(UInt8(ascii: "\""))
         }
+    }
+
+    /// Whether two strings are written with the same bytes: `==` holds for two spellings Unicode
+    /// counts as one (a precomposed `é` and an `e` with its accent), whose bytes differ.
+    package static func sameBytes(_ first: String, _ second: String) -> Bool {
+        let count = first.utf8.count
+        guard count == second.utf8.count else { return false }
+        let compared = first.utf8.withContiguousStorageIfAvailable { first in
+            second.utf8.withContiguousStorageIfAvailable { second in
+                guard let first = first.baseAddress, let second = second.baseAddress else { return true }
+                return memcmp(first, second, count) == 0
+            }
+        }
+        return (compared ?? nil) ?? first.utf8.elementsEqual(second.utf8)
     }
 
     /// Appends an integer.

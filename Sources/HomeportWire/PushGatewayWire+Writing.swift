@@ -5,9 +5,17 @@ extension GatewayPushBatch {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(64 + pushes.reduce(0) { $0 + 256 + $1.payload.utf8.count })
         bytes.append(contentsOf: #"{"pushes":["#.utf8)
+        // A notification fans out as one payload to each device (JSON in a string, an escape
+        // every few bytes): one the same as the push before's is copied as it was escaped.
+        var last: (payload: String, escaped: [UInt8]) = ("", [])
         for (index, push) in pushes.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            push.write(to: &bytes)
+            if last.escaped.isEmpty || !JSONText.sameBytes(push.payload, last.payload) {
+                last.payload = push.payload
+                last.escaped.removeAll(keepingCapacity: true)
+                JSONText.append(push.payload, to: &last.escaped)
+            }
+            push.write(to: &bytes, escapedPayload: last.escaped)
         }
         bytes.append(contentsOf: "]}".utf8)
         return bytes
@@ -15,8 +23,9 @@ extension GatewayPushBatch {
 }
 
 extension GatewayPush {
-    /// One push of ``GatewayPushBatch/json()``, its keys in order.
-    func write(to bytes: inout [UInt8]) {
+    /// One push of ``GatewayPushBatch/json()``, its keys in order, with its payload already
+    /// written as a JSON string.
+    func write(to bytes: inout [UInt8], escapedPayload: [UInt8]) {
         bytes.append(contentsOf: #"{"apnsId":"#.utf8)
         JSONText.append(apnsId, to: &bytes)
         if let collapseId {
@@ -30,7 +39,7 @@ extension GatewayPush {
         bytes.append(contentsOf: #","expiration":"#.utf8)
         JSONText.append(expiration, to: &bytes)
         bytes.append(contentsOf: #","payload":"#.utf8)
-        JSONText.append(payload, to: &bytes)
+        bytes.append(contentsOf: escapedPayload)
         bytes.append(contentsOf: #","priority":"#.utf8)
         JSONText.append(priority, to: &bytes)
         bytes.append(contentsOf: #","provider":"#.utf8)
