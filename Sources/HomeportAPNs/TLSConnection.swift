@@ -19,18 +19,15 @@ public struct APNsConnectionError: Error, CustomStringConvertible, Sendable {
 /// file, the server's name (or IP address) verified, ALPN `h2`. Used by one thread.
 final class TLSConnection {
     let descriptor: Int32
-    private let context: OpaquePointer
     private let ssl: OpaquePointer
 
-    private init(descriptor: Int32, context: OpaquePointer, ssl: OpaquePointer) {
+    private init(descriptor: Int32, ssl: OpaquePointer) {
         self.descriptor = descriptor
-        self.context = context
         self.ssl = ssl
     }
 
     deinit {
         SSL_free(ssl)
-        SSL_CTX_free(context)
         close(descriptor)
     }
 
@@ -38,25 +35,13 @@ final class TLSConnection {
     static func connect(host: String, port: Int, caFile: String?, deadline: ContinuousClock.Instant) throws
         -> TLSConnection
     {
+        let context = try Context.shared(caFile: caFile)
         let descriptor = try openSocket(host: host, port: port, deadline: deadline)
-        guard let context = SSL_CTX_new(TLS_client_method()) else {
-            close(descriptor)
-            throw APNsConnectionError("OpenSSL could not make a TLS context")
-        }
-        _ = homeport_ssl_ctx_min_tls12(context)
-        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
-        _ = SSL_CTX_set_default_verify_paths(context)
-        if let caFile, SSL_CTX_load_verify_locations(context, caFile, nil) != 1 {
-            SSL_CTX_free(context)
-            close(descriptor)
-            throw APNsConnectionError("cannot load the CA file \(caFile)")
-        }
-        guard let ssl = SSL_new(context) else {
-            SSL_CTX_free(context)
+        guard let ssl = SSL_new(context.pointer) else {
             close(descriptor)
             throw APNsConnectionError("OpenSSL could not make a TLS session")
         }
-        let connection = TLSConnection(descriptor: descriptor, context: context, ssl: ssl)
+        let connection = TLSConnection(descriptor: descriptor, ssl: ssl)
         guard let method = socketMethod, homeport_ssl_set_socket(ssl, method, descriptor) == 1 else {
             throw APNsConnectionError("OpenSSL could not make a socket BIO")
         }

@@ -40,4 +40,40 @@ struct APNsClientTrustTests {
             configuration: .init(productionURL: standIn.url, sandboxURL: standIn.url, caFile: standIn.caFile))
         #expect(trusted.send([request()], authorization: "x").first?.status == 403, "the right CA and name get through")
     }
+
+    @Test("a CA file written again is read again: connections trust what it holds now, not what it held")
+    func caFileWrittenAgain() throws {
+        let standIn = try APNsStandIn()
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let made = try ServerProcess.runProgram(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+                directory.file("key.pem"), "-out", directory.file("other.pem"), "-days", "1", "-subj", "/CN=Another CA",
+            ])
+        #expect(made.status == 0)
+        let other = try Data(contentsOf: URL(fileURLWithPath: directory.file("other.pem")))
+        let standInCA = try Data(contentsOf: URL(fileURLWithPath: standIn.caFile))
+        let path = directory.file("ca.pem")
+        // Each client is new (so is its connection); the file at one path changes under them.
+        func status(trusting contents: Data) throws -> Int {
+            try contents.write(to: URL(fileURLWithPath: path))
+            let client = APNsClient(
+                configuration: .init(
+                    productionURL: standIn.url, sandboxURL: standIn.url, caFile: path, timeoutSeconds: 5))
+            return client.send([request()], authorization: "x").first?.status ?? -1
+        }
+        #expect(try status(trusting: other) == 0)
+        #expect(try status(trusting: standInCA) == 403)
+        #expect(try status(trusting: standInCA) == 403)
+        #expect(try status(trusting: other) == 0, "the stand-in's CA is no longer in the file")
+        #expect(standIn.requests().count == 2)
+        try FileManager.default.removeItem(atPath: path)
+        let gone = APNsClient(
+            configuration: .init(productionURL: standIn.url, sandboxURL: standIn.url, caFile: path, timeoutSeconds: 5))
+        let answer = gone.send([request()], authorization: "x").first
+        #expect(answer?.status == 0)
+        #expect(answer?.transportError?.contains("cannot load the CA file") == true, "\(String(describing: answer))")
+    }
 }
