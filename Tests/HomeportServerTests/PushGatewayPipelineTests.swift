@@ -158,6 +158,44 @@ struct PushGatewayPipelineTests {
         }
     }
 
+    @Test(
+        "while another replica holds the server's places, two refused batches wait Retry-After, not for each other's refusal"
+    )
+    func anotherReplicaHoldsThePlaces() throws {
+        try twoHeld(batchesPerServer: 2) { server, standIn, first throws in
+            // This replica's two batches hold the server's two places at the gateway, and its
+            // sender waits for them (nothing else was due when it looked).
+            #expect(eventually { standIn.holds("one") && standIn.holds("two") })
+            let bob = try server.signIn("bob@example.com")
+            for number in 3...4 { #expect(try server.register(device(number), token: bob).status == 200) }
+            // Forwarded to the gateway by this replica, which holds the forwarding lease (another
+            // replica's push to them would be answered unknown_device until then).
+            try first.idle()
+            try server.application.push.notify(
+                ProductNotification(code: ServerCatalogue.testCode, title: "Hello"), email: "bob@example.com")
+            // Another replica: its own sender and client, the same outbox and credential.
+            let (other, client) = try batchesOfOne(
+                server, throughGateway(first.settings.url, credential: first.settings.credential))
+            other.start()
+            defer { other.stop() }
+            // The barrier: the gateway refused the other replica a place.
+            #expect(eventually { client.batchesInFlight == 1 }, "the gateway said it was busy")
+            // Each refusal told the other batch nothing: no place of this process's was freed.
+            // Counted as freed, the two would go again at each other's refusal, use their three
+            // tries in a few milliseconds and fail while the places are still held.
+            Thread.sleep(forTimeInterval: 0.5)
+            #expect(try server.outboxRows().allSatisfy { $0.int(at: 1) == 0 }, "no attempt counted")
+            standIn.release("one")
+            standIn.release("two")
+            // Delivered on this clock, which does not move: a batch failed and backed off would
+            // wait for it.
+            #expect(try eventually { try server.outboxRows().isEmpty })
+            #expect(
+                standIn.requests().compactMap { $0["device"] as? String }.sorted() == (1...4).map(device),
+                "each push once")
+        }
+    }
+
     @Test("device changes go to the gateway one exchange at a time: the second batch waits for the first's")
     func changesOneAtATime() throws {
         let release = DispatchSemaphore(value: 0)

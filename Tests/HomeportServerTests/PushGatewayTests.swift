@@ -37,7 +37,9 @@ final class GatewayHarness {
         self.url = url
         self.cleanUp = cleanUp
         var http = HTTPServerConfiguration(host: "127.0.0.1", port: 0, workerThreads: 2)
-        http.poolThreads = 2
+        // As `gateway serve` has them: more than one server's places, so that a server's third
+        // batch finds a thread to be refused on.
+        http.poolThreads = 4
         http.maxBodyBytes = 8 << 20
         if let tls { http.tls = try TLSCredentials(certificateFile: tls.certificateFile, keyFile: tls.keyFile) }
         var apns = try #require(try pushSettings(standIn).apns)

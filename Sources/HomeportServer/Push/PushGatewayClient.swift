@@ -30,7 +30,8 @@ import Synchronization
 /// credential, a gateway overloaded), makes every push of the batch a transient failure: they
 /// are tried again with backoff.
 final class PushGatewayClient: PushTransport {
-    private let settings: PushGatewaySettings
+    /// The gateway this process sends to, and its credential there.
+    let settings: PushGatewaySettings
     private let database: any Database
     private let clock: any WallClock
     private let logger: Logger
