@@ -286,6 +286,8 @@ package enum GatewayCommand {
         let logger = Logger(label: "homeport.gateway", minimumLevel: level)
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
+        // A log's reader that goes away fails the writes after it, not the gateway.
+        signal(SIGPIPE, SIG_IGN)
         let stop = DispatchSemaphore(value: 0)
         let sources = [SIGINT, SIGTERM].map { number in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())

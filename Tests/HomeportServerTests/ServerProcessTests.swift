@@ -85,6 +85,40 @@ struct ServerProcessTests {
         for server in servers { #expect(server.stop() == 0) }
     }
 
+    @Test(
+        "a server (and a gateway) whose log's reader goes away keeps answering, and stops cleanly",
+        arguments: ["serve", "gateway serve"])
+    func logReaderGone(command: String) throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let standIn = try APNsStandIn()
+        let arguments =
+            command == "serve"
+            ? ["--database", "sqlite:" + data.file("server.sqlite")]
+            : [
+                "--database", "sqlite:" + data.file("gateway.sqlite"), "--apns-topic", APNsStandIn.topic,
+                "--apns-key-file", standIn.keyFile, "--apns-key-id", APNsStandIn.keyID, "--apns-team-id",
+                APNsStandIn.teamID, "--apns-base-url", standIn.url, "--apns-ca-file", standIn.caFile,
+            ]
+        // Every request is logged at debug: the first write after the reader left would end the
+        // process, were SIGPIPE's default left (`serve 2>&1 | tee log`, and tee is stopped).
+        let server = try ServerProcess(
+            command: command.split(separator: " ").map(String.init), serve: arguments + ["--log-level", "debug"],
+            errorPipe: true)
+        server.closeStandardError()
+        // Access lines are written a tenth of a second after their requests: the second round
+        // comes after the first round's lines failed.
+        for round in 0..<2 {
+            for _ in 0..<20 {
+                #expect(try RawHTTP.request(port: server.port, path: "/healthz").status == 200)
+                #expect(try RawHTTP.request(port: server.port, path: "/no-such-route").status == 404)
+            }
+            if round == 0 { Thread.sleep(forTimeInterval: 0.3) }
+        }
+        #expect(server.isRunning)
+        #expect(server.stop(signal: SIGTERM) == 0, "stopped as asked, not by a signal")
+    }
+
     @Test("a database that disappears answers 503 on identity; the server keeps answering other routes")
     func databaseGone() throws {
         let created = try TestPostgres.createDatabase()

@@ -18,6 +18,8 @@ public final class ServerProcess: @unchecked Sendable {
 
     private let process = Process()
     private let errorLog: String
+    /// Standard error's pipe, when the test reads (or stops reading) it itself.
+    private let errorPipe: Pipe?
     /// The port printed on the `listening on` line (0 on a Unix socket).
     public let port: Int
     /// The whole `listening on` line.
@@ -28,10 +30,12 @@ public final class ServerProcess: @unchecked Sendable {
     ///
     /// `--listen 127.0.0.1:0` is added unless `arguments` has `--listen`. A `launcher` (a command
     /// that runs the server, such as `timeout`) goes first; `command` is the command that serves
-    /// (`gateway serve` for a push gateway).
+    /// (`gateway serve` for a push gateway). With `errorPipe`, standard error goes to a pipe
+    /// (see ``closeStandardError()``) instead of a file.
     public init(
         binary: String = ServerProcess.binary, command serving: [String] = ["serve"], serve arguments: [String],
-        environment: [String: String] = [:], launcher: [String] = [], startTimeout: Double = 30
+        environment: [String: String] = [:], launcher: [String] = [], startTimeout: Double = 30,
+        errorPipe: Bool = false
     ) throws {
         var arguments = arguments
         if !arguments.contains("--listen") { arguments += ["--listen", "127.0.0.1:0"] }
@@ -43,7 +47,8 @@ public final class ServerProcess: @unchecked Sendable {
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle(forWritingAtPath: errorLog)
+        self.errorPipe = errorPipe ? Pipe() : nil
+        process.standardError = self.errorPipe ?? FileHandle(forWritingAtPath: errorLog)
         process.standardInput = FileHandle.nullDevice
         try process.spawn()
 
@@ -80,6 +85,13 @@ public final class ServerProcess: @unchecked Sendable {
     deinit {
         process.stop(signal: SIGTERM)
         try? FileManager.default.removeItem(atPath: errorLog)
+    }
+
+    /// Closes the only reader of standard error's pipe, as a log reader that exits or a terminal
+    /// that closes does: every write to it after fails (EPIPE), or raises SIGPIPE where that is
+    /// not ignored.
+    public func closeStandardError() {
+        try? errorPipe?.fileHandleForReading.close()
     }
 
     /// Sends `signal` and waits for the process to exit; returns its exit status.

@@ -214,6 +214,9 @@ package enum ServeCommand {
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         signal(SIGHUP, SIG_IGN)
+        // A log's reader that goes away (`serve 2>&1 | tee log`, and tee is stopped) fails the
+        // writes after it (EPIPE, the lines are lost), not the server.
+        signal(SIGPIPE, SIG_IGN)
         let stop = DispatchSemaphore(value: 0)
         var sources = [SIGINT, SIGTERM].map { number in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
