@@ -52,6 +52,39 @@ struct PushOutboxClaimTests {
             #expect(
                 try database.execute("SELECT claimed_by FROM push_outbox WHERE id = $1", [.integer(ids[5])])
                     .first?.string("claimed_by") == "alive")
+            // Without lapsed leases: 4's would be taken first, were it not for the flag.
+            try set(4, "state = 'sending', claimed_by = 'dead', claimed_until = \(now - 1)")
+            let due = try database.transaction {
+                try PushOutbox($0).claim("me", limit: 10, now: now, lease: 90, dialect: database.dialect, lapsed: false)
+            }
+            #expect(due.isEmpty, "nothing else is due")
+        }
+    }
+
+    @Test("a claim of a thousand sets every row it returns, and only those", arguments: Backend.allCases)
+    func largeClaim(backend: Backend) throws {
+        try withMigratedDatabase(backend) { database, _ in
+            let now: Int64 = 10_000
+            try database.transaction { db in
+                for n in 1...1_200 { try PushOutbox(db).enqueue(item(n), now: now - 100) }
+            }
+            let first = try database.transaction {
+                try PushOutbox($0).claim("me", limit: 1_000, now: now, lease: 90, dialect: database.dialect)
+            }
+            #expect(first.count == 1_000)
+            // The first thousand enqueued, whole (a batch is sent at once: in no particular order).
+            #expect(Set(first.map(\.deviceToken)) == Set((1...1_000).map { String(format: "%064x", $0) }))
+            #expect(first.allSatisfy { $0.payload == #"{"aps":{}}"# && $0.topic == "net.example.books" })
+            let held = try database.execute(
+                "SELECT id FROM push_outbox WHERE state = 'sending' AND claimed_by = 'me' AND claimed_until = $1",
+                [.integer(now + 90)]
+            ).compactMap { $0.int(at: 0) }
+            #expect(Set(held) == Set(first.map(\.id)), "each row returned is claimed, and no other")
+            let rest = try database.transaction {
+                try PushOutbox($0).claim("other", limit: 1_000, now: now, lease: 90, dialect: database.dialect)
+            }
+            #expect(rest.count == 200)
+            #expect(Set(rest.map(\.id)).isDisjoint(with: held))
         }
     }
 }

@@ -81,6 +81,36 @@ struct PushSenderTests {
         }
     }
 
+    @Test(
+        "a sender looks for leases that ran out once a second of its clock, not with each batch, and takes them then",
+        arguments: Backend.allCases)
+    func lapsedOnceASecond(backend: Backend) throws {
+        let standIn = try APNsStandIn()
+        try withAccounts(backend, push: try pushSettings(standIn), clockStart: Date()) { server in
+            let sender = try #require(server.application.sender)
+            sender.stop()
+            let ada = try server.signIn("ada@example.com")
+            for number in 1...2 { #expect(try server.register(device(number), token: ada).status == 200) }
+            // This second's look: nothing there.
+            #expect(try sender.drainOnce() == 0)
+            try server.pushToAda()
+            // One row was claimed by a sender that stopped; its lease ran out a second ago.
+            let now = server.clock.unixSeconds
+            try server.application.database.execute(
+                """
+                UPDATE push_outbox SET state = 'sending', claimed_by = 'stopped', claimed_until = $1
+                WHERE id = (SELECT MIN(id) FROM push_outbox)
+                """, [.integer(now - 1)])
+            #expect(try sender.drainOnce() == 1, "the due row; the lapsed one waits for the next second")
+            #expect(try server.outboxRows().count == 1)
+            server.clock.advance(by: 1)
+            #expect(try sender.drainOnce() == 1, "a second later, the lapsed row")
+            #expect(try server.outboxRows().isEmpty)
+            #expect(standIn.waitForRequests(2))
+            #expect(Set(standIn.requests().compactMap { $0["device"] as? String }) == [device(1), device(2)])
+        }
+    }
+
     @Test("410 prunes a registration unless it was registered again after Apple's timestamp")
     func unregistered() throws {
         let standIn = try APNsStandIn()

@@ -78,32 +78,57 @@ struct PushOutbox {
     /// Two statements, each of which reads its rows in the order of an index (`push_outbox_due`:
     /// state, next attempt, id) and stops at its limit; one statement with both conditions made
     /// SQLite gather every due row and sort them all for each batch, which was most of a drain.
+    ///
+    /// On SQLite it must run in a transaction (one writer at a time: the rows it reads are the
+    /// rows it sets). With `lapsed` false it looks only for due rows: a sender asks for lapsed
+    /// leases once a second, not with each batch (the rows in flight are read to tell).
     func claim(
         _ claimant: String, limit: Int, now: Int64, lease: Int64, dialect: SQLDialect,
-        providers: Set<PushProvider> = [.apns]
+        providers: Set<PushProvider> = [.apns], lapsed: Bool = true
     ) throws -> [OutboxItem] {
-        let lock = dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
         // The names are the enum's own words, never text from outside.
         let kinds = providers.map { "'\($0.rawValue)'" }.sorted().joined(separator: ", ")
         guard !kinds.isEmpty, limit > 0 else { return [] }
         // Every row claimed counts against the limit, one that does not read as an item too.
         func claim(_ condition: String, order: String, limit: Int) throws -> [Row] {
-            try db.execute(
+            guard dialect == .sqlite else {
+                return try db.execute(
+                    """
+                    UPDATE push_outbox SET state = 'sending', claimed_by = $1, claimed_until = $2
+                    WHERE id IN (
+                        SELECT id FROM push_outbox WHERE \(condition) AND provider IN (\(kinds))
+                        ORDER BY \(order) LIMIT $4 FOR UPDATE SKIP LOCKED)
+                    RETURNING \(Self.itemColumns)
+                    """, [.text(claimant), .integer(now + lease), .integer(now), .integer(Int64(limit))])
+            }
+            // Read, then set by id. SQLite's UPDATE … RETURNING copies every row it returns into a
+            // table of its own before the first is read, and its IN (SELECT …) another.
+            let rows = try db.execute(
                 """
-                UPDATE push_outbox SET state = 'sending', claimed_by = $1, claimed_until = $2
-                WHERE id IN (
-                    SELECT id FROM push_outbox WHERE \(condition) AND provider IN (\(kinds))
-                    ORDER BY \(order) LIMIT $4\(lock))
-                RETURNING id, apns_id, device_token, environment, topic, payload, collapse_id, priority, expiration,
-                    attempts, provider, endpoint, p256dh, auth
-                """, [.text(claimant), .integer(now + lease), .integer(now), .integer(Int64(limit))])
+                SELECT \(Self.itemColumns) FROM push_outbox WHERE \(condition) AND provider IN (\(kinds))
+                ORDER BY \(order) LIMIT $4
+                """, [.null, .null, .integer(now), .integer(Int64(limit))])  // $1 and $2 are the UPDATE's
+            for (chunk, placeholders) in SQLList.chunks(rows.compactMap { $0.int(at: 0) }, first: 3) {
+                try db.execute(
+                    """
+                    UPDATE push_outbox SET state = 'sending', claimed_by = $1, claimed_until = $2
+                    WHERE id IN (\(placeholders))
+                    """, [.text(claimant), .integer(now + lease)] + chunk.map(SQLValue.integer))
+            }
+            return rows
         }
-        let expired = try claim("state = 'sending' AND claimed_until < $3", order: "id", limit: limit)
+        let expired = lapsed ? try claim("state = 'sending' AND claimed_until < $3", order: "id", limit: limit) : []
         guard expired.count < limit else { return expired.compactMap(Self.item) }
         let due = try claim(
             "state = 'pending' AND next_attempt_at <= $3", order: "next_attempt_at, id", limit: limit - expired.count)
         return (expired + due).compactMap(Self.item)
     }
+
+    /// What a claim reads of each row, in ``item(_:)``'s order.
+    private static let itemColumns = """
+        id, apns_id, device_token, environment, topic, payload, collapse_id, priority, expiration, attempts, provider,
+        endpoint, p256dh, auth
+        """
 
     /// Deletes rows that were delivered (or whose device is gone).
     func delete(_ ids: [Int64]) throws {
@@ -194,24 +219,25 @@ struct PushOutbox {
         try db.execute("DELETE FROM push_outbox WHERE state = 'failed' AND created_at < $1", [.integer(before)])
     }
 
+    /// A row as ``itemColumns`` reads it, by position (a thousand rows a batch: a column found by
+    /// its name is a search of the names).
     private static func item(_ row: Row) -> OutboxItem? {
-        guard let id = row.int("id"), let apnsID = row.string("apns_id"), let token = row.string("device_token"),
-            let environment = row.string("environment").flatMap(PushEnvironment.init), let topic = row.string("topic"),
-            let payload = row.string("payload"), let priority = row.int("priority"),
-            let expiration = row.int("expiration"), let attempts = row.int("attempts")
+        guard let id = row.int(at: 0), let apnsID = row.string(at: 1), let token = row.string(at: 2),
+            let environment = row.string(at: 3).flatMap(PushEnvironment.init), let topic = row.string(at: 4),
+            let payload = row.string(at: 5), let priority = row.int(at: 7), let expiration = row.int(at: 8),
+            let attempts = row.int(at: 9)
         else { return nil }
-        let provider = row.string("provider").flatMap(PushProvider.init(rawValue:)) ?? .apns
+        let provider = row.string(at: 10).flatMap(PushProvider.init(rawValue:)) ?? .apns
         var webPush: WebPushTarget?
-        if provider == .webpush, let endpoint = row.string("endpoint"), let p256dh = row.string("p256dh"),
-            let auth = row.string("auth")
+        if provider == .webpush, let endpoint = row.string(at: 11), let p256dh = row.string(at: 12),
+            let auth = row.string(at: 13)
         {
             webPush = WebPushTarget(endpoint: endpoint, p256dh: p256dh, auth: auth)
         }
         return OutboxItem(
             id: id, apnsID: apnsID, deviceToken: token, environment: environment, topic: topic, payload: payload,
-            collapseID: row.string("collapse_id"), priority: Int(priority), expiration: expiration,
-            attempts: Int(attempts), provider: provider, webPush: webPush,
-            fcmToken: provider == .fcm ? row.string("endpoint") : nil)
+            collapseID: row.string(at: 6), priority: Int(priority), expiration: expiration, attempts: Int(attempts),
+            provider: provider, webPush: webPush, fcmToken: provider == .fcm ? row.string(at: 11) : nil)
     }
 }
 

@@ -35,6 +35,9 @@ final class PushSender: Service, @unchecked Sendable {
     private let thread = Mutex<ServiceThread?>(nil)
     /// One pass at a time.
     private let pass = NSLock()
+    /// When this sender last looked for rows whose lease ran out (its clock's second), under
+    /// `pass`: once a second, not with each batch.
+    private var lapsedLookedAt: Int64?
 
     init(
         database: any Database, transport: any PushTransport, maximumAttempts: Int, clock: any WallClock,
@@ -200,13 +203,18 @@ final class PushSender: Service, @unchecked Sendable {
         try database.transaction { try PushOutbox($0).release(items.map(\.id), by: claimant) }
     }
 
-    /// Due rows at `now`, claimed for this sender.
+    /// Due rows at `now`, claimed for this sender; first, once a second, rows whose lease ran out
+    /// (another sender's that stopped, or a batch of this one's that outlasted its lease). To
+    /// tell, a claim reads every row in flight, up to three batches of a thousand.
     private func claim(now: Int64) throws -> [OutboxItem] {
-        try database.transaction {
+        let lapsed = lapsedLookedAt != now
+        let items = try database.transaction {
             try PushOutbox($0).claim(
                 claimant, limit: batchSize, now: now, lease: lease, dialect: database.dialect,
-                providers: transport.providers)
+                providers: transport.providers, lapsed: lapsed)
         }
+        if lapsed { lapsedLookedAt = now }
+        return items
     }
 
     private func record(_ items: [OutboxItem], _ responses: [APNsResponse], now: Int64) throws {
