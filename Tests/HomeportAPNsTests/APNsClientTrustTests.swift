@@ -11,21 +11,26 @@ struct APNsClientTrustTests {
             topic: APNsStandIn.topic, payload: Data(#"{"aps":{}}"#.utf8), expiration: 0, environment: .production)
     }
 
+    /// A CA the stand-in's certificate does not chain to, made in `directory`; its file.
+    private func anotherCA(in directory: TemporaryDirectory) throws -> String {
+        let made = try ServerProcess.runProgram(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+                directory.file("other-key.pem"), "-out", directory.file("other.pem"), "-days", "1", "-subj",
+                "/CN=Another CA",
+            ])
+        #expect(made.status == 0)
+        return directory.file("other.pem")
+    }
+
     @Test("a host whose certificate is not trusted, or names another host, gets no request at all")
     func untrusted() throws {
         let standIn = try APNsStandIn()
         let other = try TemporaryDirectory()
         defer { other.remove() }
-        // A CA the stand-in's certificate does not chain to.
-        let made = try ServerProcess.runProgram(
-            "/usr/bin/openssl",
-            [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
-                other.file("key.pem"), "-out", other.file("ca.pem"), "-days", "1", "-subj", "/CN=Another CA",
-            ])
-        #expect(made.status == 0)
         let cases: [(url: String, ca: String?, why: String)] = [
-            (standIn.url, nil, "not trusted"), (standIn.url, other.file("ca.pem"), "not trusted"),
+            (standIn.url, nil, "not trusted"), (standIn.url, try anotherCA(in: other), "not trusted"),
             ("https://127.0.0.2:\(standIn.port)", standIn.caFile, "not trusted"),
         ]
         for (url, ca, why) in cases {
@@ -46,14 +51,7 @@ struct APNsClientTrustTests {
         let standIn = try APNsStandIn()
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let made = try ServerProcess.runProgram(
-            "/usr/bin/openssl",
-            [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
-                directory.file("key.pem"), "-out", directory.file("other.pem"), "-days", "1", "-subj", "/CN=Another CA",
-            ])
-        #expect(made.status == 0)
-        let other = try Data(contentsOf: URL(fileURLWithPath: directory.file("other.pem")))
+        let other = try Data(contentsOf: URL(fileURLWithPath: try anotherCA(in: directory)))
         let standInCA = try Data(contentsOf: URL(fileURLWithPath: standIn.caFile))
         let path = directory.file("ca.pem")
         // Each client is new (so is its connection); the file at one path changes under them.
