@@ -83,7 +83,8 @@ final class TLSConnection {
 
     /// OpenSSL's socket BIO, but writing with `MSG_NOSIGNAL`: a host that closed the connection
     /// while a batch goes out fails the write (EPIPE) instead of raising SIGPIPE, which would end
-    /// the process (a server does not ignore the signal). Made once, on first use.
+    /// the process wherever the signal is not ignored (`serve` ignores it; a program that embeds
+    /// the client may not). Made once, on first use.
     nonisolated(unsafe) private static let socketMethod = homeport_bio_socket_method()
 
     /// What a read or a write came to.

@@ -5,6 +5,28 @@ import Testing
 
 @testable import HomeportServer
 
+/// Runs statements on `base`; right after the first one that reads the outbox, runs `meanwhile`
+/// (another writer, between a claim's read and its write).
+private final class Interleaving: SQLExecutor {
+    let base: any SQLExecutor
+    var meanwhile: (() throws -> Void)?
+    var dialect: SQLDialect { base.dialect }
+
+    init(_ base: any SQLExecutor, meanwhile: @escaping () throws -> Void) {
+        self.base = base
+        self.meanwhile = meanwhile
+    }
+
+    func execute(_ sql: String, _ parameters: [SQLValue]) throws -> [Row] {
+        let rows = try base.execute(sql, parameters)
+        if sql.hasPrefix("SELECT"), sql.contains("FROM push_outbox"), let meanwhile {
+            self.meanwhile = nil
+            try meanwhile()
+        }
+        return rows
+    }
+}
+
 @Suite("The outbox's claims, on SQLite and PostgreSQL", .tags(.postgres))
 struct PushOutboxClaimTests {
     private func item(_ n: Int) -> OutboxItem {
@@ -58,6 +80,30 @@ struct PushOutboxClaimTests {
                 try PushOutbox($0).claim("me", limit: 10, now: now, lease: 90, dialect: database.dialect, lapsed: false)
             }
             #expect(due.isEmpty, "nothing else is due")
+        }
+    }
+
+    @Test(
+        "a claim outside a transaction, another sender claiming between its read and its write, returns no row of the other's"
+    )
+    func readThenSetAsksAgain() throws {
+        try withMigratedDatabase(.sqlite) { database, _ in
+            let now: Int64 = 10_000
+            for n in 1...4 { try PushOutbox(database).enqueue(item(n), now: now - 100) }
+            let ids = try database.execute("SELECT id FROM push_outbox ORDER BY id").compactMap { $0.int(at: 0) }
+            // Not in a transaction (a caller that forgot): another sender takes the second row
+            // after this claim read it.
+            let racing = Interleaving(database) {
+                try database.execute(
+                    "UPDATE push_outbox SET state = 'sending', claimed_by = 'other', claimed_until = $1 WHERE id = $2",
+                    [.integer(now + 90), .integer(ids[1])])
+            }
+            let claimed = try PushOutbox(racing).claim(
+                "me", limit: 10, now: now, lease: 90, dialect: database.dialect, lapsed: false)
+            #expect(Set(claimed.map(\.id)) == [ids[0], ids[2], ids[3]], "the other's row is not returned")
+            #expect(
+                try database.execute("SELECT claimed_by FROM push_outbox WHERE id = $1", [.integer(ids[1])])
+                    .first?.string(at: 0) == "other")
         }
     }
 

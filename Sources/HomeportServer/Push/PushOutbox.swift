@@ -101,21 +101,25 @@ struct PushOutbox {
                     RETURNING \(Self.itemColumns)
                     """, [.text(claimant), .integer(now + lease), .integer(now), .integer(Int64(limit))])
             }
-            // Read, then set by id. SQLite's UPDATE … RETURNING copies every row it returns into a
-            // table of its own before the first is read, and its IN (SELECT …) another.
+            // Read, then set by id. SQLite's UPDATE … RETURNING of the whole row copies every row it
+            // returns into a table of its own before the first is read, and its IN (SELECT …)
+            // another. In a transaction nobody writes between the two; the UPDATE asks again all
+            // the same, so that a row set meanwhile (by a caller without one) is not claimed twice.
             let rows = try db.execute(
                 """
                 SELECT \(Self.itemColumns) FROM push_outbox WHERE \(condition) AND provider IN (\(kinds))
                 ORDER BY \(order) LIMIT $4
                 """, [.null, .null, .integer(now), .integer(Int64(limit))])  // $1 and $2 are the UPDATE's
-            for (chunk, placeholders) in SQLList.chunks(rows.compactMap { $0.int(at: 0) }, first: 3) {
-                try db.execute(
+            var claimed: Set<Int64> = []
+            for (chunk, placeholders) in SQLList.chunks(rows.compactMap { $0.int(at: 0) }, first: 4) {
+                let set = try db.execute(
                     """
                     UPDATE push_outbox SET state = 'sending', claimed_by = $1, claimed_until = $2
-                    WHERE id IN (\(placeholders))
-                    """, [.text(claimant), .integer(now + lease)] + chunk.map(SQLValue.integer))
+                    WHERE id IN (\(placeholders)) AND \(condition) RETURNING id
+                    """, [.text(claimant), .integer(now + lease), .integer(now)] + chunk.map(SQLValue.integer))
+                claimed.formUnion(set.compactMap { $0.int(at: 0) })
             }
-            return rows
+            return claimed.count == rows.count ? rows : rows.filter { $0.int(at: 0).map(claimed.contains) == true }
         }
         let expired = lapsed ? try claim("state = 'sending' AND claimed_until < $3", order: "id", limit: limit) : []
         guard expired.count < limit else { return expired.compactMap(Self.item) }
