@@ -107,6 +107,37 @@ struct PushOutboxClaimTests {
         }
     }
 
+    @Test("on SQLite a claim's writes find their rows by id, not through the due index that spans every due row")
+    func claimWritesByID() throws {
+        try withMigratedDatabase(.sqlite) { database, url in
+            guard case .sqlite(let path) = url else { return }
+            let now: Int64 = 10_000
+            for n in 1...20 { try PushOutbox(database).enqueue(item(n), now: now - 100) }
+            // One row of each condition: a lapsed lease, and due rows.
+            try database.execute(
+                """
+                UPDATE push_outbox SET state = 'sending', claimed_by = 'dead', claimed_until = $1
+                WHERE id = (SELECT MIN(id) FROM push_outbox)
+                """, [.integer(now - 1)])
+            StatementLog.start(source: path)
+            let claimed = try database.transaction {
+                try PushOutbox($0).claim("me", limit: 10, now: now, lease: 90, dialect: database.dialect)
+            }
+            let updates = StatementLog.stop(source: path).filter { $0.sql.contains("UPDATE push_outbox") }
+            #expect(claimed.count == 10)
+            #expect(updates.count == 2, "one for the lapsed row, one for the due ones")
+            for update in updates {
+                // Asked again in the write, the read's condition could lead SQLite to the index of
+                // every due row (a hundred thousand in a drain) instead of the ids.
+                let plan = try database.execute("EXPLAIN QUERY PLAN " + update.sql, update.parameters)
+                    .compactMap { $0.string("detail") }
+                #expect(
+                    plan.contains { $0.contains("INTEGER PRIMARY KEY") }
+                        && !plan.contains { $0.contains("push_outbox_due") }, "\(plan)")
+            }
+        }
+    }
+
     @Test("a claim of a thousand sets every row it returns, and only those", arguments: Backend.allCases)
     func largeClaim(backend: Backend) throws {
         try withMigratedDatabase(backend) { database, _ in

@@ -105,6 +105,7 @@ struct PushOutbox {
             // returns into a table of its own before the first is read, and its IN (SELECT …)
             // another. In a transaction nobody writes between the two; the UPDATE asks again all
             // the same, so that a row set meanwhile (by a caller without one) is not claimed twice.
+            // NOT INDEXED: by the ids, not by the condition's index, which spans every due row.
             let rows = try db.execute(
                 """
                 SELECT \(Self.itemColumns) FROM push_outbox WHERE \(condition) AND provider IN (\(kinds))
@@ -114,7 +115,7 @@ struct PushOutbox {
             for (chunk, placeholders) in SQLList.chunks(rows.compactMap { $0.int(at: 0) }, first: 4) {
                 let set = try db.execute(
                     """
-                    UPDATE push_outbox SET state = 'sending', claimed_by = $1, claimed_until = $2
+                    UPDATE push_outbox NOT INDEXED SET state = 'sending', claimed_by = $1, claimed_until = $2
                     WHERE id IN (\(placeholders)) AND \(condition) RETURNING id
                     """, [.text(claimant), .integer(now + lease), .integer(now)] + chunk.map(SQLValue.integer))
                 claimed.formUnion(set.compactMap { $0.int(at: 0) })
