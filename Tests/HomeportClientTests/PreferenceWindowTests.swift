@@ -72,10 +72,14 @@ struct PreferenceWindowTests {
         let client = try makeClient(home, SpyTransport())
         let record = try await signUp(client, at: mine)
         client.networkPathChanged(to: "home")
+        let started = ContinuousClock.now
         _ = try await client.appInfo(record.key)
+        let elapsed = ContinuousClock.now - started
         let stored = try client.directory.find(record.key)
         let roundTrip = try #require(stored.roundTrip(of: record.primary.url, on: "home"))
-        #expect(roundTrip > .zero && roundTrip < .seconds(5))
+        // Within the request that raced: a unit taken for another would not fit in it, and a
+        // machine the whole suite loads stretches both alike.
+        #expect(roundTrip > .zero && roundTrip <= elapsed, "\(roundTrip) in \(elapsed)")
         #expect(stored.roundTrip(of: record.primary.url, on: "cafe") == nil)
 
         var before = stat()

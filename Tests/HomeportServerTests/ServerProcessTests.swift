@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// Tests that run the real `homeport-server` executable.
-@Suite("homeport-server processes", .tags(.process, .postgres))
+@Suite("homeport-server processes", .tags(.process, .postgres, .interop))
 struct ServerProcessTests {
     static func identity(_ port: Int) throws -> String {
         let response = try RawHTTP.request(port: port, path: "/api/v1/server-identity")
@@ -168,7 +168,7 @@ final class LockedList<Element>: @unchecked Sendable {
     var all: [Element] { lock.withLock { elements } }
 }
 
-@Suite("A server on port 0 names the port it got", .tags(.process, .postgres))
+@Suite("A server on port 0 names the port it got", .tags(.process, .postgres, .interop))
 struct PortZeroTests {
     @Test("--listen HOST:0: mail links, the replicas table and the banner carry the bound port")
     func boundPortEverywhere() throws {
