@@ -15,6 +15,8 @@ final class SQLiteConnection: DatabaseConnection {
     }()
     private(set) var isBroken = false
     let commitHooks = CommitHooks()
+    /// The statements this connection keeps prepared, as written.
+    var preparedStatements: [String] { Array(statements.keys) }
 
     /// The file, as ``StatementLog`` names this database.
     private let source: String
