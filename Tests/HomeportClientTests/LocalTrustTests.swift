@@ -118,7 +118,7 @@ struct LocalTrustTests {
         let base = try TemporaryDirectory()
         defer { base.remove() }
         let elsewhere = base.file("elsewhere.key")
-        FileManager.default.createFile(atPath: elsewhere, contents: Data(repeating: 7, count: 32))
+        #expect(FileManager.default.createFile(atPath: elsewhere, contents: Data(repeating: 7, count: 32)))
         chmod(elsewhere, 0o644)
         #expect(chown(elsewhere, 65534, 65534) == 0)
         let cases: [(name: String, reason: String, make: (String) -> Void)] = [
@@ -126,7 +126,7 @@ struct LocalTrustTests {
             (
                 "foreign", "owned by another user",
                 { key in
-                    FileManager.default.createFile(atPath: key, contents: Data(repeating: 1, count: 32))
+                    _ = FileManager.default.createFile(atPath: key, contents: Data(repeating: 1, count: 32))
                     chmod(key, 0o600)
                     chown(key, 65534, 65534)
                 }
@@ -134,7 +134,7 @@ struct LocalTrustTests {
             (
                 "readable", "others can read",
                 { key in
-                    FileManager.default.createFile(atPath: key, contents: Data(repeating: 1, count: 32))
+                    _ = FileManager.default.createFile(atPath: key, contents: Data(repeating: 1, count: 32))
                     chmod(key, 0o644)
                 }
             ),

@@ -68,7 +68,10 @@ struct StoredWinnerTests {
     func storedVerification() async throws {
         let data = try TemporaryDirectory()
         let home = try TemporaryDirectory()
-        defer { (data.remove(), home.remove()) }
+        defer {
+            data.remove()
+            home.remove()
+        }
         let (server, first, record) = try await pinnedServer(data, home)
         _ = try await first.appInfo(record.key)
 
@@ -133,7 +136,10 @@ struct StoredWinnerTests {
     func age() async throws {
         let data = try TemporaryDirectory()
         let home = try TemporaryDirectory()
-        defer { (data.remove(), home.remove()) }
+        defer {
+            data.remove()
+            home.remove()
+        }
         let (server, first, record) = try await pinnedServer(data, home)
         defer { withExtendedLifetime(server) {} }
         _ = try await first.appInfo(record.key)

@@ -337,7 +337,7 @@ struct ProductFaceTests {
                     runs.mutate { $0.finished += 1 }
                 }
             ])
-        try withAccounts(.sqlite, product: product) { _ in
+        _ = try withAccounts(.sqlite, product: product) { _ in
             eventually(every: .milliseconds(10)) { runs.value.started >= 2 }
         }
         #expect(runs.value.started >= 2)

@@ -67,7 +67,7 @@ struct PublicOnlyTests {
         // the listener (as /etc/hosts has it on Debian and in most containers).
         var name = [CChar](repeating: 0, count: 256)
         gethostname(&name, name.count)
-        let hostname = String(cString: name)
+        let hostname = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         #expect(!NetworkAddress.isPrivate(host: hostname), "its spelling says nothing")
         if case .success = open.perform("http://\(hostname):\(service.port)/messages") { hosts.append(hostname) }
         let strict = CurlSession(timeoutSeconds: 5, publicOnly: true)

@@ -209,7 +209,7 @@ struct PushGatewayCommandTests {
         ])
         #expect(garbage.status == 1)
         #expect(garbage.error.contains("did not answer a Homeport server's identity route"), "\(garbage.error)")
-        FileManager.default.createFile(
+        _ = FileManager.default.createFile(
             atPath: data.file("open-credential"), contents: Data("x".utf8), attributes: [.posixPermissions: 0o644])
         let open = try ServerProcess.run([
             "serve", "--database", "sqlite:" + data.file("s.sqlite"), "--apns-topic", "net.example.books",

@@ -418,11 +418,11 @@ struct TwoFactorTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let other = directory.file("other.key")
-        FileManager.default.createFile(
+        _ = FileManager.default.createFile(
             atPath: other, contents: Data(String(repeating: "7a", count: 32).utf8),
             attributes: [.posixPermissions: 0o600])
         let open = directory.file("open.key")
-        FileManager.default.createFile(
+        _ = FileManager.default.createFile(
             atPath: open, contents: Data(String(repeating: "7a", count: 32).utf8),
             attributes: [.posixPermissions: 0o644])
         // While no account has a second factor, another key simply takes over.

@@ -166,7 +166,7 @@ struct StorageTests {
             #expect(try database.execute("SELECT COUNT(*) AS n FROM t").first?.int("n") == 0)
             release.signal()
             done.wait()
-            try database.transaction { db in try db.execute("INSERT INTO t (v) VALUES (3)") }
+            _ = try database.transaction { db in try db.execute("INSERT INTO t (v) VALUES (3)") }
             #expect(try database.execute("SELECT v FROM t ORDER BY v").compactMap { $0.int("v") } == [1, 3])
             #expect(failures.all.isEmpty, "\(failures.all)")
         }
