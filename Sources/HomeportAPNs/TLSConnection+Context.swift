@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -22,8 +23,7 @@ extension TLSConnection {
 
         /// Contexts made, by the CA file, with the bytes it held (a file written again is
         /// another context; its bytes are compared, since a time or a size can stay the same).
-        nonisolated(unsafe) private static var contexts: [String: (file: Data, context: Context)] = [:]
-        private static let lock = NSLock()
+        private static let contexts = Mutex<[String: (file: Data, context: Context)]>([:])
 
         /// How long a context is shared before the next connection makes a new one (and reads the
         /// system's trust again, which may have changed).
@@ -41,14 +41,14 @@ extension TLSConnection {
                 throw APNsConnectionError("cannot load the CA file \(caFile ?? "")")
             }
             let key = caFile ?? ""
-            lock.lock()
-            defer { lock.unlock() }
-            if let made = contexts[key], made.file == file, ContinuousClock.now - made.context.made < lifetime {
-                return made.context
+            return try contexts.withLock { contexts in
+                if let made = contexts[key], made.file == file, ContinuousClock.now - made.context.made < lifetime {
+                    return made.context
+                }
+                let context = try make(caFile: caFile)
+                contexts[key] = (file, context)
+                return context
             }
-            let context = try make(caFile: caFile)
-            contexts[key] = (file, context)
-            return context
         }
 
         private static func make(caFile: String?) throws -> Context {
