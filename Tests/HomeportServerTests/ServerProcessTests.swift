@@ -95,11 +95,7 @@ struct ServerProcessTests {
         let arguments =
             command == "serve"
             ? ["--database", "sqlite:" + data.file("server.sqlite")]
-            : [
-                "--database", "sqlite:" + data.file("gateway.sqlite"), "--apns-topic", APNsStandIn.topic,
-                "--apns-key-file", standIn.keyFile, "--apns-key-id", APNsStandIn.keyID, "--apns-team-id",
-                APNsStandIn.teamID, "--apns-base-url", standIn.url, "--apns-ca-file", standIn.caFile,
-            ]
+            : ["--database", "sqlite:" + data.file("gateway.sqlite")] + standIn.serverArguments
         // Every request is logged at debug: the first write after the reader left would end the
         // process, were SIGPIPE's default left (`serve 2>&1 | tee log`, and tee is stopped).
         let server = try ServerProcess(
