@@ -197,24 +197,37 @@ struct ServerFuzzTests {
         let lanes = 8
         let perEndpoint = max(1, total / endpoints.count)
         for (number, endpoint) in endpoints.enumerated() {
+            // Each endpoint's own account: a password change that succeeds ends its session, and the
+            // endpoints after it would otherwise see only 401s.
+            let token = try FuzzTarget.signIn(target.server.port, "fuzz-\(number)@example.com")
+            let signedIn = Mutex(0)
             DispatchQueue.concurrentPerform(iterations: lanes) { lane in
                 var fuzzer = JSONFuzzer(seed: seed &+ UInt64(number * lanes + lane))
                 for _ in stride(from: lane, to: perEndpoint, by: lanes) {
                     let body = fuzzer.body(from: endpoint.fields)
                     var head = "\(endpoint.method) \(endpoint.path) HTTP/1.1\r\nHost: fuzz\r\nConnection: close\r\n"
                     head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n"
-                    if endpoint.token { head += "X-Session-Token: \(target.token)\r\n" }
+                    if endpoint.token { head += "X-Session-Token: \(token)\r\n" }
                     let request = Array((head + "\r\n").utf8) + body
                     guard
                         let response = target.send(
                             request, from: "127.0.0.\(20 + lane)", describing: { printable(request) })
                     else { continue }
-                    if !(response.header("Content-Type") ?? "").contains("json") {
+                    if ![401, 410].contains(response.status) { signedIn.withLock { $0 += 1 } }
+                    // A 204 (a mute set) has no body to be JSON; every other answer is JSON.
+                    if response.status == 204 {
+                        if !response.body.isEmpty || response.header("Content-Type") != nil {
+                            target.failures.append("204 with a body for \(printable(request))")
+                        }
+                    } else if !(response.header("Content-Type") ?? "").contains("json") {
                         target.failures.append("\(response.status) without JSON for \(printable(request))")
                     }
                 }
             }
             target.healthCheck("after \(endpoint.path)")
+            if endpoint.token {
+                #expect(signedIn.withLock { $0 } > 0, "\(endpoint.path) never answered a signed-in request")
+            }
         }
         #expect(
             target.failures.all.isEmpty,
