@@ -14,6 +14,9 @@ private final class FuzzTarget: @unchecked Sendable {
     let directory: TemporaryDirectory
     let server: ServerProcess
     let token: String
+    /// The token the session route's requests carry: a mutation into `DELETE` signs it out,
+    /// and only it.
+    let sessionToken: String
     let failures = LockedList<String>()
     /// Answers seen, by status: a run that saw few answers tested little.
     let statuses = Mutex<[Int: Int]>([:])
@@ -26,9 +29,12 @@ private final class FuzzTarget: @unchecked Sendable {
             "--outbox", directory.file("outbox"), "--log-level", "error", "--workers", "2",
             "--rate-limits",
             "login-per-address=1000000/60,failed-login-per-address=1000000/60,signup-per-address=1000000/60,"
-                + "failed-login-per-account=1000000/60,reset-per-address=1000000/60",
+                + "failed-login-per-account=1000000/60,reset-per-address=1000000/60,reset-per-email=1000000/60,"
+                + "failed-password-change-per-session=1000000/60,password-change-per-account=1000000/60,"
+                + "push-test-per-account=1000000/60,push-changes-per-account=1000000/60",
         ])
         token = try Self.signIn(server.port, "fuzz@example.com")
+        sessionToken = try Self.signIn(server.port, "session@example.com")
         _ = try Self.signIn(server.port, "health@example.com")
     }
 
@@ -88,7 +94,7 @@ private func printable(_ bytes: [UInt8]) -> String {
 @Suite("Fuzzing a real server: no crash, no 5xx, valid requests always answered", .serialized, .tags(.process))
 struct ServerFuzzTests {
     /// Every route, well formed, as the fuzzer's starting points.
-    private static func templates(token: String) -> [RequestTemplate] {
+    private static func templates(token: String, sessionToken: String) -> [RequestTemplate] {
         let json = [(name: "Content-Type", value: "application/json")]
         let auth = [(name: "X-Session-Token", value: token)]
         let form = [(name: "Content-Type", value: "application/x-www-form-urlencoded")]
@@ -102,7 +108,7 @@ struct ServerFuzzTests {
             RequestTemplate("GET", app + AllauthAppPath.config),
             RequestTemplate("POST", app + AllauthAppPath.signup, headers: json, body: credentials),
             RequestTemplate("POST", app + AllauthAppPath.login, headers: json, body: credentials),
-            RequestTemplate("GET", app + AllauthAppPath.session, headers: auth),
+            RequestTemplate("GET", app + AllauthAppPath.session, headers: [("X-Session-Token", sessionToken)]),
             RequestTemplate(
                 "POST", app + AllauthAppPath.passwordChange, headers: json + auth,
                 body: Array(#"{"current_password":"x","new_password":"correct horse battery"}"#.utf8)),
@@ -142,7 +148,7 @@ struct ServerFuzzTests {
         let seed = FuzzRun.seed
         let total = FuzzRun.requests(default: 3000)
         let target = try FuzzTarget()
-        let templates = Self.templates(token: target.token)
+        let templates = Self.templates(token: target.token, sessionToken: target.sessionToken)
         let lanes = 32
         let batch = 400
         var sent = 0
@@ -165,8 +171,8 @@ struct ServerFuzzTests {
             "seed \(seed) (HOMEPORT_FUZZ_SEED replays it): \(target.failures.all.prefix(10))")
         let statuses = target.statuses.withLock { $0 }
         let answered = statuses.values.reduce(0, +)
-        #expect(answered * 3 > total, "only \(answered) of \(total) requests were answered: \(statuses)")
-        #expect(Set(statuses.keys).isSuperset(of: [200, 400, 401]), "statuses seen: \(statuses)")
+        #expect(answered * 3 > total, "only \(answered) of \(total) requests were answered (seed \(seed)): \(statuses)")
+        #expect(Set(statuses.keys).isSuperset(of: [200, 400, 401]), "statuses seen (seed \(seed)): \(statuses)")
         #expect(target.server.stop() == 0, "exits cleanly after \(total) requests (seed \(seed))")
     }
 
@@ -226,12 +232,13 @@ struct ServerFuzzTests {
             }
             target.healthCheck("after \(endpoint.path)")
             if endpoint.token {
-                #expect(signedIn.withLock { $0 } > 0, "\(endpoint.path) never answered a signed-in request")
+                #expect(
+                    signedIn.withLock { $0 } > 0, "\(endpoint.path) never answered a signed-in request (seed \(seed))")
             }
         }
         #expect(
             target.failures.all.isEmpty,
             "seed \(seed) (HOMEPORT_FUZZ_SEED replays it): \(target.failures.all.prefix(10))")
-        #expect(target.server.stop() == 0)
+        #expect(target.server.stop() == 0, "exits cleanly (seed \(seed))")
     }
 }
