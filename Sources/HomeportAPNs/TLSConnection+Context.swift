@@ -45,13 +45,16 @@ extension TLSConnection {
                 if let made = contexts[key], made.file == file, ContinuousClock.now - made.context.made < lifetime {
                     return made.context
                 }
-                let context = try make(caFile: caFile)
+                let context = try make(caFile: caFile, holding: file)
                 contexts[key] = (file, context)
                 return context
             }
         }
 
-        private static func make(caFile: String?) throws -> Context {
+        /// A context trusting the system's CAs and the certificates of `file` (the CA file's bytes
+        /// as read for the key: the file is not opened again, so a context never holds other
+        /// bytes than those it is kept for).
+        private static func make(caFile: String?, holding file: Data) throws -> Context {
             guard let pointer = SSL_CTX_new(TLS_client_method()) else {
                 throw APNsConnectionError("OpenSSL could not make a TLS context")
             }
@@ -59,10 +62,29 @@ extension TLSConnection {
             _ = homeport_ssl_ctx_min_tls12(pointer)
             SSL_CTX_set_verify(pointer, SSL_VERIFY_PEER, nil)
             _ = SSL_CTX_set_default_verify_paths(pointer)
-            if let caFile, SSL_CTX_load_verify_locations(pointer, caFile, nil) != 1 {
+            if let caFile, addCertificates(in: file, to: pointer) == 0 {
                 throw APNsConnectionError("cannot load the CA file \(caFile)")
             }
             return context
+        }
+
+        /// Adds each PEM certificate of `pem` to the context's trust; how many.
+        private static func addCertificates(in pem: Data, to context: OpaquePointer) -> Int {
+            guard let store = SSL_CTX_get_cert_store(context) else { return 0 }
+            var added = 0
+            pem.withUnsafeBytes { bytes in
+                guard let base = bytes.baseAddress, let bio = BIO_new_mem_buf(base, Int32(bytes.count)) else {
+                    return
+                }
+                defer { BIO_free(bio) }
+                while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
+                    if X509_STORE_add_cert(store, certificate) == 1 { added += 1 }
+                    X509_free(certificate)
+                }
+            }
+            // The end of the text leaves "no start line" on the thread's error queue.
+            ERR_clear_error()
+            return added
         }
     }
 }

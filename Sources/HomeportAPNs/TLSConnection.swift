@@ -37,7 +37,8 @@ final class TLSConnection {
     {
         let context = try Context.shared(caFile: caFile)
         let descriptor = try openSocket(host: host, port: port, deadline: deadline)
-        guard let ssl = SSL_new(context.pointer) else {
+        // Held until SSL_new has counted it: another thread may replace it in the shared table.
+        guard let ssl = withExtendedLifetime(context, { SSL_new(context.pointer) }) else {
             close(descriptor)
             throw APNsConnectionError("OpenSSL could not make a TLS session")
         }

@@ -66,7 +66,9 @@ struct APNsClientTrustTests {
         #expect(try status(trusting: standInCA) == 403)
         #expect(try status(trusting: standInCA) == 403)
         #expect(try status(trusting: other) == 0, "the stand-in's CA is no longer in the file")
-        #expect(standIn.requests().count == 2)
+        #expect(try status(trusting: other + standInCA) == 403, "every certificate of a bundle is trusted")
+        #expect(try status(trusting: Data("not a certificate\n".utf8)) == 0)
+        #expect(standIn.requests().count == 3)
         try FileManager.default.removeItem(atPath: path)
         let gone = APNsClient(
             configuration: .init(productionURL: standIn.url, sandboxURL: standIn.url, caFile: path, timeoutSeconds: 5))
