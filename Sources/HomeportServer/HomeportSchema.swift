@@ -659,6 +659,20 @@ package enum HomeportSchema {
                 "CREATE INDEX IF NOT EXISTS push_outbox_due ON push_outbox (state, next_attempt_at, id)",
             ]
         },
+        // Whether the account's address was proven when a provider account was linked to it: a
+        // link made before (by whoever made the account with that address) ends when the
+        // address's owner resets the password. Links made after the address was verified, as
+        // recorded, are proven.
+        Migration(
+            version: 30, name: "provider_links_address_proven",
+            statements: [
+                "ALTER TABLE provider_links ADD COLUMN address_proven BIGINT NOT NULL DEFAULT 0",
+                """
+                UPDATE provider_links SET address_proven = 1 WHERE EXISTS (
+                    SELECT 1 FROM verified_emails v
+                    WHERE v.user_id = provider_links.user_id AND v.verified_at <= provider_links.created_at)
+                """,
+            ]),
     ]
 
     /// A migrator over ``migrations``.

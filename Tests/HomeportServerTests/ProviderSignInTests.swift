@@ -236,6 +236,51 @@ struct ProviderSignInTests {
         }
     }
 
+    @Test(
+        "a provider account linked before the address was proven ends when the address's owner resets the password; a proven one stays",
+        arguments: Backend.allCases)
+    func linkedBeforeTheOwner(backend: Backend) throws {
+        let standIn = try OIDCStandIn()
+        try withAccounts(backend) { server in
+            try addProvider(server, standIn)
+            // Mallory makes Ada's account first, through a provider that does not vouch for
+            // the address; and makes Bob's with a password, then connects her provider account.
+            let made = try handOver(
+                server, try token(standIn, server, subject: "mallory-1", email: "ada@example.com", verified: false))
+            #expect(made.status == 200 && user(made)["email"] as? String == "ada@example.com", "\(made.text)")
+            let bob = try server.signIn("bob@example.com")
+            let connected = try handOver(
+                server, try token(standIn, server, subject: "mallory-2"), process: "connect", session: bob)
+            #expect(connected.status == 200, "\(connected.text)")
+            // Carol's own provider vouches for her address.
+            let carol = try handOver(
+                server, try token(standIn, server, subject: "carol-1", email: "carol@example.com", verified: true))
+            #expect(carol.status == 200, "\(carol.text)")
+            // Each address's owner takes the account back with a reset.
+            for email in ["ada@example.com", "bob@example.com", "carol@example.com"] {
+                #expect(try server.app("POST", "auth/password/request", json: ["email": email]).status == 200)
+                let key = try #require(server.mailer.resetKey(for: email))
+                let reset = try server.app(
+                    "POST", "auth/password/reset", json: ["key": key, "password": "the owner's own password"])
+                #expect(reset.status == 401, "\(email): \(reset.text)")
+            }
+            for subject in ["mallory-1", "mallory-2"] {
+                let again = try handOver(
+                    server,
+                    try token(standIn, server, subject: subject, email: "ada@example.com", verified: false))
+                #expect(again.status == 401, "\(subject): \(again.text)")
+                #expect(again.sessionToken.map { try? server.appInfo($0).status } != 200)
+                #expect(user(again).isEmpty, "\(subject) signs in to no account: \(again.text)")
+            }
+            let back = try handOver(server, try token(standIn, server, subject: "carol-1"))
+            #expect(back.status == 200 && user(back)["email"] as? String == "carol@example.com", "\(back.text)")
+            #expect(
+                try server.app(
+                    "POST", "auth/login", json: ["email": "ada@example.com", "password": "the owner's own password"]
+                ).status == 200)
+        }
+    }
+
     @Test("a removed provider's tokens are refused; added again, its people find their accounts")
     func removedProvider() throws {
         let standIn = try OIDCStandIn()

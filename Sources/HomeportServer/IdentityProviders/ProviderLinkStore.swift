@@ -14,6 +14,11 @@ package struct ProviderLink: Sendable, Hashable {
     package var email: String?
     /// When it was linked, in Unix seconds.
     package var createdAt: Int64
+    /// Whether the account's address was proven when it was linked: verified here, or vouched
+    /// for by this provider as the address the account was made with. An unproven link may
+    /// have been made by anyone who typed the address, and ends when its owner resets the
+    /// password.
+    package var addressProven: Bool = true
 }
 
 /// The `provider_links` table: who is who at which provider. One person at one issuer is linked
@@ -29,7 +34,7 @@ struct ProviderLinkStore {
     func find(issuer: String, subject: String) throws -> ProviderLink? {
         try db.execute(
             """
-            SELECT issuer, subject, provider_id, user_id, email, created_at FROM provider_links
+            SELECT issuer, subject, provider_id, user_id, email, created_at, address_proven FROM provider_links
             WHERE issuer = $1 AND subject = $2
             """, [.text(issuer), .text(subject)]
         ).first.flatMap(Self.link)
@@ -39,7 +44,7 @@ struct ProviderLinkStore {
     func all(userID: Int64) throws -> [ProviderLink] {
         try db.execute(
             """
-            SELECT issuer, subject, provider_id, user_id, email, created_at FROM provider_links
+            SELECT issuer, subject, provider_id, user_id, email, created_at, address_proven FROM provider_links
             WHERE user_id = $1 ORDER BY created_at, issuer, subject
             """, [.integer(userID)]
         ).compactMap(Self.link)
@@ -50,12 +55,13 @@ struct ProviderLinkStore {
     func link(_ link: ProviderLink) throws -> Bool {
         !(try db.execute(
             """
-            INSERT INTO provider_links (issuer, subject, provider_id, user_id, email, created_at)
-            VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (issuer, subject) DO NOTHING RETURNING user_id
+            INSERT INTO provider_links (issuer, subject, provider_id, user_id, email, created_at, address_proven)
+            VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (issuer, subject) DO NOTHING RETURNING user_id
             """,
             [
                 .text(link.issuer), .text(link.subject), .text(link.providerID), .integer(link.userID),
                 link.email.map(SQLValue.text) ?? .null, .integer(link.createdAt),
+                .integer(link.addressProven ? 1 : 0),
             ]
         ).isEmpty)
     }
@@ -68,12 +74,20 @@ struct ProviderLinkStore {
         ).isEmpty)
     }
 
+    /// Removes the account's links made before its address was proven; how many.
+    func removeUnproven(userID: Int64) throws -> Int {
+        try db.execute(
+            "DELETE FROM provider_links WHERE user_id = $1 AND address_proven = 0 RETURNING user_id",
+            [.integer(userID)]
+        ).count
+    }
+
     private static func link(_ row: Row) -> ProviderLink? {
         guard let issuer = row.string("issuer"), let subject = row.string("subject"),
             let provider = row.string("provider_id"), let user = row.int("user_id"), let at = row.int("created_at")
         else { return nil }
         return ProviderLink(
             issuer: issuer, subject: subject, providerID: provider, userID: user, email: row.string("email"),
-            createdAt: at)
+            createdAt: at, addressProven: row.int("address_proven") != 0)
     }
 }

@@ -119,10 +119,12 @@ struct ProviderSignIn: Sendable {
     func connect(_ provider: OIDCProvider, _ identity: ProviderIdentity, account: Account, now: Int64) throws
         -> Outcome
     {
-        let link = ProviderLink(
-            issuer: identity.issuer, subject: identity.subject, providerID: provider.id, userID: account.id,
-            email: identity.email, createdAt: now)
         return try database.transaction { db in
+            // Connected to an account whose address nobody proved, it is no proof either.
+            let link = ProviderLink(
+                issuer: identity.issuer, subject: identity.subject, providerID: provider.id, userID: account.id,
+                email: identity.email, createdAt: now,
+                addressProven: try EmailVerificationStore(db).isVerified(userID: account.id))
             let links = ProviderLinkStore(db)
             if try links.link(link) {
                 logger.notice("provider connected", metadata: ["provider": provider.id])
@@ -329,14 +331,7 @@ struct ProviderSignIn: Sendable {
         current: Caller, pendingSignup: String? = nil
     ) throws -> Outcome {
         let now = clock.unixSeconds
-        do {
-            try database.transaction {
-                try RateLimiter($0, policy: settings.rateLimits).charge(
-                    .signupPerAddress, RateLimiter.clientKey(address), now: now)
-            }
-        } catch let refusal as RateLimiter.Refusal {
-            return .signIn(.rateLimited(retryAfter: refusal.retryAfter))
-        }
+        if let refused = try chargeSignup(address: address) { return refused }
         let approval: Approval = settings.signup == .open ? .approved : .waiting
         // Django's unusable password: no password signs in to it until a reset sets one.
         let passwordHash = "!" + (try SecretToken.generate(random))
@@ -354,7 +349,7 @@ struct ProviderSignIn: Sendable {
                 try ProviderLinkStore(db).link(
                     ProviderLink(
                         issuer: identity.issuer, subject: identity.subject, providerID: provider.id,
-                        userID: account.id, email: identity.email, createdAt: now))
+                        userID: account.id, email: identity.email, createdAt: now, addressProven: verified))
             else { throw LinkConflict() }
             if verified { try EmailVerificationStore(db).markVerified(userID: account.id, now: now) }
             if let pendingSignup { try SessionEnding(db).end(keyHash: pendingSignup) }
@@ -393,6 +388,19 @@ struct ProviderSignIn: Sendable {
         default: break
         }
         return .signIn(outcome)
+    }
+
+    /// Charges a sign-up to the client's address; the refusal, when its budget is spent.
+    private func chargeSignup(address: String) throws -> Outcome? {
+        do {
+            try database.transaction {
+                try RateLimiter($0, policy: settings.rateLimits).charge(
+                    .signupPerAddress, RateLimiter.clientKey(address), now: clock.unixSeconds)
+            }
+            return nil
+        } catch let refusal as RateLimiter.Refusal {
+            return .signIn(.rateLimited(retryAfter: refusal.retryAfter))
+        }
     }
 
     /// Signs a linked person in to their account: its verification, approval and second factor

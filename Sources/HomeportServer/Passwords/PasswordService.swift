@@ -221,14 +221,18 @@ package final class PasswordService: Sendable {
             // reset and a change, then wait for each other instead of deadlocking.
             guard try AccountStore(db).lock(id: account.id),
                 try ResetKeyStore(db).claim(keyHash: SecretToken.storedForm(of: key), now: now) == account.id
-            else { return false }
+            else { return Int?.none }
             try ResetKeyStore(db).deleteAll(userID: account.id)
             try AccountStore(db).setPasswordHash(id: account.id, to: newHash, at: now)
             try SessionEnding(db).endAll(userID: account.id)
-            return true
+            // The key came to the address: its owner is here, and a provider account someone
+            // linked before the address was proven is not theirs.
+            return try ProviderLinkStore(db).removeUnproven(userID: account.id)
         }
-        guard reset else { return .invalidKey }
-        logger.notice("password reset; every session ended", metadata: ["account": String(account.id)])
+        guard let unlinked = reset else { return .invalidKey }
+        logger.notice(
+            "password reset; every session ended",
+            metadata: ["account": String(account.id), "providers unlinked": String(unlinked)])
         return .reset(account)
     }
 }
