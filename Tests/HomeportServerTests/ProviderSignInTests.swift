@@ -211,6 +211,26 @@ struct ProviderSignInTests {
         }
     }
 
+    @Test(
+        "asking a provider sign-up for an address costs a sign-up, taken or not: which addresses have accounts is not free to learn"
+    )
+    func takenAddressesCost() throws {
+        let standIn = try OIDCStandIn()
+        var limits = RateLimitPolicy()
+        limits.signupPerAddress = RateLimit(3, per: 3600)
+        try withAccounts(.sqlite, rateLimits: limits) { server in
+            _ = try server.signIn("ada@example.com")  // one sign-up of three
+            try addProvider(server, standIn)
+            let pending = try handOver(server, try token(standIn, server, subject: "mallory-1"))
+            let waiting = try #require(pending.sessionToken, "\(pending.text)")
+            let answers = try (0..<3).map { _ in
+                try server.app("POST", "auth/provider/signup", token: waiting, json: ["email": "ada@example.com"])
+            }
+            #expect(answers.map(\.status) == [400, 400, 429], "\(answers.map(\.text))")
+            #expect(answers[0].errorCodes == ["email_taken"])
+        }
+    }
+
     @Test("a person linked to one account cannot be connected to another; connecting needs a session")
     func connectedElsewhere() throws {
         let standIn = try OIDCStandIn()

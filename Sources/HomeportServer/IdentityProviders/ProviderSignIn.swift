@@ -154,11 +154,14 @@ struct ProviderSignIn: Sendable {
         else { return .noPendingSignup }
         guard settings.signup != .closed else { return .signIn(.signupClosed) }
         guard let email = Credentials.normalizedEmail(rawEmail) else { return .invalid([AccountService.invalidEmail]) }
+        // Charged before the address is looked up: an answer of `email_taken` tells whether an
+        // address has an account, and costs a sign-up as a password sign-up does.
+        if let refused = try chargeSignup(address: address) { return refused }
         guard try AccountStore(database).find(email: email) == nil else { return .emailTaken(provider: provider) }
         do {
             return try signUp(
                 provider, identity, email: email, address: address, kind: kind, current: current,
-                pendingSignup: session.keyHash)
+                pendingSignup: session.keyHash, charged: true)
         } catch is LinkConflict {
             // The person was linked, or the address taken, meanwhile.
             return try ProviderLinkStore(database).find(issuer: identity.issuer, subject: identity.subject) == nil
@@ -328,10 +331,10 @@ struct ProviderSignIn: Sendable {
     /// as a password sign-up), linked to the provider account, with no usable password.
     private func signUp(
         _ provider: OIDCProvider, _ identity: ProviderIdentity, email: String, address: String, kind: SessionKind,
-        current: Caller, pendingSignup: String? = nil
+        current: Caller, pendingSignup: String? = nil, charged: Bool = false
     ) throws -> Outcome {
         let now = clock.unixSeconds
-        if let refused = try chargeSignup(address: address) { return refused }
+        if !charged, let refused = try chargeSignup(address: address) { return refused }
         let approval: Approval = settings.signup == .open ? .approved : .waiting
         // Django's unusable password: no password signs in to it until a reset sets one.
         let passwordHash = "!" + (try SecretToken.generate(random))
