@@ -104,6 +104,50 @@ struct PushAPITests {
         }
     }
 
+    @Test(
+        "a push waiting for a device goes when the device leaves the account: unregistered, taken by another account, signed out, let go past the cap",
+        arguments: Backend.allCases)
+    func waitingPushesFollowTheDevice(backend: Backend) throws {
+        var settings = pushOn
+        settings.maxDevicesPerAccount = 2
+        let deviceC = String(repeating: "c", count: 64)
+        try withAccounts(backend, push: settings) { server in
+            func notify(_ email: String) throws {
+                try server.application.push.notify(
+                    ProductNotification(code: ServerCatalogue.testCode, title: "For \(email)"), email: email)
+            }
+            func waiting() throws -> [String] {
+                try server.outbox().map { "\($0.token.prefix(2)):\($0.payload.aps.alert?.title ?? "")" }.sorted()
+            }
+            let ada = try server.signIn("ada@example.com")
+            let adaElsewhere = try server.signIn("ada@example.com")
+            let bob = try server.signIn("bob@example.com")
+            #expect(try server.register(deviceA, token: ada).status == 200)
+            #expect(try server.register(deviceB, token: adaElsewhere).status == 200)
+            try notify("ada@example.com")
+            #expect(try waiting() == ["00:For ada@example.com", "aa:For ada@example.com"])
+            // Unregistered: its push goes; the other device's stays.
+            #expect(try server.app("DELETE", "/api/v1/push/devices/\(deviceA)", token: ada).status == 204)
+            #expect(try waiting() == ["00:For ada@example.com"])
+            // Taken by Bob (a phone signed in to another account): Ada's pushes for it go, Bob's come.
+            #expect(try server.register(deviceA, token: ada).status == 200)
+            try notify("ada@example.com")
+            #expect(try server.register(deviceA, token: bob).status == 200)
+            try notify("bob@example.com")
+            #expect(try waiting() == ["00:For ada@example.com", "00:For ada@example.com", "aa:For bob@example.com"])
+            // Signed out: the session's device goes, and its pushes.
+            _ = try server.app("DELETE", "auth/session", token: adaElsewhere)
+            #expect(try waiting() == ["aa:For bob@example.com"])
+            // Let go past the cap of two: Bob's oldest device, and its push.
+            server.clock.advance(by: 1)
+            #expect(try server.register(deviceB, token: bob).status == 200)
+            server.clock.advance(by: 1)
+            #expect(try server.register(deviceC, token: bob).status == 200)
+            #expect(try server.registeredDevices() == [deviceB, deviceC])
+            #expect(try waiting().isEmpty)
+        }
+    }
+
     @Test("every way a session ends removes the registrations made through it", arguments: Backend.allCases)
     func endingSessionsDropsRegistrations(backend: Backend) throws {
         try withAccounts(backend, push: pushOn) { server in

@@ -320,17 +320,28 @@ public final class PushCenter: Sendable {
             {
                 throw SubscriptionTaken()
             }
+            // What waits for the device was made for its holder until now.
+            if let held = try devices.holder(token: registration.token), held.userID != account.id {
+                try PushOutbox(db).deletePending(deviceTokens: [registration.token])
+            }
             try devices.register(
                 token: registration.token, environment: registration.environment, topic: settings.topic ?? "",
                 userID: account.id, session: session.keyHash, now: now, provider: registration.provider,
                 webPush: target, fcmToken: registration.provider == .fcm ? registration.endpoint : nil)
-            try devices.keepNewest(settings.maxDevicesPerAccount, keeping: registration.token, userID: account.id)
+            let evicted = try devices.keepNewest(
+                settings.maxDevicesPerAccount, keeping: registration.token, userID: account.id)
+            try PushOutbox(db).deletePending(deviceTokens: evicted)
         }
     }
 
-    /// Removes one of the account's device tokens; removing an unknown one changes nothing.
+    /// Removes one of the account's device tokens, and the pushes waiting for it; removing an
+    /// unknown one changes nothing.
     func unregister(token: String, account: Account) throws {
-        try PushDeviceStore(database).remove(token: token, userID: account.id)
+        try database.transaction { db in
+            if try PushDeviceStore(db).remove(token: token, userID: account.id) {
+                try PushOutbox(db).deletePending(deviceTokens: [token])
+            }
+        }
     }
 
     /// The account's devices.

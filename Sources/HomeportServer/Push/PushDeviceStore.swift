@@ -76,18 +76,39 @@ struct PushDeviceStore {
     /// Keeps `token` and the account's `newest - 1` other most recently registered devices, and
     /// removes the rest. (Registrations in the same second tie; the one just made is never the
     /// one to go.)
-    func keepNewest(_ newest: Int, keeping token: String, userID: Int64) throws {
+    /// Returns the tokens removed.
+    @discardableResult
+    func keepNewest(_ newest: Int, keeping token: String, userID: Int64) throws -> [String] {
         try db.execute(
             """
             DELETE FROM push_devices WHERE user_id = $1 AND token <> $2 AND token NOT IN (
                 SELECT token FROM push_devices WHERE user_id = $1 AND token <> $2
                 ORDER BY updated_at DESC, token DESC LIMIT $3)
-            """, [.integer(userID), .text(token), .integer(Int64(max(0, newest - 1)))])
+            RETURNING token
+            """, [.integer(userID), .text(token), .integer(Int64(max(0, newest - 1)))]
+        ).compactMap { $0.string("token") }
     }
 
-    /// Removes a token, if the account holds it.
-    func remove(token: String, userID: Int64) throws {
-        try db.execute("DELETE FROM push_devices WHERE token = $1 AND user_id = $2", [.text(token), .integer(userID)])
+    /// Removes a token, if the account holds it; whether it did.
+    @discardableResult
+    func remove(token: String, userID: Int64) throws -> Bool {
+        !(try db.execute(
+            "DELETE FROM push_devices WHERE token = $1 AND user_id = $2 RETURNING token",
+            [.text(token), .integer(userID)]
+        ).isEmpty)
+    }
+
+    /// The devices registered through a session (which go when it ends).
+    func tokens(session keyHash: String) throws -> [String] {
+        try db.execute("SELECT token FROM push_devices WHERE session_key_hash = $1", [.text(keyHash)])
+            .compactMap { $0.string("token") }
+    }
+
+    /// The account's devices registered through one of its sessions.
+    func tokens(signedInUserID userID: Int64) throws -> [String] {
+        try db.execute(
+            "SELECT token FROM push_devices WHERE user_id = $1 AND session_key_hash IS NOT NULL", [.integer(userID)]
+        ).compactMap { $0.string("token") }
     }
 
     /// Removes a token Apple refused; after a `410 Unregistered`, only if nobody registered it

@@ -170,12 +170,16 @@ struct PushOutbox {
         }
     }
 
-    /// Deletes the pushes waiting for these devices (an account that is deleted); one being sent
-    /// right now is not recalled.
+    /// Deletes the pushes waiting for these devices (an account that is deleted, a device that
+    /// is unregistered, signed out, let go or moved to another account): a push to be tried again
+    /// later is for the account it was made for, not for whoever holds the device by then. One
+    /// being sent right now is not recalled. The outbox has no index by device (each push would
+    /// pay for it): one pass over it per chunk of devices, at these rare events.
     func deletePending(deviceTokens: [String]) throws {
-        for token in deviceTokens {
+        for (chunk, placeholders) in SQLList.chunks(deviceTokens) {
             try db.execute(
-                "DELETE FROM push_outbox WHERE device_token = $1 AND state <> 'sending'", [.text(token)])
+                "DELETE FROM push_outbox WHERE state <> 'sending' AND device_token IN (\(placeholders))",
+                chunk.map(SQLValue.text))
         }
     }
 

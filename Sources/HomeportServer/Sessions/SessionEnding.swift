@@ -15,6 +15,8 @@ struct SessionEnding {
     @discardableResult
     func end(keyHash: String) throws -> Bool {
         try EmailVerificationStore(db).delete(keyHash: keyHash)
+        // Its devices go with it (the table's cascade), and the pushes waiting for them.
+        try PushOutbox(db).deletePending(deviceTokens: try PushDeviceStore(db).tokens(session: keyHash))
         return try SessionStore(db).delete(keyHashes: [keyHash]) > 0
     }
 
@@ -30,6 +32,7 @@ struct SessionEnding {
             "SELECT key_hash FROM passkey_signups WHERE user_id = $1", [.integer(userID)]
         ).compactMap { $0.string("key_hash") }
         try SessionStore(db).delete(keyHashes: waiting + factorPending + passkeyPending)
+        try PushOutbox(db).deletePending(deviceTokens: try PushDeviceStore(db).tokens(signedInUserID: userID))
         try SessionStore(db).deleteAll(userID: userID)
     }
 }
