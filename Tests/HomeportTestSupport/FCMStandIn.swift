@@ -43,7 +43,8 @@ public final class FCMStandIn: @unchecked Sendable {
     public var url: String { "http://127.0.0.1:\(port)" }
 
     /// Answers the next sends to `token` with FCM's errors (`UNREGISTERED`, `QUOTA_EXCEEDED`,
-    /// `INVALID_ARGUMENT`, `SENDER_ID_MISMATCH`, `UNAVAILABLE`), in turn.
+    /// `INVALID_ARGUMENT`, `SENDER_ID_MISMATCH`, `UNAVAILABLE`), or with an HTML 404 page that is
+    /// not FCM's (`PAGE_404`), in turn.
     public func answer(_ token: String, with errors: [String], retryAfter: Int? = nil) throws {
         var request: [String: Any] = ["token": token, "answers": errors]
         if let retryAfter { request["retry_after"] = retryAfter }

@@ -15,7 +15,8 @@ DIRECTORY/port.
                                                   as FCM's error body ({"error": {"code", "status",
                                                   "details": [{"errorCode"}]}}); 401 without a live token
     POST /control   {"token": T, "answers": ["UNREGISTERED"|"QUOTA_EXCEEDED"|"INVALID_ARGUMENT"|
-                    "SENDER_ID_MISMATCH"|"UNAVAILABLE", …], "retry_after": s} or {"revoke": true}
+                    "SENDER_ID_MISMATCH"|"UNAVAILABLE"|"PAGE_404" (an HTML 404, not FCM's), …],
+                    "retry_after": s} or {"revoke": true}
     GET  /messages  {"delivered": [{"token", "data", "notification", "android"}], "refused":
                     [{"token", "status", "reason"}], "tokens_issued": n}
 """
@@ -115,6 +116,17 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(200, {"access_token": token, "expires_in": 3599, "token_type": "Bearer"})
 
     def refuse(self, token, name, reason, retry_after=None):
+        if name == "PAGE_404":
+            # Not FCM's answer: a proxy's or a wrong address's page.
+            with lock:
+                state["refused"].append({"token": token, "status": 404, "reason": reason})
+            page = b"<html><body><h1>404 Not Found</h1></body></html>"
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+            return
         status, word = ERRORS[name]
         with lock:
             state["refused"].append({"token": token, "status": status, "reason": reason})

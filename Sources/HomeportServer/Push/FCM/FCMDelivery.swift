@@ -11,9 +11,12 @@ import HomeportWire
 /// HTTP/2 connection to FCM): a data message with the APNs
 /// payload's fields (`s`, `c`, `id`, `mv`, `d`, and `thread`, all strings) and a notification
 /// block with the title and body. FCM's answers become the sender's outcomes: 200 delivered;
-/// `UNREGISTERED` (404) removes the registration (unless registered again since);
-/// `SENDER_ID_MISMATCH` removes it; 401 gets a new access token once; 429, 500 and 503 are tried
-/// again, not before `Retry-After`; `INVALID_ARGUMENT` and the rest are given up.
+/// `UNREGISTERED` (FCM's own 404) removes the registration (unless registered again since); 401
+/// gets a new access token once; 429, 500 and 503 are tried again, not before `Retry-After`;
+/// `SENDER_ID_MISMATCH`, `INVALID_ARGUMENT`, a 404 that is not FCM's word (a proxy's page, a
+/// wrong `--fcm-base-url`) and the rest are given up, the device kept: a token of another
+/// Firebase project says, nearly always, that the service account here is the wrong one, and
+/// taking it for the device's fault would remove every Android device at the first push.
 package final class FCMDelivery: Sendable {
     private let settings: FCMSettings
     private let token: FCMAccessToken
@@ -157,15 +160,12 @@ package final class FCMDelivery: Sendable {
         let object = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
         let error = object?["error"] as? [String: Any]
         let details = error?["details"] as? [[String: Any]] ?? []
-        let code =
-            details.compactMap { $0["errorCode"] as? String }.first ?? (error?["status"] as? String)
-            ?? "status \(answer.status)"
-        let detail = "fcm \(ServerTextLimit.clean(code))"
-        switch (answer.status, code) {
+        let code = details.compactMap { $0["errorCode"] as? String }.first ?? (error?["status"] as? String)
+        // FCM's own word, cleaned; or the status of an answer that is not FCM's.
+        let detail = code.map { "fcm \(ServerTextLimit.clean($0))" } ?? "fcm HTTP \(answer.status)"
+        switch (answer.status, code ?? "") {
         case (200, _): return APNsResponse(status: 200)
-        case (_, "UNREGISTERED"), (404, _): return APNsResponse(status: 410, transportError: detail)
-        case (_, "SENDER_ID_MISMATCH"):
-            return APNsResponse(status: 400, reason: .badDeviceToken, transportError: detail)
+        case (_, "UNREGISTERED"): return APNsResponse(status: 410, transportError: detail)
         case (401, _): return APNsResponse(status: 403, reason: .expiredProviderToken, transportError: detail)
         case (429, _), (500...599, _):
             let status = answer.status == 429 ? 429 : 503
