@@ -151,10 +151,25 @@ struct WebPushTests {
             let ada = try server.signIn("ada@example.com")
             let bob = try server.signIn("bob@example.com")
             let name = "webpush:" + Digest.sha256Hex(Self.endpoint)
-            for spelling in [Self.endpoint, "HTTPS://Push.Example.NET:443/wpush/v2/gAAAAABk"] {
+            // Case, the default port, the host's final dot, an unreserved character percent-encoded.
+            for spelling in [
+                Self.endpoint, "HTTPS://Push.Example.NET:443/wpush/v2/gAAAAABk",
+                "https://push.example.net./wpush/v2/gAAAAABk",
+                "https://push.example.net/%77push/v2/g%41AAAABk",
+            ] {
                 let answer = try server.register(
                     .init(id: "", endpoint: spelling, p256dh: point, auth: auth), token: ada)
                 #expect(answer.jsonObject?["token"] as? String == name, "\(spelling): \(answer.text)")
+            }
+            #expect(try server.registeredDevices() == [name])
+            // A dot segment, which libcurl would remove before sending, is refused.
+            for spelling in [
+                "https://push.example.net/x/../wpush/v2/gAAAAABk", "https://push.example.net/wpush/./v2/gAAAAABk",
+                "https://push.example.net/x/%2E%2e/wpush/v2/gAAAAABk",
+            ] {
+                let answer = try server.register(
+                    .init(id: "", endpoint: spelling, p256dh: point, auth: other), token: bob)
+                #expect(answer.status == 400, "\(spelling): \(answer.text)")
             }
             #expect(try server.registeredDevices() == [name])
             // Bob knows the endpoint but not the subscription's secret: refused, and ada keeps it.
@@ -399,6 +414,29 @@ struct WebPushTests {
         ])
     func origin(endpoint: String, origin: String) {
         #expect(WebPushSubscription.origin(of: WebPushSubscription.normalized(endpoint)) == origin)
+    }
+
+    @Test(
+        "an endpoint is kept in RFC 3986's normal form: one spelling for what a push service reads as one",
+        arguments: [
+            ("HTTPS://Push.Example.NET.:443/%77push/%7e/%2fx?a=%2f%41", "https://push.example.net/wpush/~/%2Fx?a=%2FA"),
+            ("http://192.168.1.9:2586/upAbc?up=1", "http://192.168.1.9:2586/upAbc?up=1"),
+        ])
+    func normalForm(endpoint: String, normal: String) {
+        #expect(WebPushSubscription.normalized(endpoint) == normal)
+        #expect(WebPushSubscription.normalized(normal) == normal, "normal already")
+    }
+
+    @Test("a name's final dot is the name: localhost. is as private as localhost; a stray % is refused")
+    func finalDot() {
+        for endpoint in [
+            "https://push.example.net/a%2", "https://push.example.net/a%zz", "https://push.example.net/a%",
+        ] {
+            #expect(WebPushSubscription.endpointProblem(endpoint, allowPrivate: false) != nil, "\(endpoint)")
+        }
+        #expect(WebPushSubscription.endpointProblem("https://localhost./x", allowPrivate: false) != nil)
+        #expect(WebPushSubscription.endpointProblem("https://127.0.0.1./x", allowPrivate: false) != nil)
+        #expect(WebPushSubscription.endpointProblem("https://push.example.net./x", allowPrivate: false) == nil)
     }
 }
 
