@@ -104,9 +104,53 @@ static curl_socket_t homeport_public_socket(void *unused, curlsocktype purpose, 
     return socket(address->family, address->socktype, address->protocol);
 }
 
-/// With `on`, the transfer connects to public addresses only; without, to any.
-static inline CURLcode homeport_curl_public_only(CURL *curl, int on) {
-    return curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, on ? homeport_public_socket : NULL);
+// Link-local addresses, where no push service or distributor lives and a cloud's instance
+// metadata does (169.254.169.254; AWS's fd00:ec2::254 over IPv6): 169.254/16 and fe80::/10,
+// also in the IPv6 forms that carry an IPv4 address.
+static inline int homeport_link_local_address(const struct sockaddr *address) {
+    if (address->sa_family == AF_INET) {
+        const unsigned char *a = (const unsigned char *)&((const struct sockaddr_in *)address)->sin_addr;
+        return a[0] == 169 && a[1] == 254;
+    }
+    if (address->sa_family != AF_INET6) return 0;
+    const unsigned char *a = ((const struct sockaddr_in6 *)address)->sin6_addr.s6_addr;
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+    static const unsigned char nat64[12] = {0, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0};
+    static const unsigned char metadata[16] = {0xFD, 0, 0x0E, 0xC2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54};
+    if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0) return a[12] == 169 && a[13] == 254;
+    if (a[0] == 0x20 && a[1] == 0x02) return a[2] == 169 && a[3] == 254;
+    return (a[0] == 0xFE && (a[1] & 0xC0) == 0x80) || memcmp(a, metadata, 16) == 0;
+}
+
+static curl_socket_t homeport_not_link_local_socket(void *unused, curlsocktype purpose,
+                                                    struct curl_sockaddr *address) {
+    (void)unused;
+    if (purpose != CURLSOCKTYPE_IPCXN || homeport_link_local_address(&address->addr)) return CURL_SOCKET_BAD;
+    return socket(address->family, address->socktype, address->protocol);
+}
+
+/// Where the transfer may connect: 0 anywhere, 1 public addresses only, 2 anywhere but a
+/// link-local address.
+static inline CURLcode homeport_curl_reach(CURL *curl, int reach) {
+    curl_opensocket_callback open = NULL;
+    if (reach == 1) open = homeport_public_socket;
+    if (reach == 2) open = homeport_not_link_local_socket;
+    return curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, open);
+}
+
+/// Whether the IPv4 (4 bytes) or IPv6 (16 bytes) address is link-local, as the transfers read it.
+static inline int homeport_is_link_local(const unsigned char *bytes, int count) {
+    if (count == 4) {
+        struct sockaddr_in v4 = {0};
+        v4.sin_family = AF_INET;
+        memcpy(&v4.sin_addr, bytes, 4);
+        return homeport_link_local_address((const struct sockaddr *)&v4);
+    }
+    if (count != 16) return 0;
+    struct sockaddr_in6 v6 = {0};
+    v6.sin6_family = AF_INET6;
+    memcpy(&v6.sin6_addr, bytes, 16);
+    return homeport_link_local_address((const struct sockaddr *)&v6);
 }
 
 // An address of an installation whose key the client pinned: a TLS certificate whose public key

@@ -47,8 +47,8 @@ package final class CurlMulti: @unchecked Sendable {
     package let connectionsPerHost: Int
     /// Requests to one push service (`scheme://host[:port]`) in flight at once, in one part.
     package let perOrigin: Int
-    /// Whether it connects to public addresses only (``CurlSession/publicOnly``).
-    package let publicOnly: Bool
+    /// Where it connects (``CurlSession/reach``).
+    package let reach: CurlReach
     /// A file of PEM certificates trusted instead of libcurl's CA file (that file's and more),
     /// if any: a file, so that libcurl reads it once a handle and keeps its store.
     private let trusted: String?
@@ -80,11 +80,11 @@ package final class CurlMulti: @unchecked Sendable {
     /// `extraCA`: PEM certificates to trust besides libcurl's own CA file. Throws when that file
     /// cannot be read, or the bundle of both written.
     package init(
-        timeoutSeconds: Int, publicOnly: Bool, extraCA: String? = nil, inFlight: Int = 256, connectionsPerHost: Int = 8,
+        timeoutSeconds: Int, reach: CurlReach, extraCA: String? = nil, inFlight: Int = 256, connectionsPerHost: Int = 8,
         perOrigin: Int = 64
     ) throws {
         self.timeoutSeconds = timeoutSeconds
-        self.publicOnly = publicOnly
+        self.reach = reach
         self.inFlight = inFlight
         self.connectionsPerHost = connectionsPerHost
         self.perOrigin = perOrigin
@@ -255,7 +255,7 @@ package final class CurlMulti: @unchecked Sendable {
     private func configure(_ transfer: Transfer, url: String, body: Data) {
         let easy = transfer.easy
         CurlSession.setUp(
-            easy, url: url, headers: transfer.headers, timeoutSeconds: timeoutSeconds, publicOnly: publicOnly)
+            easy, url: url, headers: transfer.headers, timeoutSeconds: timeoutSeconds, reach: reach)
         easy.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         // A second request to a host waits to learn whether the first connection multiplexes.
         easy.set(CURLOPT_PIPEWAIT, 1)

@@ -14,15 +14,16 @@ package final class CurlSession: @unchecked Sendable {
     package let timeoutSeconds: Int
     /// The largest answer read, in bytes.
     package let byteLimit: Int
-    /// Whether it connects to public addresses only, whatever a name resolves to (for URLs
-    /// strangers name).
-    package let publicOnly: Bool
+    /// Where it connects, whatever a name resolves to.
+    package let reach: CurlReach
 
-    package init(caFile: String? = nil, timeoutSeconds: Int = 30, byteLimit: Int = 16 << 20, publicOnly: Bool = false) {
+    package init(
+        caFile: String? = nil, timeoutSeconds: Int = 30, byteLimit: Int = 16 << 20, reach: CurlReach = .anywhere
+    ) {
         self.caFile = caFile
         self.timeoutSeconds = timeoutSeconds
         self.byteLimit = byteLimit
-        self.publicOnly = publicOnly
+        self.reach = reach
     }
 
     /// What came back: the status, the body, and the final answer's header fields (names
@@ -51,7 +52,7 @@ package final class CurlSession: @unchecked Sendable {
             guard let easy else { return .failure(Failure(description: "libcurl failed")) }
             let exchange = CurlExchange(limit: byteLimit)
             let list = CurlHeaderList(headers + ["Expect:"])
-            Self.setUp(easy, url: url, headers: list, timeoutSeconds: timeoutSeconds, publicOnly: publicOnly)
+            Self.setUp(easy, url: url, headers: list, timeoutSeconds: timeoutSeconds, reach: reach)
             if let caFile { easy.set(CURLOPT_CAINFO, caFile) }
             easy.attach(exchange)
             if let body { easy.post(body) } else { easy.set(CURLOPT_HTTPGET, 1) }
@@ -66,13 +67,30 @@ package final class CurlSession: @unchecked Sendable {
     }
 
     /// What every exchange of the server's own is: an HTTP exchange as ``CurlEasy/useHTTP(url:headers:proxy:)``
-    /// sets it up, `timeoutSeconds` in all (at most 10 to connect), and with `publicOnly` public
-    /// addresses only.
+    /// sets it up, `timeoutSeconds` in all (at most 10 to connect), to the addresses `reach` allows.
     package static func setUp(
-        _ easy: CurlEasy, url: String, headers: CurlHeaderList, timeoutSeconds: Int, publicOnly: Bool
+        _ easy: CurlEasy, url: String, headers: CurlHeaderList, timeoutSeconds: Int, reach: CurlReach
     ) {
         easy.useHTTP(url: url, headers: headers)
         easy.limit(seconds: timeoutSeconds)
-        _ = homeport_curl_public_only(easy.handle, publicOnly ? 1 : 0)
+        _ = homeport_curl_reach(easy.handle, reach.rawValue)
+    }
+}
+
+/// Where a transfer may connect, checked on each address a name resolves to as its socket opens
+/// (so a name that resolves somewhere else than its spelling says is caught too).
+package enum CurlReach: Int32, Sendable {
+    /// Anywhere: the server's own peers (an identity provider, FCM, its push gateway).
+    case anywhere = 0
+    /// Public addresses only: not this machine, a private, shared, link-local, multicast or
+    /// reserved network (URLs strangers name: Web Push endpoints).
+    case publicOnly = 1
+    /// Anywhere but a link-local address (169.254/16, fe80::/10, fd00:ec2::254), where a cloud's
+    /// instance metadata answers: URLs strangers name on a server that lets them name its network.
+    case notLinkLocal = 2
+
+    /// Whether `address` (4 or 16 bytes) is one that ``notLinkLocal`` refuses.
+    package static func isLinkLocal(_ address: [UInt8]) -> Bool {
+        homeport_is_link_local(address, Int32(address.count)) != 0
     }
 }

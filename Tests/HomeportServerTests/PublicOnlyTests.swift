@@ -53,6 +53,43 @@ struct PublicOnlyTests {
         #expect(!isPrivate(address))
     }
 
+    @Test(
+        "with private endpoints allowed, link-local ones are still refused: a cloud's instance metadata, in every form",
+        arguments: [
+            ("169.254.169.254", true), ("169.254.0.1", true), ("::ffff:169.254.169.254", true),
+            ("64:ff9b::a9fe:a9fe", true), ("2002:a9fe:a9fe::1", true), ("fe80::1", true), ("febf::1", true),
+            ("fd00:ec2::254", true), ("fd00:ec2::253", false), ("169.253.255.255", false), ("169.255.0.1", false),
+            ("192.168.1.9", false), ("127.0.0.1", false), ("10.0.0.1", false), ("fec0::1", false), ("::1", false),
+            ("2001:db8::1", false), ("8.8.8.8", false),
+        ])
+    func linkLocal(address: String, refused: Bool) {
+        var bytes = [UInt8](repeating: 0, count: address.contains(":") ? 16 : 4)
+        #expect(inet_pton(address.contains(":") ? AF_INET6 : AF_INET, address, &bytes) == 1)
+        #expect(CurlReach.isLinkLocal(bytes) == refused, "\(address)")
+        // Spelled in an endpoint (as inet_aton reads IPv4: 2851995905 is 169.254.169.254).
+        let host = address.contains(":") ? "[\(address)]" : address
+        #expect((WebPushSubscription.endpointProblem("https://\(host)/x", allowPrivate: true) != nil) == refused)
+    }
+
+    @Test("link-local hosts however spelled in an endpoint are refused with private endpoints allowed")
+    func linkLocalSpellings() {
+        for host in ["2851995905", "0xa9.0xfe.0xa9.0xfe", "169.254.43518", "[FE80::1]", "169.254.169.254."] {
+            #expect(WebPushSubscription.endpointProblem("http://\(host)/x", allowPrivate: true) != nil, "\(host)")
+        }
+        #expect(WebPushSubscription.endpointProblem("http://192.168.1.9:2586/up?up=1", allowPrivate: true) == nil)
+    }
+
+    @Test("a session kept off link-local addresses still reaches this machine and its network")
+    func notLinkLocalReachesPrivate() throws {
+        let service = try WebPushStandIn()
+        let session = CurlSession(timeoutSeconds: 5, reach: .notLinkLocal)
+        guard case .success(let answer) = session.perform("http://127.0.0.1:\(service.port)/messages") else {
+            Issue.record("a session kept off link-local addresses did not reach loopback")
+            return
+        }
+        #expect(answer.status == 200)
+    }
+
     @Test("a session that posts to strangers' URLs opens no socket to this machine, however the URL names it")
     func session() throws {
         let service = try WebPushStandIn()
@@ -70,7 +107,7 @@ struct PublicOnlyTests {
         let hostname = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         #expect(!NetworkAddress.isPrivate(host: hostname), "its spelling says nothing")
         if case .success = open.perform("http://\(hostname):\(service.port)/messages") { hosts.append(hostname) }
-        let strict = CurlSession(timeoutSeconds: 5, publicOnly: true)
+        let strict = CurlSession(timeoutSeconds: 5, reach: .publicOnly)
         for host in hosts {
             guard case .failure = strict.perform("http://\(host):\(service.port)/messages") else {
                 Issue.record("a public-only session reached \(host)")
@@ -83,7 +120,7 @@ struct PublicOnlyTests {
     func slowServiceShare() throws {
         let service = try WebPushStandIn()
         let silent = try RecordingListener(behaviour: .blackhole)
-        let multi = try CurlMulti(timeoutSeconds: 5, publicOnly: false, inFlight: 4, perOrigin: 2)
+        let multi = try CurlMulti(timeoutSeconds: 5, reach: .anywhere, inFlight: 4, perOrigin: 2)
         // The silent service's requests first, more of them than there are places in flight.
         let requests =
             (0..<6).map { CurlMulti.Request(url: silent.url + "/push/\($0)", headers: [], body: Data("x".utf8)) }

@@ -86,7 +86,7 @@ package enum PushOptions {
         .flag(
             "webpush-allow-private-endpoints",
             help:
-                "Also take Web Push endpoints on this machine or a private network, plain http:// there too (a UnifiedPush distributor on the household's network); otherwise only public https:// push services."
+                "Also take Web Push endpoints on this machine or a private network, plain http:// there too (a UnifiedPush distributor on the household's network; link-local addresses never); otherwise only public https:// push services."
         ),
     ]
 

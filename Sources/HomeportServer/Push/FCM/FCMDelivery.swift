@@ -34,7 +34,7 @@ package final class FCMDelivery: Sendable {
         token = try FCMAccessToken(settings: settings, database: database, clock: clock)
         self.clock = clock
         self.budget = budget
-        multi = try CurlMulti(timeoutSeconds: settings.timeoutSeconds, publicOnly: false)
+        multi = try CurlMulti(timeoutSeconds: settings.timeoutSeconds, reach: .anywhere)
     }
 
     /// Sends each item (all FCM ones) and returns the outcomes, in order. Items FCM refused for

@@ -1,4 +1,5 @@
 import Foundation
+import HomeportCurl
 
 /// Which hosts name this machine or a private network, by their spelling (a name is not
 /// resolved: a public name that resolves to a private address is not caught here).
@@ -20,6 +21,18 @@ enum NetworkAddress {
         }
         if bytes[0..<15].allSatisfy({ $0 == 0 }) && (bytes[15] == 0 || bytes[15] == 1) { return true }
         return bytes[0] & 0xFE == 0xFC || (bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80)
+    }
+
+    /// Whether `host` spells a link-local address (169.254/16, fe80::/10, fd00:ec2::254, also as
+    /// an IPv6 form that carries an IPv4 one), as ``CurlReach/notLinkLocal`` refuses at connect.
+    static func isLinkLocal(host: String) -> Bool {
+        var bare = host.lowercased()
+        if bare.hasPrefix("[") && bare.hasSuffix("]") { bare = String(bare.dropFirst().dropLast()) }
+        if bare.hasSuffix(".") { bare = String(bare.dropLast()) }
+        if let octets = ipv4(bare) { return CurlReach.isLinkLocal(octets) }
+        var address = in6_addr()
+        guard inet_pton(AF_INET6, bare, &address) == 1 else { return false }
+        return CurlReach.isLinkLocal(withUnsafeBytes(of: &address) { Array($0) })
     }
 
     /// The four octets of a dotted IPv4 address (as inet_aton reads it, so `127.1` and

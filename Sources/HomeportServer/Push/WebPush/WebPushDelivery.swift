@@ -40,10 +40,11 @@ package final class WebPushDelivery: Sendable {
         self.logger = logger
         self.budget = budget
         // An endpoint is a stranger's word: a public name that resolves into the network is
-        // refused when the socket would open, not only a private address spelled out.
+        // refused when the socket would open, not only a private address spelled out; with
+        // private endpoints allowed, a link-local one (a cloud's instance metadata) still is.
         multi = try CurlMulti(
-            timeoutSeconds: settings.timeoutSeconds, publicOnly: !settings.allowPrivateEndpoints,
-            extraCA: settings.extraCA)
+            timeoutSeconds: settings.timeoutSeconds,
+            reach: settings.allowPrivateEndpoints ? .notLinkLocal : .publicOnly, extraCA: settings.extraCA)
     }
 
     /// Sends each item (all Web Push ones) and returns the outcomes, in order: each message is

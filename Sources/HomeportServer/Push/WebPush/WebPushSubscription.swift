@@ -40,6 +40,9 @@ package enum WebPushSubscription {
         if !allowPrivate, isPrivate {
             return "The endpoint names this machine or a private network; this server does not post there."
         }
+        if NetworkAddress.isLinkLocal(host: host) {
+            return "The endpoint is a link-local address; no push service or distributor is there."
+        }
         // libcurl removes dot segments before it sends: `/x/../wpush/T` is `/wpush/T` to the push
         // service, and would be a second name for one subscription. No push service's has one.
         let dotSegment = components.percentEncodedPath.split(separator: "/", omittingEmptySubsequences: false)
