@@ -131,7 +131,8 @@ package final class CurlMulti: @unchecked Sendable {
         let parts = max(1, min(ProcessInfo.processInfo.activeProcessorCount, requests.count / 16))
         let answers = Mutex(
             [Result<CurlSession.Answer, CurlSession.Failure>](
-                repeating: .failure(CurlSession.Failure(description: "not sent")), count: requests.count))
+                repeating: .failure(CurlSession.Failure(description: "not sent", started: false)),
+                count: requests.count))
         DispatchQueue.concurrentPerform(iterations: parts) { part in
             let indices = Array(stride(from: part, to: requests.count, by: parts))
             let sent = perform(indices.map { requests[$0] }, deadline: deadline, part: part)
@@ -161,7 +162,8 @@ package final class CurlMulti: @unchecked Sendable {
         CurlSession.Answer, CurlSession.Failure
     >] {
         var results = [Result<CurlSession.Answer, CurlSession.Failure>](
-            repeating: .failure(CurlSession.Failure(description: "not sent: the batch ran out of time")),
+            repeating: .failure(
+                CurlSession.Failure(description: "not sent: the batch ran out of time", started: false)),
             count: requests.count)
         guard let handle = lock.withLock({ resting.popLast() }) ?? Handle(connectionsPerHost: connectionsPerHost)
         else { return requests.map { _ in .failure(CurlSession.Failure(description: "libcurl failed")) } }

@@ -43,6 +43,13 @@ package final class CurlSession: @unchecked Sendable {
     /// Why there was no answer.
     package struct Failure: Error, CustomStringConvertible {
         package var description: String
+        /// Whether the request was started (`false`: its batch ran out of time before it).
+        package var started = true
+
+        package init(description: String, started: Bool = true) {
+            self.description = description
+            self.started = started
+        }
     }
 
     /// Sends a request (a POST when `body` is given, else a GET) and waits for the answer.

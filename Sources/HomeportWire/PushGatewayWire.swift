@@ -60,6 +60,9 @@ public enum PushGatewayReason {
     /// 400: the gateway does not send to this push service (it holds no FCM service account, or
     /// no VAPID key).
     public static let providerUnavailable = "ProviderUnavailable"
+    /// 0: the push was not started (its batch's time ran out behind slow push services); it
+    /// goes again without counting as an attempt.
+    public static let notSent = "NotSent"
 }
 
 /// One push, as the server's outbox holds it.

@@ -137,10 +137,12 @@ struct PublicOnlyTests {
             }
             #expect(reply.status == 404)
         }
-        #expect(
-            answers.prefix(6).allSatisfy {
-                if case .failure = $0 { return true }
-                return false
-            }, "the silent service's requests time out or never start")
+        let silentFailures = answers.prefix(6).compactMap { answer -> CurlSession.Failure? in
+            if case .failure(let failure) = answer { return failure }
+            return nil
+        }
+        #expect(silentFailures.count == 6, "the silent service's requests time out or never start")
+        #expect(silentFailures.filter(\.started).count == 2, "two held the service's places and timed out")
+        #expect(silentFailures.filter { !$0.started }.count == 4, "four never started, and say so")
     }
 }

@@ -238,6 +238,12 @@ final class PushSender: Service, @unchecked Sendable {
                     }
                     continue
                 }
+                if response.wasNotSent {
+                    // Never started (its batch ran out of time behind slow push services): it
+                    // goes again at the next pass, and the attempt is not counted against it.
+                    try outbox.retry(item.id, attempts: item.attempts, at: now + 1, error: detail)
+                    continue
+                }
                 switch response.outcome {
                 case .delivered:
                     delivered += 1
