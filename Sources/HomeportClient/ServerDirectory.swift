@@ -297,8 +297,28 @@ public final class ServerDirectory: Sendable {
                 record.keepHandle(of: kept)
             }
             servers.removeAll { $0.key == key || $0.key == record.key }
+            try Self.refuseHandleClash(record, among: servers)
             servers.append(record)
         }
+    }
+
+    /// Throws when `record`'s key reads as the handle of one of `others`, or its handle as the
+    /// key of one: a string that names a server (``ServerReference``, the command line's
+    /// ``find(_:)``) would then name two. A server chooses its own id, and the handle of a record
+    /// written before handles were kept is derived from its key, which anyone may know: a server
+    /// that took such a handle for its id would have the other's commands, tokens and
+    /// passwords sent its way.
+    static func refuseHandleClash(_ record: ServerRecord, among others: [ServerRecord]) throws {
+        let keyAsHandle = UUID(uuidString: record.key)
+        guard
+            let other = others.first(where: {
+                $0.localID == keyAsHandle || UUID(uuidString: $0.key) == record.localID
+            })
+        else { return }
+        throw ClientError.badAnswer(
+            address: record.primary.url,
+            detail: "its id is the handle of another enrolled server on this device (\(other.primary.url)), "
+                + "or its handle that one's id; remove one of the two")
     }
 
     /// Saves `record` unless a record of the same server is stored already (its key, or its
@@ -309,6 +329,7 @@ public final class ServerDirectory: Sendable {
             if let stored = servers.first(where: { $0.key == record.key || $0.primary.url == record.primary.url }) {
                 return stored
             }
+            try Self.refuseHandleClash(record, among: servers)
             servers.append(record)
             return record
         }
@@ -340,6 +361,7 @@ public final class ServerDirectory: Sendable {
                     detail: "it would be kept as \(record.key), the key of another enrolled server "
                         + "(\(other.primary.url)); remove one of the two")
             }
+            try Self.refuseHandleClash(record, among: others)
             servers[index] = record
             return record
         }

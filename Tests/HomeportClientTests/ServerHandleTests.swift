@@ -65,6 +65,36 @@ struct ServerHandleTests {
     }
 
     @Test(
+        "a server whose id is an older record's handle (derived from a key anyone may know) is refused, enrolled or reset to it"
+    )
+    func idTakingAHandle() throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let state = home.file("state")
+        _ = try ServerDirectory(directory: state)
+        let victim = InstanceID(UUID())
+        let written = try JSONEncoder().encode([try record(victim, primary: "http://127.0.0.1:1")])
+        var objects = try #require(try JSONSerialization.jsonObject(with: written) as? [[String: Any]])
+        objects[0]["localID"] = nil
+        try JSONSerialization.data(withJSONObject: objects).write(to: URL(fileURLWithPath: state + "/servers.json"))
+        let directory = try ServerDirectory(directory: state)
+        let handle = try #require(directory.all.first).localID
+        // The attacker's server takes the victim's handle as its id.
+        let taken = try #require(InstanceID(handle.uuidString.lowercased()))
+        let impostor = try record(taken, primary: "http://127.0.0.1:2")
+        #expect(throws: ClientError.self) { try directory.save(impostor) }
+        #expect(throws: ClientError.self) { _ = try directory.insertIfAbsent(impostor) }
+        // Or an enrolled server resets its identity to it.
+        let other = try record(InstanceID(UUID()), primary: "http://127.0.0.1:3")
+        try directory.save(other)
+        #expect(throws: ClientError.self) { try directory.update(other.key) { $0.instanceID = taken } }
+        #expect(directory.all.count == 2)
+        #expect(try directory.find(handle.uuidString).key == victim.description, "the handle names the victim")
+        #expect(try handle.uuidString.record(in: directory).key == victim.description)
+        #expect(directory.server(taken.description) == nil)
+    }
+
+    @Test(
         "the library's calls take a handle, a record or a key; a label, a prefix or a URL names no server and sends nothing"
     )
     func references() async throws {
