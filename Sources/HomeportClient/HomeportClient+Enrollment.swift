@@ -30,6 +30,15 @@ extension HomeportClient {
         guard let existing = (atPrimary ?? claimed).flatMap({ directory.server($0.key) }) else {
             return try enrollNew(address, email: email, token: token, info: info, publicKey: publicKey)
         }
+        // The same installation signed in again proves the key pinned for it: one that answers
+        // its id without that key (none, or another) is not let replace the pin (no downgrade).
+        // A new id is an identity reset, adopted below as the identity change it is.
+        if let pinned = existing.publicKey, let id = info?.instanceId, id == existing.instanceID, publicKey != pinned {
+            throw ClientError.badAnswer(
+                address: address.url,
+                detail: "it answered as \(id) without the proof of the key pinned for it, so the sign-in "
+                    + "was not kept and the server's record is unchanged")
+        }
 
         // Refused before anything changes (the old session is not ended for an id that is another
         // server's); checked again on the record as stored when it is saved.

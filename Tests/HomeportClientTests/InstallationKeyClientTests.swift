@@ -126,6 +126,62 @@ struct InstallationKeyClientTests {
         #expect(!listener.sawCredential, "\(impostor) got a credential")
     }
 
+    @Test(
+        "signing in again where the enrolled id answers without the pinned key keeps the pin and the record: no downgrade, no other key",
+        arguments: [Impostor.answersWithoutAKey, .signsWithItsOwnKey])
+    func signInAgainKeepsThePin(impostor: Impostor) async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let installation = try Installation(hosts: ["127.0.0.1"])
+        let real = try Self.collected(installation, challenge: InstallationKeyCheck.challenge())
+        let pinned = try #require(real.publicKey)
+        let id = real.instanceId
+        let ownKey = try Ed25519Key.generate()
+        // The record's primary, taken over: it answers the enrolled id without the pinned key
+        // (none, or one of its own that it signs with properly), and signs Ada in.
+        let listener = try RecordingListener(
+            host: "127.0.0.3",
+            behaviour: .answer { head in
+                if head.hasPrefix("GET \(HomeportPath.serverIdentity)") {
+                    var answer = ServerIdentity(product: real.product, instanceId: id, publicKey: nil)
+                    if impostor == .signsWithItsOwnKey {
+                        answer.publicKey = IdentityProof.writeKey(ownKey.publicKey)
+                        answer.signature =
+                            (try? ownKey.sign(
+                                IdentityProof.message(
+                                    instanceId: id, challenge: Self.challenge(in: head), host: "127.0.0.3")))
+                            .map(IdentityProof.base64URL)
+                    }
+                    return (try? Self.json(answer)) ?? RecordingListener.Canned(500)
+                }
+                if head.contains(AllauthAppPath.login) {
+                    return RecordingListener.Canned(
+                        200, Peer.json,
+                        #"{"status":200,"data":{"user":{"id":1,"email":"ada@example.com","display":"ada","#
+                            + #""has_usable_password":true},"methods":[]},"#
+                            + #""meta":{"is_authenticated":true,"session_token":"impostor-token"}}"#)
+                }
+                return RecordingListener.Canned(
+                    200, Peer.json,
+                    #"{"instanceId":"\#(id)","product":"\#(real.product)","version":"1","protocolVersion":1,"features":[]}"#
+                )
+            })
+        defer { listener.stop() }
+        let address = try ServerAddress(parsing: listener.url, allowHTTP: true)
+        let client = try makeClient(home, SpyTransport())
+        var record = ServerRecord(
+            instanceID: id, product: real.product, email: "ada@example.com", primary: address, alternatives: [],
+            lastWinner: address.url, signedOut: false, signedInPath: "home", protocolVersion: 1)
+        record.publicKey = pinned
+        try client.directory.save(record)
+        await #expect(throws: ClientError.self) {
+            _ = try await client.login(at: address, email: "ada@example.com", password: "a password")
+        }
+        let kept = try client.directory.find(id.description)
+        #expect(kept.publicKey == pinned, "\(impostor): the pin stays")
+        #expect(try FileVault(directory: home.file("vault")).token(for: kept.key) == nil, "no token from it is kept")
+    }
+
     @Test("a record signed in before the server had a key pins the key its trusted primary proves, then needs it")
     func pinsFromThePrimary() async throws {
         let home = try TemporaryDirectory()
