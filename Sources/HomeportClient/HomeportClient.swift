@@ -174,8 +174,12 @@ public final class HomeportClient: Sendable {
             }
             return Choice(address: record.primary, grounds: .singleAddress)
         }
+        // The winner this process remembers, while the record as read now still lists it (an
+        // address removed, or its verification withdrawn, by another process goes at once).
         if failed.isEmpty, !matchOnly, let cached = state.withLock({ $0.winners[record.key] }), cached.path == path,
-            ContinuousClock.now - cached.at < configuration.winnerLifetime
+            ContinuousClock.now - cached.at < configuration.winnerLifetime,
+            cached.address.url == record.primary.url
+                || record.alternatives.contains(where: { $0.address.url == cached.address.url && $0.isVerified })
         {
             return Choice(address: cached.address, grounds: .matched)
         }

@@ -221,6 +221,27 @@ struct InstallationKeyClientTests {
         #expect(via == (try installation.address("127.0.0.2")))
     }
 
+    @Test("an address another process removed is not used again by this one, though it won a moment ago")
+    func removedElsewhere() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let installation = try Installation(hosts: ["127.0.0.1", "127.0.0.2"])
+        let transport = SpyTransport()
+        let client = try makeClient(home, transport)
+        let enrolled = try await signUp(client, at: installation)
+        let alternative = try installation.address("127.0.0.2")
+        _ = try await client.addAddress(alternative, to: enrolled.key)
+        installation.stop("127.0.0.1")
+        #expect(try await client.appInfo(enrolled.key).1 == alternative, "the alternative won")
+        // Another process (its own client on the same directory) removes it.
+        let other = try makeClient(home, SpyTransport())
+        try other.removeAddress(alternative, from: enrolled.key)
+        let before = transport.requests.count
+        await #expect(throws: ClientError.self) { _ = try await client.appInfo(enrolled.key) }
+        let sent = transport.requests.dropFirst(before).map(\.url.absoluteString)
+        #expect(!sent.contains { $0.hasPrefix(alternative.url) }, "\(sent)")
+    }
+
     @Test("identity reset makes a new key: adopted from the primary only, as the identity change it is")
     func resetChangesTheKey() async throws {
         let home = try TemporaryDirectory()
