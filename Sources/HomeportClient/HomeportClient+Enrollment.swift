@@ -33,11 +33,11 @@ extension HomeportClient {
         // The same installation signed in again proves the key pinned for it: one that answers
         // its id without that key (none, or another) is not let replace the pin (no downgrade).
         // A new id is an identity reset, adopted below as the identity change it is.
-        if let pinned = existing.publicKey, let id = info?.instanceId, id == existing.instanceID, publicKey != pinned {
-            throw ClientError.badAnswer(
-                address: address.url,
-                detail: "it answered as \(id) without the proof of the key pinned for it, so the sign-in "
-                    + "was not kept and the server's record is unchanged")
+        // An answer without an id (no app-info, or none in it) is no reset either.
+        if let pinned = existing.publicKey, info?.instanceId == nil || info?.instanceId == existing.instanceID,
+            publicKey != pinned
+        {
+            throw Self.pinNotProven(at: address, id: existing.instanceID)
         }
 
         // Refused before anything changes (the old session is not ended for an id that is another
@@ -55,6 +55,12 @@ extension HomeportClient {
         // signs the account out on the old token's refusal meanwhile either comes first (and this
         // change then signs it in) or finds the new token and leaves it.
         let saved = try directory.rewrite(existing.key) { record, others in
+            // A key pinned meanwhile (by another process) is held to the same rule.
+            if let pinned = record.publicKey, info?.instanceId == nil || info?.instanceId == record.instanceID,
+                publicKey != pinned
+            {
+                throw Self.pinNotProven(at: address, id: record.instanceID)
+            }
             event = try info?.instanceId.flatMap { try Self.reidentify(&record, as: $0, among: others) }
             Self.signIn(&record, at: address, email: email, info: info, primaryConfirmed: primaryConfirmed, path: path)
             record.publicKey = publicKey
@@ -106,6 +112,15 @@ extension HomeportClient {
         record.signedOut = false
         record.signedInPath = path
         record.lastWinner = address.url
+    }
+
+    /// The refusal of a sign-in at an address that answered as an enrolled installation without
+    /// proving the key pinned for it.
+    private static func pinNotProven(at address: ServerAddress, id: InstanceID?) -> ClientError {
+        .badAnswer(
+            address: address.url,
+            detail: "it answered as \(id.map { "\($0)" } ?? "the enrolled server") without the proof of the key "
+                + "pinned for it, so the sign-in was not kept and the server's record is unchanged")
     }
 
     /// A server this device has no record of.

@@ -179,7 +179,9 @@ public final class HomeportClient: Sendable {
         if failed.isEmpty, !matchOnly, let cached = state.withLock({ $0.winners[record.key] }), cached.path == path,
             ContinuousClock.now - cached.at < configuration.winnerLifetime,
             cached.address.url == record.primary.url
-                || record.alternatives.contains(where: { $0.address.url == cached.address.url && $0.isVerified })
+                || record.alternatives.contains(where: {
+                    $0.address.url == cached.address.url && $0.verifiedPaths[path] != nil
+                })
         {
             return Choice(address: cached.address, grounds: .matched)
         }

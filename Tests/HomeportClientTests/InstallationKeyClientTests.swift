@@ -128,8 +128,8 @@ struct InstallationKeyClientTests {
 
     @Test(
         "signing in again where the enrolled id answers without the pinned key keeps the pin and the record: no downgrade, no other key",
-        arguments: [Impostor.answersWithoutAKey, .signsWithItsOwnKey])
-    func signInAgainKeepsThePin(impostor: Impostor) async throws {
+        arguments: [(Impostor.answersWithoutAKey, true), (.signsWithItsOwnKey, true), (.answersWithoutAKey, false)])
+    func signInAgainKeepsThePin(impostor: Impostor, appInfo: Bool) async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
         let installation = try Installation(hosts: ["127.0.0.1"])
@@ -161,6 +161,8 @@ struct InstallationKeyClientTests {
                             + #""has_usable_password":true},"methods":[]},"#
                             + #""meta":{"is_authenticated":true,"session_token":"impostor-token"}}"#)
                 }
+                // Without app-info (404), the address says no id at all: no reset either.
+                guard appInfo else { return RecordingListener.Canned(404, Peer.json, "{}") }
                 return RecordingListener.Canned(
                     200, Peer.json,
                     #"{"instanceId":"\#(id)","product":"\#(real.product)","version":"1","protocolVersion":1,"features":[]}"#
@@ -240,6 +242,20 @@ struct InstallationKeyClientTests {
         await #expect(throws: ClientError.self) { _ = try await client.appInfo(enrolled.key) }
         let sent = transport.requests.dropFirst(before).map(\.url.absoluteString)
         #expect(!sent.contains { $0.hasPrefix(alternative.url) }, "\(sent)")
+        // Added again and won; then its verification on this path is withdrawn elsewhere (it stays
+        // verified on another): the next request asks it who it is before anything else.
+        _ = try await client.addAddress(alternative, to: enrolled.key)
+        #expect(try await client.appInfo(enrolled.key).1 == alternative)
+        _ = try other.directory.update(enrolled.key) { record in
+            record.alternatives = record.alternatives.map {
+                .init(address: $0.address, verifiedPaths: ["work": Date()])
+            }
+        }
+        let again = transport.requests.count
+        _ = try? await client.appInfo(enrolled.key)
+        let first = transport.requests.dropFirst(again).first { $0.url.absoluteString.hasPrefix(alternative.url) }
+        #expect(
+            first?.url.path == HomeportPath.serverIdentity, "probed first: \(String(describing: first?.url))")
     }
 
     @Test("identity reset makes a new key: adopted from the primary only, as the identity change it is")
