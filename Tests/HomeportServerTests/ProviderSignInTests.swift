@@ -294,10 +294,18 @@ struct ProviderSignInTests {
             }
             let back = try handOver(server, try token(standIn, server, subject: "carol-1"))
             #expect(back.status == 200 && user(back)["email"] as? String == "carol@example.com", "\(back.text)")
-            #expect(
-                try server.app(
-                    "POST", "auth/login", json: ["email": "ada@example.com", "password": "the owner's own password"]
-                ).status == 200)
+            let login = try server.app(
+                "POST", "auth/login", json: ["email": "ada@example.com", "password": "the owner's own password"])
+            #expect(login.status == 200)
+            // The reset proved the address: what Ada connects now is hers, and stays at her next reset.
+            let own = try handOver(
+                server, try token(standIn, server, subject: "ada-own"), process: "connect", session: login.sessionToken)
+            #expect(own.status == 200, "\(own.text)")
+            #expect(try server.app("POST", "auth/password/request", json: ["email": "ada@example.com"]).status == 200)
+            let key = try #require(server.mailer.resetKey(for: "ada@example.com"))
+            _ = try server.app("POST", "auth/password/reset", json: ["key": key, "password": "another own password"])
+            let kept = try handOver(server, try token(standIn, server, subject: "ada-own"))
+            #expect(kept.status == 200 && user(kept)["email"] as? String == "ada@example.com", "\(kept.text)")
         }
     }
 
@@ -401,6 +409,13 @@ struct ProviderSignInTests {
             // Verified now: the next provider sign-in goes straight in.
             let next = try handOver(server, try token(standIn, server, subject: "bob-1"))
             #expect(next.status == 200, "\(next.text)")
+            // The code came to Bob on the session his provider account opened: the link is his,
+            // and a reset (how a provider's account gets a password) keeps it.
+            #expect(try server.app("POST", "auth/password/request", json: ["email": "bob@example.com"]).status == 200)
+            let key = try #require(server.mailer.resetKey(for: "bob@example.com"))
+            _ = try server.app("POST", "auth/password/reset", json: ["key": key, "password": "bob's own password"])
+            let after = try handOver(server, try token(standIn, server, subject: "bob-1"))
+            #expect(after.status == 200 && user(after)["email"] as? String == "bob@example.com", "\(after.text)")
         }
     }
 

@@ -136,11 +136,18 @@ package final class EmailVerificationService: Sendable {
                     .passkeySignupPending, nil, account.approval == .waiting && !wasVerified ? account.email : nil
                 )
             }
+            // A provider sign-up's own session: the person its link signed in is the address's
+            // owner, who proves the link with the code.
+            let login = try SessionFactorStore(db).record(keyHash: session.keyHash).provider
             guard try SessionEnding(db).end(keyHash: session.keyHash),
                 let account = try AccountStore(db).find(id: claimed.userID)
             else { return (.noneWaiting, nil, nil) }
             let wasVerified = try verifications.isVerified(userID: account.id)
             try verifications.markVerified(userID: account.id, now: now)
+            if let login {
+                try ProviderLinkStore(db).markProven(
+                    userID: account.id, providerID: login.providerID, subject: login.subject)
+            }
             // A password sign-in to an account with a second factor goes on to it: the address
             // verified is no second factor.
             let factors = SecondFactors(db: db, asksForPasskeys: settings.relyingParty != nil)

@@ -74,6 +74,14 @@ struct ProviderLinkStore {
         ).isEmpty)
     }
 
+    /// Marks the account's link to `subject` at provider `providerID` as made by the address's
+    /// owner (who proved it on a session that link signed in).
+    func markProven(userID: Int64, providerID: String, subject: String) throws {
+        try db.execute(
+            "UPDATE provider_links SET address_proven = 1 WHERE user_id = $1 AND provider_id = $2 AND subject = $3",
+            [.integer(userID), .text(providerID), .text(subject)])
+    }
+
     /// Removes the account's links made before its address was proven; how many.
     func removeUnproven(userID: Int64) throws -> Int {
         try db.execute(

@@ -362,6 +362,8 @@ struct ProviderSignIn: Sendable {
             if let verification {
                 try emailVerification.beginVerification(
                     verification, account: account, authenticatedAt: nil, db, now: now)
+                // The code that verifies the address on this session proves the link too.
+                try SessionFactorStore(db).recordProvider(keyHash: verification.preLogin.session.keyHash, login)
                 return .verificationPending(token: verification.preLogin.token)
             }
             if approval == .approved {

@@ -226,8 +226,11 @@ package final class PasswordService: Sendable {
             try AccountStore(db).setPasswordHash(id: account.id, to: newHash, at: now)
             try SessionEnding(db).endAll(userID: account.id)
             // The key came to the address: its owner is here, and a provider account someone
-            // linked before the address was proven is not theirs.
-            return try ProviderLinkStore(db).removeUnproven(userID: account.id)
+            // linked before the address was proven is not theirs. The address is proven now (as
+            // allauth's reset verifies it), so what its owner connects from here on is kept.
+            let unlinked = try ProviderLinkStore(db).removeUnproven(userID: account.id)
+            try EmailVerificationStore(db).markVerified(userID: account.id, now: now)
+            return unlinked
         }
         guard let unlinked = reset else { return .invalidKey }
         logger.notice(
