@@ -105,7 +105,7 @@ struct PushAPITests {
     }
 
     @Test(
-        "a push waiting for a device goes when the device leaves the account: unregistered, taken by another account, signed out, let go past the cap",
+        "a push waiting for a device goes when the device leaves the account: unregistered, taken by another account, signed out, let go past the cap, expired",
         arguments: Backend.allCases)
     func waitingPushesFollowTheDevice(backend: Backend) throws {
         var settings = pushOn
@@ -144,6 +144,14 @@ struct PushAPITests {
             server.clock.advance(by: 1)
             #expect(try server.register(deviceC, token: bob).status == 200)
             #expect(try server.registeredDevices() == [deviceB, deviceC])
+            #expect(try waiting().isEmpty)
+            // Expired (a year on), and pruned at the next sign-in: Bob's devices go, and their pushes.
+            try notify("bob@example.com")
+            #expect(try waiting() == ["00:For bob@example.com", "cc:For bob@example.com"])
+            _ = try server.signIn("cy@example.com")
+            server.clock.advance(by: 366 * 86400)
+            _ = try server.signIn("cy@example.com")  // a login, which prunes what expired
+            #expect(try server.registeredDevices().isEmpty)
             #expect(try waiting().isEmpty)
         }
     }

@@ -110,7 +110,7 @@ extension AccountService {
             return try notApproved(latest, newSession, current: current, kind: kind, db, now)
         }
         if case .signedIn = outcome {
-            try? SessionStore(database).pruneExpired(now: now)
+            try? database.transaction { try SessionEnding($0).pruneExpired(now: now) }
             try? ResetKeyStore(database).pruneExpired(now: now)
             try? EmailVerificationStore(database).pruneExpired(now: now)
             try? RateLimiter(database, policy: settings.rateLimits).pruneExpired(now: now)

@@ -104,6 +104,16 @@ struct PushDeviceStore {
             .compactMap { $0.string("token") }
     }
 
+    /// The devices registered through sessions that expired by `now`.
+    func tokens(sessionsExpiredBy now: Int64) throws -> [String] {
+        try db.execute(
+            """
+            SELECT d.token FROM sessions s JOIN push_devices d ON d.session_key_hash = s.key_hash
+            WHERE s.expires_at <= $1
+            """, [.integer(now)]
+        ).compactMap { $0.string("token") }
+    }
+
     /// The account's devices registered through one of its sessions.
     func tokens(signedInUserID userID: Int64) throws -> [String] {
         try db.execute(

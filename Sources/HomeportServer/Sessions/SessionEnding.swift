@@ -20,6 +20,13 @@ struct SessionEnding {
         return try SessionStore(db).delete(keyHashes: [keyHash]) > 0
     }
 
+    /// Deletes the sessions that expired by `now`, with the pushes waiting for the devices they
+    /// registered (which go with them).
+    func pruneExpired(now: Int64) throws {
+        try PushOutbox(db).deletePending(deviceTokens: try PushDeviceStore(db).tokens(sessionsExpiredBy: now))
+        try SessionStore(db).pruneExpired(now: now)
+    }
+
     /// Ends every session of the account, every verification waiting for its address with
     /// the pre-login session it waits on, every sign-in waiting for its second factor, and
     /// every sign-up with a passkey waiting for its passkey.
