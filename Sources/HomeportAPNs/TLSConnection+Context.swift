@@ -68,23 +68,29 @@ extension TLSConnection {
             return context
         }
 
-        /// Adds each PEM certificate of `pem` to the context's trust; how many.
+        /// Adds each PEM certificate of `pem` (`CERTIFICATE` or `TRUSTED CERTIFICATE` blocks, as
+        /// OpenSSL's own loading of a CA file reads) to the context's trust; how many, or 0 when
+        /// any of them could not be read or added (a damaged bundle is refused whole, as before).
         private static func addCertificates(in pem: Data, to context: OpaquePointer) -> Int {
             guard let store = SSL_CTX_get_cert_store(context) else { return 0 }
+            let text = String(decoding: pem, as: UTF8.self)
+            let blocks =
+                text.components(separatedBy: "-----BEGIN CERTIFICATE-----").count - 1
+                + text.components(separatedBy: "-----BEGIN TRUSTED CERTIFICATE-----").count - 1
             var added = 0
             pem.withUnsafeBytes { bytes in
                 guard let base = bytes.baseAddress, let bio = BIO_new_mem_buf(base, Int32(bytes.count)) else {
                     return
                 }
                 defer { BIO_free(bio) }
-                while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
+                while let certificate = PEM_read_bio_X509_AUX(bio, nil, nil, nil) {
                     if X509_STORE_add_cert(store, certificate) == 1 { added += 1 }
                     X509_free(certificate)
                 }
             }
             // The end of the text leaves "no start line" on the thread's error queue.
             ERR_clear_error()
-            return added
+            return added == blocks ? added : 0
         }
     }
 }

@@ -68,7 +68,15 @@ struct APNsClientTrustTests {
         #expect(try status(trusting: other) == 0, "the stand-in's CA is no longer in the file")
         #expect(try status(trusting: other + standInCA) == 403, "every certificate of a bundle is trusted")
         #expect(try status(trusting: Data("not a certificate\n".utf8)) == 0)
-        #expect(standIn.requests().count == 3)
+        // A TRUSTED CERTIFICATE block (openssl x509 -trustout) is read as OpenSSL's own loading reads it.
+        let trusted = String(decoding: standInCA, as: UTF8.self)
+            .replacingOccurrences(of: "BEGIN CERTIFICATE", with: "BEGIN TRUSTED CERTIFICATE")
+            .replacingOccurrences(of: "END CERTIFICATE", with: "END TRUSTED CERTIFICATE")
+        #expect(try status(trusting: Data(trusted.utf8)) == 403)
+        // A bundle with a damaged block is refused whole, not read up to the damage.
+        let damaged = standInCA + Data("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".utf8)
+        #expect(try status(trusting: damaged) == 0)
+        #expect(standIn.requests().count == 4)
         try FileManager.default.removeItem(atPath: path)
         let gone = APNsClient(
             configuration: .init(productionURL: standIn.url, sandboxURL: standIn.url, caFile: path, timeoutSeconds: 5))
