@@ -118,6 +118,10 @@ static inline int homeport_link_local_address(const struct sockaddr *address) {
     static const unsigned char nat64[12] = {0, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0};
     static const unsigned char metadata[16] = {0xFD, 0, 0x0E, 0xC2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54};
     if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0) return a[12] == 169 && a[13] == 254;
+    // 64:ff9b:1::/48, NAT64 for a local network (RFC 8215), with the IPv4 address last.
+    if (a[0] == 0 && a[1] == 0x64 && a[2] == 0xFF && a[3] == 0x9B && a[4] == 0 && a[5] == 1) {
+        return a[12] == 169 && a[13] == 254;
+    }
     if (a[0] == 0x20 && a[1] == 0x02) return a[2] == 169 && a[3] == 254;
     return (a[0] == 0xFE && (a[1] & 0xC0) == 0x80) || memcmp(a, metadata, 16) == 0;
 }

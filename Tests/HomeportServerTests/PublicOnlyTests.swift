@@ -57,7 +57,8 @@ struct PublicOnlyTests {
         "with private endpoints allowed, link-local ones are still refused: a cloud's instance metadata, in every form",
         arguments: [
             ("169.254.169.254", true), ("169.254.0.1", true), ("::ffff:169.254.169.254", true),
-            ("64:ff9b::a9fe:a9fe", true), ("2002:a9fe:a9fe::1", true), ("fe80::1", true), ("febf::1", true),
+            ("64:ff9b::a9fe:a9fe", true), ("64:ff9b:1::a9fe:a9fe", true), ("2002:a9fe:a9fe::1", true),
+            ("fe80::1", true), ("febf::1", true),
             ("fd00:ec2::254", true), ("fd00:ec2::253", false), ("169.253.255.255", false), ("169.255.0.1", false),
             ("192.168.1.9", false), ("127.0.0.1", false), ("10.0.0.1", false), ("fec0::1", false), ("::1", false),
             ("2001:db8::1", false), ("8.8.8.8", false),
