@@ -416,6 +416,22 @@ struct ProviderSignInTests {
             _ = try server.app("POST", "auth/password/reset", json: ["key": key, "password": "bob's own password"])
             let after = try handOver(server, try token(standIn, server, subject: "bob-1"))
             #expect(after.status == 200 && user(after)["email"] as? String == "bob@example.com", "\(after.text)")
+            // Cy leaves her sign-up's code unentered and signs in through the provider later: the
+            // code entered on that sign-in's session proves the link as well.
+            let abandoned = try handOver(
+                server, try token(standIn, server, subject: "cy-1", email: "cy@example.com", verified: false))
+            #expect(abandoned.status == 401, "\(abandoned.text)")
+            server.clock.advance(by: 181)  // the mail budget: one code per 3 minutes
+            let later = try handOver(server, try token(standIn, server, subject: "cy-1"))
+            #expect(later.status == 401, "\(later.text)")
+            let cyCode = try #require(server.mailer.verificationCode(for: "cy@example.com"))
+            let cyIn = try server.app("POST", "auth/email/verify", token: later.sessionToken, json: ["key": cyCode])
+            #expect(cyIn.status == 200, "\(cyIn.text)")
+            #expect(try server.app("POST", "auth/password/request", json: ["email": "cy@example.com"]).status == 200)
+            let cyKey = try #require(server.mailer.resetKey(for: "cy@example.com"))
+            _ = try server.app("POST", "auth/password/reset", json: ["key": cyKey, "password": "cy's own password"])
+            let cyAfter = try handOver(server, try token(standIn, server, subject: "cy-1"))
+            #expect(cyAfter.status == 200 && user(cyAfter)["email"] as? String == "cy@example.com", "\(cyAfter.text)")
         }
     }
 

@@ -142,7 +142,7 @@ extension AccountService {
     /// Past the account's mail budget the answer is django-allauth's: too many login attempts.
     func signInAwaitingVerification(
         account: Account, address: String, email: String, kind: SessionKind, current: Caller, now: Int64,
-        refund: Bool = true
+        refund: Bool = true, provider: SessionFactorStore.ProviderLogin? = nil
     ) throws -> SignInOutcome {
         let verification = try emailVerification.makeVerification(kind: kind, now: now)
         let authenticatedAt = clock.now().timeIntervalSince1970
@@ -157,6 +157,10 @@ extension AccountService {
                     verification, account: account, authenticatedAt: authenticatedAt, db, now: now)
             } catch let refusal as RateLimiter.Refusal {
                 return .tooManyFailedLogins(retryAfter: refusal.retryAfter)
+            }
+            // A provider's sign-in: the code entered on this session proves its link too.
+            if let provider {
+                try SessionFactorStore(db).recordProvider(keyHash: verification.preLogin.session.keyHash, provider)
             }
             if let old = current.session, old.kind == kind { try SessionEnding(db).end(keyHash: old.keyHash) }
             return .verificationPending(token: verification.preLogin.token)

@@ -424,7 +424,7 @@ struct ProviderSignIn: Sendable {
                 return .signIn(
                     try accounts.signInAwaitingVerification(
                         account: account, address: address, email: account.email, kind: kind, current: current,
-                        now: now, refund: false))
+                        now: now, refund: false, provider: login))
             }
         }
         if account.approval == .approved, try accounts.hasSecondFactor(userID: account.id) {
