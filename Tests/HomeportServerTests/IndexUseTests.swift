@@ -21,7 +21,7 @@ private let wholeTableOnPurpose: [(marker: String, why: String)] = [
     ("SELECT state, COUNT(*) AS count FROM push_outbox GROUP BY state", "the outbox's counts, for /metrics"),
     ("FROM users ORDER BY id", "users list: the operator's listing of every account"),
     (
-        "DELETE FROM push_outbox WHERE state <> 'sending' AND device_token IN",
+        "DELETE FROM push_outbox WHERE device_token IN",
         "the pushes waiting for a device that left its account (a sign-out, an unregistration, a move, "
             + "the cap, a deletion): rare, where an index by device would cost every push its upkeep "
             + "(ten times the outbox's deletes, measured)"

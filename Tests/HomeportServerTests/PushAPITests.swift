@@ -126,7 +126,11 @@ struct PushAPITests {
             #expect(try server.register(deviceB, token: adaElsewhere).status == 200)
             try notify("ada@example.com")
             #expect(try waiting() == ["00:For ada@example.com", "aa:For ada@example.com"])
-            // Unregistered: its push goes; the other device's stays.
+            // Unregistered: its push goes, even one a sender has claimed (so that a failure of it
+            // does not bring it back); the other device's stays.
+            try server.application.database.execute(
+                "UPDATE push_outbox SET state = 'sending', claimed_by = 'a sender' WHERE device_token = $1",
+                [.text(deviceA)])
             #expect(try server.app("DELETE", "/api/v1/push/devices/\(deviceA)", token: ada).status == 204)
             #expect(try waiting() == ["00:For ada@example.com"])
             // Taken by Bob (a phone signed in to another account): Ada's pushes for it go, Bob's come.

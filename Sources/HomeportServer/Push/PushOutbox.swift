@@ -173,13 +173,14 @@ struct PushOutbox {
     /// Deletes the pushes waiting for these devices (an account that is deleted, a device that
     /// is unregistered, signed out, let go or moved to another account): a push to be tried again
     /// later is for the account it was made for, not for whoever holds the device by then. One
-    /// being sent right now is not recalled. The outbox has no index by device (each push would
-    /// pay for it): one pass over it per chunk of devices, at these rare events.
+    /// a sender claimed goes too: on its way it cannot be recalled, but a failure does not bring
+    /// it back to be tried again (the sender's writes name rows by id, and find none). The outbox
+    /// has no index by device (each push would pay for it): one pass over it per chunk of
+    /// devices, at these rare events.
     func deletePending(deviceTokens: [String]) throws {
         for (chunk, placeholders) in SQLList.chunks(deviceTokens) {
             try db.execute(
-                "DELETE FROM push_outbox WHERE state <> 'sending' AND device_token IN (\(placeholders))",
-                chunk.map(SQLValue.text))
+                "DELETE FROM push_outbox WHERE device_token IN (\(placeholders))", chunk.map(SQLValue.text))
         }
     }
 
