@@ -71,6 +71,49 @@ struct WebProviderSignInTests {
         }
     }
 
+    /// How many code exchanges the stand-in's token endpoint has seen.
+    func exchanges(_ standIn: OIDCStandIn) throws -> Int {
+        try RawHTTP.request(port: standIn.port, path: "/stats").jsonObject?["token"] as? Int ?? -1
+    }
+
+    @Test(
+        "RFC 9207: an answer naming another issuer, or none from a provider that names itself, is refused before its code is exchanged"
+    )
+    func issuerInTheAnswer() throws {
+        try withProvider { server, standIn in
+            let browser = Browser(port: server.port)
+            func control(_ extra: [String: Any]) throws {
+                try standIn.control(
+                    ["now": Int(server.clock.now().timeIntervalSince1970), "client_secret": Self.secret].merging(extra)
+                    {
+                        $1
+                    })
+            }
+            // Another issuer's answer on this flow's state (a provider that sent the browser on to
+            // another): refused, and its code never goes to the token endpoint with the verifier.
+            try control(["answer_iss": "https://other.example"])
+            let before = try exchanges(standIn)
+            let mixed = try browser.get(try toProvider(browser, standIn, start: "/account/provider/household/start"))
+            #expect(mixed.status == 400 && mixed.text.contains("could not be accepted"), "\(mixed.text)")
+            #expect(try exchanges(standIn) == before, "the code was not exchanged")
+            #expect(browser.cookies["homeport_session"] == nil)
+            // Its own name: signed in.
+            try control(["answer_iss": standIn.issuer])
+            let own = try browser.get(try toProvider(browser, standIn, start: "/account/provider/household/start"))
+            #expect(own.status == 303, "\(own.text)")
+            // A provider whose discovery says it names itself, answering without: refused. (The
+            // document is kept an hour: an hour on, it is read again.)
+            server.clock.advance(by: 3601)
+            try control(["iss_supported": true, "answer_iss": NSNull()])
+            let fresh = Browser(port: server.port)
+            let unnamed = try fresh.get(try toProvider(fresh, standIn, start: "/account/provider/household/start"))
+            #expect(unnamed.status == 400 && unnamed.text.contains("could not be accepted"), "\(unnamed.text)")
+            try control(["iss_supported": true])
+            let named = try fresh.get(try toProvider(fresh, standIn, start: "/account/provider/household/start"))
+            #expect(named.status == 303, "\(named.text)")
+        }
+    }
+
     @Test("a way back in another browser, a refusal, a wrong nonce, a provider down: pages that say so, no session")
     func failures() throws {
         try withProvider { server, standIn in

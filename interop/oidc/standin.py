@@ -15,7 +15,9 @@ Listens on 127.0.0.1 on a free port and writes the port to DIRECTORY/port once i
     POST /control  {"issuer": "...", "jwks_status": 500, "discovery_status": 500, "jwks_body": "...",
                     "now": seconds (the time tokens from /token are issued at), "login": {claims of who signs
                     in at /authorize}, "authorize_error": "access_denied", "client_secret": "...",
-                    "token_status": 500, "nonce": "another"}
+                    "token_status": 500, "nonce": "another", "iss_supported": true (RFC 9207: say so in the
+                    discovery document and name the issuer in /authorize's answer), "answer_iss": "..." or
+                    null (name another issuer, or none)}
     GET  /authorize  the authorization endpoint: signs in "login" at once and sends the browser back
                      with a code (or "authorize_error")
     POST /token      the token endpoint: the code, its PKCE verifier and redirect_uri, the client's
@@ -137,6 +139,8 @@ class Handler(BaseHTTPRequestHandler):
                     "id_token_signing_alg_values_supported": ["RS256", "ES256"],
                     "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
                 }
+                if control.get("iss_supported"):
+                    document["authorization_response_iss_parameter_supported"] = True
                 return self.answer(status, document)
             if self.path == "/jwks":
                 provider.counts["jwks"] += 1
@@ -154,6 +158,12 @@ class Handler(BaseHTTPRequestHandler):
                     code = secrets.token_urlsafe(24)
                     provider.codes[code] = {"query": query, "login": control.get("login", {})}
                     parameters = {"code": code, "state": query.get("state", "")}
+                # RFC 9207: the answer names its issuer (or, asked, another's, or none).
+                if "answer_iss" in control:
+                    if control["answer_iss"] is not None:
+                        parameters["iss"] = control["answer_iss"]
+                elif control.get("iss_supported"):
+                    parameters["iss"] = provider.base
                 self.send_response(302)
                 self.send_header("Location", back + ("&" if "?" in back else "?") + urllib.parse.urlencode(parameters))
                 self.send_header("Content-Length", "0")

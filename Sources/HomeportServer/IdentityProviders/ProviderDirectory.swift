@@ -12,6 +12,9 @@ struct ProviderMetadata: Sendable, Hashable {
     var jwksURI: String
     /// How the token endpoint takes a client's credentials (`client_secret_basic` when unsaid).
     var tokenEndpointAuthMethods: [String]
+    /// Whether the provider names itself (`iss`) in its answers to an authorization request
+    /// (RFC 9207): then an answer without it is not its.
+    var issInAuthorizationResponse = false
 
     /// The document in `data`, for `provider`; throws when it is not one, names another issuer
     /// (Discovery §4.3: the issuer must be exactly the one asked), or points where the server
@@ -34,6 +37,7 @@ struct ProviderMetadata: Sendable, Hashable {
         tokenEndpoint = (object["token_endpoint"] as? String).flatMap { provider.isFetchable($0) ? $0 : nil }
         tokenEndpointAuthMethods =
             (object["token_endpoint_auth_methods_supported"] as? [String]) ?? ["client_secret_basic"]
+        issInAuthorizationResponse = object["authorization_response_iss_parameter_supported"] as? Bool ?? false
     }
 }
 

@@ -94,7 +94,7 @@ struct ProviderRedirect: Sendable {
     /// provider's `code`, or its `error`.
     func complete(
         state: String, code: String?, error: String?, binding: String?, callback: String, address: String,
-        current: Caller
+        current: Caller, issuer: String? = nil
     ) throws -> End {
         let now = signIn.clock.unixSeconds
         guard state.utf8.count <= 128,
@@ -111,6 +111,16 @@ struct ProviderRedirect: Sendable {
         }
         guard let provider = try signIn.directory.provider(id: flow.providerID) else {
             return .failed("This server no longer offers that sign-in.")
+        }
+        // RFC 9207: the answer names the provider that gave it. Another's answer on this flow's
+        // state (a provider that sent the browser on to another, to have that one's code and
+        // this flow's verifier sent to it) goes no further: its code is never exchanged.
+        if issuer.map({ $0 != provider.issuer })
+            ?? (try? signIn.directory.metadata(provider).issInAuthorizationResponse) == true
+        {
+            signIn.logger.notice(
+                "provider sign-in refused", metadata: ["provider": provider.id, "reason": "another issuer's answer"])
+            return .failed("\(provider.name)'s answer could not be accepted. Please start again.")
         }
         if let error {
             let said = String(error.unicodeScalars.filter { ("a"..."z").contains($0) || $0 == "_" }.prefix(64))

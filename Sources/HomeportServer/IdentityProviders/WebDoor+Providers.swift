@@ -46,7 +46,7 @@ extension WebDoor {
             state: request.query["state"] ?? "", code: request.query["code"], error: request.query["error"],
             binding: request.cookies[cookies.providerFlow],
             callback: service.publicBase(for: request) + ProviderRedirect.callbackPath,
-            address: request.remoteAddress, current: context.caller)
+            address: request.remoteAddress, current: context.caller, issuer: request.query["iss"])
         var response: HTTPResponse
         switch end {
         case .failed(let why):
