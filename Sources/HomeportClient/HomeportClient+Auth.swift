@@ -52,10 +52,35 @@ extension HomeportClient {
     private func signIn(
         _ flow: String, at address: ServerAddress, email: String, password: String, invitation: String? = nil
     ) async throws -> SignInResult {
+        try await proveKnownAddress(address)
         let body = try JSONEncoder().encode(
             AuthRequest.Credentials(email: email, password: password, invitation: invitation))
         let response = try await authRequest("POST", flow, at: address, body: body)
         return try await finishSignIn(response, at: address, email: email)
+    }
+
+    /// An address this device knows as an enrolled installation's whose key is pinned proves that
+    /// key before a password goes there (PROTOCOL §9: a credential only to an address that signed
+    /// a fresh challenge with the pinned key), or answers as another installation altogether (a
+    /// new one at that address: signing in there is the identity change PROTOCOL §3 follows).
+    /// One that answers the installation's id without its key, or answers nothing one can read,
+    /// gets no password.
+    private func proveKnownAddress(_ address: ServerAddress) async throws {
+        guard
+            let known = directory.all.first(where: { record in
+                record.publicKey != nil
+                    && (record.primary.url == address.url
+                        || record.alternatives.contains { $0.address.url == address.url })
+            }), let expected = known.expectedIdentity
+        else { return }
+        let outcome = await probe.probe(address, expected: expected)
+        let anotherInstallation = if case .mismatch = outcome { true } else { false }
+        guard outcome.isMatch || anotherInstallation else {
+            throw ClientError.probeFailed(
+                address: address.url,
+                outcome: "\(outcome); it is an address of \(known.displayName), whose key is pinned here, so the "
+                    + "password was not sent")
+        }
     }
 
     /// Sends the mailed code back (`POST auth/email/verify` with the pending sign-in's token, to the

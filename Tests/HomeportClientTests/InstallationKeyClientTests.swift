@@ -179,6 +179,8 @@ struct InstallationKeyClientTests {
         await #expect(throws: ClientError.self) {
             _ = try await client.login(at: address, email: "ada@example.com", password: "a password")
         }
+        #expect(
+            !listener.requests.contains { $0.contains(AllauthAppPath.login) }, "the password never went there")
         let kept = try client.directory.find(id.description)
         #expect(kept.publicKey == pinned, "\(impostor): the pin stays")
         #expect(try FileVault(directory: home.file("vault")).token(for: kept.key) == nil, "no token from it is kept")
