@@ -89,7 +89,8 @@ struct RequestTarget {
         while index < bytes.endIndex {
             let byte = bytes[index]
             if byte == UInt8(ascii: "%"), index + 2 < bytes.endIndex,
-                let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
+                let high = PercentEncoding.hexValue(bytes[index + 1]),
+                let low = PercentEncoding.hexValue(bytes[index + 2])
             {
                 output.append(high << 4 | low)
                 index += 3
@@ -99,14 +100,5 @@ struct RequestTarget {
             index += 1
         }
         return String(decoding: output, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -32,8 +32,7 @@ package enum WebPushSubscription {
             components.user == nil, components.password == nil, components.fragment == nil
         else { return "The endpoint is the push service's https:// URL (at most 1024 characters)." }
         let scheme = components.scheme?.lowercased()
-        // `localhost.` is `localhost`: the final dot of a name changes nothing it resolves to.
-        let isPrivate = NetworkAddress.isPrivate(host: host.hasSuffix(".") ? String(host.dropLast()) : host)
+        let isPrivate = NetworkAddress.isPrivate(host: host)
         guard scheme == "https" || (scheme == "http" && allowPrivate && isPrivate) else {
             return "The endpoint must be https:// (plain http:// only on a private network this server allows)."
         }
@@ -52,12 +51,9 @@ package enum WebPushSubscription {
             }
         if dotSegment { return "The endpoint's path has a dot segment (. or ..), which no push service's has." }
         // A `%` that is not a percent-encoding would be sent as another URL (`%25`).
-        let bytes = Array(endpoint.utf8)
-        let malformed = bytes.indices.contains { index in
-            bytes[index] == UInt8(ascii: "%")
-                && (index + 2 >= bytes.count || hexValue(bytes[index + 1]) == nil || hexValue(bytes[index + 2]) == nil)
+        if !PercentEncoding.isWellFormed(endpoint) {
+            return "The endpoint has a % that is not a percent-encoding (%XX)."
         }
-        if malformed { return "The endpoint has a % that is not a percent-encoding (%XX)." }
         return nil
     }
 
@@ -82,61 +78,12 @@ package enum WebPushSubscription {
             if host.count > 1, host.hasSuffix(".") { host.removeLast() }
             components.percentEncodedHost = host
         }
-        components.percentEncodedPath = normalizedPercentEncoding(components.percentEncodedPath)
-        components.percentEncodedQuery = components.percentEncodedQuery.map(normalizedPercentEncoding)
+        components.percentEncodedPath = PercentEncoding.normalized(components.percentEncodedPath)
+        components.percentEncodedQuery = components.percentEncodedQuery.map(PercentEncoding.normalized)
         if (scheme == "https" && components.port == 443) || (scheme == "http" && components.port == 80) {
             components.port = nil
         }
         return components.string ?? endpoint
-    }
-
-    /// `text` with each percent-encoded unreserved character (`A-Z a-z 0-9 - . _ ~`) decoded and
-    /// the hex digits of every other percent-encoding in uppercase.
-    static func normalizedPercentEncoding(_ text: String) -> String {
-        let bytes = Array(text.utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        var index = 0
-        while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
-                let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
-            {
-                let byte = high << 4 | low
-                if isUnreserved(byte) {
-                    out.append(byte)
-                } else {
-                    out += [UInt8(ascii: "%"), hexDigit(high), hexDigit(low)]
-                }
-                index += 3
-            } else {
-                out.append(bytes[index])
-                index += 1
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-
-    private static func hexDigit(_ value: UInt8) -> UInt8 {
-        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") + value - 10
-    }
-
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-            UInt8(ascii: "~"):
-            true
-        default: false
-        }
     }
 
     /// The subscription's public key: base64url of a 65-byte uncompressed P-256 point on the curve.
