@@ -79,19 +79,31 @@ static inline int homeport_private_ipv4(const unsigned char *a) {
            (a[0] == 198 && (a[1] & 0xFE) == 18);
 }
 
+// The IPv4 address an IPv6 one carries, checked as that address: IPv4-mapped, NAT64's
+// well-known /96 and 6to4; NULL for any other.
+static inline const unsigned char *homeport_carried_ipv4(const unsigned char *a) {
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+    static const unsigned char nat64[12] = {0, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0};
+    if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0) return a + 12;
+    if (a[0] == 0x20 && a[1] == 0x02) return a + 2;
+    return NULL;
+}
+
+// 64:ff9b:1::/48, NAT64 for a local network (RFC 8215).
+static inline int homeport_local_nat64(const unsigned char *a) {
+    return a[0] == 0 && a[1] == 0x64 && a[2] == 0xFF && a[3] == 0x9B && a[4] == 0 && a[5] == 1;
+}
+
 static inline int homeport_private_address(const struct sockaddr *address) {
     if (address->sa_family == AF_INET) {
         return homeport_private_ipv4((const unsigned char *)&((const struct sockaddr_in *)address)->sin_addr);
     }
     if (address->sa_family != AF_INET6) return 1;
     const unsigned char *a = ((const struct sockaddr_in6 *)address)->sin6_addr.s6_addr;
-    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
-    static const unsigned char nat64[12] = {0, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0};
     static const unsigned char zeros[12] = {0};
-    if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0) return homeport_private_ipv4(a + 12);
-    if (a[0] == 0x20 && a[1] == 0x02) return homeport_private_ipv4(a + 2);
-    // 64:ff9b:1::/48, NAT64 for a local network (RFC 8215).
-    if (a[0] == 0 && a[1] == 0x64 && a[2] == 0xFF && a[3] == 0x9B && a[4] == 0 && a[5] == 1) return 1;
+    const unsigned char *carried = homeport_carried_ipv4(a);
+    if (carried) return homeport_private_ipv4(carried);
+    if (homeport_local_nat64(a)) return 1;
     // ::, ::1 and the deprecated IPv4-compatible addresses.
     if (memcmp(a, zeros, 12) == 0) return 1;
     // Unique-local, link-local, site-local (deprecated), multicast.
@@ -114,15 +126,10 @@ static inline int homeport_link_local_address(const struct sockaddr *address) {
     }
     if (address->sa_family != AF_INET6) return 0;
     const unsigned char *a = ((const struct sockaddr_in6 *)address)->sin6_addr.s6_addr;
-    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
-    static const unsigned char nat64[12] = {0, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0};
     static const unsigned char metadata[16] = {0xFD, 0, 0x0E, 0xC2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54};
-    if (memcmp(a, mapped, 12) == 0 || memcmp(a, nat64, 12) == 0) return a[12] == 169 && a[13] == 254;
-    // 64:ff9b:1::/48, NAT64 for a local network (RFC 8215), with the IPv4 address last.
-    if (a[0] == 0 && a[1] == 0x64 && a[2] == 0xFF && a[3] == 0x9B && a[4] == 0 && a[5] == 1) {
-        return a[12] == 169 && a[13] == 254;
-    }
-    if (a[0] == 0x20 && a[1] == 0x02) return a[2] == 169 && a[3] == 254;
+    // A local NAT64 address carries its IPv4 one last.
+    const unsigned char *carried = homeport_local_nat64(a) ? a + 12 : homeport_carried_ipv4(a);
+    if (carried) return carried[0] == 169 && carried[1] == 254;
     return (a[0] == 0xFE && (a[1] & 0xC0) == 0x80) || memcmp(a, metadata, 16) == 0;
 }
 

@@ -8,14 +8,10 @@ enum NetworkAddress {
     /// `localhost`, or an address that is unspecified, loopback, private (RFC 1918), shared
     /// (100.64/10), link-local, or unique-local (fc00::/7), an IPv4 one mapped into IPv6 too.
     static func isPrivate(host: String) -> Bool {
-        var bare = host.lowercased()
-        if bare.hasPrefix("[") && bare.hasSuffix("]") { bare = String(bare.dropFirst().dropLast()) }
-        if bare.hasSuffix(".") { bare = String(bare.dropLast()) }
+        let bare = bare(host)
         if bare == "localhost" || bare.hasSuffix(".localhost") { return true }
-        if let octets = ipv4(bare) { return isPrivate(octets) }
-        var address = in6_addr()
-        guard inet_pton(AF_INET6, bare, &address) == 1 else { return false }
-        let bytes = withUnsafeBytes(of: &address) { Array($0) }
+        guard let bytes = address(bare) else { return false }
+        if bytes.count == 4 { return isPrivate(bytes) }
         if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
             return isPrivate(Array(bytes[12..<16]))
         }
@@ -26,13 +22,25 @@ enum NetworkAddress {
     /// Whether `host` spells a link-local address (169.254/16, fe80::/10, fd00:ec2::254, also as
     /// an IPv6 form that carries an IPv4 one), as ``CurlReach/notLinkLocal`` refuses at connect.
     static func isLinkLocal(host: String) -> Bool {
+        address(bare(host)).map(CurlReach.isLinkLocal) ?? false
+    }
+
+    /// `host` in lowercase, without IPv6 brackets or a name's final dot (`localhost.` is
+    /// `localhost`: the final dot changes nothing a name resolves to).
+    private static func bare(_ host: String) -> String {
         var bare = host.lowercased()
         if bare.hasPrefix("[") && bare.hasSuffix("]") { bare = String(bare.dropFirst().dropLast()) }
         if bare.hasSuffix(".") { bare = String(bare.dropLast()) }
-        if let octets = ipv4(bare) { return CurlReach.isLinkLocal(octets) }
+        return bare
+    }
+
+    /// The address `bare` spells: four octets (IPv4, as ``ipv4(_:)`` reads it) or sixteen
+    /// (IPv6); `nil` for a name.
+    private static func address(_ bare: String) -> [UInt8]? {
+        if let octets = ipv4(bare) { return octets }
         var address = in6_addr()
-        guard inet_pton(AF_INET6, bare, &address) == 1 else { return false }
-        return CurlReach.isLinkLocal(withUnsafeBytes(of: &address) { Array($0) })
+        guard inet_pton(AF_INET6, bare, &address) == 1 else { return nil }
+        return withUnsafeBytes(of: &address) { Array($0) }
     }
 
     /// The four octets of a dotted IPv4 address (as inet_aton reads it, so `127.1` and
