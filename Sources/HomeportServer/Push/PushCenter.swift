@@ -312,16 +312,13 @@ public final class PushCenter: Sendable {
             try RateLimiter(db, policy: rateLimits).charge(
                 .pushChangesPerAccount, String(account.id), now: now)
             let devices = PushDeviceStore(db)
-            // A subscription moves to another account only with its own keys: its endpoint alone
-            // (which a shared distributor may show others) does not take it from its holder.
-            if let target, let held = try devices.holder(token: registration.token),
-                held.userID != account.id,
-                held.webPush.map({ ($0.p256dh, $0.auth) }) ?? ("", "") != (target.p256dh, target.auth)
-            {
-                throw SubscriptionTaken()
-            }
-            // What waits for the device was made for its holder until now.
             if let held = try devices.holder(token: registration.token), held.userID != account.id {
+                // A subscription moves to another account only with its own keys: its endpoint
+                // alone (which a shared distributor may show others) does not take it from its holder.
+                if let target, held.webPush.map({ ($0.p256dh, $0.auth) }) ?? ("", "") != (target.p256dh, target.auth) {
+                    throw SubscriptionTaken()
+                }
+                // What waits for the device was made for its holder until now.
                 try PushOutbox(db).deletePending(deviceTokens: [registration.token])
             }
             try devices.register(
