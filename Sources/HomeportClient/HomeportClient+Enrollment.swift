@@ -30,15 +30,7 @@ extension HomeportClient {
         guard let existing = (atPrimary ?? claimed).flatMap({ directory.server($0.key) }) else {
             return try enrollNew(address, email: email, token: token, info: info, publicKey: publicKey)
         }
-        // The same installation signed in again proves the key pinned for it: one that answers
-        // its id without that key (none, or another) is not let replace the pin (no downgrade).
-        // A new id is an identity reset, adopted below as the identity change it is.
-        // An answer without an id (no app-info, or none in it) is no reset either.
-        if let pinned = existing.publicKey, info?.instanceId == nil || info?.instanceId == existing.instanceID,
-            publicKey != pinned
-        {
-            throw Self.pinNotProven(at: address, id: existing.instanceID)
-        }
+        try Self.keepPin(of: existing, info: info, proven: publicKey, at: address)
 
         // Refused before anything changes (the old session is not ended for an id that is another
         // server's); checked again on the record as stored when it is saved.
@@ -56,11 +48,7 @@ extension HomeportClient {
         // change then signs it in) or finds the new token and leaves it.
         let saved = try directory.rewrite(existing.key) { record, others in
             // A key pinned meanwhile (by another process) is held to the same rule.
-            if let pinned = record.publicKey, info?.instanceId == nil || info?.instanceId == record.instanceID,
-                publicKey != pinned
-            {
-                throw Self.pinNotProven(at: address, id: record.instanceID)
-            }
+            try Self.keepPin(of: record, info: info, proven: publicKey, at: address)
             event = try info?.instanceId.flatMap { try Self.reidentify(&record, as: $0, among: others) }
             Self.signIn(&record, at: address, email: email, info: info, primaryConfirmed: primaryConfirmed, path: path)
             record.publicKey = publicKey
@@ -114,13 +102,20 @@ extension HomeportClient {
         record.lastWinner = address.url
     }
 
-    /// The refusal of a sign-in at an address that answered as an enrolled installation without
-    /// proving the key pinned for it.
-    private static func pinNotProven(at address: ServerAddress, id: InstanceID?) -> ClientError {
-        .badAnswer(
+    /// Refuses the sign-in when `record`'s installation, signed in again, did not prove the key
+    /// pinned for it: an address that answers its id without that key (none, or another) does not
+    /// replace the pin (no downgrade), and nor does one that says no id at all (no app-info, or
+    /// none in it). A new id is an identity reset, adopted as the identity change it is.
+    private static func keepPin(
+        of record: ServerRecord, info: AppInfo?, proven: String?, at address: ServerAddress
+    ) throws {
+        guard let pinned = record.publicKey, info?.instanceId == nil || info?.instanceId == record.instanceID,
+            proven != pinned
+        else { return }
+        throw ClientError.badAnswer(
             address: address.url,
-            detail: "it answered as \(id.map { "\($0)" } ?? "the enrolled server") without the proof of the key "
-                + "pinned for it, so the sign-in was not kept and the server's record is unchanged")
+            detail: "it answered as \(record.instanceID.map { "\($0)" } ?? "the enrolled server") without the proof "
+                + "of the key pinned for it, so the sign-in was not kept and the server's record is unchanged")
     }
 
     /// A server this device has no record of.
