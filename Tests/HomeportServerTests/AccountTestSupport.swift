@@ -62,6 +62,15 @@ struct AccountsHarness {
         return try RawHTTP.request(port: port, method: method, path: full, headers: all, body: body)
     }
 
+    /// Asks a password reset for `email` and sets `password` with the key mailed; the reset's
+    /// answer (401 once it is set: every session ended).
+    @discardableResult
+    func resetPassword(_ email: String, to password: String) throws -> RawResponse {
+        #expect(try app("POST", "auth/password/request", json: ["email": email]).status == 200)
+        let key = try #require(mailer.resetKey(for: email))
+        return try app("POST", "auth/password/reset", json: ["key": key, "password": password])
+    }
+
     /// Signs up (open signup) or logs in, and returns the session token.
     func signIn(_ email: String, _ password: String = "correct horse battery") throws -> String {
         var response = try app("POST", "auth/signup", json: ["email": email, "password": password])

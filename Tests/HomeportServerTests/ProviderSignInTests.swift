@@ -278,10 +278,7 @@ struct ProviderSignInTests {
             #expect(carol.status == 200, "\(carol.text)")
             // Each address's owner takes the account back with a reset.
             for email in ["ada@example.com", "bob@example.com", "carol@example.com"] {
-                #expect(try server.app("POST", "auth/password/request", json: ["email": email]).status == 200)
-                let key = try #require(server.mailer.resetKey(for: email))
-                let reset = try server.app(
-                    "POST", "auth/password/reset", json: ["key": key, "password": "the owner's own password"])
+                let reset = try server.resetPassword(email, to: "the owner's own password")
                 #expect(reset.status == 401, "\(email): \(reset.text)")
             }
             for subject in ["mallory-1", "mallory-2"] {
@@ -301,9 +298,7 @@ struct ProviderSignInTests {
             let own = try handOver(
                 server, try token(standIn, server, subject: "ada-own"), process: "connect", session: login.sessionToken)
             #expect(own.status == 200, "\(own.text)")
-            #expect(try server.app("POST", "auth/password/request", json: ["email": "ada@example.com"]).status == 200)
-            let key = try #require(server.mailer.resetKey(for: "ada@example.com"))
-            _ = try server.app("POST", "auth/password/reset", json: ["key": key, "password": "another own password"])
+            try server.resetPassword("ada@example.com", to: "another own password")
             let kept = try handOver(server, try token(standIn, server, subject: "ada-own"))
             #expect(kept.status == 200 && user(kept)["email"] as? String == "ada@example.com", "\(kept.text)")
         }
@@ -411,9 +406,7 @@ struct ProviderSignInTests {
             #expect(next.status == 200, "\(next.text)")
             // The code came to Bob on the session his provider account opened: the link is his,
             // and a reset (how a provider's account gets a password) keeps it.
-            #expect(try server.app("POST", "auth/password/request", json: ["email": "bob@example.com"]).status == 200)
-            let key = try #require(server.mailer.resetKey(for: "bob@example.com"))
-            _ = try server.app("POST", "auth/password/reset", json: ["key": key, "password": "bob's own password"])
+            try server.resetPassword("bob@example.com", to: "bob's own password")
             let after = try handOver(server, try token(standIn, server, subject: "bob-1"))
             #expect(after.status == 200 && user(after)["email"] as? String == "bob@example.com", "\(after.text)")
             // Cy leaves her sign-up's code unentered and signs in through the provider later: the
@@ -427,9 +420,7 @@ struct ProviderSignInTests {
             let cyCode = try #require(server.mailer.verificationCode(for: "cy@example.com"))
             let cyIn = try server.app("POST", "auth/email/verify", token: later.sessionToken, json: ["key": cyCode])
             #expect(cyIn.status == 200, "\(cyIn.text)")
-            #expect(try server.app("POST", "auth/password/request", json: ["email": "cy@example.com"]).status == 200)
-            let cyKey = try #require(server.mailer.resetKey(for: "cy@example.com"))
-            _ = try server.app("POST", "auth/password/reset", json: ["key": cyKey, "password": "cy's own password"])
+            try server.resetPassword("cy@example.com", to: "cy's own password")
             let cyAfter = try handOver(server, try token(standIn, server, subject: "cy-1"))
             #expect(cyAfter.status == 200 && user(cyAfter)["email"] as? String == "cy@example.com", "\(cyAfter.text)")
         }
