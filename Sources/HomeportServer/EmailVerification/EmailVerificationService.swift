@@ -138,7 +138,7 @@ package final class EmailVerificationService: Sendable {
             }
             // A provider sign-up's own session: the person its link signed in is the address's
             // owner, who proves the link with the code.
-            let login = try SessionFactorStore(db).record(keyHash: session.keyHash).provider
+            let login = try SessionFactorStore(db).provider(keyHash: session.keyHash)
             guard try SessionEnding(db).end(keyHash: session.keyHash),
                 let account = try AccountStore(db).find(id: claimed.userID)
             else { return (.noneWaiting, nil, nil) }

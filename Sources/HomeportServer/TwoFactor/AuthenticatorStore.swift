@@ -201,10 +201,15 @@ struct SessionFactorStore {
         return Pending(userID: userID, passwordHash: hash, authenticatedAt: at, provider: Self.provider(row))
     }
 
-    func record(keyHash: String) throws -> Record {
-        let provider = try db.execute(
+    /// The provider account the session signed in (or waits to be verified) through, if any.
+    func provider(keyHash: String) throws -> ProviderLogin? {
+        try db.execute(
             "SELECT provider_id, provider_subject FROM session_providers WHERE key_hash = $1", [.text(keyHash)]
         ).first.flatMap(Self.provider)
+    }
+
+    func record(keyHash: String) throws -> Record {
+        let provider = try provider(keyHash: keyHash)
         guard
             let row = try db.execute(
                 """
