@@ -85,6 +85,27 @@ package struct TrustedProxies: Sendable, Equatable {
         return leftmost
     }
 
+    /// Every hop the forwarding fields of `headers` name (`X-Forwarded-For`, `Forwarded`'s
+    /// `for=`, `X-Real-IP`), whoever sent them, each in its canonical spelling, or `nil` for a hop
+    /// that is no IP address (`unknown`, an obfuscated name, garbage).
+    package static func forwardedHops(_ headers: some Sequence<(name: String, value: String)>) -> [String?] {
+        var hops: [String?] = []
+        for field in headers {
+            let named: [Substring.UTF8View] =
+                if field.name.caseInsensitiveEquals(Header.xForwardedFor.rawValue)
+                    || field.name.caseInsensitiveEquals("x-real-ip")
+                {
+                    elements(of: field.value)
+                } else if field.name.caseInsensitiveEquals(Header.forwarded.rawValue) {
+                    forwardedFor(field.value)
+                } else {
+                    []
+                }
+            hops += named.map { address(of: $0)?.text }
+        }
+        return hops
+    }
+
     /// A list field's elements (`a, b,c`), each without the spaces and tabs around it; empty
     /// elements (`a,,b`) are skipped, a blank one (`a, ,b`) is kept (and is no address).
     static func elements(of value: String) -> [Substring.UTF8View] {

@@ -14,6 +14,9 @@ public enum APIErrorCode {
     public static let unavailable = "unavailable"
     /// The installation identity cannot be read.
     public static let identityUnavailable = "identity_unavailable"
+    /// An identity challenge for a local network's address came from elsewhere: it is not
+    /// signed (a relay could pass it on from another network's impostor).
+    public static let challengeRefused = "challenge_refused"
     /// The request line is malformed in a way only Homeport checks (a NUL byte in the target).
     public static let badRequest = "bad_request"
     /// The request's framing is ambiguous (RFC 9112 §6.3).

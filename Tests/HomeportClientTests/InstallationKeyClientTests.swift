@@ -17,9 +17,12 @@ struct InstallationKeyClientTests {
         try collected(port: try #require(installation.ports["127.0.0.1"]), challenge: challenge, host: host)
     }
 
-    static func collected(port: Int, challenge: String, host: String) throws -> ServerIdentity {
+    static func collected(port: Int, challenge: String, host: String, forwardedFor: String? = nil) throws
+        -> ServerIdentity
+    {
+        let forwarded = forwardedFor.map { "X-Forwarded-For: \($0)\r\n" } ?? ""
         let request =
-            "GET \(HomeportPath.serverIdentity)?challenge=\(challenge) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n"
+            "GET \(HomeportPath.serverIdentity)?challenge=\(challenge) HTTP/1.1\r\nHost: \(host)\r\n\(forwarded)Connection: close\r\n\r\n"
         let response = try RawHTTP.exchange(port: port, Array(request.utf8))
         return try JSONDecoder().decode(ServerIdentity.self, from: response.body)
     }
@@ -48,6 +51,10 @@ struct InstallationKeyClientTests {
         /// The real installation's signature for this very challenge, asked for another host
         /// (a listener that fetches fresh proofs from the installation under its own name).
         case fetchesAProofForAnotherHost
+        /// The real installation's signature for this very challenge and the very host the
+        /// client dialled, relayed from another network through the server's public name (whose
+        /// proxy names the impostor's public address in `X-Forwarded-For`).
+        case relaysFromAnotherNetwork
     }
 
     /// A listener on 127.0.0.2 that answers the identity route as `impostor` does.
@@ -71,6 +78,10 @@ struct InstallationKeyClientTests {
                     .map(IdentityProof.base64URL)
             case .fetchesAProofForAnotherHost:
                 answer = (try? collected(port: port, challenge: challenge, host: "127.0.0.1")) ?? answer
+            case .relaysFromAnotherNetwork:
+                answer =
+                    (try? collected(port: port, challenge: challenge, host: "127.0.0.2", forwardedFor: "203.0.113.9"))
+                    ?? answer
             }
             return (try? json(answer)) ?? RecordingListener.Canned(500)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import HomeportCrypto
+import HomeportHTTP
 import HomeportLogging
 import HomeportStorage
 import HomeportTestSupport
@@ -233,5 +234,98 @@ struct InstallationKeyTests {
         let certificate = try PeerCertificate.read(host: "127.0.0.1", port: application.port)
         #expect(certificate.keyType == "ed25519" && certificate.selfSigned)
         #expect(certificate.publicKey == key.publicKey.map { String(format: "%02x", $0) }.joined())
+    }
+}
+
+extension InstallationKeyTests {
+    /// `GET` of a challenge naming `host`, with `fields` (raw header lines) added.
+    static func challenged(_ port: Int, host: String, _ fields: [String] = []) throws -> RawResponse {
+        var text = "GET \(HomeportPath.serverIdentity)?challenge=\(try challenge()) HTTP/1.1\r\nHost: \(host)\r\n"
+        for field in fields { text += field + "\r\n" }
+        text += "Connection: close\r\n\r\n"
+        return try RawHTTP.exchange(port: port, Array(text.utf8))
+    }
+
+    @Test(
+        "a local network's address is signed for only a request from a local network: a relay from elsewhere through the public name gets 403 and no signature, however the hops are spelled"
+    )
+    func localAuthorities() throws {
+        try withApplication(.sqlite) { application, _ in
+            let port = application.port
+            func signed(_ answer: RawResponse) -> Bool {
+                answer.status == 200 && (try? Self.identity(answer).signature) != nil
+            }
+            func refused(_ answer: RawResponse, _ why: String) {
+                #expect(answer.status == 403, "\(why): \(answer.status) \(answer.text)")
+                #expect(answer.text.contains("challenge_refused") && !answer.text.contains("signature"), "\(why)")
+            }
+            let local = [
+                "192.168.1.20", "192.168.1.20:8080", "10.0.0.5", "172.16.3.4", "100.64.1.2", "[fd00::1]:443",
+                "[fe80::1]", "127.1", "0x7f.0.0.1", "localhost", "localhost.", "nas", "nas.local", "books.lan",
+                "Books.Home.Arpa", "server.internal",
+            ]
+            for host in local {
+                #expect(signed(try Self.challenged(port, host: host)), "\(host), asked from loopback directly")
+                #expect(
+                    signed(try Self.challenged(port, host: host, ["X-Forwarded-For: 192.168.1.7, 10.1.2.3"])),
+                    "\(host), through a LAN proxy")
+                refused(try Self.challenged(port, host: host, ["X-Forwarded-For: 203.0.113.9"]), host)
+            }
+            // Every spelling of a hop from elsewhere, anywhere in the chain, in any field, or one
+            // that is no address.
+            for fields in [
+                ["X-Forwarded-For: 192.168.1.7, 203.0.113.9"], ["X-Forwarded-For: 203.0.113.9, 192.168.1.7"],
+                ["X-Forwarded-For: 10.0.0.2", "X-Forwarded-For: 2001:db8::1"], ["x-forwarded-for: [2001:db8::1]:443"],
+                ["Forwarded: for=\"[2001:db8::7]\";proto=https"], ["Forwarded: for=unknown"],
+                ["X-Real-IP: 198.51.100.1"],
+                ["X-Forwarded-For: nonsense"], ["X-Forwarded-For: ::ffff:203.0.113.9"],
+            ] {
+                refused(try Self.challenged(port, host: "192.168.1.20", fields), "\(fields)")
+            }
+            // A public name is signed for whoever asks, as before.
+            #expect(signed(try Self.challenged(port, host: "books.example.net", ["X-Forwarded-For: 203.0.113.9"])))
+            #expect(signed(try Self.challenged(port, host: "203.0.113.50", ["X-Forwarded-For: 203.0.113.9"])))
+        }
+
+        // Behind a trusted proxy the client it names is the requester: from elsewhere, refused.
+        let (url, cleanUp) = try Backend.sqlite.makeDatabaseURL()
+        defer { cleanUp() }
+        var configuration = ServerConfiguration(listen: .init(host: "127.0.0.1", port: 0), database: url)
+        configuration.http.workerThreads = 2
+        configuration.http.trustedProxies = try TrustedProxies(parsing: "127.0.0.0/8")
+        let application = try HomeportApplication(
+            configuration: configuration, logger: Logger(label: "t", sink: MemoryLogSink()))
+        try application.start()
+        defer { application.shutdown() }
+        let relayed = try Self.challenged(application.port, host: "192.168.1.20", ["X-Forwarded-For: 203.0.113.9"])
+        #expect(relayed.status == 403 && relayed.text.contains("challenge_refused"), "\(relayed.text)")
+        let home = try Self.challenged(application.port, host: "192.168.1.20", ["X-Forwarded-For: 192.168.1.7"])
+        let signature = try? Self.identity(home).signature
+        #expect(home.status == 200 && signature != nil, "\(home.text)")
+    }
+}
+
+extension InstallationKeyTests {
+    @Test(
+        "a home's IPv6 client, in the /64 of one of the machine's own addresses, asks from a local network; another /64, or a hop from one, does not"
+    )
+    func localIPv6Prefixes() throws {
+        let prefixes: Set<[UInt8]> = [try #require(LocalAuthority.prefix(of: "2001:db8:1:2::20"))]
+        func request(_ remote: String, _ headers: HTTPHeaders = [:]) -> HTTPRequest {
+            HTTPRequest(method: .get, path: HomeportPath.serverIdentity, headers: headers, remoteAddress: remote)
+        }
+        #expect(LocalAuthority.mayProve(host: "nas.local", for: request("2001:db8:1:2::99"), prefixes: prefixes))
+        #expect(!LocalAuthority.mayProve(host: "nas.local", for: request("2001:db8:1:3::99"), prefixes: prefixes))
+        #expect(
+            !LocalAuthority.mayProve(
+                host: "nas.local", for: request("2001:db8:1:2::99", ["X-Forwarded-For": "2001:db8:9::1"]),
+                prefixes: prefixes))
+        #expect(
+            LocalAuthority.mayProve(
+                host: "nas.local", for: request("127.0.0.1", ["X-Forwarded-For": "2001:db8:1:2::7"]),
+                prefixes: prefixes))
+        #expect(
+            LocalAuthority.mayProve(host: "books.example.net", for: request("2001:db8:1:3::99"), prefixes: prefixes))
+        #expect(LocalAuthority.prefix(of: "192.168.1.20") == nil && LocalAuthority.prefix(of: "nas") == nil)
     }
 }

@@ -17,7 +17,8 @@ extension Router where Context == RequestContext {
     /// `?challenge=` (base64url of 16 to 64 bytes), an installation with a key adds it
     /// (`publicKey`) and its signature of ``IdentityProof/message(instanceId:challenge:host:)``
     /// for the challenge and the host the request named (`signature`), within each client's
-    /// ``ChallengeBudget`` (429 past it). A malformed challenge, or one without a `Host`, is 400.
+    /// ``ChallengeBudget`` (429 past it). A malformed challenge, or one without a `Host`, is 400;
+    /// one for a local network's address asked from elsewhere is 403 (``LocalAuthority``).
     mutating func addIdentityRoute(store: IdentityStore, product: String, logger: Logger, budget: ChallengeBudget) {
         // The plain body, and the proof's body up to its signature, encoded once per identifier
         // (a replica may see a reset and answer a new one).
@@ -64,6 +65,13 @@ extension Router where Context == RequestContext {
                 // Without a key there is nothing to sign: the answer says who it is, as without a challenge.
                 guard let key = current.key, let publicKey = current.publicKey else {
                     return try .json(ServerIdentity(product: product, instanceId: current.instanceID))
+                }
+                guard LocalAuthority.mayProve(host: host, for: request) else {
+                    throw HTTPError(
+                        status: 403, code: APIErrorCode.challengeRefused,
+                        message:
+                            "A challenge for a local network's address is signed only for a request from a local network: \(host) was asked from \(request.remoteAddress) or through a proxy that names another address."
+                    )
                 }
                 guard budget.take(client: request.remoteAddress) else {
                     throw HTTPError(

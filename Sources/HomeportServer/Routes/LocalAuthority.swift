@@ -1,0 +1,59 @@
+import Foundation
+import HomeportHTTP
+import Synchronization
+
+/// The authorities only a local network reaches, and who may have an identity challenge signed
+/// for one.
+///
+/// The same private address is somebody else's machine on another network. An impostor there,
+/// answering at the address a client dialled, could pass the client's fresh challenge on to this
+/// server through its public name, naming that address in `Host`, and hand the signature back:
+/// the client would take it for the installation and send a plain-HTTP address its credential.
+/// So a local authority is signed for only when the request comes from a local network itself:
+/// from a private, shared (100.64/10) or loopback address, an IPv6 address in the /64 of one of
+/// this machine's own (a home's IPv6 clients have global addresses), or this host's Unix-domain
+/// socket, through no forwarding hop (`X-Forwarded-For`, `Forwarded`, `X-Real-IP`, whoever wrote
+/// them) that names anything else.
+enum LocalAuthority {
+    /// Whether `host` (as ``IdentityProof/host(of:)`` writes it) names a place only a local
+    /// network reaches: a private, shared, link-local or loopback address, `localhost`, a name
+    /// without a dot, or a name under `.local`, `.lan`, `.home`, `.home.arpa`, `.internal` or
+    /// `.localdomain`.
+    static func isLocal(host: String) -> Bool {
+        var name = host.lowercased()
+        if name.hasSuffix(".") { name.removeLast() }
+        if NetworkAddress.isPrivate(host: name) { return true }
+        if !name.contains(".") && !name.contains(":") { return true }
+        return [".local", ".lan", ".home", ".home.arpa", ".internal", ".localdomain"].contains { name.hasSuffix($0) }
+    }
+
+    /// Whether `request` may have a challenge signed for `host`: any request for a public
+    /// authority; for a local one, only a request from a local network (see the type), as
+    /// `prefixes` (the /64s of this machine's IPv6 addresses) tell for IPv6.
+    static func mayProve(host: String, for request: HTTPRequest, prefixes: Set<[UInt8]> = localPrefixes()) -> Bool {
+        guard isLocal(host: host) else { return true }
+        func local(_ address: String) -> Bool {
+            NetworkAddress.isPrivate(host: address) || prefix(of: address).map(prefixes.contains) == true
+        }
+        guard request.remoteAddress == TrustedProxies.unixPeer || local(request.remoteAddress) else { return false }
+        return TrustedProxies.forwardedHops(request.headers).allSatisfy { hop in hop.map(local) ?? false }
+    }
+
+    /// The first 64 bits of an IPv6 address as text; `nil` for anything else.
+    static func prefix(of address: String) -> [UInt8]? {
+        var parsed = in6_addr()
+        guard inet_pton(AF_INET6, address, &parsed) == 1 else { return nil }
+        return withUnsafeBytes(of: &parsed) { Array($0.prefix(8)) }
+    }
+
+    /// The /64s of this machine's IPv6 addresses, read again at most once a minute.
+    static func localPrefixes() -> Set<[UInt8]> {
+        let now = ContinuousClock.now
+        if let cached = cache.withLock({ $0 }), now - cached.read < .seconds(60) { return cached.prefixes }
+        let prefixes = Set(CertificateNames.interfaceAddresses().compactMap(prefix(of:)))
+        cache.withLock { $0 = (now, prefixes) }
+        return prefixes
+    }
+
+    private static let cache = Mutex<(read: ContinuousClock.Instant, prefixes: Set<[UInt8]>)?>(nil)
+}
