@@ -61,10 +61,10 @@ extension HomeportClient {
 
     /// An address this device knows as an enrolled installation's whose key is pinned proves that
     /// key before a password goes there (PROTOCOL §9: a credential only to an address that signed
-    /// a fresh challenge with the pinned key), or answers as another installation altogether (a
-    /// new one at that address: signing in there is the identity change PROTOCOL §3 follows).
-    /// One that answers the installation's id without its key, or answers nothing one can read,
-    /// gets no password.
+    /// a fresh challenge with the pinned key). One that answers the installation's id without its
+    /// key, answers as another installation, or answers nothing one can read, gets no password:
+    /// anyone can answer another id. When the server really was reset or reinstalled, the person
+    /// says so by removing it here (``remove(_:)``, `homeport remove`) and signing in afresh.
     private func proveKnownAddress(_ address: ServerAddress) async throws {
         guard
             let known = directory.all.first(where: { record in
@@ -74,12 +74,16 @@ extension HomeportClient {
             }), let expected = known.expectedIdentity
         else { return }
         let outcome = await probe.probe(address, expected: expected)
-        let anotherInstallation = if case .mismatch = outcome { true } else { false }
-        guard outcome.isMatch || anotherInstallation else {
-            throw ClientError.probeFailed(
-                address: address.url,
-                outcome: "\(outcome); it is an address of \(known.displayName), whose key is pinned here, so the "
-                    + "password was not sent")
+        guard outcome.isMatch else {
+            var why =
+                "\(outcome); it is an address of \(known.displayName), whose key is pinned here, so the "
+                + "password was not sent"
+            if case .mismatch = outcome {
+                why +=
+                    ". If that server was reset or reinstalled, remove it here (`homeport remove \(known.key)`) "
+                    + "and sign in again"
+            }
+            throw ClientError.probeFailed(address: address.url, outcome: why)
         }
     }
 

@@ -106,7 +106,9 @@ struct CredentialPathTests {
         withExtendedLifetime(dead) {}
     }
 
-    @Test("signing in again at a primary that now serves another installation never sends it the old token")
+    @Test(
+        "signing in again at a primary that now serves another installation sends it neither the password nor the old token, until the server is removed here"
+    )
     func reloginAtAnotherInstallation() async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
@@ -129,9 +131,23 @@ struct CredentialPathTests {
         defer { other.stop() }
         spy.reset()
 
-        _ = try await client.signup(
-            at: try ServerAddress(parsing: "http://127.0.0.1:\(port)", allowHTTP: true), email: "ada@example.com",
-            password: password)
+        let address = try ServerAddress(parsing: "http://127.0.0.1:\(port)", allowHTTP: true)
+        // Anyone can answer another id: the password does not go until the person says the
+        // server changed, by removing it here.
+        await #expect {
+            _ = try await client.signup(at: address, email: "ada@example.com", password: password)
+        } throws: { error in
+            guard case ClientError.probeFailed(_, let outcome) = error else { return false }
+            return outcome.contains("homeport remove \(enrolled.key)")
+        }
+        #expect(!spy.requests.isEmpty)
+        #expect(
+            spy.requests.allSatisfy {
+                $0.method == "GET" && $0.body == nil && $0.url.path.hasSuffix("server-identity")
+            },
+            "only the identity probe went: \(spy.requests.map(\.url.path))")
+        try await client.remove(enrolled.key)
+        _ = try await client.signup(at: address, email: "ada@example.com", password: password)
         let leaked = spy.requests.filter { $0.headers["X-Session-Token"] == oldToken }
         #expect(leaked.isEmpty, "the old installation's token went to \(leaked.map(\.url.absoluteString))")
         let told = events.all.contains { event in
