@@ -159,9 +159,14 @@ package final class HandoffService: Sendable {
             return refusal.failedLogins
                 ? .tooManyFailed(retryAfter: refusal.retryAfter) : .rateLimited(retryAfter: refusal.retryAfter)
         }
+        // The account is read with the claim: its password hash as of the approval's last moment.
+        // A change, reset or hold that ends the approval either went first (the code is gone) or
+        // waits for this claim, and then the session below is refused (or ended by it).
         guard code.utf8.count <= 128,
-            let claimed = try database.transaction({
-                try HandoffStore($0).claim(codeHash: SecretToken.storedForm(of: code), now: now)
+            let (claimed, account) = try database.transaction({ db in
+                try HandoffStore(db).claim(codeHash: SecretToken.storedForm(of: code), now: now).map {
+                    ($0, try AccountStore(db).find(id: $0.userID))
+                }
             })
         else {
             logger.notice("handoff refused", metadata: ["reason": "no such code"])
@@ -174,7 +179,7 @@ package final class HandoffService: Sendable {
             logger.notice("handoff refused", metadata: ["reason": "the verifier does not match"])
             return .invalid
         }
-        guard let account = try AccountStore(database).find(id: claimed.userID) else { return .invalid }
+        guard let account else { return .invalid }
         let new = try mint.make(
             kind: .app, userID: account.id,
             authenticatedAt: claimed.authenticatedAt ?? clock.now().timeIntervalSince1970,

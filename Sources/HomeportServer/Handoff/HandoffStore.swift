@@ -90,6 +90,12 @@ struct HandoffStore {
         return (Self.request(row), userID, row.double("authenticated_at"))
     }
 
+    /// Ends every handoff the account approved and its app has not exchanged yet: an approval
+    /// given before a password change, a reset or a hold brings no session after it.
+    func deleteApproved(userID: Int64) throws {
+        try db.execute("DELETE FROM handoffs WHERE user_id = $1", [.integer(userID)])
+    }
+
     /// Forgets handoffs past their time.
     func pruneExpired(now: Int64) throws {
         try db.execute(

@@ -122,7 +122,8 @@ struct InvitationStore {
     /// The groups a sign-up with `invitation` joins, as its maker stands now: the operator's (no
     /// maker) all of them; an admin's all of them; a member's only those it is still in; `nil`
     /// when the maker is no longer approved (held or rejected since), and the invitation signs
-    /// nobody up. Rights taken from the maker are taken from its invitations.
+    /// nobody up. Groups taken from the maker are taken from its invitations (an invitation it
+    /// made as an admin still lets its people past the approval queue: revoke it to stop that).
     func groupsToGive(_ invitation: Invitation) throws -> [String]? {
         guard let maker = invitation.createdBy else { return invitation.groups }
         guard try AccountStore(db).find(id: maker)?.approval == .approved else { return nil }

@@ -86,7 +86,10 @@ extension PasskeyService {
         }
         guard
             let passkey = try check(
-                credential: credential, owner: owner, purpose: "login", userID: nil, requireUserVerification: true)
+                credential: credential, owner: owner, purpose: "login", userID: nil, requireUserVerification: true),
+            // A key added as a second factor only (not discoverable, or its person not verified
+            // when it was added) never signs in alone, whatever a later answer says.
+            passkey.passwordless
         else { return .invalid([Self.incorrect]) }
         guard let account = try AccountStore(accounts.database).find(id: passkey.userID) else {
             return .invalid([Self.incorrect])

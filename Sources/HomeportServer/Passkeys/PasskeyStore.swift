@@ -102,6 +102,21 @@ struct PasskeyStore {
         return removed
     }
 
+    /// Makes the account's passkeys added before its address was proven (as `verified_emails`
+    /// records it) second factors only, as a password reset by mailed key does; how many were
+    /// passkeys that signed in alone.
+    func demoteUnproven(userID: Int64) throws -> Int {
+        try db.execute(
+            """
+            UPDATE webauthn_credentials SET passwordless = 0
+            WHERE user_id = $1 AND passwordless <> 0 AND NOT EXISTS (
+                SELECT 1 FROM verified_emails v
+                WHERE v.user_id = webauthn_credentials.user_id AND v.verified_at <= webauthn_credentials.created_at)
+            RETURNING id
+            """, [.integer(userID)]
+        ).count
+    }
+
     /// Removes every passkey of the account (the operator's `users reset-2fa`).
     func removeAll(userID: Int64) throws {
         try db.execute("DELETE FROM webauthn_credentials WHERE user_id = $1", [.integer(userID)])

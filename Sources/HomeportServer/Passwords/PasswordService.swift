@@ -221,21 +221,28 @@ package final class PasswordService: Sendable {
             // reset and a change, then wait for each other instead of deadlocking.
             guard try AccountStore(db).lock(id: account.id),
                 try ResetKeyStore(db).claim(keyHash: SecretToken.storedForm(of: key), now: now) == account.id
-            else { return Int?.none }
+            else { return (Int, Int)?.none }
             try ResetKeyStore(db).deleteAll(userID: account.id)
             try AccountStore(db).setPasswordHash(id: account.id, to: newHash, at: now)
             try SessionEnding(db).endAll(userID: account.id)
-            // The key came to the address: its owner is here, and a provider account someone
-            // linked before the address was proven is not theirs. The address is proven now (as
-            // allauth's reset verifies it), so what its owner connects from here on is kept.
+            // The key came to the address: its owner is here, and a way in someone added before
+            // the address was proven (a provider account linked, a passkey that signs in alone)
+            // may not be theirs. The links end; such passkeys stay as second factors only (one
+            // may be the owner's, and it then still guards the account against whoever reads the
+            // mailbox, as TOTP does). The address is proven now (as allauth's reset verifies
+            // it), so what its owner adds from here on is kept.
             let unlinked = try ProviderLinkStore(db).removeUnproven(userID: account.id)
+            let demoted = try PasskeyStore(db).demoteUnproven(userID: account.id)
             try EmailVerificationStore(db).markVerified(userID: account.id, now: now)
-            return unlinked
+            return (unlinked, demoted)
         }
-        guard let unlinked = reset else { return .invalidKey }
+        guard let (unlinked, demoted) = reset else { return .invalidKey }
         logger.notice(
             "password reset; every session ended",
-            metadata: ["account": String(account.id), "providers unlinked": String(unlinked)])
+            metadata: [
+                "account": String(account.id), "providers unlinked": String(unlinked),
+                "passkeys now second factors only": String(demoted),
+            ])
         return .reset(account)
     }
 }

@@ -28,8 +28,9 @@ struct SessionEnding {
     }
 
     /// Ends every session of the account, every verification waiting for its address with
-    /// the pre-login session it waits on, every sign-in waiting for its second factor, and
-    /// every sign-up with a passkey waiting for its passkey.
+    /// the pre-login session it waits on, every sign-in waiting for its second factor, every
+    /// sign-up with a passkey waiting for its passkey, and every app sign-in it approved in a
+    /// browser that the app has not exchanged yet.
     func endAll(userID: Int64) throws {
         let waiting = try EmailVerificationStore(db).deleteAll(userID: userID)
         let factorPending = try db.execute(
@@ -41,5 +42,6 @@ struct SessionEnding {
         try SessionStore(db).delete(keyHashes: waiting + factorPending + passkeyPending)
         try PushOutbox(db).deletePending(deviceTokens: try PushDeviceStore(db).tokens(signedInUserID: userID))
         try SessionStore(db).deleteAll(userID: userID)
+        try HandoffStore(db).deleteApproved(userID: userID)
     }
 }

@@ -129,12 +129,12 @@ struct AuthenticatorStore {
         ).isEmpty)
     }
 
-    /// Removes every second factor of the account (TOTP off: recovery codes recover nothing).
     /// Removes the account's TOTP authenticator (its recovery codes stay).
     func deleteTOTP(userID: Int64) throws {
         try db.execute("DELETE FROM authenticators WHERE user_id = $1 AND type = 'totp'", [.integer(userID)])
     }
 
+    /// Removes every second factor of the account (TOTP off: recovery codes recover nothing).
     func deleteAll(userID: Int64) throws {
         try db.execute("DELETE FROM recovery_codes WHERE user_id = $1", [.integer(userID)])
         try db.execute("DELETE FROM authenticators WHERE user_id = $1", [.integer(userID)])

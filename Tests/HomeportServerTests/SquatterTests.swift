@@ -1,0 +1,150 @@
+import Foundation
+import HomeportCrypto
+import HomeportStorage
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+@testable import HomeportServer
+
+/// Someone who once held an account, or made one under another person's address, keeps no way in
+/// once the owner acts: a reset by mailed key leaves the passkeys added before the address was
+/// proven second factors only, and ends the app sign-ins approved before it; a key added as a
+/// second factor only never signs in alone.
+@Suite("A way in a squatter or a thief kept ends when the owner acts", .tags(.postgres, .browser))
+struct SquatterTests {
+    static let password = "correct horse battery"
+    static let url = "https://books.example.net"
+
+    /// Options' `publicKey` from an answer's `data`.
+    private func options(_ answer: RawResponse, _ key: String) throws -> [String: Any] {
+        #expect(answer.status == 200, "\(answer.text)")
+        let data = try #require(answer.jsonObject?["data"] as? [String: Any], "\(answer.text)")
+        return try #require(data[key] as? [String: Any], "\(answer.text)")
+    }
+
+    /// Adds a passkey of `authenticator` to the confirmed session `token`'s account.
+    private func addPasskey(
+        _ server: AccountsHarness, _ token: String, _ authenticator: SoftAuthenticator, passwordless: Bool = true,
+        verified: Bool = true
+    ) throws -> RawResponse {
+        let created = try options(
+            server.app("GET", AllauthAppPath.webAuthn + (passwordless ? "?passwordless" : ""), token: token),
+            "creation_options")
+        return try server.app(
+            "POST", AllauthAppPath.webAuthn, token: token,
+            json: ["credential": try authenticator.register(created, origin: Self.url, verified: verified)])
+    }
+
+    /// A sign-in with `authenticator`'s passkey alone.
+    private func passkeySignIn(_ server: AccountsHarness, _ authenticator: SoftAuthenticator) throws -> RawResponse {
+        let asked = try server.app("GET", AllauthAppPath.webAuthnLogin)
+        let request = try options(asked, "request_options")
+        let token = try #require((asked.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
+        return try server.app(
+            "POST", AllauthAppPath.webAuthnLogin, token: token,
+            json: ["credential": try authenticator.assert(request, origin: Self.url)])
+    }
+
+    private func count(_ server: AccountsHarness, _ table: String) throws -> Int64 {
+        try server.application.database.execute("SELECT COUNT(*) AS n FROM \(table)").first?.int("n") ?? -1
+    }
+
+    @Test(
+        "a reset by mailed key leaves a passkey added before the address was proven a second factor only: whoever planted it cannot sign in with it alone, and one the owner added still guards against whoever reads the mailbox; one added after stays a passkey",
+        arguments: Backend.allCases)
+    func plantedPasskeys(backend: Backend) throws {
+        try withAccounts(backend, publicURL: Self.url) { server in
+            // Somebody signs up with ada's address (no verification asked) and adds a passkey
+            // that signs in alone.
+            let token = try server.signIn("ada@example.com")
+            #expect(
+                try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password]).status
+                    == 200)
+            let planted = try SoftAuthenticator()
+            #expect(try addPasskey(server, token, planted).status == 200)
+            #expect(try passkeySignIn(server, planted).status == 200, "the planted passkey signs in before the reset")
+
+            // The reset by the mail that reaches ada's mailbox.
+            #expect(try server.resetPassword("ada@example.com", to: "ada's own password").status != 400)
+            let again = try passkeySignIn(server, planted)
+            #expect(again.status == 400 && again.errorCodes == ["incorrect_code"], "\(again.text)")
+            // It stays as the second factor: a password sign-in waits for it (had the owner added
+            // it, the mailbox's reader would be stopped here; a squatter's is the operator's
+            // `users reset-2fa` to remove).
+            let login = try server.app(
+                "POST", "auth/login", json: ["email": "ada@example.com", "password": "ada's own password"])
+            #expect(login.status == 401 && login.text.contains("mfa_authenticate"), "\(login.text)")
+            let passwordless = try server.application.database.execute(
+                "SELECT passwordless FROM webauthn_credentials"
+            ).map { $0.int("passwordless") }
+            #expect(passwordless == [0])
+
+            // Added after the reset proved the address, a passkey signs in alone, and keeps doing
+            // so through the next reset.
+            try server.application.database.execute("DELETE FROM webauthn_credentials")
+            let mine = try server.app(
+                "POST", "auth/login", json: ["email": "ada@example.com", "password": "ada's own password"])
+            let signedIn = try #require(mine.sessionToken, "\(mine.text)")
+            #expect(
+                try server.app(
+                    "POST", "auth/reauthenticate", token: signedIn, json: ["password": "ada's own password"]
+                ).status == 200)
+            let hers = try SoftAuthenticator()
+            #expect(try addPasskey(server, signedIn, hers).status == 200)
+            server.clock.advance(by: 60)
+            #expect(try server.resetPassword("ada@example.com", to: "ada's newer password").status != 400)
+            #expect(try passkeySignIn(server, hers).status == 200)
+        }
+    }
+
+    @Test(
+        "an app sign-in approved in the browser brings no session after a reset, a password change or a hold",
+        arguments: ["reset", "change", "hold"])
+    func approvedHandoffEnds(ending: String) throws {
+        try withAccounts(.sqlite) { server in
+            let handoff = HandoffTests()
+            let (verifier, challenge) = try HandoffTests.pkce()
+            let path = try handoff.pagePath(try handoff.begin(server, challenge: challenge), port: server.port)
+            let browser = Browser(port: server.port)
+            try handoff.signIn(browser, server)
+            let code = try handoff.confirm(browser, server, path: path)
+            switch ending {
+            case "reset":
+                #expect(try server.resetPassword("ada@example.com", to: "a brand new password").status != 400)
+            case "change":
+                let token = try server.signIn("ada@example.com")
+                let changed = try server.app(
+                    "POST", "account/password/change", token: token,
+                    json: ["current_password": Self.password, "new_password": "a brand new password"])
+                #expect(changed.status == 200 || changed.status == 401, "\(changed.text)")
+            default:
+                #expect(try server.application.accounts.setApproval(.held, email: "ada@example.com"))
+            }
+            let exchanged = try handoff.exchange(server, code: code, verifier: verifier)
+            #expect(exchanged.status == 400 && exchanged.sessionToken == nil, "\(ending): \(exchanged.text)")
+            #expect(try count(server, "handoffs") == 0)
+        }
+    }
+
+    @Test(
+        "a key added as a second factor only never signs in alone, even when a later answer says its person was verified"
+    )
+    func secondFactorKeyNotAlone() throws {
+        try withAccounts(.sqlite, publicURL: Self.url) { server in
+            let token = try server.signIn("ada@example.com")
+            #expect(
+                try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password]).status
+                    == 200)
+            let key = try SoftAuthenticator()
+            let added = try addPasskey(server, token, key, passwordless: false, verified: false)
+            #expect(added.status == 200 && added.text.contains("\"is_passwordless\":false"), "\(added.text)")
+            let alone = try passkeySignIn(server, key)
+            #expect(alone.status == 400 && alone.sessionToken == nil, "\(alone.text)")
+            // As the second factor it serves.
+            let login = try server.app(
+                "POST", "auth/login", json: ["email": "ada@example.com", "password": Self.password])
+            #expect(login.status == 401, "\(login.text)")
+        }
+    }
+}
