@@ -9,8 +9,9 @@ import Testing
 
 /// Someone who once held an account, or made one under another person's address, keeps no way in
 /// once the owner acts: a reset by mailed key leaves the passkeys added before the address was
-/// proven second factors only, and ends the app sign-ins approved before it; a key added as a
-/// second factor only never signs in alone.
+/// proven second factors only, and ends the app sign-ins approved before it; sessions minted from
+/// a stolen one share one budget of password guesses; strangers cannot fill a mailbox with
+/// "waiting for approval"; a key added as a second factor only never signs in alone.
 @Suite("A way in a squatter or a thief kept ends when the owner acts", .tags(.postgres, .browser))
 struct SquatterTests {
     static let password = "correct horse battery"
@@ -124,6 +125,58 @@ struct SquatterTests {
             let exchanged = try handoff.exchange(server, code: code, verifier: verifier)
             #expect(exchanged.status == 400 && exchanged.sessionToken == nil, "\(ending): \(exchanged.text)")
             #expect(try count(server, "handoffs") == 0)
+        }
+    }
+
+    @Test(
+        "wrong current passwords of every session of one account share one budget: sessions minted from a stolen one cannot guess for days; a right one gives its try back"
+    )
+    func guessesAcrossSessions() throws {
+        try withAccounts(.sqlite) { server in
+            _ = try server.signIn("ada@example.com")
+            func wrong(_ token: String) throws -> RawResponse {
+                try server.app("POST", "auth/reauthenticate", token: token, json: ["password": "a guess, wrong"])
+            }
+            // Three sessions, each within its own five tries: nine wrong in all.
+            let sessions = try (0..<3).map { _ in try server.signIn("ada@example.com") }
+            for (index, token) in sessions.enumerated() {
+                for _ in 0..<(index == 2 ? 1 : 4) {
+                    let answer = try wrong(token)
+                    #expect(answer.status == 400 && answer.errorCodes == ["incorrect_password"], "\(answer.text)")
+                }
+            }
+            // A right one between them gives its try back; the tenth wrong one is still answered.
+            let right = try server.app(
+                "POST", "auth/reauthenticate", token: sessions[2], json: ["password": Self.password])
+            #expect(right.status == 200, "\(right.text)")
+            #expect(try wrong(sessions[2]).status == 400)
+            // The eleventh wrong one, from a fresh session with all five of its own, is refused;
+            // so is a password change's.
+            let fresh = try server.signIn("ada@example.com")
+            #expect(try wrong(fresh).status == 429)
+            let change = try server.app(
+                "POST", "account/password/change", token: fresh,
+                json: ["current_password": "another guess", "new_password": "a brand new password"])
+            #expect(change.status == 429, "\(change.text)")
+            server.clock.advance(by: 3601)
+            #expect(try wrong(fresh).status == 400, "the hour is over")
+        }
+    }
+
+    @Test("strangers signing up with one mailbox's addresses send it no more waiting mail than its day allows")
+    func waitingMailBudget() throws {
+        var limits = RateLimitPolicy()
+        limits.mailPerMailbox = RateLimit(2, per: 86400)
+        try withAccounts(.sqlite, signup: .approval, rateLimits: limits) { server in
+            for tag in 1...4 {
+                let signup = try server.app(
+                    "POST", "auth/signup", json: ["email": "ada+\(tag)@example.com", "password": Self.password])
+                #expect(signup.status == 401, "each sign-up stands, waiting: \(signup.text)")
+            }
+            let waiting = server.mailer.mails.filter { $0.kind == "signup_waiting" }
+            #expect(waiting.count == 2, "\(waiting.map(\.to))")
+            #expect(try count(server, "users") == 4)
+            #expect(server.log.lines.contains { $0.contains("mailbox's day of mail is spent") })
         }
     }
 

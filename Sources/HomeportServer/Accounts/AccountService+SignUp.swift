@@ -159,7 +159,9 @@ extension AccountService {
             metadata: ["approval": approval.rawValue, "invited": invitation == nil ? "false" : "true"])
         guard case .pending(_, let token) = outcome else { return outcome }
         newcomers.announce(email: email)
-        let mailed = deliver(Self.waitingMail(to: email), standingOf: token == nil ? nil : newSession.session.keyHash)
+        let mailed = deliver.withinMailboxDay(
+            Self.waitingMail(to: email), to: email, policy: settings.rateLimits,
+            standingOf: token == nil ? nil : newSession.session.keyHash)
         return .pending(standing: mailed ? .waiting : .mailFailed, token: token)
     }
 

@@ -387,8 +387,9 @@ struct ProviderSignIn: Sendable {
             if let verification { emailVerification.mailVerification(verification, to: email) }
         case .pending(_, let token):
             accounts.newcomers.announce(email: email)
-            let mailed = deliver(
-                AccountService.waitingMail(to: email), standingOf: token == nil ? nil : newSession.session.keyHash)
+            let mailed = deliver.withinMailboxDay(
+                AccountService.waitingMail(to: email), to: email, policy: settings.rateLimits,
+                standingOf: token == nil ? nil : newSession.session.keyHash)
             return .signIn(.pending(standing: mailed ? .waiting : .mailFailed, token: token))
         default: break
         }

@@ -33,4 +33,25 @@ struct MailDelivery: Sendable {
             return false
         }
     }
+
+    /// Sends a mail a stranger can cause that no budget of its kind counts (the "waiting for
+    /// approval" mail of a sign-up) once its mailbox's day of mail (`mail-per-mailbox`, in
+    /// `policy`) allows it. Past that budget the mail is left unsent and logged, which is no
+    /// failure: returns false only when sending failed.
+    func withinMailboxDay(_ mail: Mail, to email: String, policy: RateLimitPolicy, standingOf keyHash: String?)
+        -> Bool
+    {
+        do {
+            try database.transaction {
+                try RateLimiter($0, policy: policy).chargeMailboxDay(email, now: clock.unixSeconds)
+            }
+        } catch is RateLimiter.Refusal {
+            logger.notice("mail not sent: its mailbox's day of mail is spent", metadata: ["kind": mail.kind])
+            return true
+        } catch {
+            // The budget could not be read: the mail goes, as it would without one.
+            logger.warning("mail budget unavailable", metadata: ["error": String(describing: error)])
+        }
+        return self(mail, standingOf: keyHash)
+    }
 }

@@ -100,9 +100,9 @@ package final class PasswordService: Sendable {
     }
 
     /// Checks the account's password before a change made with it (a new password, the
-    /// account's deletion), charged first to the session's failures and the account's changes,
-    /// so that a stolen token cannot guess at will: a wrong password gives the account's change
-    /// back, a right one the session's failure.
+    /// account's deletion), charged first to the session's and the account's failures and the
+    /// account's changes, so that a stolen token cannot guess at will: a wrong password gives the
+    /// account's change back, a right one the failures.
     func confirmPassword(_ password: String, session: Session, account: Account, now: Int64) throws
         -> PasswordConfirmation
     {
@@ -118,7 +118,7 @@ package final class PasswordService: Sendable {
             try limiter(database).refundPasswordChange(account: account.id, now: now)
             return .wrong
         }
-        try limiter(database).refundPasswordChangeFailure(session: session.keyHash, now: now)
+        try limiter(database).refundPasswordChangeFailure(session: session.keyHash, account: account.id, now: now)
         return .confirmed
     }
 

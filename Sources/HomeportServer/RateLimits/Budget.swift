@@ -54,6 +54,9 @@ struct Budget: Sendable {
         "failed-login-per-account", counter: "login_failed:account", \.failedLoginPerAccount)
     static let failedPasswordChangePerSession = Budget(
         "failed-password-change-per-session", counter: "change_failed:session", \.failedPasswordChangePerSession)
+    static let failedPasswordConfirmationPerAccount = Budget(
+        "failed-password-confirmation-per-account", counter: "confirm_failed:account",
+        \.failedPasswordConfirmationPerAccount)
     static let passwordChangePerAccount = Budget(
         "password-change-per-account", counter: "change:account", \.passwordChangePerAccount)
     static let resetPerAddress = Budget("reset-per-address", counter: "reset:ip", \.resetPerAddress)
@@ -87,7 +90,8 @@ struct Budget: Sendable {
     /// Every budget an operator can set, each name once, in `--help`'s order.
     static let settable: [Budget] = [
         identityChallengePerAddress, signupPerAddress, loginPerAddress, failedLoginPerAddress, failedLoginPerAccount,
-        failedPasswordChangePerSession, passwordChangePerAccount, resetPerAddress, resetPerEmail, pushTestPerAccount,
+        failedPasswordChangePerSession, failedPasswordConfirmationPerAccount, passwordChangePerAccount, resetPerAddress,
+        resetPerEmail, pushTestPerAccount,
         pushChangesPerAccount, verificationMailPerAccount, verificationAttemptPerSession, mailPerMailbox,
         invitationPerAccount,
         failedSecondFactorPerAccount, failedSecondFactorPerSession, failedSecondFactorConfirmationPerAccount,

@@ -55,6 +55,11 @@ package struct RateLimitPolicy: Sendable, Hashable {
     /// Wrong current passwords per session at password change (per session, so that a stolen
     /// token cannot spend the owner's budget).
     package var failedPasswordChangePerSession = RateLimit(5, per: 300)
+    /// Wrong current passwords all the signed-in sessions of one account give (password change,
+    /// re-authentication, account deletion): ten an hour, so that a stolen session, or several
+    /// minted from it, cannot guess the password for days at the per-session rate. The owner's
+    /// sign-in is not charged here.
+    package var failedPasswordConfirmationPerAccount = RateLimit(10, per: 3600)
     /// Password changes per account (attempts whose current password was right): each costs two
     /// hashes and hands out a new session, whose fresh failure budget must not make changes free.
     package var passwordChangePerAccount = RateLimit(10, per: 3600)
@@ -196,12 +201,14 @@ struct RateLimiter {
     /// given back when the current password was wrong, so only someone who knows it spends the
     /// account's.
     func chargePasswordChangeAttempt(session keyHash: String, account: Int64, now: Int64) throws {
-        try charge([failedPasswordChangeBucket(keyHash), passwordChangeBucket(account)], now: now)
+        try charge(
+            [failedPasswordChangeBucket(keyHash), failedConfirmationBucket(account), passwordChangeBucket(account)],
+            now: now)
     }
 
-    /// Gives the session's failure back: the current password was right.
-    func refundPasswordChangeFailure(session keyHash: String, now: Int64) throws {
-        try refund([failedPasswordChangeBucket(keyHash)], now: now)
+    /// Gives the session's and the account's failure back: the current password was right.
+    func refundPasswordChangeFailure(session keyHash: String, account: Int64, now: Int64) throws {
+        try refund([failedPasswordChangeBucket(keyHash), failedConfirmationBucket(account)], now: now)
     }
 
     /// Gives the account's change back: the current password was wrong.
@@ -210,9 +217,9 @@ struct RateLimiter {
     }
 
     /// Charges a confirmation of the password (`auth/reauthenticate`) before it is checked, to
-    /// the session's failure budget (the one a password change spends).
-    func chargeReauthentication(session keyHash: String, now: Int64) throws {
-        try charge([failedPasswordChangeBucket(keyHash)], now: now)
+    /// the session's and the account's failure budgets (the ones a password change spends).
+    func chargeReauthentication(session keyHash: String, account: Int64, now: Int64) throws {
+        try charge([failedPasswordChangeBucket(keyHash), failedConfirmationBucket(account)], now: now)
     }
 
     /// Charges one second-factor code before it is compared (atomically: two replicas cannot both
@@ -249,6 +256,10 @@ struct RateLimiter {
 
     private func failedPasswordChangeBucket(_ keyHash: String) -> (String, RateLimit) {
         bucket(.failedPasswordChangePerSession, keyHash)
+    }
+
+    private func failedConfirmationBucket(_ account: Int64) -> (String, RateLimit) {
+        bucket(.failedPasswordConfirmationPerAccount, String(account))
     }
 
     /// Charges one action of `budget` to `key`; throws ``Refusal`` past its limit.

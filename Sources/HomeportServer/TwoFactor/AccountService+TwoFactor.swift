@@ -181,7 +181,7 @@ extension AccountService {
         do {
             try database.transaction {
                 try RateLimiter($0, policy: settings.rateLimits).chargeReauthentication(
-                    session: session.keyHash, now: now)
+                    session: session.keyHash, account: account.id, now: now)
             }
         } catch let refusal as RateLimiter.Refusal {
             return .rateLimited(retryAfter: refusal.retryAfter)
@@ -191,7 +191,7 @@ extension AccountService {
         else { return .incorrect }
         try database.transaction { db in
             try RateLimiter(db, policy: settings.rateLimits).refundPasswordChangeFailure(
-                session: session.keyHash, now: now)
+                session: session.keyHash, account: account.id, now: now)
             try SessionFactorStore(db).recordReauthentication(
                 keyHash: session.keyHash, by: "password", at: clock.now().timeIntervalSince1970)
         }
