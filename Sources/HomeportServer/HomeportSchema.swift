@@ -673,6 +673,12 @@ package enum HomeportSchema {
                     WHERE v.user_id = provider_links.user_id AND v.verified_at <= provider_links.created_at)
                 """,
             ]),
+        // The browser session that approved a handoff: its code brings a session only while that
+        // one is signed in (signing out in the browser takes back what it approved). Handoffs
+        // approved before, none, are refused: they last two minutes.
+        Migration(
+            version: 31, name: "handoffs_approved_by",
+            statements: ["ALTER TABLE handoffs ADD COLUMN approved_by TEXT"]),
     ]
 
     /// A migrator over ``migrations``.

@@ -100,8 +100,8 @@ struct SquatterTests {
     }
 
     @Test(
-        "an app sign-in approved in the browser brings no session after a reset, a password change or a hold",
-        arguments: ["reset", "change", "hold"])
+        "an app sign-in approved in the browser brings no session after a reset, a password change, a hold, or the browser's signing out",
+        arguments: ["reset", "change", "hold", "logout"])
     func approvedHandoffEnds(ending: String) throws {
         try withAccounts(.sqlite) { server in
             let handoff = HandoffTests()
@@ -119,12 +119,15 @@ struct SquatterTests {
                     "POST", "account/password/change", token: token,
                     json: ["current_password": Self.password, "new_password": "a brand new password"])
                 #expect(changed.status == 200 || changed.status == 401, "\(changed.text)")
-            default:
+            case "hold":
                 #expect(try server.application.accounts.setApproval(.held, email: "ada@example.com"))
+            default:
+                _ = try browser.get("/account")
+                #expect(try browser.post("/account/logout", [:]).status == 303)
             }
             let exchanged = try handoff.exchange(server, code: code, verifier: verifier)
             #expect(exchanged.status == 400 && exchanged.sessionToken == nil, "\(ending): \(exchanged.text)")
-            #expect(try count(server, "handoffs") == 0)
+            if ending != "logout" { #expect(try count(server, "handoffs") == 0, "ended with the account's sessions") }
         }
     }
 

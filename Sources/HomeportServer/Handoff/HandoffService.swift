@@ -125,7 +125,7 @@ package final class HandoffService: Sendable {
         let code = try SecretToken.generate(random)
         let confirmed = try database.transaction { db in
             try HandoffStore(db).confirm(
-                idHash: idHash, userID: account.id, authenticatedAt: session.authenticatedAt,
+                idHash: idHash, userID: account.id, approver: session.keyHash, authenticatedAt: session.authenticatedAt,
                 codeHash: SecretToken.storedForm(of: code), codeExpiresAt: now + Self.handoffCodeLifetime, now: now)
         }
         guard let confirmed else { return nil }

@@ -46,20 +46,23 @@ struct HandoffStore {
         return Self.request(row)
     }
 
-    /// Confirms a waiting handoff for `userID`, with the hash of its code; false when it is no
-    /// longer waiting (confirmed or refused meanwhile, or expired).
+    /// Confirms a waiting handoff for `userID`, approved by the browser session `approver` (a key
+    /// hash), with the hash of its code; false when it is no longer waiting (confirmed or refused
+    /// meanwhile, or expired).
     func confirm(
-        idHash: String, userID: Int64, authenticatedAt: Double?, codeHash: String, codeExpiresAt: Int64, now: Int64
+        idHash: String, userID: Int64, approver: String, authenticatedAt: Double?, codeHash: String,
+        codeExpiresAt: Int64, now: Int64
     ) throws -> Request? {
         try db.execute(
             """
-            UPDATE handoffs SET user_id = $2, authenticated_at = $3, code_hash = $4, code_expires_at = $5
+            UPDATE handoffs SET user_id = $2, authenticated_at = $3, code_hash = $4, code_expires_at = $5,
+                approved_by = $7
             WHERE id_hash = $1 AND expires_at > $6 AND user_id IS NULL
             RETURNING code_challenge, redirect_uri, state, device_name, expires_at
             """,
             [
                 .text(idHash), .integer(userID), authenticatedAt.map(SQLValue.real) ?? .null, .text(codeHash),
-                .integer(codeExpiresAt), .integer(now),
+                .integer(codeExpiresAt), .integer(now), .text(approver),
             ]
         ).first.map(Self.request)
     }
@@ -76,15 +79,17 @@ struct HandoffStore {
     }
 
     /// A confirmed handoff, claimed by its code: deleted as it is read, so that of two exchanges
-    /// of one code (two replicas at the same instant) exactly one finds it.
+    /// of one code (two replicas at the same instant) exactly one finds it. One whose approving
+    /// browser session has ended (signed out, expired) is not found.
     func claim(codeHash: String, now: Int64) throws -> (request: Request, userID: Int64, authenticatedAt: Double?)? {
         guard
             let row = try db.execute(
                 """
-                DELETE FROM handoffs WHERE code_hash = $1
+                DELETE FROM handoffs WHERE code_hash = $1 AND EXISTS (
+                    SELECT 1 FROM sessions s WHERE s.key_hash = handoffs.approved_by AND s.expires_at > $2)
                 RETURNING code_challenge, redirect_uri, state, device_name, expires_at, user_id, authenticated_at,
                     code_expires_at
-                """, [.text(codeHash)]
+                """, [.text(codeHash), .integer(now)]
             ).first, let userID = row.int("user_id"), let expires = row.int("code_expires_at"), expires > now
         else { return nil }
         return (Self.request(row), userID, row.double("authenticated_at"))
