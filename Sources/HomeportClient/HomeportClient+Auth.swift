@@ -65,12 +65,18 @@ extension HomeportClient {
     /// key, answers as another installation, or answers nothing one can read, gets no password:
     /// anyone can answer another id. When the server really was reset or reinstalled, the person
     /// says so by removing it here (``remove(_:)``, `homeport remove`) and signing in afresh.
-    private func proveKnownAddress(_ address: ServerAddress) async throws {
+    ///
+    /// An address is known by its origin, however it is spelled (a default port written out, a
+    /// name's final dot, another form of the same IP address). Every call that sends a secret
+    /// to an address it was given (a password, a reset key, an ID token, a handoff's code and
+    /// verifier) asks this first.
+    func proveKnownAddress(_ address: ServerAddress) async throws {
+        let origin = address.origin
         guard
             let known = directory.all.first(where: { record in
                 record.publicKey != nil
-                    && (record.primary.url == address.url
-                        || record.alternatives.contains { $0.address.url == address.url })
+                    && (record.primary.origin == origin
+                        || record.alternatives.contains { $0.address.origin == origin })
             }), let expected = known.expectedIdentity
         else { return }
         let outcome = await probe.probe(address, expected: expected)
@@ -80,8 +86,11 @@ extension HomeportClient {
                 + "password was not sent"
             if case .mismatch = outcome {
                 why +=
-                    ". If that server was reset or reinstalled, remove it here (`homeport remove \(known.key)`) "
-                    + "and sign in again"
+                    known.primary.origin == origin
+                    ? ". If that server was reset or reinstalled, remove it here (`homeport remove \(known.key)`) "
+                        + "and sign in again"
+                    : ". Sign in at its primary, \(known.primary.url); if this address is no longer the server's, "
+                        + "`homeport address remove \(known.key) \(address.url)`"
             }
             throw ClientError.probeFailed(address: address.url, outcome: why)
         }
@@ -258,6 +267,7 @@ extension HomeportClient {
     /// ``ClientError/rejected(status:errors:)`` with `invalid_password_reset` for a key that is
     /// unknown, used or expired, or the new password's problem.
     public func completePasswordReset(at address: ServerAddress, key: String, password: String) async throws {
+        try await proveKnownAddress(address)
         let body = try JSONEncoder().encode(AuthRequest.PasswordReset(key: key, password: password))
         let response = try await authRequest("POST", AllauthAppPath.passwordReset, at: address, body: body)
         let envelope = try decodeEnvelope(response, address)

@@ -34,6 +34,8 @@ extension HomeportClient {
                 codeChallenge: IdentityProof.base64URL(InstallationKeyCheck.sha256(Array(verifier.utf8))),
                 redirectURI: redirect,
                 state: state, deviceName: deviceName))
+        // The page it names is where the person signs in: only a proven address names it.
+        try await proveKnownAddress(address)
         let response = try await authRequest("POST", AllauthAppPath.handoff, at: address, body: body)
         struct Answer: Decodable {
             struct Data: Decodable {
@@ -87,6 +89,7 @@ extension HomeportClient {
             throw ClientError.invalidInput("the browser came back without a code")
         }
         let body = try JSONEncoder().encode(AuthRequest.HandoffToken(code: code, codeVerifier: pending.verifier))
+        try await proveKnownAddress(pending.address)
         let response = try await authRequest("POST", AllauthAppPath.handoffToken, at: pending.address, body: body)
         return try await finishSignIn(response, at: pending.address, email: "")
     }

@@ -53,6 +53,7 @@ extension HomeportClient {
         let body = try JSONEncoder().encode(
             AuthRequest.ProviderToken(
                 provider: provider.id, token: .init(clientID: clientID, idToken: idToken)))
+        try await proveKnownAddress(address)
         let response = try await authRequest("POST", AllauthAppPath.providerToken, at: address, body: body)
         return try await finishSignIn(response, at: address, email: "", provider: provider.id)
     }

@@ -200,7 +200,11 @@ public final class HomeportClient: Sendable {
             throw ClientError.noVerifiedAddress(server: record.key, detail: "no address left to try")
         }
         let outcomes = await race(
-            candidates, expected: expected, primary: record.primary, primaryTrusted: primaryTrusted && !matchOnly,
+            // A pinned key is the installation's proof (PROTOCOL §9): the primary then gets a
+            // credential only by proving it, like any address; what the user gave it without one
+            // (another id, no identity route, a proxy's page) counts no more.
+            candidates, expected: expected, primary: record.primary,
+            primaryTrusted: primaryTrusted && !matchOnly && record.publicKey == nil,
             window: preferenceWindow(for: candidates[0], in: record, path: path))
         // The primary moved (to HTTPS on its host, or an HTTPS primary to its canonical name): the
         // new address, once it answers as the installation, is the primary from now on, and the
@@ -213,7 +217,12 @@ public final class HomeportClient: Sendable {
             return try await choose(for: movedRecord, excluding: failed, matchOnly: matchOnly, moved: true)
         }
         guard let winner = outcomes.winner else {
-            let detail = candidates.map { "\($0.url): \(outcomes.results[$0.url]?.description ?? "no answer")" }
+            var detail = candidates.map { "\($0.url): \(outcomes.results[$0.url]?.description ?? "no answer")" }
+            if record.publicKey != nil, case .mismatch? = outcomes.results[record.primary.url] {
+                detail.append(
+                    "if that server was reset or reinstalled, remove it here (`homeport remove \(record.key)`) and "
+                        + "sign in again")
+            }
             throw ClientError.noVerifiedAddress(server: record.key, detail: detail.joined(separator: "; "))
         }
         guard let outcome = outcomes.results[winner.url], outcome.isMatch else {

@@ -34,12 +34,37 @@ public struct ServerAddress: Codable, Hashable, Sendable, CustomStringConvertibl
     public var origin: String { Self.origin(of: URL(string: url)) ?? url }
 
     /// The origin of a URL, with the default port made explicit and an IPv6 literal in brackets
-    /// (`http://[::1]:8080`), as it is written in a URL.
+    /// (`http://[::1]:8080`), as it is written in a URL; one place spelled two ways is one origin
+    /// (a name's final dot dropped, an IP address in its canonical form: `127.1` is `127.0.0.1`,
+    /// `[fe80:0::1]` is `[fe80::1]`).
     static func origin(of url: URL?) -> String? {
         guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
         let port = url.port ?? (scheme == "https" ? 443 : 80)
-        let bare = ServerText.clean(host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
+        let bare = canonicalHost(ServerText.clean(host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))))
         return bare.contains(":") ? "\(scheme)://[\(bare)]:\(port)" : "\(scheme)://\(bare):\(port)"
+    }
+
+    /// `host` (lowercase, without brackets) as one spelling of its place: an IPv6 or IPv4
+    /// address as `inet_ntop` writes it (IPv4 read as `inet_aton` and curl read it), a name
+    /// without its final dot.
+    static func canonicalHost(_ host: String) -> String {
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, host, &v6) == 1 {
+            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            if inet_ntop(AF_INET6, &v6, &text, socklen_t(text.count)) != nil {
+                return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
+        }
+        var v4 = in_addr()
+        if !host.isEmpty, host.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == "x" }), inet_aton(host, &v4) != 0 {
+            var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+            if inet_ntop(AF_INET, &v4, &text, socklen_t(text.count)) != nil {
+                return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
+        }
+        var name = host
+        while name.hasSuffix(".") { name.removeLast() }
+        return name
     }
 
     /// The URL.

@@ -271,7 +271,9 @@ struct InstallationKeyClientTests {
             first?.url.path == HomeportPath.serverIdentity, "probed first: \(String(describing: first?.url))")
     }
 
-    @Test("identity reset makes a new key: adopted from the primary only, as the identity change it is")
+    @Test(
+        "identity reset makes a new key: the pinned record gets nothing from it, says how to take it on, and a new sign-in pins the new key"
+    )
     func resetChangesTheKey() async throws {
         let home = try TemporaryDirectory()
         defer { home.remove() }
@@ -286,15 +288,108 @@ struct InstallationKeyClientTests {
         #expect(reset.status == 0, "\(reset.error)")
         try installation.start()
 
-        _ = try await client.appInfo(enrolled.key)
-        let changed = try #require(
-            events.all.compactMap { event -> InstanceID? in
-                if case .identityChanged(_, _, let new, _) = event { return new }
-                return nil
-            }.first)
-        _ = try await client.appInfo(changed.description)
-        let record = try client.directory.find(changed.description)
+        await #expect {
+            _ = try await client.appInfo(enrolled.key)
+        } throws: { error in
+            String(describing: error).contains("homeport remove \(enrolled.key)")
+        }
+        #expect(try client.directory.find(enrolled.key).publicKey == oldKey, "the pin stays")
+        #expect(events.all.allSatisfy { if case .identityChanged = $0 { false } else { true } })
+        try await client.remove(enrolled.key)
+        guard
+            case .signedIn(let record) = try await client.login(
+                at: try installation.address("127.0.0.1"), email: "ada@example.com", password: password)
+        else { throw RawHTTPError("the new sign-in did not sign in") }
         #expect(record.publicKey != nil)
         #expect(record.publicKey != oldKey)
+        #expect(record.key != enrolled.key)
+    }
+}
+
+extension InstallationKeyClientTests {
+    /// What answers at a pinned server's primary without its key.
+    enum PrimaryWithoutTheKey: String, CaseIterable, Sendable {
+        case noIdentityRoute, aWebPage, anotherInstallation, anUnreadableIdentity
+    }
+
+    @Test(
+        "a pinned server's primary that answers without the key (404, a page, another id, 503) gets no token, even on the network it was signed in on",
+        arguments: PrimaryWithoutTheKey.allCases)
+    func pinnedPrimaryHasNoStandingTrust(answer: PrimaryWithoutTheKey) async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let installation = try Installation(hosts: ["127.0.0.1"])
+        let client = try makeClient(home, SpyTransport())
+        let enrolled = try await signUp(client, at: installation)
+        #expect(enrolled.publicKey != nil)
+        let behaviour: RecordingListener.Behaviour =
+            switch answer {
+            case .noIdentityRoute: .respond(status: 404, headers: Peer.json, body: #"{"status":404}"#)
+            case .aWebPage: .respond(status: 200, headers: ["Content-Type": "text/html"], body: "<html>Router</html>")
+            case .anotherInstallation:
+                .routes([
+                    HomeportPath.serverIdentity: Peer.identity(InstanceID(UUID())),
+                    HomeportPath.appInfo: Peer.appInfo(InstanceID(UUID())),
+                ])
+            case .anUnreadableIdentity:
+                .respond(
+                    status: 503, headers: Peer.json,
+                    body: #"{"error":{"code":"identity_unavailable","message":"later"}}"#)
+            }
+        let impostor = try RecordingListener(host: "127.0.0.2", behaviour: behaviour)
+        defer { impostor.stop() }
+        // The primary, on the network it was signed in on, is now whatever answers there.
+        _ = try client.directory.update(enrolled.key) { record in
+            record.primary = try! ServerAddress(parsing: impostor.url, allowHTTP: true)
+            record.lastWinner = nil
+        }
+        await #expect(throws: ClientError.self) { _ = try await client.appInfo(enrolled.key) }
+        #expect(!impostor.sawCredential, "\(answer): \(impostor.requests)")
+        #expect(try client.directory.find(enrolled.key).publicKey == enrolled.publicKey, "the pin stays")
+    }
+}
+
+extension InstallationKeyClientTests {
+    @Test(
+        "a password, a reset key, an ID token or a handoff goes to a pinned server's address, however it is spelled, only once it proves the key"
+    )
+    func everySecretWaitsForTheProof() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let installation = try Installation(hosts: ["127.0.0.1"])
+        let client = try makeClient(home, SpyTransport())
+        let enrolled = try await signUp(client, at: installation)
+        // Another installation now answers at an address of the pinned server.
+        let impostor = try RecordingListener(
+            host: "127.0.0.2",
+            behaviour: .routes([
+                HomeportPath.serverIdentity: Peer.identity(InstanceID(UUID())),
+                HomeportPath.appInfo: Peer.appInfo(InstanceID(UUID())),
+            ]))
+        defer { impostor.stop() }
+        _ = try client.directory.update(enrolled.key) { record in
+            record.primary = try! ServerAddress(parsing: impostor.url, allowHTTP: true)
+        }
+        let port = try #require(impostor.url.split(separator: ":").last.map(String.init))
+        for spelling in [impostor.url, "http://127.2:\(port)", "http://127.0.0.2:\(port)/"] {
+            let address = try ServerAddress(parsing: spelling, allowHTTP: true)
+            await #expect(throws: ClientError.self, "\(spelling)") {
+                _ = try await client.login(at: address, email: "ada@example.com", password: password)
+            }
+            await #expect(throws: ClientError.self, "\(spelling)") {
+                try await client.completePasswordReset(at: address, key: "a-mailed-reset-key", password: password)
+            }
+            await #expect(throws: ClientError.self, "\(spelling)") {
+                _ = try await client.login(
+                    at: address, provider: AuthProvider(id: "household", name: "Household", flows: [], clientID: "app"),
+                    idToken: "an.id.token")
+            }
+            await #expect(throws: ClientError.self, "\(spelling)") {
+                _ = try await client.beginBrowserSignIn(
+                    at: address, redirect: "com.example.books://signed-in", deviceName: "Ada's iPhone")
+            }
+        }
+        let posted = impostor.requests.filter { !$0.hasPrefix("GET ") }
+        #expect(posted.isEmpty, "\(posted)")
     }
 }
