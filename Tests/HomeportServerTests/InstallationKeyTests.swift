@@ -262,7 +262,7 @@ extension InstallationKeyTests {
             let local = [
                 "192.168.1.20", "192.168.1.20:8080", "10.0.0.5", "172.16.3.4", "100.64.1.2", "[fd00::1]:443",
                 "[fe80::1]", "127.1", "0x7f.0.0.1", "localhost", "localhost.", "nas", "nas.local", "books.lan",
-                "Books.Home.Arpa", "server.internal",
+                "Books.Home.Arpa", "server.internal", "nas.fritz.box", "[fe80::1%25eth0]", "nas.lan..",
             ]
             for host in local {
                 #expect(signed(try Self.challenged(port, host: host)), "\(host), asked from loopback directly")

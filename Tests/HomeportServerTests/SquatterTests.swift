@@ -100,6 +100,27 @@ struct SquatterTests {
     }
 
     @Test(
+        "a reset that lands during a passkey ceremony wins: the counter's move refuses a sign-in alone once the passkey is a second factor",
+        arguments: Backend.allCases)
+    func resetDuringTheCeremony(backend: Backend) throws {
+        try withAccounts(backend, publicURL: Self.url) { server in
+            let token = try server.signIn("ada@example.com")
+            #expect(
+                try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password]).status
+                    == 200)
+            #expect(try addPasskey(server, token, try SoftAuthenticator()).status == 200)
+            let database = server.application.database
+            let row = try #require(
+                try database.execute("SELECT id, user_id, sign_count FROM webauthn_credentials").first)
+            let (id, user, count) = (row.int("id") ?? 0, row.int("user_id") ?? 0, row.int("sign_count") ?? 0)
+            // The reset's demotion, between the ceremony's read of the passkey and its use.
+            #expect(try PasskeyStore(database).demoteUnproven(userID: user) == 1)
+            #expect(try !PasskeyStore(database).use(id: id, stored: count, presented: count + 1, at: 0, alone: true))
+            #expect(try PasskeyStore(database).use(id: id, stored: count, presented: count + 1, at: 0, alone: false))
+        }
+    }
+
+    @Test(
         "an app sign-in approved in the browser brings no session after a reset, a password change, a hold, or the browser's signing out",
         arguments: ["reset", "change", "hold", "logout"])
     func approvedHandoffEnds(ending: String) throws {
@@ -135,7 +156,15 @@ struct SquatterTests {
         "wrong current passwords of every session of one account share one budget: sessions minted from a stolen one cannot guess for days; a right one gives its try back"
     )
     func guessesAcrossSessions() throws {
-        try withAccounts(.sqlite) { server in
+        #expect(RateLimitPolicy().failedPasswordConfirmationPerAccount == RateLimit(100, per: 3600))
+        let session = RateLimitPolicy().failedPasswordChangePerSession
+        #expect(
+            Int64(RateLimitPolicy().failedPasswordConfirmationPerAccount.limit)
+                > Int64(session.limit) * 3600 / session.windowSeconds,
+            "one session alone cannot spend the account's budget")
+        var limits = RateLimitPolicy()
+        limits.failedPasswordConfirmationPerAccount = RateLimit(10, per: 3600)
+        try withAccounts(.sqlite, rateLimits: limits) { server in
             _ = try server.signIn("ada@example.com")
             func wrong(_ token: String) throws -> RawResponse {
                 try server.app("POST", "auth/reauthenticate", token: token, json: ["password": "a guess, wrong"])

@@ -84,6 +84,12 @@ extension PasskeyService {
             return refusal.failedLogins
                 ? .tooManyFailedLogins(retryAfter: refusal.retryAfter) : .rateLimited(retryAfter: refusal.retryAfter)
         }
+        // The account as it stands before the passkey is used: a password change or reset that
+        // lands after this read refuses the session below (its hash moved), and one before it
+        // made the passkey a second factor, which the use below refuses.
+        let before = try (try? AuthenticationCredential(json: credential)).flatMap {
+            try PasskeyStore(accounts.database).find(credentialID: IdentityProof.base64URL($0.id))
+        }.flatMap { try AccountStore(accounts.database).find(id: $0.userID) }
         guard
             let passkey = try check(
                 credential: credential, owner: owner, purpose: "login", userID: nil, requireUserVerification: true),
@@ -91,9 +97,7 @@ extension PasskeyService {
             // when it was added) never signs in alone, whatever a later answer says.
             passkey.passwordless
         else { return .invalid([Self.incorrect]) }
-        guard let account = try AccountStore(accounts.database).find(id: passkey.userID) else {
-            return .invalid([Self.incorrect])
-        }
+        guard let account = before, account.id == passkey.userID else { return .invalid([Self.incorrect]) }
         // The credential is right: the failure charged before the check comes back.
         try accounts.database.transaction {
             try RateLimiter($0, policy: accounts.settings.rateLimits).refund(
@@ -182,7 +186,7 @@ extension PasskeyService {
             try accounts.database.transaction({
                 try PasskeyStore($0).use(
                     id: passkey.id, stored: passkey.signCount, presented: Int64(assertion.signCount),
-                    at: accounts.clock.now().timeIntervalSince1970)
+                    at: accounts.clock.now().timeIntervalSince1970, alone: userID == nil)
             })
         else {
             accounts.logger.notice(

@@ -73,12 +73,14 @@ struct PasskeyStore {
     /// Moves the counter of passkey `id` from `stored` to `presented` and marks it used, in one
     /// statement: two sign-ins with the same counter (a replayed or cloned assertion racing the
     /// real one) move it once. False when it was not at `stored` any more.
-    func use(id: Int64, stored: Int64, presented: Int64, at now: Double) throws -> Bool {
+    /// With `alone` (a sign-in with the passkey alone), only while it still signs in alone: a
+    /// reset that made it a second factor meanwhile wins.
+    func use(id: Int64, stored: Int64, presented: Int64, at now: Double, alone: Bool = false) throws -> Bool {
         !(try db.execute(
             """
             UPDATE webauthn_credentials SET sign_count = $3, last_used_at = $4
-            WHERE id = $1 AND sign_count = $2 RETURNING id
-            """, [.integer(id), .integer(stored), .integer(presented), .real(now)]
+            WHERE id = $1 AND sign_count = $2 AND ($5 = 0 OR passwordless <> 0) RETURNING id
+            """, [.integer(id), .integer(stored), .integer(presented), .real(now), .integer(alone ? 1 : 0)]
         ).isEmpty)
     }
 

@@ -56,10 +56,11 @@ package struct RateLimitPolicy: Sendable, Hashable {
     /// token cannot spend the owner's budget).
     package var failedPasswordChangePerSession = RateLimit(5, per: 300)
     /// Wrong current passwords all the signed-in sessions of one account give (password change,
-    /// re-authentication, account deletion): ten an hour, so that a stolen session, or several
-    /// minted from it, cannot guess the password for days at the per-session rate. The owner's
-    /// sign-in is not charged here.
-    package var failedPasswordConfirmationPerAccount = RateLimit(10, per: 3600)
+    /// re-authentication, account deletion): a hundred an hour, so that sessions minted from a
+    /// stolen one cannot guess the password for days at the per-session rate, while one session
+    /// alone (sixty an hour at most) cannot spend it and keep the owner from changing the
+    /// password. The owner's sign-in is not charged here.
+    package var failedPasswordConfirmationPerAccount = RateLimit(100, per: 3600)
     /// Password changes per account (attempts whose current password was right): each costs two
     /// hashes and hands out a new session, whose fresh failure budget must not make changes free.
     package var passwordChangePerAccount = RateLimit(10, per: 3600)

@@ -16,16 +16,24 @@ import Synchronization
 /// them) that names anything else.
 enum LocalAuthority {
     /// Whether `host` (as ``IdentityProof/host(of:)`` writes it) names a place only a local
-    /// network reaches: a private, shared, link-local or loopback address, `localhost`, a name
-    /// without a dot, or a name under `.local`, `.lan`, `.home`, `.home.arpa`, `.internal` or
-    /// `.localdomain`.
+    /// network reaches: a private, shared, link-local or loopback address (with or without a
+    /// zone, `fe80::1%eth0`), `localhost`, a name without a dot, or a name under one of
+    /// ``localSuffixes``. (A public name that resolves to a private address is not told apart.)
     static func isLocal(host: String) -> Bool {
         var name = host.lowercased()
-        if name.hasSuffix(".") { name.removeLast() }
+        while name.hasSuffix(".") { name.removeLast() }
+        if let zone = name.firstIndex(of: "%") { name = String(name[..<zone]) }
         if NetworkAddress.isPrivate(host: name) { return true }
         if !name.contains(".") && !name.contains(":") { return true }
-        return [".local", ".lan", ".home", ".home.arpa", ".internal", ".localdomain"].contains { name.hasSuffix($0) }
+        return localSuffixes.contains { name.hasSuffix($0) }
     }
+
+    /// The names home and office networks give their machines: mDNS's, RFC 8375's, and the
+    /// common routers' and intranets' own.
+    static let localSuffixes = [
+        ".local", ".lan", ".home", ".home.arpa", ".internal", ".localdomain", ".intranet", ".private", ".corp",
+        ".fritz.box", ".speedport.ip",
+    ]
 
     /// Whether `request` may have a challenge signed for `host`: any request for a public
     /// authority; for a local one, only a request from a local network (see the type), as
