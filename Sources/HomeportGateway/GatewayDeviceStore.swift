@@ -26,8 +26,10 @@ struct GatewayDeviceStore {
         self.db = db
     }
 
-    /// Registers `device` for `server` (again).
-    func register(server: Int64, _ device: GatewayDevice, now: Int64) throws {
+    /// Registers `device` for `server` (again); whether it is new to the server.
+    @discardableResult
+    func register(server: Int64, _ device: GatewayDevice, now: Int64) throws -> Bool {
+        let new = try !holds(server: server, token: device.token)
         try db.execute(
             """
             INSERT INTO gateway_devices (server_id, token, environment, updated_at, provider, endpoint, p256dh, auth)
@@ -41,6 +43,15 @@ struct GatewayDeviceStore {
                 .text(device.provider.rawValue), device.endpoint.map(SQLValue.text) ?? .null,
                 device.p256dh.map(SQLValue.text) ?? .null, device.auth.map(SQLValue.text) ?? .null,
             ])
+        return new
+    }
+
+    /// Whether `server` registered `token`.
+    func holds(server: Int64, token: String) throws -> Bool {
+        !(try db.execute(
+            "SELECT 1 AS one FROM gateway_devices WHERE server_id = $1 AND token = $2",
+            [.integer(server), .text(token)]
+        ).isEmpty)
     }
 
     /// Removes `token` from `server`'s devices; after a 410, only if it was not registered again

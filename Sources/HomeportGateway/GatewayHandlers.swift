@@ -18,6 +18,9 @@ struct GatewayHandlers: Sendable {
     let logger: Logger
     let counters: GatewayCounters
     let inFlight: GatewayInFlight
+    /// Each server's device changes in flight: one at a time (a server forwards them in order,
+    /// from one replica at a time), so a server never holds the threads with them either.
+    let changesInFlight: GatewayInFlight
     /// The live credentials' digests, for the head check.
     let credentials: GatewayCredentials
 
@@ -210,10 +213,14 @@ struct GatewayHandlers: Sendable {
     }
 
     /// `POST /gateway/v1/devices`: records the server's registrations and removals; a server
-    /// holds at most ``PushGatewayConfiguration/devicesPerServer`` devices.
+    /// holds at most ``PushGatewayConfiguration/devicesPerServer`` devices. Removals come first;
+    /// a registration of a new device past the cap is refused by its field, the rest recorded:
+    /// a server that reached it keeps its removals and its pushes to the devices it holds.
     func devices(_ request: HTTPRequest) throws -> HTTPResponse {
         let credential = try Self.credential(request)
-        guard try GatewayServerStore(database).live(credentialHash: credential) != nil else { throw Self.refused }
+        guard let known = try GatewayServerStore(database).live(credentialHash: credential) else { throw Self.refused }
+        guard changesInFlight.enter(known.id) else { throw Self.busy }
+        defer { changesInFlight.leave(known.id) }
         let changes = try ProductAPI.decode(GatewayDeviceChanges.self, request.body)
         guard changes.register.count + changes.remove.count <= GatewayDeviceChanges.maximumCount else {
             throw HTTPError.invalidField("register", "Send at most \(GatewayDeviceChanges.maximumCount) changes.")
@@ -221,7 +228,7 @@ struct GatewayHandlers: Sendable {
         // Each change stands alone: one the gateway refuses is answered by its field, and the
         // others are recorded (a server's queue of changes never stops on one). A device of a
         // service the gateway does not carry is not kept: its pushes are refused by kind.
-        var registering: [GatewayDevice] = []
+        var registering: [(index: Int, device: GatewayDevice)] = []
         var refused: [GatewayDeviceResults.Refusal] = []
         var ignored = 0
         let carried = deliveries.providers
@@ -231,7 +238,7 @@ struct GatewayHandlers: Sendable {
                 continue
             }
             do {
-                registering.append(try Self.device(registration, field: "register[\(index)]"))
+                registering.append((index, try Self.device(registration, field: "register[\(index)]")))
             } catch let error as HTTPError {
                 refused.append(.init(field: error.field ?? "register[\(index)]", message: error.message))
             }
@@ -250,28 +257,36 @@ struct GatewayHandlers: Sendable {
             }
         }
         let now = clock.unixSeconds
-        let server: GatewayServer = try database.transaction { db in
+        let cap = configuration.devicesPerServer
+        let (server, overCap): (GatewayServer, [Int]) = try database.transaction { db in
             guard let server = try GatewayServerStore(db).live(credentialHash: credential) else { throw Self.refused }
             let devices = GatewayDeviceStore(db)
             for token in removing { try devices.remove(server: server.id, token: token) }
-            for device in registering { try devices.register(server: server.id, device, now: now) }
-            if !registering.isEmpty, try devices.count(server: server.id) > configuration.devicesPerServer {
-                throw HTTPError(
-                    status: 409, code: "too_many_devices",
-                    message: "This server holds \(configuration.devicesPerServer) devices at most; nothing was changed."
-                )
+            var held = registering.isEmpty ? 0 : try devices.count(server: server.id)
+            var overCap: [Int] = []
+            for (index, device) in registering {
+                if held >= cap, try !devices.holds(server: server.id, token: device.token) {
+                    overCap.append(index)
+                    continue
+                }
+                if try devices.register(server: server.id, device, now: now) { held += 1 }
             }
-            return server
+            return (server, overCap)
+        }
+        refused += overCap.map {
+            .init(field: "register[\($0)]", message: "This server holds \(cap) devices at most; remove some first.")
         }
         logger.info(
             "devices changed",
             metadata: [
-                "server": server.name, "registered": String(registering.count), "removed": String(removing.count),
+                "server": server.name, "registered": String(registering.count - overCap.count),
+                "removed": String(removing.count),
                 "ignored": String(ignored), "refused": refused.map(\.field).joined(separator: ","),
             ])
         return try HTTPResponse.json(
             GatewayDeviceResults(
-                registered: registering.count, removed: removing.count, ignored: ignored, refused: refused))
+                registered: registering.count - overCap.count, removed: removing.count, ignored: ignored,
+                refused: refused))
     }
 
     /// `GET /gateway/v1/services`: what this gateway carries, for an enrolled server to check

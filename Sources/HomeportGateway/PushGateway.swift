@@ -73,6 +73,8 @@ package final class PushGateway: Sendable {
     let counters: GatewayCounters
     /// Each server's batches in flight in this process.
     let inFlight: GatewayInFlight
+    /// Each server's device changes in flight in this process (one at a time).
+    let changesInFlight: GatewayInFlight
     private let server: HTTPServer
     private let metricsServer: HTTPServer?
     /// The listeners, the requests' first: started in order, stopped in reverse.
@@ -124,9 +126,12 @@ package final class PushGateway: Sendable {
         self.counters = counters
         let inFlight = GatewayInFlight(limit: configuration.batchesPerServer)
         self.inFlight = inFlight
+        let changesInFlight = GatewayInFlight(limit: 1)
+        self.changesInFlight = changesInFlight
         let handlers = GatewayHandlers(
             database: database, deliveries: deliveries, configuration: configuration, clock: clock, logger: self.logger,
-            counters: counters, inFlight: inFlight, credentials: GatewayCredentials(database: database))
+            counters: counters, inFlight: inFlight, changesInFlight: changesInFlight,
+            credentials: GatewayCredentials(database: database))
         var router = Router<EmptyRequestContext>()
         router.get("/healthz") { _, _ in HTTPResponse(status: 200, body: Data("ok\n".utf8)) }
         // A stranger's batch (up to 8 MiB) is refused from its head, before it is read.

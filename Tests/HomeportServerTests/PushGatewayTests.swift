@@ -808,7 +808,9 @@ struct PushGatewayTests {
         #expect(first.value?.results.first?["status"] as? Int == 0)
     }
 
-    @Test("a server holds at most its cap of devices; past it, nothing of the request is recorded")
+    @Test(
+        "a server holds at most its cap of devices: past it, a new device's registration is refused by its field, while removals, updates and pushes to the devices it holds go on"
+    )
     func deviceCap() throws {
         let standIn = try APNsStandIn()
         let gateway = try GatewayHarness(.postgres, standIn: standIn, devicesPerServer: 2)
@@ -820,17 +822,40 @@ struct PushGatewayTests {
                 "register": [
                     ["token": device(3), "environment": "production"],
                     ["token": device(4), "environment": "production"],
+                    ["token": device(2), "environment": "sandbox"],
                 ],
                 "remove": [device(1)],
             ])
-        #expect(over.status == 409)
-        #expect(
-            try gateway.devices()["a"] == [device(1), device(2)], "the removal in the refused request did not happen")
-        let swapped = try gateway.post(
+        #expect(over.status == 200, "\(over.text)")
+        let answer = try JSONDecoder().decode(GatewayDeviceResults.self, from: Data(over.text.utf8))
+        #expect(answer.refused.map(\.field) == ["register[1]"], "\(over.text)")
+        #expect(answer.registered == 2 && answer.removed == 1)
+        #expect(try gateway.devices()["a"] == [device(2), device(3)], "one out, one in, the update kept, one refused")
+        let full = try gateway.post(
             PushGatewayPath.devices, credential: credential,
-            json: ["register": [["token": device(3), "environment": "production"]], "remove": [device(1)]])
-        #expect(swapped.status == 200, "one out, one in: still within the cap")
+            json: ["register": [["token": device(5), "environment": "production"]], "remove": []])
+        #expect(full.status == 200 && full.text.contains("register[0]"), "\(full.text)")
         #expect(try gateway.devices()["a"] == [device(2), device(3)])
+    }
+
+    @Test("a server's device changes go one at a time: a second at once is 429, another server's are not held up")
+    func changesOneAtATime() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let a = try gateway.enroll("a", instanceID: UUID().uuidString.lowercased())
+        let b = try gateway.enroll("b", instanceID: UUID().uuidString.lowercased())
+        let id = try #require(
+            try GatewayServerStore(gateway.database).live(credentialHash: SecretToken.storedForm(of: a))
+        ).id
+        let changes = gateway.replicas[0].changesInFlight
+        // A change of a's, held in flight (as a slow one would be).
+        #expect(changes.enter(id))
+        let body: [String: Any] = ["register": [["token": device(1), "environment": "production"]], "remove": []]
+        let second = try gateway.post(PushGatewayPath.devices, credential: a, json: body)
+        #expect(second.status == 429 && second.header("Retry-After") == "1", "\(second.text)")
+        #expect(try gateway.post(PushGatewayPath.devices, credential: b, json: body).status == 200)
+        changes.leave(id)
+        #expect(try gateway.post(PushGatewayPath.devices, credential: a, json: body).status == 200)
     }
 
     @Test("an installation is enrolled once: a second claimant of its id is refused until the first is revoked")
