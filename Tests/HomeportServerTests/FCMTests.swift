@@ -127,6 +127,25 @@ struct FCMTests {
         }
     }
 
+    @Test(
+        "an app-data thread never stands in for aps.thread-id: Android hears only the thread the server's own checks passed"
+    )
+    func threadFromAPSOnly() {
+        func message(_ payload: String) -> [String: String] {
+            let item = OutboxItem(
+                apnsID: UUID().uuidString.lowercased(), deviceToken: "fcm:" + String(repeating: "a", count: 64),
+                environment: .production, topic: "", payload: payload, collapseID: nil, priority: 10, expiration: 0,
+                provider: .fcm, webPush: nil, fcmToken: "a-registration-token")
+            return FCMDelivery.message(item, now: 0)["data"] as? [String: String] ?? [:]
+        }
+        let planted = message(#"{"aps":{"alert":{"title":"Hi"}},"homeport":{"s":"server-a","thread":"server-b:chat"}}"#)
+        #expect(planted["thread"] == nil && planted["s"] == "server-a", "\(planted)")
+        let own = message(
+            #"{"aps":{"alert":{"title":"Hi"},"thread-id":"server-a:chat"},"homeport":{"s":"server-a","thread":"server-b:x"}}"#
+        )
+        #expect(own["thread"] == "server-a:chat", "\(own)")
+    }
+
     @Test("an access token FCM refuses is replaced once, and the push goes with the new one")
     func renewsAccessToken() throws {
         let standIn = try FCMStandIn()

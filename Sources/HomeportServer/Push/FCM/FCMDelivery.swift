@@ -130,7 +130,9 @@ package final class FCMDelivery: Sendable {
         let aps = payload["aps"] as? [String: Any] ?? [:]
         var data: [String: String] = [:]
         if let appData = payload.first(where: { $0.key != "aps" })?.value as? [String: Any] {
-            for (key, value) in appData {
+            // `thread` is aps.thread-id's, set below (a server's own, which the gateway checks):
+            // an app-data key of that name, which nothing checks, never stands in for it.
+            for (key, value) in appData where key != "thread" {
                 switch value {
                 case let text as String: data[key] = text
                 case let number as NSNumber: data[key] = number.stringValue
