@@ -230,7 +230,10 @@ package enum GatewayCommand {
                 return .failure
             case .credentialTaken:
                 ServerCLI.error(
-                    "homeport-server: the credential \(url) publishes is another enrolled server's: not enrolled")
+                    "homeport-server: the credential \(url) publishes is another enrolled server's (now or once): "
+                        + "not enrolled. Its digest is public, so another address may have published it first; "
+                        + "the server's operator deletes its credential file (a new one is made at the next start) "
+                        + "and asks again")
                 return .failure
             }
         case "revoke":

@@ -858,6 +858,44 @@ struct PushGatewayTests {
         #expect(try gateway.post(PushGatewayPath.devices, credential: a, json: body).status == 200)
     }
 
+    @Test(
+        "a credential is enrolled once, revoked ones too: the real server, refused after another address published its digest first, enrols with a new credential"
+    )
+    func credentialEnrolledOnce() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let store = GatewayServerStore(gateway.database)
+        let stolen = SecretToken.storedForm(of: "the real server's credential, whose digest is public")
+        guard
+            case .added(let squatter) = try store.add(
+                name: "squatter", instanceID: UUID().uuidString.lowercased(), url: "https://evil.example.net",
+                credentialHash: stolen, now: 1)
+        else { throw RawHTTPError("the squatter was not enrolled") }
+        let real = UUID().uuidString.lowercased()
+        let refused = try store.add(
+            name: "real", instanceID: real, url: "https://books.example.net", credentialHash: stolen, now: 2)
+        guard case .credentialTaken = refused else {
+            Issue.record("the same credential enrolled twice: \(refused)")
+            return
+        }
+        #expect(try store.revoke(name: squatter.name, now: 3))
+        guard
+            case .credentialTaken = try store.add(
+                name: "real", instanceID: real, url: "https://books.example.net", credentialHash: stolen, now: 4)
+        else {
+            Issue.record("a revoked credential came back")
+            return
+        }
+        guard
+            case .added = try store.add(
+                name: "real", instanceID: real, url: "https://books.example.net",
+                credentialHash: SecretToken.storedForm(of: "a new credential"), now: 5)
+        else {
+            Issue.record("a new credential was not enrolled")
+            return
+        }
+    }
+
     @Test("an installation is enrolled once: a second claimant of its id is refused until the first is revoked")
     func oneEnrolmentPerInstallation() throws {
         let standIn = try APNsStandIn()
