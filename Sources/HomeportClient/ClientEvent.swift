@@ -2,8 +2,10 @@ import HomeportWire
 
 /// Something the app should know about, such as a changed installation identity.
 public enum ClientEvent: Sendable, Equatable {
-    /// The primary answered a new `instanceId` (a clone, a fresh database, an old backup).
-    /// The client adopted it and marked every alternative unverified: ask the user to verify each.
+    /// The primary of a server whose key is not pinned answered a new `instanceId` (a clone, a
+    /// fresh database, an old backup). The client adopted it and marked every alternative
+    /// unverified: ask the user to verify each. (A pinned server's addresses get nothing from
+    /// another installation: its requests throw ``ClientError/noVerifiedAddress(server:detail:)``.)
     case identityChanged(server: String, old: InstanceID, new: InstanceID, unverifiedAlternatives: [String])
     /// The server refused the credential; the account is signed out.
     case signedOut(server: String)

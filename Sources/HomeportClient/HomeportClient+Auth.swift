@@ -71,12 +71,12 @@ extension HomeportClient {
     /// to an address it was given (a password, a reset key, an ID token, a handoff's code and
     /// verifier) asks this first.
     func proveKnownAddress(_ address: ServerAddress) async throws {
-        let origin = address.origin
+        let place = address.place
         guard
             let known = directory.all.first(where: { record in
                 record.publicKey != nil
-                    && (record.primary.origin == origin
-                        || record.alternatives.contains { $0.address.origin == origin })
+                    && (record.primary.place == place
+                        || record.alternatives.contains { $0.address.place == place })
             }), let expected = known.expectedIdentity
         else { return }
         let outcome = await probe.probe(address, expected: expected)
@@ -86,7 +86,7 @@ extension HomeportClient {
                 + "password was not sent"
             if case .mismatch = outcome {
                 why +=
-                    known.primary.origin == origin
+                    known.primary.place == place
                     ? ". If that server was reset or reinstalled, remove it here (`homeport remove \(known.key)`) "
                         + "and sign in again"
                     : ". Sign in at its primary, \(known.primary.url); if this address is no longer the server's, "

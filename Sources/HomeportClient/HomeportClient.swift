@@ -5,8 +5,9 @@ import Synchronization
 /// The client: many servers, many addresses per server, verified before trusted.
 ///
 /// A session token only ever goes to an address that answered `GET /api/v1/server-identity` with
-/// the enrolled id, product and protocol version on the current network path — or, when no
-/// verified address does, to the primary, which keeps the trust the user gave it when signing in
+/// the enrolled id, product and protocol version on the current network path, and signed a fresh
+/// challenge with the installation's pinned key when one is pinned. For a server without a key,
+/// when no verified address answers, the primary keeps the trust the user gave it when signing in
 /// (over HTTPS anywhere, over plain HTTP only on the path it was signed in on). Probes carry no
 /// credential, so every candidate is probed at once and the most preferred one that matches wins,
 /// after a short preference window.

@@ -205,7 +205,12 @@ public struct IdentityProbe: Sendable {
         let product = ServerText.clean(identity.product)
         if let expected {
             if identity.instanceId != expected.instanceId { return .mismatch(seen: identity.instanceId) }
-            guard product == expected.product, identity.protocolVersion == expected.protocolVersion else {
+            // A pinned key proves the installation whatever it now calls itself (its product
+            // renamed, its protocol moved on): proven below, it is a match, and app-info then
+            // updates what is enrolled. Without a pin, the name and version are all there is.
+            guard expected.publicKey != nil || product == expected.product,
+                expected.publicKey != nil || identity.protocolVersion == expected.protocolVersion
+            else {
                 return .productMismatch(product: product, protocolVersion: identity.protocolVersion)
             }
         } else if product.isEmpty || identity.protocolVersion < 1 {

@@ -34,22 +34,38 @@ public struct ServerAddress: Codable, Hashable, Sendable, CustomStringConvertibl
     public var origin: String { Self.origin(of: URL(string: url)) ?? url }
 
     /// The origin of a URL, with the default port made explicit and an IPv6 literal in brackets
-    /// (`http://[::1]:8080`), as it is written in a URL; one place spelled two ways is one origin
-    /// (a name's final dot dropped, an IP address in its canonical form: `127.1` is `127.0.0.1`,
-    /// `[fe80:0::1]` is `[fe80::1]`).
+    /// (`http://[::1]:8080`), as it is written in a URL.
     static func origin(of url: URL?) -> String? {
         guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
         let port = url.port ?? (scheme == "https" ? 443 : 80)
-        let bare = canonicalHost(ServerText.clean(host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))))
+        let bare = ServerText.clean(host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
         return bare.contains(":") ? "\(scheme)://[\(bare)]:\(port)" : "\(scheme)://\(bare):\(port)"
     }
 
-    /// `host` (lowercase, without brackets) as one spelling of its place: an IPv6 or IPv4
-    /// address as `inet_ntop` writes it (IPv4 read as `inet_aton` and curl read it), a name
-    /// without its final dot.
+    /// Where this address leads, however it is spelled: its origin with the host in one
+    /// spelling (a name's final dot dropped, an IP address as `inet_ntop` writes it: `127.1` is
+    /// `127.0.0.1`, `[fe80:0::1]` is `[fe80::1]`, `[::ffff:10.0.0.1]` is `10.0.0.1`). For
+    /// telling whether an address is one a record knows, where a proof is owed: there two
+    /// spellings that might lead to one place count as one. Where a credential may go (a
+    /// redirect, a request's URL), ``origin`` is compared as written.
+    var place: String {
+        guard let url = URL(string: url), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased()
+        else { return origin }
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        let bare = Self.canonicalHost(ServerText.clean(host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))))
+        return bare.contains(":") ? "\(scheme)://[\(bare)]:\(port)" : "\(scheme)://\(bare):\(port)"
+    }
+
+    /// `host` (lowercase, without brackets) in one spelling of its place: an IPv6 address as
+    /// `inet_ntop` writes it (one that carries an IPv4 address, `::ffff:a.b.c.d`, as that
+    /// address), an IPv4 one read as `inet_aton` and curl read it, a name without its final dot.
     static func canonicalHost(_ host: String) -> String {
         var v6 = in6_addr()
         if inet_pton(AF_INET6, host, &v6) == 1 {
+            let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+            if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
+                return bytes[12..<16].map(String.init).joined(separator: ".")
+            }
             var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
             if inet_ntop(AF_INET6, &v6, &text, socklen_t(text.count)) != nil {
                 return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -371,7 +371,9 @@ extension InstallationKeyClientTests {
             record.primary = try! ServerAddress(parsing: impostor.url, allowHTTP: true)
         }
         let port = try #require(impostor.url.split(separator: ":").last.map(String.init))
-        for spelling in [impostor.url, "http://127.2:\(port)", "http://127.0.0.2:\(port)/"] {
+        for spelling in [
+            impostor.url, "http://127.2:\(port)", "http://127.0.0.2:\(port)/", "http://[::ffff:127.0.0.2]:\(port)",
+        ] {
             let address = try ServerAddress(parsing: spelling, allowHTTP: true)
             await #expect(throws: ClientError.self, "\(spelling)") {
                 _ = try await client.login(at: address, email: "ada@example.com", password: password)
@@ -391,5 +393,29 @@ extension InstallationKeyClientTests {
         }
         let posted = impostor.requests.filter { !$0.hasPrefix("GET ") }
         #expect(posted.isEmpty, "\(posted)")
+    }
+}
+
+extension InstallationKeyClientTests {
+    @Test(
+        "a pinned server that proves its key under a new product name or protocol version is the same installation: it keeps working, and what it calls itself is enrolled"
+    )
+    func renamedPinnedServer() async throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        let installation = try Installation(hosts: ["127.0.0.1"])
+        let client = try makeClient(home, SpyTransport())
+        let enrolled = try await signUp(client, at: installation)
+        #expect(enrolled.publicKey != nil)
+        // As if the operator renamed the product and a release moved the protocol on since.
+        _ = try client.directory.update(enrolled.key) { record in
+            record.product = "an-older-name"
+            record.protocolVersion = 7
+        }
+        let answer = try await client.appInfo(enrolled.key)
+        #expect(answer.info.instanceId == enrolled.instanceID)
+        let record = try client.directory.find(enrolled.key)
+        #expect(record.product == "homeport" && record.protocolVersion == 1, "\(record)")
+        #expect(record.publicKey == enrolled.publicKey)
     }
 }
