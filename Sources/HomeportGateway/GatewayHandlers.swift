@@ -219,7 +219,7 @@ struct GatewayHandlers: Sendable {
     func devices(_ request: HTTPRequest) throws -> HTTPResponse {
         let credential = try Self.credential(request)
         guard let known = try GatewayServerStore(database).live(credentialHash: credential) else { throw Self.refused }
-        guard changesInFlight.enter(known.id) else { throw Self.busy }
+        guard changesInFlight.enter(known.id) else { throw Self.changesBusy }
         defer { changesInFlight.leave(known.id) }
         let changes = try ProductAPI.decode(GatewayDeviceChanges.self, request.body)
         guard changes.register.count + changes.remove.count <= GatewayDeviceChanges.maximumCount else {
@@ -362,6 +362,11 @@ struct GatewayHandlers: Sendable {
     static let busy = HTTPError(
         status: 429, code: APIErrorCode.tooManyRequests,
         message: "This server has as many batches in flight as it may; send again in a moment.",
+        headers: ["Retry-After": "1"])
+
+    static let changesBusy = HTTPError(
+        status: 429, code: APIErrorCode.tooManyRequests,
+        message: "This server's last device changes are still being recorded; send again in a moment.",
         headers: ["Retry-After": "1"])
 
     static let refused = HTTPError(

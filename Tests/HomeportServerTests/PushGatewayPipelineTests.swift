@@ -67,6 +67,41 @@ struct PushGatewayPipelineTests {
         }
     }
 
+    @Test(
+        "a gateway still recording the server's last device changes sends nothing: the batch goes at the next pass, its attempt not counted"
+    )
+    func changesBusyIsNotSent() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let credential = try SecretToken.generate()
+        let settings = throughGateway("http://127.0.0.1:\(gateway.replicas[0].port)", credential: credential)
+        try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
+            let (sender, _) = try batchesOfOne(server, settings, batchSize: nil)
+            try gateway.enroll("a", instanceID: server.instanceID, credential: credential)
+            let id = try #require(
+                try GatewayServerStore(gateway.database).live(credentialHash: SecretToken.storedForm(of: credential))
+            ).id
+            // The gateway is busy with an earlier request of the server's device changes.
+            let changes = gateway.replicas[0].changesInFlight
+            #expect(changes.enter(id))
+            let ada = try server.signIn("ada@example.com")
+            #expect(try server.register(device(1), token: ada).status == 200)
+            try server.pushToAda()
+            sender.start()
+            defer { sender.stop() }
+            #expect(
+                try eventually {
+                    try server.outboxRows().first.map {
+                        $0.string("last_error") == PushGatewayReason.notSent && $0.int("attempts") == 0
+                    } == true
+                }, "\((try? server.outboxRows())?.map { ($0.string("last_error"), $0.int("attempts")) } ?? [])")
+            changes.leave(id)
+            server.clock.advance(by: 2)
+            #expect(try eventually { try server.outboxRows().isEmpty })
+            #expect(standIn.requests().compactMap { $0["device"] as? String } == [device(1)])
+        }
+    }
+
     @Test("two batches of one server reach Apple through the gateway while neither is answered")
     func twoOut() throws {
         try twoHeld(batchesPerServer: 2) { server, standIn, _ throws in

@@ -74,6 +74,9 @@ final class PushGatewayClient: PushTransport {
 
     func deliver(_ items: [OutboxItem]) throws -> [APNsResponse] {
         if let failure = try forwardDeviceChanges() {
+            // The gateway still working on this server's last changes sent nothing: the batch
+            // goes at the next pass, its attempt not counted.
+            if failure.busy { return items.map { _ in .notSent(failure.description) } }
             return items.map { _ in APNsResponse(status: 0, transportError: failure.description) }
         }
         return send(items[...])
@@ -224,11 +227,11 @@ final class PushGatewayClient: PushTransport {
 
     /// Sends every device change the gateway has not acknowledged, unless another replica holds
     /// the forwarding lease; why it could not, or `nil`.
-    private func forwardDeviceChanges() throws -> String? {
+    private func forwardDeviceChanges() throws -> GatewayFailure? {
         try forwarding.withLock { try forwardDeviceChangesAlone() }
     }
 
-    private func forwardDeviceChangesAlone() throws -> String? {
+    private func forwardDeviceChangesAlone() throws -> GatewayFailure? {
         // The lease outlasts an exchange that times out, so a holder's changes always land before
         // the next holder reads any. It is claimed before the changes are read, and only when
         // there are some (a write four times a second would be for nothing).
@@ -250,7 +253,10 @@ final class PushGatewayClient: PushTransport {
                 remove: carried.filter { !$0.registered }.map(\.token))
             if !body.register.isEmpty || !body.remove.isEmpty {
                 switch post(PushGatewayPath.devices, try HTTPResponse.encode(body)) {
-                case .failure(let failure): return "device registrations not forwarded: " + failure.description
+                case .failure(let failure):
+                    return GatewayFailure(
+                        "device registrations not forwarded: " + failure.description, busy: failure.busy,
+                        retryAfter: failure.retryAfter)
                 case .success(let answer):
                     // What the gateway refused stays refused if sent again: said, and let go.
                     if let results = try? JSONDecoder().decode(GatewayDeviceResults.self, from: answer),
