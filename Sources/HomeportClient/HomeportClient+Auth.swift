@@ -69,7 +69,7 @@ extension HomeportClient {
     /// An address is known by its origin, however it is spelled (a default port written out, a
     /// name's final dot, another form of the same IP address). Every call that sends a secret
     /// to an address it was given (a password, a reset key, an ID token, a handoff's code and
-    /// verifier) asks this first.
+    /// verifier, the address a reset is asked for) asks this first.
     func proveKnownAddress(_ address: ServerAddress) async throws {
         let place = address.place
         guard
@@ -252,6 +252,8 @@ extension HomeportClient {
 
     /// Asks `address` to mail a password-reset key (no credential is involved).
     public func requestPasswordReset(at address: ServerAddress, email: String) async throws {
+        // The address the mail is for is the person's own: not for an impostor at a known address.
+        try await proveKnownAddress(address)
         let body = try JSONEncoder().encode(AuthRequest.PasswordResetRequest(email: email))
         let response = try await authRequest(
             "POST", AllauthAppPath.passwordResetRequest, at: address, body: body)

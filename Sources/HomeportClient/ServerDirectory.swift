@@ -80,16 +80,19 @@ public struct ServerRecord: Codable, Hashable, Sendable {
         /// `nil` in a record an older client wrote: not reused.
         var uptime: TimeInterval?
 
-        /// How old it is now, by whichever clock says older (a clock set back, or a machine
-        /// asleep, makes it younger by neither); `nil` when either says it is from the future
-        /// (or from before a restart), or it has no time since boot.
+        /// How old it is now, by whichever clock says older (a clock set back makes it younger by
+        /// neither); `nil` when either says it is from the future, or it has no time since boot,
+        /// or the wall clock says it is older than the time since boot does by more than two
+        /// seconds: the machine started again since (a quick restart, whose time since boot has
+        /// caught up with the stored one), or slept, or its clock was set forward; it is probed
+        /// again then.
         func age(now: Date = Date(), uptime current: TimeInterval = ProcessInfo.processInfo.systemUptime)
             -> TimeInterval?
         {
             guard let uptime else { return nil }
             let wall = now.timeIntervalSince(at)
             let sinceBoot = current - uptime
-            guard wall >= 0, sinceBoot >= 0 else { return nil }
+            guard wall >= 0, sinceBoot >= 0, wall - sinceBoot <= 2 else { return nil }
             return max(wall, sinceBoot)
         }
     }

@@ -382,6 +382,9 @@ extension InstallationKeyClientTests {
                 try await client.completePasswordReset(at: address, key: "a-mailed-reset-key", password: password)
             }
             await #expect(throws: ClientError.self, "\(spelling)") {
+                try await client.requestPasswordReset(at: address, email: "ada@example.com")
+            }
+            await #expect(throws: ClientError.self, "\(spelling)") {
                 _ = try await client.login(
                     at: address, provider: AuthProvider(id: "household", name: "Household", flows: [], clientID: "app"),
                     idToken: "an.id.token")

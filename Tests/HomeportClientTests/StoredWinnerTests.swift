@@ -131,7 +131,7 @@ struct StoredWinnerTests {
     }
 
     @Test(
-        "a stored verification older than the lifetime by either clock (a clock set back, a restart), or from the future, is probed again"
+        "a stored verification older than the lifetime by either clock (a clock set back, a restart), from the future, or from before a quick restart, is probed again"
     )
     func age() async throws {
         let data = try TemporaryDirectory()
@@ -148,6 +148,7 @@ struct StoredWinnerTests {
             ("a minute and more since it by the time since boot (the wall clock set back)", 0, -61),
             ("from the future by the wall clock", 3600, 0),
             ("from before a restart (its time since boot ahead of now)", 0, 3600),
+            ("from before a quick restart (older by the wall clock than by the time since boot)", -30, 0),
         ]
         for (what, wall, uptime) in cases {
             // A good one is stored first: the client before probed and stored it.
