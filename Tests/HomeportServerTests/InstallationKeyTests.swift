@@ -327,5 +327,9 @@ extension InstallationKeyTests {
         #expect(
             LocalAuthority.mayProve(host: "books.example.net", for: request("2001:db8:1:3::99"), prefixes: prefixes))
         #expect(LocalAuthority.prefix(of: "192.168.1.20") == nil && LocalAuthority.prefix(of: "nas") == nil)
+        // An IPv4 client of a dual-stack socket is named ::ffff:a.b.c.d: no /64 of a home's.
+        #expect(LocalAuthority.prefix(of: "::ffff:203.0.113.9") == nil && LocalAuthority.prefix(of: "::1") == nil)
+        #expect(!LocalAuthority.mayProve(host: "nas.local", for: request("::ffff:203.0.113.9"), prefixes: prefixes))
+        #expect(!LocalAuthority.localPrefixes().contains { $0.allSatisfy { $0 == 0 } || $0.first == 0xFE })
     }
 }

@@ -47,18 +47,24 @@ enum LocalAuthority {
         return TrustedProxies.forwardedHops(request.headers).allSatisfy { hop in hop.map(local) ?? false }
     }
 
-    /// The first 64 bits of an IPv6 address as text; `nil` for anything else.
+    /// The first 64 bits of an IPv6 address as text; `nil` for anything else, and for an address
+    /// whose first 64 bits are zero (`::1`, and `::ffff:a.b.c.d`, an IPv4 client of a dual-stack
+    /// socket, which is no home's /64).
     static func prefix(of address: String) -> [UInt8]? {
         var parsed = in6_addr()
         guard inet_pton(AF_INET6, address, &parsed) == 1 else { return nil }
-        return withUnsafeBytes(of: &parsed) { Array($0.prefix(8)) }
+        let prefix = withUnsafeBytes(of: &parsed) { Array($0.prefix(8)) }
+        return prefix.allSatisfy { $0 == 0 } ? nil : prefix
     }
 
-    /// The /64s of this machine's IPv6 addresses, read again at most once a minute.
+    /// The /64s of this machine's global IPv6 addresses (loopback, link-local and unique-local
+    /// ones are private anyway), read again at most once a minute.
     static func localPrefixes() -> Set<[UInt8]> {
         let now = ContinuousClock.now
         if let cached = cache.withLock({ $0 }), now - cached.read < .seconds(60) { return cached.prefixes }
-        let prefixes = Set(CertificateNames.interfaceAddresses().compactMap(prefix(of:)))
+        let prefixes = Set(
+            CertificateNames.interfaceAddresses().filter { !NetworkAddress.isPrivate(host: $0) }.compactMap(
+                prefix(of:)))
         cache.withLock { $0 = (now, prefixes) }
         return prefixes
     }
