@@ -148,6 +148,35 @@ struct HandoffTests {
         }
     }
 
+    @Test(
+        "a handoff link followed from another site is not remembered, and one gone is forgotten: the account page does not loop to it"
+    )
+    func strangersHandoffs() throws {
+        try withAccounts(.sqlite) { server in
+            let (_, challenge) = try Self.pkce()
+            let path = try pagePath(try begin(server, challenge: challenge, device: "your iPhone"), port: server.port)
+            // A stranger's link, followed from their site by a signed-out browser.
+            let victim = Browser(port: server.port)
+            let followed = try victim.get(path, headers: [("Sec-Fetch-Site", "cross-site")])
+            #expect(followed.status == 303, "\(followed.headers)")
+            #expect(!victim.cookies.keys.contains { $0.contains("handoff") }, "\(victim.cookies)")
+            try signIn(victim, server)
+            #expect(try victim.get("/account").status == 200, "no handoff greets the person at sign-in")
+
+            // Remembered from the app's own opening, then expired: the 410 clears the cookie.
+            let late = Browser(port: server.port)
+            #expect(try late.get(path).status == 303)
+            #expect(late.cookies.keys.contains { $0.contains("handoff") }, "\(late.cookies)")
+            server.clock.advance(by: 601)
+            try signIn(late, server)
+            let sent = try late.get("/account")
+            #expect(sent.status == 303 && sent.header("Location") == path, "\(sent.headers)")
+            #expect(try late.get(path).status == 410)
+            #expect(!late.cookies.keys.contains { $0.contains("handoff") }, "\(late.cookies)")
+            #expect(try late.get("/account").status == 200)
+        }
+    }
+
     @Test("a confirmation without the page's CSRF token, or signed out, confirms nothing")
     func forgedConfirmation() throws {
         try withAccounts(.sqlite) { server in

@@ -18,9 +18,9 @@ public final class Browser {
         origin = "http://127.0.0.1:\(port)"
     }
 
-    /// `GET path`, with its cookies.
-    public func get(_ path: String) throws -> RawResponse {
-        remember(try RawHTTP.request(port: port, path: path, headers: cookieHeader()))
+    /// `GET path`, with its cookies (and `headers`).
+    public func get(_ path: String, headers: [(String, String)] = []) throws -> RawResponse {
+        remember(try RawHTTP.request(port: port, path: path, headers: cookieHeader() + headers))
     }
 
     /// Posts a form, with the last page's CSRF token unless `csrf` or a `csrf_token` field says otherwise.

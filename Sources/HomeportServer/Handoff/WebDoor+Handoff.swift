@@ -8,14 +8,18 @@ extension WebDoor {
 
     /// `GET /account/handoff/ID`: signed out, the handoff is remembered in a cookie and the
     /// person signs in by any means first (the account page sends them back); signed in, the
-    /// page that names the device and asks to confirm it.
+    /// page that names the device and asks to confirm it. A link followed from another site
+    /// (`Sec-Fetch-Site: cross-site`) is not remembered: a stranger's handoff would otherwise
+    /// greet the person at their next sign-in. (An app opens the page itself, as no site's.)
     func handoffPage(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let id = request.pathParameters["id"] ?? ""
         guard let (device, redirect) = try service.handoffs.waitingHandoff(id: id) else { return handoffGone() }
         guard case .signedIn(_, let account) = context.caller else {
             var response = HTTPResponse.seeOther("/account/login")
-            response.headers.add(
-                "Set-Cookie", cookies.setting(cookies.handoff, id, maxAge: HandoffService.handoffLifetime))
+            if request.headers.values("Sec-Fetch-Site").allSatisfy({ $0.lowercased() != "cross-site" }) {
+                response.headers.add(
+                    "Set-Cookie", cookies.setting(cookies.handoff, id, maxAge: HandoffService.handoffLifetime))
+            }
             return response
         }
         var response = page(
@@ -59,11 +63,15 @@ extension WebDoor {
         return "the app " + String(redirect.prefix { $0 != ":" })
     }
 
+    /// The page of a handoff that is no more; the cookie that may have led here is cleared, so
+    /// the account page does not send the browser back.
     func handoffGone() -> HTTPResponse {
-        page(
+        var response = page(
             "Link expired",
             WebPage.message(
                 "This sign-in link has expired or was already used. Start again from the app.",
                 link: ("/account", "Your account")), status: 410)
+        response.headers.add("Set-Cookie", cookies.setting(cookies.handoff, "", maxAge: 0))
+        return response
     }
 }
