@@ -34,11 +34,13 @@ public struct ServerAddress: Codable, Hashable, Sendable, CustomStringConvertibl
     public var origin: String { Self.origin(of: URL(string: url)) ?? url }
 
     /// The origin of a URL, with the default port made explicit and an IPv6 literal in brackets
-    /// (`http://[::1]:8080`), as it is written in a URL.
-    static func origin(of url: URL?) -> String? {
+    /// (`http://[::1]:8080`), as it is written in a URL; with `canonical`, its host as
+    /// ``canonicalHost(_:)`` writes it.
+    static func origin(of url: URL?, canonical: Bool = false) -> String? {
         guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
         let port = url.port ?? (scheme == "https" ? 443 : 80)
-        let bare = ServerText.clean(host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
+        var bare = ServerText.clean(host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
+        if canonical { bare = canonicalHost(bare) }
         return bare.contains(":") ? "\(scheme)://[\(bare)]:\(port)" : "\(scheme)://\(bare):\(port)"
     }
 
@@ -48,13 +50,7 @@ public struct ServerAddress: Codable, Hashable, Sendable, CustomStringConvertibl
     /// telling whether an address is one a record knows, where a proof is owed: there two
     /// spellings that might lead to one place count as one. Where a credential may go (a
     /// redirect, a request's URL), ``origin`` is compared as written.
-    var place: String {
-        guard let url = URL(string: url), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased()
-        else { return origin }
-        let port = url.port ?? (scheme == "https" ? 443 : 80)
-        let bare = Self.canonicalHost(ServerText.clean(host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))))
-        return bare.contains(":") ? "\(scheme)://[\(bare)]:\(port)" : "\(scheme)://\(bare):\(port)"
-    }
+    var place: String { Self.origin(of: URL(string: url), canonical: true) ?? url }
 
     /// `host` (lowercase, without brackets) in one spelling of its place: an IPv6 address as
     /// `inet_ntop` writes it (one that carries an IPv4 address, `::ffff:a.b.c.d`, as that
@@ -66,21 +62,24 @@ public struct ServerAddress: Codable, Hashable, Sendable, CustomStringConvertibl
             if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
                 return bytes[12..<16].map(String.init).joined(separator: ".")
             }
-            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-            if inet_ntop(AF_INET6, &v6, &text, socklen_t(text.count)) != nil {
-                return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            }
+            if let text = written(AF_INET6, &v6, length: INET6_ADDRSTRLEN) { return text }
         }
         var v4 = in_addr()
-        if !host.isEmpty, host.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == "x" }), inet_aton(host, &v4) != 0 {
-            var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
-            if inet_ntop(AF_INET, &v4, &text, socklen_t(text.count)) != nil {
-                return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            }
+        if !host.isEmpty, host.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == "x" }), inet_aton(host, &v4) != 0,
+            let text = written(AF_INET, &v4, length: INET_ADDRSTRLEN)
+        {
+            return text
         }
         var name = host
         while name.hasSuffix(".") { name.removeLast() }
         return name
+    }
+
+    /// An address as `inet_ntop` writes it.
+    private static func written(_ family: Int32, _ address: UnsafeRawPointer, length: Int32) -> String? {
+        var text = [CChar](repeating: 0, count: Int(length))
+        guard inet_ntop(family, address, &text, socklen_t(text.count)) != nil else { return nil }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The URL.

@@ -26,10 +26,8 @@ struct GatewayDeviceStore {
         self.db = db
     }
 
-    /// Registers `device` for `server` (again); whether it is new to the server.
-    @discardableResult
-    func register(server: Int64, _ device: GatewayDevice, now: Int64) throws -> Bool {
-        let new = try !holds(server: server, token: device.token)
+    /// Registers `device` for `server` (again).
+    func register(server: Int64, _ device: GatewayDevice, now: Int64) throws {
         try db.execute(
             """
             INSERT INTO gateway_devices (server_id, token, environment, updated_at, provider, endpoint, p256dh, auth)
@@ -43,7 +41,6 @@ struct GatewayDeviceStore {
                 .text(device.provider.rawValue), device.endpoint.map(SQLValue.text) ?? .null,
                 device.p256dh.map(SQLValue.text) ?? .null, device.auth.map(SQLValue.text) ?? .null,
             ])
-        return new
     }
 
     /// Whether `server` registered `token`.

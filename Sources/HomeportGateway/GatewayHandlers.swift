@@ -263,13 +263,18 @@ struct GatewayHandlers: Sendable {
             let devices = GatewayDeviceStore(db)
             for token in removing { try devices.remove(server: server.id, token: token) }
             var held = registering.isEmpty ? 0 : try devices.count(server: server.id)
+            // Within the cap even if every one is new, none is looked up first.
+            let mayReachCap = held + Int64(registering.count) > Int64(cap)
             var overCap: [Int] = []
             for (index, device) in registering {
-                if held >= cap, try !devices.holds(server: server.id, token: device.token) {
-                    overCap.append(index)
-                    continue
+                if mayReachCap, try !devices.holds(server: server.id, token: device.token) {
+                    guard held < cap else {
+                        overCap.append(index)
+                        continue
+                    }
+                    held += 1
                 }
-                if try devices.register(server: server.id, device, now: now) { held += 1 }
+                try devices.register(server: server.id, device, now: now)
             }
             return (server, overCap)
         }

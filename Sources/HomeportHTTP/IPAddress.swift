@@ -7,16 +7,16 @@
 /// An IP address held in two words, read from its text without an allocation: what the checks
 /// made on every request compare (is the peer a trusted proxy, which hop is the client).
 /// An IPv4 address mapped into IPv6 (`::ffff:a.b.c.d`) is that IPv4 address.
-struct IPAddress: Equatable, Sendable {
+package struct IPAddress: Equatable, Sendable {
     /// The first 64 bits, big-endian (0 for IPv4).
-    var high: UInt64
+    package var high: UInt64
     /// The last 64 bits, big-endian (IPv4: the address in the low 32).
     var low: UInt64
     /// Whether it is an IPv4 address.
-    var isV4: Bool
+    package var isV4: Bool
 
     /// The address an IP literal names, or `nil` for anything else.
-    init?(_ text: String) {
+    package init?(_ text: String) {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 {
             self.init(v4: UInt32(bigEndian: v4.s_addr))

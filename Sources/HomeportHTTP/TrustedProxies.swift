@@ -71,12 +71,7 @@ package struct TrustedProxies: Sendable, Equatable {
         guard trustedPeer else { return peer }
         var leftmost = peer
         for field in headers.reversed() where field.name.caseInsensitiveEquals(header.rawValue) {
-            let hops =
-                switch header {
-                case .xForwardedFor: Self.elements(of: field.value)
-                case .forwarded: Self.forwardedFor(field.value)
-                }
-            for hop in hops.reversed() {
+            for hop in Self.hops(field.value, header).reversed() {
                 guard let found = Self.address(of: hop) else { return peer }
                 guard trusts(found.address) else { return found.text }
                 leftmost = found.text
@@ -91,19 +86,22 @@ package struct TrustedProxies: Sendable, Equatable {
     package static func forwardedHops(_ headers: some Sequence<(name: String, value: String)>) -> [String?] {
         var hops: [String?] = []
         for field in headers {
-            let named: [Substring.UTF8View] =
-                if field.name.caseInsensitiveEquals(Header.xForwardedFor.rawValue)
-                    || field.name.caseInsensitiveEquals("x-real-ip")
-                {
-                    elements(of: field.value)
-                } else if field.name.caseInsensitiveEquals(Header.forwarded.rawValue) {
-                    forwardedFor(field.value)
-                } else {
-                    []
-                }
-            hops += named.map { address(of: $0)?.text }
+            // `X-Real-IP` names one client as `X-Forwarded-For` names several.
+            let header: Header? =
+                field.name.caseInsensitiveEquals("x-real-ip")
+                ? .xForwardedFor : Header.allCases.first { field.name.caseInsensitiveEquals($0.rawValue) }
+            guard let header else { continue }
+            hops += Self.hops(field.value, header).map { address(of: $0)?.text }
         }
         return hops
+    }
+
+    /// The hops one field of `header` names, left to right.
+    static func hops(_ value: String, _ header: Header) -> [Substring.UTF8View] {
+        switch header {
+        case .xForwardedFor: elements(of: value)
+        case .forwarded: forwardedFor(value)
+        }
     }
 
     /// A list field's elements (`a, b,c`), each without the spaces and tabs around it; empty

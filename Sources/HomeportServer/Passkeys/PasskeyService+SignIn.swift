@@ -86,13 +86,12 @@ extension PasskeyService {
         }
         // The account as it stands before the passkey is used: a password change or reset that
         // lands after this read refuses the session below (its hash moved), and one before it
-        // made the passkey a second factor, which the use below refuses.
-        let before = try (try? AuthenticationCredential(json: credential)).flatMap {
-            try PasskeyStore(accounts.database).find(credentialID: IdentityProof.base64URL($0.id))
-        }.flatMap { try AccountStore(accounts.database).find(id: $0.userID) }
+        // made the passkey a second factor, which the use refuses.
+        var before: Account?
         guard
             let passkey = try check(
-                credential: credential, owner: owner, purpose: "login", userID: nil, requireUserVerification: true),
+                credential: credential, owner: owner, purpose: "login", userID: nil, requireUserVerification: true,
+                beforeUse: { before = try AccountStore(accounts.database).find(id: $0.userID) }),
             // A key added as a second factor only (not discoverable, or its person not verified
             // when it was added) never signs in alone, whatever a later answer says.
             passkey.passwordless
@@ -148,8 +147,10 @@ extension PasskeyService {
     /// `purpose` (taken once, whatever comes of it): a passkey of `userID` (or, without one, of
     /// the account its user handle names), the relying party's checks, and its counter moved
     /// once. The passkey it used, or `nil` for every refusal (a cloned authenticator logged).
+    /// `beforeUse` runs with the passkey once every check passed, before its counter moves.
     func check(
-        credential: Any, owner: String, purpose: String, userID: Int64?, requireUserVerification: Bool
+        credential: Any, owner: String, purpose: String, userID: Int64?, requireUserVerification: Bool,
+        beforeUse: (Passkey) throws -> Void = { _ in }
     ) throws -> Passkey? {
         let now = accounts.clock.unixSeconds
         guard let party = relyingParty,
@@ -182,6 +183,7 @@ extension PasskeyService {
                 ])
             return nil
         }
+        try beforeUse(passkey)
         guard
             try accounts.database.transaction({
                 try PasskeyStore($0).use(

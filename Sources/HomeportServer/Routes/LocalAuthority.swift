@@ -38,7 +38,7 @@ enum LocalAuthority {
     /// Whether `request` may have a challenge signed for `host`: any request for a public
     /// authority; for a local one, only a request from a local network (see the type), as
     /// `prefixes` (the /64s of this machine's IPv6 addresses) tell for IPv6.
-    static func mayProve(host: String, for request: HTTPRequest, prefixes: Set<[UInt8]> = localPrefixes()) -> Bool {
+    static func mayProve(host: String, for request: HTTPRequest, prefixes: Set<UInt64> = localPrefixes()) -> Bool {
         guard isLocal(host: host) else { return true }
         func local(_ address: String) -> Bool {
             NetworkAddress.isPrivate(host: address) || prefix(of: address).map(prefixes.contains) == true
@@ -50,16 +50,14 @@ enum LocalAuthority {
     /// The first 64 bits of an IPv6 address as text; `nil` for anything else, and for an address
     /// whose first 64 bits are zero (`::1`, and `::ffff:a.b.c.d`, an IPv4 client of a dual-stack
     /// socket, which is no home's /64).
-    static func prefix(of address: String) -> [UInt8]? {
-        var parsed = in6_addr()
-        guard inet_pton(AF_INET6, address, &parsed) == 1 else { return nil }
-        let prefix = withUnsafeBytes(of: &parsed) { Array($0.prefix(8)) }
-        return prefix.allSatisfy { $0 == 0 } ? nil : prefix
+    static func prefix(of address: String) -> UInt64? {
+        guard let parsed = IPAddress(address), !parsed.isV4, parsed.high != 0 else { return nil }
+        return parsed.high
     }
 
     /// The /64s of this machine's global IPv6 addresses (loopback, link-local and unique-local
     /// ones are private anyway), read again at most once a minute.
-    static func localPrefixes() -> Set<[UInt8]> {
+    static func localPrefixes() -> Set<UInt64> {
         let now = ContinuousClock.now
         if let cached = cache.withLock({ $0 }), now - cached.read < .seconds(60) { return cached.prefixes }
         let prefixes = Set(
@@ -69,5 +67,5 @@ enum LocalAuthority {
         return prefixes
     }
 
-    private static let cache = Mutex<(read: ContinuousClock.Instant, prefixes: Set<[UInt8]>)?>(nil)
+    private static let cache = Mutex<(read: ContinuousClock.Instant, prefixes: Set<UInt64>)?>(nil)
 }
