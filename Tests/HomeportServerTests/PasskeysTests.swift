@@ -13,22 +13,7 @@ import Testing
 @Suite("Passkeys at the app door: add, sign in, rename, remove, and every lie refused", .tags(.postgres))
 struct PasskeysTests {
     static let password = "correct horse battery"
-    static let url = "https://books.example.net"
-
-    /// Options' `publicKey`, from an answer.
-    private func options(_ answer: RawResponse, _ key: String) throws -> [String: Any] {
-        #expect(answer.status == 200, "\(answer.text)")
-        let data = try #require(answer.jsonObject?["data"] as? [String: Any], "\(answer.text)")
-        return try #require(data[key] as? [String: Any], "\(answer.text)")
-    }
-
-    /// Signs `email` up (open sign-up) and confirms the password: a session that may add passkeys.
-    private func confirmed(_ server: AccountsHarness, _ email: String) throws -> String {
-        let token = try server.signIn(email)
-        let confirmed = try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password])
-        #expect(confirmed.status == 200, "\(confirmed.text)")
-        return token
-    }
+    static let url = passkeyOrigin
 
     /// Under verification by code: ada signs up, verifies her address, adds a passkey, and then
     /// her address is no longer verified (as if verification were turned on after): her
@@ -43,37 +28,9 @@ struct PasskeysTests {
         let confirmed = try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password])
         #expect(confirmed.status == 200)
         let authenticator = try SoftAuthenticator()
-        #expect(try add(server, token, authenticator).status == 200)
+        #expect(try addPasskey(server, token, authenticator).status == 200)
         try server.application.database.execute("DELETE FROM verified_emails")
         return authenticator
-    }
-
-    /// Adds a passkey of `authenticator` to the signed-in, confirmed `token`'s account.
-    @discardableResult
-    private func add(
-        _ server: AccountsHarness, _ token: String, _ authenticator: SoftAuthenticator, name: String? = nil,
-        passwordless: Bool = true
-    ) throws -> RawResponse {
-        let created = try options(
-            server.app("GET", AllauthAppPath.webAuthn + (passwordless ? "?passwordless" : ""), token: token),
-            "creation_options")
-        var body: [String: Any] = ["credential": try authenticator.register(created, origin: Self.url)]
-        if let name { body["name"] = name }
-        return try server.app("POST", AllauthAppPath.webAuthn, token: token, json: body)
-    }
-
-    /// A passkey sign-in: the options (a new pre-login token), then `authenticator`'s answer,
-    /// changed by `lie` on the way.
-    private func signIn(
-        _ server: AccountsHarness, _ authenticator: SoftAuthenticator, origin: String = Self.url,
-        verified: Bool = true, lie: (inout [String: Any]) -> Void = { _ in }
-    ) throws -> RawResponse {
-        let asked = try server.app("GET", AllauthAppPath.webAuthnLogin)
-        let request = try options(asked, "request_options")
-        let token = try #require((asked.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
-        var credential = try authenticator.assert(request, origin: origin, verified: verified)
-        lie(&credential)
-        return try server.app("POST", AllauthAppPath.webAuthnLogin, token: token, json: ["credential": credential])
     }
 
     @Test(
@@ -95,7 +52,7 @@ struct PasskeysTests {
             let confirmed = try server.app(
                 "POST", "auth/reauthenticate", token: token, json: ["password": Self.password])
             #expect(confirmed.status == 200)
-            let created = try options(
+            let created = try passkeyOptions(
                 server.app("GET", AllauthAppPath.webAuthn + "?passwordless", token: token), "creation_options")
             let publicKey = try #require(created["publicKey"] as? [String: Any])
             #expect((publicKey["rp"] as? [String: Any])?["id"] as? String == "books.example.net")
@@ -112,11 +69,11 @@ struct PasskeysTests {
             let listed = try server.app("GET", AllauthAppPath.authenticators, token: token)
             #expect(listed.text.contains("\"webauthn\"") && listed.text.contains("Master key"), "\(listed.text)")
             // The same credential again: refused (it is registered).
-            let again = try add(server, token, authenticator)
+            let again = try addPasskey(server, token, authenticator)
             #expect(again.status == 400 && again.errorCodes == ["incorrect_code"], "\(again.text)")
             // Signed out, then in with the passkey alone.
             #expect(try server.app("DELETE", "auth/session", token: token).status == 401)
-            let signed = try signIn(server, authenticator)
+            let signed = try passkeySignIn(server, authenticator)
             #expect(signed.status == 200 && signed.sessionToken != nil, "\(signed.text)")
             #expect(signed.text.contains("\"webauthn\""), "the session says how it signed in: \(signed.text)")
             let info = try server.appInfo(try #require(signed.sessionToken))
@@ -131,32 +88,33 @@ struct PasskeysTests {
     )
     func lies() throws {
         try withAccounts(.sqlite, publicURL: Self.url) { server in
-            let token = try confirmed(server, "ada@example.com")
+            let token = try confirmedSession(server, "ada@example.com")
             let authenticator = try SoftAuthenticator(signCount: 10)
-            #expect(try add(server, token, authenticator).status == 200)
+            #expect(try addPasskey(server, token, authenticator).status == 200)
             func refused(_ answer: RawResponse, _ why: String) {
                 #expect(answer.status == 400 && answer.errorCodes == ["incorrect_code"], "\(why): \(answer.text)")
                 #expect(answer.sessionToken == nil || answer.status != 200, "\(why)")
             }
-            refused(try signIn(server, authenticator, origin: "https://evil.example.net"), "another origin")
-            refused(try signIn(server, authenticator, verified: false), "no user verification")
+            refused(try passkeySignIn(server, authenticator, origin: "https://evil.example.net"), "another origin")
+            refused(try passkeySignIn(server, authenticator, verified: false), "no user verification")
             refused(
-                try signIn(server, authenticator) { $0["response"] = ["clientDataJSON": "x"] }, "garbage response")
+                try passkeySignIn(server, authenticator) { $0["response"] = ["clientDataJSON": "x"] },
+                "garbage response")
             refused(
-                try signIn(server, authenticator) { credential in
+                try passkeySignIn(server, authenticator) { credential in
                     var response = credential["response"] as? [String: Any] ?? [:]
                     response["userHandle"] = IdentityProof.base64URL(Array("2".utf8))
                     credential["response"] = response
                 }, "another account's handle")
             // A clone: the counter behind the one stored.
-            #expect(try signIn(server, authenticator).status == 200)
+            #expect(try passkeySignIn(server, authenticator).status == 200)
             authenticator.signCount = 5
-            refused(try signIn(server, authenticator), "a counter gone back")
+            refused(try passkeySignIn(server, authenticator), "a counter gone back")
             #expect(server.log.lines.contains { $0.contains("cloned authenticator") }, "the clone is logged")
             authenticator.signCount = 20
             // A challenge answered twice: the second finds none.
             let asked = try server.app("GET", AllauthAppPath.webAuthnLogin)
-            let request = try options(asked, "request_options")
+            let request = try passkeyOptions(asked, "request_options")
             let preLogin = try #require((asked.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
             let credential = try authenticator.assert(request, origin: Self.url)
             let first = try server.app(
@@ -182,7 +140,7 @@ struct PasskeysTests {
             // approval, say) is refused as any other answer.
             let late = try server.app("GET", AllauthAppPath.webAuthnLogin)
             let lateToken = try #require((late.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
-            let lateAnswer = try authenticator.assert(try options(late, "request_options"), origin: Self.url)
+            let lateAnswer = try authenticator.assert(try passkeyOptions(late, "request_options"), origin: Self.url)
             server.clock.advance(by: 301)
             let expired = try server.app(
                 "POST", AllauthAppPath.webAuthnLogin, token: lateToken, json: ["credential": lateAnswer])
@@ -213,11 +171,11 @@ struct PasskeysTests {
     @Test("a passkey sign-in meets the approval stages: a held account gets its standing, no session")
     func approval() throws {
         try withAccounts(.sqlite, signup: .open, publicURL: Self.url) { server in
-            let token = try confirmed(server, "ada@example.com")
+            let token = try confirmedSession(server, "ada@example.com")
             let authenticator = try SoftAuthenticator()
-            #expect(try add(server, token, authenticator).status == 200)
+            #expect(try addPasskey(server, token, authenticator).status == 200)
             #expect(try server.application.accounts.setApproval(.held, email: "ada@example.com"))
-            let held = try signIn(server, authenticator)
+            let held = try passkeySignIn(server, authenticator)
             #expect(held.status == 401, "\(held.text)")
             let preLogin = try #require(held.sessionToken)
             #expect(try server.standing(preLogin).text.contains("held"))
@@ -228,10 +186,10 @@ struct PasskeysTests {
         "renamed and removed by their owner only; removing asks for a confirmation; a removed passkey signs nobody in")
     func manage() throws {
         try withAccounts(.sqlite, publicURL: Self.url) { server in
-            let ada = try confirmed(server, "ada@example.com")
-            let bob = try confirmed(server, "bob@example.com")
+            let ada = try confirmedSession(server, "ada@example.com")
+            let bob = try confirmedSession(server, "bob@example.com")
             let authenticator = try SoftAuthenticator(.edDSA)
-            let added = try add(server, ada, authenticator, name: "  Phone  ", passwordless: false)
+            let added = try addPasskey(server, ada, authenticator, name: "  Phone  ", passwordless: false)
             let id = try #require((added.jsonObject?["data"] as? [String: Any])?["id"] as? Int)
             #expect((added.jsonObject?["data"] as? [String: Any])?["name"] as? String == "Phone")
             let notHis = try server.app("PUT", AllauthAppPath.webAuthn, token: bob, json: ["id": id, "name": "Mine"])
@@ -268,7 +226,7 @@ struct PasskeysTests {
             let removed = try server.app("DELETE", AllauthAppPath.webAuthn, token: ada, json: ["authenticators": [id]])
             #expect(removed.status == 200, "\(removed.text)")
             #expect(try server.application.accounts.passkeys.passkeys(userID: 1).isEmpty)
-            let gone = try signIn(server, authenticator)
+            let gone = try passkeySignIn(server, authenticator)
             #expect(gone.status == 400 && gone.errorCodes == ["incorrect_code"], "\(gone.text)")
         }
     }
@@ -280,15 +238,15 @@ struct PasskeysTests {
         var limits = RateLimitPolicy()
         limits.failedLoginPerAddress = RateLimit(3, per: 600)
         try withAccounts(.sqlite, rateLimits: limits, publicURL: Self.url) { server in
-            let token = try confirmed(server, "ada@example.com")
+            let token = try confirmedSession(server, "ada@example.com")
             let authenticator = try SoftAuthenticator()
-            #expect(try add(server, token, authenticator).status == 200)
+            #expect(try addPasskey(server, token, authenticator).status == 200)
             // Two right ones cost nothing; two wrong ones leave one.
-            for _ in 0..<2 { #expect(try signIn(server, authenticator).status == 200) }
-            for _ in 0..<2 { #expect(try signIn(server, authenticator, verified: false).status == 400) }
-            #expect(try signIn(server, authenticator).status == 200)
-            #expect(try signIn(server, authenticator, verified: false).status == 400)
-            let spent = try signIn(server, authenticator)
+            for _ in 0..<2 { #expect(try passkeySignIn(server, authenticator).status == 200) }
+            for _ in 0..<2 { #expect(try passkeySignIn(server, authenticator, verified: false).status == 400) }
+            #expect(try passkeySignIn(server, authenticator).status == 200)
+            #expect(try passkeySignIn(server, authenticator, verified: false).status == 400)
+            let spent = try passkeySignIn(server, authenticator)
             #expect(spent.status == 400 && spent.errorCodes == ["too_many_login_attempts"], "\(spent.text)")
             // Two sign-ins read the same counter: the one that writes second finds it moved.
             let store = PasskeyStore(server.application.database)
@@ -303,7 +261,7 @@ struct PasskeysTests {
     )
     func unavailable() throws {
         try withAccounts(.sqlite, publicURL: "http://192.168.1.5:8080") { server in
-            let token = try confirmed(server, "ada@example.com")
+            let token = try confirmedSession(server, "ada@example.com")
             #expect(try server.app("GET", AllauthAppPath.webAuthn, token: token).status == 404)
             #expect(try server.app("GET", AllauthAppPath.webAuthnLogin).status == 404)
             #expect(!(try server.app("GET", "config").text.contains("webauthn")))
@@ -316,8 +274,8 @@ extension PasskeysTests {
     func resetAndDeletion() throws {
         try withAccounts(.sqlite, publicURL: Self.url) { server in
             for email in ["ada@example.com", "bob@example.com"] {
-                let token = try confirmed(server, email)
-                #expect(try add(server, token, try SoftAuthenticator()).status == 200)
+                let token = try confirmedSession(server, email)
+                #expect(try addPasskey(server, token, try SoftAuthenticator()).status == 200)
             }
             let count = {
                 try server.application.database.execute("SELECT count(*) AS n FROM webauthn_credentials").first?
@@ -340,10 +298,11 @@ extension PasskeysTests {
         var limits = RateLimitPolicy()
         limits.loginPerAddress = RateLimit(4, per: 60)
         try withAccounts(.sqlite, rateLimits: limits, publicURL: Self.url) { server in
-            let token = try confirmed(server, "ada@example.com")
+            let token = try confirmedSession(server, "ada@example.com")
             // Asked without ?passwordless: allauth's second-factor key (discouraged, preferred);
             // an authenticator that makes it discoverable and verified all the same signs in alone.
-            let created = try options(server.app("GET", AllauthAppPath.webAuthn, token: token), "creation_options")
+            let created = try passkeyOptions(
+                server.app("GET", AllauthAppPath.webAuthn, token: token), "creation_options")
             let selection = (created["publicKey"] as? [String: Any])?["authenticatorSelection"] as? [String: Any]
             #expect(selection?["residentKey"] as? String == "discouraged")
             #expect(selection?["userVerification"] as? String == "preferred")
@@ -364,7 +323,7 @@ extension PasskeysTests {
                 json: [
                     "credential": {
                         var credential = try authenticator.assert(
-                            try options(asked, "request_options"), origin: Self.url)
+                            try passkeyOptions(asked, "request_options"), origin: Self.url)
                         var response = credential["response"] as? [String: Any] ?? [:]
                         response["userHandle"] = nil
                         credential["response"] = response
@@ -385,7 +344,7 @@ extension PasskeysTests {
             let authenticator = try unverifiedWithPasskey(server)
             // Past the mail budget's three minutes: the sign-in mails a new code.
             server.clock.advance(by: 200)
-            let waiting = try signIn(server, authenticator)
+            let waiting = try passkeySignIn(server, authenticator)
             #expect(waiting.status == 401 && waiting.text.contains("verify_email"), "\(waiting.text)")
         }
     }
@@ -397,9 +356,9 @@ extension PasskeysTests {
         arguments: Backend.allCases)
     func secondFactor(backend: Backend) throws {
         try withAccounts(backend, publicURL: Self.url) { server in
-            let token = try confirmed(server, "ada@example.com")
+            let token = try confirmedSession(server, "ada@example.com")
             let authenticator = try SoftAuthenticator()
-            #expect(try add(server, token, authenticator, passwordless: false).status == 200)
+            #expect(try addPasskey(server, token, authenticator, passwordless: false).status == 200)
             let codes = try server.app("GET", AllauthAppPath.recoveryCodes, token: token)
             let shown = try #require(
                 (codes.jsonObject?["data"] as? [String: Any])?["unused_codes"] as? [String], "\(codes.text)")
@@ -412,29 +371,29 @@ extension PasskeysTests {
             #expect(first.status == 401 && first.text.contains("mfa_authenticate"), "\(first.text)")
             #expect(first.text.contains("\"webauthn\"") && first.text.contains("\"recovery_codes\""), "\(first.text)")
             let pending = try #require(first.sessionToken)
-            let asked = try options(
+            let asked = try passkeyOptions(
                 server.app("GET", AllauthAppPath.webAuthnAuthenticate, token: pending), "request_options")
             let publicKey = try #require(asked["publicKey"] as? [String: Any])
             let allowed = (publicKey["allowCredentials"] as? [[String: Any]])?.compactMap { $0["id"] as? String }
             #expect(allowed == [IdentityProof.base64URL(authenticator.credentialID)])
             #expect(publicKey["userVerification"] as? String == "preferred")
             // Bob's registered passkey answering ada's challenge: refused, as a wrong code.
-            let bob = try confirmed(server, "bob@example.com")
+            let bob = try confirmedSession(server, "bob@example.com")
             let bobs = try SoftAuthenticator()
-            #expect(try add(server, bob, bobs).status == 200)
+            #expect(try addPasskey(server, bob, bobs).status == 200)
             let wrong = try server.app(
                 "POST", AllauthAppPath.webAuthnAuthenticate, token: pending,
                 json: ["credential": try bobs.assert(asked, origin: Self.url)])
             #expect(wrong.status == 400 && wrong.errorCodes == ["incorrect_code"], "\(wrong.text)")
             // A challenge issued for a passkey sign-in alone, answered here: refused too.
-            let loginOptions = try options(
+            let loginOptions = try passkeyOptions(
                 server.app("GET", AllauthAppPath.webAuthnLogin, token: pending), "request_options")
             let crossed = try server.app(
                 "POST", AllauthAppPath.webAuthnAuthenticate, token: pending,
                 json: ["credential": try authenticator.assert(loginOptions, origin: Self.url)])
             #expect(crossed.status == 400 && crossed.errorCodes == ["incorrect_code"], "\(crossed.text)")
             // The challenge went with the wrong answer: ask again, then the passkey signs in.
-            let again = try options(
+            let again = try passkeyOptions(
                 server.app("GET", AllauthAppPath.webAuthnAuthenticate, token: pending), "request_options")
             let signed = try server.app(
                 "POST", AllauthAppPath.webAuthnAuthenticate, token: pending,
@@ -450,7 +409,7 @@ extension PasskeysTests {
             // A confirmation with the passkey lets the session rename it.
             let rename: [String: Any] = ["id": 1, "name": "Desk key"]
             #expect(try server.app("PUT", AllauthAppPath.webAuthn, token: session, json: rename).status == 401)
-            let confirm = try options(
+            let confirm = try passkeyOptions(
                 server.app("GET", AllauthAppPath.webAuthnReauthenticate, token: session), "request_options")
             let confirmed = try server.app(
                 "POST", AllauthAppPath.webAuthnReauthenticate, token: session,
@@ -482,8 +441,8 @@ extension PasskeysTests {
         defer { files.remove() }
         let database = DatabaseURL.sqlite(path: files.file("h.sqlite"))
         let codes: [String] = try withAccounts(.sqlite, publicURL: Self.url, database: database) { server in
-            let token = try confirmed(server, "ada@example.com")
-            #expect(try add(server, token, try SoftAuthenticator()).status == 200)
+            let token = try confirmedSession(server, "ada@example.com")
+            #expect(try addPasskey(server, token, try SoftAuthenticator()).status == 200)
             let shown = try server.app("GET", AllauthAppPath.recoveryCodes, token: token)
             return (shown.jsonObject?["data"] as? [String: Any])?["unused_codes"] as? [String] ?? []
         }
@@ -520,7 +479,7 @@ extension PasskeysTests {
             #expect(afterCode.text.contains("\"webauthn\""), "\(afterCode.text)")
             let pending = try #require(afterCode.sessionToken)
             #expect(try server.appInfo(pending).status == 401, "a pending sign-in is no session")
-            let asked = try options(
+            let asked = try passkeyOptions(
                 server.app("GET", AllauthAppPath.webAuthnAuthenticate, token: pending), "request_options")
             let signed = try server.app(
                 "POST", AllauthAppPath.webAuthnAuthenticate, token: pending,

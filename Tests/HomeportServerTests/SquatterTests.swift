@@ -15,37 +15,7 @@ import Testing
 @Suite("A way in a squatter or a thief kept ends when the owner acts", .tags(.postgres, .browser))
 struct SquatterTests {
     static let password = "correct horse battery"
-    static let url = "https://books.example.net"
-
-    /// Options' `publicKey` from an answer's `data`.
-    private func options(_ answer: RawResponse, _ key: String) throws -> [String: Any] {
-        #expect(answer.status == 200, "\(answer.text)")
-        let data = try #require(answer.jsonObject?["data"] as? [String: Any], "\(answer.text)")
-        return try #require(data[key] as? [String: Any], "\(answer.text)")
-    }
-
-    /// Adds a passkey of `authenticator` to the confirmed session `token`'s account.
-    private func addPasskey(
-        _ server: AccountsHarness, _ token: String, _ authenticator: SoftAuthenticator, passwordless: Bool = true,
-        verified: Bool = true
-    ) throws -> RawResponse {
-        let created = try options(
-            server.app("GET", AllauthAppPath.webAuthn + (passwordless ? "?passwordless" : ""), token: token),
-            "creation_options")
-        return try server.app(
-            "POST", AllauthAppPath.webAuthn, token: token,
-            json: ["credential": try authenticator.register(created, origin: Self.url, verified: verified)])
-    }
-
-    /// A sign-in with `authenticator`'s passkey alone.
-    private func passkeySignIn(_ server: AccountsHarness, _ authenticator: SoftAuthenticator) throws -> RawResponse {
-        let asked = try server.app("GET", AllauthAppPath.webAuthnLogin)
-        let request = try options(asked, "request_options")
-        let token = try #require((asked.jsonObject?["meta"] as? [String: Any])?["session_token"] as? String)
-        return try server.app(
-            "POST", AllauthAppPath.webAuthnLogin, token: token,
-            json: ["credential": try authenticator.assert(request, origin: Self.url)])
-    }
+    static let url = passkeyOrigin
 
     private func count(_ server: AccountsHarness, _ table: String) throws -> Int64 {
         try server.application.database.execute("SELECT COUNT(*) AS n FROM \(table)").first?.int("n") ?? -1
@@ -58,10 +28,7 @@ struct SquatterTests {
         try withAccounts(backend, publicURL: Self.url) { server in
             // Somebody signs up with ada's address (no verification asked) and adds a passkey
             // that signs in alone.
-            let token = try server.signIn("ada@example.com")
-            #expect(
-                try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password]).status
-                    == 200)
+            let token = try confirmedSession(server, "ada@example.com")
             let planted = try SoftAuthenticator()
             #expect(try addPasskey(server, token, planted).status == 200)
             #expect(try passkeySignIn(server, planted).status == 200, "the planted passkey signs in before the reset")
@@ -84,13 +51,7 @@ struct SquatterTests {
             // Added after the reset proved the address, a passkey signs in alone, and keeps doing
             // so through the next reset.
             try server.application.database.execute("DELETE FROM webauthn_credentials")
-            let mine = try server.app(
-                "POST", "auth/login", json: ["email": "ada@example.com", "password": "ada's own password"])
-            let signedIn = try #require(mine.sessionToken, "\(mine.text)")
-            #expect(
-                try server.app(
-                    "POST", "auth/reauthenticate", token: signedIn, json: ["password": "ada's own password"]
-                ).status == 200)
+            let signedIn = try confirmedSession(server, "ada@example.com", password: "ada's own password")
             let hers = try SoftAuthenticator()
             #expect(try addPasskey(server, signedIn, hers).status == 200)
             server.clock.advance(by: 60)
@@ -104,10 +65,7 @@ struct SquatterTests {
         arguments: Backend.allCases)
     func resetDuringTheCeremony(backend: Backend) throws {
         try withAccounts(backend, publicURL: Self.url) { server in
-            let token = try server.signIn("ada@example.com")
-            #expect(
-                try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password]).status
-                    == 200)
+            let token = try confirmedSession(server, "ada@example.com")
             #expect(try addPasskey(server, token, try SoftAuthenticator()).status == 200)
             let database = server.application.database
             let row = try #require(
@@ -217,10 +175,7 @@ struct SquatterTests {
     )
     func secondFactorKeyNotAlone() throws {
         try withAccounts(.sqlite, publicURL: Self.url) { server in
-            let token = try server.signIn("ada@example.com")
-            #expect(
-                try server.app("POST", "auth/reauthenticate", token: token, json: ["password": Self.password]).status
-                    == 200)
+            let token = try confirmedSession(server, "ada@example.com")
             let key = try SoftAuthenticator()
             let added = try addPasskey(server, token, key, passwordless: false, verified: false)
             #expect(added.status == 200 && added.text.contains("\"is_passwordless\":false"), "\(added.text)")
