@@ -33,6 +33,11 @@ package enum GatewayCommand {
                 "devices-per-server", "N", help: "Devices one enrolled server may register.",
                 environment: "HOMEPORT_GATEWAY_DEVICES_PER_SERVER", default: "100000"),
             .value(
+                "cached-devices", "N",
+                help:
+                    "Devices kept in memory, over every server, so a push's device is found without a database read (0: none; about 170 bytes each).",
+                environment: "HOMEPORT_GATEWAY_CACHED_DEVICES", default: "250000"),
+            .value(
                 "senders", "N", help: "Batches sent to APNs at once (each on its own HTTP/2 connection).",
                 environment: "HOMEPORT_GATEWAY_SENDERS", default: "4"),
             .value(
@@ -367,6 +372,9 @@ package enum GatewayCommand {
         }
         if let count = try ServerCLI.integer("devices-per-server", parsed, spec, environment, range: 1...100_000_000) {
             configuration.devicesPerServer = count
+        }
+        if let count = try ServerCLI.integer("cached-devices", parsed, spec, environment, range: 0...100_000_000) {
+            configuration.cachedDevices = count
         }
         if let text = parsed.value("metrics-listen", spec: spec, environment: environment) {
             do {

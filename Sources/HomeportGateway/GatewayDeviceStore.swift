@@ -90,9 +90,37 @@ struct GatewayDeviceStore {
         return found
     }
 
+    /// Raises the count of `server`'s device changes and returns what it was: the first write
+    /// of a transaction that changes its devices, which then holds the server's row (PostgreSQL)
+    /// or the database (SQLite) until it ends, so no other change lands between this one's.
+    func beginChanges(server: Int64) throws -> Int64 {
+        guard
+            let raised = try db.execute(
+                "UPDATE gateway_servers SET devices_version = devices_version + 1 WHERE id = $1 RETURNING devices_version",
+                [.integer(server)]
+            ).first?.int("devices_version")
+        else { throw GatewayDeviceStoreError.noSuchServer }
+        return raised - 1
+    }
+
+    /// The count of `server`'s device changes (each write of its devices raises it).
+    func version(server: Int64) throws -> Int64 {
+        guard
+            let version = try db.execute(
+                "SELECT devices_version FROM gateway_servers WHERE id = $1", [.integer(server)]
+            ).first?.int("devices_version")
+        else { throw GatewayDeviceStoreError.noSuchServer }
+        return version
+    }
+
     /// How many devices `server` registered.
     func count(server: Int64) throws -> Int64 {
         try db.execute("SELECT COUNT(*) AS count FROM gateway_devices WHERE server_id = $1", [.integer(server)])
             .first?.int("count") ?? 0
     }
+}
+
+/// A change of devices named a server that is not there.
+enum GatewayDeviceStoreError: Error {
+    case noSuchServer
 }

@@ -23,6 +23,8 @@ struct GatewayHandlers: Sendable {
     let changesInFlight: GatewayInFlight
     /// The live credentials' digests, for the head check.
     let credentials: GatewayCredentials
+    /// The devices servers registered, as this process knows them.
+    let deviceCache: GatewayDeviceCache
 
     /// `POST /gateway/v1/pushes`: checks each push, sends those that pass to their services
     /// (APNs in one batch; FCM and Web Push side by side, each many at once), and answers each push's outcome
@@ -49,9 +51,8 @@ struct GatewayHandlers: Sendable {
         else { throw Self.refused }
         // Every token and identifier is checked before it goes near the database or Apple.
         var outcomes = batch.pushes.map(Self.malformed)
-        let registered = try GatewayDeviceStore(database).registered(
-            server: server.id,
-            among: batch.pushes.indices.filter { outcomes[$0] == nil }.map { batch.pushes[$0].deviceToken })
+        let registered = try devices(
+            of: server, for: batch.pushes, at: batch.pushes.indices.filter { outcomes[$0] == nil })
         var sending: [Int] = []
         let carried = deliveries.providers
         // One notification fans out as the same payload to each device: it is read once a batch.
@@ -75,7 +76,7 @@ struct GatewayHandlers: Sendable {
                 outcomes[index] = GatewayPushOutcome(status: 400, reason: PushGatewayReason.topicDisallowed)
             } else if let refusal = refusal(of: push.payload) {
                 outcomes[index] = refusal
-            } else if registered[push.deviceToken]?.provider != push.provider {
+            } else if registered[index]?.provider != push.provider {
                 outcomes[index] = GatewayPushOutcome(status: 403, reason: PushGatewayReason.unknownDevice)
             } else {
                 sending.append(index)
@@ -84,7 +85,7 @@ struct GatewayHandlers: Sendable {
         let answers = try deliveries.deliver(
             sending.map { index in
                 let push = batch.pushes[index]
-                let device = registered[push.deviceToken]
+                let device = registered[index]
                 return OutboxItem(
                     apnsID: push.apnsId, deviceToken: push.deviceToken, environment: push.environment,
                     topic: push.topic, payload: push.payload,
@@ -93,18 +94,27 @@ struct GatewayHandlers: Sendable {
                     webPush: device.flatMap(Self.webPushTarget),
                     fcmToken: push.provider == .fcm ? device?.endpoint : nil)
             })
-        let devices = GatewayDeviceStore(database)
+        // The service's word on a device ends this server's registration of it (only this
+        // one's: another server learns it from its own push).
+        var gone: [(token: String, since: Int64?)] = []
         for (index, answer) in zip(sending, answers) {
             outcomes[index] = Self.outcome(answer, provider: batch.pushes[index].provider)
-            // The service's word on a device ends this server's registration of it (only this
-            // one's: another server learns it from its own push).
-            let token = batch.pushes[index].deviceToken
             switch answer.outcome {
-            case .unregistered(let since):
-                try devices.remove(server: server.id, token: token, unlessUpdatedAfter: since ?? now)
-            case .badDevice: try devices.remove(server: server.id, token: token)
+            case .unregistered(let since): gone.append((batch.pushes[index].deviceToken, since ?? now))
+            case .badDevice: gone.append((batch.pushes[index].deviceToken, nil))
             default: break
             }
+        }
+        if !gone.isEmpty {
+            let (before, after) = try database.transaction { db in
+                let devices = GatewayDeviceStore(db)
+                let before = try devices.beginChanges(server: server.id)
+                for (token, since) in gone {
+                    try devices.remove(server: server.id, token: token, unlessUpdatedAfter: since)
+                }
+                return (before, try devices.version(server: server.id))
+            }
+            deviceCache.apply(server: server.id, from: before, to: after, registered: [], removed: gone.map(\.token))
         }
         let results = outcomes.map { $0 ?? GatewayPushOutcome(status: 0) }
         let delivered = results.filter { $0.status == 200 }.count
@@ -123,6 +133,25 @@ struct GatewayHandlers: Sendable {
             ])
         // The bytes JSONWriter writes, without its generic path (a thousand outcomes a batch).
         return HTTPResponse.json(bytes: Data(GatewayPushResults(results: results).json()))
+    }
+
+    /// The device each push at `indices` names, where `server` registered it (`nil` elsewhere):
+    /// from this process's cache when it holds it at the server's count of device changes as the
+    /// request read it, the rest from the database (and learnt).
+    func devices(of server: GatewayServer, for pushes: [GatewayPush], at indices: [Int]) throws -> [GatewayDevice?] {
+        var found = [GatewayDevice?](repeating: nil, count: pushes.count)
+        let cached = deviceCache.lookup(
+            server: server.id, version: server.devicesVersion, indices.map { pushes[$0].deviceToken })
+        var missing: [Int] = []
+        for (index, device) in zip(indices, cached) {
+            if let device { found[index] = device } else { missing.append(index) }
+        }
+        guard !missing.isEmpty else { return found }
+        let read = try GatewayDeviceStore(database).registered(
+            server: server.id, among: missing.map { pushes[$0].deviceToken })
+        deviceCache.learn(server: server.id, at: server.devicesVersion, Array(read.values))
+        for index in missing { found[index] = read[pushes[index].deviceToken] }
+        return found
     }
 
     /// Where a registered Web Push subscription's pushes go, and its keys.
@@ -258,9 +287,10 @@ struct GatewayHandlers: Sendable {
         }
         let now = clock.unixSeconds
         let cap = configuration.devicesPerServer
-        let (server, overCap): (GatewayServer, [Int]) = try database.transaction { db in
+        let (server, overCap, before, after): (GatewayServer, [Int], Int64, Int64) = try database.transaction { db in
             guard let server = try GatewayServerStore(db).live(credentialHash: credential) else { throw Self.refused }
             let devices = GatewayDeviceStore(db)
+            let before = try devices.beginChanges(server: server.id)
             for token in removing { try devices.remove(server: server.id, token: token) }
             var held = registering.isEmpty ? 0 : try devices.count(server: server.id)
             // Within the cap even if every one is new, none is looked up first.
@@ -276,8 +306,12 @@ struct GatewayHandlers: Sendable {
                 }
                 try devices.register(server: server.id, device, now: now)
             }
-            return (server, overCap)
+            return (server, overCap, before, try devices.version(server: server.id))
         }
+        let refusedIndices = Set(overCap)
+        deviceCache.apply(
+            server: server.id, from: before, to: after,
+            registered: registering.filter { !refusedIndices.contains($0.index) }.map(\.device), removed: removing)
         refused += overCap.map {
             .init(field: "register[\($0)]", message: "This server holds \(cap) devices at most; remove some first.")
         }

@@ -74,6 +74,60 @@ package enum GatewaySchema {
                 )
                 """,
             ]),
+        // A count of each server's device changes, raised by every write of `gateway_devices`
+        // whatever makes it: a process's cache of a server's devices holds while the count is
+        // the one it was filled at (GatewayDeviceCache).
+        Migration(version: 3, name: "devices_version") { dialect in
+            let add = "ALTER TABLE gateway_servers ADD COLUMN devices_version BIGINT NOT NULL DEFAULT 0"
+            func bump(_ row: String) -> String {
+                "UPDATE gateway_servers SET devices_version = devices_version + 1 WHERE id = \(row).server_id;"
+            }
+            guard dialect == .postgres else {
+                return [add]
+                    + [
+                        ("insert", "INSERT", ["NEW"]), ("update", "UPDATE", ["OLD", "NEW"]),
+                        ("delete", "DELETE", ["OLD"]),
+                    ]
+                    .map { name, event, rows in
+                        // An update that moved a device to another server changes both.
+                        let bumps =
+                            rows.count == 1
+                            ? bump(rows[0])
+                            : """
+                            UPDATE gateway_servers SET devices_version = devices_version + 1
+                            WHERE id IN (OLD.server_id, NEW.server_id);
+                            """
+                        return """
+                            CREATE TRIGGER IF NOT EXISTS gateway_devices_version_\(name) AFTER \(event) ON gateway_devices
+                            BEGIN
+                            \(bumps)
+                            END
+                            """
+                    }
+            }
+            return [
+                add,
+                """
+                CREATE OR REPLACE FUNCTION gateway_devices_version() RETURNS trigger LANGUAGE plpgsql AS $body$
+                BEGIN
+                    IF TG_OP = 'INSERT' THEN
+                        \(bump("NEW"))
+                    ELSIF TG_OP = 'DELETE' THEN
+                        \(bump("OLD"))
+                    ELSE
+                        UPDATE gateway_servers SET devices_version = devices_version + 1
+                        WHERE id IN (OLD.server_id, NEW.server_id);
+                    END IF;
+                    RETURN NULL;
+                END
+                $body$
+                """,
+                """
+                CREATE TRIGGER gateway_devices_version AFTER INSERT OR UPDATE OR DELETE ON gateway_devices
+                FOR EACH ROW EXECUTE FUNCTION gateway_devices_version()
+                """,
+            ]
+        },
     ]
 
     /// The component's name.

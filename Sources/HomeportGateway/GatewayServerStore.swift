@@ -22,6 +22,8 @@ struct GatewayServer: Sendable, Hashable {
     var failed: Int64 = 0
     /// Its last push, in Unix seconds.
     var lastPushAt: Int64?
+    /// The count of its device changes (``GatewayDeviceCache``).
+    var devicesVersion: Int64 = 0
 }
 
 /// The `gateway_servers` table: enrolled servers, their credentials' SHA-256, their rate window
@@ -34,7 +36,7 @@ struct GatewayServerStore {
     }
 
     private static let columns =
-        "id, name, instance_id, url, created_at, revoked_at, delivered, refused, failed, last_push_at"
+        "id, name, instance_id, url, created_at, revoked_at, delivered, refused, failed, last_push_at, devices_version"
 
     /// What enrolling came to.
     enum Enrollment {
@@ -151,6 +153,6 @@ struct GatewayServerStore {
             id: id, name: name, instanceID: instance, url: row.string("url") ?? "", createdAt: created,
             revokedAt: row.int("revoked_at"),
             delivered: row.int("delivered") ?? 0, refused: row.int("refused") ?? 0, failed: row.int("failed") ?? 0,
-            lastPushAt: row.int("last_push_at"))
+            lastPushAt: row.int("last_push_at"), devicesVersion: row.int("devices_version") ?? 0)
     }
 }

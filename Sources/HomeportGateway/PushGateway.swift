@@ -25,6 +25,9 @@ package struct PushGatewayConfiguration: Sendable {
     /// Batches one server may have in flight at once in one process (of ``http``'s pool threads,
     /// which send to APNs).
     package var batchesPerServer: Int
+    /// Devices this process keeps in memory, over every server, so a push's device is found
+    /// without a database read (``GatewayDeviceCache``); 0 for none.
+    package var cachedDevices: Int
     /// Where `/metrics` (per-server counters) is served; `nil` for nowhere.
     package var metricsListen: ListenAddress?
     /// The app's VAPID key, when the gateway sends Web Pushes (browsers, UnifiedPush) too.
@@ -36,7 +39,7 @@ package struct PushGatewayConfiguration: Sendable {
     package init(
         http: HTTPServerConfiguration, database: DatabaseURL, apns: APNsSettings, topic: String,
         appDataKey: String = "homeport", pushesPerMinute: Int = 60_000, devicesPerServer: Int = 100_000,
-        batchesPerServer: Int = 2, metricsListen: ListenAddress? = nil
+        batchesPerServer: Int = 2, cachedDevices: Int = 250_000, metricsListen: ListenAddress? = nil
     ) {
         self.http = http
         self.database = database
@@ -46,6 +49,7 @@ package struct PushGatewayConfiguration: Sendable {
         self.pushesPerMinute = pushesPerMinute
         self.devicesPerServer = devicesPerServer
         self.batchesPerServer = batchesPerServer
+        self.cachedDevices = cachedDevices
         self.metricsListen = metricsListen
     }
 }
@@ -75,6 +79,8 @@ package final class PushGateway: Sendable {
     let inFlight: GatewayInFlight
     /// Each server's device changes in flight in this process (one at a time).
     let changesInFlight: GatewayInFlight
+    /// The devices servers registered, as this process knows them.
+    let deviceCache: GatewayDeviceCache
     private let server: HTTPServer
     private let metricsServer: HTTPServer?
     /// The listeners, the requests' first: started in order, stopped in reverse.
@@ -128,10 +134,13 @@ package final class PushGateway: Sendable {
         self.inFlight = inFlight
         let changesInFlight = GatewayInFlight(limit: 1)
         self.changesInFlight = changesInFlight
+        let deviceCache = GatewayDeviceCache(capacity: configuration.cachedDevices)
+        self.deviceCache = deviceCache
         let handlers = GatewayHandlers(
             database: database, deliveries: deliveries, configuration: configuration, clock: clock, logger: self.logger,
             counters: counters, inFlight: inFlight, changesInFlight: changesInFlight,
-            credentials: GatewayCredentials(database: database))
+            credentials: GatewayCredentials(database: database),
+            deviceCache: deviceCache)
         var router = Router<EmptyRequestContext>()
         router.get("/healthz") { _, _ in HTTPResponse(status: 200, body: Data("ok\n".utf8)) }
         // A stranger's batch (up to 8 MiB) is refused from its head, before it is read.

@@ -29,7 +29,8 @@ final class GatewayHarness {
 
     init(
         _ backend: Backend, replicas count: Int = 1, standIn: APNsStandIn, pushesPerMinute: Int = 60_000,
-        devicesPerServer: Int = 100_000, batchesPerServer: Int = 2, apnsURL: String? = nil,
+        devicesPerServer: Int = 100_000, batchesPerServer: Int = 2, cachedDevices: Int = 250_000,
+        apnsURL: String? = nil,
         tls: TestCertificates? = nil, metrics: Bool = false, webPush: WebPushSettings? = nil, fcm: FCMSettings? = nil
     ) throws {
         self.standIn = standIn
@@ -52,7 +53,7 @@ final class GatewayHarness {
             var configuration = PushGatewayConfiguration(
                 http: http, database: url, apns: apns, topic: APNsStandIn.topic,
                 pushesPerMinute: pushesPerMinute, devicesPerServer: devicesPerServer,
-                batchesPerServer: batchesPerServer,
+                batchesPerServer: batchesPerServer, cachedDevices: cachedDevices,
                 metricsListen: metrics ? ListenAddress(host: "127.0.0.1", port: 0) : nil)
             configuration.webPush = webPush
             configuration.fcm = fcm

@@ -1,0 +1,134 @@
+import Foundation
+import HomeportCrypto
+import HomeportStorage
+import HomeportTestSupport
+import HomeportWire
+import Testing
+
+@testable import HomeportGateway
+@testable import HomeportServer
+
+private func device(_ number: Int) -> String {
+    String(format: "%064x", 0x9c00 + number)
+}
+
+private func apns(_ token: String) -> GatewayDevice {
+    GatewayDevice(token: token, provider: .apns, environment: .production)
+}
+
+private func webPush(_ token: String, endpoint: String) -> GatewayDevice {
+    GatewayDevice(
+        token: token, provider: .webpush, environment: .production, endpoint: endpoint, p256dh: "key", auth: "auth")
+}
+
+@Suite(
+    "The gateway's device cache: it answers only at the count of changes it was filled at, so no replica pushes to a device another change removed",
+    .tags(.process, .postgres, .interop))
+struct GatewayDeviceCacheTests {
+    @Test("a lookup answers only at the count it was filled at; what it does not hold is nil")
+    func answersAtItsCount() {
+        let cache = GatewayDeviceCache(capacity: 10)
+        cache.apply(server: 1, from: 0, to: 2, registered: [apns("a"), webPush("w", endpoint: "e")], removed: [])
+        #expect(cache.lookup(server: 1, version: 2, ["a", "w", "c"]) == [apns("a"), webPush("w", endpoint: "e"), nil])
+        #expect(cache.lookup(server: 2, version: 2, ["a"]) == [nil], "another server's")
+        #expect(cache.lookup(server: 1, version: 3, ["a"]) == [nil], "at a later count: let go")
+        #expect(cache.count == 0)
+        #expect(cache.lookup(server: 1, version: 2, ["a"]) == [nil], "and not kept for the count before")
+    }
+
+    @Test("what was read before a change is not kept after it; a change from a count it did not hold starts anew")
+    func changesInOrder() {
+        let cache = GatewayDeviceCache(capacity: 10)
+        cache.apply(server: 1, from: 0, to: 1, registered: [apns("a")], removed: [])
+        // Read by a request that read the count before the change.
+        cache.learn(server: 1, at: 0, [apns("x")])
+        #expect(cache.lookup(server: 1, version: 1, ["a", "x"]) == [apns("a"), nil])
+        // This process's change from a count it did not hold: another replica's came between.
+        cache.apply(server: 1, from: 3, to: 5, registered: [apns("b")], removed: [])
+        #expect(cache.lookup(server: 1, version: 5, ["a", "b"]) == [nil, apns("b")])
+        // From the count it holds: removals, then registrations.
+        cache.apply(server: 1, from: 5, to: 8, registered: [apns("c"), apns("b")], removed: ["b", "c"])
+        #expect(cache.lookup(server: 1, version: 8, ["b", "c"]) == [apns("b"), apns("c")])
+        cache.apply(server: 1, from: 8, to: 9, registered: [], removed: ["c"])
+        cache.learn(server: 1, at: 9, [apns("d")])
+        #expect(cache.lookup(server: 1, version: 9, ["b", "c", "d"]) == [apns("b"), nil, apns("d")])
+    }
+
+    @Test("it holds at most its capacity, letting go of the server looked up longest ago; 0 holds nothing")
+    func capacity() {
+        let cache = GatewayDeviceCache(capacity: 3)
+        cache.apply(server: 1, from: 0, to: 1, registered: [apns("a"), apns("b")], removed: [])
+        cache.apply(server: 2, from: 0, to: 1, registered: [apns("c")], removed: [])
+        _ = cache.lookup(server: 1, version: 1, ["a"])
+        cache.apply(server: 3, from: 0, to: 1, registered: [apns("d")], removed: [])
+        #expect(cache.count == 3)
+        #expect(cache.lookup(server: 2, version: 1, ["c"]) == [nil], "the server looked up longest ago went")
+        #expect(cache.lookup(server: 1, version: 1, ["a", "b"]) == [apns("a"), apns("b")])
+        // One server past the capacity: what fits, and never an older registration of a token it
+        // could not keep.
+        let small = GatewayDeviceCache(capacity: 2)
+        small.apply(server: 1, from: 0, to: 1, registered: [webPush("w", endpoint: "old")], removed: [])
+        small.apply(
+            server: 1, from: 1, to: 4, registered: [apns("a"), apns("b"), webPush("w", endpoint: "new")], removed: [])
+        #expect(small.count == 2)
+        #expect(small.lookup(server: 1, version: 4, ["a", "b", "w"]) == [apns("a"), apns("b"), nil])
+        small.learn(server: 1, at: 4, [apns("x"), apns("y")])
+        #expect(small.count == 2)
+        let none = GatewayDeviceCache(capacity: 0)
+        none.apply(server: 1, from: 0, to: 1, registered: [apns("a")], removed: [])
+        none.learn(server: 1, at: 1, [apns("b")])
+        #expect(none.count == 0)
+        #expect(none.lookup(server: 1, version: 1, ["a", "b"]) == [nil, nil])
+    }
+
+    @Test(
+        "a replica that holds a device refuses it at once when another replica, Apple's 410 there, or any write removed or changed it",
+        arguments: Backend.allCases)
+    func otherReplicasChanges(backend: Backend) throws {
+        let standIn = try APNsStandIn()
+        let later = (Int64(Date().timeIntervalSince1970) + 60) * 1000
+        try standIn.script(tokens: [
+            device(2): [["status": 200], ["status": 410, "reason": "Unregistered", "timestamp": later]]
+        ])
+        let gateway = try GatewayHarness(backend, replicas: 2, standIn: standIn)
+        let instance = UUID().uuidString.lowercased()
+        let credential = try gateway.enroll("a", instanceID: instance)
+        try gateway.register((1...4).map(device), credential: credential, replica: 0)
+        let cache = gateway.replicas[0].deviceCache
+        #expect(cache.count == 4, "replica 0 holds what it registered")
+        func status(_ token: String, on replica: Int) throws -> Int? {
+            let payload =
+                #"{"aps":{"alert":{"title":"Hi"}},"homeport":{"c":"homeport/core:test","s":"\#(instance)"}}"#
+            let push: [String: Any] = [
+                "apnsId": UUID().uuidString.lowercased(), "deviceToken": token, "environment": "production",
+                "topic": APNsStandIn.topic, "payload": payload, "priority": 10, "expiration": 0,
+            ]
+            return try gateway.push([push], credential: credential, replica: replica).results.first?["status"] as? Int
+        }
+        // Each change below follows a push that replica 0 answered from what it holds (a change
+        // lets go of everything it held of the server, so each device is pushed to again first).
+        #expect(try status(device(1), on: 0) == 200)
+        try gateway.database.execute("DELETE FROM gateway_devices WHERE token = $1", [.text(device(3))])
+        #expect(try status(device(3), on: 0) == 403, "deleted by hand")
+        #expect(try status(device(1), on: 0) == 200)
+        let removal = try gateway.post(
+            PushGatewayPath.devices, credential: credential, json: ["register": [], "remove": [device(1)]], replica: 1)
+        #expect(removal.status == 200)
+        #expect(try status(device(1), on: 0) == 403, "removed through replica 1")
+        #expect(try status(device(2), on: 0) == 200)
+        #expect(try status(device(2), on: 1) == 410)
+        #expect(try status(device(2), on: 0) == 403, "removed by Apple's 410 at replica 1")
+        // Registered through replica 1: replica 0 reads it from the database, then holds it.
+        try gateway.register([device(5)], credential: credential, replica: 1)
+        #expect(try status(device(5), on: 0) == 200)
+        #expect(try status(device(4), on: 0) == 200)
+        #expect(cache.count == 2, "devices 4 and 5, read and held")
+        try gateway.database.execute(
+            "UPDATE gateway_devices SET provider = 'fcm' WHERE token = $1", [.text(device(4))])
+        #expect(try status(device(4), on: 0) == 403, "changed by hand to another service's device")
+        #expect(
+            standIn.requests().compactMap { $0["device"] as? String }.filter { $0 != device(2) } == [
+                device(1), device(1), device(5), device(4),
+            ])
+    }
+}
