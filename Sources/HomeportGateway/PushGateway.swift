@@ -39,7 +39,7 @@ package struct PushGatewayConfiguration: Sendable {
     package init(
         http: HTTPServerConfiguration, database: DatabaseURL, apns: APNsSettings, topic: String,
         appDataKey: String = "homeport", pushesPerMinute: Int = 60_000, devicesPerServer: Int = 100_000,
-        batchesPerServer: Int = 2, cachedDevices: Int = 250_000, metricsListen: ListenAddress? = nil
+        batchesPerServer: Int = 3, cachedDevices: Int = 250_000, metricsListen: ListenAddress? = nil
     ) {
         self.http = http
         self.database = database

@@ -37,20 +37,25 @@ private func batchesOfOne(
 }
 
 @Suite(
-    "Through a push gateway, two batches are out at once; one the gateway has no room for goes again, not as a failure",
+    "Through a push gateway, three batches are out at once; one the gateway has no room for goes again, not as a failure",
     .tags(.process, .interop))
 struct PushGatewayPipelineTests {
-    /// Ada's two devices, each push held at Apple until the test releases it (`one`, `two`), and
-    /// a notification queued for both; `body` gets the server, the stand-in, and a sender of one
-    /// push a batch through a gateway that allows the server `batchesPerServer`, started.
+    /// The names the stand-in holds Ada's devices' pushes under, in order.
+    private static let holds = ["one", "two", "three"]
+
+    /// Ada's two devices (or `devices`, at most three), each push held at Apple until the test
+    /// releases it (`one`, `two`, `three`), and a notification queued for them; `body` gets the
+    /// server, the stand-in, and a sender of one push a batch through a gateway that allows the
+    /// server `batchesPerServer`, started.
     private func twoHeld(
-        batchesPerServer: Int, lease: Int64 = 60,
+        devices: Int = 2, batchesPerServer: Int, lease: Int64 = 60,
         _ body: (AccountsHarness, APNsStandIn, PushGatewayClient) throws -> Void
     ) throws {
         let standIn = try APNsStandIn()
-        try standIn.script(tokens: [
-            device(1): [["status": 200, "hold": "one"]], device(2): [["status": 200, "hold": "two"]],
-        ])
+        try standIn.script(
+            tokens: Dictionary(
+                uniqueKeysWithValues: (1...devices).map { (device($0), [["status": 200, "hold": Self.holds[$0 - 1]]]) })
+        )
         let gateway = try GatewayHarness(.sqlite, standIn: standIn, batchesPerServer: batchesPerServer)
         let credential = try SecretToken.generate()
         let settings = throughGateway("http://127.0.0.1:\(gateway.replicas[0].port)", credential: credential)
@@ -58,9 +63,9 @@ struct PushGatewayPipelineTests {
             let (sender, client) = try batchesOfOne(server, settings, lease: lease)
             try gateway.enroll("a", instanceID: server.instanceID, credential: credential)
             let ada = try server.signIn("ada@example.com")
-            for number in 1...2 { #expect(try server.register(device(number), token: ada).status == 200) }
+            for number in 1...devices { #expect(try server.register(device(number), token: ada).status == 200) }
             try server.pushToAda()
-            #expect(client.batchesInFlight == 2)
+            #expect(client.batchesInFlight == PushGatewayClient.batchesAtOnce)
             sender.start()
             defer { sender.stop() }
             try body(server, standIn, client)
@@ -102,16 +107,34 @@ struct PushGatewayPipelineTests {
         }
     }
 
-    @Test("two batches of one server reach Apple through the gateway while neither is answered")
-    func twoOut() throws {
-        try twoHeld(batchesPerServer: 2) { server, standIn, _ throws in
-            // One batch at a time would wait for the first's answer before sending the second.
-            #expect(eventually { standIn.holds("one") && standIn.holds("two") }, "both at Apple, unanswered")
+    @Test("three batches of one server reach Apple through the gateway while none is answered")
+    func threeOut() throws {
+        try twoHeld(devices: 3, batchesPerServer: 3) { server, standIn, _ throws in
+            // Fewer at once would wait for an answer before sending the third.
+            #expect(eventually { Self.holds.allSatisfy(standIn.holds) }, "all three at Apple, unanswered")
             #expect(standIn.requests().isEmpty)
-            standIn.release("one")
-            standIn.release("two")
+            for hold in Self.holds { standIn.release(hold) }
             #expect(try eventually { try server.outboxRows().isEmpty })
-            #expect(standIn.requests().compactMap { $0["device"] as? String }.sorted() == [device(1), device(2)])
+            #expect(standIn.requests().compactMap { $0["device"] as? String }.sorted() == (1...3).map(device))
+        }
+    }
+
+    @Test(
+        "a gateway that allows two batches a server answers the third 429: the server then sends two at once for a minute, not one"
+    )
+    func busyNarrowsToWhatWasTaken() throws {
+        try twoHeld(devices: 3, batchesPerServer: 2) { server, standIn, client throws in
+            // The barrier: two batches at Apple, and the third refused (it held no place).
+            #expect(eventually { Self.holds.filter(standIn.holds).count == 2 })
+            #expect(eventually { client.batchesInFlight == 2 }, "as many as the gateway took")
+            #expect(Self.holds.filter(standIn.holds).count == 2, "the third did not reach Apple")
+            #expect(try server.outboxRows().allSatisfy { $0.int(at: 1) == 0 }, "no attempt counted")
+            for hold in Self.holds { standIn.release(hold) }
+            #expect(try eventually { try server.outboxRows().isEmpty })
+            #expect(standIn.requests().compactMap { $0["device"] as? String }.sorted() == (1...3).map(device))
+            #expect(client.batchesInFlight == 2, "still two within the minute")
+            server.clock.advance(by: 61)
+            #expect(client.batchesInFlight == PushGatewayClient.batchesAtOnce, "a minute later, three again")
         }
     }
 
@@ -189,7 +212,7 @@ struct PushGatewayPipelineTests {
             #expect(try eventually { try server.outboxRows().isEmpty })
             #expect(standIn.requests().compactMap { $0["device"] as? String }.sorted() == [device(1), device(2)])
             server.clock.advance(by: 61)
-            #expect(client.batchesInFlight == 2, "a minute later, two again")
+            #expect(client.batchesInFlight == PushGatewayClient.batchesAtOnce, "a minute later, three again")
         }
     }
 
@@ -286,15 +309,15 @@ struct PushGatewayPipelineTests {
     }
 
     @Test(
-        "batches through the gateway carry up to 1,000 pushes, two at once; beside a direct push service, 500 one at a time"
+        "batches through the gateway carry up to 1,000 pushes, three at once; beside a direct push service, 500 one at a time"
     )
     func batchShapes() throws {
         let settings = throughGateway("http://127.0.0.1:9", credential: try SecretToken.generate())
         try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
             let (_, client) = try batchesOfOne(server, settings)
-            #expect((client.batchSize, client.batchesInFlight) == (GatewayPushBatch.maximumCount, 2))
+            #expect((client.batchSize, client.batchesInFlight) == (GatewayPushBatch.maximumCount, 3))
             let alone = PushDispatch([.apns: client, .fcm: client])
-            #expect((alone.batchSize, alone.batchesInFlight) == (1000, 2), "every kind through the gateway")
+            #expect((alone.batchSize, alone.batchesInFlight) == (1000, 3), "every kind through the gateway")
             let web = try WebPushDelivery(
                 settings: try #require(try webPushSettings().webPush), clock: server.clock,
                 logger: Logger(label: "test", sink: MemoryLogSink()))

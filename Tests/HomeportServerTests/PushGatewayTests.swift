@@ -29,7 +29,7 @@ final class GatewayHarness {
 
     init(
         _ backend: Backend, replicas count: Int = 1, standIn: APNsStandIn, pushesPerMinute: Int = 60_000,
-        devicesPerServer: Int = 100_000, batchesPerServer: Int = 2, cachedDevices: Int = 250_000,
+        devicesPerServer: Int = 100_000, batchesPerServer: Int = 3, cachedDevices: Int = 250_000,
         apnsURL: String? = nil,
         tls: TestCertificates? = nil, metrics: Bool = false, webPush: WebPushSettings? = nil, fcm: FCMSettings? = nil
     ) throws {

@@ -17,14 +17,15 @@ import Synchronization
 /// Device changes go from one replica at a time (a lease in `serving_settings`), in the order
 /// they were made: a removal never overtakes the registration it undoes.
 ///
-/// Two batches go out at once, each on a connection of its own, so the gateway's work on one
-/// overlaps the round trip of the other. A gateway that answers that this server has as many
-/// batches in flight as it may (a gateway that allows one, or another replica's batches) sent
-/// nothing: the batch is sent again as soon as another batch of this process that the gateway
-/// took ends, or after the gateway's `Retry-After` (at most five seconds) when none is out
-/// (three times at most, then it is a transient failure like any other), and this process
-/// sends one batch at a time for the next minute. A batch written larger than
-/// ``pushesBytes`` goes as two requests.
+/// ``batchesAtOnce`` batches go out at once, each on a connection of its own, so the gateway's
+/// work on one overlaps the round trips of the others, and the server records and claims while
+/// they are out. A gateway that answers that this server has as many batches in flight as it
+/// may (a gateway that allows fewer, or another replica's batches) sent nothing: the batch is
+/// sent again as soon as another batch of this process that the gateway took ends, or after
+/// the gateway's `Retry-After` (at most five seconds) when none is out (three times at most,
+/// then it is a transient failure like any other), and for the next minute this process sends
+/// at most as many at once as it had out beside the refused one (at least one). A batch written
+/// larger than ``pushesBytes`` goes as two requests.
 ///
 /// A gateway that cannot be reached, or that refuses the request as a whole (a revoked
 /// credential, a gateway overloaded), makes every push of the batch a transient failure: they
@@ -44,8 +45,9 @@ final class PushGatewayClient: PushTransport {
     private nonisolated(unsafe) var batchesEnded = 0
     /// ``pushesBytes``, or less for a test.
     private let pushesBytes: Int
-    /// Until when (Unix seconds) one batch goes out at a time, after the gateway said "busy".
-    private let narrowedUntil = Mutex<Int64>(0)
+    /// Until when (Unix seconds) fewer batches go out at once, after the gateway said "busy",
+    /// and how many.
+    private let narrowed = Mutex<(until: Int64, depth: Int)>((0, batchesAtOnce))
     /// One forwarding of device changes at a time in this process: a removal read after a
     /// registration is never sent before it.
     private let forwarding = NSLock()
@@ -102,7 +104,11 @@ final class PushGatewayClient: PushTransport {
         var answer = postBatch(body)
         for _ in 0..<3 {
             guard case .failure(let failure) = answer, failure.busy else { break }
-            narrowedUntil.withLock { $0 = clock.unixSeconds + 60 }
+            let others = batches.withLock { batchesOut }
+            narrowed.withLock {
+                let depth = clock.unixSeconds < $0.until ? $0.depth : Self.batchesAtOnce
+                $0 = (clock.unixSeconds + 60, max(1, min(depth, others)))
+            }
             awaitAnotherBatch(since: endedBefore, orSeconds: failure.retryAfter ?? 1)
             endedBefore = batches.withLock { batchesEnded }
             answer = postBatch(body)
@@ -167,8 +173,14 @@ final class PushGatewayClient: PushTransport {
     /// the credential, a charge to the server's rate and its counters, whatever its size.
     var batchSize: Int { GatewayPushBatch.maximumCount }
 
+    /// Batches out at once, unless the gateway said "busy" within the minute: three, so that the
+    /// gateway, APNs and the server (recording one, claiming the next) each have one to work on
+    /// (with two, the cores stood idle a fifth of a drain while both waited at APNs; see
+    /// BENCHMARKS.md).
+    static let batchesAtOnce = 3
+
     var batchesInFlight: Int {
-        clock.unixSeconds < narrowedUntil.withLock({ $0 }) ? 1 : 2
+        narrowed.withLock { clock.unixSeconds < $0.until ? $0.depth : Self.batchesAtOnce }
     }
 
     func idle() throws {
