@@ -33,13 +33,15 @@ package enum GatewayCommand {
                 "devices-per-server", "N", help: "Devices one enrolled server may register.",
                 environment: "HOMEPORT_GATEWAY_DEVICES_PER_SERVER", default: "100000"),
             .value(
-                "cached-devices", "N",
+                "device-cache-mib", "N",
                 help:
-                    "Devices kept in memory, over every server, so a push's device is found without a database read (0: none; about 170 bytes each).",
-                environment: "HOMEPORT_GATEWAY_CACHED_DEVICES", default: "250000"),
+                    "MiB of devices kept in memory, over every server, so a push's device is found without a database read (0: none; an APNs device takes about 170 bytes).",
+                environment: "HOMEPORT_GATEWAY_DEVICE_CACHE_MIB", default: "48"),
             .value(
-                "senders", "N", help: "Batches sent to APNs at once (each on its own HTTP/2 connection).",
-                environment: "HOMEPORT_GATEWAY_SENDERS", default: "4"),
+                "senders", "N",
+                help:
+                    "Batches sent to APNs at once (each on its own HTTP/2 connection); one server has at most four of them, and never all but two.",
+                environment: "HOMEPORT_GATEWAY_SENDERS", default: "6"),
             .value(
                 "workers", "N", help: "Worker threads.", environment: "HOMEPORT_WORKERS", default: "the number of cores"
             ),
@@ -243,7 +245,7 @@ package enum GatewayCommand {
             }
         case "revoke":
             let name = parsed.positionals[0]
-            guard try store.revoke(name: name, now: now) else {
+            guard try database.transaction({ try GatewayServerStore($0).revoke(name: name, now: now) }) else {
                 ServerCLI.error("homeport-server: no enrolled server that may push is named '\(name)'")
                 return .failure
             }
@@ -343,7 +345,7 @@ package enum GatewayCommand {
         // A batch of 1000 pushes of up to 4 KiB each, with its JSON.
         http.maxBodyBytes = 8 << 20
         http.maxBufferedBodyBytes = 256 << 20
-        http.poolThreads = 4
+        http.poolThreads = 6
         http.poolQueueLimit = 256
         if let text = parsed.value("listen", spec: spec, environment: environment) {
             do {
@@ -373,8 +375,8 @@ package enum GatewayCommand {
         if let count = try ServerCLI.integer("devices-per-server", parsed, spec, environment, range: 1...100_000_000) {
             configuration.devicesPerServer = count
         }
-        if let count = try ServerCLI.integer("cached-devices", parsed, spec, environment, range: 0...100_000_000) {
-            configuration.cachedDevices = count
+        if let mebibytes = try ServerCLI.integer("device-cache-mib", parsed, spec, environment, range: 0...1_048_576) {
+            configuration.deviceCacheBytes = mebibytes << 20
         }
         if let text = parsed.value("metrics-listen", spec: spec, environment: environment) {
             do {

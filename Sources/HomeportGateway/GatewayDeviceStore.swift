@@ -90,20 +90,21 @@ struct GatewayDeviceStore {
         return found
     }
 
-    /// Raises the count of `server`'s device changes and returns what it was: the first write
-    /// of a transaction that changes its devices, which then holds the server's row (PostgreSQL)
-    /// or the database (SQLite) until it ends, so no other change lands between this one's.
-    func beginChanges(server: Int64) throws -> Int64 {
-        guard
-            let raised = try db.execute(
-                "UPDATE gateway_servers SET devices_version = devices_version + 1 WHERE id = $1 RETURNING devices_version",
-                [.integer(server)]
-            ).first?.int("devices_version")
-        else { throw GatewayDeviceStoreError.noSuchServer }
-        return raised - 1
+    /// The mark of `server`'s devices before a transaction changes them, or `nil` when the
+    /// server was revoked: its first write, which holds the server's row (PostgreSQL) or the
+    /// database (SQLite) until the transaction ends, so no other change lands between its own,
+    /// and a revocation (which takes the row first too) never waits for it the other way round.
+    func beginChanges(server: Int64) throws -> Int64? {
+        try db.execute(
+            """
+            UPDATE gateway_servers SET devices_version = devices_version WHERE id = $1 AND revoked_at IS NULL
+            RETURNING devices_version
+            """, [.integer(server)]
+        ).first?.int("devices_version")
     }
 
-    /// The count of `server`'s device changes (each write of its devices raises it).
+    /// The mark of `server`'s devices (drawn anew by each write of them: `GatewaySchema`'s
+    /// migration 3).
     func version(server: Int64) throws -> Int64 {
         guard
             let version = try db.execute(

@@ -106,15 +106,19 @@ struct GatewayHandlers: Sendable {
             }
         }
         if !gone.isEmpty {
-            let (before, after) = try database.transaction { db in
+            // A server revoked meanwhile has no devices left to remove.
+            let marks: (before: Int64, after: Int64)? = try database.transaction { db in
                 let devices = GatewayDeviceStore(db)
-                let before = try devices.beginChanges(server: server.id)
+                guard let before = try devices.beginChanges(server: server.id) else { return nil }
                 for (token, since) in gone {
                     try devices.remove(server: server.id, token: token, unlessUpdatedAfter: since)
                 }
                 return (before, try devices.version(server: server.id))
             }
-            deviceCache.apply(server: server.id, from: before, to: after, registered: [], removed: gone.map(\.token))
+            if let marks {
+                deviceCache.apply(
+                    server: server.id, from: marks.before, to: marks.after, registered: [], removed: gone.map(\.token))
+            }
         }
         let results = outcomes.map { $0 ?? GatewayPushOutcome(status: 0) }
         let delivered = results.filter { $0.status == 200 }.count
@@ -290,7 +294,7 @@ struct GatewayHandlers: Sendable {
         let (server, overCap, before, after): (GatewayServer, [Int], Int64, Int64) = try database.transaction { db in
             guard let server = try GatewayServerStore(db).live(credentialHash: credential) else { throw Self.refused }
             let devices = GatewayDeviceStore(db)
-            let before = try devices.beginChanges(server: server.id)
+            guard let before = try devices.beginChanges(server: server.id) else { throw Self.refused }
             for token in removing { try devices.remove(server: server.id, token: token) }
             var held = registering.isEmpty ? 0 : try devices.count(server: server.id)
             // Within the cap even if every one is new, none is looked up first.

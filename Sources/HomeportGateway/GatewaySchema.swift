@@ -74,59 +74,55 @@ package enum GatewaySchema {
                 )
                 """,
             ]),
-        // A count of each server's device changes, raised by every write of `gateway_devices`
-        // whatever makes it: a process's cache of a server's devices holds while the count is
-        // the one it was filled at (GatewayDeviceCache).
+        // A mark of each server's devices (a random number, drawn anew by every write of
+        // `gateway_devices`, whatever makes it, on any replica, so a restored or failed-over
+        // database never reaches an old mark with other devices): a process's cache of a
+        // server's devices holds while the mark is the one it was filled at
+        // (GatewayDeviceCache). PostgreSQL draws once a statement (a revocation deletes its
+        // devices in one), SQLite once a row.
         Migration(version: 3, name: "devices_version") { dialect in
             let add = "ALTER TABLE gateway_servers ADD COLUMN devices_version BIGINT NOT NULL DEFAULT 0"
-            func bump(_ row: String) -> String {
-                "UPDATE gateway_servers SET devices_version = devices_version + 1 WHERE id = \(row).server_id;"
-            }
             guard dialect == .postgres else {
                 return [add]
                     + [
-                        ("insert", "INSERT", ["NEW"]), ("update", "UPDATE", ["OLD", "NEW"]),
-                        ("delete", "DELETE", ["OLD"]),
+                        ("insert", "INSERT", "NEW.server_id"), ("update", "UPDATE", "OLD.server_id, NEW.server_id"),
+                        ("delete", "DELETE", "OLD.server_id"),
                     ]
-                    .map { name, event, rows in
-                        // An update that moved a device to another server changes both.
-                        let bumps =
-                            rows.count == 1
-                            ? bump(rows[0])
-                            : """
-                            UPDATE gateway_servers SET devices_version = devices_version + 1
-                            WHERE id IN (OLD.server_id, NEW.server_id);
-                            """
-                        return """
-                            CREATE TRIGGER IF NOT EXISTS gateway_devices_version_\(name) AFTER \(event) ON gateway_devices
-                            BEGIN
-                            \(bumps)
-                            END
-                            """
+                    .map { name, event, servers in
+                        """
+                        CREATE TRIGGER IF NOT EXISTS gateway_devices_version_\(name) AFTER \(event) ON gateway_devices
+                        BEGIN
+                        UPDATE gateway_servers SET devices_version = random() WHERE id IN (\(servers));
+                        END
+                        """
                     }
             }
-            return [
-                add,
-                """
-                CREATE OR REPLACE FUNCTION gateway_devices_version() RETURNS trigger LANGUAGE plpgsql AS $body$
-                BEGIN
-                    IF TG_OP = 'INSERT' THEN
-                        \(bump("NEW"))
-                    ELSIF TG_OP = 'DELETE' THEN
-                        \(bump("OLD"))
-                    ELSE
-                        UPDATE gateway_servers SET devices_version = devices_version + 1
-                        WHERE id IN (OLD.server_id, NEW.server_id);
-                    END IF;
-                    RETURN NULL;
-                END
-                $body$
-                """,
-                """
-                CREATE TRIGGER gateway_devices_version AFTER INSERT OR UPDATE OR DELETE ON gateway_devices
-                FOR EACH ROW EXECUTE FUNCTION gateway_devices_version()
-                """,
-            ]
+            // A trigger with transition tables has one event.
+            return [add]
+                + [
+                    ("insert", "INSERT", "NEW TABLE AS new_rows", "SELECT server_id FROM new_rows"),
+                    ("delete", "DELETE", "OLD TABLE AS old_rows", "SELECT server_id FROM old_rows"),
+                    (
+                        "update", "UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows",
+                        "SELECT server_id FROM old_rows UNION SELECT server_id FROM new_rows"
+                    ),
+                ].flatMap { name, event, tables, servers in
+                    [
+                        """
+                        CREATE OR REPLACE FUNCTION gateway_devices_\(name)() RETURNS trigger LANGUAGE plpgsql AS $body$
+                        BEGIN
+                            UPDATE gateway_servers SET devices_version = (random() * 9.2e18)::bigint
+                            WHERE id IN (\(servers));
+                            RETURN NULL;
+                        END
+                        $body$
+                        """,
+                        """
+                        CREATE TRIGGER gateway_devices_\(name) AFTER \(event) ON gateway_devices
+                        REFERENCING \(tables) FOR EACH STATEMENT EXECUTE FUNCTION gateway_devices_\(name)()
+                        """,
+                    ]
+                }
         },
     ]
 

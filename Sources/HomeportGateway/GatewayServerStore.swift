@@ -22,7 +22,7 @@ struct GatewayServer: Sendable, Hashable {
     var failed: Int64 = 0
     /// Its last push, in Unix seconds.
     var lastPushAt: Int64?
-    /// The count of its device changes (``GatewayDeviceCache``).
+    /// The mark of its devices, drawn anew by each change of them (``GatewayDeviceCache``).
     var devicesVersion: Int64 = 0
 }
 
@@ -98,7 +98,8 @@ struct GatewayServerStore {
         try db.execute("SELECT \(Self.columns) FROM gateway_servers ORDER BY id").compactMap(Self.server)
     }
 
-    /// Revokes the server named `name` and forgets its devices; false when none may push.
+    /// Revokes the server named `name` and forgets its devices; false when none may push. Call
+    /// it in a transaction: the server's row is taken first, as a change of its devices takes it.
     func revoke(name: String, now: Int64) throws -> Bool {
         guard
             let id = try db.execute(

@@ -25,9 +25,9 @@ package struct PushGatewayConfiguration: Sendable {
     /// Batches one server may have in flight at once in one process (of ``http``'s pool threads,
     /// which send to APNs).
     package var batchesPerServer: Int
-    /// Devices this process keeps in memory, over every server, so a push's device is found
-    /// without a database read (``GatewayDeviceCache``); 0 for none.
-    package var cachedDevices: Int
+    /// The bytes of devices this process keeps in memory, over every server, so a push's device
+    /// is found without a database read (``GatewayDeviceCache``); 0 for none.
+    package var deviceCacheBytes: Int
     /// Where `/metrics` (per-server counters) is served; `nil` for nowhere.
     package var metricsListen: ListenAddress?
     /// The app's VAPID key, when the gateway sends Web Pushes (browsers, UnifiedPush) too.
@@ -39,7 +39,7 @@ package struct PushGatewayConfiguration: Sendable {
     package init(
         http: HTTPServerConfiguration, database: DatabaseURL, apns: APNsSettings, topic: String,
         appDataKey: String = "homeport", pushesPerMinute: Int = 60_000, devicesPerServer: Int = 100_000,
-        batchesPerServer: Int = 3, cachedDevices: Int = 250_000, metricsListen: ListenAddress? = nil
+        batchesPerServer: Int = 4, deviceCacheBytes: Int = 48 << 20, metricsListen: ListenAddress? = nil
     ) {
         self.http = http
         self.database = database
@@ -49,7 +49,7 @@ package struct PushGatewayConfiguration: Sendable {
         self.pushesPerMinute = pushesPerMinute
         self.devicesPerServer = devicesPerServer
         self.batchesPerServer = batchesPerServer
-        self.cachedDevices = cachedDevices
+        self.deviceCacheBytes = deviceCacheBytes
         self.metricsListen = metricsListen
     }
 }
@@ -130,11 +130,14 @@ package final class PushGateway: Sendable {
         self.database = database
         let counters = GatewayCounters()
         self.counters = counters
-        let inFlight = GatewayInFlight(limit: configuration.batchesPerServer)
+        // Two of the pool's threads are always left to other servers (or to this one's device
+        // changes): one server's flood never holds them all.
+        let inFlight = GatewayInFlight(
+            limit: max(1, min(configuration.batchesPerServer, configuration.http.poolThreads - 2)))
         self.inFlight = inFlight
         let changesInFlight = GatewayInFlight(limit: 1)
         self.changesInFlight = changesInFlight
-        let deviceCache = GatewayDeviceCache(capacity: configuration.cachedDevices)
+        let deviceCache = GatewayDeviceCache(capacity: configuration.deviceCacheBytes)
         self.deviceCache = deviceCache
         let handlers = GatewayHandlers(
             database: database, deliveries: deliveries, configuration: configuration, clock: clock, logger: self.logger,

@@ -22,31 +22,31 @@ private func webPush(_ token: String, endpoint: String) -> GatewayDevice {
 }
 
 @Suite(
-    "The gateway's device cache: it answers only at the count of changes it was filled at, so no replica pushes to a device another change removed",
+    "The gateway's device cache: it answers only at the mark it was filled at, so no replica pushes to a device another change removed",
     .tags(.process, .postgres, .interop))
 struct GatewayDeviceCacheTests {
-    @Test("a lookup answers only at the count it was filled at; what it does not hold is nil")
+    @Test("a lookup answers only at the mark it was filled at; what it does not hold is nil")
     func answersAtItsCount() {
-        let cache = GatewayDeviceCache(capacity: 10)
+        let cache = GatewayDeviceCache(capacity: 10_000)
         cache.apply(server: 1, from: 0, to: 2, registered: [apns("a"), webPush("w", endpoint: "e")], removed: [])
         #expect(cache.lookup(server: 1, version: 2, ["a", "w", "c"]) == [apns("a"), webPush("w", endpoint: "e"), nil])
         #expect(cache.lookup(server: 2, version: 2, ["a"]) == [nil], "another server's")
-        #expect(cache.lookup(server: 1, version: 3, ["a"]) == [nil], "at a later count: let go")
+        #expect(cache.lookup(server: 1, version: 3, ["a"]) == [nil], "at another mark: let go")
         #expect(cache.count == 0)
-        #expect(cache.lookup(server: 1, version: 2, ["a"]) == [nil], "and not kept for the count before")
+        #expect(cache.lookup(server: 1, version: 2, ["a"]) == [nil], "and not kept for the mark before")
     }
 
-    @Test("what was read before a change is not kept after it; a change from a count it did not hold starts anew")
+    @Test("what was read before a change is not kept after it; a change from a mark it did not hold starts anew")
     func changesInOrder() {
-        let cache = GatewayDeviceCache(capacity: 10)
+        let cache = GatewayDeviceCache(capacity: 10_000)
         cache.apply(server: 1, from: 0, to: 1, registered: [apns("a")], removed: [])
-        // Read by a request that read the count before the change.
+        // Read by a request that read the mark before the change.
         cache.learn(server: 1, at: 0, [apns("x")])
         #expect(cache.lookup(server: 1, version: 1, ["a", "x"]) == [apns("a"), nil])
-        // This process's change from a count it did not hold: another replica's came between.
+        // This process's change from a mark it did not hold: another replica's came between.
         cache.apply(server: 1, from: 3, to: 5, registered: [apns("b")], removed: [])
         #expect(cache.lookup(server: 1, version: 5, ["a", "b"]) == [nil, apns("b")])
-        // From the count it holds: removals, then registrations.
+        // From the mark it holds: removals, then registrations.
         cache.apply(server: 1, from: 5, to: 8, registered: [apns("c"), apns("b")], removed: ["b", "c"])
         #expect(cache.lookup(server: 1, version: 8, ["b", "c"]) == [apns("b"), apns("c")])
         cache.apply(server: 1, from: 8, to: 9, registered: [], removed: ["c"])
@@ -54,26 +54,32 @@ struct GatewayDeviceCacheTests {
         #expect(cache.lookup(server: 1, version: 9, ["b", "c", "d"]) == [apns("b"), nil, apns("d")])
     }
 
-    @Test("it holds at most its capacity, letting go of the server looked up longest ago; 0 holds nothing")
+    @Test(
+        "it holds at most its capacity in bytes, letting go of the server looked up longest ago; a Web Push device counts its address; 0 holds nothing"
+    )
     func capacity() {
-        let cache = GatewayDeviceCache(capacity: 3)
+        let one = GatewayDeviceCache.bytes(of: apns("a"))
+        #expect(GatewayDeviceCache.bytes(of: webPush("w", endpoint: String(repeating: "e", count: 1000))) > one + 1000)
+        let cache = GatewayDeviceCache(capacity: 3 * one)
         cache.apply(server: 1, from: 0, to: 1, registered: [apns("a"), apns("b")], removed: [])
         cache.apply(server: 2, from: 0, to: 1, registered: [apns("c")], removed: [])
         _ = cache.lookup(server: 1, version: 1, ["a"])
         cache.apply(server: 3, from: 0, to: 1, registered: [apns("d")], removed: [])
-        #expect(cache.count == 3)
+        #expect(cache.count == 3 && cache.bytes == 3 * one)
         #expect(cache.lookup(server: 2, version: 1, ["c"]) == [nil], "the server looked up longest ago went")
         #expect(cache.lookup(server: 1, version: 1, ["a", "b"]) == [apns("a"), apns("b")])
         // One server past the capacity: what fits, and never an older registration of a token it
         // could not keep.
-        let small = GatewayDeviceCache(capacity: 2)
+        let small = GatewayDeviceCache(capacity: 2 * one)
         small.apply(server: 1, from: 0, to: 1, registered: [webPush("w", endpoint: "old")], removed: [])
         small.apply(
             server: 1, from: 1, to: 4, registered: [apns("a"), apns("b"), webPush("w", endpoint: "new")], removed: [])
-        #expect(small.count == 2)
+        #expect(small.count == 2 && small.bytes == 2 * one)
         #expect(small.lookup(server: 1, version: 4, ["a", "b", "w"]) == [apns("a"), apns("b"), nil])
         small.learn(server: 1, at: 4, [apns("x"), apns("y")])
-        #expect(small.count == 2)
+        #expect(small.count == 2 && small.bytes == 2 * one)
+        small.apply(server: 1, from: 4, to: 5, registered: [], removed: ["a", "b"])
+        #expect(small.count == 0 && small.bytes == 0, "removals give their bytes back")
         let none = GatewayDeviceCache(capacity: 0)
         none.apply(server: 1, from: 0, to: 1, registered: [apns("a")], removed: [])
         none.learn(server: 1, at: 1, [apns("b")])

@@ -37,14 +37,14 @@ private func batchesOfOne(
 }
 
 @Suite(
-    "Through a push gateway, three batches are out at once; one the gateway has no room for goes again, not as a failure",
+    "Through a push gateway, four batches are out at once; one the gateway has no room for goes again, not as a failure",
     .tags(.process, .interop))
 struct PushGatewayPipelineTests {
     /// The names the stand-in holds Ada's devices' pushes under, in order.
-    private static let holds = ["one", "two", "three"]
+    private static let holds = ["one", "two", "three", "four"]
 
-    /// Ada's two devices (or `devices`, at most three), each push held at Apple until the test
-    /// releases it (`one`, `two`, `three`), and a notification queued for them; `body` gets the
+    /// Ada's two devices (or `devices`, at most four), each push held at Apple until the test
+    /// releases it (`one`, `two`, `three`, `four`), and a notification queued for them; `body` gets the
     /// server, the stand-in, and a sender of one push a batch through a gateway that allows the
     /// server `batchesPerServer`, started.
     private func twoHeld(
@@ -107,15 +107,15 @@ struct PushGatewayPipelineTests {
         }
     }
 
-    @Test("three batches of one server reach Apple through the gateway while none is answered")
-    func threeOut() throws {
-        try twoHeld(devices: 3, batchesPerServer: 3) { server, standIn, _ throws in
-            // Fewer at once would wait for an answer before sending the third.
-            #expect(eventually { Self.holds.allSatisfy(standIn.holds) }, "all three at Apple, unanswered")
+    @Test("four batches of one server reach Apple through the gateway while none is answered")
+    func fourOut() throws {
+        try twoHeld(devices: 4, batchesPerServer: 4) { server, standIn, _ throws in
+            // Fewer at once would wait for an answer before sending the fourth.
+            #expect(eventually { Self.holds.allSatisfy(standIn.holds) }, "all four at Apple, unanswered")
             #expect(standIn.requests().isEmpty)
             for hold in Self.holds { standIn.release(hold) }
             #expect(try eventually { try server.outboxRows().isEmpty })
-            #expect(standIn.requests().compactMap { $0["device"] as? String }.sorted() == (1...3).map(device))
+            #expect(standIn.requests().compactMap { $0["device"] as? String }.sorted() == (1...4).map(device))
         }
     }
 
@@ -134,7 +134,7 @@ struct PushGatewayPipelineTests {
             #expect(standIn.requests().compactMap { $0["device"] as? String }.sorted() == (1...3).map(device))
             #expect(client.batchesInFlight == 2, "still two within the minute")
             server.clock.advance(by: 61)
-            #expect(client.batchesInFlight == PushGatewayClient.batchesAtOnce, "a minute later, three again")
+            #expect(client.batchesInFlight == PushGatewayClient.batchesAtOnce, "a minute later, four again")
         }
     }
 
@@ -212,7 +212,7 @@ struct PushGatewayPipelineTests {
             #expect(try eventually { try server.outboxRows().isEmpty })
             #expect(standIn.requests().compactMap { $0["device"] as? String }.sorted() == [device(1), device(2)])
             server.clock.advance(by: 61)
-            #expect(client.batchesInFlight == PushGatewayClient.batchesAtOnce, "a minute later, three again")
+            #expect(client.batchesInFlight == PushGatewayClient.batchesAtOnce, "a minute later, four again")
         }
     }
 
@@ -309,15 +309,15 @@ struct PushGatewayPipelineTests {
     }
 
     @Test(
-        "batches through the gateway carry up to 1,000 pushes, three at once; beside a direct push service, 500 one at a time"
+        "batches through the gateway carry up to 1,000 pushes, four at once; beside a direct push service, 500 one at a time"
     )
     func batchShapes() throws {
         let settings = throughGateway("http://127.0.0.1:9", credential: try SecretToken.generate())
         try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
             let (_, client) = try batchesOfOne(server, settings)
-            #expect((client.batchSize, client.batchesInFlight) == (GatewayPushBatch.maximumCount, 3))
+            #expect((client.batchSize, client.batchesInFlight) == (GatewayPushBatch.maximumCount, 4))
             let alone = PushDispatch([.apns: client, .fcm: client])
-            #expect((alone.batchSize, alone.batchesInFlight) == (1000, 3), "every kind through the gateway")
+            #expect((alone.batchSize, alone.batchesInFlight) == (1000, 4), "every kind through the gateway")
             let web = try WebPushDelivery(
                 settings: try #require(try webPushSettings().webPush), clock: server.clock,
                 logger: Logger(label: "test", sink: MemoryLogSink()))

@@ -29,8 +29,8 @@ final class GatewayHarness {
 
     init(
         _ backend: Backend, replicas count: Int = 1, standIn: APNsStandIn, pushesPerMinute: Int = 60_000,
-        devicesPerServer: Int = 100_000, batchesPerServer: Int = 3, cachedDevices: Int = 250_000,
-        apnsURL: String? = nil,
+        devicesPerServer: Int = 100_000, batchesPerServer: Int = 4, senders: Int = 6,
+        deviceCacheBytes: Int = 48 << 20, apnsURL: String? = nil,
         tls: TestCertificates? = nil, metrics: Bool = false, webPush: WebPushSettings? = nil, fcm: FCMSettings? = nil
     ) throws {
         self.standIn = standIn
@@ -38,9 +38,9 @@ final class GatewayHarness {
         self.url = url
         self.cleanUp = cleanUp
         var http = HTTPServerConfiguration(host: "127.0.0.1", port: 0, workerThreads: 2)
-        // As `gateway serve` has them: more than one server's places, so that a server's third
-        // batch finds a thread to be refused on.
-        http.poolThreads = 4
+        // As `gateway serve` has them (`--senders`): more than one server's places, so that a
+        // server's fourth batch finds a thread to be refused on.
+        http.poolThreads = senders
         http.maxBodyBytes = 8 << 20
         if let tls { http.tls = try TLSCredentials(certificateFile: tls.certificateFile, keyFile: tls.keyFile) }
         var apns = try #require(try pushSettings(standIn).apns)
@@ -53,7 +53,7 @@ final class GatewayHarness {
             var configuration = PushGatewayConfiguration(
                 http: http, database: url, apns: apns, topic: APNsStandIn.topic,
                 pushesPerMinute: pushesPerMinute, devicesPerServer: devicesPerServer,
-                batchesPerServer: batchesPerServer, cachedDevices: cachedDevices,
+                batchesPerServer: batchesPerServer, deviceCacheBytes: deviceCacheBytes,
                 metricsListen: metrics ? ListenAddress(host: "127.0.0.1", port: 0) : nil)
             configuration.webPush = webPush
             configuration.fcm = fcm
@@ -815,7 +815,8 @@ struct PushGatewayTests {
     func deviceCap() throws {
         let standIn = try APNsStandIn()
         let gateway = try GatewayHarness(.postgres, standIn: standIn, devicesPerServer: 2)
-        let credential = try gateway.enroll("a", instanceID: UUID().uuidString.lowercased())
+        let instance = UUID().uuidString.lowercased()
+        let credential = try gateway.enroll("a", instanceID: instance)
         try gateway.register([device(1), device(2)], credential: credential)
         let over = try gateway.post(
             PushGatewayPath.devices, credential: credential,
@@ -837,6 +838,12 @@ struct PushGatewayTests {
             json: ["register": [["token": device(5), "environment": "production"]], "remove": []])
         #expect(full.status == 200 && full.text.contains("register[0]"), "\(full.text)")
         #expect(try gateway.devices()["a"] == [device(2), device(3)])
+        // What the gateway holds of the server in memory is what it recorded: the removed and the
+        // refused are refused.
+        for (token, status) in [(device(1), 403), (device(3), 200), (device(4), 403), (device(5), 403)] {
+            let answer = try gateway.push([rawPush(token, instance: instance)], credential: credential)
+            #expect(answer.results.first?["status"] as? Int == status, "\(token)")
+        }
     }
 
     @Test("a server's device changes go one at a time: a second at once is 429, another server's are not held up")
@@ -959,6 +966,15 @@ struct PushGatewayTests {
         }
         try withAccounts(.sqlite) { server throws in
             #expect(try RawHTTP.request(port: server.port, path: PushGatewayPath.enrollment).status == 404)
+        }
+    }
+
+    @Test("one server's batches never hold every thread that sends to Apple: at most four, and two left to others")
+    func batchesLeaveTwoThreads() throws {
+        let standIn = try APNsStandIn()
+        for (senders, limit) in [(6, 4), (8, 4), (5, 3), (4, 2), (2, 1)] {
+            let gateway = try GatewayHarness(.sqlite, standIn: standIn, senders: senders)
+            #expect(gateway.replicas[0].inFlight.limit == limit, "\(senders) senders")
         }
     }
 

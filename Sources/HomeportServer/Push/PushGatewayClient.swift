@@ -101,17 +101,17 @@ final class PushGatewayClient: PushTransport {
             return send(items[..<half]) + send(items[half...])
         }
         var endedBefore = batches.withLock { batchesEnded }
-        var answer = postBatch(body)
+        var (answer, others) = postBatch(body)
         for _ in 0..<3 {
             guard case .failure(let failure) = answer, failure.busy else { break }
-            let others = batches.withLock { batchesOut }
+            // The gateway had no room beside the batches this process had out when it posted.
             narrowed.withLock {
                 let depth = clock.unixSeconds < $0.until ? $0.depth : Self.batchesAtOnce
                 $0 = (clock.unixSeconds + 60, max(1, min(depth, others)))
             }
             awaitAnotherBatch(since: endedBefore, orSeconds: failure.retryAfter ?? 1)
             endedBefore = batches.withLock { batchesEnded }
-            answer = postBatch(body)
+            (answer, others) = postBatch(body)
         }
         if case .failure(let failure) = answer, failure.busy {
             warn("push gateway refused the request", ["status": "429", "error": failure.description])
@@ -139,9 +139,13 @@ final class PushGatewayClient: PushTransport {
     }
 
     /// Posts a batch's text, counting it out and, unless the gateway had no room for it, in
-    /// again as it ends (it held one of the server's places there meanwhile).
-    private func postBatch(_ body: Data) -> Result<Data, GatewayFailure> {
-        batches.withLock { batchesOut += 1 }
+    /// again as it ends (it held one of the server's places there meanwhile); the answer, and
+    /// how many other batches of this process were out as it was posted.
+    private func postBatch(_ body: Data) -> (Result<Data, GatewayFailure>, others: Int) {
+        let others = batches.withLock {
+            batchesOut += 1
+            return batchesOut - 1
+        }
         let answer = post(PushGatewayPath.pushes, body)
         let refused = if case .failure(let failure) = answer { failure.busy } else { false }
         batches.withLock {
@@ -149,7 +153,7 @@ final class PushGatewayClient: PushTransport {
             if !refused { batchesEnded += 1 }
             batches.broadcast()
         }
-        return answer
+        return (answer, others)
     }
 
     /// Waits until another batch of this process that the gateway took ends (each ends within
@@ -173,11 +177,11 @@ final class PushGatewayClient: PushTransport {
     /// the credential, a charge to the server's rate and its counters, whatever its size.
     var batchSize: Int { GatewayPushBatch.maximumCount }
 
-    /// Batches out at once, unless the gateway said "busy" within the minute: three, so that the
-    /// gateway, APNs and the server (recording one, claiming the next) each have one to work on
-    /// (with two, the cores stood idle a fifth of a drain while both waited at APNs; see
+    /// Batches out at once, unless the gateway said "busy" within the minute: four, so that the
+    /// gateway, APNs and the server (recording one, claiming the next) always have one to work
+    /// on (with two, the cores stood idle a fifth of a drain while both waited at APNs; see
     /// BENCHMARKS.md).
-    static let batchesAtOnce = 3
+    static let batchesAtOnce = 4
 
     var batchesInFlight: Int {
         narrowed.withLock { clock.unixSeconds < $0.until ? $0.depth : Self.batchesAtOnce }

@@ -205,7 +205,8 @@ final class PushSender: Service, @unchecked Sendable {
 
     /// Due rows at `now`, claimed for this sender; first, once a second, rows whose lease ran out
     /// (another sender's that stopped, or a batch of this one's that outlasted its lease). To
-    /// tell, a claim reads every row in flight, up to three batches of a thousand.
+    /// tell, a claim reads every row in flight, up to six batches of a thousand (four out
+    /// through a gateway, one answered, one claimed).
     private func claim(now: Int64) throws -> [OutboxItem] {
         let lapsed = lapsedLookedAt != now
         let items = try database.transaction {
