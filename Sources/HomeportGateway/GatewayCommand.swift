@@ -40,7 +40,7 @@ package enum GatewayCommand {
             .value(
                 "senders", "N",
                 help:
-                    "Batches sent to APNs at once (each on its own HTTP/2 connection); one server has at most four of them, and never all but two.",
+                    "Batches sent to APNs at once (each on its own HTTP/2 connection); one server has at most four of them, and never all but two (at least one).",
                 environment: "HOMEPORT_GATEWAY_SENDERS", default: "6"),
             .value(
                 "workers", "N", help: "Worker threads.", environment: "HOMEPORT_WORKERS", default: "the number of cores"

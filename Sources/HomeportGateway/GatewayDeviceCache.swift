@@ -13,7 +13,8 @@ import Synchronization
 /// (``apply(server:from:to:registered:removed:)``) and from what the database answered a lookup
 /// (``learn(server:at:_:)``). It holds at most ``capacity`` bytes of them, by an estimate of
 /// each device's memory (an APNs device about 170 bytes, a Web Push or FCM device more, with its
-/// address); past that, the servers looked up longest ago are let go.
+/// address), and at most half of that for one server, so one server never takes it all from
+/// the others; past that, the servers looked up longest ago are let go.
 final class GatewayDeviceCache: Sendable {
     /// The most bytes it holds, over every server (0: none, every lookup reads the database).
     let capacity: Int
@@ -107,10 +108,7 @@ final class GatewayDeviceCache: Sendable {
             // Another request brought it to another mark meanwhile: that one stays.
             guard known.version == version else { return }
             take(server, in: &state)
-            makeRoom(for: known.bytes + devices.reduce(0) { $0 + Self.bytes(of: $1) }, in: &state)
-            for device in devices where state.total + known.bytes + Self.bytes(of: device) <= capacity {
-                known.insert(device)
-            }
+            store(devices, in: &known, state: &state)
             put(server, known, in: &state)
         }
     }
@@ -128,10 +126,7 @@ final class GatewayDeviceCache: Sendable {
             // What is registered again is let go first: a device it then has no room for never
             // stands for its older registration.
             for token in removed + registered.map(\.token) { known.remove(token) }
-            makeRoom(for: known.bytes + registered.reduce(0) { $0 + Self.bytes(of: $1) }, in: &state)
-            for device in registered where state.total + known.bytes + Self.bytes(of: device) <= capacity {
-                known.insert(device)
-            }
+            store(registered, in: &known, state: &state)
             known.version = after
             put(server, known, in: &state)
         }
@@ -154,6 +149,23 @@ final class GatewayDeviceCache: Sendable {
         known.used = state.lookups
         state.total += known.bytes
         state.servers[server] = known
+    }
+
+    /// Adds `devices` to `known` (taken out of `state`), as many as its share and the room left
+    /// after letting go of the servers looked up longest ago allow. A device it has no room for
+    /// is let go of, so an earlier copy of its token (named twice) never stands for it.
+    private func store(_ devices: [GatewayDevice], in known: inout Known, state: inout State) {
+        let share = capacity / 2
+        let wanted = min(share, known.bytes + devices.reduce(0) { $0 + Self.bytes(of: $1) })
+        makeRoom(for: wanted, in: &state)
+        for device in devices {
+            let bytes = Self.bytes(of: device)
+            if known.bytes + bytes <= share, state.total + known.bytes + bytes <= capacity {
+                known.insert(device)
+            } else {
+                known.remove(device.token)
+            }
+        }
     }
 
     /// Lets go of the servers looked up longest ago until `bytes` more fit (or none is left but

@@ -140,8 +140,7 @@ struct GatewayHandlers: Sendable {
     }
 
     /// The device each push at `indices` names, where `server` registered it (`nil` elsewhere):
-    /// from this process's cache when it holds it at the server's count of device changes as the
-    /// request read it, the rest from the database (and learnt).
+    /// from this process's cache when it holds it at the server's mark as the request read it, the rest from the database (and learnt).
     func devices(of server: GatewayServer, for pushes: [GatewayPush], at indices: [Int]) throws -> [GatewayDevice?] {
         var found = [GatewayDevice?](repeating: nil, count: pushes.count)
         let cached = deviceCache.lookup(
@@ -151,9 +150,13 @@ struct GatewayHandlers: Sendable {
             if let device { found[index] = device } else { missing.append(index) }
         }
         guard !missing.isEmpty else { return found }
-        let read = try GatewayDeviceStore(database).registered(
-            server: server.id, among: missing.map { pushes[$0].deviceToken })
-        deviceCache.learn(server: server.id, at: server.devicesVersion, Array(read.values))
+        let store = GatewayDeviceStore(database)
+        let read = try store.registered(server: server.id, among: missing.map { pushes[$0].deviceToken })
+        // Learnt only when no change landed since the request's authentication: a device read
+        // after one is not what the mark it read stands for.
+        if !read.isEmpty, try store.version(server: server.id) == server.devicesVersion {
+            deviceCache.learn(server: server.id, at: server.devicesVersion, Array(read.values))
+        }
         for index in missing { found[index] = read[pushes[index].deviceToken] }
         return found
     }

@@ -78,8 +78,9 @@ package enum GatewaySchema {
         // `gateway_devices`, whatever makes it, on any replica, so a restored or failed-over
         // database never reaches an old mark with other devices): a process's cache of a
         // server's devices holds while the mark is the one it was filled at
-        // (GatewayDeviceCache). PostgreSQL draws once a statement (a revocation deletes its
-        // devices in one), SQLite once a row.
+        // (GatewayDeviceCache). PostgreSQL draws once a transaction (`devices_txid`: each update
+        // of the server's row in one leaves a row version the next must step over), SQLite
+        // once a row.
         Migration(version: 3, name: "devices_version") { dialect in
             let add = "ALTER TABLE gateway_servers ADD COLUMN devices_version BIGINT NOT NULL DEFAULT 0"
             guard dialect == .postgres else {
@@ -98,7 +99,7 @@ package enum GatewaySchema {
                     }
             }
             // A trigger with transition tables has one event.
-            return [add]
+            return [add, "ALTER TABLE gateway_servers ADD COLUMN devices_txid BIGINT"]
                 + [
                     ("insert", "INSERT", "NEW TABLE AS new_rows", "SELECT server_id FROM new_rows"),
                     ("delete", "DELETE", "OLD TABLE AS old_rows", "SELECT server_id FROM old_rows"),
@@ -111,12 +112,15 @@ package enum GatewaySchema {
                         """
                         CREATE OR REPLACE FUNCTION gateway_devices_\(name)() RETURNS trigger LANGUAGE plpgsql AS $body$
                         BEGIN
-                            UPDATE gateway_servers SET devices_version = (random() * 9.2e18)::bigint
-                            WHERE id IN (\(servers));
+                            UPDATE gateway_servers
+                            SET devices_version = (random() * 9.2e18)::bigint, devices_txid = txid_current()
+                            WHERE id IN (\(servers)) AND devices_txid IS DISTINCT FROM txid_current();
                             RETURN NULL;
                         END
                         $body$
                         """,
+                        // Run again when its record is lost, as every migration may be.
+                        "DROP TRIGGER IF EXISTS gateway_devices_\(name) ON gateway_devices",
                         """
                         CREATE TRIGGER gateway_devices_\(name) AFTER \(event) ON gateway_devices
                         REFERENCING \(tables) FOR EACH STATEMENT EXECUTE FUNCTION gateway_devices_\(name)()

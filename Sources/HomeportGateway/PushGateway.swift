@@ -23,7 +23,7 @@ package struct PushGatewayConfiguration: Sendable {
     /// Devices one enrolled server may register.
     package var devicesPerServer: Int
     /// Batches one server may have in flight at once in one process (of ``http``'s pool threads,
-    /// which send to APNs).
+    /// which send to APNs): never more than the pool's threads less two, and at least one.
     package var batchesPerServer: Int
     /// The bytes of devices this process keeps in memory, over every server, so a push's device
     /// is found without a database read (``GatewayDeviceCache``); 0 for none.

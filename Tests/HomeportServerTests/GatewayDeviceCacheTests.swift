@@ -55,22 +55,22 @@ struct GatewayDeviceCacheTests {
     }
 
     @Test(
-        "it holds at most its capacity in bytes, letting go of the server looked up longest ago; a Web Push device counts its address; 0 holds nothing"
+        "it holds at most its capacity in bytes, half of it for one server, letting go of the server looked up longest ago; a Web Push device counts its address; 0 holds nothing"
     )
     func capacity() {
         let one = GatewayDeviceCache.bytes(of: apns("a"))
         #expect(GatewayDeviceCache.bytes(of: webPush("w", endpoint: String(repeating: "e", count: 1000))) > one + 1000)
-        let cache = GatewayDeviceCache(capacity: 3 * one)
+        let cache = GatewayDeviceCache(capacity: 4 * one)
         cache.apply(server: 1, from: 0, to: 1, registered: [apns("a"), apns("b")], removed: [])
         cache.apply(server: 2, from: 0, to: 1, registered: [apns("c")], removed: [])
         _ = cache.lookup(server: 1, version: 1, ["a"])
-        cache.apply(server: 3, from: 0, to: 1, registered: [apns("d")], removed: [])
-        #expect(cache.count == 3 && cache.bytes == 3 * one)
+        cache.apply(server: 3, from: 0, to: 1, registered: [apns("d"), apns("e")], removed: [])
+        #expect(cache.count == 4 && cache.bytes == 4 * one)
         #expect(cache.lookup(server: 2, version: 1, ["c"]) == [nil], "the server looked up longest ago went")
         #expect(cache.lookup(server: 1, version: 1, ["a", "b"]) == [apns("a"), apns("b")])
-        // One server past the capacity: what fits, and never an older registration of a token it
-        // could not keep.
-        let small = GatewayDeviceCache(capacity: 2 * one)
+        // One server past its share: what fits, and never an older registration of a token it
+        // could not keep, nor the first of a token named twice.
+        let small = GatewayDeviceCache(capacity: 4 * one)
         small.apply(server: 1, from: 0, to: 1, registered: [webPush("w", endpoint: "old")], removed: [])
         small.apply(
             server: 1, from: 1, to: 4, registered: [apns("a"), apns("b"), webPush("w", endpoint: "new")], removed: [])
@@ -80,11 +80,50 @@ struct GatewayDeviceCacheTests {
         #expect(small.count == 2 && small.bytes == 2 * one)
         small.apply(server: 1, from: 4, to: 5, registered: [], removed: ["a", "b"])
         #expect(small.count == 0 && small.bytes == 0, "removals give their bytes back")
+        small.apply(
+            server: 1, from: 5, to: 6,
+            registered: [webPush("v", endpoint: "e"), webPush("v", endpoint: String(repeating: "e", count: 1000))],
+            removed: [])
+        #expect(small.lookup(server: 1, version: 6, ["v"]) == [nil], "named twice, the later did not fit")
+        // A server larger than its share takes no room from the others.
+        let shared = GatewayDeviceCache(capacity: 4 * one)
+        shared.apply(server: 2, from: 0, to: 1, registered: [apns("c")], removed: [])
+        shared.learn(server: 1, at: 0, ["a", "b", "x", "y", "z"].map(apns))
+        #expect(shared.lookup(server: 2, version: 1, ["c"]) == [apns("c")])
+        #expect(shared.count == 3)
         let none = GatewayDeviceCache(capacity: 0)
         none.apply(server: 1, from: 0, to: 1, registered: [apns("a")], removed: [])
         none.learn(server: 1, at: 1, [apns("b")])
         #expect(none.count == 0)
         #expect(none.lookup(server: 1, version: 1, ["a", "b"]) == [nil, nil])
+    }
+
+    @Test(
+        "the mark's migration runs again cleanly when its record is lost, and its triggers still draw",
+        arguments: Backend.allCases)
+    func migrationRunsAgain(backend: Backend) throws {
+        let (url, cleanUp) = try backend.makeDatabaseURL()
+        defer { cleanUp() }
+        let database = try url.open(options: DatabaseOptions())
+        defer { database.close() }
+        _ = try GatewaySchema.migrator.migrate(database)
+        try database.execute(
+            "DELETE FROM component_migrations WHERE component = $1 AND version = 3", [.text(GatewaySchema.component)])
+        #expect(try GatewaySchema.migrator.migrate(database) == [3])
+        guard
+            case .added(let server) = try GatewayServerStore(database).add(
+                name: "a", instanceID: UUID().uuidString.lowercased(), url: "https://a.example.net",
+                credentialHash: "digest", now: 0)
+        else { throw RawHTTPError("not enrolled") }
+        let devices = GatewayDeviceStore(database)
+        var marks = [try devices.version(server: server.id)]
+        try devices.register(server: server.id, apns(device(1)), now: 0)
+        marks.append(try devices.version(server: server.id))
+        try devices.register(server: server.id, apns(device(1)), now: 1)
+        marks.append(try devices.version(server: server.id))
+        try devices.remove(server: server.id, token: device(1))
+        marks.append(try devices.version(server: server.id))
+        #expect(Set(marks).count == 4, "each write drew a new mark: \(marks)")
     }
 
     @Test(
@@ -124,6 +163,7 @@ struct GatewayDeviceCacheTests {
         #expect(try status(device(2), on: 0) == 200)
         #expect(try status(device(2), on: 1) == 410)
         #expect(try status(device(2), on: 0) == 403, "removed by Apple's 410 at replica 1")
+        #expect(try status(device(2), on: 1) == 403, "and at replica 1 itself")
         // Registered through replica 1: replica 0 reads it from the database, then holds it.
         try gateway.register([device(5)], credential: credential, replica: 1)
         #expect(try status(device(5), on: 0) == 200)

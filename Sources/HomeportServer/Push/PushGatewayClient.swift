@@ -140,20 +140,23 @@ final class PushGatewayClient: PushTransport {
 
     /// Posts a batch's text, counting it out and, unless the gateway had no room for it, in
     /// again as it ends (it held one of the server's places there meanwhile); the answer, and
-    /// how many other batches of this process were out as it was posted.
+    /// how many other batches of this process were out, the more of as it was posted and as it
+    /// was answered (those out before may have ended by the answer, and those posted after may
+    /// have reached the gateway first).
     private func postBatch(_ body: Data) -> (Result<Data, GatewayFailure>, others: Int) {
-        let others = batches.withLock {
+        let before = batches.withLock {
             batchesOut += 1
             return batchesOut - 1
         }
         let answer = post(PushGatewayPath.pushes, body)
         let refused = if case .failure(let failure) = answer { failure.busy } else { false }
-        batches.withLock {
+        let after = batches.withLock {
             batchesOut -= 1
             if !refused { batchesEnded += 1 }
             batches.broadcast()
+            return batchesOut
         }
-        return (answer, others)
+        return (answer, max(before, after))
     }
 
     /// Waits until another batch of this process that the gateway took ends (each ends within
