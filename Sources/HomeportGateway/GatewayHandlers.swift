@@ -140,7 +140,8 @@ struct GatewayHandlers: Sendable {
     }
 
     /// The device each push at `indices` names, where `server` registered it (`nil` elsewhere):
-    /// from this process's cache when it holds it at the server's mark as the request read it, the rest from the database (and learnt).
+    /// from this process's cache when it holds it at the server's mark as the request read it,
+    /// the rest from the database (and learnt).
     func devices(of server: GatewayServer, for pushes: [GatewayPush], at indices: [Int]) throws -> [GatewayDevice?] {
         var found = [GatewayDevice?](repeating: nil, count: pushes.count)
         let cached = deviceCache.lookup(
