@@ -88,8 +88,7 @@ final class GatewayDeviceCache: Sendable {
         state.withLock { state in
             state.lookups += 1
             guard var known = state.servers[server], known.version == version else {
-                state.total -= state.servers[server]?.bytes ?? 0
-                state.servers[server] = nil
+                take(server, in: &state)
                 return Array(repeating: nil, count: tokens.count)
             }
             known.used = state.lookups
@@ -104,24 +103,22 @@ final class GatewayDeviceCache: Sendable {
     func learn(server: Int64, at version: Int64, _ devices: [GatewayDevice]) {
         guard capacity > 0, !devices.isEmpty else { return }
         state.withLock { state in
-            var known = state.servers[server] ?? Known(version: version)
             // Another request brought it to another mark meanwhile: that one stays.
-            guard known.version == version else { return }
-            take(server, in: &state)
+            if let held = state.servers[server], held.version != version { return }
+            var known = take(server, in: &state) ?? Known(version: version)
             store(devices, in: &known, state: &state)
             put(server, known, in: &state)
         }
     }
 
     /// Brings what it holds of `server` along a transaction that took its mark from `before` to
-    /// `after` (no other change between, as ``GatewayDeviceStore/beginChanges(server:)`` holds
+    /// `after` (no other change between, as ``GatewayDeviceStore/change(server:_:)`` holds
     /// it), removing `removed` and then registering `registered`; when it did not hold the
     /// server at `before`, it starts anew at `after` with what was registered.
     func apply(server: Int64, from before: Int64, to after: Int64, registered: [GatewayDevice], removed: [String]) {
         guard capacity > 0 else { return }
         state.withLock { state in
-            var known = state.servers[server] ?? Known(version: before)
-            take(server, in: &state)
+            var known = take(server, in: &state) ?? Known(version: before)
             if known.version != before { known = Known(version: before) }
             // What is registered again is let go first: a device it then has no room for never
             // stands for its older registration.
@@ -138,9 +135,12 @@ final class GatewayDeviceCache: Sendable {
     /// The estimate of the bytes it holds, over every server.
     var bytes: Int { state.withLock { $0.total } }
 
-    /// Takes `server` out of `state` (its bytes with it) to be changed.
-    private func take(_ server: Int64, in state: inout State) {
-        if let held = state.servers.removeValue(forKey: server) { state.total -= held.bytes }
+    /// Takes `server` out of `state` (its bytes with it), to be changed or let go; what it held.
+    @discardableResult
+    private func take(_ server: Int64, in state: inout State) -> Known? {
+        guard let held = state.servers.removeValue(forKey: server) else { return nil }
+        state.total -= held.bytes
+        return held
     }
 
     /// Puts `server` back, as just used.

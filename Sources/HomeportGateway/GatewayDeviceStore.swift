@@ -90,17 +90,24 @@ struct GatewayDeviceStore {
         return found
     }
 
-    /// The mark of `server`'s devices before a transaction changes them, or `nil` when the
-    /// server was revoked: its first write, which holds the server's row (PostgreSQL) or the
-    /// database (SQLite) until the transaction ends, so no other change lands between its own,
-    /// and a revocation (which takes the row first too) never waits for it the other way round.
-    func beginChanges(server: Int64) throws -> Int64? {
-        try db.execute(
-            """
-            UPDATE gateway_servers SET devices_version = devices_version WHERE id = $1 AND revoked_at IS NULL
-            RETURNING devices_version
-            """, [.integer(server)]
-        ).first?.int("devices_version")
+    /// Runs `writes`, the changes of `server`'s devices in the transaction this store is in, and
+    /// returns what they returned with the server's mark before and after them (for
+    /// ``GatewayDeviceCache/apply(server:from:to:registered:removed:)``), or `nil`, writing
+    /// nothing, when the server was revoked. Its first write holds the server's row (PostgreSQL)
+    /// or the database (SQLite) until the transaction ends, so no other change lands between
+    /// these, and a revocation (which takes the row first too) never waits for it the other way
+    /// round.
+    func change<T>(server: Int64, _ writes: () throws -> T) throws -> (result: T, before: Int64, after: Int64)? {
+        guard
+            let before = try db.execute(
+                """
+                UPDATE gateway_servers SET devices_version = devices_version WHERE id = $1 AND revoked_at IS NULL
+                RETURNING devices_version
+                """, [.integer(server)]
+            ).first?.int("devices_version")
+        else { return nil }
+        let result = try writes()
+        return (result, before, try version(server: server))
     }
 
     /// The mark of `server`'s devices (drawn anew by each write of them: `GatewaySchema`'s

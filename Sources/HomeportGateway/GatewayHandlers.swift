@@ -107,13 +107,13 @@ struct GatewayHandlers: Sendable {
         }
         if !gone.isEmpty {
             // A server revoked meanwhile has no devices left to remove.
-            let marks: (before: Int64, after: Int64)? = try database.transaction { db in
+            let marks = try database.transaction { db in
                 let devices = GatewayDeviceStore(db)
-                guard let before = try devices.beginChanges(server: server.id) else { return nil }
-                for (token, since) in gone {
-                    try devices.remove(server: server.id, token: token, unlessUpdatedAfter: since)
+                return try devices.change(server: server.id) {
+                    for (token, since) in gone {
+                        try devices.remove(server: server.id, token: token, unlessUpdatedAfter: since)
+                    }
                 }
-                return (before, try devices.version(server: server.id))
             }
             if let marks {
                 deviceCache.apply(
@@ -295,30 +295,34 @@ struct GatewayHandlers: Sendable {
         }
         let now = clock.unixSeconds
         let cap = configuration.devicesPerServer
-        let (server, overCap, before, after): (GatewayServer, [Int], Int64, Int64) = try database.transaction { db in
+        let (server, change) = try database.transaction { db in
             guard let server = try GatewayServerStore(db).live(credentialHash: credential) else { throw Self.refused }
             let devices = GatewayDeviceStore(db)
-            guard let before = try devices.beginChanges(server: server.id) else { throw Self.refused }
-            for token in removing { try devices.remove(server: server.id, token: token) }
-            var held = registering.isEmpty ? 0 : try devices.count(server: server.id)
-            // Within the cap even if every one is new, none is looked up first.
-            let mayReachCap = held + Int64(registering.count) > Int64(cap)
-            var overCap: [Int] = []
-            for (index, device) in registering {
-                if mayReachCap, try !devices.holds(server: server.id, token: device.token) {
-                    guard held < cap else {
-                        overCap.append(index)
-                        continue
+            let change = try devices.change(server: server.id) {
+                for token in removing { try devices.remove(server: server.id, token: token) }
+                var held = registering.isEmpty ? 0 : try devices.count(server: server.id)
+                // Within the cap even if every one is new, none is looked up first.
+                let mayReachCap = held + Int64(registering.count) > Int64(cap)
+                var overCap: [Int] = []
+                for (index, device) in registering {
+                    if mayReachCap, try !devices.holds(server: server.id, token: device.token) {
+                        guard held < cap else {
+                            overCap.append(index)
+                            continue
+                        }
+                        held += 1
                     }
-                    held += 1
+                    try devices.register(server: server.id, device, now: now)
                 }
-                try devices.register(server: server.id, device, now: now)
+                return overCap
             }
-            return (server, overCap, before, try devices.version(server: server.id))
+            guard let change else { throw Self.refused }
+            return (server, change)
         }
+        let overCap = change.result
         let refusedIndices = Set(overCap)
         deviceCache.apply(
-            server: server.id, from: before, to: after,
+            server: server.id, from: change.before, to: change.after,
             registered: registering.filter { !refusedIndices.contains($0.index) }.map(\.device), removed: removing)
         refused += overCap.map {
             .init(field: "register[\($0)]", message: "This server holds \(cap) devices at most; remove some first.")
