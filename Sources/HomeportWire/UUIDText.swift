@@ -17,12 +17,10 @@ package enum UUIDText {
             switch position {
             case 8, 13, 18, 23: guard byte == UInt8(ascii: "-") else { return false }
             default:
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
-                    UInt8(ascii: "A")...UInt8(ascii: "F"):
-                    break
-                default: return false
-                }
+                // Compared, not matched against ranges: a range's `~=` is a call a byte. `| 0x20`
+                // is the lowercase of a letter (and leaves a digit as it is).
+                let lower = byte | 0x20
+                guard (byte >= 0x30 && byte <= 0x39) || (lower >= 0x61 && lower <= 0x66) else { return false }
             }
             position += 1
         }

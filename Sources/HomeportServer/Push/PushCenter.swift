@@ -393,8 +393,14 @@ public final class PushCenter: Sendable {
     /// Whether `text` is a device token as ``normalizedDeviceToken(_:)`` returns it, told without
     /// making a copy (a gateway asks for each push of a batch).
     package static func isNormalizedDeviceToken(_ text: String) -> Bool {
-        (16...200).contains(text.utf8.count) && text.utf8.count % 2 == 0
-            && text.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+        guard (16...200).contains(text.utf8.count), text.utf8.count % 2 == 0 else { return false }
+        // From the string's own bytes where it has them (a token read from a request does).
+        return text.utf8.withContiguousStorageIfAvailable(isLowercaseHex) ?? isLowercaseHex(Array(text.utf8))
+    }
+
+    private static func isLowercaseHex(_ bytes: some Collection<UInt8>) -> Bool {
+        // Compared, not matched against ranges: a range's `~=` is a call a byte.
+        bytes.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
     }
 
     /// A thread id: 1–128 characters of `A-Z a-z 0-9 : . _ -`, not `.` or `..`.
