@@ -177,4 +177,91 @@ struct GatewayDeviceCacheTests {
                 device(1), device(1), device(5), device(4),
             ])
     }
+
+    @Test(
+        "a revocation and a change of devices at once on PostgreSQL: each waits for the other's transaction, neither deadlocks, and a change after the revocation is refused"
+    )
+    func revocationMeetsAChange() throws {
+        let gateway = try GatewayHarness(.postgres, standIn: try APNsStandIn())
+        let credential = try gateway.enroll("a", instanceID: UUID().uuidString.lowercased())
+        try gateway.register([device(1)], credential: credential)
+        let database = gateway.database
+        let id = try #require(
+            try GatewayServerStore(database).live(credentialHash: SecretToken.storedForm(of: credential))
+        ).id
+        /// Whether a transaction of this test's database waits for a lock another holds.
+        func waitingForALock() -> Bool {
+            (try? database.execute(
+                """
+                SELECT COUNT(*) AS n FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock'
+                """
+            ).first?.int("n")) == 1
+        }
+        let inside = DispatchSemaphore(value: 0)
+        let go = DispatchSemaphore(value: 0)
+        let outcomes = LockedBox([String: String]())
+        let done = DispatchGroup()
+        func run(_ name: String, _ body: @escaping @Sendable () throws -> String) {
+            done.enter()
+            Thread.detachNewThread {
+                let outcome = (try? body()) ?? "failed"
+                outcomes.mutate { $0[name] = outcome }
+                done.leave()
+            }
+        }
+        // A change inside its transaction (the server's row taken), then the revocation.
+        run("change") {
+            let marks = try database.transaction { db in
+                try GatewayDeviceStore(db).change(server: id) {
+                    inside.signal()
+                    go.wait()
+                    // A device the revocation removes: registered again here, its row changed.
+                    try GatewayDeviceStore(db).register(server: id, apns(device(1)), now: 1)
+                }
+            }
+            return marks == nil ? "refused" : "changed"
+        }
+        inside.wait()
+        run("revocation") {
+            try database.transaction { try GatewayServerStore($0).revoke(name: "a", now: 2) } ? "revoked" : "none"
+        }
+        #expect(eventually { waitingForALock() }, "the revocation waits for the change's transaction")
+        go.signal()
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        #expect(outcomes.value == ["change": "changed", "revocation": "revoked"])
+        #expect(
+            try GatewayDeviceStore(database).count(server: id) == 0,
+            "the device the change wrote went with the revocation")
+
+        // The other way round: a revocation inside its transaction, then a change through the route.
+        let second = try gateway.enroll("b", instanceID: UUID().uuidString.lowercased())
+        try gateway.register([device(3)], credential: second)
+        let port = gateway.replicas[0].port
+        let body = #"{"register":[{"token":"\#(device(4))","environment":"production"}],"remove":[]}"#
+        run("revocation of b") {
+            try database.transaction { db in
+                let revoked = try GatewayServerStore(db).revoke(name: "b", now: 3)
+                inside.signal()
+                go.wait()
+                return revoked ? "revoked" : "none"
+            }
+        }
+        inside.wait()
+        run("change of b") {
+            let answer = try RawHTTP.request(
+                port: port, method: "POST", path: PushGatewayPath.devices,
+                headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(second)")],
+                body: Data(body.utf8))
+            return String(answer.status)
+        }
+        #expect(eventually { waitingForALock() }, "the change waits for the revocation's transaction")
+        go.signal()
+        #expect(done.wait(timeout: .now() + 30) == .success)
+        #expect(outcomes.value["revocation of b"] == "revoked")
+        #expect(outcomes.value["change of b"] == "401", "the change finds the server revoked")
+        let b = try #require(
+            try database.execute("SELECT id FROM gateway_servers WHERE name = 'b'").first?.int("id"))
+        #expect(try GatewayDeviceStore(database).count(server: b) == 0, "nothing registered for a revoked server")
+    }
 }

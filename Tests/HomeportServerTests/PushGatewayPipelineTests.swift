@@ -139,6 +139,63 @@ struct PushGatewayPipelineTests {
     }
 
     @Test(
+        "a batch posted alone and taken last is answered 429: the server narrows to the two out at the answer, not to the none out at the post"
+    )
+    func busyCountsAtTheAnswer() throws {
+        let standIn = try APNsStandIn()
+        try standIn.script(tokens: [
+            device(1): [["status": 200]], device(2): [["status": 200, "hold": "one"]],
+            device(3): [["status": 200, "hold": "two"]],
+        ])
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn, batchesPerServer: 2)
+        // The barrier: the first batch posted reaches the gateway after two posted after it.
+        let relay = try RecordingListener(
+            behaviour: .relay(
+                port: gateway.replicas[0].port, fault: .holdsFirst(path: PushGatewayPath.pushes, untilPassed: 2)))
+        defer { relay.stop() }
+        let credential = try SecretToken.generate()
+        let settings = throughGateway(relay.url, credential: credential)
+        try withAccounts(.sqlite, push: settings, clockStart: Date()) { server in
+            let (_, client) = try batchesOfOne(server, settings)
+            try gateway.enroll("a", instanceID: server.instanceID, credential: credential)
+            let ada = try server.signIn("ada@example.com")
+            for number in 1...3 { #expect(try server.register(device(number), token: ada).status == 200) }
+            try client.idle()
+            try server.pushToAda()
+            let items = try server.application.database.transaction {
+                try PushOutbox($0).claim("test", limit: 3, now: server.clock.unixSeconds, lease: 60, dialect: .sqlite)
+            }.sorted { $0.deviceToken < $1.deviceToken }
+            try #require(items.map(\.deviceToken) == (1...3).map(device))
+            let answers = LockedBox([Int: [Int]]())
+            let done = DispatchGroup()
+            func deliver(_ index: Int) {
+                done.enter()
+                Thread.detachNewThread {
+                    let statuses = (try? client.deliver([items[index]]))?.map(\.status) ?? []
+                    answers.mutate { $0[index] = statuses }
+                    done.leave()
+                }
+            }
+            // Posted alone, then held before the gateway; the other two taken, each held at Apple.
+            deliver(0)
+            #expect(eventually { relay.holdsFirstRequest })
+            deliver(1)
+            #expect(eventually { standIn.holds("one") })
+            deliver(2)
+            #expect(eventually { standIn.holds("two") })
+            // The first now reaches a gateway whose two places are the others': 429.
+            #expect(eventually { client.batchesInFlight == 2 }, "as many as were out at the answer")
+            standIn.release("one")
+            standIn.release("two")
+            #expect(done.wait(timeout: .now() + 30) == .success)
+            #expect(answers.value.keys.sorted() == [0, 1, 2])
+            #expect(answers.value.values.allSatisfy { $0 == [200] }, "\(answers.value)")
+            #expect(standIn.requests().compactMap { $0["device"] as? String }.sorted() == (1...3).map(device))
+            #expect(client.batchesInFlight == 2, "still two within the minute")
+        }
+    }
+
+    @Test(
         "batches out longer than their lease are held for another while out: another sender takes none of them over"
     )
     func heldBatchesKeepTheirLease() throws {

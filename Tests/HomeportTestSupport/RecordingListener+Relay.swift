@@ -34,6 +34,7 @@ extension RecordingListener {
         relaying: while true {
             while let request = Self.nextRequest(in: buffer) {
                 let isProbe = Self.route(of: request.head) == ("GET", "/api/v1/server-identity")
+                var wasFirst = false
                 switch fault {
                 case .hangsOnAPI where !isProbe:
                     hold = true
@@ -42,10 +43,22 @@ extension RecordingListener {
                     break relaying
                 case .late(let seconds):
                     usleep(useconds_t(seconds * 1_000_000))
+                case .holdsFirst(let path, let count) where Self.route(of: request.head).path == path:
+                    wasFirst = lock.withLock {
+                        defer { firstCame = true }
+                        firstHeld = !firstCame
+                        return firstHeld
+                    }
+                    guard wasFirst else { break }
+                    while lock.withLock({ running && passedAfterFirst < count }) { usleep(5_000) }
+                    lock.withLock { firstHeld = false }
                 default:
                     break
                 }
                 guard RawHTTP.send(upstream, Array(buffer[..<request.length])) else { break relaying }
+                if case .holdsFirst(let path, _) = fault, !wasFirst, Self.route(of: request.head).path == path {
+                    lock.withLock { passedAfterFirst += 1 }
+                }
                 buffer.removeFirst(request.length)
             }
             let count = recv(client, &chunk, chunk.count, 0)
