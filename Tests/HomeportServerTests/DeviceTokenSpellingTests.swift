@@ -30,6 +30,13 @@ struct DeviceTokenSpellingTests {
             }
         }
         #expect(checked == 4 * 132)
+        // Two places as one two-byte letter: 64 bytes still, one of them not ASCII.
+        for position in [0, 31, 62] {
+            var bytes = Array(token.utf8)
+            bytes.replaceSubrange(position...(position + 1), with: Array("é".utf8))
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(text.utf8.count == 64 && !PushCenter.isNormalizedDeviceToken(text), "\(text.debugDescription)")
+        }
         // Uppercase is another spelling: the normalized form of it is the token.
         #expect(!PushCenter.isNormalizedDeviceToken(token.uppercased()))
         #expect(PushCenter.normalizedDeviceToken(token.uppercased()) == token)

@@ -21,6 +21,42 @@ private func webPush(_ token: String, endpoint: String) -> GatewayDevice {
         token: token, provider: .webpush, environment: .production, endpoint: endpoint, p256dh: "key", auth: "auth")
 }
 
+/// Two transactions interleaved on purpose: `first` runs on a thread of its own until it calls
+/// the pause it is given, then `then` starts on another; once `waits` says a transaction waits for
+/// a lock (or after ten seconds), `first` goes on. What each returned (`failed` when it threw, or
+/// when it never came to run), and whether the wait was seen.
+private func interleave(
+    _ first: @escaping @Sendable (_ pause: @Sendable () -> Void) throws -> String,
+    then second: @escaping @Sendable () throws -> String, waits: () -> Bool
+) -> (outcomes: [String], waited: Bool) {
+    let paused = DispatchSemaphore(value: 0)
+    let go = DispatchSemaphore(value: 0)
+    let outcomes = LockedBox(["failed", "failed"])
+    let done = DispatchGroup()
+    func start(_ index: Int, _ body: @escaping @Sendable () throws -> String) {
+        done.enter()
+        Thread.detachNewThread {
+            // Ended without pausing (it threw first): the test goes on all the same.
+            defer { paused.signal() }
+            let outcome = (try? body()) ?? "failed"
+            outcomes.mutate { $0[index] = outcome }
+            done.leave()
+        }
+    }
+    start(0) {
+        try first {
+            paused.signal()
+            go.wait()
+        }
+    }
+    guard paused.wait(timeout: .now() + 30) == .success else { return (outcomes.value, false) }
+    start(1, second)
+    let waited = eventually { waits() }
+    go.signal()
+    _ = done.wait(timeout: .now() + 30)
+    return (outcomes.value, waited)
+}
+
 @Suite(
     "The gateway's device cache: it answers only at the mark it was filled at, so no replica pushes to a device another change removed",
     .tags(.process, .postgres, .interop))
@@ -198,38 +234,23 @@ struct GatewayDeviceCacheTests {
                 """
             ).first?.int("n")) == 1
         }
-        let inside = DispatchSemaphore(value: 0)
-        let go = DispatchSemaphore(value: 0)
-        let outcomes = LockedBox([String: String]())
-        let done = DispatchGroup()
-        func run(_ name: String, _ body: @escaping @Sendable () throws -> String) {
-            done.enter()
-            Thread.detachNewThread {
-                let outcome = (try? body()) ?? "failed"
-                outcomes.mutate { $0[name] = outcome }
-                done.leave()
-            }
-        }
         // A change inside its transaction (the server's row taken), then the revocation.
-        run("change") {
-            let marks = try database.transaction { db in
-                try GatewayDeviceStore(db).change(server: id) {
-                    inside.signal()
-                    go.wait()
-                    // A device the revocation removes: registered again here, its row changed.
-                    try GatewayDeviceStore(db).register(server: id, apns(device(1)), now: 1)
+        let first = interleave(
+            { pause in
+                let marks = try database.transaction { db in
+                    try GatewayDeviceStore(db).change(server: id) {
+                        pause()
+                        // A device the revocation removes: registered again here, its row changed.
+                        try GatewayDeviceStore(db).register(server: id, apns(device(1)), now: 1)
+                    }
                 }
-            }
-            return marks == nil ? "refused" : "changed"
-        }
-        inside.wait()
-        run("revocation") {
-            try database.transaction { try GatewayServerStore($0).revoke(name: "a", now: 2) } ? "revoked" : "none"
-        }
-        #expect(eventually { waitingForALock() }, "the revocation waits for the change's transaction")
-        go.signal()
-        #expect(done.wait(timeout: .now() + 30) == .success)
-        #expect(outcomes.value == ["change": "changed", "revocation": "revoked"])
+                return marks == nil ? "refused" : "changed"
+            },
+            then: {
+                try database.transaction { try GatewayServerStore($0).revoke(name: "a", now: 2) } ? "revoked" : "none"
+            }, waits: waitingForALock)
+        #expect(first.waited, "the revocation waits for the change's transaction")
+        #expect(first.outcomes == ["changed", "revoked"])
         #expect(
             try GatewayDeviceStore(database).count(server: id) == 0,
             "the device the change wrote went with the revocation")
@@ -239,27 +260,23 @@ struct GatewayDeviceCacheTests {
         try gateway.register([device(3)], credential: second)
         let port = gateway.replicas[0].port
         let body = #"{"register":[{"token":"\#(device(4))","environment":"production"}],"remove":[]}"#
-        run("revocation of b") {
-            try database.transaction { db in
-                let revoked = try GatewayServerStore(db).revoke(name: "b", now: 3)
-                inside.signal()
-                go.wait()
-                return revoked ? "revoked" : "none"
-            }
-        }
-        inside.wait()
-        run("change of b") {
-            let answer = try RawHTTP.request(
-                port: port, method: "POST", path: PushGatewayPath.devices,
-                headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(second)")],
-                body: Data(body.utf8))
-            return String(answer.status)
-        }
-        #expect(eventually { waitingForALock() }, "the change waits for the revocation's transaction")
-        go.signal()
-        #expect(done.wait(timeout: .now() + 30) == .success)
-        #expect(outcomes.value["revocation of b"] == "revoked")
-        #expect(outcomes.value["change of b"] == "401", "the change finds the server revoked")
+        let then = interleave(
+            { pause in
+                try database.transaction { db in
+                    let revoked = try GatewayServerStore(db).revoke(name: "b", now: 3)
+                    pause()
+                    return revoked ? "revoked" : "none"
+                }
+            },
+            then: {
+                let answer = try RawHTTP.request(
+                    port: port, method: "POST", path: PushGatewayPath.devices,
+                    headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(second)")],
+                    body: Data(body.utf8))
+                return String(answer.status)
+            }, waits: waitingForALock)
+        #expect(then.waited, "the change waits for the revocation's transaction")
+        #expect(then.outcomes == ["revoked", "401"], "the change finds the server revoked")
         let b = try #require(
             try database.execute("SELECT id FROM gateway_servers WHERE name = 'b'").first?.int("id"))
         #expect(try GatewayDeviceStore(database).count(server: b) == 0, "nothing registered for a revoked server")

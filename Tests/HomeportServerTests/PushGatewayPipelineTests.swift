@@ -150,8 +150,7 @@ struct PushGatewayPipelineTests {
         let gateway = try GatewayHarness(.sqlite, standIn: standIn, batchesPerServer: 2)
         // The barrier: the first batch posted reaches the gateway after two posted after it.
         let relay = try RecordingListener(
-            behaviour: .relay(
-                port: gateway.replicas[0].port, fault: .holdsFirst(path: PushGatewayPath.pushes, untilPassed: 2)))
+            behaviour: .relay(port: gateway.replicas[0].port, fault: .holdsFirst(path: PushGatewayPath.pushes)))
         defer { relay.stop() }
         let credential = try SecretToken.generate()
         let settings = throughGateway(relay.url, credential: credential)
@@ -184,6 +183,8 @@ struct PushGatewayPipelineTests {
             deliver(2)
             #expect(eventually { standIn.holds("two") })
             // The first now reaches a gateway whose two places are the others': 429.
+            #expect(relay.holdsFirstRequest)
+            relay.releaseFirstRequest()
             #expect(eventually { client.batchesInFlight == 2 }, "as many as were out at the answer")
             standIn.release("one")
             standIn.release("two")

@@ -34,7 +34,6 @@ extension RecordingListener {
         relaying: while true {
             while let request = Self.nextRequest(in: buffer) {
                 let isProbe = Self.route(of: request.head) == ("GET", "/api/v1/server-identity")
-                var wasFirst = false
                 switch fault {
                 case .hangsOnAPI where !isProbe:
                     hold = true
@@ -43,22 +42,18 @@ extension RecordingListener {
                     break relaying
                 case .late(let seconds):
                     usleep(useconds_t(seconds * 1_000_000))
-                case .holdsFirst(let path, let count) where Self.route(of: request.head).path == path:
-                    wasFirst = lock.withLock {
+                case .holdsFirst(let path) where Self.route(of: request.head).path == path:
+                    let first = lock.withLock {
                         defer { firstCame = true }
-                        firstHeld = !firstCame
-                        return firstHeld
+                        if !firstCame { firstHeld = true }
+                        return !firstCame
                     }
-                    guard wasFirst else { break }
-                    while lock.withLock({ running && passedAfterFirst < count }) { usleep(5_000) }
-                    lock.withLock { firstHeld = false }
+                    guard first else { break }
+                    while lock.withLock({ running && firstHeld }) { usleep(5_000) }
                 default:
                     break
                 }
                 guard RawHTTP.send(upstream, Array(buffer[..<request.length])) else { break relaying }
-                if case .holdsFirst(let path, _) = fault, !wasFirst, Self.route(of: request.head).path == path {
-                    lock.withLock { passedAfterFirst += 1 }
-                }
                 buffer.removeFirst(request.length)
             }
             let count = recv(client, &chunk, chunk.count, 0)

@@ -90,9 +90,10 @@ public final class RecordingListener: @unchecked Sendable {
         case hangsOnAPI
         /// Passes identity probes on, and closes the connection on any other request.
         case dropsAPI
-        /// Holds the first request to `path` (on whichever connection) until `untilPassed` other
-        /// requests to it have been passed on: a request sent first that arrives last.
-        case holdsFirst(path: String, untilPassed: Int)
+        /// Holds the first request to `path` (on whichever connection) until the test lets it go
+        /// (``RecordingListener/releaseFirstRequest()``), passing every other request on: a
+        /// request sent first that arrives last.
+        case holdsFirst(path: String)
     }
 
     private let fd: Int32
@@ -105,11 +106,10 @@ public final class RecordingListener: @unchecked Sendable {
     var running = true
     private var sequenceTurn = 0
     private var streamTurn = 0
-    /// A relay's ``RelayFault/holdsFirst(path:untilPassed:)``: whether the first request to the
-    /// path came, whether it is held now, and how many other requests to it were passed on.
+    /// A relay's ``RelayFault/holdsFirst(path:)``: whether the first request to the path came,
+    /// and whether it is held now.
     var firstCame = false
     var firstHeld = false
-    var passedAfterFirst = 0
     /// The port.
     public let port: Int
     /// The host it listens on.
@@ -214,6 +214,11 @@ public final class RecordingListener: @unchecked Sendable {
 
     /// Whether a relay holds the first request to its fault's path now.
     public var holdsFirstRequest: Bool { lock.withLock { firstHeld } }
+
+    /// Lets the request a relay holds (``RelayFault/holdsFirst(path:)``) go on.
+    public func releaseFirstRequest() {
+        lock.withLock { firstHeld = false }
+    }
 
     /// Every request head received so far (request line and headers).
     public var requests: [String] { lock.withLock { heads } }

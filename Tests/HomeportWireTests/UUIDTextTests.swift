@@ -34,6 +34,13 @@ struct UUIDTextTests {
             }
         }
         #expect(checked == 36 * replacements.count)
+        // Two places as one two-byte letter: 36 bytes still, one of them not ASCII.
+        for position in 0..<35 {
+            var bytes = Array(uuid.utf8)
+            bytes.replaceSubrange(position...(position + 1), with: Array("é".utf8))
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(text.utf8.count == 36 && !UUIDText.isCanonical(text), "\(text.debugDescription)")
+        }
     }
 
     @Test("Too short, too long, signs and spaces before a group, and Foundation's spellings")
