@@ -48,7 +48,9 @@ package enum GatewayCommand {
             .value(
                 "tls-cert", "FILE", help: "Serve HTTPS with this certificate chain (PEM).",
                 environment: "HOMEPORT_TLS_CERT"),
-            .value("tls-key", "FILE", help: "The certificate's private key (PEM).", environment: "HOMEPORT_TLS_KEY"),
+            .value(
+                "tls-key", "FILE", help: "The certificate's private key (PEM; one every user may open is warned of).",
+                environment: "HOMEPORT_TLS_KEY"),
             .value(
                 "metrics-listen", "HOST:PORT", help: "Serve /metrics (per-server counters) on this address.",
                 environment: "HOMEPORT_METRICS_LISTEN"),
@@ -306,6 +308,9 @@ package enum GatewayCommand {
             return source
         }
         let gateway = try PushGateway(configuration: configuration, logger: logger)
+        if let warning = ServeCommand.exposedTLSKey(parsed, spec: spec, environment: environment) {
+            logger.warning("\(warning)")
+        }
         let port = try gateway.start()
         let shown = ListenAddress(host: configuration.http.host, port: port)
         ServerCLI.line(

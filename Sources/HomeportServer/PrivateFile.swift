@@ -47,4 +47,17 @@ enum PrivateFile {
         }
         return data
     }
+
+    /// A warning for a secret file the server reads as its operator keeps it (a TLS key, a mail
+    /// password, a provider's client secret) when every user of the machine may open it; `nil`
+    /// when they may not, or when it cannot be looked at (its reader says so). Unlike ``read(_:what:create:)``
+    /// it allows a group (a TLS key is often 0640, owned by a certificate manager's group) and
+    /// refuses nothing: it was never checked, and a file that worked must not stop a server.
+    static func exposure(_ path: String, what: String) -> String? {
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_mode & 0o007 != 0 else { return nil }
+        return
+            "every user of this machine may open the \(what) \(path) (mode \(String(status.st_mode & 0o777, radix: 8))): "
+            + "chmod 600 it, or 640 with a group the server runs in"
+    }
 }

@@ -205,6 +205,77 @@ struct HTTPSTests {
         #expect(bogus.status != 0 && bogus.error.contains("--tls-priority"), "\(bogus.error)")
     }
 
+    @Test(
+        "a TLS key, a mail password file or a provider's client secret every user may open is warned of at start, by name; 0600 and 0640 are not"
+    )
+    func exposedSecretFiles() throws {
+        let certificates = try CertificatePair()
+        defer { certificates.directory.remove() }
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let database = "sqlite:" + data.file("s.sqlite")
+        let password = data.file("mail-password")
+        let secret = data.file("client-secret")
+        try "a mail password\n".write(toFile: password, atomically: true, encoding: .utf8)
+        try "a client secret\n".write(toFile: secret, atomically: true, encoding: .utf8)
+        func mode(_ path: String, _ mode: mode_t) { #expect(chmod(path, mode) == 0) }
+        mode(secret, 0o604)
+        let added = try ServerProcess.run([
+            "oidc", "add", "idp", "--issuer", "https://auth.example.com", "--client-id", "web",
+            "--client-secret-file", secret, "--database", database,
+        ])
+        #expect(added.status == 0, "\(added.error)")
+        #expect(added.error.contains("every user of this machine may open the client secret file \(secret) (mode 604)"))
+        let serve = [
+            "--database", database, "--outbox", data.file("outbox"), "--tls-cert", certificates.certificate,
+            "--tls-key", certificates.key, "--mail-url", "smtp://127.0.0.1:9", "--mail-password-file", password,
+        ]
+        /// What a server started with the files as they are warned of.
+        func warnings() throws -> [String] {
+            let server = try ServerProcess(serve: serve)
+            defer { _ = server.stop() }
+            return server.standardError.split(separator: "\n").map(String.init).filter {
+                $0.contains("every user of this machine may open")
+            }
+        }
+        mode(certificates.key, 0o644)
+        // Open to others' writing alone is warned of too: a secret others can replace.
+        mode(password, 0o602)
+        let warned = try warnings()
+        #expect(warned.count == 3, "\(warned)")
+        for (what, path, shown) in [
+            ("TLS key (--tls-key)", certificates.key, "644"),
+            ("mail password file (--mail-password-file)", password, "602"),
+            ("client secret file of the identity provider idp", secret, "604"),
+        ] {
+            #expect(warned.contains { $0.contains("the \(what) \(path) (mode \(shown))") }, "\(what): \(warned)")
+        }
+        // Nothing of the secrets themselves in the log.
+        #expect(!warned.joined().contains("a mail password") && !warned.joined().contains("a client secret"))
+        // A push gateway's TLS key, the same.
+        let apnsKey = data.file("apns.p8")
+        let made = try ServerProcess.runProgram(
+            "/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", apnsKey])
+        #expect(made.status == 0, "\(made.error)")
+        mode(apnsKey, 0o600)
+        let gateway = try ServerProcess(
+            command: ["gateway", "serve"],
+            serve: [
+                "--database", "sqlite:" + data.file("g.sqlite"), "--apns-topic", "net.example.books", "--apns-key-file",
+                apnsKey, "--apns-key-id", "ABCDEFGHIJ", "--apns-team-id", "ABCDEFGHIJ", "--tls-cert",
+                certificates.certificate, "--tls-key", certificates.key,
+            ])
+        #expect(
+            gateway.standardError.contains(
+                "every user of this machine may open the TLS key (--tls-key) \(certificates.key) (mode 644)"),
+            "\(gateway.standardError)")
+        _ = gateway.stop()
+        mode(certificates.key, 0o600)
+        mode(password, 0o640)
+        mode(secret, 0o640)
+        #expect(try warnings().isEmpty)
+    }
+
     @Test("--tls-cert and --tls-key go together, and must be PEM files")
     func usage() throws {
         let certificates = try CertificatePair()

@@ -25,7 +25,7 @@ enum OIDCCommand {
                     .value(
                         "client-secret-file", "FILE",
                         help:
-                            "A file holding that client's secret, for the web door's sign-in (read when it is used; only its path is stored)."
+                            "A file holding that client's secret, for the web door's sign-in (read when it is used; only its path is stored; one every user may open is warned of)."
                     ),
                     .value("name", "NAME", help: "The name on buttons and in apps.", default: "ID"),
                     .value(
@@ -153,6 +153,7 @@ enum OIDCCommand {
                 !secret.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
             else { throw UsageError("cannot read a secret from --client-secret-file \(file)") }
             secretFile = URL(fileURLWithPath: file).standardizedFileURL.path
+            if let warning = PrivateFile.exposure(file, what: "client secret file") { ServerCLI.error(warning) }
         }
         let scopes = parsed.value("scopes", spec: spec, environment: environment) ?? OIDCProvider.defaultScopes
         let scopeList = scopes.split(separator: " ")

@@ -3,6 +3,7 @@ import Foundation
 import HomeportCommandLine
 import HomeportHTTP
 import HomeportLogging
+import HomeportStorage
 import HomeportWire
 
 /// `homeport-server serve`
@@ -109,7 +110,8 @@ package enum ServeCommand {
                 environment: "HOMEPORT_MAIL_FROM", default: "homeport@HOST of --public-url"),
             .value(
                 "mail-password-file", "FILE",
-                help: "A file holding the relay password of the URL's user; never logged.",
+                help:
+                    "A file holding the relay password of the URL's user; never logged (one every user may open is warned of).",
                 environment: "HOMEPORT_MAIL_PASSWORD_FILE"),
             .value(
                 "mail-starttls", "try|required",
@@ -129,7 +131,8 @@ package enum ServeCommand {
                 help: "Serve HTTPS with this certificate chain (PEM); SIGHUP reads it and --tls-key again.",
                 environment: "HOMEPORT_TLS_CERT"),
             .value(
-                "tls-key", "FILE", help: "The certificate's private key (PEM, unencrypted).",
+                "tls-key", "FILE",
+                help: "The certificate's private key (PEM, unencrypted; one every user may open is warned of).",
                 environment: "HOMEPORT_TLS_KEY"),
             .value(
                 "tls-priority", "STRING",
@@ -242,6 +245,9 @@ package enum ServeCommand {
             reload.resume()
             sources.append(reload)
         }
+        for warning in Self.exposedSecrets(parsed, environment: environment, database: application.database) {
+            logger.warning("\(warning)")
+        }
         let port = try application.start()
         let shown =
             configuration.listenSocket.map { "unix:\($0)" }
@@ -315,6 +321,34 @@ package enum ServeCommand {
         return SMTPSettings(
             url: url, from: from, password: password, requireStartTLS: starttls == "required",
             caFile: environment["HOMEPORT_MAIL_CA_FILE"])
+    }
+
+    /// What to warn of, at start, about the secret files this server reads without
+    /// ``PrivateFile/read(_:what:create:)``'s refusal: `--tls-key`, `--mail-password-file` and each
+    /// identity provider's client secret file, when every user of the machine may open one.
+    static func exposedSecrets(_ parsed: ParsedArguments, environment: [String: String], database: any Database)
+        -> [String]
+    {
+        var files: [(path: String, what: String)] = []
+        if let mail = parsed.value("mail-password-file", spec: spec, environment: environment) {
+            files.append((mail, "mail password file (--mail-password-file)"))
+        }
+        for provider in (try? OIDCProviderStore(database).all()) ?? [] {
+            if let file = provider.clientSecretFile {
+                files.append((file, "client secret file of the identity provider \(provider.id)"))
+            }
+        }
+        return [exposedTLSKey(parsed, environment: environment)].compactMap { $0 }
+            + files.compactMap { PrivateFile.exposure($0.path, what: $0.what) }
+    }
+
+    /// The warning for `--tls-key` of `spec` (`serve`'s, or `gateway serve`'s) when every user of
+    /// the machine may open it; `nil` otherwise.
+    package static func exposedTLSKey(
+        _ parsed: ParsedArguments, spec: CommandSpec = ServeCommand.spec, environment: [String: String]
+    ) -> String? {
+        guard let files = try? tlsFiles(parsed, spec: spec, environment: environment) else { return nil }
+        return PrivateFile.exposure(files.key, what: "TLS key (--tls-key)")
     }
 
     /// `--tls-cert` and `--tls-key` of `spec` (`serve`'s, or `gateway serve`'s): both or neither.
