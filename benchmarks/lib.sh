@@ -129,7 +129,8 @@ caddy_version() { caddy version | awk '{print $1}'; }
 
 # start_apns_sink COUNT — an APNs stand-in on loopback: Debian's nghttpd over TLS answering 200 to
 # POST /3/device/<token> for the device tokens 1..COUNT in hexadecimal (64 digits), with its own
-# certificate and a provider key; sets sink (its URL) and apns_key (serve's flags to send to it).
+# certificate and a provider key; sets sink (its URL), sink_pid and apns_key (serve's flags to send
+# to it).
 start_apns_sink() {
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$work/sink.key" \
         -out "$work/sink.pem" -days 2 -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1" 2>/dev/null
@@ -144,6 +145,7 @@ PY
     port=$(free_port)
     nghttpd --htdocs="$work/www" --max-concurrent-streams=1000 "$port" "$work/sink.key" "$work/sink.pem" >/dev/null 2>&1 &
     bench_pids+=($!)
+    sink_pid=$!
     until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do sleep 0.1; done
     sink="https://127.0.0.1:$port"
     apns_key=(--apns-key-file "$work/auth.p8" --apns-key-id KEY1234567 --apns-team-id TEAM123456
