@@ -51,8 +51,7 @@ final class GatewayDeviceCache: Sendable {
 
         mutating func remove(_ token: String) {
             if apns.removeValue(forKey: token) != nil {
-                bytes -= GatewayDeviceCache.bytes(
-                    of: GatewayDevice(token: token, provider: .apns, environment: .production))
+                bytes -= GatewayDeviceCache.bytes(ofAPNs: token)
             } else if let device = others.removeValue(forKey: token) {
                 bytes -= GatewayDeviceCache.bytes(of: device)
             }
@@ -75,10 +74,13 @@ final class GatewayDeviceCache: Sendable {
 
     /// The estimate of the memory `device` holds here: its strings, and a table's slot.
     static func bytes(of device: GatewayDevice) -> Int {
-        guard device.provider != .apns else { return 104 + device.token.utf8.count }
+        guard device.provider != .apns else { return bytes(ofAPNs: device.token) }
         return 160 + device.token.utf8.count + (device.endpoint?.utf8.count ?? 0) + (device.p256dh?.utf8.count ?? 0)
             + (device.auth?.utf8.count ?? 0)
     }
+
+    /// The estimate for an APNs device (its token, its environment and a table's slot).
+    private static func bytes(ofAPNs token: String) -> Int { 104 + token.utf8.count }
 
     /// The device registered under each of `tokens` for `server`, when this cache holds it true at
     /// `version` (the server's mark, as the request read it); `nil` for the rest, which the

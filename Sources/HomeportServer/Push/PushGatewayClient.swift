@@ -105,10 +105,7 @@ final class PushGatewayClient: PushTransport {
         for _ in 0..<3 {
             guard case .failure(let failure) = answer, failure.busy else { break }
             // The gateway had no room beside the batches this process had out when it posted.
-            narrowed.withLock {
-                let depth = clock.unixSeconds < $0.until ? $0.depth : Self.batchesAtOnce
-                $0 = (clock.unixSeconds + 60, max(1, min(depth, others)))
-            }
+            narrowed.withLock { $0 = (clock.unixSeconds + 60, max(1, min(depth(under: $0), others))) }
             awaitAnotherBatch(since: endedBefore, orSeconds: failure.retryAfter ?? 1)
             endedBefore = batches.withLock { batchesEnded }
             (answer, others) = postBatch(body)
@@ -187,7 +184,13 @@ final class PushGatewayClient: PushTransport {
     static let batchesAtOnce = 4
 
     var batchesInFlight: Int {
-        narrowed.withLock { clock.unixSeconds < $0.until ? $0.depth : Self.batchesAtOnce }
+        narrowed.withLock { depth(under: $0) }
+    }
+
+    /// How many batches go out at once under `narrowing`: its depth until it lapses, then
+    /// ``batchesAtOnce``.
+    private func depth(under narrowing: (until: Int64, depth: Int)) -> Int {
+        clock.unixSeconds < narrowing.until ? narrowing.depth : Self.batchesAtOnce
     }
 
     func idle() throws {
