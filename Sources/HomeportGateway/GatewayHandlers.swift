@@ -67,16 +67,19 @@ struct GatewayHandlers: Sendable {
             last = (payload, outcome)
             return outcome
         }
-        for (index, push) in batch.pushes.enumerated() where outcomes[index] == nil {
+        // By index, each field read where it is: a push taken out whole is a copy (a retain and a
+        // release of each of its strings).
+        for index in batch.pushes.indices where outcomes[index] == nil {
+            let provider = batch.pushes[index].provider
             if index >= allowed {
                 outcomes[index] = GatewayPushOutcome(status: 429, reason: PushGatewayReason.tooManyRequests)
-            } else if !carried.contains(push.provider) {
+            } else if !carried.contains(provider) {
                 outcomes[index] = GatewayPushOutcome(status: 400, reason: PushGatewayReason.providerUnavailable)
-            } else if push.provider == .apns, push.topic != configuration.topic {
+            } else if provider == .apns, batch.pushes[index].topic != configuration.topic {
                 outcomes[index] = GatewayPushOutcome(status: 400, reason: PushGatewayReason.topicDisallowed)
-            } else if let refusal = refusal(of: push.payload) {
+            } else if let refusal = refusal(of: batch.pushes[index].payload) {
                 outcomes[index] = refusal
-            } else if registered[index]?.provider != push.provider {
+            } else if registered[index]?.provider != provider {
                 outcomes[index] = GatewayPushOutcome(status: 403, reason: PushGatewayReason.unknownDevice)
             } else {
                 sending.append(index)
@@ -84,15 +87,16 @@ struct GatewayHandlers: Sendable {
         }
         let answers = try deliveries.deliver(
             sending.map { index in
-                let push = batch.pushes[index]
                 let device = registered[index]
+                // Each field copied once, into the item; the push itself is not (as above).
                 return OutboxItem(
-                    apnsID: push.apnsId, deviceToken: push.deviceToken, environment: push.environment,
-                    topic: push.topic, payload: push.payload,
-                    collapseID: push.collapseId.map { Self.collapseID($0, of: server) }, priority: push.priority,
-                    expiration: push.expiration, provider: push.provider,
-                    webPush: device.flatMap(Self.webPushTarget),
-                    fcmToken: push.provider == .fcm ? device?.endpoint : nil)
+                    apnsID: batch.pushes[index].apnsId, deviceToken: batch.pushes[index].deviceToken,
+                    environment: batch.pushes[index].environment, topic: batch.pushes[index].topic,
+                    payload: batch.pushes[index].payload,
+                    collapseID: batch.pushes[index].collapseId.map { Self.collapseID($0, of: server) },
+                    priority: batch.pushes[index].priority, expiration: batch.pushes[index].expiration,
+                    provider: batch.pushes[index].provider, webPush: device.flatMap(Self.webPushTarget),
+                    fcmToken: batch.pushes[index].provider == .fcm ? device?.endpoint : nil)
             })
         // The service's word on a device ends this server's registration of it (only this
         // one's: another server learns it from its own push).

@@ -121,7 +121,7 @@ public enum StrictJSON {
                         UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                         continue
                     case UInt8(ascii: "u"):
-                        guard index + 4 <= bytes.count, bytes[index..<index + 4].allSatisfy(Self.isHexDigit) else {
+                        guard index + 4 <= bytes.count, bytes[index..<index + 4].allSatisfy(HexDigit.either) else {
                             return false
                         }
                         index += 4
@@ -132,10 +132,6 @@ public enum StrictJSON {
                 }
             }
             return false
-        }
-
-        static func isHexDigit(_ byte: UInt8) -> Bool {
-            (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
         }
 
         /// A string with its escapes decoded (a lone surrogate or a byte that is not UTF-8 reads
@@ -175,7 +171,7 @@ public enum StrictJSON {
                         run.append(unescaped)
                     } else if escape == UInt8(ascii: "u") {
                         guard index + 4 <= bytes.count,
-                            bytes[index..<index + 4].allSatisfy(Self.isHexDigit),
+                            bytes[index..<index + 4].allSatisfy(HexDigit.either),
                             let unit = UInt16(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
                         else { return nil }
                         index += 4

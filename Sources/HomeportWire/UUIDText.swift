@@ -16,11 +16,7 @@ package enum UUIDText {
         for byte in bytes {
             switch position {
             case 8, 13, 18, 23: guard byte == UInt8(ascii: "-") else { return false }
-            default:
-                // Compared, not matched against ranges: a range's `~=` is a call a byte. `| 0x20`
-                // is the lowercase of a letter (and leaves a digit as it is).
-                let lower = byte | 0x20
-                guard (byte >= 0x30 && byte <= 0x39) || (lower >= 0x61 && lower <= 0x66) else { return false }
+            default: guard HexDigit.either(byte) else { return false }
             }
             position += 1
         }

@@ -399,8 +399,7 @@ public final class PushCenter: Sendable {
     }
 
     private static func isLowercaseHex(_ bytes: some Collection<UInt8>) -> Bool {
-        // Compared, not matched against ranges: a range's `~=` is a call a byte.
-        bytes.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+        bytes.allSatisfy(HexDigit.lowercase)
     }
 
     /// A thread id: 1–128 characters of `A-Z a-z 0-9 : . _ -`, not `.` or `..`.
