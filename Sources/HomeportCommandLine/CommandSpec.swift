@@ -61,9 +61,10 @@ public struct CommandSpec: Sendable {
                 name: name, valueName: valueName, help: help, environment: environment, defaultDescription: `default`)
         }
 
-        /// Creates a flag.
-        public static func flag(_ name: String, help: String) -> Option {
-            Option(name: name, valueName: nil, help: help, environment: nil, defaultDescription: nil)
+        /// Creates a flag; with `environment`, a variable may switch it on where the command line
+        /// cannot be changed (a service's settings file): see ``ParsedArguments/flag(_:spec:environment:)``.
+        public static func flag(_ name: String, help: String, environment: String? = nil) -> Option {
+            Option(name: name, valueName: nil, help: help, environment: environment, defaultDescription: nil)
         }
     }
 

@@ -23,6 +23,23 @@ public struct ParsedArguments: Sendable, Equatable {
 
     /// Whether the flag was given.
     public func flag(_ name: String) -> Bool { options[name] != nil }
+
+    /// Whether the flag was given, else whether its environment variable switches it on: `1`,
+    /// `true`, `yes` or `on` do, `0`, `false`, `no`, `off` or an empty value do not (in any
+    /// case); anything else is a usage error, never a guess.
+    public func flag(_ name: String, spec: CommandSpec, environment: [String: String]) throws -> Bool {
+        if flag(name) { return true }
+        guard let variable = spec.options.first(where: { $0.name == name })?.environment,
+            let value = environment[variable]
+        else { return false }
+        switch value.lowercased() {
+        case "1", "true", "yes", "on": return true
+        case "", "0", "false", "no", "off": return false
+        default:
+            throw UsageError(
+                "\(variable) switches --\(name) on or off: 1 or 0 (true or false), not '\(value.prefix(100))'")
+        }
+    }
 }
 
 /// A command line that does not fit its command; the message names the problem and the fix.

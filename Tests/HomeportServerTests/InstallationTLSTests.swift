@@ -63,6 +63,32 @@ struct InstallationTLSTests {
         #expect(other.status != 0)
     }
 
+    @Test(
+        "HOMEPORT_TLS_INSTALLATION=1 switches it on as the flag does (a packaged service's settings file); a word that is not 1 or 0 is refused"
+    )
+    func switchedOnByItsVariable() throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let database = "sqlite:" + data.file("h.sqlite")
+        let server = try ServerProcess(
+            serve: ["--listen", "127.0.0.2:0", "--database", database, "--outbox", data.file("outbox")],
+            environment: ["HOMEPORT_TLS_INSTALLATION": "1"])
+        #expect(server.banner.contains("https://127.0.0.2:"), "\(server.banner)")
+        let certificate = try PeerCertificate.read(host: "127.0.0.2", port: server.port, maximumVersion: "TLSv1_3")
+        #expect(certificate.publicKey == (try Self.installationKey(database)) && certificate.selfSigned)
+        for (value, expected) in [("maybe", "HOMEPORT_TLS_INSTALLATION"), ("yes", "--installation-listen")] {
+            // With a CA's certificate on the same listener: the switch's own refusal shows it was read.
+            let certificates = try TestCertificates(names: "IP:127.0.0.1")
+            defer { certificates.directory.remove() }
+            let run = try ServerProcess.run(
+                [
+                    "serve", "--database", "sqlite:" + data.file("u.sqlite"), "--listen", "127.0.0.1:0", "--tls-cert",
+                    certificates.certificateFile, "--tls-key", certificates.keyFile,
+                ], environment: ["HOMEPORT_TLS_INSTALLATION": value], timeout: 20)
+            #expect(run.status == 2 && run.error.contains(expected), "\(value): \(run.error)")
+        }
+    }
+
     @Test("--installation-listen serves it beside a CA's certificate on --listen: each listener its own")
     func besideACertificateAuthority() throws {
         let data = try TemporaryDirectory()

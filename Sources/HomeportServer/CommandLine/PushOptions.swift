@@ -86,8 +86,8 @@ package enum PushOptions {
         .flag(
             "webpush-allow-private-endpoints",
             help:
-                "Also take Web Push endpoints on this machine or a private network, plain http:// there too (a UnifiedPush distributor on the household's network; link-local addresses never); otherwise only public https:// push services."
-        ),
+                "Also take Web Push endpoints on this machine or a private network, plain http:// there too (a UnifiedPush distributor on the household's network; link-local addresses never); otherwise only public https:// push services.",
+            environment: "HOMEPORT_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS"),
     ]
 
     /// The FCM options of `serve` and `gateway serve`.
@@ -204,7 +204,8 @@ package enum PushOptions {
         }
         do {
             var settings = WebPushSettings(keyPEM: try WebPushSettings.key(fromFile: file), subject: subject)
-            settings.allowPrivateEndpoints = parsed.flag("webpush-allow-private-endpoints")
+            settings.allowPrivateEndpoints = try parsed.flag(
+                "webpush-allow-private-endpoints", spec: spec, environment: environment)
             if let ca {
                 guard let pem = try? String(contentsOfFile: ca, encoding: .utf8),
                     pem.contains("-----BEGIN CERTIFICATE-----")
@@ -279,7 +280,8 @@ package enum PushOptions {
             url: url, credential: credential, caFile: ca,
             webPushKey: webPushKey.flatMap(WebPushSubscription.publicKey).map(IdentityProof.base64URL),
             fcmProject: fcmProject)
-        settings.allowPrivateWebPushEndpoints = parsed.flag("webpush-allow-private-endpoints")
+        settings.allowPrivateWebPushEndpoints = try parsed.flag(
+            "webpush-allow-private-endpoints", spec: spec, environment: environment)
         return settings
     }
 

@@ -142,8 +142,8 @@ package enum ServeCommand {
             .flag(
                 "tls-installation",
                 help:
-                    "Serve --listen over HTTPS with a certificate the server makes from the installation key (self-signed, renewed by itself): apps that know the key accept it on any name or LAN address, without a certificate authority. Needs the secrets key."
-            ),
+                    "Serve --listen over HTTPS with a certificate the server makes from the installation key (self-signed, renewed by itself): apps that know the key accept it on any name or LAN address, without a certificate authority. Needs the secrets key.",
+                environment: "HOMEPORT_TLS_INSTALLATION"),
             .value(
                 "installation-listen", "HOST:PORT",
                 help:
@@ -481,7 +481,8 @@ package enum ServeCommand {
             throw UsageError("--listen \(socket) serves plain HTTP to the proxy on this host: TLS is the proxy's")
         }
         configuration.http.tls = try tlsCredentials(parsed, environment: environment)
-        configuration.installationTLS.onListen = parsed.flag("tls-installation")
+        configuration.installationTLS.onListen = try parsed.flag(
+            "tls-installation", spec: spec, environment: environment)
         if configuration.installationTLS.onListen && configuration.http.tls != nil {
             throw UsageError(
                 "--tls-installation serves the installation's own certificate on --listen: leave out --tls-cert and --tls-key, or serve it on --installation-listen"

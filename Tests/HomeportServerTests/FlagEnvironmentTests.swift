@@ -1,0 +1,56 @@
+import HomeportCommandLine
+import HomeportServer
+import HomeportTestSupport
+import Testing
+
+@Suite("A switch a service's settings file can set: its variable says 1 or 0, anything else is refused")
+struct FlagEnvironmentTests {
+    private static let spec = CommandSpec(
+        name: "test", summary: "A command with two switches.", arguments: [],
+        options: [
+            .flag("with", help: "A switch with a variable.", environment: "TEST_WITH"),
+            .flag("bare", help: "One without."),
+        ])
+
+    private func flag(_ name: String, _ arguments: [String] = [], _ environment: [String: String]) throws -> Bool {
+        try Self.spec.parse(arguments).flag(name, spec: Self.spec, environment: environment)
+    }
+
+    @Test("On the command line it is on whatever the variable says; else the variable's word decides, in any case")
+    func words() throws {
+        for value in ["1", "true", "TRUE", "yes", "On"] {
+            #expect(try flag("with", [], ["TEST_WITH": value]), "\(value)")
+        }
+        for value in ["0", "false", "No", "off", ""] {
+            #expect(try !flag("with", [], ["TEST_WITH": value]), "\(value)")
+            #expect(try flag("with", ["--with"], ["TEST_WITH": value]), "\(value): the command line wins")
+        }
+        #expect(try !flag("with", [], [:]))
+        // A switch without a variable is not read from one of its name.
+        #expect(try !flag("bare", [], ["TEST_BARE": "1", "TEST_WITH": "1"]))
+    }
+
+    @Test("A word that is neither is a usage error naming the variable and the switch, not a guess")
+    func refused() {
+        for value in ["2", "enabled", "y e s", " 1", "tru", String(repeating: "x", count: 300)] {
+            let error = #expect(throws: UsageError.self) { try flag("with", [], ["TEST_WITH": value]) }
+            let text = error.map(String.init(describing:)) ?? ""
+            #expect(text.contains("TEST_WITH") && text.contains("--with") && text.count < 250, "\(text)")
+        }
+    }
+
+    @Test("HOMEPORT_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS switches the Web Push switch of serve and gateway serve")
+    func webPushSwitch() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let spec = CommandSpec(name: "serve", summary: "Web Push.", options: PushOptions.webPush)
+        let parsed = try spec.parse([
+            "--vapid-key-file", directory.file("vapid.pem"), "--vapid-subject", "mailto:push@example.net",
+        ])
+        let variable = "HOMEPORT_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS"
+        #expect(try PushOptions.webPush(parsed, spec, [variable: "1"])?.allowPrivateEndpoints == true)
+        #expect(try PushOptions.webPush(parsed, spec, [variable: "off"])?.allowPrivateEndpoints == false)
+        #expect(try PushOptions.webPush(parsed, spec, [:])?.allowPrivateEndpoints == false)
+        #expect(throws: UsageError.self) { try PushOptions.webPush(parsed, spec, [variable: "private"]) }
+    }
+}
