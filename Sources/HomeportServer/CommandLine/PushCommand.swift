@@ -217,8 +217,8 @@ enum PushCommand {
         return .success
     }
 
-    /// A device as operators see it: an APNs token's first 8 digits; `webpush:` and 8 of a
-    /// subscription's name.
+    /// A device as operators see it: an APNs token's first 8 digits; `webpush:` or `fcm:` and 8 of
+    /// a subscription's or registration's name.
     private static func shown(_ device: PushDevice) -> String {
         switch device.provider {
         case .apns: String(device.token.prefix(8))

@@ -37,7 +37,7 @@ enum UsersCommand {
         arguments: [.init("EMAIL", help: "The account's sign-in address.")],
         options: [ServerCLI.databaseOption, .flag("yes", help: "Confirm: you know the person asking is the owner.")],
         discussion:
-            "Its TOTP secret and recovery codes are deleted and every session of the account ends (on every replica within a second); it signs in with its password alone until it turns two-factor sign-in on again. Do it only for someone you know to be the owner: it undoes what the second factor protects."
+            "Its TOTP secret, its recovery codes and its passkeys are deleted and every session of the account ends (on every replica within a second); it signs in with its password alone until it turns two-factor sign-in on again. Do it only for someone you know to be the owner: it undoes what the second factor protects."
     )
 
     static let groupsSpec: CommandSpec = {
