@@ -15,6 +15,17 @@ package enum GatewayCommand {
         "database", "URL", help: "The gateway's database: sqlite:PATH or postgres://USER@HOST:PORT/DB.",
         environment: "HOMEPORT_GATEWAY_DATABASE", default: "sqlite:$HOMEPORT_DATA_DIR/gateway.sqlite")
 
+    /// The Web Push options of `serve`, but for the switch that lets pushes into private networks:
+    /// its variable is the gateway's own, so a household server's setting in a shared
+    /// environment never opens a gateway on the internet to its own network.
+    static let gatewayWebPush = PushOptions.webPush.map { option in
+        var option = option
+        if option.name == "webpush-allow-private-endpoints" {
+            option.environment = "HOMEPORT_GATEWAY_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS"
+        }
+        return option
+    }
+
     static let serveSpec = CommandSpec(
         name: "homeport-server gateway serve",
         summary:
@@ -25,7 +36,7 @@ package enum GatewayCommand {
                 environment: "HOMEPORT_GATEWAY_LISTEN", default: "127.0.0.1:8090"),
             databaseOption,
             PushOptions.topic, PushOptions.pushKey,
-        ] + PushOptions.apnsKey + PushOptions.fcm + PushOptions.webPush + [
+        ] + PushOptions.apnsKey + PushOptions.fcm + gatewayWebPush + [
             .value(
                 "pushes-per-minute", "N", help: "Pushes one enrolled server may send a minute, over every replica.",
                 environment: "HOMEPORT_GATEWAY_PUSHES_PER_MINUTE", default: "60000"),

@@ -3,6 +3,8 @@ import HomeportServer
 import HomeportTestSupport
 import Testing
 
+@testable import HomeportGateway
+
 @Suite("A switch a service's settings file can set: its variable says 1 or 0, anything else is refused")
 struct FlagEnvironmentTests {
     private static let spec = CommandSpec(
@@ -39,7 +41,9 @@ struct FlagEnvironmentTests {
         }
     }
 
-    @Test("HOMEPORT_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS switches the Web Push switch of serve and gateway serve")
+    @Test(
+        "HOMEPORT_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS switches serve's Web Push switch; gateway serve's has a variable of its own"
+    )
     func webPushSwitch() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -52,5 +56,14 @@ struct FlagEnvironmentTests {
         #expect(try PushOptions.webPush(parsed, spec, [variable: "off"])?.allowPrivateEndpoints == false)
         #expect(try PushOptions.webPush(parsed, spec, [:])?.allowPrivateEndpoints == false)
         #expect(throws: UsageError.self) { try PushOptions.webPush(parsed, spec, [variable: "private"]) }
+        // A gateway reads its own variable: a server's, in a shared environment, leaves it closed.
+        let gateway = GatewayCommand.serveSpec
+        let forGateway = try gateway.parse([
+            "--vapid-key-file", directory.file("vapid.pem"), "--vapid-subject", "mailto:push@example.net",
+        ])
+        #expect(try PushOptions.webPush(forGateway, gateway, [variable: "1"])?.allowPrivateEndpoints == false)
+        #expect(
+            try PushOptions.webPush(forGateway, gateway, ["HOMEPORT_GATEWAY_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS": "1"])?
+                .allowPrivateEndpoints == true)
     }
 }
