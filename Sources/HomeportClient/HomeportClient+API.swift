@@ -31,10 +31,10 @@ extension HomeportClient {
 
     /// ``send(_:_:to:json:headers:)``, with the answer read as `type`: a 2xx answer in JSON is
     /// decoded with `decoder`, and anything else throws — the server's refusal, with its code,
-    /// message and field (``ClientError/refused(address:status:code:message:field:)``), or
-    /// ``ClientError/badAnswer(address:detail:)`` for an answer that is not JSON or not that
-    /// type (an HTML page from something in between, say). Text the server wrote into the
-    /// value is as it sent it.
+    /// message and field (``ClientError/refused(address:status:code:message:field:)``),
+    /// ``ClientError/notAnAPI(address:answer:)`` for an HTML page (from something in between,
+    /// say), or ``ClientError/badAnswer(address:detail:)`` for another answer that is not JSON or
+    /// not that type. Text the server wrote into the value is as it sent it.
     public func send<Value: Decodable>(
         _ method: String = "GET", _ path: String, to server: some ServerReference, json: Data? = nil,
         headers: [String: String] = [:], as type: Value.Type, decoder: JSONDecoder = JSONDecoder()

@@ -61,7 +61,8 @@ extension HomeportClient {
     /// Why one connection of the stream ended.
     private struct ConnectionEnd {
         var reason: String
-        /// Whether it delivered anything (an event, a heartbeat): the retry delay starts again.
+        /// Whether it delivered a new event or stayed open as long as the stream may be silent:
+        /// the retry delay starts again.
         var healthy: Bool
         /// Reconnect at once (the lifetime ended, the network path changed).
         var immediate = false

@@ -9,7 +9,7 @@
     /// struct ServerList: View {
     ///     @State var model: HomeportModel
     ///     var body: some View {
-    ///         List(model.servers, id: \.key) { Text($0.label ?? $0.primary.url) }
+    ///         List(model.servers, id: \.localID) { Text($0.label ?? $0.primary.url) }
     ///             .task { await model.follow() }
     ///     }
     /// }

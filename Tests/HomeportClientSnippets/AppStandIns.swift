@@ -42,8 +42,8 @@ let logger = AppLogger()
         var body: Never { fatalError() }
     }
     struct List: View {
-        init<Rows: RandomAccessCollection>(
-            _ data: Rows, id: KeyPath<Rows.Element, String>, rowContent: (Rows.Element) -> Text
+        init<Rows: RandomAccessCollection, ID: Hashable>(
+            _ data: Rows, id: KeyPath<Rows.Element, ID>, rowContent: (Rows.Element) -> Text
         ) {}
         var body: Never { fatalError() }
         func task(_ action: @escaping @Sendable () async -> Void) -> List { self }
