@@ -1,7 +1,9 @@
 import Foundation
-import HomeportServer
 import HomeportTestSupport
+import HomeportWire
 import Testing
+
+@testable import HomeportServer
 
 /// A small product for the tests: a signed-in route that says who called, a public one, a
 /// budget, a migration, a code, a feature and a task.
@@ -348,7 +350,8 @@ struct ProductFaceTests {
         "a declaration that would break a rule is refused before anything is served",
         arguments: [
             ("/app-info", "Homeport serves"), ("/auth/forward", "Homeport serves"), ("/push/x", "Homeport serves"),
-            ("/notifications", "Homeport serves"), ("books", "starts with /"), ("/books/", "starts with /"),
+            ("/notifications", "Homeport serves"), ("/invitations", "Homeport serves"),
+            ("/invitations/:id", "Homeport serves"), ("books", "starts with /"), ("/books/", "starts with /"),
             ("/bo oks", "segments"), ("/books/../app-info", "segments"), ("/:id", "literal of its own"),
             ("/shelf-status/:id", "under the public path"), ("/me", "twice"),
         ])
@@ -358,6 +361,49 @@ struct ProductFaceTests {
             try withAccounts(.sqlite, product: product) { _ in }
         } throws: { error in
             (error as? ConfigurationError)?.description.contains(reason) == true
+        }
+    }
+
+    @Test("every path Homeport serves under /api/v1 is one a product cannot take")
+    func everyHomeportPathReserved() throws {
+        try withAccounts(.sqlite) { server in
+            let own = server.application.routeTable.compactMap { entry -> String? in
+                guard let path = entry.split(separator: " ").last, path.hasPrefix(HomeportPath.apiPrefix + "/") else {
+                    return nil
+                }
+                return path.dropFirst(HomeportPath.apiPrefix.count + 1).split(separator: "/").first.map(String.init)
+            }
+            #expect(own.count > 10, "\(server.application.routeTable)")
+            for first in Set(own) {
+                #expect(ProductRoutes.reserved.contains(first), "/api/v1/\(first) is Homeport's but not reserved")
+            }
+        }
+    }
+
+    @Test("a public route inside a group that requires an account group is refused: it would answer everyone")
+    func publicInsideRequiringGroup() throws {
+        let product = shelf { api in
+            api.group("/staff", requiring: "shelf:staff") { staff in
+                staff.get("/list") { _, _ in HTTPResponse(status: 204) }
+                staff.addPublic(.get, "/open") { _ in HTTPResponse(status: 204) }
+            }
+        }
+        #expect {
+            try withAccounts(.sqlite, product: product) { _ in }
+        } throws: { error in
+            let text = (error as? ConfigurationError)?.description ?? ""
+            return text.contains("/staff/open") && text.contains("shelf:staff")
+        }
+        // Outside the group it is a public route like any.
+        let fine = shelf { api in
+            api.group("/staff", requiring: "shelf:staff") { staff in
+                staff.get("/list") { _, _ in HTTPResponse(status: 204) }
+            }
+            api.addPublic(.get, "/open") { _ in HTTPResponse(status: 204) }
+        }
+        try withAccounts(.sqlite, product: fine) { server in
+            let answer = try RawHTTP.request(port: server.port, path: "/api/v1/open")
+            #expect(answer.status == 204)
         }
     }
 

@@ -17,7 +17,8 @@ public typealias PublicHandler = @Sendable (HTTPRequest) throws -> HTTPResponse
 /// `api.post("/books", status: .created) { … }`). A route (or a group) declared
 /// `requiring: "bookorbit:librarian"` is for that account group's members: 403 `forbidden`
 /// for everyone else. Homeport's own paths (`/server-identity`, `/app-info`, `/account`,
-/// `/admin`, `/auth`, `/push`, `/notifications`, `/product`) cannot be taken.
+/// `/admin`, `/auth`, `/push`, `/notifications`, `/invitations`, `/product`) cannot be taken.
+/// A public route cannot sit in a group declared `requiring:` (it would answer everyone).
 public struct ProductRoutes {
     /// What handlers work with.
     public let services: ProductServices
@@ -59,7 +60,8 @@ public struct ProductRoutes {
     public mutating func addPublic(
         _ method: HTTPMethod, _ path: String, placement: HandlerPlacement = .worker, _ handler: @escaping PublicHandler
     ) {
-        declared.append(Declared(method: method, path: prefix + path, placement: placement, open: handler))
+        declared.append(
+            Declared(method: method, path: prefix + path, placement: placement, open: handler, required: required))
     }
 
     /// Adds a signed-in `GET` route (which answers `HEAD` too).
@@ -105,7 +107,8 @@ public struct ProductRoutes {
     /// Declares the routes `body` adds under `prefix`: `api.group("/books/:id/loan") { loan in
     /// loan.get { … } }` is `GET /books/:id/loan`. Groups nest; a route at the group's own path
     /// leaves its path out (or gives `""`). With `requiring`, every route in it is for members
-    /// of that account group only (as each route's own `requiring`, which adds to it).
+    /// of that account group only (as each route's own `requiring`, which adds to it); a public
+    /// route declared in it is refused when the server starts, since it would answer everyone.
     public mutating func group(
         _ prefix: String, requiring group: String? = nil, _ body: (inout ProductRoutes) throws -> Void
     ) rethrows {
@@ -118,7 +121,7 @@ public struct ProductRoutes {
 
     /// Paths under `/api/v1` that are Homeport's.
     static let reserved = [
-        "server-identity", "app-info", "account", "admin", "auth", "push", "notifications", "product",
+        "server-identity", "app-info", "account", "admin", "auth", "push", "notifications", "invitations", "product",
     ]
 
     /// The segments of a declared path, or a sentence saying what is wrong with it.

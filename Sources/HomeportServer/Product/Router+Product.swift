@@ -5,8 +5,8 @@ extension Router where Context == RequestContext {
     /// Mounts a product's routes under the API prefix, after Homeport's own: signed-in routes
     /// inside the prefix's group (its middleware has refused everyone not signed in before the
     /// handler runs), public ones each in a group of their own with `no-store` only. Throws, with
-    /// nothing mounted, when a path is malformed, taken twice, Homeport's, or signed-in under a
-    /// public one.
+    /// nothing mounted, when a path is malformed, taken twice, Homeport's, signed-in under a
+    /// public one, or public in a group that requires an account group.
     mutating func addProduct(_ declared: [ProductRoutes.Declared]) throws {
         var seen = Set<String>()
         var publicPaths: [[Substring]] = []
@@ -22,7 +22,15 @@ extension Router where Context == RequestContext {
             guard seen.insert("\(route.method.rawValue) \(shape)").inserted else {
                 throw ConfigurationError("the product declares \(route.method.rawValue) \(route.path) twice")
             }
-            if route.open != nil { publicPaths.append(segments) }
+            if route.open != nil {
+                // A group's `requiring` is for every route in it: a public one would answer anyone.
+                if let group = route.required.first {
+                    throw ConfigurationError(
+                        "\(route.method.rawValue) \(route.path) is public inside a group that requires '\(group)': a public route answers everyone; declare it outside the group"
+                    )
+                }
+                publicPaths.append(segments)
+            }
             checked.append((route, segments))
         }
         for (route, segments) in checked where route.signedIn != nil {
