@@ -26,6 +26,14 @@ package enum GatewayCommand {
         return option
     }
 
+    /// `--apns-topic` as the gateway takes it: required, the one app it pushes for.
+    static let topic = {
+        var option = PushOptions.topic
+        option.help =
+            "The app's bundle id: the gateway pushes for this app alone, and refuses a push to another topic (required)."
+        return option
+    }()
+
     static let serveSpec = CommandSpec(
         name: "homeport-server gateway serve",
         summary:
@@ -35,7 +43,7 @@ package enum GatewayCommand {
                 "listen", "HOST:PORT", help: "Address to listen on; port 0 picks a free port.",
                 environment: "HOMEPORT_GATEWAY_LISTEN", default: "127.0.0.1:8090"),
             databaseOption,
-            PushOptions.topic, PushOptions.pushKey,
+            topic, PushOptions.pushKey,
         ] + PushOptions.apnsKey + PushOptions.fcm + gatewayWebPush + [
             .value(
                 "pushes-per-minute", "N", help: "Pushes one enrolled server may send a minute, over every replica.",

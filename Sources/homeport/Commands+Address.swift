@@ -15,8 +15,10 @@ extension Commands {
                     .flag("allow-http", help: "Allow plain HTTP for this address."), jsonOption, proxyOption,
                     caFileOption,
                 ],
-                discussion: "An address that already is an alternative is probed again, and kept verified only if "
-                    + "it still answers as the installation.")
+                discussion: "An address that already is an alternative is probed again: an answer other than the "
+                    + "installation's (another installation, a web page, a redirect elsewhere, no proof of its key) "
+                    + "takes its verification away; no answer, or a 503 saying the identity cannot be read now, "
+                    + "leaves it as it was.")
         case "primary":
             CommandSpec(
                 name: "homeport address primary",
@@ -28,8 +30,9 @@ extension Commands {
                     caFileOption,
                 ],
                 discussion: "Nothing secret is sent to check it, and the session goes on: no sign-in again. Any other "
-                    + "answer changes nothing (exit 3). A primary that redirects to https:// on its own host moves by "
-                    + "itself the same way.")
+                    + "answer changes nothing: exit 3 for another installation's answer, 1 for one that is not a "
+                    + "Homeport server's or none at all. A primary that redirects to https:// on its own host moves "
+                    + "by itself the same way.")
         case "remove":
             CommandSpec(
                 name: "homeport address remove", summary: "Remove an alternative address.",

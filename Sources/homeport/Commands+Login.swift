@@ -59,7 +59,8 @@ extension Commands {
             prove that key before the password goes there (over HTTPS, the certificate the server makes from
             its key is accepted with no certificate authority), and only that installation is enrolled.
             With --provider, the ID token is one the provider issued for the client id the server names in its
-            config (homeport servers show it); it is sent once and never stored.
+            config (the app door's /_allauth/app/v1/config lists each provider's; the server's operator sees them
+            with homeport-server oidc list); it is sent once and never stored.
             """)
 
     static func login(_ arguments: [String], _ environment: [String: String]) async throws -> Int32 {

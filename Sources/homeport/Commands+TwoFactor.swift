@@ -14,8 +14,9 @@ extension Commands {
         discussion: """
             enable: prints the key and the otpauth:// link for an authenticator app, then reads the code the app
             shows from the next line of standard input, and prints the ten recovery codes, shown this once: keep
-            them somewhere safe. disable: turns two-factor sign-in off, recovery codes included. Both confirm the
-            password first (the first line of standard input). Nothing of it, key, codes or password, is written
+            them somewhere safe. disable: turns TOTP off, and the recovery codes with it unless the account keeps a
+            passkey (a passkey still asks for a second factor at sign-in). Both confirm the password first (the
+            first line of standard input). Nothing of it, key, codes or password, is written
             to disk.
             """)
 
@@ -32,8 +33,14 @@ extension Commands {
             """)
 
     static let mfaStatusSpec = CommandSpec(
-        name: "homeport mfa status", summary: "Say whether SERVER signs this account in with a second factor.",
-        arguments: [serverArgument], options: [jsonOption, proxyOption, caFileOption])
+        name: "homeport mfa status",
+        summary:
+            "Say whether this account's TOTP (an authenticator app's codes) is on at SERVER, and its recovery codes left.",
+        arguments: [serverArgument], options: [jsonOption, proxyOption, caFileOption],
+        discussion: """
+            Passkeys are not listed here (the web door's /account/passkeys shows them): an account with TOTP off and
+            a passkey is still asked for a second factor when it signs in with its password.
+            """)
 
     static func mfa(_ action: String, _ arguments: [String], _ environment: [String: String]) async throws -> Int32 {
         switch action {
@@ -62,7 +69,7 @@ extension Commands {
             if parsed.flag("json") {
                 try printJSON(["server": record.key, "totp": false])
             } else {
-                say("two-factor sign-in is off for \(record.email) on \(record.displayName)")
+                say("TOTP is off for \(record.email) on \(record.displayName) (a passkey, if it keeps one, still asks)")
             }
             return 0
         }
@@ -118,11 +125,9 @@ extension Commands {
         if parsed.flag("json") {
             try printJSON(["server": record.key, "totp": totp, "recoveryCodesLeft": left.map { $0 as Any } ?? NSNull()])
         } else if totp {
-            say(
-                "two-factor sign-in is on for \(record.email) on \(record.displayName); \(left ?? 0) recovery codes left"
-            )
+            say("TOTP is on for \(record.email) on \(record.displayName); \(left ?? 0) recovery codes left")
         } else {
-            say("two-factor sign-in is off for \(record.email) on \(record.displayName)")
+            say("TOTP is off for \(record.email) on \(record.displayName) (passkeys are not listed here)")
         }
         return 0
     }

@@ -15,7 +15,7 @@ enum IdentityCommand {
                 "json", help: "Print JSON: {\"instanceId\", \"createdAt\", \"publicKey\", \"keyFingerprint\"}."),
         ],
         discussion: """
-            Prints the instanceId on the first line ('none yet' when no request has created it), then the
+            Prints the instanceId on the first line (only 'none yet' when no request has created it), then the
             installation key's fingerprint ('key SHA256:…', as a client shows it): compare it with what a
             phone shows before you trust an address. 'key none' when the server has no secrets key (on
             PostgreSQL, give every replica the same --secrets-key-file) or has not served since it got one.

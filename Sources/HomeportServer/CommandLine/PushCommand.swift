@@ -30,10 +30,11 @@ enum PushCommand {
 
     static let devicesSpec = CommandSpec(
         name: "homeport-server push devices",
-        summary: "List the devices registered for pushes, with their kind (apns, webpush) and accounts.",
+        summary:
+            "List the devices registered for pushes, with their kind (sandbox or production for APNs, webpush, fcm) and accounts.",
         options: [ServerCLI.databaseOption, .flag("json", help: "Print a JSON array.")],
         discussion:
-            "APNs tokens are shown by their first 8 hex digits, Web Push subscriptions by webpush: and the first 8 of their name (never the endpoint)."
+            "APNs tokens are shown by their first 8 hex digits, Web Push subscriptions and FCM registrations by webpush: or fcm: and the first 8 of their name (never the endpoint or the FCM token)."
     )
 
     static let outboxSpec = CommandSpec(

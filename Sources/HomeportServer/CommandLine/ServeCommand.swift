@@ -107,7 +107,7 @@ package enum ServeCommand {
                 environment: "HOMEPORT_MAIL_URL"),
             .value(
                 "mail-from", "ADDRESS", help: "The sender of the mail (with --mail-url).",
-                environment: "HOMEPORT_MAIL_FROM", default: "homeport@HOST of --public-url"),
+                environment: "HOMEPORT_MAIL_FROM", default: "homeport@HOST of --public-url, or homeport@localhost"),
             .value(
                 "mail-password-file", "FILE",
                 help:

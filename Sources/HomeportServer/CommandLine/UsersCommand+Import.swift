@@ -31,8 +31,9 @@ extension UsersCommand {
             Until then, every sign-in's password check takes as long as the costliest hash held (up to the default
             ceiling), so that a wrong password never tells an imported account from another or from none.
 
-            A wrong line, an address listed twice or already in use: every such line is reported by number,
-            exit status 1, and nothing of the file is imported. Django's users come out of its database with SQL,
+            A wrong line, an address listed twice or already in use: such lines are reported by number (the
+            first 20; addresses already in use are looked for once every line reads well), exit status 1, and
+            nothing of the file is imported. Django's users come out of its database with SQL,
             for django-allauth and for a plain Django site: see docs/server.md, "Bringing your users along".
             """)
 
