@@ -13,7 +13,9 @@ public struct HTTPRequest: Sendable {
     public var headers: HTTPHeaders
     /// The request body (empty when there is none).
     public var body: Data
-    /// The peer's IP address as text (`127.0.0.1`, `::1`), or `"unknown"`.
+    /// The client's IP address as text (`127.0.0.1`, `::1`): the peer's, or the client a trusted
+    /// proxy named for it (`--trusted-proxies`); `"unix"` on the Unix-domain socket with no proxy
+    /// header; `"unknown"` when neither is known.
     public var remoteAddress: String
     /// Values of `:name` segments of the route that matched.
     public var pathParameters: [String: String]

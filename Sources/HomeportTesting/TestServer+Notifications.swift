@@ -26,11 +26,14 @@ public struct TestPush {
     public var deviceToken: String
     /// The payload, as APNs would receive it.
     public var payload: [String: Any]
+    /// The key the server wrote its app data under: the product's (`Product.pushAppDataKey`), or
+    /// `homeport`.
+    public var appDataKey: String = PushPayload.defaultAppDataKey
 
-    /// The product's app data in the payload (under the product's key, `homeport` by default):
-    /// `s` (the instance id), `c` (the code), `id`, `d`.
-    public func appData(key: String = PushPayload.defaultAppDataKey) -> [String: Any]? {
-        payload[key] as? [String: Any]
+    /// The product's app data in the payload: `s` (the instance id), `c` (the code), `id`, `d`;
+    /// under `key` when given, else under the key the server wrote it with (``appDataKey``).
+    public func appData(key: String? = nil) -> [String: Any]? {
+        payload[key ?? appDataKey] as? [String: Any]
     }
 }
 
@@ -70,7 +73,7 @@ extension TestServer {
             guard let token = row.string("device_token"), let text = row.string("payload"),
                 let payload = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
             else { return nil }
-            return TestPush(deviceToken: token, payload: payload)
+            return TestPush(deviceToken: token, payload: payload, appDataKey: application.push.settings.appDataKey)
         }
     }
 }

@@ -29,7 +29,7 @@ struct LoanTests {
             let pushes = try app.pushes(to: ada)
             #expect(pushes.map(\.deviceToken) == [device])
             #expect(
-                pushes.first?.appData(key: "bookorbit")?["s"] as? String == (try app.services.instanceID()).description)
+                pushes.first?.appData()?["s"] as? String == (try app.services.instanceID()).description)
             let shown = try app.get("/api/v1/books/\(book)/loan", as: ada).object?["loan"] as? [String: Any]
             #expect(shown?["state"] as? String == "ready")
         }
