@@ -72,10 +72,11 @@ extension Commands {
         let browser = parsed.flag("browser")
         if browser {
             guard provider == nil, !parsed.flag("password-stdin"), !parsed.flag("signup"),
-                parsed.options["email"] == nil
+                !parsed.flag("id-token-stdin"), parsed.options["email"] == nil
             else {
                 throw UsageError(
-                    "login --browser takes no --provider, --email, --password-stdin or --signup: the browser signs in")
+                    "login --browser takes no --provider, --email, --password-stdin, --id-token-stdin or --signup: the browser signs in"
+                )
             }
         } else if parsed.options["device-name"] != nil {
             throw UsageError("--device-name goes with --browser")

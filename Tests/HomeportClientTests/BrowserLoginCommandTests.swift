@@ -65,6 +65,21 @@ struct BrowserLoginCommandTests {
         return link.replacingOccurrences(of: "&amp;", with: "&")
     }
 
+    @Test("login --browser refuses what the browser does itself: a provider, an email, a password or an ID token")
+    func browserRefusesTheOthers() throws {
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        for extra in [
+            ["--id-token-stdin"], ["--provider", "household"], ["--email", "ada@example.com"], ["--password-stdin"],
+            ["--signup"],
+        ] {
+            let run = try ServerProcess.runClient(
+                ["login", "http://127.0.0.1:9", "--allow-http", "--browser"] + extra,
+                environment: ["HOMEPORT_HOME": home.path], input: "a secret that must not be read\n")
+            #expect(run.status == 2 && run.error.contains("login --browser takes no"), "\(extra): \(run.error)")
+        }
+    }
+
     @Test("the browser's way back signs the command in; a way back with another state does not")
     func browserLogin() throws {
         let server = try Installation(hosts: ["127.0.0.1"])
