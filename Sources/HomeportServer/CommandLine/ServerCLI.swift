@@ -5,7 +5,8 @@ import HomeportLogging
 import HomeportStorage
 import Synchronization
 
-/// The server's command line — `serve`, `migrate`, `identity`, `users`, `push` — for Homeport on
+/// The server's command line — `serve`, `migrate`, `identity`, `users`, `invites`, `push`,
+/// `product-keys`, `oidc` — for Homeport on
 /// its own (`homeport-server`) and for any product built on it (`bookorbit-server`), which gets
 /// every command, flag and `--help` by calling ``main(product:)`` from its `main.swift`.
 public enum ServerCommandLine {
