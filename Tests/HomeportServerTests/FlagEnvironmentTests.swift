@@ -41,6 +41,28 @@ struct FlagEnvironmentTests {
         }
     }
 
+    @Test("serve says at start when the private-endpoints switch is on without Web Push, where it does nothing")
+    func switchWithoutWebPush() throws {
+        let data = try TemporaryDirectory()
+        defer { data.remove() }
+        let warning = "--webpush-allow-private-endpoints does nothing here"
+        func warned(_ arguments: [String], _ environment: [String: String] = [:]) throws -> Bool {
+            let server = try ServerProcess(
+                serve: ["--database", "sqlite:" + data.file("h.sqlite"), "--outbox", data.file("outbox")] + arguments,
+                environment: environment)
+            defer { _ = server.stop() }
+            return server.standardError.contains(warning)
+        }
+        #expect(try warned(["--webpush-allow-private-endpoints"]))
+        #expect(try warned([], ["HOMEPORT_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS": "1"]))
+        #expect(try !warned([]))
+        let vapid = [
+            "--vapid-key-file", data.file("vapid.pem"), "--vapid-subject", "mailto:push@example.net",
+            "--webpush-allow-private-endpoints",
+        ]
+        #expect(try !warned(vapid), "with Web Push the switch does its work")
+    }
+
     @Test(
         "HOMEPORT_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS switches serve's Web Push switch; gateway serve's has a variable of its own"
     )

@@ -248,6 +248,13 @@ package enum ServeCommand {
         for warning in Self.exposedSecrets(parsed, environment: environment, database: application.database) {
             logger.warning("\(warning)")
         }
+        if configuration.push.webPushKey == nil,
+            try parsed.flag("webpush-allow-private-endpoints", spec: spec, environment: environment)
+        {
+            logger.warning(
+                "--webpush-allow-private-endpoints does nothing here: this server takes no Web Push subscriptions (give --vapid-key-file, or --push-gateway-webpush-key)"
+            )
+        }
         let port = try application.start()
         let shown =
             configuration.listenSocket.map { "unix:\($0)" }
