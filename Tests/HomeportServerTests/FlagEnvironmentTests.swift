@@ -5,7 +5,8 @@ import Testing
 
 @testable import HomeportGateway
 
-@Suite("A switch a service's settings file can set: its variable says 1 or 0, anything else is refused")
+@Suite(
+    "A switch a service's settings file can set: its variable says 1 or 0, anything else is refused", .tags(.process))
 struct FlagEnvironmentTests {
     private static let spec = CommandSpec(
         name: "test", summary: "A command with two switches.", arguments: [],
