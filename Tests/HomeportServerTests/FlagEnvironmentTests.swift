@@ -1,3 +1,4 @@
+import Foundation
 import HomeportCommandLine
 import HomeportServer
 import HomeportTestSupport
@@ -62,6 +63,15 @@ struct FlagEnvironmentTests {
             "--webpush-allow-private-endpoints",
         ]
         #expect(try !warned(vapid), "with Web Push the switch does its work")
+        // A bad word is refused before the database is touched, with Web Push or without.
+        let untouched = data.file("untouched.sqlite")
+        let refused = try ServerProcess.run(
+            ["serve", "--listen", "127.0.0.1:0", "--database", "sqlite:" + untouched],
+            environment: ["HOMEPORT_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS": "enabled"], timeout: 20)
+        #expect(
+            refused.status == 2 && refused.error.contains("HOMEPORT_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS"),
+            "\(refused.error)")
+        #expect(!FileManager.default.fileExists(atPath: untouched), "nothing was made or migrated")
     }
 
     @Test(
@@ -88,5 +98,12 @@ struct FlagEnvironmentTests {
         #expect(
             try PushOptions.webPush(forGateway, gateway, ["HOMEPORT_GATEWAY_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS": "1"])?
                 .allowPrivateEndpoints == true)
+        // Its word is checked even without Web Push, as serve's is.
+        let bare = try gateway.parse(["--apns-topic", "net.example.books"])
+        let refused = #expect(throws: UsageError.self) {
+            try GatewayCommand.configuration(
+                bare, gateway, ["HOMEPORT_GATEWAY_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS": "maybe"])
+        }
+        #expect(refused?.description.contains("HOMEPORT_GATEWAY_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS") == true)
     }
 }

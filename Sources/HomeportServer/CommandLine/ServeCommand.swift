@@ -210,6 +210,11 @@ package enum ServeCommand {
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
         guard let parsed = try ServerCLI.parse(spec, arguments) else { return .success }
         let configuration = try configuration(parsed, environment: environment)
+        // Read here, before anything is migrated or written: a bad word in its variable is refused
+        // like any usage error, with Web Push or without (which would not read it).
+        let privateEndpointsIdle =
+            try parsed.flag("webpush-allow-private-endpoints", spec: spec, environment: environment)
+            && configuration.push.webPushKey == nil
         let logger = Logger(label: "homeport.server", minimumLevel: configuration.logLevel)
         tuneAllocator(environment: environment)
 
@@ -248,9 +253,7 @@ package enum ServeCommand {
         for warning in Self.exposedSecrets(parsed, environment: environment, database: application.database) {
             logger.warning("\(warning)")
         }
-        if configuration.push.webPushKey == nil,
-            try parsed.flag("webpush-allow-private-endpoints", spec: spec, environment: environment)
-        {
+        if privateEndpointsIdle {
             logger.warning(
                 "--webpush-allow-private-endpoints does nothing here: this server takes no Web Push subscriptions (give --vapid-key-file, or --push-gateway-webpush-key)"
             )
