@@ -356,8 +356,6 @@ package enum GatewayCommand {
     static func configuration(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String]) throws
         -> PushGatewayConfiguration
     {
-        // Its variable's word is checked whether or not Web Push is on (which alone reads it).
-        _ = try parsed.flag("webpush-allow-private-endpoints", spec: spec, environment: environment)
         guard let topic = parsed.value("apns-topic", spec: spec, environment: environment) else {
             throw UsageError("gateway serve needs --apns-topic, the app's bundle id")
         }

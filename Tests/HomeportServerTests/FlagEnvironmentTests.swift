@@ -98,12 +98,21 @@ struct FlagEnvironmentTests {
         #expect(
             try PushOptions.webPush(forGateway, gateway, ["HOMEPORT_GATEWAY_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS": "1"])?
                 .allowPrivateEndpoints == true)
-        // Its word is checked even without Web Push, as serve's is.
-        let bare = try gateway.parse(["--apns-topic", "net.example.books"])
-        let refused = #expect(throws: UsageError.self) {
-            try GatewayCommand.configuration(
-                bare, gateway, ["HOMEPORT_GATEWAY_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS": "maybe"])
-        }
-        #expect(refused?.description.contains("HOMEPORT_GATEWAY_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS") == true)
+        // Its word is checked even without Web Push, as serve's is, before anything is made.
+        let apnsKey = directory.file("apns.p8")
+        let made = try ServerProcess.runProgram(
+            "/usr/bin/openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", apnsKey])
+        #expect(made.status == 0, "\(made.error)")
+        let untouched = directory.file("gateway.sqlite")
+        let refused = try ServerProcess.run(
+            [
+                "gateway", "serve", "--listen", "127.0.0.1:0", "--database", "sqlite:" + untouched, "--apns-topic",
+                "net.example.books", "--apns-key-file", apnsKey, "--apns-key-id", "ABCDEFGHIJ", "--apns-team-id",
+                "ABCDEFGHIJ",
+            ], environment: ["HOMEPORT_GATEWAY_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS": "maybe"], timeout: 20)
+        #expect(
+            refused.status == 2 && refused.error.contains("HOMEPORT_GATEWAY_WEBPUSH_ALLOW_PRIVATE_ENDPOINTS"),
+            "\(refused.error)")
+        #expect(!FileManager.default.fileExists(atPath: untouched), "nothing was made")
     }
 }

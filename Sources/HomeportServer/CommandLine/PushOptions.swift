@@ -184,10 +184,12 @@ package enum PushOptions {
         return settings
     }
 
-    /// The Web Push settings: the VAPID key file and the subject, or none.
+    /// The Web Push settings: the VAPID key file and the subject, or none. The private-endpoints
+    /// switch is read first, so that a bad word in its variable is refused with or without them.
     package static func webPush(_ parsed: ParsedArguments, _ spec: CommandSpec, _ environment: [String: String])
         throws -> WebPushSettings?
     {
+        let allowPrivate = try parsed.flag("webpush-allow-private-endpoints", spec: spec, environment: environment)
         let file = parsed.value("vapid-key-file", spec: spec, environment: environment)
         let subject = parsed.value("vapid-subject", spec: spec, environment: environment)
         let ca = parsed.value("webpush-ca-file", spec: spec, environment: environment)
@@ -204,8 +206,7 @@ package enum PushOptions {
         }
         do {
             var settings = WebPushSettings(keyPEM: try WebPushSettings.key(fromFile: file), subject: subject)
-            settings.allowPrivateEndpoints = try parsed.flag(
-                "webpush-allow-private-endpoints", spec: spec, environment: environment)
+            settings.allowPrivateEndpoints = allowPrivate
             if let ca {
                 guard let pem = try? String(contentsOfFile: ca, encoding: .utf8),
                     pem.contains("-----BEGIN CERTIFICATE-----")

@@ -210,8 +210,7 @@ package enum ServeCommand {
     static func run(_ arguments: [String], environment: [String: String]) throws -> ExitCode {
         guard let parsed = try ServerCLI.parse(spec, arguments) else { return .success }
         let configuration = try configuration(parsed, environment: environment)
-        // Read here, before anything is migrated or written: a bad word in its variable is refused
-        // like any usage error, with Web Push or without (which would not read it).
+        // Its variable's word was checked with the rest of the command line (PushOptions.webPush).
         let privateEndpointsIdle =
             try parsed.flag("webpush-allow-private-endpoints", spec: spec, environment: environment)
             && configuration.push.webPushKey == nil
