@@ -28,7 +28,7 @@ package final class APNsDelivery: PushTransport {
     }
 
     func deliver(_ items: [OutboxItem]) throws -> [APNsResponse] {
-        try send(items.map(APNsRequest.init))
+        try send(APNsRequest.batch(items))
     }
 
     /// Sends `requests` on one client and returns Apple's answers, in order.

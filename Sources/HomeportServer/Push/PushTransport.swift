@@ -29,10 +29,30 @@ extension PushTransport {
 }
 
 extension APNsRequest {
-    /// The request for one outbox row.
-    init(_ item: OutboxItem) {
+    /// The requests for a batch of outbox rows. One notification fans out as the same payload to
+    /// each device, so a payload equal to the row before's shares that row's bytes rather than
+    /// being copied again (an allocation and a copy a push).
+    static func batch(_ items: [OutboxItem]) -> [APNsRequest] {
+        var requests: [APNsRequest] = []
+        requests.reserveCapacity(items.count)
+        var last: (text: String, bytes: Data)?
+        for item in items {
+            let bytes: Data
+            if let last, last.text == item.payload {
+                bytes = last.bytes
+            } else {
+                bytes = Data(item.payload.utf8)
+                last = (item.payload, bytes)
+            }
+            requests.append(APNsRequest(item, payload: bytes))
+        }
+        return requests
+    }
+
+    /// The request for one outbox row, whose payload is `payload` (the row's, as bytes).
+    init(_ item: OutboxItem, payload: Data) {
         self.init(
-            apnsID: item.apnsID, deviceToken: item.deviceToken, topic: item.topic, payload: Data(item.payload.utf8),
+            apnsID: item.apnsID, deviceToken: item.deviceToken, topic: item.topic, payload: payload,
             // The outbox holds 10 or 5 (PushCenter writes 10).
             priority: APNsPriority(rawValue: item.priority) ?? .immediate, expiration: item.expiration,
             collapseID: item.collapseID, environment: item.environment == .sandbox ? .sandbox : .production)
