@@ -47,15 +47,16 @@ public final class APNsClient: @unchecked Sendable {
         }
         let deadline = ContinuousClock.now + .seconds(configuration.timeoutSeconds)
         for (base, indices) in byHost {
-            let answers = exchange(indices.map { requests[$0] }, base, authorization, deadline)
+            let answers = exchange(requests, indices, base, authorization, deadline)
             for (index, answer) in zip(indices, answers) { responses[index] = answer }
         }
         return responses
     }
 
-    /// One exchange of `requests` with `base` on its connection: each one's answer.
+    /// One exchange of the requests at `indices` with `base` on its connection: each one's answer.
     private func exchange(
-        _ requests: [APNsRequest], _ base: String, _ authorization: String, _ deadline: ContinuousClock.Instant
+        _ requests: [APNsRequest], _ indices: [Int], _ base: String, _ authorization: String,
+        _ deadline: ContinuousClock.Instant
     ) -> [APNsResponse] {
         do {
             let (session, authority) = try self.session(base, deadline: deadline)
@@ -66,9 +67,12 @@ public final class APNsClient: @unchecked Sendable {
                 .init(":method", "POST"), .init(":scheme", "https"), .init(":authority", authority),
                 .init("authorization", "bearer " + authorization), .init("content-type", "application/json"),
             ]
-            return session.exchange(shared: shared, requests.map(Self.message), deadline: deadline).map(Self.response)
+            return session.exchange(
+                shared: shared, count: indices.count, body: { requests[indices[$0]].payload },
+                fields: { Self.fields(of: requests[indices[$0]], into: &$1) }, deadline: deadline
+            ).map(Self.response)
         } catch {
-            return requests.map { _ in APNsResponse(status: 0, transportError: String(describing: error)) }
+            return indices.map { _ in APNsResponse(status: 0, transportError: String(describing: error)) }
         }
     }
 
@@ -87,20 +91,18 @@ public final class APNsClient: @unchecked Sendable {
         return (session, authority)
     }
 
-    /// A request's own fields (beside the exchange's shared ones) and its body. Its path (the
-    /// device's) and its `apns-id` are new with each request of a batch, so HPACK is told not to
-    /// keep them.
-    private static func message(_ request: APNsRequest) -> (fields: [HTTP2Session.Field], body: Data) {
-        var fields: [HTTP2Session.Field] = [
-            .init(":path", "/3/device/" + request.deviceToken, indexed: false),
-            .init("apns-id", request.apnsID, indexed: false),
-            .init("apns-topic", request.topic), .init("apns-push-type", request.pushType.rawValue),
-            .init("apns-priority", String(request.priority.rawValue)),
-            .init("apns-expiration", String(request.expiration)),
-            .init("content-length", String(request.payload.count)),
-        ]
-        if let collapse = request.collapseID { fields.append(.init("apns-collapse-id", collapse)) }
-        return (fields, request.payload)
+    /// Lays out a request's own fields (beside the exchange's shared ones) in `block`. Its path
+    /// (the device's) and its `apns-id` are new with each request of a batch, so HPACK is told not
+    /// to keep them.
+    static func fields(of request: APNsRequest, into block: inout HTTP2Session.FieldBlock) {
+        block.append(":path", prefix: "/3/device/", request.deviceToken, indexed: false)
+        block.append("apns-id", request.apnsID, indexed: false)
+        block.append("apns-topic", request.topic)
+        block.append("apns-push-type", request.pushType.rawValue)
+        block.append("apns-priority", String(request.priority.rawValue))
+        block.append("apns-expiration", String(request.expiration))
+        block.append("content-length", String(request.payload.count))
+        if let collapse = request.collapseID { block.append("apns-collapse-id", collapse) }
     }
 
     private struct Reason: Decodable {

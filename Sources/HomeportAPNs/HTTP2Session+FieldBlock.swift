@@ -3,7 +3,8 @@ import CNGHTTP2
 extension HTTP2Session {
     /// Header fields laid out in one buffer, names and values back to back, with where each
     /// is: what nghttp2's name–value pairs point into. A block is filled once for the fields
-    /// every request of an exchange shares, and refilled, its storage kept, for each request's own.
+    /// every request of an exchange shares, and refilled, its storage kept, for each request's own
+    /// (field by field, from the request's own values: no field or joined string is made for it).
     struct FieldBlock {
         private(set) var bytes: [UInt8] = []
         private var spans: [(name: Range<Int>, value: Range<Int>, pseudo: Bool, flags: UInt8)] = []
@@ -14,20 +15,36 @@ extension HTTP2Session {
 
         /// Lays out `fields` in place of what the block held.
         mutating func replace(with fields: [Field]) {
+            removeAll()
+            for field in fields { append(field.name, field.value, indexed: field.indexed) }
+        }
+
+        /// Empties the block, keeping its storage for the next request's fields.
+        mutating func removeAll() {
             bytes.removeAll(keepingCapacity: true)
             spans.removeAll(keepingCapacity: true)
-            for field in fields {
-                let nameStart = bytes.count
-                bytes.append(contentsOf: field.name.utf8)
-                let valueStart = bytes.count
-                bytes.append(contentsOf: field.value.utf8)
-                let flags = field.indexed ? NGHTTP2_NV_FLAG_NONE : NGHTTP2_NV_FLAG_NO_INDEX
-                spans.append(
-                    (
-                        nameStart..<valueStart, valueStart..<bytes.count, field.name.utf8.first == UInt8(ascii: ":"),
-                        UInt8(flags.rawValue)
-                    )
-                )
+        }
+
+        /// Adds a field whose value is `prefix` followed by `value` (`/3/device/` and a token), and
+        /// whether HPACK may keep it (see ``Field/indexed``).
+        mutating func append(_ name: String, prefix: String = "", _ value: String, indexed: Bool = true) {
+            let nameStart = bytes.count
+            Self.append(name, to: &bytes)
+            let valueStart = bytes.count
+            Self.append(prefix, to: &bytes)
+            Self.append(value, to: &bytes)
+            let flags = indexed ? NGHTTP2_NV_FLAG_NONE : NGHTTP2_NV_FLAG_NO_INDEX
+            spans.append(
+                (
+                    nameStart..<valueStart, valueStart..<bytes.count, name.utf8.first == UInt8(ascii: ":"),
+                    UInt8(flags.rawValue)
+                ))
+        }
+
+        /// Copies a string's bytes at once where they lie together (a native string's always do).
+        private static func append(_ text: String, to bytes: inout [UInt8]) {
+            if text.utf8.withContiguousStorageIfAvailable({ bytes.append(contentsOf: $0) }) == nil {
+                bytes.append(contentsOf: text.utf8)
             }
         }
 

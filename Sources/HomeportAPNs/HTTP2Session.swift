@@ -93,10 +93,14 @@ final class HTTP2Session {
     ///
     /// What is submitted goes out every ``submitSlice`` requests, so that the server answers the
     /// first while the next are laid out, rather than waiting for the whole batch.
+    ///
+    /// There are `count` requests: `body` gives each one's body by its index, and `fields` lays
+    /// out its own fields in the block it is handed (emptied before each).
     func exchange(
-        shared: [Field], _ requests: [(fields: [Field], body: Data)], deadline: ContinuousClock.Instant
+        shared: [Field], count: Int, body: (Int) -> Data, fields: (Int, inout FieldBlock) -> Void,
+        deadline: ContinuousClock.Instant
     ) -> [Answer] {
-        let all = requests.enumerated().map { Stream(index: $0.offset, body: $0.element.body) }
+        let all = (0..<count).map { Stream(index: $0, body: body($0)) }
         let sharedBlock = FieldBlock(shared)
         var own = FieldBlock()
         var pairs: [nghttp2_nv] = []
@@ -106,8 +110,9 @@ final class HTTP2Session {
             var sharedOthers: [nghttp2_nv] = []
             sharedBlock.append(pseudo: true, from: sharedBytes, to: &sharedPseudo)
             sharedBlock.append(pseudo: false, from: sharedBytes, to: &sharedOthers)
-            for (stream, request) in zip(all, requests) {
-                own.replace(with: request.fields)
+            for stream in all {
+                own.removeAll()
+                fields(stream.index, &own)
                 let id = own.bytes.withUnsafeBufferPointer { ownBytes in
                     pairs.removeAll(keepingCapacity: true)
                     pairs += sharedPseudo

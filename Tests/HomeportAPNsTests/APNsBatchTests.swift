@@ -61,6 +61,55 @@ struct APNsBatchTests {
     }
 
     @Test(
+        "a batch that mixes production and sandbox devices: each goes on its own host's connection, and each answer comes back to its own request"
+    )
+    func twoHosts() throws {
+        let standIn = try APNsStandIn()
+        let token = try ProviderToken.mint(
+            key: try ES256Key(pem: try String(contentsOfFile: standIn.keyFile, encoding: .utf8)),
+            keyID: APNsStandIn.keyID, teamID: APNsStandIn.teamID, issuedAt: Int64(Date().timeIntervalSince1970))
+        // One stand-in under two names: two hosts to the client, each with a connection of its own.
+        let client = APNsClient(
+            configuration: .init(
+                productionURL: standIn.url, sandboxURL: "https://localhost:\(standIn.port)", caFile: standIn.caFile))
+        let requests = (0..<60).map { (index: Int) -> APNsRequest in
+            APNsRequest(
+                apnsID: UUID().uuidString.lowercased(), deviceToken: String(format: "%064x", index + 1),
+                topic: APNsStandIn.topic, payload: Data(#"{"aps":{"alert":{"title":"n\#(index)"}}}"#.utf8),
+                expiration: Int64(index), environment: index % 3 == 0 ? .sandbox : .production)
+        }
+        // Every sandbox device is gone, every production one takes its push: an answer given to
+        // another request than its own shows as the wrong status.
+        let sandbox = requests.filter { $0.environment == .sandbox }
+        try standIn.script(
+            tokens: Dictionary(
+                uniqueKeysWithValues: sandbox.map {
+                    ($0.deviceToken, [["status": 410, "reason": "Unregistered", "timestamp": 1_700_000_000_000]])
+                }))
+        let answers = client.send(requests, authorization: token.jwt)
+        #expect(answers.count == requests.count)
+        for (request, answer) in zip(requests, answers) {
+            #expect(answer.status == (request.environment == .sandbox ? 410 : 200), "\(request.deviceToken)")
+        }
+        #expect(standIn.waitForRequests(requests.count))
+        let received = standIn.requests()
+        let byConnection = Dictionary(grouping: received) { $0["client_port"] as? Int ?? 0 }.mapValues {
+            Set($0.compactMap { $0["device"] as? String })
+        }
+        #expect(byConnection.count == 2, "one connection per host")
+        #expect(
+            Set(byConnection.values) == [
+                Set(sandbox.map(\.deviceToken)),
+                Set(requests.filter { $0.environment == .production }.map(\.deviceToken)),
+            ])
+        for record in received {
+            let request = requests.first { $0.deviceToken == record["device"] as? String }
+            #expect(record["apns_id"] as? String == request?.apnsID, "each request with its own fields")
+            #expect(record["expiration"] as? String == request.map { String($0.expiration) })
+        }
+    }
+
+    @Test(
         "a host that closes or resets the connection while a batch goes out: every request is answered as failed, none with a status"
     )
     func droppedMidBatch() throws {
