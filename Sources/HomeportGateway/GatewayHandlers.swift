@@ -56,14 +56,17 @@ struct GatewayHandlers: Sendable {
         var sending: [Int] = []
         let carried = deliveries.providers
         // One notification fans out as the same payload to each device: it is read once a batch.
-        var checked: [String: GatewayPushOutcome?] = [:]
+        // By its bytes, not by `==`: two spellings Unicode counts as one (a precomposed `Å` and
+        // U+212B) differ in length and in what a parser makes of them, and each is sent as written.
+        var checked: [[UInt8]: GatewayPushOutcome?] = [:]
         // The one before, first: read from the batch, a repeated payload is the same string, and
         // telling so costs nothing (hashing it costs a read of it).
         var last: (payload: String, outcome: GatewayPushOutcome?)?
         func refusal(of payload: String) -> GatewayPushOutcome? {
-            if let last, last.payload == payload { return last.outcome }
-            let outcome = checked[payload] ?? check(payload, from: server)
-            checked[payload] = .some(outcome)
+            if let last, JSONText.sameBytes(last.payload, payload) { return last.outcome }
+            let bytes = Array(payload.utf8)
+            let outcome = checked[bytes] ?? check(payload, from: server)
+            checked[bytes] = .some(outcome)
             last = (payload, outcome)
             return outcome
         }

@@ -21,9 +21,14 @@ struct APNsRequestBatchTests {
         let second = #"{"aps":{"alert":{"title":"Two"}},"homeport":{"s":"a"}}"#
         // The same text again, read separately (another string's storage), as rows read from a database are.
         let firstAgain = String(decoding: Array(first.utf8), as: UTF8.self)
+        // Two spellings Unicode counts as one (`==` holds), with other bytes: U+00C5 and U+212B.
+        let precomposed = #"{"aps":{"alert":{"title":"\#u{00C5}"}}}"#
+        let angstrom = #"{"aps":{"alert":{"title":"\#u{212B}"}}}"#
+        #expect(precomposed == angstrom && Array(precomposed.utf8) != Array(angstrom.utf8))
         let items = [
             item(0, payload: first), item(1, payload: first), item(2, payload: second, sandbox: true, collapse: "c"),
             item(3, payload: firstAgain), item(4, payload: ""), item(5, payload: second),
+            item(6, payload: precomposed), item(7, payload: angstrom), item(8, payload: precomposed),
         ]
         let requests = APNsRequest.batch(items)
         #expect(requests.count == items.count)

@@ -522,6 +522,46 @@ struct PushGatewayTests {
             "only the good pushes reached Apple")
     }
 
+    @Test(
+        "a payload Unicode counts as the one before (==) but written with other bytes is checked, and sent, as its own bytes"
+    )
+    func sameTextOtherBytes() throws {
+        let standIn = try APNsStandIn()
+        let gateway = try GatewayHarness(.sqlite, standIn: standIn)
+        let a = UUID().uuidString.lowercased()
+        let credential = try gateway.enroll("a", instanceID: a)
+        try gateway.register([device(1)], credential: credential)
+        // U+00C5 is two bytes and U+212B (ANGSTROM SIGN) three, and Swift's `==` holds between
+        // them: 1,900 of the first fit in 4096 bytes, as many of the second do not.
+        let precomposed = String(repeating: "\u{00C5}", count: 1900)
+        let angstroms = String(repeating: "\u{212B}", count: 1900)
+        #expect(precomposed == angstroms)
+        let pushes = [
+            rawPush(device(1), instance: a, title: precomposed), rawPush(device(1), instance: a, title: angstroms),
+            rawPush(device(1), instance: a, title: "K"), rawPush(device(1), instance: a, title: "\u{212A}"),
+        ]
+        let answer = try gateway.push(pushes, credential: credential)
+        #expect(answer.results.map { $0["status"] as? Int } == [200, 413, 200, 200], "\(answer.results)")
+        #expect(answer.results[1]["reason"] as? String == PushGatewayReason.payloadTooLarge)
+        #expect(standIn.waitForRequests(3))
+        // Each push that went reached Apple as its own bytes (U+212A, KELVIN SIGN, `==` "K" too).
+        let titles = Dictionary(
+            standIn.requests().compactMap { record -> (String, [UInt8])? in
+                guard let id = record["apns_id"] as? String,
+                    let title = ((record["payload"] as? [String: Any])?["aps"] as? [String: Any]).flatMap({
+                        ($0["alert"] as? [String: Any])?["title"] as? String
+                    })
+                else { return nil }
+                return (id, Array(title.utf8))
+            }, uniquingKeysWith: { first, _ in first })
+        #expect(titles.count == 3, "the 413 never reached Apple")
+        for (push, title) in [(pushes[0], precomposed), (pushes[2], "K"), (pushes[3], "\u{212A}")] {
+            #expect(
+                titles[push["apnsId"] as? String ?? ""] == Array(title.utf8),
+                "title \(title.unicodeScalars.map { String($0.value, radix: 16) }.prefix(1))")
+        }
+    }
+
     @Test("each server is held to its own rate, on every replica together")
     func rateLimit() throws {
         let standIn = try APNsStandIn()

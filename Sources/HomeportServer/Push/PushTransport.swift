@@ -30,15 +30,17 @@ extension PushTransport {
 
 extension APNsRequest {
     /// The requests for a batch of outbox rows. One notification fans out as the same payload to
-    /// each device, so a payload equal to the row before's shares that row's bytes rather than
-    /// being copied again (an allocation and a copy a push).
+    /// each device, so a payload written with the same bytes as the row before's shares that
+    /// row's bytes rather than being copied again (an allocation and a copy a push). The same
+    /// bytes, not `==`: two spellings Unicode counts as one (a precomposed `Å` and U+212B) are
+    /// sent each as its row holds it.
     static func batch(_ items: [OutboxItem]) -> [APNsRequest] {
         var requests: [APNsRequest] = []
         requests.reserveCapacity(items.count)
         var last: (text: String, bytes: Data)?
         for item in items {
             let bytes: Data
-            if let last, last.text == item.payload {
+            if let last, JSONText.sameBytes(last.text, item.payload) {
                 bytes = last.bytes
             } else {
                 bytes = Data(item.payload.utf8)
