@@ -75,8 +75,9 @@ struct APNsBatchTests {
         let requests = (0..<60).map { (index: Int) -> APNsRequest in
             APNsRequest(
                 apnsID: UUID().uuidString.lowercased(), deviceToken: String(format: "%064x", index + 1),
-                topic: APNsStandIn.topic, payload: Data(#"{"aps":{"alert":{"title":"n\#(index)"}}}"#.utf8),
-                expiration: Int64(index), environment: index % 3 == 0 ? .sandbox : .production)
+                topic: APNsStandIn.topic, payload: Data(#"{"aps":{"alert":{"title":"n"}},"i":\#(index + 100)}"#.utf8),
+                expiration: Int64(index + 100), collapseID: index % 2 == 0 ? "c\(index)" : nil,
+                environment: index % 3 == 0 ? .sandbox : .production)
         }
         // Every sandbox device is gone, every production one takes its push: an answer given to
         // another request than its own shows as the wrong status.
@@ -106,6 +107,9 @@ struct APNsBatchTests {
             let request = requests.first { $0.deviceToken == record["device"] as? String }
             #expect(record["apns_id"] as? String == request?.apnsID, "each request with its own fields")
             #expect(record["expiration"] as? String == request.map { String($0.expiration) })
+            #expect((record["collapse_id"] as? String) == request?.collapseID)
+            // Every body is as long as the others (no length tells them apart): its own "i".
+            #expect((record["payload"] as? [String: Any])?["i"] as? Int == request.map { Int($0.expiration) })
         }
     }
 
