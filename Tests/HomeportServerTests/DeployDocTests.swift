@@ -190,7 +190,7 @@ struct DeployDocTests {
     }
 
     @Test(
-        "a stopped Homeport (SIGSTOP) fails the product's route within 6 s through the documented nginx and Caddy sites, closed; the product hears nothing"
+        "a stopped Homeport (SIGSTOP) fails the product's route within the sites' 5 s, not the proxies' minute or more, through the documented nginx and Caddy sites, closed; the product hears nothing"
     )
     func forwardAuthStopped() throws {
         let data = try TemporaryDirectory()
@@ -240,7 +240,9 @@ struct DeployDocTests {
                 front + "/api/v1/journal", caFile: certificates.caFile, headers: ["X-Session-Token: \(token)"])
             let took = ContinuousClock.now - started
             #expect(stopped.status >= 500, "\(front): closed, not open: \(stopped.status)")
-            #expect(took < .seconds(6), "\(front) answered after \(took)")
+            // The sites' 5 s, plus a curl process and its TLS handshake on a machine the whole
+            // suite keeps busy (6.2 s seen there); nginx's default would be 60 s, Caddy's unbounded.
+            #expect(took < .seconds(10), "\(front) answered after \(took)")
         }
         #expect(product.requests.count == heardBefore, "the product heard nothing while Homeport was stopped")
         kill(server.pid, SIGCONT)
