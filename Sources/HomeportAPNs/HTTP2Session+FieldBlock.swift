@@ -9,13 +9,8 @@ extension HTTP2Session {
         private(set) var bytes: [UInt8] = []
         private var spans: [(name: Range<Int>, value: Range<Int>, pseudo: Bool, flags: UInt8)] = []
 
+        /// A block holding `fields`, in order.
         init(_ fields: [Field] = []) {
-            replace(with: fields)
-        }
-
-        /// Lays out `fields` in place of what the block held.
-        mutating func replace(with fields: [Field]) {
-            removeAll()
             for field in fields { append(field.name, field.value, indexed: field.indexed) }
         }
 
