@@ -6,14 +6,19 @@ import Testing
 
 @Suite("A batch of pushes on one HTTP/2 connection", .tags(.process, .interop))
 struct APNsBatchTests {
+    /// A provider token the stand-in takes: its key, its key id and team, issued now.
+    private static func token(for standIn: APNsStandIn) throws -> ProviderToken {
+        try ProviderToken.mint(
+            key: try ES256Key(pem: try String(contentsOfFile: standIn.keyFile, encoding: .utf8)),
+            keyID: APNsStandIn.keyID, teamID: APNsStandIn.teamID, issuedAt: Int64(Date().timeIntervalSince1970))
+    }
+
     @Test(
         "a batch larger than one write reaches APNs whole, twice on one connection: each request with its own fields, none with another's"
     )
     func largeBatches() throws {
         let standIn = try APNsStandIn()
-        let token = try ProviderToken.mint(
-            key: try ES256Key(pem: try String(contentsOfFile: standIn.keyFile, encoding: .utf8)),
-            keyID: APNsStandIn.keyID, teamID: APNsStandIn.teamID, issuedAt: Int64(Date().timeIntervalSince1970))
+        let token = try Self.token(for: standIn)
         let client = APNsClient(
             configuration: .init(productionURL: standIn.url, sandboxURL: standIn.url, caFile: standIn.caFile))
         // 700 requests are over 100 KiB of frames: more than one write of the sender's.
@@ -65,9 +70,7 @@ struct APNsBatchTests {
     )
     func twoHosts() throws {
         let standIn = try APNsStandIn()
-        let token = try ProviderToken.mint(
-            key: try ES256Key(pem: try String(contentsOfFile: standIn.keyFile, encoding: .utf8)),
-            keyID: APNsStandIn.keyID, teamID: APNsStandIn.teamID, issuedAt: Int64(Date().timeIntervalSince1970))
+        let token = try Self.token(for: standIn)
         // One stand-in under two names: two hosts to the client, each with a connection of its own.
         let client = APNsClient(
             configuration: .init(

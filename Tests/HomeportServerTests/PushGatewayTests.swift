@@ -84,6 +84,15 @@ final class GatewayHarness {
         return credential
     }
 
+    /// Enrolls server `a` under a new installation id and registers its devices; its id and
+    /// credential.
+    func oneServer(_ devices: [String]) throws -> (instance: String, credential: String) {
+        let a = UUID().uuidString.lowercased()
+        let credential = try enroll("a", instanceID: a)
+        try register(devices, credential: credential)
+        return (a, credential)
+    }
+
     /// Enrolls servers `a` and `b` under new installation ids and registers each one's devices;
     /// their ids and credentials.
     func twoServers(a devicesA: [String], b devicesB: [String], registeringBOn replicaB: Int = 0) throws -> (
@@ -269,10 +278,8 @@ struct PushGatewayTests {
     func spoofedSender() throws {
         let standIn = try APNsStandIn()
         let gateway = try GatewayHarness(.sqlite, standIn: standIn)
-        let a = UUID().uuidString.lowercased()
+        let (a, credential) = try gateway.oneServer([device(1)])
         let b = UUID().uuidString.lowercased()
-        let credential = try gateway.enroll("a", instanceID: a)
-        try gateway.register([device(1)], credential: credential)
         let spoofs: [(String, String)] = [
             ("s of another", #"{"aps":{"alert":{"title":"x"}},"homeport":{"s":"\#(b)"}}"#),
             (
@@ -312,9 +319,7 @@ struct PushGatewayTests {
     func batchesTheFastReaderLeaves() throws {
         let standIn = try APNsStandIn()
         let gateway = try GatewayHarness(.sqlite, standIn: standIn)
-        let a = UUID().uuidString.lowercased()
-        let credential = try gateway.enroll("a", instanceID: a)
-        try gateway.register([device(1)], credential: credential)
+        let (a, credential) = try gateway.oneServer([device(1)])
         let push = String(
             decoding: try JSONSerialization.data(withJSONObject: rawPush(device(1), instance: a)), as: UTF8.self)
         let refused = [
@@ -465,9 +470,7 @@ struct PushGatewayTests {
     func malformedPushes(backend: Backend) throws {
         let standIn = try APNsStandIn()
         let gateway = try GatewayHarness(backend, standIn: standIn)
-        let a = UUID().uuidString.lowercased()
-        let credential = try gateway.enroll("a", instanceID: a)
-        try gateway.register([device(1)], credential: credential)
+        let (a, credential) = try gateway.oneServer([device(1)])
         let title = String(repeating: "a", count: 5000)
         var badID = rawPush(device(1), instance: a)
         badID["apnsId"] = "not-a-uuid"
@@ -528,9 +531,7 @@ struct PushGatewayTests {
     func sameTextOtherBytes() throws {
         let standIn = try APNsStandIn()
         let gateway = try GatewayHarness(.sqlite, standIn: standIn)
-        let a = UUID().uuidString.lowercased()
-        let credential = try gateway.enroll("a", instanceID: a)
-        try gateway.register([device(1)], credential: credential)
+        let (a, credential) = try gateway.oneServer([device(1)])
         // U+00C5 is two bytes and U+212B (ANGSTROM SIGN) three, and Swift's `==` holds between
         // them: 1,900 of the first fit in 4096 bytes, as many of the second do not.
         let precomposed = String(repeating: "\u{00C5}", count: 1900)
