@@ -99,9 +99,9 @@ public final class APNsClient: @unchecked Sendable {
         block.append("apns-id", request.apnsID, indexed: false)
         block.append("apns-topic", request.topic)
         block.append("apns-push-type", request.pushType.rawValue)
-        block.append("apns-priority", String(request.priority.rawValue))
-        block.append("apns-expiration", String(request.expiration))
-        block.append("content-length", String(request.payload.count))
+        block.append("apns-priority", number: Int64(request.priority.rawValue))
+        block.append("apns-expiration", number: request.expiration)
+        block.append("content-length", number: Int64(request.payload.count))
         if let collapse = request.collapseID { block.append("apns-collapse-id", collapse) }
     }
 

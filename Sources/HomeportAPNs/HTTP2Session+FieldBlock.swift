@@ -23,11 +23,33 @@ extension HTTP2Session {
         /// Adds a field whose value is `prefix` followed by `value` (`/3/device/` and a token), and
         /// whether HPACK may keep it (see ``Field/indexed``).
         mutating func append(_ name: String, prefix: String = "", _ value: String, indexed: Bool = true) {
+            append(name, indexed: indexed) { bytes in
+                Self.append(prefix, to: &bytes)
+                Self.append(value, to: &bytes)
+            }
+        }
+
+        /// Adds a field whose value is `number` in decimal, written digit by digit (no string is
+        /// made for it: a request has three).
+        mutating func append(_ name: String, number: Int64) {
+            append(name, indexed: true) { bytes in
+                if number < 0 { bytes.append(UInt8(ascii: "-")) }
+                var magnitude = number.magnitude
+                let start = bytes.count
+                repeat {
+                    bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
+                    magnitude /= 10
+                } while magnitude != 0
+                bytes[start...].reverse()
+            }
+        }
+
+        /// Adds a field named `name` whose value `value` writes.
+        private mutating func append(_ name: String, indexed: Bool, value: (inout [UInt8]) -> Void) {
             let nameStart = bytes.count
             Self.append(name, to: &bytes)
             let valueStart = bytes.count
-            Self.append(prefix, to: &bytes)
-            Self.append(value, to: &bytes)
+            value(&bytes)
             let flags = indexed ? NGHTTP2_NV_FLAG_NONE : NGHTTP2_NV_FLAG_NO_INDEX
             spans.append(
                 (

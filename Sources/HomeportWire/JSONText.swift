@@ -41,9 +41,18 @@ package enum JSONText {
         return (compared ?? nil) ?? first.utf8.elementsEqual(second.utf8)
     }
 
-    /// Appends an integer.
+    /// Appends an integer in decimal, digit by digit: no string is made for it (a batch writes
+    /// two a push).
     package static func append(_ integer: some BinaryInteger, to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: String(integer).utf8)
+        if integer < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = integer.magnitude
+        let start = bytes.count
+        repeat {
+            let (rest, digit) = magnitude.quotientAndRemainder(dividingBy: 10)
+            bytes.append(UInt8(ascii: "0") + UInt8(digit))
+            magnitude = rest
+        } while magnitude != 0
+        bytes[start...].reverse()
     }
 
     /// The byte a one-letter escape stands for (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`,

@@ -1,6 +1,7 @@
 import Foundation
-import HomeportAPNs
 import Testing
+
+@testable import HomeportAPNs
 
 @Suite("APNs requests and answers, typed")
 struct APNsMessageTests {
@@ -41,5 +42,25 @@ struct APNsMessageTests {
             apnsID: "d6a1a6c1-5f8e-4d0c-9a55-3d3f8c1f2a10", deviceToken: "ab", topic: "net.example.app",
             payload: Data(), expiration: 0, environment: .sandbox)
         #expect(request.priority == .immediate && request.pushType == .alert && request.environment == .sandbox)
+    }
+
+    @Test("a request's numbers are laid out in decimal, as String writes them, at every width and sign")
+    func numberFields() {
+        let expirations: [Int64] = [0, 9, 10, 99, 100, 1_765_000_000, .max, -1, -10, .min]
+        for (index, expiration) in expirations.enumerated() {
+            let payload = Data(repeating: UInt8(ascii: "x"), count: [0, 7, 10, 4096][index % 4])
+            let priority: APNsPriority = index % 2 == 0 ? .immediate : .considerate
+            var block = HTTP2Session.FieldBlock()
+            APNsClient.fields(
+                of: APNsRequest(
+                    apnsID: "d6a1a6c1-5f8e-4d0c-9a55-3d3f8c1f2a10", deviceToken: "ab", topic: "t", payload: payload,
+                    priority: priority, expiration: expiration, environment: .production),
+                into: &block)
+            // Names and values lie back to back, in the order they are laid out.
+            let text = String(decoding: block.bytes, as: UTF8.self)
+            let expected =
+                "apns-priority\(priority.rawValue)apns-expiration\(expiration)content-length\(payload.count)"
+            #expect(text.hasSuffix(expected), "\(text)")
+        }
     }
 }
