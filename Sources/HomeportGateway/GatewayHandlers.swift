@@ -82,7 +82,7 @@ struct GatewayHandlers: Sendable {
                 outcomes[index] = GatewayPushOutcome(status: 400, reason: PushGatewayReason.topicDisallowed)
             } else if let refusal = refusal(of: batch.pushes[index].payload) {
                 outcomes[index] = refusal
-            } else if registered[index]?.provider != provider {
+            } else if registered.provider(at: index) != provider {
                 outcomes[index] = GatewayPushOutcome(status: 403, reason: PushGatewayReason.unknownDevice)
             } else {
                 sending.append(index)
@@ -90,7 +90,8 @@ struct GatewayHandlers: Sendable {
         }
         let answers = try deliveries.deliver(
             sending.map { index in
-                let device = registered[index]
+                // An APNs device's record has nothing more for the item: it is not copied out.
+                let device = batch.pushes[index].provider == .apns ? nil : registered[index]
                 // Each field copied once, into the item; the push itself is not (as above).
                 return OutboxItem(
                     apnsID: batch.pushes[index].apnsId, deviceToken: batch.pushes[index].deviceToken,
@@ -151,11 +152,13 @@ struct GatewayHandlers: Sendable {
     /// the rest from the database (and learnt).
     func devices(of server: GatewayServer, for pushes: [GatewayPush], at indices: [Int]) throws -> [GatewayDevice?] {
         var found = [GatewayDevice?](repeating: nil, count: pushes.count)
-        let cached = deviceCache.lookup(
+        var cached = deviceCache.lookup(
             server: server.id, version: server.devicesVersion, indices.map { pushes[$0].deviceToken })
         var missing: [Int] = []
-        for (index, device) in zip(indices, cached) {
-            if let device { found[index] = device } else { missing.append(index) }
+        // Each device moved from the cache's answer, not copied (a retain and a release of each
+        // of its strings).
+        for (position, index) in indices.enumerated() {
+            if let device = cached[position].take() { found[index] = device } else { missing.append(index) }
         }
         guard !missing.isEmpty else { return found }
         let store = GatewayDeviceStore(database)
@@ -431,4 +434,12 @@ struct GatewayHandlers: Sendable {
         status: 401, code: APIErrorCode.notAuthenticated,
         message: "Send this server's working gateway credential, once: Authorization: Bearer KEY.",
         headers: ["WWW-Authenticate": "Bearer"])
+}
+
+fileprivate extension [GatewayDevice?] {
+    /// The push service of the device at `index`, read where it lies: the array's subscript
+    /// would copy the device out (a retain and a release of each of its strings).
+    func provider(at index: Int) -> PushProvider? {
+        withUnsafeBufferPointer { $0[index]?.provider }
+    }
 }

@@ -50,7 +50,9 @@ extension GatewayPush {
             case .collapseId: cursor.takeNull() ? () : JSONCursor.fill(&collapseId, cursor.string())
             }
         }
-        guard read != nil, let apnsId, let deviceToken, let environment, let topic, let payload,
+        // Each string moved into the push, not copied (a retain now, a release at the end).
+        guard read != nil, let apnsId = consume apnsId, let deviceToken = consume deviceToken, let environment,
+            let topic = consume topic, let payload = consume payload,
             let priority = priority.flatMap({ Int(exactly: $0) }), let expiration
         else { return nil }
         self.init(

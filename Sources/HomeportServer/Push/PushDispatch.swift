@@ -57,7 +57,9 @@ package final class PushDispatch: PushTransport {
         let apple = rounds.first?.1.contains { items[$0].provider == .apns } == true
         let sideBySide = apple ? Array(rounds.dropFirst()) : rounds
         if apple {
-            for (index, response) in zip(chosen, try first.deliver(chosen.map { items[$0] })) {
+            // Most batches are Apple's alone: handed on whole, not copied item by item.
+            let taken = chosen.count == items.count ? items : chosen.map { items[$0] }
+            for (index, response) in zip(chosen, try first.deliver(taken)) {
                 responses[index] = response
             }
         }
