@@ -244,11 +244,12 @@ final class HTTP2Session {
 
     private static let onHeader: nghttp2_on_header_callback = {
         _, frame, name, nameLength, value, valueLength, _, user in
-        guard let frame, let name, let value, let user else { return 0 }
+        // The name first: an answer's other fields (`apns-id`, …) reach nothing of the session.
+        guard let frame, let name, let value, let user, nameLength == 7, memcmp(name, ":status", 7) == 0 else {
+            return 0
+        }
         let session = Unmanaged<HTTP2Session>.fromOpaque(user).takeUnretainedValue()
-        guard nameLength == 7, memcmp(name, ":status", 7) == 0,
-            let stream = session.stream(frame.pointee.hd.stream_id)
-        else { return 0 }
+        guard let stream = session.stream(frame.pointee.hd.stream_id) else { return 0 }
         stream.status = HTTP2Session.status(UnsafeBufferPointer(start: value, count: valueLength))
         return 0
     }
