@@ -82,7 +82,7 @@ struct GatewayHandlers: Sendable {
                 outcomes[index] = GatewayPushOutcome(status: 400, reason: PushGatewayReason.topicDisallowed)
             } else if let refusal = refusal(of: batch.pushes[index].payload) {
                 outcomes[index] = refusal
-            } else if registered.provider(at: index) != provider {
+            } else if registered[index]?.provider != provider {
                 outcomes[index] = GatewayPushOutcome(status: 403, reason: PushGatewayReason.unknownDevice)
             } else {
                 sending.append(index)
@@ -434,12 +434,4 @@ struct GatewayHandlers: Sendable {
         status: 401, code: APIErrorCode.notAuthenticated,
         message: "Send this server's working gateway credential, once: Authorization: Bearer KEY.",
         headers: ["WWW-Authenticate": "Bearer"])
-}
-
-fileprivate extension [GatewayDevice?] {
-    /// The push service of the device at `index`, read where it lies: the array's subscript
-    /// would copy the device out (a retain and a release of each of its strings).
-    func provider(at index: Int) -> PushProvider? {
-        withUnsafeBufferPointer { $0[index]?.provider }
-    }
 }
